@@ -1,0 +1,35 @@
+"""kernel-harness: a correctness harness for JAX Pallas attention kernels."""
+
+from kernel_harness.backends import (
+    BACKEND_NAMES,
+    Backend,
+    BackendUnavailable,
+    availability,
+    resolve_backend,
+)
+from kernel_harness.case import Case
+from kernel_harness.compare import OutputStats, compare
+from kernel_harness.family import Family, UnknownFamily, family_names, get_family
+from kernel_harness.runner import CaseResult, check_case
+from kernel_harness.tolerance import Tolerance, ToleranceTable, Verdict, judge
+
+__all__ = [
+    "BACKEND_NAMES",
+    "Backend",
+    "BackendUnavailable",
+    "Case",
+    "CaseResult",
+    "Family",
+    "OutputStats",
+    "Tolerance",
+    "ToleranceTable",
+    "UnknownFamily",
+    "Verdict",
+    "availability",
+    "check_case",
+    "compare",
+    "family_names",
+    "get_family",
+    "judge",
+    "resolve_backend",
+]
