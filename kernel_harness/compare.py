@@ -89,7 +89,8 @@ def compare(
     finite_e = np.isfinite(e) & mask
     scale = float(np.max(np.abs(e[finite_e]))) if finite_e.any() else 0.0
     scale = max(scale, TINY_SCALE)
-    err = np.where(mask, np.abs(a - e), 0.0)
+    with np.errstate(invalid="ignore"):  # inf - inf where both are -inf: handled below
+        err = np.where(mask, np.abs(a - e), 0.0)
     # A non-finite kernel value where the reference is finite is an infinite error.
     err = np.where(mask & ~np.isfinite(a) & np.isfinite(e), np.inf, err)
     err = np.where(np.isnan(err), 0.0, err)  # both non-finite in the same way: no error
