@@ -1,0 +1,91 @@
+"""Helpers shared by the GPU (Triton-lowered Pallas) families: gpu-mha, gpu-decode, gpu-paged.
+
+The GPU kernels take ``interpret=`` directly, so they run on two backends:
+``interpret`` (the generic Pallas interpreter on CPU, whose out-of-bounds block
+padding is NaN, so stray reads show up) and ``gpu`` (compiled through Triton).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from kernel_harness.backends import Backend
+
+#: Backends a GPU family can run on.
+GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})
+
+#: Block sizes a Triton tile may take (powers of two, at least 16 for ``tl.dot``).
+TILE_SIZES: tuple[int, ...] = (16, 32, 64, 128)
+
+#: The note every GPU family's float32 tolerances carry.
+F32_DOT_NOTE = (
+    "kernels are traced under jax.default_matmul_precision('highest'), so on --backend gpu "
+    "Triton's float32 dots use IEEE fp32 instead of their TF32 default; TF32's 10-bit "
+    "mantissa would need a bound near 1e-3 or more (estimate, not measured: no GPU run yet) "
+    "and could no longer tell a bf16 PV product (~3e-3) from a correct kernel"
+)
+
+
+def is_pow2(n: int) -> bool:
+    """Whether ``n`` is a positive power of two."""
+    return n > 0 and n & (n - 1) == 0
+
+
+def check_backend(family: str, backend: Backend) -> None:
+    """Raises a clear error for a backend a GPU family cannot run on."""
+    if backend.name not in GPU_BACKENDS:
+        raise ValueError(
+            f"family {family!r} runs Triton-lowered (GPU) Pallas kernels: backend "
+            f"{backend.name!r} cannot run it; use one of {sorted(GPU_BACKENDS)}"
+        )
+
+
+@contextlib.contextmanager
+def kernel_context(backend: Backend) -> Iterator[None]:
+    """The context a GPU kernel is traced in on every backend: highest matmul precision,
+    which on ``gpu`` means IEEE fp32 Triton dots (see :data:`F32_DOT_NOTE`)."""
+    with jax.default_matmul_precision("highest"):
+        yield
+
+
+#: XLA options for CPU-side programs (interpreted kernels, references): LLVM's backend
+#: optimizations roughly double compile time, and each case runs its program only once.
+CPU_COMPILER_OPTIONS: dict[str, Any] = {"xla_backend_optimization_level": 0}
+
+
+def jit(fn: Callable[..., Any], *, cpu: bool) -> Callable[..., Any]:
+    """``jax.jit(fn)``; a program that runs on CPU is compiled without backend optimization."""
+    return jax.jit(fn, compiler_options=CPU_COMPILER_OPTIONS if cpu else None)
+
+
+_PROGRAMS: dict[tuple[Any, ...], Callable[..., Any]] = {}
+_MAX_PROGRAMS = 256
+
+
+def cached_program(
+    impl: Callable[..., Any], case: Any, backend: Backend,
+    build: Callable[[Callable[..., Any], Any, Any], Callable[..., Any]],
+) -> Callable[..., Any]:
+    """``build(impl, case, interpret)``, once per (impl, static configuration, backend)."""
+    key = (impl, type(case).__name__, case.static_key(), backend.name)
+    if key not in _PROGRAMS:
+        if len(_PROGRAMS) >= _MAX_PROGRAMS:
+            _PROGRAMS.pop(next(iter(_PROGRAMS)))
+        _PROGRAMS[key] = build(impl, case, backend.pallas_interpret())
+    return _PROGRAMS[key]
+
+
+def put(arrays: Mapping[str, np.ndarray | None], backend: Backend) -> dict[str, jax.Array | None]:
+    """Places the case's arrays on the backend's device (``None`` stays ``None``)."""
+    device = backend.device
+    return {k: None if v is None else jax.device_put(v, device) for k, v in arrays.items()}
+
+
+def to_numpy(outputs: Mapping[str, jax.Array]) -> dict[str, np.ndarray]:
+    """Device outputs as float32 numpy arrays (exact for every input dtype)."""
+    return {k: np.asarray(jax.device_get(v)).astype(np.float32) for k, v in outputs.items()}

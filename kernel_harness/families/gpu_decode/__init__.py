@@ -1,0 +1,1 @@
+"""gpu-decode: the Pallas GPU (Triton) decode attention ``gqa`` and ``mqa`` (split-k, start/end)."""

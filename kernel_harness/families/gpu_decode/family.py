@@ -1,0 +1,115 @@
+"""The gpu-decode family: Pallas GPU (Triton) split-k decode attention (gqa / mqa)."""
+
+from __future__ import annotations
+
+from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS
+from kernel_harness.families.gpu_decode import kernel as _kernel
+from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
+from kernel_harness.families.gpu_decode.reference import reference, visible
+from kernel_harness.family import Family
+from kernel_harness.tolerance import Tolerance, ToleranceTable
+
+
+def _tolerances() -> ToleranceTable:
+    low_reason = (
+        "{dtype} inputs; the kernel casts P to {dtype} for the PV dot, stores each split's "
+        "partial output in {dtype}, rescales and sums the splits in {dtype} and divides by "
+        "l rounded to {dtype} (the result comes back as float32)"
+    )
+    # Low precision: ~4x the worst of 80 interpret cases (bf16 4.6e-3, f16 8.5e-4);
+    # lse ~1e-7 seen for every dtype.
+    table = {
+        "float32": {"out": 2e-4, "lse": 2e-5},
+        "bfloat16": {"out": 2e-2, "lse": 2e-5},
+        "float16": {"out": 3.5e-3, "lse": 2e-5},
+    }
+    entries = {}
+    for dtype, outs in table.items():
+        for name, tol in outs.items():
+            if dtype == "float32":
+                reason = f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
+            elif name == "lse":
+                reason = "l and m are float32 in the kernel; only the inputs are rounded"
+            else:
+                reason = low_reason.format(dtype=dtype)
+            entries[(dtype, name)] = Tolerance(max_rel_err=tol, reason=reason)
+    return ToleranceTable(entries)
+
+
+def _events(case: DecodeCase) -> list[str]:
+    ev = [case.dtype, f"scale-{case.scale_mode}", f"entry-{case.entry}"]
+    if case.kv_heads == 1 and case.group > 1:
+        ev.append("mqa")
+    elif case.group > 1:
+        ev.append("gqa")
+    else:
+        ev.append("mha-heads")
+    if case.group > case.block_h:
+        ev.append("head-splits")
+    if case.group % case.block_h:
+        ev.append("head-padding")
+    if case.k_splits > 1:
+        ev.append("multi-split")
+    block = min(case.block_k, case.split_len)
+    if case.split_len > block:
+        ev.append("multi-k-block")
+    if case.block_k > case.split_len:
+        ev.append("block-k-clamped")
+    for name in ("start", "end"):
+        value = getattr(case, name)
+        if value is not None:
+            ev.append(f"{name}-{'scalar' if isinstance(value, int) else 'per-row'}")
+    if not case.normalize_output:
+        ev.append("unnormalized")
+    vis = visible(case)
+    counts = vis.sum(axis=1)
+    if (counts == 0).any():
+        ev.append("empty-row")
+    if (counts == 1).any():
+        ev.append("one-key-row")
+    if ((counts > 0) & (counts < case.kv_len)).any():
+        ev.append("partial-row")
+    per_split = vis.reshape(case.batch, case.k_splits, case.split_len).any(axis=2)
+    if (per_split.any(axis=1) & ~per_split.all(axis=1)).any():
+        ev.append("split-skipped")
+    per_block = vis.reshape(case.batch, -1, block).any(axis=2)
+    if case.split_len > block and (~per_block).any() and (counts > 0).any():
+        ev.append("block-fully-masked")
+    return sorted(set(ev))
+
+
+CONTRACT = """\
+Triton split-k decode attention: one query token per row, q [batch, q_heads, head_dim]
+against k/v [batch, kv_len, kv_heads, head_dim]; q head h reads kv head h // group
+(gqa); `mqa` is called on the single kv head.
+- Visible keys of row b: start_idx[b] <= j < kv_seq_len[b] (kv_seq_len is an END index,
+  not a count from start); a missing bound means 0 / kv_len; a scalar broadcasts.
+- A row with no visible key returns out = 0 (the kernel divides 0 by l + eps) and
+  lse = -inf; this is checked, not excluded.
+- lse = m + log(l) from the kernel's residuals (natural log). With
+  normalize_output=False, out = sum_j exp(s_j - m) v_j where m is the row's largest
+  visible logit (the kernel's own m, which is mathematically determined).
+- Kernel limits (checked by the case): kv_len must split into k_splits power-of-two
+  parts of >= 16 keys (kernel asserts); block_h, block_k, head_dim powers of two >= 16
+  (Triton tiles; interpret mode would accept smaller). No gradients (the kernel has no
+  backward).
+"""
+
+FAMILY = Family(
+    name="gpu-decode",
+    summary="Pallas GPU (Triton) split-k decode attention gqa/mqa with start/end bounds",
+    case_type=DecodeCase,
+    cases=decode_cases,
+    kernel=_kernel.decode,
+    impl_signature=_kernel.IMPL_SIGNATURE,
+    run=_kernel.run,
+    reference=reference,
+    output_axes={"out": ("batch", "head", "dim"), "lse": ("batch", "head")},
+    tolerances=_tolerances(),
+    capabilities=frozenset(
+        {"decode", "gqa", "mqa", "ragged-lengths", "sm-scale", "residuals", "full"}
+    ),
+    backends=GPU_BACKENDS,
+    events=_events,
+    contract=CONTRACT,
+)

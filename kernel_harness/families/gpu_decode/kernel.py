@@ -1,0 +1,72 @@
+"""Adapter for the GPU (Triton) decode attention ``gqa`` / ``mqa``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental.pallas.ops.gpu import decode_attention as _decode
+
+from kernel_harness.backends import Backend
+from kernel_harness.families import gpu_common
+from kernel_harness.families.gpu_decode.cases import DecodeCase
+
+IMPL_SIGNATURE = (
+    "decode(q, k, v, start_idx, kv_seq_len, *, entry, sm_scale, block_h, block_k, k_splits, "
+    "num_warps, num_stages, interpret, return_residuals=True, normalize_output) -> "
+    "(out, (l, m)); q: [batch, q_heads, head_dim], k/v: [batch, kv_len, kv_heads, head_dim], "
+    "start_idx/kv_seq_len: int32 [] or [batch] or None (visible keys: start_idx <= j < "
+    "kv_seq_len), l/m: float32 [batch, q_heads] (softmax denominator and max logit); entry is "
+    "'gqa' or 'mqa' (which public entry point; an impl may ignore it)"
+)
+
+
+def decode(q, k, v, start_idx, kv_seq_len, *, entry: str = "gqa", **kwargs: Any):
+    """The default implementation: ``decode_attention.gqa``, or ``decode_attention.mqa`` on
+    the single kv head when ``entry == "mqa"``."""
+    if entry == "gqa":
+        return _decode.gqa(q, k, v, start_idx, kv_seq_len, **kwargs)
+    if entry == "mqa":
+        if k.shape[2] != 1:
+            raise ValueError(f"entry 'mqa' needs one kv head, got k of shape {k.shape}")
+        return _decode.mqa(q, k[:, :, 0], v[:, :, 0], start_idx, kv_seq_len, **kwargs)
+    raise ValueError(f"unknown entry {entry!r}; use 'gqa' or 'mqa'")
+
+
+
+
+def _build(impl: Callable[..., Any], case: DecodeCase, interpret: Any) -> Callable[..., Any]:
+    kwargs = dict(
+        entry=case.entry,
+        sm_scale=case.sm_scale,
+        block_h=case.block_h,
+        block_k=case.block_k,
+        k_splits=case.k_splits,
+        num_warps=case.num_warps,
+        num_stages=case.num_stages,
+        interpret=interpret,
+        return_residuals=True,
+        normalize_output=case.normalize_output,
+    )
+
+    def fn(q, k, v, start_idx, kv_seq_len):
+        out, (denom, row_max) = impl(q, k, v, start_idx, kv_seq_len, **kwargs)
+        return {"out": out, "lse": row_max + jnp.log(denom)}
+
+    return gpu_common.jit(fn, cpu=interpret is True)
+
+
+def run(
+    impl: Callable[..., Any], case: DecodeCase, inputs: dict[str, np.ndarray], backend: Backend
+) -> dict[str, np.ndarray]:
+    """Runs ``impl`` on ``backend``; ``lse = m + log(l)`` from its residuals."""
+    gpu_common.check_backend("gpu-decode", backend)
+    a = gpu_common.put(
+        {n: inputs.get(n) for n in ("q", "k", "v", "start_idx", "kv_seq_len")}, backend
+    )
+    with gpu_common.kernel_context(backend):
+        fn = gpu_common.cached_program(impl, case, backend, _build)
+        outs = fn(a["q"], a["k"], a["v"], a["start_idx"], a["kv_seq_len"])
+    return gpu_common.to_numpy(outs)

@@ -1,0 +1,284 @@
+"""Cases of the GPU (Triton) paged attention and the strategy drawing them.
+
+A case describes the page layout (page size, pages per sequence, shared prefix pages,
+spare pages, shuffling) and the lengths; :meth:`PagedCase.materialize` builds the page
+pool and block tables and poisons every slot a correct kernel must not use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.case import DTYPES, Case, cast
+from kernel_harness.families.gpu_common import is_pow2
+
+#: V value of tokens the kernel reads but must mask (finite: it multiplies them by 0).
+MASKED_V = 1e3
+#: Quantized V of masked tokens: int8 extreme times this scale (about MASKED_V).
+MASKED_V_SCALE = 8.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PagedCase(Case):
+    """One paged decode step.
+
+    Attributes:
+      batch, q_heads, kv_heads, head_dim: q is [batch, q_heads, head_dim]; pages are
+        [kv_heads, total_pages, page_size, head_dim]; q head h reads kv head h // group.
+      page_size, pages_per_seq: page geometry; a block table row lists pages_per_seq pages.
+      lengths: tokens per row (``None``: no ``lengths`` argument, every listed token counts).
+      shared_pages: leading block-table entries all rows share (one physical page each).
+      spare_pages: physical pages no block table names (NaN-filled).
+      shuffle: physical pages in random order (else in table order).
+      soft_cap: the kernel's ``attn_logits_soft_cap`` (``None``: none).
+      quantized: int8 pages with float32 per-token ``k_scales_pages``/``v_scales_pages``.
+      block_h, pages_per_compute_block, k_splits, num_warps, num_stages: kernel settings.
+    """
+
+    batch: int
+    q_heads: int
+    kv_heads: int
+    head_dim: int
+    page_size: int
+    pages_per_seq: int
+    lengths: tuple[int, ...] | None = None
+    shared_pages: int = 0
+    spare_pages: int = 1
+    shuffle: bool = True
+    soft_cap: float | None = None
+    quantized: bool = False
+    block_h: int = 16
+    pages_per_compute_block: int = 1
+    k_splits: int = 1
+    num_warps: int = 8
+    num_stages: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("batch", "q_heads", "kv_heads", "pages_per_seq", "k_splits",
+                     "pages_per_compute_block"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.q_heads % self.kv_heads:
+            raise ValueError(f"q_heads={self.q_heads} must be a multiple of kv_heads")
+        for name in ("head_dim", "page_size", "pages_per_seq", "pages_per_compute_block",
+                     "block_h"):
+            if not is_pow2(getattr(self, name)):
+                raise ValueError(f"{name} must be a power of two, got {getattr(self, name)}")
+        if self.head_dim < 16 or self.block_h % 16:
+            raise ValueError("head_dim must be >= 16 and block_h a multiple of 16")
+        if self.pages_per_seq % self.k_splits:
+            raise ValueError(f"pages_per_seq must be a multiple of k_splits={self.k_splits}")
+        if self.block_k < 16:
+            raise ValueError(
+                f"a compute block of {self.compute_pages} pages x {self.page_size} tokens is "
+                "under 16 keys (a Triton dot operand)"
+            )
+        if self.lengths is not None:
+            if len(self.lengths) != self.batch:
+                raise ValueError(f"lengths needs one entry per batch row ({self.batch})")
+            if any(not 0 <= n <= self.capacity for n in self.lengths):
+                raise ValueError(f"lengths must lie in [0, {self.capacity}]")
+        if not 0 <= self.shared_pages <= min(self.used_pages(b) for b in range(self.batch)):
+            raise ValueError("shared_pages must be full pages of every row")
+        if self.spare_pages < 0:
+            raise ValueError("spare_pages must be >= 0")
+        if self.soft_cap is not None and self.soft_cap <= 0:
+            raise ValueError("soft_cap must be positive")
+
+    @property
+    def group(self) -> int:
+        return self.q_heads // self.kv_heads
+
+    @property
+    def capacity(self) -> int:
+        """Tokens a block-table row can hold."""
+        return self.pages_per_seq * self.page_size
+
+    @property
+    def pages_per_partition(self) -> int:
+        return self.pages_per_seq // self.k_splits
+
+    @property
+    def compute_pages(self) -> int:
+        """Pages per compute block after the kernel's clamp to the partition."""
+        return min(self.pages_per_compute_block, self.pages_per_partition)
+
+    @property
+    def block_k(self) -> int:
+        return self.compute_pages * self.page_size
+
+    @property
+    def total_pages(self) -> int:
+        return self.batch * self.pages_per_seq - (self.batch - 1) * self.shared_pages + (
+            self.spare_pages
+        )
+
+    def length(self, b: int) -> int:
+        return self.capacity if self.lengths is None else self.lengths[b]
+
+    def used_pages(self, b: int) -> int:
+        """Pages holding row b's tokens (whole pages only count for ``shared_pages``)."""
+        if self.lengths is None:
+            return self.pages_per_seq
+        return self.lengths[b] // self.page_size
+
+    def read_pages(self, b: int) -> int:
+        """Table entries of row b the kernel reads: whole compute blocks up to the last
+        token's page (tokens past the length in them are masked, their V times 0)."""
+        if self.lengths is None:
+            return self.pages_per_seq
+        n = -(-self.lengths[b] // self.page_size)
+        if n == 0:
+            return 0
+        start = (n - 1) // self.pages_per_partition * self.pages_per_partition
+        return start + -(-(n - start) // self.compute_pages) * self.compute_pages
+
+    def static_key(self) -> tuple[Any, ...]:
+        """All fields but seed, shuffle and the length values (only their presence)."""
+        return tuple(
+            (f.name, getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.name not in ("seed", "shuffle", "lengths")
+        ) + (("lengths", self.lengths is not None),)
+
+    def shape_summary(self) -> str:
+        return (
+            f"q=({self.batch},{self.q_heads},{self.head_dim}) pages=({self.kv_heads},"
+            f"{self.total_pages},{self.page_size},{self.head_dim}) table=({self.batch},"
+            f"{self.pages_per_seq})"
+        )
+
+    def block_tables(self, rng: np.random.Generator) -> np.ndarray:
+        """int32 [batch, pages_per_seq]: distinct pages, except shared prefix pages."""
+        order = rng.permutation(self.total_pages) if self.shuffle else np.arange(self.total_pages)
+        tables = np.empty((self.batch, self.pages_per_seq), np.int64)
+        nxt = 0
+        for b in range(self.batch):
+            for j in range(self.pages_per_seq):
+                if b and j < self.shared_pages:
+                    tables[b, j] = tables[0, j]
+                else:
+                    tables[b, j] = order[nxt]
+                    nxt += 1
+        return tables.astype(np.int32)
+
+    def materialize(self) -> dict[str, np.ndarray]:
+        """q (pre-scaled by 1/sqrt(head_dim)), pages, block tables, lengths, scales.
+
+        Listed slots past a row's length that the kernel reads hold K = 0 and
+        V = +-MASKED_V; pages never read (listed after that, or spare) hold NaN
+        (NaN scales when quantized).
+        """
+        rng = self.rng()
+        shape = (self.kv_heads, self.total_pages, self.page_size, self.head_dim)
+        q = rng.standard_normal((self.batch, self.q_heads, self.head_dim)) * self.head_dim**-0.5
+        tables = self.block_tables(rng)
+        if self.quantized:
+            k = rng.integers(-127, 128, shape).astype(np.float64)
+            v = rng.integers(-127, 128, shape).astype(np.float64)
+            ks = rng.uniform(0.5, 1.5, shape[:3]) / 64
+            vs = rng.uniform(0.5, 1.5, shape[:3]) / 64
+        else:
+            k, v = rng.standard_normal(shape), rng.standard_normal(shape)
+            ks = vs = None
+        read = np.zeros((self.total_pages, self.page_size), bool)
+        for b in range(self.batch):
+            for j in range(self.read_pages(b)):
+                read[tables[b, j]] = True
+        visible = np.zeros_like(read)
+        for b in range(self.batch):
+            tokens = np.arange(self.capacity) < self.length(b)
+            visible[tables[b]] |= tokens.reshape(self.pages_per_seq, self.page_size)
+        masked = read & ~visible
+        sign = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+        k[:, masked] = 0.0
+        if self.quantized:
+            v[:, masked] = 127 * sign[:, masked]
+            vs[:, masked] = MASKED_V_SCALE
+            ks[:, ~read] = np.nan
+            vs[:, ~read] = np.nan
+        else:
+            v[:, masked] = MASKED_V * sign[:, masked]
+            k[:, ~read] = np.nan
+            v[:, ~read] = np.nan
+        arrays = {"q": cast(q, self.dtype), "block_tables": tables}
+        if self.quantized:
+            arrays.update(
+                k_pages=k.astype(np.int8), v_pages=v.astype(np.int8),
+                k_scales_pages=ks.astype(np.float32), v_scales_pages=vs.astype(np.float32),
+            )
+        else:
+            arrays.update(k_pages=cast(k, self.dtype), v_pages=cast(v, self.dtype))
+        if self.lengths is not None:
+            arrays["lengths"] = np.asarray(self.lengths, np.int32)
+        return arrays
+
+
+@st.composite
+def _lengths(draw: st.DrawFn, batch: int, capacity: int, edges: tuple[int, ...]):
+    near = sorted({e + d for e in edges for d in (-1, 0, 1) if 0 <= e + d <= capacity})
+    value = st.one_of(st.sampled_from(near), st.integers(0, capacity))
+    return tuple(draw(value) for _ in range(batch))
+
+
+@st.composite
+def paged_cases(
+    draw: st.DrawFn,
+    *,
+    dtypes: tuple[str, ...] = DTYPES,
+    max_batch: int = 3,
+    groups: tuple[int, ...] = (1, 4, 16, 3, 20),
+    kv_head_counts: tuple[int, ...] = (1, 2),
+    page_sizes: tuple[int, ...] = (16, 8, 4, 32),
+    head_dims: tuple[int, ...] = (32, 64, 16),
+    max_tokens: int = 256,
+) -> PagedCase:
+    """Valid :class:`PagedCase` s.
+
+    Draws page sizes 4-32 with compute blocks of 1-8 pages (at least 16 keys), 1-4
+    kv splits, MHA/GQA/MQA heads (groups over and under ``block_h``), lengths on and
+    next to page/compute-block/partition edges (zero and full included) or no lengths,
+    shared prefix pages, spare pages, shuffled tables, soft caps and int8 pages.
+    Shrinks towards float32, batch 1, one head, 16-token pages, one split, no lengths.
+    """
+    batch = draw(st.integers(1, max_batch))
+    kv_heads = draw(st.sampled_from(kv_head_counts))
+    page_size = draw(st.sampled_from(page_sizes))
+    min_pages = max(1, 16 // page_size)
+    per_part = draw(st.sampled_from([p for p in (1, 2, 4, 8) if p >= min_pages]))
+    splits = [s for s in (1, 2, 4) if s * per_part * page_size <= max_tokens]
+    k_splits = draw(st.sampled_from(splits))
+    compute = draw(st.sampled_from([p for p in (1, 2, 4, 8) if p >= min_pages]))
+    pages_per_seq = k_splits * per_part
+    capacity = pages_per_seq * page_size
+    block = min(compute, per_part) * page_size
+    edges = tuple(sorted({*range(0, capacity + 1, page_size), *range(0, capacity + 1, block)}))
+    lengths = draw(st.one_of(st.none(), _lengths(batch, capacity, edges)))
+    full = min(n // page_size for n in lengths) if lengths is not None else pages_per_seq
+    shared = draw(st.integers(0, full)) if batch > 1 and full else 0
+    return PagedCase(
+        dtype=draw(st.sampled_from(dtypes)),
+        seed=draw(st.integers(0, 2**31 - 1)),
+        batch=batch,
+        q_heads=draw(st.sampled_from(groups)) * kv_heads,
+        kv_heads=kv_heads,
+        head_dim=draw(st.sampled_from(head_dims)),
+        page_size=page_size,
+        pages_per_seq=pages_per_seq,
+        lengths=lengths,
+        shared_pages=shared,
+        spare_pages=draw(st.integers(0, 2)),
+        shuffle=draw(st.booleans()),
+        soft_cap=draw(st.sampled_from((None, None, 2.0, 0.5))),
+        quantized=draw(st.booleans()),
+        block_h=draw(st.sampled_from((16, 32))),
+        pages_per_compute_block=compute,
+        k_splits=k_splits,
+        num_warps=draw(st.sampled_from((8, 4))),
+        num_stages=draw(st.sampled_from((2, 1, 3))),
+    )

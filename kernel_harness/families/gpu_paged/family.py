@@ -1,0 +1,130 @@
+"""The gpu-paged family: Pallas GPU (Triton) paged attention over block tables."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS
+from kernel_harness.families.gpu_paged import kernel as _kernel
+from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
+from kernel_harness.families.gpu_paged.reference import reference
+from kernel_harness.family import Family
+from kernel_harness.tolerance import Tolerance, ToleranceTable
+
+_TOLERANCES = ToleranceTable(
+    {
+        ("float32", "out"): Tolerance(
+            max_rel_err=2e-4,
+            reason=f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}",
+        ),
+        # Low precision: ~4x the worst of 80 interpret cases (bf16 7.7e-3, f16 1.3e-3).
+        ("bfloat16", "out"): Tolerance(
+            max_rel_err=3e-2,
+            reason="bfloat16 inputs; the kernel casts P to bfloat16 for the PV dot (not with "
+            "int8 pages), stores each split's partial output in bfloat16 and rescales, sums "
+            "and normalizes the splits in bfloat16",
+        ),
+        ("float16", "out"): Tolerance(
+            max_rel_err=5e-3,
+            reason="float16 inputs; P cast to float16 for the PV dot, split partials stored "
+            "and combined in float16",
+        ),
+    }
+)
+
+
+def _valid(case: PagedCase) -> dict[str, np.ndarray]:
+    """float16 rows of length 0 are outside the contract (see CONTRACT); all else counts."""
+    if case.dtype != "float16" or case.lengths is None or 0 not in case.lengths:
+        return {}
+    return {"out": (np.asarray(case.lengths) > 0)[:, None, None]}
+
+
+def _events(case: PagedCase) -> list[str]:
+    ev = [case.dtype, f"page-size-{case.page_size}"]
+    if case.kv_heads == 1 and case.group > 1:
+        ev.append("mqa")
+    elif case.group > 1:
+        ev.append("gqa")
+    else:
+        ev.append("mha-heads")
+    if case.group % case.block_h:
+        ev.append("head-padding")
+    if case.group > case.block_h:
+        ev.append("head-splits")
+    if case.k_splits > 1:
+        ev.append("multi-split")
+    if case.pages_per_partition > case.compute_pages:
+        ev.append("multi-compute-block")
+    if case.pages_per_compute_block > case.compute_pages:
+        ev.append("compute-block-clamped")
+    if case.lengths is None:
+        ev.append("no-lengths")
+    else:
+        if any(n % case.page_size for n in case.lengths):
+            ev.append("partial-page")
+        if 0 in case.lengths:
+            ev.append("empty-row")
+        if case.capacity in case.lengths:
+            ev.append("full-row")
+        if any(case.read_pages(b) * case.page_size > n for b, n in enumerate(case.lengths)):
+            ev.append("reads-masked-slots")
+        if any(case.read_pages(b) < case.pages_per_seq for b in range(case.batch)):
+            ev.append("unread-table-entries")
+    if case.shared_pages:
+        ev.append("shared-pages")
+    if case.spare_pages:
+        ev.append("spare-pages")
+    if case.shuffle:
+        ev.append("shuffled")
+    if case.soft_cap is not None:
+        ev.append("soft-cap")
+    if case.quantized:
+        ev.append("int8-pages")
+    return sorted(set(ev))
+
+
+CONTRACT = """\
+Triton paged attention for one decode token per row: q [batch, q_heads, head_dim]
+against pages [kv_heads, total_pages, page_size, head_dim] gathered through block_tables
+[batch, pages_per_seq]; q head h reads kv head h // group. There is no sm_scale: the
+logits are q.k, so the harness pre-scales q by 1/sqrt(head_dim).
+- Row b sees tokens t < lengths[b] (token t lives in page block_tables[b, t // page_size]
+  at slot t % page_size); without lengths every listed token counts.
+- A row with length 0 returns out = 0 (checked), EXCEPT in float16, where it is excluded:
+  the kernel divides 0 by (l + eps).astype(float16) with eps = float32 eps (1.2e-7), a
+  float16 subnormal; CPU XLA flushes it to zero, so interpret mode returns NaN there
+  (on GPU it depends on denormal handling). Kernel finding, not harness noise.
+- Memory contract, from the kernel's loop structure: it reads whole compute blocks
+  (pages_per_compute_block pages, clamped to the partition) up to the page holding a
+  row's last token, and multiplies the masked slots' V by a zero weight, so those slots
+  must hold FINITE data: the harness puts K = 0 and V = +-1e3 there (any leak of a masked
+  slot shows as a large error). Table entries after that and spare pages are never read:
+  they hold NaN (NaN scales for int8 pages), so reading one shows as NaN.
+- Soft cap: logits = cap * tanh(q.k / cap) before masking. int8 pages: K = k_int8 *
+  k_scale, V = v_int8 * v_scale per token (scales float32).
+- Kernel limits (checked by the case): block_h a multiple of 16 (kernel raises),
+  pages_per_seq a multiple of k_splits and the partition a multiple of the compute block
+  (kernel asserts), compute block >= 16 keys and powers of two (Triton tiles).
+  No gradients (the kernel has no backward).
+"""
+
+FAMILY = Family(
+    name="gpu-paged",
+    summary="Pallas GPU (Triton) paged attention: block tables, lengths, GQA, soft cap, int8",
+    case_type=PagedCase,
+    cases=paged_cases,
+    kernel=_kernel.paged_attention,
+    impl_signature=_kernel.IMPL_SIGNATURE,
+    run=_kernel.run,
+    reference=reference,
+    output_axes={"out": ("batch", "head", "dim")},
+    tolerances=_TOLERANCES,
+    capabilities=frozenset(
+        {"decode", "paged", "gqa", "mqa", "ragged-lengths", "soft-cap", "full"}
+    ),
+    backends=GPU_BACKENDS,
+    valid=_valid,
+    events=_events,
+    contract=CONTRACT,
+)
