@@ -1,0 +1,1 @@
+"""The splash attention family (``jax.experimental.pallas.ops.tpu.splash_attention``)."""

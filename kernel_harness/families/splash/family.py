@@ -1,0 +1,185 @@
+"""The splash attention family: jax's TPU splash (sparse flash) attention kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from kernel_harness.families.splash import kernel as _kernel
+from kernel_harness.families.splash.cases import (
+    COMPUTABLE_KINDS,
+    NUMPY_KINDS,
+    SplashCase,
+    parse_mask,
+    segment_ids,
+    splash_cases,
+)
+from kernel_harness.families.splash.metamorphic import METAMORPHIC
+from kernel_harness.families.splash.reference import allowed_mask, empty_rows, reference
+from kernel_harness.family import Family
+from kernel_harness.tolerance import Tolerance, ToleranceTable
+
+CONTRACT = """\
+Inputs: q is pre-scaled by 1/sqrt(head_dim) (splash does not scale); logits are
+q.k, soft-capped as cap*tanh(logits/cap) before masking; a sink is one extra
+logit per query head that takes probability mass but has no value.
+Query head h uses kv head h // (num_q_heads // num_kv_heads).
+Fully masked rows (a query that sees no key after mask and segment ids): without
+sinks their out and lse are outside the contract (splash returns an average of
+unmasked-block values, or NaN when none of the row's blocks runs); those rows are
+excluded from out/lse and their cotangent is zero, so they cannot touch dq/dk/dv.
+With sinks such a row is well defined (out 0, lse = sink) and is checked.
+lse is the kernel's save_residuals logsumexp (natural log, sink included).
+dsinks is empty (shape (0,)) when a case has no sinks; k/v/dk/dv of MQA cases
+carry a kv-head axis of size 1.
+"""
+
+
+def valid(case: SplashCase) -> dict[str, np.ndarray]:
+    """Excludes rows that see no key from out, lse and dq (only without sinks; the
+    strategy never draws such rows, this covers hand-written cases)."""
+    if case.sinks:
+        return {}
+    rows = ~empty_rows(case)
+    return {"out": rows[None, :, :, None], "dq": rows[None, :, :, None], "lse": rows[None]}
+
+
+def _structure_events(case: SplashCase) -> set[str]:
+    allowed = allowed_mask(case)
+    out: set[str] = set()
+    bq, bkv = case.block_q, case.block_kv
+    blocks = allowed.reshape(case.num_q_heads, case.q_len // bq, bq, case.kv_len // bkv, bkv)
+    any_b, all_b = blocks.any(axis=(2, 4)), blocks.all(axis=(2, 4))
+    if (any_b & ~all_b).any():
+        out.add("partial-blocks")
+    if (~any_b).any():
+        out.add("skipped-blocks")
+    if empty_rows(case).any():
+        out.add("fully-masked-rows")
+    return out
+
+
+def events(case: SplashCase) -> Iterable[str]:
+    """Labels for what the case reaches (counted to show coverage)."""
+    ev: set[str] = set()
+    ev.add("mqa" if case.mqa else "gqa" if case.num_kv_heads < case.num_q_heads else "mha")
+    ev.add("bf16" if case.dtype == "bfloat16" else "f32")
+    if case.q_len // case.block_q > 1:
+        ev.add("multi-q-block")
+    if case.kv_len // case.block_kv > 1:
+        ev.add("multi-kv-block")
+    if case.block_kv_compute < case.block_kv:
+        ev.add("kv-compute<kv-block")
+    if case.block_kv_dkv_compute < case.block_kv_dkv:
+        ev.add("dkv-compute<dkv-block")
+    fwd = (case.block_q, case.block_kv)
+    if (case.block_q_dkv, case.block_kv_dkv) != fwd or (
+        not case.fused_bwd and (case.block_q_dq, case.block_kv_dq) != fwd
+    ):
+        ev.add("bwd-blocks!=fwd-blocks")
+    if case.q_len != case.kv_len:
+        ev.add("q-len!=kv-len")
+    exprs = [parse_mask(s) for s in case.head_masks()]
+    if len(set(case.masks)) > 1:
+        ev.add("per-head-masks")
+    if len(set(case.head_masks())) == 1 and exprs[0].kind in COMPUTABLE_KINDS:
+        ev.add("mask-function")  # splash computes the mask in-kernel from iotas
+    elif any(e.kind != "full" for e in exprs):
+        ev.add("mask-blocks")  # splash loads partial mask blocks from memory
+    for e in exprs:
+        ev.add(f"mask:{e.kind}")
+        for leaf in e.leaves():
+            ev.add(f"mask:{leaf.kind}")
+            if leaf.kind == "local":
+                ev.add("window")
+                sides = [leaf.param("left"), leaf.param("right")]
+                if any(s is not None and (s % 128 in (0, 1, 127)) for s in sides):
+                    ev.add("window-edge")
+            if leaf.kind in NUMPY_KINDS or e.kind == "numpy":
+                ev.add("numpy-mask")
+    if case.q_segments is not None:
+        ev.add("segments")
+        for runs in (case.q_segments, case.kv_segments):
+            ids = segment_ids(runs)
+            edges = np.flatnonzero(np.diff(ids)) + 1
+            lengths = np.diff(np.concatenate([[0], edges, [len(ids)]]))
+            if (lengths == 1).any():
+                ev.add("segment-len-1")
+            if (np.diff(ids) < 0).any():
+                ev.add("unsorted-segments")
+        if case.q_segments != case.kv_segments:
+            ev.add("cross-segments")
+    if case.soft_cap is not None:
+        ev.add("soft-cap")
+    if case.sinks:
+        ev.add("sinks")
+    if case.fused_bwd:
+        ev.add("fused-bwd")
+    if "seq_minor" in (case.q_layout, case.k_layout, case.v_layout):
+        ev.add("seq-minor-layout")
+    if case.head_dim != 128 or case.head_dim_v != 128:
+        ev.add("head-dim!=128")
+    if case.head_dim_v != case.head_dim:
+        ev.add("head-dim-v!=head-dim")
+    if case.batch > 1:
+        ev.add("batch>1")
+    ev |= _structure_events(case)
+    return sorted(ev)
+
+
+def _tolerances() -> ToleranceTable:
+    """Worst errors seen on the interpret backend (about 100 drawn cases per dtype) are in
+    each reason. float32 bounds sit far above those but well below the ~3e-3 of a kernel
+    doing its PV product in bfloat16; bfloat16 bounds are ~4x the worst seen."""
+    f32 = "float32: f32 math on both sides, worst seen "
+    bf16 = ("bfloat16: output rounded to bf16, the backward rounds p and ds to bf16 before "
+            "its matmuls; worst seen ")
+    t = Tolerance
+    return ToleranceTable({
+        ("float32", "out"): t(max_rel_err=2e-4, reason=f32 + "1.2e-6"),
+        ("float32", "lse"): t(max_rel_err=2e-4, reason=f32 + "1.7e-7"),
+        ("float32", "dq"): t(max_rel_err=3e-4, reason=f32 + "1.0e-6"),
+        ("float32", "dk"): t(max_rel_err=3e-4, reason=f32 + "1.5e-6"),
+        ("float32", "dv"): t(max_rel_err=3e-4, reason=f32 + "7.3e-7"),
+        ("float32", "dsinks"): t(max_rel_err=3e-4, reason=f32 + "2.4e-6"),
+        ("bfloat16", "out"): t(max_rel_err=1.5e-2, reason=bf16 + "3.3e-3"),
+        ("bfloat16", "lse"): t(max_rel_err=2e-4, reason="bfloat16 inputs, lse in f32 on both "
+                               "sides; worst seen 1.7e-7 (bound as for float32)"),
+        ("bfloat16", "dq"): t(max_rel_err=2.5e-2, reason=bf16 + "6.0e-3"),
+        ("bfloat16", "dk"): t(max_rel_err=2.5e-2, reason=bf16 + "5.4e-3"),
+        ("bfloat16", "dv"): t(max_rel_err=2.5e-2, reason=bf16 + "4.5e-3"),
+        ("bfloat16", "dsinks"): t(max_rel_err=3e-2, reason=bf16 + "8.2e-3 (a bf16 product "
+                                  "summed over query rows)"),
+    })
+
+
+FAMILY = Family(
+    name="splash",
+    summary="jax's TPU splash (sparse flash) attention: static block-sparse masks, "
+    "MHA/GQA/MQA, segments, soft cap, sinks, residuals",
+    case_type=SplashCase,
+    cases=splash_cases,
+    kernel=_kernel.make_splash_mha,
+    impl_signature=_kernel.IMPL_SIGNATURE,
+    run=_kernel.run,
+    reference=reference,
+    output_axes={
+        "out": ("batch", "head", "query", "dim"),
+        "dq": ("batch", "head", "query", "dim"),
+        "dk": ("batch", "kv_head", "key", "dim"),
+        "dv": ("batch", "kv_head", "key", "dim"),
+        "lse": ("batch", "head", "query"),
+        "dsinks": ("head",),
+    },
+    tolerances=_tolerances(),
+    capabilities=frozenset({
+        "causal", "full", "local-window", "chunked-causal", "numpy-mask", "segments", "gqa",
+        "mqa", "soft-cap", "sinks", "residuals", "layouts", "q-len-ne-kv-len", "gradients",
+    }),
+    backends=_kernel.SPLASH_BACKENDS,
+    valid=valid,
+    events=events,
+    contract=CONTRACT,
+    metamorphic=METAMORPHIC,
+)

@@ -1,0 +1,160 @@
+"""Splash's hooks for the metamorphic properties, TPU lowering and sharded runs.
+
+Visibility comes from the family's own dense mask (``reference.allowed_mask``),
+never from splash's mask objects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.backends import Backend
+from kernel_harness.families.splash import kernel as _kernel
+from kernel_harness.families.splash.cases import LANES, SplashCase, segment_ids
+from kernel_harness.families.splash.reference import allowed_mask, empty_rows
+from kernel_harness.metamorphic import Metamorphic, Toggle
+
+ROLES = {
+    "q": ("batch", "head", "query", "dim"),
+    "do": ("batch", "head", "query", "dim"),
+    "k": ("batch", "kv_head", "key", "dim"),
+    "v": ("batch", "kv_head", "key", "dim"),
+    "sinks": ("head",),
+    "q_segment_ids": ("query",),
+    "kv_segment_ids": ("key",),
+}
+
+
+def visible(case: SplashCase) -> np.ndarray:
+    """[1, heads, q_len, kv_len]: mask and segment ids together."""
+    return allowed_mask(case)[None]
+
+
+def segments(case: SplashCase) -> tuple[np.ndarray, np.ndarray] | None:
+    """The q and kv segment ids ([1, len] each), or None."""
+    if case.q_segments is None:
+        return None
+    return segment_ids(case.q_segments)[None], segment_ids(case.kv_segments)[None]
+
+
+def _divisors(n: int) -> list[int]:
+    return [b for b in range(LANES, n + 1, LANES) if n % b == 0]
+
+
+def block_variants(case: SplashCase) -> st.SearchStrategy[SplashCase]:
+    """The same case with independently redrawn block sizes and fused/split backward
+    (shrinks towards the smallest blocks and the split backward)."""
+
+    @st.composite
+    def variant(draw: st.DrawFn) -> SplashCase:
+        def pick(n: int) -> int:
+            return draw(st.sampled_from(_divisors(n)))
+
+        bkv, bkv_dkv = pick(case.kv_len), pick(case.kv_len)
+        fused = draw(st.booleans())
+        return dataclasses.replace(
+            case, block_q=pick(case.q_len), block_kv=bkv, block_kv_compute=pick(bkv),
+            block_q_dkv=pick(case.q_len), block_kv_dkv=bkv_dkv,
+            block_kv_dkv_compute=pick(bkv_dkv),
+            block_q_dq=None if fused else pick(case.q_len),
+            block_kv_dq=None if fused else pick(case.kv_len), fused_bwd=fused,
+        )
+
+    return variant()
+
+
+def option_toggles(case: SplashCase) -> list[Toggle]:
+    """The case without each option it turns on: its masks, segments, soft cap, sinks."""
+    out = []
+    if any(m != "full" for m in case.head_masks()):
+        out.append(Toggle(name=f"mask {' / '.join(sorted(set(case.masks)))}",
+                          case=dataclasses.replace(case, masks=("full",))))
+    if case.q_segments is not None:
+        out.append(Toggle(name="segment ids",
+                          case=dataclasses.replace(case, q_segments=None, kv_segments=None)))
+    if case.soft_cap is not None:
+        out.append(Toggle(name=f"soft cap {case.soft_cap}",
+                          case=dataclasses.replace(case, soft_cap=None), changes="values"))
+    if case.sinks and not empty_rows(case).any():
+        out.append(Toggle(name="sinks", case=dataclasses.replace(case, sinks=False),
+                          changes="values"))
+    return out
+
+
+def as_mha(case: SplashCase, inputs: dict[str, np.ndarray]
+           ) -> tuple[SplashCase, dict[str, np.ndarray]] | None:
+    """GQA/MQA as MHA: every kv head repeated for the query heads that use it."""
+    if case.num_kv_heads == case.num_q_heads:
+        return None
+    group = case.num_q_heads // case.num_kv_heads
+    mha = dataclasses.replace(case, num_kv_heads=case.num_q_heads, mqa=False)
+    out = dict(inputs)
+    out["k"] = np.repeat(inputs["k"], group, axis=1)
+    out["v"] = np.repeat(inputs["v"], group, axis=1)
+    return mha, out
+
+
+def may_be_nonfinite(case: SplashCase) -> dict[str, np.ndarray]:
+    """Without sinks, out and lse of rows that see no key are outside the contract."""
+    if case.sinks:
+        return {}
+    rows = empty_rows(case)
+    return {"out": rows[None, :, :, None], "lse": rows[None]}
+
+
+def constrain(case: SplashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The contract's zero cotangent on rows that see no key (without sinks)."""
+    if case.sinks or "do" not in inputs:
+        return inputs
+    rows = empty_rows(case)[None, :, :, None]
+    return {**inputs, "do": np.where(rows, 0, inputs["do"]).astype(inputs["do"].dtype)}
+
+
+def traceable(impl: Callable[..., Any] | None, case: SplashCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The adapter's jitted forward + vjp program as ``f(inputs) -> outputs``."""
+    program = _kernel._program(impl or _kernel.make_splash_mha,
+                               dataclasses.replace(case, seed=0), backend)
+    no_ids = np.zeros((0,), np.int32)
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        return program(
+            inputs["q"], inputs["k"], inputs["v"], inputs["do"],
+            inputs["sinks"] if case.sinks else None,
+            inputs.get("q_segment_ids", no_ids), inputs.get("kv_segment_ids", no_ids),
+        )
+
+    return f
+
+
+def local_case(case: SplashCase, mesh: dict[str, int]) -> SplashCase | None:
+    """One shard's case: batch split always; heads only when every head has the same
+    mask (one kernel serves all local heads, so per-head masks cannot be split)."""
+    nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
+    if case.batch % nb or case.num_q_heads % nh or case.num_kv_heads % nh:
+        return None
+    if nh > 1 and len(set(case.head_masks())) > 1:
+        return None
+    return dataclasses.replace(case, batch=case.batch // nb,
+                               num_q_heads=case.num_q_heads // nh,
+                               num_kv_heads=case.num_kv_heads // nh)
+
+
+METAMORPHIC = Metamorphic(
+    roles=ROLES,
+    visible=visible,
+    segments=segments,
+    block_variants=block_variants,
+    option_toggles=option_toggles,
+    as_mha=as_mha,
+    logit_input="q",
+    may_be_nonfinite=may_be_nonfinite,
+    constrain=constrain,
+    traceable=traceable,
+    local_case=local_case,
+)
