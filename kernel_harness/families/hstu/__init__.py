@@ -1,0 +1,1 @@
+"""HSTU pointwise attention: a block-sparse Pallas TPU kernel with a custom VJP, and its family."""

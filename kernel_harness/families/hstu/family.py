@@ -1,0 +1,137 @@
+"""The ``hstu`` family: HSTU pointwise attention checked against a plain-jnp reference."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernel_harness.families.hstu import cases, kernel, reference
+from kernel_harness.families.hstu.metamorphic import METAMORPHIC
+from kernel_harness.family import Family
+from kernel_harness.tolerance import Tolerance, ToleranceTable
+
+OUTPUTS = ("out", "dq", "dk", "dv")
+
+_F32 = Tolerance(
+    max_rel_err=1e-4,
+    reason="f32 dots at HIGHEST: worst 7e-7 in 50 cases (interpret); bf16 PV operands ~1e-3",
+)
+_BF16 = Tolerance(
+    max_rel_err=2e-2,
+    reason="bf16 inputs, bf16 MXU operands (p, ds), bf16 outputs: worst 5.6e-3 in 70 cases",
+)
+
+TOLERANCES = ToleranceTable(
+    {**{("float32", o): _F32 for o in OUTPUTS}, **{("bfloat16", o): _BF16 for o in OUTPUTS}}
+)
+
+
+def _block_fractions(mask: np.ndarray, bq: int, bkv: int) -> np.ndarray:
+    """Per (batch, q block, kv block): the fraction of entries the mask keeps."""
+    b, lq, lk = mask.shape
+    return mask.reshape(b, lq // bq, bq, lk // bkv, bkv).mean(axis=(2, 4))
+
+
+def events(case: cases.HstuCase) -> list[str]:
+    """Coverage labels: block structure, mask kinds, window edges, segment layouts."""
+    blocks = cases.resolved_blocks(case)
+    labels = [f"dtype:{case.dtype}", f"mask:{case.mask}"]
+    if case.mask == "numpy":
+        labels += ["numpy-mask", f"numpy-pattern:{case.mask_pattern}"]
+    if case.q_len // blocks["block_q"] > 1:
+        labels.append("multi-q-block")
+    if case.kv_len // blocks["block_kv"] > 1:
+        labels.append("multi-kv-block")
+    if blocks["block_kv_compute"] < blocks["block_kv"]:
+        labels.append("kv-compute-split")
+    if case.q_len // blocks["block_q_dkv"] > 1:
+        labels.append("bwd-multi-q-block")
+    if case.kv_len // blocks["block_kv_dkv"] > 1:
+        labels.append("bwd-multi-kv-block")
+    if blocks["block_kv_dkv_compute"] < blocks["block_kv_dkv"]:
+        labels.append("bwd-kv-compute-split")
+    fwd = (blocks["block_q"], blocks["block_kv"], blocks["block_kv_compute"])
+    bwd = (blocks["block_q_dkv"], blocks["block_kv_dkv"], blocks["block_kv_dkv_compute"])
+    if fwd != bwd:
+        labels.append("bwd-blocks-differ")
+    if case.q_len != case.kv_len:
+        labels.append("q-len-ne-kv-len")
+    if case.batch > 1:
+        labels.append("multi-batch")
+    if case.heads > 1:
+        labels.append("multi-head")
+    if case.scale is not None:
+        labels.append("sm-scale")
+    if case.window is not None:
+        labels.append("window")
+        if case.window == 0:
+            labels.append("window-0")
+        if case.window >= max(case.q_len, case.kv_len) - 1:
+            labels.append("window-covers-all")
+        if min(abs(case.window - blocks["block_q"]), abs(case.window - blocks["block_kv"])) <= 1:
+            labels.append("window-at-block-edge")
+    if case.q_segments is not None:
+        labels.append("segments")
+        runs = case.q_segments + case.kv_segments
+        if any(n == 1 for _, n in runs):
+            labels.append("length-1-segment")
+        ids = [i for i, _ in case.q_segments]
+        if ids != sorted(ids):
+            labels.append("unsorted-segments")
+        if case.q_segments != case.kv_segments:
+            labels.append("q-kv-segments-differ")
+    numpy_mask = cases.numpy_mask(case) if case.mask == "numpy" else None
+    static = reference.case_mask(case, {"mask": numpy_mask})
+    dense = static
+    if case.q_segments is not None:
+        dense = reference.case_mask(case, {
+            "mask": numpy_mask,
+            "q_segment_ids": cases.expand_runs(case.q_segments, case.batch),
+            "kv_segment_ids": cases.expand_runs(case.kv_segments, case.batch),
+        })
+    fractions = _block_fractions(static, blocks["block_q"], blocks["block_kv"])
+    if (fractions == 0).any():
+        labels.append("empty-blocks")
+    if ((fractions > 0) & (fractions < 1)).any():
+        labels.append("partial-blocks")
+    if (~dense.any(axis=2)).any():
+        labels.append("fully-masked-rows")
+    return labels
+
+
+CONTRACT = """\
+out = (M * silu(scale * q k^T) / q_len) v per batch and head; scale defaults to 1/sqrt(head_dim).
+M = base AND window AND segments. base: "causal" keeps key j <= query i with both indices from 0
+(top-left aligned, also when q_len != kv_len: queries past kv_len see every key, keys past
+q_len are never seen), "full", or the numpy bool mask [q_len, kv_len]. window w keeps
+|i - j| <= w (inclusive, same indices). segments keep q_segment_ids == kv_segment_ids.
+Masked entries contribute exactly 0 (no softmax normalisation): a query row that sees no key
+outputs exactly 0 and its dq is 0; these rows are compared like any other (no exclusions).
+Default blocks are min(512, length); every block is a multiple of 128 dividing its length
+(compute blocks divide the memory blocks); gradients come from the kernel's custom VJP."""
+
+FAMILY = Family(
+    name="hstu",
+    summary="HSTU pointwise (SiLU, 1/q_len) attention: block-sparse Pallas TPU kernel + custom VJP",
+    case_type=cases.HstuCase,
+    cases=cases.hstu_cases,
+    kernel=kernel.hstu_attention,
+    impl_signature=kernel.IMPL_SIGNATURE,
+    run=kernel.run,
+    reference=reference.reference,
+    output_axes={
+        "out": ("batch", "query", "head", "dim"),
+        "dq": ("batch", "query", "head", "dim"),
+        "dk": ("batch", "key", "head", "dim"),
+        "dv": ("batch", "key", "head", "dim"),
+    },
+    tolerances=TOLERANCES,
+    capabilities=frozenset(
+        {"causal", "full", "local-window", "numpy-mask", "segments", "sm-scale",
+         "q-len-ne-kv-len", "gradients"}
+    ),
+    backends=frozenset({"interpret", "tpu-interpret", "tpu"}),
+    valid=lambda case: {},
+    events=events,
+    contract=CONTRACT,
+    metamorphic=METAMORPHIC,
+)

@@ -1,0 +1,129 @@
+"""HSTU's hooks for the metamorphic properties, TPU lowering and sharded runs.
+
+Visibility comes from the family's own dense mask (``reference.dense_mask``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.backends import Backend
+from kernel_harness.families.hstu import kernel as _kernel
+from kernel_harness.families.hstu.cases import LANES, HstuCase, expand_runs, numpy_mask
+from kernel_harness.families.hstu.reference import dense_mask
+from kernel_harness.metamorphic import Metamorphic, Toggle
+
+ROLES = {
+    "q": ("batch", "query", "head", "dim"),
+    "do": ("batch", "query", "head", "dim"),
+    "k": ("batch", "key", "head", "dim"),
+    "v": ("batch", "key", "head", "dim"),
+    "mask": ("query", "key"),
+    "q_segment_ids": ("batch", "query"),
+    "kv_segment_ids": ("batch", "key"),
+}
+
+
+def segments(case: HstuCase) -> tuple[np.ndarray, np.ndarray] | None:
+    """``[batch, q_len]`` and ``[batch, kv_len]`` segment ids, or None."""
+    if case.q_segments is None:
+        return None
+    return expand_runs(case.q_segments, case.batch), expand_runs(case.kv_segments, case.batch)
+
+
+def visible(case: HstuCase) -> np.ndarray:
+    """``[batch, 1, q_len, kv_len]``: mask AND window AND segments."""
+    segs = segments(case)
+    mask = dense_mask(
+        case.mask, case.q_len, case.kv_len, window=case.window,
+        numpy_mask=numpy_mask(case) if case.mask == "numpy" else None,
+        q_segment_ids=None if segs is None else segs[0],
+        kv_segment_ids=None if segs is None else segs[1], batch=case.batch,
+    )
+    return mask[:, None]
+
+
+def _divisors(n: int) -> list[int]:
+    return [b for b in range(LANES, n + 1, LANES) if n % b == 0]
+
+
+def block_variants(case: HstuCase) -> st.SearchStrategy[HstuCase]:
+    """The same case with independently redrawn forward and backward blocks."""
+
+    @st.composite
+    def variant(draw: st.DrawFn) -> HstuCase:
+        def pick(n: int) -> int:
+            return draw(st.sampled_from(_divisors(n)))
+
+        bkv, bkv_dkv = pick(case.kv_len), pick(case.kv_len)
+        return dataclasses.replace(
+            case, block_q=pick(case.q_len), block_kv=bkv, block_kv_compute=pick(bkv),
+            block_q_dkv=pick(case.q_len), block_kv_dkv=bkv_dkv,
+            block_kv_dkv_compute=pick(bkv_dkv),
+        )
+
+    return variant()
+
+
+def option_toggles(case: HstuCase) -> list[Toggle]:
+    """The case without its causal/numpy mask, its window, its segments."""
+    out = []
+    if case.mask != "full":
+        out.append(Toggle(name=f"mask {case.mask}", case=dataclasses.replace(
+            case, mask="full", mask_pattern=None, mask_density=None, mask_seed=None)))
+    if case.window is not None:
+        out.append(Toggle(name=f"window {case.window}",
+                          case=dataclasses.replace(case, window=None)))
+    if case.q_segments is not None:
+        out.append(Toggle(name="segment ids",
+                          case=dataclasses.replace(case, q_segments=None, kv_segments=None)))
+    return out
+
+
+def traceable(impl: Callable[..., Any] | None, case: HstuCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """Forward + vjp of ``impl`` as ``f(inputs) -> outputs``; the numpy mask is static
+    (the kernel plans its block tables from it on the host), so it comes from the case."""
+    impl = impl or _kernel.hstu_attention
+    mask_type = numpy_mask(case) if case.mask == "numpy" else case.mask
+    kwargs = {name: getattr(case, name) for name in _kernel.BLOCK_FIELDS}
+    kwargs.update(sliding_window_size=case.window, scale=case.scale,
+                  interpret=backend.pallas_interpret())
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        segs = {n: inputs[n] for n in ("q_segment_ids", "kv_segment_ids") if n in inputs}
+
+        def attend(q, k, v):
+            return impl(mask_type, q, k, v, **segs, **kwargs)
+
+        out, vjp = jax.vjp(attend, inputs["q"], inputs["k"], inputs["v"])
+        dq, dk, dv = vjp(inputs["do"].astype(out.dtype))
+        return {"out": out, "dq": dq, "dk": dk, "dv": dv}
+
+    return f
+
+
+def local_case(case: HstuCase, mesh: dict[str, int]) -> HstuCase | None:
+    """One shard's case: batch and heads split (segment ids are traced operands, so
+    each shard's rows keep their own ids)."""
+    nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
+    if case.batch % nb or case.heads % nh:
+        return None
+    return dataclasses.replace(case, batch=case.batch // nb, heads=case.heads // nh)
+
+
+METAMORPHIC = Metamorphic(
+    roles=ROLES,
+    visible=visible,
+    segments=segments,
+    block_variants=block_variants,
+    option_toggles=option_toggles,
+    traceable=traceable,
+    local_case=local_case,
+)
