@@ -1,0 +1,1 @@
+"""TPU flash attention family (``jax.experimental.pallas.ops.tpu.flash_attention``)."""

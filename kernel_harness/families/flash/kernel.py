@@ -1,0 +1,96 @@
+"""Adapter running ``flash_attention`` (TPU Pallas) and its vjp on a backend.
+
+The kernel has no ``interpret`` argument, so on the interpret backends the whole
+jitted forward+vjp program is traced and executed inside
+:meth:`Backend.forcing_interpret`; on ``tpu`` it compiles to Mosaic.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental.pallas.ops.tpu import flash_attention as _fa
+
+from kernel_harness.backends import Backend, BackendUnavailable
+from kernel_harness.families.flash.cases import FlashCase
+
+#: The default implementation: the kernel's public entry point.
+flash_attention = _fa.flash_attention
+
+IMPL_SIGNATURE = (
+    "impl(q, k, v, ab=None, segment_ids=None, *, causal: bool, sm_scale: float, "
+    "block_sizes: flash_attention.BlockSizes) -> out; q: (batch, heads, q_len, head_dim), "
+    "k/v: (batch, heads, kv_len, head_dim), ab: (batch, heads, q_len, kv_len) or None, "
+    "segment_ids: flash_attention.SegmentIds(q=(batch, q_len), kv=(batch, kv_len)) int32 "
+    "or None; differentiable with jax.vjp in q, k, v and ab"
+)
+
+FLASH_BACKENDS = frozenset({"interpret", "tpu-interpret", "tpu"})
+
+
+def program_key(case: FlashCase) -> tuple[Any, ...]:
+    """The compile-cache key of a case (:meth:`FlashCase.static_key`)."""
+    return case.static_key()
+
+
+@functools.lru_cache(maxsize=64)
+def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
+    """Jitted ``(q, k, v, ab, seg_q, seg_kv, do) -> (out, dq, dk, dv, dab)`` for ``impl``."""
+    (_, _, _, _, _, _, causal, sm_scale, has_bias, has_segments, blocks) = key
+    block_sizes = _fa.BlockSizes(**dict(blocks))
+
+    def program(q, k, v, ab, seg_q, seg_kv, do):
+        segment_ids = _fa.SegmentIds(q=seg_q, kv=seg_kv) if has_segments else None
+
+        def attend(q, k, v, ab):
+            return impl(
+                q, k, v, ab if has_bias else None, segment_ids,
+                causal=causal, sm_scale=sm_scale, block_sizes=block_sizes,
+            )
+
+        out, vjp = jax.vjp(attend, q, k, v, ab)
+        dq, dk, dv, dab = vjp(do)
+        if not has_bias:
+            dab = jnp.zeros((q.shape[0], q.shape[1], q.shape[2], k.shape[2]), jnp.float32)
+        return out, dq, dk, dv, dab
+
+    return jax.jit(program)
+
+
+def run(impl: Callable[..., Any], case: FlashCase, inputs: dict[str, np.ndarray],
+        backend: Backend) -> dict[str, np.ndarray]:
+    """Runs ``impl`` forward and backward on ``backend``; returns out, dq, dk, dv, dab.
+
+    ``dab`` is all zeros on both sides when the case has no bias.
+    """
+    if backend.name not in FLASH_BACKENDS:
+        raise BackendUnavailable(
+            f"flash: TPU flash attention cannot run on backend {backend.name!r}; "
+            f"use one of {sorted(FLASH_BACKENDS)}"
+        )
+    dtype = jnp.dtype(case.dtype)
+    b, q_len, kv_len = case.batch, case.q_len, case.kv_len
+    zeros_ids = (np.zeros((b, q_len), np.int32), np.zeros((b, kv_len), np.int32))
+    args = [
+        inputs["q"], inputs["k"], inputs["v"],
+        inputs.get("ab", np.zeros((1,), dtype)),
+        inputs.get("segment_ids_q", zeros_ids[0]),
+        inputs.get("segment_ids_kv", zeros_ids[1]),
+        inputs["do"],
+    ]
+    program = _program(impl, program_key(case))
+    # Tracing (first call) and execution both happen under the forced interpret mode;
+    # the mode is part of jax's jit cache key, so a tpu run never reuses an interpreted one.
+    with backend.forcing_interpret():
+        device_args = [jax.device_put(a, backend.device) for a in args]
+        out, dq, dk, dv, dab = jax.block_until_ready(program(*device_args))
+    return {
+        "out": np.asarray(out, np.float32), "dq": np.asarray(dq, np.float32),
+        "dk": np.asarray(dk, np.float32), "dv": np.asarray(dv, np.float32),
+        "dab": np.asarray(dab, np.float32),
+    }

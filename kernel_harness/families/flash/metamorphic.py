@@ -1,0 +1,142 @@
+"""Flash's hooks for the metamorphic properties and TPU lowering.
+
+Visibility comes from the case description (``FlashCase.visible``). No sharded
+runs: flash has no ``interpret`` argument, so on CPU it runs only in TPU
+interpret mode, whose cross-device barriers deadlock under a CPU ``shard_map``
+(seen with jax 0.10.2); ``local_case`` below is kept for a TPU run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.backends import Backend
+from kernel_harness.families.flash import kernel as _kernel
+from kernel_harness.families.flash.cases import (
+    KV_TILE,
+    Q_TILE,
+    FlashCase,
+    _blocks_of,
+    block_pair,
+)
+from kernel_harness.metamorphic import Metamorphic, Toggle
+
+ROLES = {
+    "q": ("batch", "head", "query", "dim"),
+    "do": ("batch", "head", "query", "dim"),
+    "k": ("batch", "head", "key", "dim"),
+    "v": ("batch", "head", "key", "dim"),
+    "ab": ("batch", "head", "query", "key"),
+    "segment_ids_q": ("batch", "query"),
+    "segment_ids_kv": ("batch", "key"),
+}
+
+
+def visible(case: FlashCase) -> np.ndarray:
+    """``[batch, 1, q_len, kv_len]``: causal and segment ids."""
+    return case.visible()[:, None]
+
+
+def segments(case: FlashCase) -> tuple[np.ndarray, np.ndarray] | None:
+    """``[batch, q_len]`` / ``[batch, kv_len]`` segment ids, or None."""
+    return case.segment_arrays()
+
+
+def block_variants(case: FlashCase) -> st.SearchStrategy[FlashCase]:
+    """The same case with the forward and both backward kernels' blocks redrawn."""
+
+    @st.composite
+    def variant(draw: st.DrawFn) -> FlashCase:
+        q_blocks = _blocks_of(case.q_len, Q_TILE, 4, 256)
+        kv_pair = block_pair(case.kv_len, unit=KV_TILE, max_blocks=4)
+        q_pair = block_pair(case.q_len, unit=Q_TILE, max_blocks=4, largest=256)
+        k_major, k = draw(kv_pair)
+        q_major_dkv, q_dkv = draw(q_pair)
+        k_major_dkv, k_dkv = draw(kv_pair)
+        k_major_dq, k_dq = draw(kv_pair)
+        return dataclasses.replace(
+            case, block_q=draw(st.sampled_from(q_blocks)), block_k_major=k_major, block_k=k,
+            block_q_major_dkv=q_major_dkv, block_q_dkv=q_dkv, block_k_major_dkv=k_major_dkv,
+            block_k_dkv=k_dkv, block_k_major_dq=k_major_dq, block_k_dq=k_dq,
+            block_q_dq=draw(st.sampled_from(q_blocks)),
+        )
+
+    return variant()
+
+
+def option_toggles(case: FlashCase) -> list[Toggle]:
+    """The case without causal, without segment ids, without its bias."""
+    out = []
+    if case.causal:
+        out.append(Toggle(name="causal", case=dataclasses.replace(case, causal=False)))
+    if case.q_segments is not None:
+        out.append(Toggle(name="segment ids",
+                          case=dataclasses.replace(case, q_segments=None, kv_segments=None)))
+    if case.bias:
+        out.append(Toggle(name="bias", case=dataclasses.replace(case, bias=False),
+                          changes="values"))
+    return out
+
+
+def constrain(case: FlashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The contract's zero cotangent on rows that see no key."""
+    if "do" not in inputs:
+        return inputs
+    rows = case.rows_without_keys()[:, None, :, None]
+    return {**inputs, "do": np.where(rows, 0, inputs["do"]).astype(inputs["do"].dtype)}
+
+
+def may_be_nonfinite(case: FlashCase) -> dict[str, np.ndarray]:
+    """out of rows that see no key is outside the contract."""
+    return {"out": case.rows_without_keys()[:, None, :, None]}
+
+
+def traceable(impl: Callable[..., Any] | None, case: FlashCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The adapter's jitted program as ``f(inputs) -> outputs``, traced under the
+    backend's forced interpret mode (the kernel has no interpret argument)."""
+    program = _kernel._program(impl or _kernel.flash_attention, _kernel.program_key(case))
+    b = case.batch
+    zeros_q, zeros_kv = np.zeros((b, case.q_len), np.int32), np.zeros((b, case.kv_len), np.int32)
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        ab = inputs.get("ab", np.zeros((1,), case.dtype))
+        with backend.forcing_interpret():
+            out, dq, dk, dv, dab = program(
+                inputs["q"], inputs["k"], inputs["v"], ab,
+                inputs.get("segment_ids_q", zeros_q), inputs.get("segment_ids_kv", zeros_kv),
+                inputs["do"],
+            )
+        return {"out": out, "dq": dq, "dk": dk, "dv": dv, "dab": dab}
+
+    return f
+
+
+def local_case(case: FlashCase, mesh: dict[str, int]) -> FlashCase | None:
+    """One shard's case: batch and heads split; the segment layouts of the first rows
+    stand in for the shard's (ids are traced operands, only their shape matters)."""
+    nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
+    if case.batch % nb or case.heads % nh:
+        return None
+    b = case.batch // nb
+    segs = {} if case.q_segments is None else {
+        "q_segments": case.q_segments[:b], "kv_segments": case.kv_segments[:b]}
+    return dataclasses.replace(case, batch=b, heads=case.heads // nh,
+                               block_b=min(case.block_b, b), **segs)
+
+
+METAMORPHIC = Metamorphic(
+    roles=ROLES,
+    visible=visible,
+    segments=segments,
+    block_variants=block_variants,
+    option_toggles=option_toggles,
+    may_be_nonfinite=may_be_nonfinite,
+    constrain=constrain,
+    traceable=traceable,
+)

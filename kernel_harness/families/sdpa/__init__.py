@@ -1,0 +1,1 @@
+"""XLA scaled dot-product attention family (``jax.nn.dot_product_attention``)."""

@@ -1,0 +1,274 @@
+"""Cases of the SDPA family (``jax.nn.dot_product_attention``) and their strategy.
+
+A :class:`SdpaCase` describes one call: shapes (``query`` is ``(batch, q_len, heads,
+head_dim)``, key/value ``(batch, kv_len, kv_heads, head_dim)``), which options are on
+(causal, bias and mask with their broadcast shapes, explicit scale, local window, query
+and key/value sequence lengths). Arrays come from :meth:`SdpaCase.materialize`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from kernel_harness.case import Case, cast, standard_normal
+
+#: Broadcast shapes of bias/mask: full (B,N,T,S), shared over batch (1,N,T,S), shared over
+#: heads (B,1,T,S).
+BROADCASTS = ("full", "batch-shared", "head-shared")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SdpaCase(Case):
+    """One call of ``jax.nn.dot_product_attention`` and its vjp.
+
+    Attributes:
+      batch, q_len, kv_len, heads, kv_heads, head_dim: shapes; ``heads % kv_heads == 0``
+        (kv_heads < heads is grouped-query attention, kv_heads == 1 multi-query).
+      is_causal: top-left causal mask (query i sees key j <= i).
+      bias: None or the broadcast shape of an additive bias (see :data:`BROADCASTS`).
+      mask: None or the broadcast shape of a random boolean mask (True = attend).
+      mask_keep: probability that a mask element is True.
+      scale: explicit ``scale``, or None for the default ``1/sqrt(head_dim)``.
+      window: ``(left, right)`` for ``local_window_size``, or None.
+      q_lengths, kv_lengths: per-batch ``query_seq_lengths`` / ``key_value_seq_lengths``.
+    """
+
+    batch: int
+    q_len: int
+    kv_len: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    is_causal: bool = False
+    bias: str | None = None
+    mask: str | None = None
+    mask_keep: float = 0.7
+    scale: float | None = None
+    window: tuple[int, int] | None = None
+    q_lengths: tuple[int, ...] | None = None
+    kv_lengths: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("batch", "q_len", "kv_len", "heads", "kv_heads", "head_dim"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads={self.heads} must be a multiple of kv_heads={self.kv_heads}")
+        for name in ("bias", "mask"):
+            if getattr(self, name) not in (None, *BROADCASTS):
+                raise ValueError(f"{name} must be None or one of {BROADCASTS}")
+        if not 0.0 < self.mask_keep <= 1.0:
+            raise ValueError(f"mask_keep must be in (0, 1], got {self.mask_keep}")
+        if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"scale must be positive and finite, got {self.scale}")
+        if self.window is not None and (len(self.window) != 2 or min(self.window) < 0):
+            raise ValueError(f"window must be (left >= 0, right >= 0), got {self.window}")
+        for name, length in (("q_lengths", self.q_len), ("kv_lengths", self.kv_len)):
+            lengths = getattr(self, name)
+            if lengths is not None and (
+                len(lengths) != self.batch or not all(0 <= n <= length for n in lengths)
+            ):
+                raise ValueError(f"{name} must be {self.batch} values in [0, {length}]")
+
+    def shape_summary(self) -> str:
+        """``q=(2,128,4,64) kv=(256,2) causal window=(8,0) bias=full``."""
+        parts = [f"q=({self.batch},{self.q_len},{self.heads},{self.head_dim}) "
+                 f"kv=({self.kv_len},{self.kv_heads})"]
+        if self.is_causal:
+            parts.append("causal")
+        for name in ("bias", "mask", "window", "scale", "q_lengths", "kv_lengths"):
+            if getattr(self, name) is not None:
+                parts.append(f"{name}={getattr(self, name)}")
+        return " ".join(str(p).replace(" ", "") for p in parts)
+
+    def static_key(self) -> tuple[object, ...]:
+        """What selects a compiled program: shapes, dtype, which options are on, scale,
+        window (not the data, the mask's values or the lengths' values)."""
+        return (
+            self.dtype, self.batch, self.q_len, self.kv_len, self.heads, self.kv_heads,
+            self.head_dim, self.is_causal, self.bias, self.mask, self.scale, self.window,
+            self.q_lengths is not None, self.kv_lengths is not None,
+        )
+
+    @property
+    def effective_scale(self) -> float:
+        return 1.0 / math.sqrt(self.head_dim) if self.scale is None else self.scale
+
+    def broadcast_shape(self, kind: str) -> tuple[int, int, int, int]:
+        """The 4-D shape of a bias/mask of broadcast ``kind``."""
+        b = 1 if kind == "batch-shared" else self.batch
+        n = 1 if kind == "head-shared" else self.heads
+        return (b, n, self.q_len, self.kv_len)
+
+    def mask_array(self) -> np.ndarray | None:
+        """The boolean mask (from the seed), or None."""
+        if self.mask is None:
+            return None
+        return self.rng(1).random(self.broadcast_shape(self.mask)) < self.mask_keep
+
+    def visible(self, *, without: str | None = None) -> np.ndarray:
+        """``(batch, heads, q_len, kv_len)`` bool from the description; ``without`` names
+        one option ("causal", "mask", "window", "kv_lengths", "q_lengths") to leave out."""
+        t = np.arange(self.q_len)[:, None]
+        s = np.arange(self.kv_len)[None, :]
+        vis = np.ones((self.batch, self.heads, self.q_len, self.kv_len), bool)
+        if self.is_causal and without != "causal":
+            vis &= s <= t
+        if self.window is not None and without != "window":
+            vis &= (s >= t - self.window[0]) & (s <= t + self.window[1])
+        if self.mask is not None and without != "mask":
+            vis &= self.mask_array()
+        if self.kv_lengths is not None and without != "kv_lengths":
+            vis &= s[None, None] < np.asarray(self.kv_lengths)[:, None, None, None]
+        if self.q_lengths is not None and without != "q_lengths":
+            vis &= self.padding_rows()[:, None, :, None] == 0
+        return vis
+
+    def padding_rows(self) -> np.ndarray:
+        """``(batch, q_len)`` bool: query rows at or past ``q_lengths`` (output zero)."""
+        if self.q_lengths is None:
+            return np.zeros((self.batch, self.q_len), bool)
+        return np.arange(self.q_len)[None, :] >= np.asarray(self.q_lengths)[:, None]
+
+    def rows_outside_contract(self) -> np.ndarray:
+        """``(batch, heads, q_len)`` bool: rows that see no key and are not padding rows."""
+        return ~self.visible().any(-1) & ~self.padding_rows()[:, None, :]
+
+    def materialize(self) -> dict[str, np.ndarray]:
+        """query, key, value, do (zero on rows outside the contract), bias and mask when on,
+        and int32 ``q_lengths``/``kv_lengths`` when on."""
+        rng = self.rng()
+        b, t, s, n, k, h = (self.batch, self.q_len, self.kv_len, self.heads, self.kv_heads,
+                            self.head_dim)
+        # scale * q.k ~ N(0, 1) whatever the scale is.
+        q_scale = 1.0 / (math.sqrt(h) * self.effective_scale)
+        out = {
+            "query": cast(rng.standard_normal((b, t, n, h)) * q_scale, self.dtype),
+            "key": standard_normal(rng, (b, s, k, h), self.dtype),
+            "value": standard_normal(rng, (b, s, k, h), self.dtype),
+        }
+        do = rng.standard_normal((b, t, n, h))
+        do[np.transpose(self.rows_outside_contract(), (0, 2, 1))] = 0.0
+        out["do"] = cast(do, self.dtype)
+        if self.bias is not None:
+            out["bias"] = standard_normal(rng, self.broadcast_shape(self.bias), self.dtype)
+        if self.mask is not None:
+            out["mask"] = self.mask_array()
+        if self.q_lengths is not None:
+            out["q_lengths"] = np.asarray(self.q_lengths, np.int32)
+        if self.kv_lengths is not None:
+            out["kv_lengths"] = np.asarray(self.kv_lengths, np.int32)
+        return out
+
+
+OPTIONS = ("causal", "window", "mask", "kv_lengths", "q_lengths")
+
+
+def effective_options(case: SdpaCase) -> list[str]:
+    """The masking options whose removal would change which keys some row sees."""
+    vis = case.visible()
+    return [o for o in OPTIONS if not np.array_equal(vis, case.visible(without=o))]
+
+
+def _mostly(draw: st.DrawFn, in_4: int = 3) -> bool:
+    """True about ``in_4`` times in 4; shrinks towards False."""
+    return draw(st.integers(0, 3)) >= 4 - in_4
+
+
+def _short_lengths(draw: st.DrawFn, batch: int, length: int, *, lowest: int) -> tuple[int, ...]:
+    """Per-batch lengths in ``[lowest, length]``, at least one shorter than ``length``."""
+    first = draw(st.integers(lowest, length - 1))
+    return (first, *(draw(st.integers(lowest, length)) for _ in range(batch - 1)))
+
+
+@st.composite
+def sdpa_cases(
+    draw: st.DrawFn,
+    *,
+    dtypes: tuple[str, ...] = ("float32", "bfloat16"),
+    max_batch: int = 3,
+    lengths: tuple[int, ...] = (16, 32, 64, 128, 40, 8),
+    q_only_lengths: tuple[int, ...] = (1,),
+    head_dims: tuple[int, ...] = (32, 64, 16, 128),
+) -> SdpaCase:
+    """Draws an :class:`SdpaCase`.
+
+    Causal attention and q_len != kv_len are drawn 3 times in 4, every other option
+    half the time; an option, when on, when on, is drawn so that it
+    changes what some row sees (a window narrower than the sequence, lengths shorter
+    than it, a mask with False entries): an implementation ignoring an option fails.
+    Shrinks towards float32, batch 1, equal lengths 16, 1 head, no options.
+    """
+    # Which options are on comes first: Hypothesis varies early choices most.
+    on = {name: _mostly(draw, 3 if name in ("causal", "differ") else 2) for name in
+          ("causal", "differ", "bias", "mask", "scale", "window", "kv_lengths", "q_lengths")}
+    dtype = draw(st.sampled_from(dtypes))
+    batch = draw(st.integers(1, max_batch))
+    kv_len = draw(st.sampled_from(lengths))
+    q_len = draw(st.sampled_from(lengths + q_only_lengths)) if on["differ"] else kv_len
+    kv_heads = draw(st.sampled_from((1, 2)))
+    heads = kv_heads * draw(st.sampled_from((1, 2, 3)))
+    head_dim = draw(st.sampled_from(head_dims))
+    fields: dict = {"is_causal": on["causal"]}
+    if on["bias"]:
+        fields["bias"] = draw(st.sampled_from(BROADCASTS))
+    if on["mask"]:
+        fields["mask"] = draw(st.sampled_from(BROADCASTS))
+        fields["mask_keep"] = draw(st.sampled_from((0.7, 0.3, 0.9)))
+    if on["scale"]:
+        fields["scale"] = draw(st.sampled_from((0.5, 2.0, 1.0))) / math.sqrt(head_dim)
+    longest = max(q_len, kv_len)
+    if on["window"] and longest > 2:
+        left = draw(st.integers(0, longest - 2))
+        right = 0 if draw(st.booleans()) is False else draw(st.integers(0, longest - 2))
+        fields["window"] = (left, right)
+    if on["kv_lengths"]:
+        fields["kv_lengths"] = _short_lengths(draw, batch, kv_len, lowest=1)
+    if on["q_lengths"] and q_len > 1:
+        fields["q_lengths"] = _short_lengths(draw, batch, q_len, lowest=0)
+    case = SdpaCase(
+        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch, q_len=q_len,
+        kv_len=kv_len, heads=heads, kv_heads=kv_heads, head_dim=head_dim, **fields,
+    )
+    # Options drawn but without effect (a window wider than the causal reach, lengths
+    # equal to the sequence...) would hide an implementation ignoring them; and at least
+    # one row must see two keys, or dq/dk/dbias are identically zero.
+    used = {o for o in OPTIONS if (o == "causal" and case.is_causal)
+            or (o != "causal" and getattr(case, o) is not None)}
+    assume(used <= set(effective_options(case)))
+    assume(bool((case.visible().sum(-1) >= 2).any()))
+    return case
+
+
+def sdpa_events(case: SdpaCase) -> list[str]:
+    """Coverage labels: dtype, GQA/MQA, options on, rows outside the contract."""
+    ev = [case.dtype]
+    if case.kv_heads < case.heads:
+        ev.append("mqa" if case.kv_heads == 1 else "gqa")
+    if case.q_len != case.kv_len:
+        ev.append("q-len<kv-len" if case.q_len < case.kv_len else "q-len>kv-len")
+    if case.is_causal:
+        ev.append("causal")
+    if case.bias is not None:
+        ev.append(f"bias-{case.bias}")
+    if case.mask is not None:
+        ev.append(f"mask-{case.mask}")
+    if case.scale is not None:
+        ev.append("explicit-scale")
+    if case.window is not None:
+        ev.append("window" if case.window[1] else "window-left-only")
+    if case.kv_lengths is not None:
+        ev.append("kv-lengths")
+    if case.q_lengths is not None:
+        ev.append("q-lengths")
+        if case.padding_rows().any():
+            ev.append("padding-rows")
+    if case.rows_outside_contract().any():
+        ev.append("rows-without-keys")
+    return ev

@@ -1,0 +1,99 @@
+"""Adapter running ``jax.nn.dot_product_attention`` and its vjp on a backend.
+
+SDPA has no Pallas kernel: on the ``interpret`` backend it is plain XLA on the CPU (the
+name only means "the CPU backend of this harness"), on ``tpu``/``gpu`` it is XLA there.
+``implementation="cudnn"`` exists only on GPUs; use :func:`cudnn_sdpa` as ``--impl`` there.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kernel_harness.backends import Backend, BackendUnavailable
+from kernel_harness.families.sdpa.cases import SdpaCase
+
+IMPL_SIGNATURE = (
+    "impl(query, key, value, bias=None, mask=None, *, scale: float | None, is_causal: bool, "
+    "query_seq_lengths, key_value_seq_lengths, local_window_size: tuple[int, int] | None) "
+    "-> out; query (batch, q_len, heads, head_dim), key/value (batch, kv_len, kv_heads, "
+    "head_dim) -- jax.nn.dot_product_attention without `implementation`; differentiable in "
+    "query, key, value and bias"
+)
+
+SDPA_BACKENDS = frozenset({"interpret", "tpu", "gpu"})
+
+
+def xla_sdpa(query, key, value, bias=None, mask=None, **options):
+    """The default implementation: ``jax.nn.dot_product_attention(implementation="xla")``."""
+    return jax.nn.dot_product_attention(query, key, value, bias, mask, implementation="xla",
+                                        **options)
+
+
+def cudnn_sdpa(query, key, value, bias=None, mask=None, **options):
+    """``implementation="cudnn"`` (GPU only; cuDNN supports a subset of cases and raises
+    on the others, e.g. float32 inputs or a right window without causal)."""
+    if jax.default_backend() != "gpu":
+        raise BackendUnavailable("cudnn_sdpa runs only on the gpu backend")
+    return jax.nn.dot_product_attention(query, key, value, bias, mask,
+                                        implementation="cudnn", **options)
+
+
+def program_key(case: SdpaCase) -> tuple[Any, ...]:
+    """The compile-cache key of a case (:meth:`SdpaCase.static_key`)."""
+    return case.static_key()
+
+
+@functools.lru_cache(maxsize=128)
+def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
+    (*_, is_causal, bias_kind, mask_kind, scale, window, has_q_len, has_kv_len) = key
+
+    def program(query, key_, value, bias, mask, q_lengths, kv_lengths, do):
+        def attend(query, key_, value, bias):
+            return impl(
+                query, key_, value,
+                bias if bias_kind is not None else None,
+                mask if mask_kind is not None else None,
+                scale=scale, is_causal=is_causal,
+                query_seq_lengths=q_lengths if has_q_len else None,
+                key_value_seq_lengths=kv_lengths if has_kv_len else None,
+                local_window_size=window,
+            )
+
+        out, vjp = jax.vjp(attend, query, key_, value, bias)
+        dq, dk, dv, dbias = vjp(do)
+        return out, dq, dk, dv, dbias
+
+    return jax.jit(program)
+
+
+def run(impl: Callable[..., Any], case: SdpaCase, inputs: dict[str, np.ndarray],
+        backend: Backend) -> dict[str, np.ndarray]:
+    """Runs ``impl`` forward and backward on ``backend``'s device; returns out, dq, dk, dv,
+    dbias (zeros of shape (1, 1, 1, 1) on both sides when the case has no bias)."""
+    if backend.name not in SDPA_BACKENDS:
+        raise BackendUnavailable(
+            f"sdpa: backend {backend.name!r} means nothing for an XLA op; use one of "
+            f"{sorted(SDPA_BACKENDS)} ('interpret' = XLA on the CPU)"
+        )
+    args = [
+        inputs["query"], inputs["key"], inputs["value"],
+        inputs.get("bias", np.zeros((1, 1, 1, 1), inputs["query"].dtype)),
+        inputs.get("mask", np.ones((1, 1, 1, 1), bool)),
+        inputs.get("q_lengths", np.zeros((case.batch,), np.int32)),
+        inputs.get("kv_lengths", np.zeros((case.batch,), np.int32)),
+        inputs["do"],
+    ]
+    device_args = [jax.device_put(a, backend.device) for a in args]
+    out, dq, dk, dv, dbias = jax.block_until_ready(
+        _program(impl, program_key(case))(*device_args)
+    )
+    if case.bias is None:
+        dbias = jnp.zeros((1, 1, 1, 1), jnp.float32)
+    return {k: np.asarray(v, np.float32) for k, v in
+            {"out": out, "dq": dq, "dk": dk, "dv": dv, "dbias": dbias}.items()}

@@ -1,0 +1,121 @@
+"""SDPA's hooks for the metamorphic properties and sharded runs (an XLA op: no block
+sizes, no TPU interpret mode; lowering for TPU checks the XLA program only).
+
+Visibility comes from the case description (``SdpaCase.visible``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from kernel_harness.backends import Backend
+from kernel_harness.families.sdpa import kernel as _kernel
+from kernel_harness.families.sdpa.cases import SdpaCase
+from kernel_harness.metamorphic import Metamorphic, Toggle
+
+ROLES = {
+    "query": ("batch", "query", "head", "dim"),
+    "do": ("batch", "query", "head", "dim"),
+    "key": ("batch", "key", "kv_head", "dim"),
+    "value": ("batch", "key", "kv_head", "dim"),
+    "bias": ("batch", "head", "query", "key"),
+    "mask": ("batch", "head", "query", "key"),
+    "q_lengths": ("batch",),
+    "kv_lengths": ("batch",),
+}
+
+
+def visible(case: SdpaCase) -> np.ndarray:
+    """``[batch, heads, q_len, kv_len]``: causal, window, mask and both lengths."""
+    return case.visible()
+
+
+_VISIBILITY_OPTIONS = {
+    "is_causal": ("causal", False), "window": ("window", None), "mask": ("mask", None),
+    "kv_lengths": ("kv_lengths", None), "q_lengths": ("q_lengths", None),
+}
+
+
+def option_toggles(case: SdpaCase) -> list[Toggle]:
+    """The case without each masking option it turns on, and without its bias."""
+    out = []
+    for field, (name, off) in _VISIBILITY_OPTIONS.items():
+        if getattr(case, field) not in (None, False):
+            out.append(Toggle(name=name, case=dataclasses.replace(case, **{field: off})))
+    if case.bias is not None:
+        out.append(Toggle(name=f"bias ({case.bias})", case=dataclasses.replace(case, bias=None),
+                          changes="values"))
+    return out
+
+
+def as_mha(case: SdpaCase, inputs: dict[str, np.ndarray]
+           ) -> tuple[SdpaCase, dict[str, np.ndarray]] | None:
+    """GQA/MQA as MHA: each kv head repeated for the query heads that use it."""
+    if case.kv_heads == case.heads:
+        return None
+    group = case.heads // case.kv_heads
+    out = dict(inputs)
+    out["key"] = np.repeat(inputs["key"], group, axis=2)
+    out["value"] = np.repeat(inputs["value"], group, axis=2)
+    return dataclasses.replace(case, kv_heads=case.heads), out
+
+
+def constrain(case: SdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The contract's zero cotangent on rows outside it (see no key, not padding)."""
+    if "do" not in inputs:
+        return inputs
+    rows = np.transpose(case.rows_outside_contract(), (0, 2, 1))[..., None]
+    return {**inputs, "do": np.where(rows, 0, inputs["do"]).astype(inputs["do"].dtype)}
+
+
+def traceable(impl: Callable[..., Any] | None, case: SdpaCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The adapter's jitted program as ``f(inputs) -> outputs``."""
+    program = _kernel._program(impl or _kernel.xla_sdpa, _kernel.program_key(case))
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        q = inputs["query"]
+        b = q.shape[0]
+        out, dq, dk, dv, dbias = program(
+            q, inputs["key"], inputs["value"],
+            inputs.get("bias", jnp.zeros((1, 1, 1, 1), q.dtype)),
+            inputs.get("mask", np.ones((1, 1, 1, 1), bool)),
+            inputs.get("q_lengths", np.zeros((b,), np.int32)),
+            inputs.get("kv_lengths", np.zeros((b,), np.int32)),
+            inputs["do"],
+        )
+        if case.bias is None:
+            dbias = jnp.zeros((1, 1, 1, 1), jnp.float32)
+        return {"out": out, "dq": dq, "dk": dk, "dv": dv, "dbias": dbias}
+
+    return f
+
+
+def local_case(case: SdpaCase, mesh: dict[str, int]) -> SdpaCase | None:
+    """One shard's case: batch and heads (query and kv alike) split; lengths are traced
+    operands (the first rows' lengths stand in for the shard's)."""
+    nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
+    if case.batch % nb or case.heads % nh or case.kv_heads % nh:
+        return None
+    b = case.batch // nb
+    lengths = {n: getattr(case, n)[:b] for n in ("q_lengths", "kv_lengths")
+               if getattr(case, n) is not None}
+    return dataclasses.replace(case, batch=b, heads=case.heads // nh,
+                               kv_heads=case.kv_heads // nh, **lengths)
+
+
+METAMORPHIC = Metamorphic(
+    roles=ROLES,
+    visible=visible,
+    option_toggles=option_toggles,
+    as_mha=as_mha,
+    logit_input="query",
+    constrain=constrain,
+    traceable=traceable,
+    local_case=local_case,
+)

@@ -1,0 +1,181 @@
+"""Planted bugs for the flash family: patched copies of the installed kernel's source and
+small wrappers around the real kernel. Each one must make the family check fail.
+
+The source of ``jax.experimental.pallas.ops.tpu.flash_attention`` is read at test time,
+one textual edit is applied, and the result is executed as a fresh module; nothing of
+the kernel is stored in this repository.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.experimental.pallas.ops.tpu import flash_attention as _fa
+
+_CAUSAL = ("causal_mask = col_ids <= row_ids", "causal_mask = col_ids < row_ids")
+_SEG = ("jnp.equal(q_segment_ids, kv_segment_ids)", "jnp.equal(q_segment_ids, q_segment_ids)")
+
+#: name -> (original text, replacement, which occurrence (0-based)). Occurrences follow the
+#: kernel file's order: forward tiled, forward single-tile, dkv, dq.
+SOURCE_MUTANTS: dict[str, tuple[str, str, int]] = {
+    "fwd-tiled-causal-off-by-one": (*_CAUSAL, 0),
+    "fwd-single-tile-causal-off-by-one": (*_CAUSAL, 1),
+    "dkv-causal-off-by-one": (*_CAUSAL, 2),
+    "dq-causal-off-by-one": (*_CAUSAL, 3),
+    "fwd-missing-rescale": ("l_corr = alpha * l_prev", "l_corr = l_prev", 0),
+    "fwd-acc-not-rescaled": (
+        "*= l_broadcast(l_corr * l_next_inv_safe)", "*= l_broadcast(l_prev * l_next_inv_safe)", 0
+    ),
+    "fwd-subtile-col-offset": (
+        "col_ids += kv_seq_idx * block_k_major + start_k",
+        "col_ids += kv_seq_idx * block_k_major", 0,
+    ),
+    "dkv-subtile-row-offset": (
+        "row_ids += q_seq_index * block_q_major + start_q",
+        "row_ids += q_seq_index * block_q_major", 0,
+    ),
+    "dq-subtile-col-offset": (
+        "col_ids += kv_seq_index * block_k_major + i * block_k",
+        "col_ids += kv_seq_index * block_k_major", 0,
+    ),
+    "block-skip-drops-diagonal": (
+        "return ((r + 1) * r_blk_size - 1) > (c * c_blk_size)",
+        "return ((r + 1) * r_blk_size - 1) > ((c + 1) * c_blk_size - 1)", 0,
+    ),
+    "dkv-missing-sm-scale": ("        ds = ds * sm_scale", "        ds = ds", 0),
+    "dq-missing-sm-scale": (
+        "      ds = ds * sm_scale\n\n    if ds_tile_ref", "      ds = ds\n\n    if ds_tile_ref", 0
+    ),
+    "fwd-tiled-ignores-segments": (*_SEG, 0),
+    "dkv-ignores-segments": (*_SEG, 2),
+    "dq-ignores-segments": (*_SEG, 3),
+    "dkv-no-bias": ("capped_logits += ab", "capped_logits = capped_logits", 0),
+    "dq-no-bias": ("capped_logits += ab", "capped_logits = capped_logits", 1),
+    "fwd-single-tile-no-bias": ("s += ab_tile_ref[batch_idx].astype(jnp.float32)", "pass", 0),
+    "fwd-block-b-first-only": ("kernel((batch_idx, 0), q_tile_ref", "kernel((0, 0), q_tile_ref", 0),
+    "fwd-partial-batch-block-dropped": ("pl.cdiv(batch_size, block_b)", "batch_size // block_b", 0),
+}
+
+
+def _patched_source(old: str, new: str, occurrence: int) -> str:
+    src = inspect.getsource(_fa)
+    pos = -1
+    for _ in range(occurrence + 1):
+        pos = src.find(old, pos + 1)
+        if pos < 0:
+            raise LookupError(f"occurrence {occurrence} of {old!r} not in this jax's flash kernel")
+    return src[:pos] + new + src[pos + len(old):]
+
+
+@functools.cache
+def source_mutant(name: str) -> Callable[..., Any]:
+    """``flash_attention`` of a copy of the kernel module with mutant ``name`` applied."""
+    old, new, occurrence = SOURCE_MUTANTS[name]
+    module_name = f"_flash_mutant_{name.replace('-', '_')}"
+    module = types.ModuleType(module_name)
+    module.__file__ = f"<{module_name}>"
+    sys.modules[module_name] = module
+    exec(compile(_patched_source(old, new, occurrence), module.__file__, "exec"), module.__dict__)
+    return module.flash_attention
+
+
+def _with_custom_backward(backward: Callable[..., Any]) -> Callable[..., Any]:
+    """A flash_attention whose forward is the real kernel and whose vjp is
+    ``backward(q, k, v, ab, segment_ids, do, **static) -> (dq, dk, dv, dab)``."""
+
+    def impl(q, k, v, ab=None, segment_ids=None, *, causal, sm_scale, block_sizes):
+        static = dict(causal=causal, sm_scale=sm_scale, block_sizes=block_sizes)
+
+        @jax.custom_vjp
+        def attend(q, k, v, ab, seg):
+            return _fa.flash_attention(q, k, v, ab, seg, **static)
+
+        def fwd(q, k, v, ab, seg):
+            return attend(q, k, v, ab, seg), (q, k, v, ab, seg)
+
+        def bwd(res, do):
+            q, k, v, ab, seg = res
+            return (*backward(q, k, v, ab, seg, do, **static), None)
+
+        attend.defvjp(fwd, bwd)
+        return attend(q, k, v, ab, segment_ids)
+
+    return impl
+
+
+def _true_vjp(q, k, v, ab, seg, do, **static):
+    _, vjp = jax.vjp(lambda q, k, v, ab: _fa.flash_attention(q, k, v, ab, seg, **static),
+                     q, k, v, ab)
+    return vjp(do)
+
+
+def _dq_scaled_twice(q, k, v, ab, seg, do, **static):
+    dq, dk, dv, dab = _true_vjp(q, k, v, ab, seg, do, **static)
+    return dq * static["sm_scale"], dk, dv, dab
+
+
+def _segments_ignored(q, k, v, ab, seg, do, **static):
+    return _true_vjp(q, k, v, ab, None, do, **static)
+
+
+def _bias_dropped(q, k, v, ab, seg, do, **static):
+    dq, dk, dv, _ = _true_vjp(q, k, v, None, seg, do, **static)
+    return dq, dk, dv, None if ab is None else jnp.zeros_like(ab)
+
+
+def pv_in_bf16(q, k, v, ab=None, segment_ids=None, *, causal, sm_scale, block_sizes):
+    """Forward whose PV product secretly sees bf16-rounded values."""
+    v16 = v.astype(jnp.bfloat16).astype(v.dtype)
+    return _fa.flash_attention(q, k, v16, ab, segment_ids, causal=causal, sm_scale=sm_scale,
+                               block_sizes=block_sizes)
+
+
+WRAPPER_MUTANTS: dict[str, Callable[..., Any]] = {
+    "wrapper-dq-scaled-twice": _with_custom_backward(_dq_scaled_twice),
+    "wrapper-backward-ignores-segments": _with_custom_backward(_segments_ignored),
+    "wrapper-backward-drops-bias": _with_custom_backward(_bias_dropped),
+    "wrapper-pv-in-bf16": pv_in_bf16,
+}
+
+
+def mutant(name: str) -> Callable[..., Any]:
+    """Any planted bug by name (source mutant or wrapper)."""
+    return WRAPPER_MUTANTS[name] if name in WRAPPER_MUTANTS else source_mutant(name)
+
+
+ALL_MUTANTS: tuple[str, ...] = (*SOURCE_MUTANTS, *WRAPPER_MUTANTS)
+
+
+def _runs(*pairs: int) -> tuple[tuple[int, int], ...]:
+    return tuple(zip(pairs[::2], pairs[1::2], strict=True))
+
+
+#: Two hand-made cases with every feature on: the tiled forward (kv grid and sub-tiles,
+#: batch 3 with a partial block_b=2 block) and the single-tile forward.
+SHARP_CASES: dict[str, dict[str, Any]] = {
+    "tiled": dict(
+        dtype="float32", seed=11, batch=3, heads=1, q_len=512, kv_len=512, head_dim=64,
+        causal=True, sm_scale=0.0625, bias=True,
+        q_segments=(_runs(2, 100, 0, 1, 1, 300, 2, 111), _runs(0, 512), _runs(3, 7, 1, 505)),
+        kv_segments=(_runs(2, 100, 0, 1, 1, 300, 2, 111), _runs(0, 512), _runs(3, 7, 1, 505)),
+        block_b=2, block_q=128, block_k_major=256, block_k=128,
+        block_q_major_dkv=256, block_k_major_dkv=256, block_k_dkv=128, block_q_dkv=128,
+        block_k_major_dq=256, block_k_dq=128, block_q_dq=128,
+    ),
+    "single-tile": dict(
+        dtype="float32", seed=12, batch=2, heads=2, q_len=256, kv_len=256, head_dim=64,
+        causal=True, sm_scale=0.0625, bias=True,
+        q_segments=(_runs(1, 40, 0, 216), _runs(3, 1, 2, 255)),
+        kv_segments=(_runs(1, 40, 0, 216), _runs(3, 1, 2, 255)),
+        block_b=2, block_q=64, block_k_major=256, block_k=256,
+        block_q_major_dkv=128, block_k_major_dkv=128, block_k_dkv=128, block_q_dkv=64,
+        block_k_major_dq=256, block_k_dq=128, block_q_dq=64,
+    ),
+}
