@@ -30,6 +30,17 @@ __all__ = [
     "compare",
     "family_names",
     "get_family",
+    "hstu_attention",
     "judge",
     "resolve_backend",
 ]
+
+
+def __getattr__(name: str):
+    # Imported on first use: the kernel pulls in Pallas, and `kernel-harness mutate`
+    # must be able to plant a bug in the hstu modules before anything imports them.
+    if name == "hstu_attention":
+        from kernel_harness.families.hstu.kernel import hstu_attention
+
+        return hstu_attention
+    raise AttributeError(f"module 'kernel_harness' has no attribute {name!r}")

@@ -17,9 +17,19 @@ from typing import Any
 
 import jax
 
-from kernel_harness import report
+from kernel_harness import (
+    bad_input,
+    diagnostics,
+    gate,
+    golden,
+    lowering,
+    mutate,
+    report,
+    sharding,
+)
 from kernel_harness.backends import BACKEND_NAMES, BackendUnavailable, availability, resolve_backend
 from kernel_harness.family import Family, UnknownFamily, family_names, get_family
+from kernel_harness.metamorphic import PropertyNotApplicable
 from kernel_harness.profiles import PROFILE_NAMES, get_profile
 from kernel_harness.properties import PROPERTIES, Observer, PropertyOutcome, run_property
 from kernel_harness.runner import check_case, ensure_supported
@@ -120,12 +130,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"jax {jax.__version__}, families {', '.join(f.name for f in runnable) or '-'}"
     )
     outcomes: list[PropertyOutcome] = []
+    not_applicable: list[list[Any]] = []
     for fam in runnable:
         for name in args.property or list(PROPERTIES):
             observer = Observer()
-            prop = PROPERTIES[name](
-                fam, backend=backend, impl=impl, impl_spec=args.impl, observer=observer
-            )
+            try:
+                prop = PROPERTIES[name](
+                    fam, backend=backend, impl=impl, impl_spec=args.impl, observer=observer
+                )
+            except PropertyNotApplicable as e:
+                not_applicable.append([fam.name, name, backend.name, 0, 0, 0, "-", f"SKIP ({e})"])
+                print(f"  {fam.name:<12} {name:<20} SKIP (not applicable: {e})", flush=True)
+                continue
             outcome = run_property(
                 name, fam, prop, backend=backend, observer=observer, profile=profile,
                 max_examples=args.max_examples, seed=args.seed,
@@ -150,11 +166,14 @@ def cmd_check(args: argparse.Namespace) -> int:
          f"{o.wall_seconds:.1f}s", "PASS" if o.passed else "FAIL"]
         for o in outcomes
     ]
+    rows = not_applicable + rows
     rows += [[f.name, "-", backend.name, 0, 0, 0, "-", f"SKIP ({why})"] for f, why in skipped]
     print()
     print(report.format_table(
         ["family", "property", "backend", "examples", "passed", "failed", "time", "verdict"], rows
     ))
+    if backend.name == "tpu-interpret":
+        print(diagnostics.summary_line())
     ok = all(o.passed for o in outcomes) and bool(outcomes)
     print(f"\n{'PASS' if ok else 'FAIL'}: {sum(o.passed for o in outcomes)}/{len(outcomes)} "
           f"properties passed on backend {backend.name}")
@@ -182,6 +201,17 @@ def cmd_repro(args: argparse.Namespace) -> int:
     return 1
 
 
+def cmd_select(args: argparse.Namespace) -> int:
+    from kernel_harness.select import format_selection, select_attention
+
+    try:
+        selection = select_attention(args.backend)
+    except (ValueError, BackendUnavailable, RuntimeError) as e:
+        raise UsageError(str(e)) from None
+    print(format_selection(selection))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``kernel-harness``."""
     parser = argparse.ArgumentParser(prog="kernel-harness", description=__doc__.split("\n")[0])
@@ -204,10 +234,20 @@ def build_parser() -> argparse.ArgumentParser:
     repro.add_argument("--case", required=True, help="the case as one JSON line")
     repro.add_argument("--backend", default="interpret")
     repro.add_argument("--impl", default=None)
+    select = sub.add_parser("select", help="which attention kernel this backend would use, and why")
+    select.add_argument("--backend", default=None, help="a backend name (default: this machine)")
+    golden.add_cli(sub)
+    gate.add_cli(sub)
+    mutate.add_cli(sub)
+    lowering.add_cli(sub)
+    bad_input.add_cli(sub)
+    sharding.add_cli(sub)
     return parser
 
 
-COMMANDS = {"list": cmd_list, "check": cmd_check, "repro": cmd_repro}
+COMMANDS = {"list": cmd_list, "select": cmd_select, "check": cmd_check, "repro": cmd_repro, "golden": golden.cmd_golden,
+            "gate": gate.cmd_gate, "mutate": mutate.cmd_mutate, "lower": lowering.cmd_lower,
+            "bad-input": bad_input.cmd_bad_input, "shard": sharding.cmd_shard}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

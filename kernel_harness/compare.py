@@ -13,8 +13,9 @@ import math
 
 import numpy as np
 
-#: Scales below this are treated as this, so an all-zero output does not divide by zero.
-TINY_SCALE = 1e-30
+#: Scales below this are treated as this: an output that is (nearly) all zero, e.g. a dq
+#: whose every row sees one key, must not turn rounding noise into a huge relative error.
+TINY_SCALE = 1e-6
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import jax
+import numpy as np
 
 JAX_VERSION: tuple[int, ...] = tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())
 
@@ -30,7 +32,8 @@ def tpu_interpret_params(**overrides: Any) -> Any:
         "uninitialized_memory": "nan",
         "detect_races": True,
         "random_seed": 0,
-        "grid_point_recorder": None,
+        # A stable module-level callable, so compile caches keyed on the params stay valid.
+        "grid_point_recorder": record_grid_point,
         "num_cores_or_threads": 2,
         # Only the shuffling of "parallel" grid dimensions is asked for.
         "dma_execution_mode": "on_wait",
@@ -66,6 +69,29 @@ def tpu_interpret_races_found() -> bool:
     return bool(races is not None and getattr(races, "races_found", False))
 
 
+def set_cpu_device_count(n: int) -> None:
+    """Asks for ``n`` host CPU devices; only effective before jax initializes its backends."""
+    try:
+        jax.config.update("jax_num_cpu_devices", n)
+    except AttributeError:  # older jax: only the XLA flag exists
+        import os
+
+        flags = os.environ.get("XLA_FLAGS", "")
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
+
+
+def shard_map_unchecked(f: Any, *, mesh: Any, in_specs: Any, out_specs: Any) -> Any:
+    """``shard_map`` without its replication/varying-axes check (``check_vma`` in new
+    jax, ``check_rep`` in old): ``pallas_call`` outputs carry no such annotations."""
+    import inspect
+
+    sm = shard_map()
+    params = inspect.signature(sm).parameters
+    flag = next((n for n in ("check_vma", "check_rep") if n in params), None)
+    extra = {flag: False} if flag else {}
+    return sm(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, **extra)
+
+
 def shard_map() -> Any:
     """``jax.shard_map`` where it exists, else the experimental one."""
     if hasattr(jax, "shard_map"):
@@ -73,3 +99,216 @@ def shard_map() -> Any:
     from jax.experimental.shard_map import shard_map as experimental_shard_map
 
     return experimental_shard_map
+
+
+# --- TPU interpret mode: access recording (diagnostics.py analyses what is recorded) -------------
+
+
+@dataclasses.dataclass(frozen=True)
+class BufferAccess:
+    """One read or write of a simulated TPU buffer seen by the race detector.
+
+    ``buffer`` is ``(memory space, buffer id, device, core)``; ``where`` the
+    accessed index range (ints/slices, missing trailing dims mean "all");
+    ``frame`` the kernel source line (``file:line (function)``) or
+    ``pallas_call`` for the interpreter's own block copies; ``kernel`` the
+    kernel body function (empty for block copies); ``grid_point`` the
+    grid point the accessing core was running; ``race`` whether the
+    interpreter's race detector flagged this access.
+    """
+
+    kernel_index: int
+    kind: str
+    buffer: tuple[Any, ...]
+    where: tuple[Any, ...]
+    device: int
+    core: int
+    clock: Any
+    frame: str
+    kernel: str
+    grid_point: tuple[int, ...] | None
+    race: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class BufferAllocation:
+    """A simulated buffer's allocation: its shape, dtype, and whether it started
+    uninitialized (NaN-filled) rather than holding data (kernel inputs)."""
+
+    kernel_index: int
+    buffer: tuple[Any, ...]
+    shape: tuple[int, ...]
+    dtype: str
+    uninitialized: bool
+
+
+@dataclasses.dataclass
+class TpuInterpretLog:
+    """Everything recorded while a :func:`recording_tpu_interpret` context was open.
+
+    ``kernels`` counts interpreted ``pallas_call`` invocations (each gets a fresh
+    simulator state, identified by a process-wide serial ``kernel_index``);
+    ``races_flagged`` holds the serials whose race detector flagged a race.
+    """
+
+    accesses: list[BufferAccess] = dataclasses.field(default_factory=list)
+    allocations: dict[tuple[int, tuple[Any, ...]], BufferAllocation] = dataclasses.field(
+        default_factory=dict
+    )
+    grid_points: list[tuple[int, int, tuple[int, ...]]] = dataclasses.field(default_factory=list)
+    kernels: int = 0
+    races_flagged: set[int] = dataclasses.field(default_factory=set)
+
+
+_LOG_LOCK = threading.RLock()
+_ACTIVE_LOGS: list[TpuInterpretLog] = []
+_CURRENT_GRID_POINT: dict[int, tuple[int, ...]] = {}
+_STATE_INDEX: dict[int, int] = {}
+#: Serial number of the latest interpreted pallas_call (each has its own simulator state).
+_SERIAL = [0]
+_PATCHES: list[tuple[Any, str, Any]] = []
+
+
+def record_grid_point(*args: Any) -> Any:
+    """The ``grid_point_recorder`` the harness installs: remembers which grid point
+    each simulated core runs (jax 0.10 passes ``(token, grid_point, core)`` and
+    expects the token back; a two-argument form is accepted too)."""
+    token, rest = (args[0], args[1:]) if len(args) == 3 else (None, args)
+    point = tuple(int(i) for i in np.asarray(rest[0]).reshape(-1))
+    core = int(np.asarray(rest[1]))
+    with _LOG_LOCK:
+        _CURRENT_GRID_POINT[core] = point
+        for log in _ACTIVE_LOGS:
+            log.grid_points.append((_SERIAL[0], core, point))
+    return token
+
+
+def _is_jax_internal(file_name: str) -> bool:
+    name = file_name.replace("\\", "/")
+    return "/jax/_src/" in name or name.endswith("/kernel_harness/compat.py")
+
+
+def _frame_of(source_info: Any) -> tuple[str, str]:
+    """``(line, kernel)`` of a kernel access: the innermost frame outside jax's
+    internals (``file:line (function)``; a kernel shipped inside jax.experimental,
+    like splash, counts as user code) and the kernel body function Pallas traced
+    (``function (file)``); ``("pallas_call", "")`` for the interpreter's own copies."""
+    if source_info is None:
+        return "pallas_call", ""
+    frames = list(getattr(source_info.traceback, "frames", None) or [])
+    line, kernel = "pallas_call", ""
+    for f in frames:
+        if _is_jax_internal(f.file_name):
+            if kernel:
+                break
+            continue
+        if line == "pallas_call":
+            line = f"{f.file_name}:{f.line_num} ({f.function_name})"
+        kernel = f"{f.function_name} ({f.file_name.rsplit('/', 1)[-1]})"
+    return line, kernel
+
+
+def _uninitialized(value: Any) -> bool:
+    v = np.asarray(value)
+    if v.size == 0:
+        return False
+    if np.issubdtype(v.dtype, np.floating) or v.dtype.name == "bfloat16":
+        return bool(np.isnan(v.astype(np.float32)).all())
+    if np.issubdtype(v.dtype, np.integer):
+        return bool((v == np.iinfo(v.dtype).max).all())
+    return False
+
+
+def _install_patches() -> None:
+    from jax._src.pallas.mosaic.interpret import race_detection_state as rds
+    from jax._src.pallas.mosaic.interpret import shared_memory as shm
+
+    state_cls, mem_cls = rds.RaceDetectionState, shm.SharedMemory
+    orig_init = state_cls.__init__
+    orig = {"read": state_cls.check_read, "write": state_cls.check_write}
+    orig_alloc = mem_cls.allocate_buffer
+
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        orig_init(self, *args, **kwargs)
+        with _LOG_LOCK:
+            _SERIAL[0] += 1
+            for log in _ACTIVE_LOGS:
+                log.kernels += 1
+            _STATE_INDEX[id(self)] = _SERIAL[0]
+            _CURRENT_GRID_POINT.clear()
+
+    def checker(kind: str) -> Any:
+        def check(self, device_id, core_id, clock, buffer_key, rnge, source_info=None):
+            before = self.races_found
+            result = orig[kind](self, device_id, core_id, clock, buffer_key, rnge,
+                                source_info=source_info)
+            with _LOG_LOCK:
+                index = _STATE_INDEX.get(id(self), _SERIAL[0])
+                frame, kernel = _frame_of(source_info)
+                access = BufferAccess(
+                    kernel_index=index, kind=kind, buffer=tuple(buffer_key), where=tuple(rnge),
+                    device=int(device_id), core=int(core_id),
+                    clock=None if clock is None else np.array(clock),
+                    frame=frame, kernel=kernel,
+                    grid_point=_CURRENT_GRID_POINT.get(int(core_id)),
+                    race=bool(self.races_found and not before),
+                )
+                for log in _ACTIVE_LOGS:
+                    log.accesses.append(access)
+                    if self.races_found:
+                        log.races_flagged.add(index)
+            return result
+
+        return check
+
+    def allocate(self, key, ref_count, value, *args, **kwargs):
+        new = key not in self.mem
+        result = orig_alloc(self, key, ref_count, value, *args, **kwargs)
+        if new:
+            v = np.asarray(value)
+            with _LOG_LOCK:
+                alloc = BufferAllocation(
+                    kernel_index=_SERIAL[0], buffer=tuple(key), shape=tuple(v.shape),
+                    dtype=str(v.dtype), uninitialized=_uninitialized(v),
+                )
+                for log in _ACTIVE_LOGS:
+                    log.allocations[(alloc.kernel_index, alloc.buffer)] = alloc
+        return result
+
+    for cls, name, new in ((state_cls, "__init__", init), (state_cls, "check_read",
+                           checker("read")), (state_cls, "check_write", checker("write")),
+                           (mem_cls, "allocate_buffer", allocate)):
+        _PATCHES.append((cls, name, cls.__dict__[name]))
+        setattr(cls, name, new)
+
+
+@contextlib.contextmanager
+def recording_tpu_interpret() -> Iterator[TpuInterpretLog]:
+    """Records every simulated-buffer access, allocation and grid point of the
+    TPU-interpreted kernels run inside the context (needs ``detect_races=True``).
+
+    This wraps private jax internals (jax._src.pallas.mosaic.interpret); it is
+    the one place that does, so a jax upgrade that moves them breaks here.
+    """
+    log = TpuInterpretLog()
+    with _LOG_LOCK:
+        if not _ACTIVE_LOGS:
+            _install_patches()
+        _ACTIVE_LOGS.append(log)
+    try:
+        yield log
+    finally:
+        with _LOG_LOCK:
+            _ACTIVE_LOGS.remove(log)
+            if not _ACTIVE_LOGS:
+                while _PATCHES:
+                    cls, name, old = _PATCHES.pop()
+                    setattr(cls, name, old)
+                _STATE_INDEX.clear()
+
+
+def lower_for_platform(fn: Any, args: tuple[Any, ...], platform: str) -> str:
+    """StableHLO text of ``jax.jit(fn)`` lowered for ``platform`` (e.g. ``"tpu"``) on any
+    host: Pallas TPU kernels go through their Mosaic lowering without a TPU attached."""
+    exported = jax.export.export(jax.jit(fn), platforms=[platform])(*args)
+    return exported.mlir_module()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from hypothesis.strategies import SearchStrategy
@@ -20,6 +20,9 @@ from hypothesis.strategies import SearchStrategy
 from kernel_harness.backends import Backend
 from kernel_harness.case import Case
 from kernel_harness.tolerance import ToleranceTable
+
+if TYPE_CHECKING:
+    from kernel_harness.metamorphic import Metamorphic
 
 Arrays = dict[str, np.ndarray]
 
@@ -65,6 +68,8 @@ class Family:
         not named are compared whole.
       events: ``events(case) -> labels`` counted to show what the cases reach.
       contract: the family's semantic choices, in words (fully masked rows...).
+      metamorphic: hooks for the metamorphic properties, lowering and sharding
+        (:class:`kernel_harness.metamorphic.Metamorphic`); None opts out.
     """
 
     name: str
@@ -82,6 +87,7 @@ class Family:
     valid: Callable[[Any], Mapping[str, np.ndarray]] = lambda case: {}
     events: Callable[[Any], Iterable[str]] = lambda case: ()
     contract: str = ""
+    metamorphic: Metamorphic | None = None
 
     def __post_init__(self) -> None:
         unknown = self.capabilities - CAPABILITIES
@@ -92,6 +98,12 @@ class Family:
 #: Built-in families: name -> "module:attribute" of its Family (imported lazily).
 BUILTIN_FAMILIES: dict[str, str] = {
     "splash": "kernel_harness.families.splash.family:FAMILY",
+    "hstu": "kernel_harness.families.hstu.family:FAMILY",
+    "flash": "kernel_harness.families.flash.family:FAMILY",
+    "sdpa": "kernel_harness.families.sdpa.family:FAMILY",
+    "gpu-mha": "kernel_harness.families.gpu_mha.family:FAMILY",
+    "gpu-decode": "kernel_harness.families.gpu_decode.family:FAMILY",
+    "gpu-paged": "kernel_harness.families.gpu_paged.family:FAMILY",
 }
 
 

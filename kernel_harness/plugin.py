@@ -1,7 +1,8 @@
 """The pytest plugin (``pytest11`` entry point): options and fixtures.
 
 Options: ``--kh-backend`` (default ``interpret``), ``--kh-impl FAMILY=MODULE:ATTR``
-(repeatable) and ``--kh-family`` (repeatable, restricts the families checked).
+(repeatable), ``--kh-family`` (repeatable, restricts the families checked) and
+``--force-regen`` (regenerate golden files; without it a missing golden fails).
 Hypothesis profiles (``dev``, ``ci``, ``nightly``) are registered on import,
 so ``--hypothesis-profile ci`` works; without it the ``dev`` profile is used.
 """
@@ -31,6 +32,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kh-family", action="append", default=[], metavar="FAMILY",
         help="only check these families (default: all)",
+    )
+    group.addoption(
+        "--force-regen", action="store_true", default=False,
+        help="rewrite the golden files of the selected families before checking them",
     )
 
 

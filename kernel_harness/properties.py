@@ -18,6 +18,7 @@ import hypothesis
 from hypothesis import given
 
 from kernel_harness.backends import Backend
+from kernel_harness.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.family import Family
 from kernel_harness.report import failure_report
 from kernel_harness.runner import CaseResult, check_case, ensure_supported
@@ -76,7 +77,10 @@ def matches_reference(
     @given(case=family.cases())
     def prop(case: Any) -> None:
         _note_events(family, case, observer)
-        result = check_case(family, case, backend, impl, impl_spec=impl_spec)
+        try:
+            result = check_case(family, case, backend, impl, impl_spec=impl_spec)
+        except TpuInterpretCannotRun as e:
+            note_cannot_run(e, observer)
         if observer is not None:
             observer.record(result)
         if not result.passed:
@@ -117,6 +121,8 @@ def run_property(
     overrides: dict[str, Any] = {}
     if max_examples is not None:
         overrides["max_examples"] = max_examples
+    elif hasattr(prop, "kh_example_fraction"):  # metamorphic properties run fewer examples
+        overrides["max_examples"] = _metamorphic.example_cap(prop, profile.max_examples)
     if seed is not None:
         overrides["derandomize"] = False
     test = hypothesis.settings(profile, **overrides)(prop)
@@ -142,3 +148,10 @@ def run_property(
 PROPERTIES: dict[str, Callable[..., Callable[[], None]]] = {
     "matches-reference": matches_reference,
 }
+
+# Metamorphic properties (no reference needed) and the TPU lowering check register here.
+from kernel_harness import lowering as _lowering  # noqa: E402
+from kernel_harness import metamorphic as _metamorphic  # noqa: E402
+
+PROPERTIES.update(_metamorphic.PROPERTIES)
+PROPERTIES["lowers-for-tpu"] = _lowering.lowers_for_tpu

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from kernel_harness import compat
 from kernel_harness.backends import Backend, BackendUnavailable
 from kernel_harness.compare import compare
 from kernel_harness.family import Arrays, Family
@@ -54,20 +53,18 @@ def ensure_supported(family: Family, backend: Backend) -> None:
 def run_on_backend(
     family: Family, impl: Callable[..., Any], case: Any, inputs: Arrays, backend: Backend
 ) -> Arrays:
-    """Calls the family's adapter; under ``tpu-interpret`` resets the simulator state
-    around the call and turns a detected race into :class:`KernelRaceDetected`."""
+    """Calls the family's adapter; under ``tpu-interpret`` records every interpreted
+    kernel and fails on unwaived races (:class:`KernelRaceDetected`) or uninitialized
+    reads (see :mod:`kernel_harness.diagnostics`), resetting the simulator state
+    before and after, also after a failure."""
     if backend.name != "tpu-interpret":
         return family.run(impl, case, inputs, backend)
-    compat.reset_tpu_interpret_state()
-    try:
-        outputs = family.run(impl, case, inputs, backend)
-        if compat.tpu_interpret_races_found():
-            raise KernelRaceDetected(
-                f"{family.name}: TPU interpret mode detected a data race in {impl_name(impl)}"
-            )
-        return outputs
-    finally:
-        compat.reset_tpu_interpret_state()
+    from kernel_harness import diagnostics
+
+    outputs, _ = diagnostics.diagnosed_run(
+        family.name, lambda: family.run(impl, case, inputs, backend)
+    )
+    return outputs
 
 
 def impl_name(impl: Callable[..., Any]) -> str:
