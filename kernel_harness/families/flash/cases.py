@@ -291,13 +291,14 @@ def flash_cases(
 
     Features are on most of the time (causal and sm_scale != 1 four times in five, bias
     and segments three in four), so one example exercises several at once; the choices
-    that pick kernel paths are drawn first, where Hypothesis varies them most. Block sizes are drawn independently for the
-    forward, dkv and dq kernels, each axis tiled as one block, a grid of blocks, sub-tiles
-    or both (at most ``max_blocks`` blocks per axis, to bound interpret time); the forward
-    takes its single-tile path (block_k == kv_len) about a third of the time; the forward
-    block_q sometimes does not divide q_len and block_b sometimes does not divide batch.
-    ``kv_lens`` are ``(length, weight)`` pairs. Shrinks towards float32, batch 1, one head,
-    q_len = kv_len = 256, no features, one block per axis.
+    that pick kernel paths are drawn first, where Hypothesis varies them most. Block sizes
+    are drawn independently for the forward, dkv and dq kernels, each axis tiled as one
+    block, a grid of blocks, sub-tiles or both (at most ``max_blocks`` blocks per axis, to
+    bound interpret time); the forward takes its single-tile path (block_k == kv_len) about
+    a third of the time; the forward block_q sometimes does not divide q_len and block_b
+    sometimes does not divide batch. ``kv_lens`` are ``(length, weight)`` pairs. Shrinks
+    towards float32, batch 1, one head, q_len = kv_len = 256, no features, one block per
+    axis.
     """
     # The choices that pick kernel paths come first: Hypothesis varies early choices most.
     single_tile = weighted(draw, ((False, 2), (True, 1)))  # forward block_k == kv_len
