@@ -245,8 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {"list": cmd_list, "select": cmd_select, "check": cmd_check, "repro": cmd_repro, "golden": golden.cmd_golden,
-            "gate": gate.cmd_gate, "mutate": mutate.cmd_mutate, "lower": lowering.cmd_lower,
+COMMANDS = {"list": cmd_list, "select": cmd_select, "check": cmd_check, "repro": cmd_repro,
+            "golden": golden.cmd_golden, "gate": gate.cmd_gate, "mutate": mutate.cmd_mutate,
+            "lower": lowering.cmd_lower,
             "bad-input": bad_input.cmd_bad_input, "shard": sharding.cmd_shard}
 
 
