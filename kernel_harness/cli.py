@@ -107,6 +107,18 @@ def _print_outcome(outcome: PropertyOutcome) -> None:
         print("".join(traceback.format_exception(err, limit=-3)).rstrip())
 
 
+def _collapse_skips(skips: list[list[Any]]) -> list[list[Any]]:
+    """One summary row per (family, reason) instead of one per skipped property."""
+    grouped: dict[tuple[str, str], list[list[Any]]] = {}
+    for row in skips:
+        grouped.setdefault((row[0], row[-1]), []).append(row)
+    out = []
+    for (fam, _reason), group in grouped.items():
+        prop = group[0][1] if len(group) == 1 else f"{len(group)} properties"
+        out.append([fam, prop, *group[0][2:]])
+    return out
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     families = _families(args.family)
     profile = _profile(args.profile)
@@ -166,7 +178,7 @@ def cmd_check(args: argparse.Namespace) -> int:
          f"{o.wall_seconds:.1f}s", "PASS" if o.passed else "FAIL"]
         for o in outcomes
     ]
-    rows = not_applicable + rows
+    rows += _collapse_skips(not_applicable)
     rows += [[f.name, "-", backend.name, 0, 0, 0, "-", f"SKIP ({why})"] for f, why in skipped]
     print()
     print(report.format_table(

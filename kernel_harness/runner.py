@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +69,9 @@ def run_on_backend(
 
 
 def impl_name(impl: Callable[..., Any]) -> str:
-    """``module:qualname`` of an implementation, for reports."""
+    """``module:qualname`` of an implementation, for reports (a partial names its function)."""
+    while isinstance(impl, functools.partial):
+        impl = impl.func
     module = getattr(impl, "__module__", "?")
     name = getattr(impl, "__qualname__", None) or type(impl).__name__
     return f"{module}:{name}"

@@ -58,7 +58,9 @@ def test_passing_check_prints_summary_and_exits_0(capsys, toy_registry):
     assert "backend interpret (requested explicitly)" in out
     assert "cases reached by toy" in out and "length=" in out
     summary = [line for line in out.splitlines() if line.startswith("toy ")]
-    assert summary and "PASS" in summary[-1]
+    (reference_row,) = [line for line in summary if "matches-reference" in line]
+    assert reference_row.split()[-1] == "PASS"
+    assert out.rstrip().endswith("1/1 properties passed on backend interpret")
 
 
 def test_planted_bug_fails_with_summary_detail_and_repro(capsys, toy_registry):
