@@ -15,6 +15,7 @@ import jax
 import numpy as np
 
 from kernel_harness.backends import Backend
+from kernel_harness.tolerance import Tolerance, ToleranceTable
 
 #: Backends a GPU family can run on.
 GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})
@@ -89,3 +90,22 @@ def put(arrays: Mapping[str, np.ndarray | None], backend: Backend) -> dict[str, 
 def to_numpy(outputs: Mapping[str, jax.Array]) -> dict[str, np.ndarray]:
     """Device outputs as float32 numpy arrays (exact for every input dtype)."""
     return {k: np.asarray(jax.device_get(v)).astype(np.float32) for k, v in outputs.items()}
+
+
+def tolerance_table(
+    table: Mapping[str, Mapping[str, float]], *, low_reason: str, lse_reason: str
+) -> ToleranceTable:
+    """A GPU family's tolerances from ``{dtype: {output: max_rel_err}}``, each with its reason:
+    float32 is exact end to end; ``lse`` accumulates in float32 whatever the dtype; the other
+    low-precision entries say where the kernel casts (``low_reason``, ``{dtype}`` filled in)."""
+    entries = {}
+    for dtype, outs in table.items():
+        for name, tol in outs.items():
+            if dtype == "float32":
+                reason = f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
+            elif name == "lse":
+                reason = lse_reason
+            else:
+                reason = low_reason.format(dtype=dtype)
+            entries[(dtype, name)] = Tolerance(max_rel_err=tol, reason=reason)
+    return ToleranceTable(entries)

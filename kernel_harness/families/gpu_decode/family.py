@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS
+from kernel_harness.families.gpu_common import GPU_BACKENDS, tolerance_table
 from kernel_harness.families.gpu_decode import kernel as _kernel
 from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
 from kernel_harness.families.gpu_decode.reference import reference, visible
 from kernel_harness.family import Family
-from kernel_harness.tolerance import Tolerance, ToleranceTable
+from kernel_harness.tolerance import ToleranceTable
 
 
 def _tolerances() -> ToleranceTable:
@@ -23,17 +23,11 @@ def _tolerances() -> ToleranceTable:
         "bfloat16": {"out": 2e-2, "lse": 2e-5},
         "float16": {"out": 3.5e-3, "lse": 2e-5},
     }
-    entries = {}
-    for dtype, outs in table.items():
-        for name, tol in outs.items():
-            if dtype == "float32":
-                reason = f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
-            elif name == "lse":
-                reason = "l and m are float32 in the kernel; only the inputs are rounded"
-            else:
-                reason = low_reason.format(dtype=dtype)
-            entries[(dtype, name)] = Tolerance(max_rel_err=tol, reason=reason)
-    return ToleranceTable(entries)
+    return tolerance_table(
+        table,
+        low_reason=low_reason,
+        lse_reason="l and m are float32 in the kernel; only the inputs are rounded",
+    )
 
 
 def _events(case: DecodeCase) -> list[str]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS, is_pow2
+from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2, tolerance_table
 from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.cases import MhaCase, mha_cases
 from kernel_harness.families.gpu_mha.reference import reference
 from kernel_harness.family import Family
-from kernel_harness.tolerance import Tolerance, ToleranceTable
+from kernel_harness.tolerance import ToleranceTable
 
 _LOW = (
     "{dtype} inputs; the kernel feeds its dots {dtype} operands by design (P cast to "
@@ -26,17 +26,11 @@ def _tolerances() -> ToleranceTable:
         "bfloat16": {"out": 1.5e-2, "lse": 2e-5, "dq": 4e-2, "dk": 3e-2, "dv": 2e-2},
         "float16": {"out": 2e-3, "lse": 2e-5, "dq": 5e-3, "dk": 4e-3, "dv": 2.5e-3},
     }
-    entries = {}
-    for dtype, outs in table.items():
-        for name, tol in outs.items():
-            if dtype == "float32":
-                reason = f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
-            elif name == "lse":
-                reason = "lse is accumulated in float32 from exactly-multiplied rounded inputs"
-            else:
-                reason = _LOW.format(dtype=dtype)
-            entries[(dtype, name)] = Tolerance(max_rel_err=tol, reason=reason)
-    return ToleranceTable(entries)
+    return tolerance_table(
+        table,
+        low_reason=_LOW,
+        lse_reason="lse is accumulated in float32 from exactly-multiplied rounded inputs",
+    )
 
 
 def _events(case: MhaCase) -> list[str]:
