@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -40,10 +41,13 @@ class UsageError(Exception):
 
 
 def load_impl(spec: str) -> Callable[..., Any]:
-    """Imports ``MODULE:ATTR`` and returns the callable, or raises :class:`UsageError`."""
+    """Imports ``MODULE:ATTR`` (the working directory is importable) and returns the
+    callable, or raises :class:`UsageError`."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"--impl must look like MODULE:ATTR, got {spec!r}")
+    if os.getcwd() not in sys.path:  # like `python -m`: the author's working tree is importable
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except Exception as e:  # noqa: BLE001 - any import failure is the user's to see

@@ -11,9 +11,12 @@ from kernel_harness.tolerance import Verdict
 PREFIX = "[kernel-harness]"
 
 
-def _shape(case: object) -> str:
+def _shape(case: object, verdict: Verdict) -> str:
+    """The case's own shape summary if it has one, else the output's shape."""
     describe = getattr(case, "shape_summary", None)
-    return describe() if callable(describe) else ""
+    if callable(describe):
+        return describe()
+    return "shape=(" + ",".join(map(str, verdict.stats.shape)) + ")"
 
 
 def repro_command(result: CaseResult) -> str:
@@ -32,8 +35,9 @@ def summary_line(result: CaseResult, verdict: Verdict) -> str:
     """``FAIL splash dq float32 q=... backend=interpret: <problem> at batch=0 head=1 ...``."""
     s = verdict.stats
     problem = "; ".join(verdict.problems) or "ok"
+    shape = _shape(result.case, verdict)
     return (
-        f"{PREFIX} FAIL {result.family} {s.output} {result.case.dtype} {_shape(result.case)} "
+        f"{PREFIX} FAIL {result.family} {s.output} {result.case.dtype} {shape} "
         f"backend={result.backend.name}: {problem} (max abs err {s.max_abs_err:.3g}) "
         f"at {s.worst_location}"
     ).replace("  ", " ")
