@@ -61,14 +61,6 @@ def reset_tpu_interpret_state() -> None:
     pltpu.reset_tpu_interpret_mode_state()
 
 
-def tpu_interpret_races_found() -> bool:
-    """Whether the last TPU-interpret run's race detector saw a race."""
-    from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
-
-    races = getattr(ipc, "races", None)
-    return bool(races is not None and getattr(races, "races_found", False))
-
-
 def set_cpu_device_count(n: int) -> None:
     """Asks for ``n`` host CPU devices; only effective before jax initializes its backends."""
     try:
