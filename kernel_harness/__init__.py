@@ -1,17 +1,18 @@
 """kernel-harness: a correctness harness for JAX Pallas attention kernels."""
 
-from kernel_harness.backends import (
+from kernel_harness.core.backends import (
     BACKEND_NAMES,
     Backend,
     BackendUnavailable,
     availability,
     resolve_backend,
 )
-from kernel_harness.case import Case
-from kernel_harness.compare import OutputStats, compare
-from kernel_harness.family import Family, UnknownFamily, family_names, get_family
-from kernel_harness.runner import CaseResult, check_case
-from kernel_harness.tolerance import Tolerance, ToleranceTable, Verdict, judge
+from kernel_harness.core.case import Case
+from kernel_harness.core.compare import OutputStats, compare
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable, Verdict, judge
+from kernel_harness.run.runner import CaseResult, check_case
+from kernel_harness.spec.family import Family
+from kernel_harness.spec.registry import UnknownFamily, family_names, get_family
 
 __all__ = [
     "BACKEND_NAMES",
@@ -40,7 +41,7 @@ def __getattr__(name: str):
     # Imported on first use: the kernel pulls in Pallas, and `kernel-harness mutate`
     # must be able to plant a bug in the hstu modules before anything imports them.
     if name == "hstu_attention":
-        from kernel_harness.families.hstu.kernel import hstu_attention
+        from kernel_harness.kernels.hstu.api import hstu_attention
 
         return hstu_attention
     raise AttributeError(f"module 'kernel_harness' has no attribute {name!r}")

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from kernel_harness import profiles
-from kernel_harness.backends import Backend, BackendUnavailable, resolve_backend
+from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
+from kernel_harness.run import profiles
 
 profiles.register_profiles()
 settings.load_profile("dev")
@@ -54,7 +54,8 @@ def kh_backend(request: pytest.FixtureRequest) -> Backend:
 @pytest.fixture(scope="session")
 def kh_impls(request: pytest.FixtureRequest) -> dict[str, tuple[Callable[..., Any], str]]:
     """``{family: (implementation, "MODULE:ATTR")}`` from ``--kh-impl``."""
-    from kernel_harness.cli import UsageError, load_impl
+    from kernel_harness.core.errors import UsageError
+    from kernel_harness.spec.impl import load_impl
 
     impls = {}
     for item in request.config.getoption("--kh-impl"):
@@ -71,7 +72,7 @@ def kh_impls(request: pytest.FixtureRequest) -> dict[str, tuple[Callable[..., An
 @pytest.fixture(scope="session")
 def kh_families(request: pytest.FixtureRequest) -> list[str]:
     """Families selected with ``--kh-family`` (all registered ones if none)."""
-    from kernel_harness.family import family_names
+    from kernel_harness.spec.registry import family_names
 
     chosen = request.config.getoption("--kh-family") or family_names()
     unknown = sorted(set(chosen) - set(family_names()))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel_harness.family import family_names, get_family
+from kernel_harness.spec.registry import family_names, get_family
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -12,7 +12,8 @@ import warnings
 
 import pytest
 
-from kernel_harness import golden, report
+from kernel_harness.regression import golden
+from kernel_harness.run import report
 
 
 def test_golden_cases_hold(family, kh_backend, kh_impls, request):

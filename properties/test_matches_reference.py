@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel_harness.properties import matches_reference
+from kernel_harness.checks.properties import matches_reference
 
 
 def test_matches_reference(family, kh_backend, kh_impls):

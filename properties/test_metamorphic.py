@@ -9,9 +9,10 @@ from __future__ import annotations
 import hypothesis
 import pytest
 
-from kernel_harness.metamorphic import PROPERTIES as METAMORPHIC_PROPERTIES
-from kernel_harness.metamorphic import PropertyNotApplicable, example_cap
-from kernel_harness.properties import PROPERTIES
+from kernel_harness.checks.metamorphic import PROPERTIES as METAMORPHIC_PROPERTIES
+from kernel_harness.checks.metamorphic import example_cap
+from kernel_harness.checks.properties import PROPERTIES
+from kernel_harness.core.errors import PropertyNotApplicable
 
 NAMES = [*METAMORPHIC_PROPERTIES, "lowers-for-tpu"]
 

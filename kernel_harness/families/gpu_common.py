@@ -14,8 +14,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from kernel_harness.backends import Backend
-from kernel_harness.tolerance import Tolerance, ToleranceTable
+from kernel_harness.core.backends import Backend
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 
 #: Backends a GPU family can run on.
 GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})

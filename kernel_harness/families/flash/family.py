@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.families.flash.cases import FlashCase, flash_cases, flash_events
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.families.flash.cases import FlashCase, flash_events
 from kernel_harness.families.flash.kernel import (
     FLASH_BACKENDS,
     IMPL_SIGNATURE,
@@ -13,8 +14,8 @@ from kernel_harness.families.flash.kernel import (
 )
 from kernel_harness.families.flash.metamorphic import METAMORPHIC
 from kernel_harness.families.flash.reference import reference
-from kernel_harness.family import Family
-from kernel_harness.tolerance import Tolerance, ToleranceTable
+from kernel_harness.families.flash.strategy import flash_cases
+from kernel_harness.spec.family import Family
 
 CONTRACT = """\
 TPU flash attention (jax.experimental.pallas.ops.tpu.flash_attention), forward and vjp.

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental.pallas.ops.tpu import flash_attention as _fa
 
-from kernel_harness.backends import Backend, BackendUnavailable
+from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.families.flash.cases import FlashCase
 
 #: The default implementation: the kernel's public entry point.

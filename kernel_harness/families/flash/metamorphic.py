@@ -15,16 +15,11 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.backends import Backend
+from kernel_harness.core.backends import Backend
 from kernel_harness.families.flash import kernel as _kernel
-from kernel_harness.families.flash.cases import (
-    KV_TILE,
-    Q_TILE,
-    FlashCase,
-    _blocks_of,
-    block_pair,
-)
-from kernel_harness.metamorphic import Metamorphic, Toggle
+from kernel_harness.families.flash.cases import KV_TILE, Q_TILE, FlashCase
+from kernel_harness.families.flash.strategy import block_pair, blocks_of
+from kernel_harness.spec.hooks import Metamorphic, Toggle
 
 ROLES = {
     "q": ("batch", "head", "query", "dim"),
@@ -52,7 +47,7 @@ def block_variants(case: FlashCase) -> st.SearchStrategy[FlashCase]:
 
     @st.composite
     def variant(draw: st.DrawFn) -> FlashCase:
-        q_blocks = _blocks_of(case.q_len, Q_TILE, 4, 256)
+        q_blocks = blocks_of(case.q_len, Q_TILE, 4, 256)
         kv_pair = block_pair(case.kv_len, unit=KV_TILE, max_blocks=4)
         q_pair = block_pair(case.q_len, unit=Q_TILE, max_blocks=4, largest=256)
         k_major, k = draw(kv_pair)

@@ -4,14 +4,14 @@
 ``jax.experimental.pallas.ops.tpu.flash_attention`` in place of the original and
 runs the flash properties; every mutant must be killed. The mask, rescale,
 sub-tile offset, scale, segment and bias edits follow the planted source bugs of
-``tests/flash_mutants.py`` (the flash family's own tests); precision, grid-step
+``tests/helpers/flash_mutants.py`` (the flash family's own tests); precision, grid-step
 and head-mapping bugs are added here. Occurrences follow the file's order:
 forward (tiled), forward (single step), dkv, dq.
 """
 
 from __future__ import annotations
 
-from kernel_harness.mutate import Mutant
+from kernel_harness.spec.mutant import Mutant
 
 KERNEL = "jax.experimental.pallas.ops.tpu.flash_attention"
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.case import DTYPES, Case, cast, standard_normal
+from kernel_harness.core.case import DTYPES, Case, cast, standard_normal
 from kernel_harness.families.gpu_common import is_pow2
 
 SCALE_MODES: tuple[str, ...] = ("default", "arg", "prescaled-q")

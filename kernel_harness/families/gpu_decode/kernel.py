@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental.pallas.ops.gpu import decode_attention as _decode
 
-from kernel_harness.backends import Backend
+from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_decode.cases import DecodeCase
 

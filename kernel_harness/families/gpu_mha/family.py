@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2, tolerance_table
 from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.cases import MhaCase, mha_cases
 from kernel_harness.families.gpu_mha.reference import reference
-from kernel_harness.family import Family
-from kernel_harness.tolerance import ToleranceTable
+from kernel_harness.spec.family import Family
 
 _LOW = (
     "{dtype} inputs; the kernel feeds its dots {dtype} operands by design (P cast to "

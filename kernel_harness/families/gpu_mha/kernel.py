@@ -9,7 +9,7 @@ import jax
 import numpy as np
 from jax.experimental.pallas.ops.gpu import attention as _attention
 
-from kernel_harness.backends import Backend
+from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_mha.cases import MhaCase
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.case import DTYPES, Case, cast
+from kernel_harness.core.case import DTYPES, Case, cast
 from kernel_harness.families.gpu_common import is_pow2
 
 #: V value of tokens the kernel reads but must mask (finite: it multiplies them by 0).

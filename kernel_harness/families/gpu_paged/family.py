@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS
 from kernel_harness.families.gpu_paged import kernel as _kernel
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
 from kernel_harness.families.gpu_paged.reference import reference
-from kernel_harness.family import Family
-from kernel_harness.tolerance import Tolerance, ToleranceTable
+from kernel_harness.spec.family import Family
 
 _TOLERANCES = ToleranceTable(
     {

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from jax.experimental.pallas.ops.gpu import paged_attention as _paged
 
-from kernel_harness.backends import Backend
+from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_paged.cases import PagedCase
 

@@ -14,7 +14,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.case import Case, standard_normal
+from kernel_harness.core.case import Case, standard_normal
 
 LANES = 128
 #: Largest default block: a ``None`` block size means ``min(DEFAULT_BLOCK, length)``.

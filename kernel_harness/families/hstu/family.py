@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.hstu import cases, kernel, reference
 from kernel_harness.families.hstu.metamorphic import METAMORPHIC
-from kernel_harness.family import Family
-from kernel_harness.tolerance import Tolerance, ToleranceTable
+from kernel_harness.kernels.hstu.api import hstu_attention
+from kernel_harness.spec.family import Family
 
 OUTPUTS = ("out", "dq", "dk", "dv")
 
@@ -114,7 +115,7 @@ FAMILY = Family(
     summary="HSTU pointwise (SiLU, 1/q_len) attention: block-sparse Pallas TPU kernel + custom VJP",
     case_type=cases.HstuCase,
     cases=cases.hstu_cases,
-    kernel=kernel.hstu_attention,
+    kernel=hstu_attention,
     impl_signature=kernel.IMPL_SIGNATURE,
     run=kernel.run,
     reference=reference.reference,

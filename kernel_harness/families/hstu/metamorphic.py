@@ -13,11 +13,12 @@ import jax
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.backends import Backend
-from kernel_harness.families.hstu import kernel as _kernel
+from kernel_harness.core.backends import Backend
 from kernel_harness.families.hstu.cases import LANES, HstuCase, expand_runs, numpy_mask
+from kernel_harness.families.hstu.kernel import BLOCK_FIELDS
 from kernel_harness.families.hstu.reference import dense_mask
-from kernel_harness.metamorphic import Metamorphic, Toggle
+from kernel_harness.kernels.hstu.api import hstu_attention
+from kernel_harness.spec.hooks import Metamorphic, Toggle
 
 ROLES = {
     "q": ("batch", "query", "head", "dim"),
@@ -90,9 +91,9 @@ def traceable(impl: Callable[..., Any] | None, case: HstuCase, backend: Backend
               ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """Forward + vjp of ``impl`` as ``f(inputs) -> outputs``; the numpy mask is static
     (the kernel plans its block tables from it on the host), so it comes from the case."""
-    impl = impl or _kernel.hstu_attention
+    impl = impl or hstu_attention
     mask_type = numpy_mask(case) if case.mask == "numpy" else case.mask
-    kwargs = {name: getattr(case, name) for name in _kernel.BLOCK_FIELDS}
+    kwargs = {name: getattr(case, name) for name in BLOCK_FIELDS}
     kwargs.update(sliding_window_size=case.window, scale=case.scale,
                   interpret=backend.pallas_interpret())
 

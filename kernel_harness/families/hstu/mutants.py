@@ -7,11 +7,11 @@ default example budget).
 
 from __future__ import annotations
 
-from kernel_harness.mutate import Mutant
+from kernel_harness.spec.mutant import Mutant
 
-_FWD = "kernel_harness.families.hstu.hstu_kernel"
-_BWD = "kernel_harness.families.hstu.hstu_backward"
-_PLAN = "kernel_harness.families.hstu.kernel"
+_FWD = "kernel_harness.kernels.hstu.forward"
+_BWD = "kernel_harness.kernels.hstu.backward"
+_PLAN = "kernel_harness.kernels.hstu.planning"
 
 MUTANTS: list[Mutant] = [
     Mutant(

@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from kernel_harness.case import Case, cast, standard_normal
+from kernel_harness.core.case import Case, cast, standard_normal
 
 #: Broadcast shapes of bias/mask: full (B,N,T,S), shared over batch (1,N,T,S), shared over
 #: heads (B,1,T,S).

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.sdpa.cases import SdpaCase, sdpa_cases, sdpa_events
 from kernel_harness.families.sdpa.kernel import IMPL_SIGNATURE, SDPA_BACKENDS, run, xla_sdpa
 from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
 from kernel_harness.families.sdpa.reference import reference
-from kernel_harness.family import Family
-from kernel_harness.tolerance import Tolerance, ToleranceTable
+from kernel_harness.spec.family import Family
 
 CONTRACT = """\
 jax.nn.dot_product_attention(implementation="xla"), forward and vjp (incl. the bias gradient).

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernel_harness.backends import Backend, BackendUnavailable
+from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.families.sdpa.cases import SdpaCase
 
 IMPL_SIGNATURE = (

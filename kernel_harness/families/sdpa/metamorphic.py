@@ -13,10 +13,10 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from kernel_harness.backends import Backend
+from kernel_harness.core.backends import Backend
 from kernel_harness.families.sdpa import kernel as _kernel
 from kernel_harness.families.sdpa.cases import SdpaCase
-from kernel_harness.metamorphic import Metamorphic, Toggle
+from kernel_harness.spec.hooks import Metamorphic, Toggle
 
 ROLES = {
     "query": ("batch", "query", "head", "dim"),

@@ -6,19 +6,21 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.splash import kernel as _kernel
-from kernel_harness.families.splash.cases import (
+from kernel_harness.families.splash.cases import SplashCase
+from kernel_harness.families.splash.masks import (
     COMPUTABLE_KINDS,
     NUMPY_KINDS,
-    SplashCase,
+    allowed_mask,
+    empty_rows,
     parse_mask,
     segment_ids,
-    splash_cases,
 )
 from kernel_harness.families.splash.metamorphic import METAMORPHIC
-from kernel_harness.families.splash.reference import allowed_mask, empty_rows, reference
-from kernel_harness.family import Family
-from kernel_harness.tolerance import Tolerance, ToleranceTable
+from kernel_harness.families.splash.reference import reference
+from kernel_harness.families.splash.strategy import splash_cases
+from kernel_harness.spec.family import Family
 
 CONTRACT = """\
 Inputs: q is pre-scaled by 1/sqrt(head_dim) (splash does not scale); logits are

@@ -27,13 +27,9 @@ import numpy as np
 from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as _splash
 from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_mask as mask_lib
 
-from kernel_harness.backends import Backend, BackendUnavailable
-from kernel_harness.families.splash.cases import (
-    MaskExpr,
-    SplashCase,
-    numpy_pattern,
-    parse_mask,
-)
+from kernel_harness.core.backends import Backend, BackendUnavailable
+from kernel_harness.families.splash.cases import SplashCase
+from kernel_harness.families.splash.masks import MaskExpr, numpy_pattern, parse_mask
 
 #: The default implementation: splash's public factory (``is_mqa`` is passed explicitly).
 make_splash_mha = _splash.make_splash_mha

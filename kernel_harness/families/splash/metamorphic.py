@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.backends import Backend
+from kernel_harness.core.backends import Backend
 from kernel_harness.families.splash import kernel as _kernel
-from kernel_harness.families.splash.cases import LANES, SplashCase, segment_ids
-from kernel_harness.families.splash.reference import allowed_mask, empty_rows
-from kernel_harness.metamorphic import Metamorphic, Toggle
+from kernel_harness.families.splash.cases import LANES, SplashCase
+from kernel_harness.families.splash.masks import allowed_mask, empty_rows, segment_ids
+from kernel_harness.spec.hooks import Metamorphic, Toggle
 
 ROLES = {
     "q": ("batch", "head", "query", "dim"),

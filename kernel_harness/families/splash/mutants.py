@@ -8,7 +8,7 @@ kernel: update the text here). ``ci`` marks the subset CI runs.
 
 from __future__ import annotations
 
-from kernel_harness.mutate import Mutant
+from kernel_harness.spec.mutant import Mutant
 
 KERNEL = "jax.experimental.pallas.ops.tpu.splash_attention.splash_attention_kernel"
 MASKS = "jax.experimental.pallas.ops.tpu.splash_attention.splash_attention_mask"

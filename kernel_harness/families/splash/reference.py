@@ -1,81 +1,22 @@
-"""The independent splash reference: dense masks built from the case description and
-plain-jnp softmax attention at HIGHEST precision in float32.
+"""The independent splash reference: plain-jnp softmax attention at HIGHEST precision
+in float32, over dense masks built from the case description.
 
 Nothing here uses splash's own masks, mask info or reference function: every
-mask kind is written out below as an index formula on a dense grid.
+mask kind is an index formula on a dense grid (:mod:`kernel_harness.families.splash.masks`).
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernel_harness.families.splash.cases import (
-    MaskExpr,
-    SplashCase,
-    numpy_pattern,
-    parse_mask,
-    segment_ids,
-)
+from kernel_harness.families.splash.cases import SplashCase
+from kernel_harness.families.splash.masks import allowed_mask
 
 _HIGHEST = jax.lax.Precision.HIGHEST
-
-
-def dense_mask(expr: MaskExpr, shape: tuple[int, int]) -> np.ndarray:
-    """The [q_len, kv_len] boolean mask of a parsed mask expression."""
-    if expr.kind == "and":
-        return dense_mask(expr.children[0], shape) & dense_mask(expr.children[1], shape)
-    if expr.kind == "or":
-        return dense_mask(expr.children[0], shape) | dense_mask(expr.children[1], shape)
-    if expr.kind == "numpy":
-        return dense_mask(expr.children[0], shape)
-    if expr.kind in ("random", "boxes"):
-        return numpy_pattern(expr, shape)
-    qi = np.arange(shape[0])[:, None]
-    kj = np.arange(shape[1])[None, :]
-    p = dict(expr.params)
-    if expr.kind == "full":
-        return np.ones(shape, bool)
-    if expr.kind == "causal":
-        return kj <= qi + p["offset"]
-    if expr.kind == "local":
-        centre = qi + p["offset"]
-        lo = np.full(shape, True) if p["left"] is None else kj >= centre - p["left"]
-        hi = np.full(shape, True) if p["right"] is None else kj <= centre + p["right"]
-        return lo & hi
-    if expr.kind == "chunked":
-        return (qi // p["chunk"] == kj // p["chunk"]) & (kj <= qi)
-    raise ValueError(f"unknown mask kind {expr.kind!r}")
-
-
-def _mask_key(case: SplashCase) -> tuple[Any, ...]:
-    return (case.head_masks(), case.q_len, case.kv_len, case.q_segments, case.kv_segments)
-
-
-@functools.lru_cache(maxsize=256)
-def _allowed(key: tuple[Any, ...]) -> np.ndarray:
-    masks, q_len, kv_len, q_segs, kv_segs = key
-    by_spec = {s: dense_mask(parse_mask(s), (q_len, kv_len)) for s in set(masks)}
-    allowed = np.stack([by_spec[s] for s in masks])
-    if q_segs is not None:
-        allowed = allowed & (segment_ids(q_segs)[:, None] == segment_ids(kv_segs)[None, :])
-    allowed.setflags(write=False)
-    return allowed
-
-
-def allowed_mask(case: SplashCase) -> np.ndarray:
-    """[num_q_heads, q_len, kv_len]: which key each query of each head may see
-    (static mask and segment ids together)."""
-    return _allowed(_mask_key(case))
-
-
-def empty_rows(case: SplashCase) -> np.ndarray:
-    """[num_q_heads, q_len]: rows that see no key at all."""
-    return ~allowed_mask(case).any(axis=-1)
 
 
 def attention(

@@ -1,0 +1,131 @@
+"""TPU lowering check on CPU: does each drawn configuration lower for a real TPU?
+
+Interpret mode accepts block shapes a real TPU rejects. Lowering a family's
+kernel (forward and backward, as its ``traceable`` hook builds them with
+``interpret=False``) for the ``tpu`` platform runs Pallas' Mosaic lowering on
+this machine, no TPU needed, and fails where the TPU compiler's front end
+would (block shapes not (8, 128)-aligned, unsupported layouts...). Checks the
+Mosaic compiler itself runs later, on the device, are out of reach here.
+
+``lowers-for-tpu`` is a property over the family's strategy (its strategies
+must only draw configurations that lower); ``kernel-harness lower FAMILY``
+prints a table of the configurations drawn and why any failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis
+import jax
+from hypothesis import given
+
+from kernel_harness.core import compat
+from kernel_harness.core.backends import Backend
+from kernel_harness.core.errors import PropertyNotApplicable
+from kernel_harness.spec.family import Family
+
+#: The backend handed to ``traceable`` for lowering: compiled (``interpret=False``).
+TPU_LOWERING = Backend(name="tpu", platform="tpu", note="lowered on this machine, not run")
+
+
+@dataclasses.dataclass(frozen=True)
+class LoweringResult:
+    """Whether one case's kernels lowered for TPU, and if not, why."""
+
+    family: str
+    case: Any
+    ok: bool
+    error: str | None
+    seconds: float
+    custom_calls: int
+
+    def describe(self) -> str:
+        summary = getattr(self.case, "shape_summary", None)
+        what = summary() if callable(summary) else repr(self.case)
+        if self.ok:
+            return f"lowers ({self.custom_calls} Mosaic kernel(s), {self.seconds:.2f}s): {what}"
+        return f"does NOT lower: {self.error}\n    case: {self.case.to_json()}"
+
+
+class LoweringFailure(AssertionError):
+    """A configuration drawn by the family's strategy does not lower for TPU."""
+
+
+def traceable_of(family: Family) -> Callable[..., Any]:
+    hooks = family.metamorphic
+    if hooks is None or hooks.traceable is None:
+        raise PropertyNotApplicable(
+            f"{family.name} has no traceable hook (Family.metamorphic.traceable): its kernel "
+            "cannot be lowered for TPU by the harness"
+        )
+    return hooks.traceable
+
+
+def lower_case(family: Family, case: Any, impl: Callable[..., Any] | None = None
+               ) -> LoweringResult:
+    """Lowers ``case``'s forward + backward program for the TPU platform."""
+    traceable = traceable_of(family)
+    inputs = case.materialize()
+    shapes = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in inputs.items()}
+    start = time.perf_counter()
+    try:
+        fn = traceable(impl, case, TPU_LOWERING)
+        text = compat.lower_for_platform(fn, (shapes,), "tpu")
+    except Exception as e:  # noqa: BLE001 - the reason is the result
+        message = str(e).strip().splitlines()
+        reason = f"{type(e).__name__}: {message[0] if message else ''}"
+        return LoweringResult(family=family.name, case=case, ok=False, error=reason[:600],
+                              seconds=time.perf_counter() - start, custom_calls=0)
+    return LoweringResult(family=family.name, case=case, ok=True, error=None,
+                          seconds=time.perf_counter() - start,
+                          custom_calls=text.count("tpu_custom_call"))
+
+
+def lowers_for_tpu(family: Family, *, backend: Backend, impl: Callable[..., Any] | None = None,
+                   impl_spec: str | None = None, observer: Any = None) -> Callable[[], None]:
+    """The property "every configuration the strategy draws lowers for TPU" (the
+    backend is irrelevant: nothing runs)."""
+    traceable_of(family)
+
+    @given(case=family.cases())
+    def prop(case: Any) -> None:
+        result = lower_case(family, case, impl)
+        hypothesis.event("lowers" if result.ok else "does not lower")
+        if observer is not None and result.ok:
+            observer.examples += 1
+            observer.passed += 1
+            observer.seconds += result.seconds
+        if not result.ok:
+            raise LoweringFailure(
+                f"[kernel-harness] FAIL {family.name} lowers-for-tpu: the strategy drew a "
+                f"configuration that does not lower for TPU: {result.error}\n"
+                f"  case: {case!r}\n  case json: {case.to_json()}"
+            )
+
+    prop.__name__ = f"{family.name}_lowers_for_tpu"
+    prop.kh_example_fraction = 0.2
+    return prop
+
+
+def lower_strategy(family: Family, *, examples: int, seed: int = 0,
+                   impl: Callable[..., Any] | None = None) -> list[LoweringResult]:
+    """Lowers up to ``examples`` distinct configurations drawn from the family's strategy
+    (failures are collected, not raised)."""
+    results: dict[Any, LoweringResult] = {}
+
+    @hypothesis.seed(seed)
+    @hypothesis.settings(max_examples=examples, deadline=None, database=None,
+                         phases=[hypothesis.Phase.generate],
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @given(case=family.cases())
+    def collect(case: Any) -> None:
+        key = case.static_key()
+        if key not in results:
+            results[key] = lower_case(family, case, impl)
+
+    collect()
+    return list(results.values())

@@ -1,0 +1,85 @@
+"""The ``matches-reference`` property: the kernel's outputs and gradients against the
+family's independent reference, judged per output; and the :class:`Observer` that
+records what a property run did (examples, events, last failure)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis
+from hypothesis import given
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
+from kernel_harness.run.report import failure_report
+from kernel_harness.run.runner import CaseResult, check_case, ensure_supported
+from kernel_harness.spec.family import Family
+
+
+class HarnessFailure(AssertionError):
+    """A case whose outputs are outside tolerance; the message is the full report."""
+
+    def __init__(self, result: CaseResult):
+        super().__init__(failure_report(result))
+        self.result = result
+
+
+@dataclasses.dataclass
+class Observer:
+    """Collects what a property run did: examples, events, failures, time."""
+
+    examples: int = 0
+    passed: int = 0
+    events: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    last_failure: CaseResult | None = None
+    last_error: BaseException | None = None
+    seconds: float = 0.0
+
+    def record(self, result: CaseResult) -> None:
+        self.examples += 1
+        self.seconds += result.seconds
+        if result.passed:
+            self.passed += 1
+        else:
+            self.last_failure = result
+
+
+def _note_events(family: Family, case: Any, observer: Observer | None) -> None:
+    for label in family.events(case):
+        hypothesis.event(label)
+        if observer is not None:
+            observer.events[label] += 1
+
+
+def matches_reference(
+    family: Family,
+    *,
+    backend: Backend,
+    impl: Callable[..., Any] | None = None,
+    impl_spec: str | None = None,
+    observer: Observer | None = None,
+) -> Callable[[], None]:
+    """The property "every output and gradient matches the reference within tolerance".
+
+    Returns a zero-argument Hypothesis test. Settings come from the loaded
+    profile unless the caller wraps it in ``hypothesis.settings``.
+    """
+    ensure_supported(family, backend)
+
+    @given(case=family.cases())
+    def prop(case: Any) -> None:
+        _note_events(family, case, observer)
+        try:
+            result = check_case(family, case, backend, impl, impl_spec=impl_spec)
+        except TpuInterpretCannotRun as e:
+            note_cannot_run(e, observer)
+        if observer is not None:
+            observer.record(result)
+        if not result.passed:
+            raise HarnessFailure(result)
+
+    prop.__name__ = f"{family.name}_matches_reference"
+    return prop

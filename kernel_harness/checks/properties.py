@@ -1,0 +1,88 @@
+"""Properties written once over the family registry; pytest and the CLI both run them.
+
+A property is a plain Hypothesis test function built for one family, one
+backend and one implementation. :class:`Observer` records what the examples
+reached (events), how many ran, and the last failing result, so the CLI can
+print a summary table and the failure detail.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis
+
+from kernel_harness.checks import metamorphic
+from kernel_harness.checks.lowering import lowers_for_tpu
+from kernel_harness.checks.matches_reference import HarnessFailure, Observer, matches_reference
+from kernel_harness.core.backends import Backend
+from kernel_harness.spec.family import Family
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PropertyOutcome:
+    """What running one property under a profile produced."""
+
+    family: str
+    prop: str
+    backend: Backend
+    observer: Observer
+    error: BaseException | None
+    wall_seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None
+
+
+def run_property(
+    name: str,
+    family: Family,
+    prop: Callable[[], None],
+    *,
+    backend: Backend,
+    observer: Observer,
+    profile: hypothesis.settings,
+    max_examples: int | None = None,
+    seed: int | None = None,
+) -> PropertyOutcome:
+    """Runs a property outside pytest and captures (never swallows) its failure."""
+    overrides: dict[str, Any] = {}
+    if max_examples is not None:
+        overrides["max_examples"] = max_examples
+    elif hasattr(prop, "kh_example_fraction"):  # metamorphic properties run fewer examples
+        overrides["max_examples"] = metamorphic.example_cap(prop, profile.max_examples)
+    if seed is not None:
+        overrides["derandomize"] = False
+    test = hypothesis.settings(profile, **overrides)(prop)
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)
+    start = time.perf_counter()
+    error: BaseException | None = None
+    try:
+        test()
+    except Exception as e:  # noqa: BLE001 - every failure is reported, none hidden
+        error = e
+    return PropertyOutcome(
+        family=family.name,
+        prop=name,
+        backend=backend,
+        observer=observer,
+        error=error,
+        wall_seconds=time.perf_counter() - start,
+    )
+
+
+#: Property name -> builder ``(family, *, backend, impl, impl_spec, observer) -> test``:
+#: the one place the properties are assembled.
+PROPERTIES: dict[str, Callable[..., Callable[[], None]]] = {
+    "matches-reference": matches_reference,
+    **metamorphic.PROPERTIES,
+    "lowers-for-tpu": lowers_for_tpu,
+}
+
+
+__all__ = ["PROPERTIES", "HarnessFailure", "Observer", "PropertyOutcome", "run_property"]

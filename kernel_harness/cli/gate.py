@@ -1,0 +1,91 @@
+"""``kernel-harness gate``: fail if a kernel change made any golden case less accurate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernel_harness.cli import common
+from kernel_harness.core.errors import UsageError
+from kernel_harness.regression import golden
+from kernel_harness.regression.gate import (
+    DEFAULT_FACTOR,
+    DEFAULT_FLOOR,
+    GateError,
+    baseline_section,
+    default_path,
+    evaluate,
+    measure,
+    record,
+    table,
+)
+from kernel_harness.run.runner import ensure_supported, impl_name
+from kernel_harness.spec.impl import load_impl
+
+
+def add_parser(sub: Any) -> None:
+    """Adds ``gate`` to the ``kernel-harness`` subparsers."""
+    p = sub.add_parser("gate", help="fail if a kernel change made any golden case less accurate")
+    p.add_argument("family", nargs="*", help="families (default: all)")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="baseline JSON (default golden/<family>/baseline.json)")
+    p.add_argument("--impl", default=None, help="MODULE:ATTR: the candidate kernel")
+    p.add_argument("--factor", type=float, default=DEFAULT_FACTOR,
+                   help=f"allowed error growth (default {DEFAULT_FACTOR})")
+    p.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
+                   help=f"errors below this count as this (default {DEFAULT_FLOOR})")
+    p.add_argument("--record", action="store_true", help="write the baseline instead")
+    p.add_argument("--backend", default="interpret")
+    p.add_argument("--golden-dir", type=Path, default=None)
+    p.add_argument("--across-versions", action="store_true",
+                   help="compare with a baseline from another backend or jax version")
+
+
+def run(args: Any) -> int:
+    """Runs ``kernel-harness gate``: 0 pass, 1 a case got worse or fails, 2 no usable baseline."""
+
+    families = common.families(args.family)
+    backend = common.backend(args.backend)
+    impl = load_impl(args.impl) if args.impl else None
+    if (impl is not None or args.baseline is not None) and len(families) != 1:
+        raise UsageError("--impl and --baseline apply to one family: name exactly one")
+    if not args.factor > 1 or not args.floor > 0:
+        raise UsageError("--factor must be > 1 and --floor > 0")
+    worst = 0
+    for family in families:
+        path = args.baseline or default_path(family.name, args.golden_dir)
+        try:
+            ensure_supported(family, backend)
+        except Exception as e:  # noqa: BLE001 - BackendUnavailable: named, then skipped
+            if args.family:
+                raise UsageError(str(e)) from None
+            print(f"{family.name}: SKIP ({e})")
+            continue
+        try:
+            if args.record:
+                data = record(family, backend, path=path, impl=impl, root=args.golden_dir)
+                n = len(data["backends"][backend.name]["cases"])
+                print(f"{family.name}: recorded the {backend.name} baseline of {n} cases "
+                      f"in {path}")
+                continue
+            section = baseline_section(family, backend, path,
+                                       across_versions=args.across_versions)
+            cases = golden.load_manifest(family, args.golden_dir)
+            rows = evaluate(section["cases"], measure(family, backend, cases, impl), cases,
+                            factor=args.factor, floor=args.floor)
+        except (GateError, golden.GoldenError) as e:
+            print(f"kernel-harness gate: {family.name}: {e}")
+            worst = max(worst, 2)
+            continue
+        failed = [r for r in rows if r.failed]
+        print(f"\n{family.name} on {backend.name}: candidate "
+              f"{impl_name(family.kernel if impl is None else impl)} vs baseline of "
+              f"{section['impl']} (limit = {args.factor:g} x max(before, {args.floor:g}))")
+        print(table(rows))
+        verdict = "FAIL" if failed else "PASS"
+        print(f"{verdict}: {family.name}: {len(failed)} of {len(rows)} (case, output) pairs "
+              f"worse than allowed or failing")
+        if any(r.verdict == "better" for r in rows) and not failed:
+            print(f"  some errors shrank by more than {args.factor:g}x: consider --record")
+        worst = max(worst, 1 if failed else 0)
+    return worst

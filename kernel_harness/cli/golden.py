@@ -1,0 +1,98 @@
+"""``kernel-harness golden record|check|add``: stored regression cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kernel_harness.cli import common
+from kernel_harness.core.errors import UsageError
+from kernel_harness.regression.golden import (
+    MANIFEST,
+    SUMMARY_HEADERS,
+    GoldenCase,
+    GoldenError,
+    family_dir,
+    guarded,
+    load_manifest,
+    record_case,
+    run_family,
+    save_manifest,
+    summary_rows,
+)
+from kernel_harness.run import report
+from kernel_harness.spec.impl import load_impl
+
+
+def add_parser(sub: Any) -> None:
+    """Adds ``golden record|check|add`` to the ``kernel-harness`` subparsers."""
+    golden = sub.add_parser("golden", help="record or check stored regression cases")
+    gsub = golden.add_subparsers(dest="golden_command", required=True)
+    for name, text in (("record", "write golden files (missing ones; --force: all chosen)"),
+                       ("check", "compare the kernel and reference with the stored goldens")):
+        p = gsub.add_parser(name, help=text)
+        p.add_argument("family", nargs="*", help="families (default: all)")
+        p.add_argument("--case", action="append", default=[], help="only these named cases")
+        p.add_argument("--tag", action="append", default=[], help="only cases with a tag")
+        p.add_argument("--backend", default="interpret")
+        p.add_argument("--golden-dir", type=Path, default=None)
+        if name == "record":
+            p.add_argument("--force", action="store_true", help="overwrite existing files")
+        else:
+            p.add_argument("--impl", default=None, help="MODULE:ATTR replacing the kernel")
+            p.add_argument("--across-versions", action="store_true",
+                           help="compare goldens recorded on another backend or jax version")
+    add = gsub.add_parser("add", help="pin a case (e.g. one a failure printed) as a golden")
+    add.add_argument("family")
+    add.add_argument("name")
+    add.add_argument("--case", required=True, help="the case as one JSON line")
+    add.add_argument("--tag", action="append", default=[])
+    add.add_argument("--why", default="", help="which path or bug this case pins")
+    add.add_argument("--backend", default="interpret")
+    add.add_argument("--golden-dir", type=Path, default=None)
+
+
+def run(args: Any) -> int:
+    """Runs ``kernel-harness golden ...``; exit 0 only if every outcome is ok."""
+
+    backend = common.backend(args.backend)
+    root = args.golden_dir
+    if args.golden_command == "add":
+        (family,) = common.families([args.family])
+        try:
+            case = family.case_type.from_json(args.case)
+            gcase = GoldenCase(name=args.name, case=case, tags=tuple(args.tag), why=args.why)
+        except ValueError as e:
+            raise UsageError(f"golden add: {e}") from None
+        try:
+            cases = load_manifest(family, root)
+        except GoldenError:
+            if (family_dir(family.name, root) / MANIFEST).exists():
+                raise
+            cases = []
+        if any(c.name == args.name for c in cases):
+            raise UsageError(f"golden add: {family.name} already has a case {args.name!r}")
+        outcome = guarded(family, gcase, lambda: record_case(family, gcase, backend, root=root,
+                                                            force=True))
+        if outcome.ok:
+            save_manifest(family, [*cases, gcase], root)
+        outcomes = [outcome]
+    else:
+        families = common.families(args.family)
+        impl = load_impl(args.impl) if getattr(args, "impl", None) else None
+        if impl is not None and len(families) != 1:
+            raise UsageError("--impl replaces one family's kernel: name exactly one family")
+        outcomes = []
+        for family in families:
+            outcomes += run_family(
+                family, backend, mode=args.golden_command, names=args.case, tags=args.tag,
+                impl=impl, root=root, force=getattr(args, "force", False),
+                across_versions=getattr(args, "across_versions", False),
+            )
+    print(report.format_table(SUMMARY_HEADERS, summary_rows(outcomes)))
+    counts = {s: sum(o.status == s for o in outcomes) for s in
+              ("PASS", "FAIL", "ERROR", "SKIP", "RECORDED", "KEPT")}
+    ok = all(o.ok for o in outcomes)
+    print(f"\n{'PASS' if ok else 'FAIL'}: golden {args.golden_command} on backend {backend.name}: "
+          + ", ".join(f"{v} {k.lower()}" for k, v in counts.items() if v))
+    return 0 if ok else 1

@@ -1,0 +1,45 @@
+"""``kernel-harness list`` (families and backends here) and ``kernel-harness select``
+(which attention kernel a backend would use, and why not the others)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kernel_harness.cli import common
+from kernel_harness.core.backends import BackendUnavailable, availability, resolve_backend
+from kernel_harness.core.errors import UsageError
+from kernel_harness.run import report
+from kernel_harness.run.select import format_selection, select_attention
+
+
+def add_parsers(sub: Any) -> None:
+    """Adds ``kernel-harness list`` and ``kernel-harness select``."""
+    sub.add_parser("list", help="families, their capabilities, backends available here")
+    select = sub.add_parser("select", help="which attention kernel this backend would use, and why")
+    select.add_argument("--backend", default=None, help="a backend name (default: this machine)")
+
+
+def run_list(args: argparse.Namespace) -> int:
+    """Runs ``kernel-harness list``."""
+    avail = availability()
+    rows = [
+        [f.name, ", ".join(sorted(f.backends)), ", ".join(sorted(f.capabilities))]
+        for f in common.families([])
+    ]
+    print(report.format_table(["family", "backends", "capabilities"], rows))
+    print()
+    rows = [[b, "yes" if r is None else f"no: {r}"] for b, r in avail.items()]
+    rows.append(["auto", f"-> {resolve_backend('auto').name}"])
+    print(report.format_table(["backend", "available here"], rows))
+    return 0
+
+
+def run_select(args: argparse.Namespace) -> int:
+    """Runs ``kernel-harness select``."""
+    try:
+        selection = select_attention(args.backend)
+    except (ValueError, BackendUnavailable, RuntimeError) as e:
+        raise UsageError(str(e)) from None
+    print(format_selection(selection))
+    return 0

@@ -1,0 +1,44 @@
+"""``kernel-harness repro``: rerun exactly one case (printed by a failure)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from kernel_harness.cli import common
+from kernel_harness.core.backends import BackendUnavailable
+from kernel_harness.core.errors import UsageError
+from kernel_harness.run import report
+from kernel_harness.run.runner import check_case, ensure_supported
+from kernel_harness.spec.impl import load_impl
+
+
+def add_parser(sub: Any) -> None:
+    """Adds ``kernel-harness repro``."""
+    repro = sub.add_parser("repro", help="rerun one case printed by a failure")
+    repro.add_argument("family")
+    repro.add_argument("--case", required=True, help="the case as one JSON line")
+    repro.add_argument("--backend", default="interpret")
+    repro.add_argument("--impl", default=None)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Runs ``kernel-harness repro``: 0 pass, 1 fail."""
+    (fam,) = common.families([args.family])
+    backend = common.backend(args.backend)
+    impl = load_impl(args.impl) if args.impl else None
+    try:
+        case = fam.case_type.from_json(args.case)
+    except ValueError as e:
+        raise UsageError(f"--case: {e}") from None
+    try:
+        ensure_supported(fam, backend)
+    except BackendUnavailable as e:
+        raise UsageError(str(e)) from None
+    result = check_case(fam, case, backend, impl, impl_spec=args.impl)
+    if result.passed:
+        print(f"PASS {fam.name} on {backend.name}: {case!r}")
+        print(report.stats_table(result.verdicts))
+        return 0
+    print(report.failure_report(result))
+    return 1

@@ -1,0 +1,120 @@
+"""Backend names, their availability here, and how a kernel is asked to run on one.
+
+This module is the one place that decides which backend runs. A backend that
+is not available raises :class:`BackendUnavailable`; nothing substitutes a
+different backend quietly. ``auto`` resolves to a concrete backend and the
+result records why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+
+from kernel_harness.core import compat
+
+BACKEND_NAMES: tuple[str, ...] = ("auto", "interpret", "tpu-interpret", "tpu", "gpu")
+
+
+class BackendUnavailable(RuntimeError):
+    """The requested backend cannot run on this machine (the message says why)."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Backend:
+    """A concrete backend a kernel runs on.
+
+    Attributes:
+      name: one of ``interpret``, ``tpu-interpret``, ``tpu``, ``gpu``.
+      platform: the jax platform the arrays live on (``cpu``, ``tpu``, ``gpu``).
+      note: why this backend was chosen (e.g. what ``auto`` resolved to).
+    """
+
+    name: str
+    platform: str
+    note: str = ""
+
+    @property
+    def is_interpreted(self) -> bool:
+        return self.name in ("interpret", "tpu-interpret")
+
+    @property
+    def device(self) -> jax.Device:
+        return jax.devices(self.platform)[0]
+
+    def pallas_interpret(self) -> Any:
+        """The value to pass as a Pallas kernel's ``interpret=`` argument."""
+        if self.name == "interpret":
+            return True
+        if self.name == "tpu-interpret":
+            return compat.tpu_interpret_params()
+        return False
+
+    @contextlib.contextmanager
+    def forcing_interpret(self) -> Iterator[None]:
+        """Context for kernels with no ``interpret`` argument (e.g. TPU flash)."""
+        if self.name == "tpu":
+            yield
+        elif self.name == "tpu-interpret":
+            with compat.forced_tpu_interpret_mode(compat.tpu_interpret_params()):
+                yield
+        elif self.name == "interpret":
+            # A TPU kernel without an interpret switch can only be interpreted
+            # by the TPU interpreter; plain settings (no race detection, zeroed
+            # scratch) keep it an ordinary functional run.
+            params = compat.tpu_interpret_params(
+                detect_races=False, uninitialized_memory="zero", num_cores_or_threads=1
+            )
+            with compat.forced_tpu_interpret_mode(params):
+                yield
+        else:
+            raise BackendUnavailable(
+                f"backend {self.name!r} cannot run a TPU kernel without an interpret switch"
+            )
+
+
+def _platform_present(platform: str) -> bool:
+    try:
+        return bool(jax.devices(platform))
+    except RuntimeError:
+        return False
+
+
+def availability() -> dict[str, str | None]:
+    """Maps each concrete backend name to ``None`` if usable here, else the reason not."""
+    has_tpu = _platform_present("tpu")
+    has_gpu = _platform_present("gpu")
+    return {
+        "interpret": None,
+        "tpu-interpret": None,
+        "tpu": None if has_tpu else "no TPU is attached to this machine",
+        "gpu": None if has_gpu else "no GPU is attached to this machine",
+    }
+
+
+def resolve_backend(name: str) -> Backend:
+    """Turns a backend name into a :class:`Backend`, or raises a clear error.
+
+    ``auto`` picks ``tpu`` when a TPU is attached, else ``interpret``, and
+    says so in :attr:`Backend.note`.
+    """
+    if name not in BACKEND_NAMES:
+        raise ValueError(
+            f"unknown backend {name!r}; choose one of: {', '.join(BACKEND_NAMES)}"
+        )
+    avail = availability()
+    if name == "auto":
+        if avail["tpu"] is None:
+            return Backend(name="tpu", platform="tpu", note="auto: a TPU is attached")
+        return Backend(
+            name="interpret", platform="cpu", note="auto: no TPU attached, using interpret on CPU"
+        )
+    reason = avail[name]
+    if reason is not None:
+        raise BackendUnavailable(f"backend {name!r} is not available: {reason}")
+    platform = {"interpret": "cpu", "tpu-interpret": "cpu", "tpu": "tpu", "gpu": "gpu"}[name]
+    return Backend(name=name, platform=platform, note="requested explicitly")

@@ -1,0 +1,96 @@
+"""Case descriptions: small, frozen, readable, and serializable to one JSON line.
+
+Each family defines its own frozen, keyword-only dataclass deriving from
+:class:`Case`. A case holds only primitives and tuples (a mask is described,
+never stored as an array), so a failing case prints readably and a repro
+command can carry it. Arrays come from :meth:`Case.materialize`, which is
+deterministic in the case's ``seed``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, ClassVar, Self
+
+import numpy as np
+
+#: Named arrays: a case's inputs, or a kernel's (or reference's) outputs and gradients.
+Arrays = dict[str, np.ndarray]
+
+DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
+
+
+def _tupled(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tupled(v) for v in value)
+    return value
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Case:
+    """Base of every family's case description.
+
+    Attributes:
+      dtype: name of the input dtype (``float32``, ``bfloat16``, ``float16``).
+      seed: data seed; the arrays are a pure function of the case.
+    """
+
+    dtype: str
+    seed: int
+
+    #: Fields that do not change the compiled program (everything else is static).
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed"})
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
+
+    def to_json(self) -> str:
+        """One JSON line holding every field."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        """Inverse of :meth:`to_json`; unknown or missing fields are a clear error."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"case is not valid JSON: {e}") from None
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+        try:
+            return cls(**{k: _tupled(v) for k, v in data.items()})
+        except TypeError as e:
+            raise ValueError(f"cannot build {cls.__name__} from JSON: {e}") from None
+
+    def static_key(self) -> tuple[Any, ...]:
+        """The fields that select a compiled program (for compile caches)."""
+        return tuple(
+            (f.name, getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.name not in self.DYNAMIC_FIELDS
+        )
+
+    def rng(self, stream: int = 0) -> np.random.Generator:
+        """A numpy generator for this case's data; ``stream`` separates uses."""
+        return np.random.default_rng((self.seed, stream))
+
+    def materialize(self) -> dict[str, np.ndarray]:
+        """The case's input arrays by name (family-specific)."""
+        raise NotImplementedError
+
+
+def cast(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Rounds float64/float32 data to ``dtype`` and returns it as a numpy array of
+    that dtype (bfloat16 via ml_dtypes, which jax ships)."""
+    import jax.numpy as jnp
+
+    return np.asarray(jnp.asarray(x, dtype=jnp.float32).astype(dtype))
+
+
+def standard_normal(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """Standard normal data rounded to ``dtype`` (the reference sees the rounded values)."""
+    return cast(rng.standard_normal(shape), dtype)

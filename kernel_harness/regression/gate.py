@@ -1,0 +1,181 @@
+"""The accuracy-regression gate: a kernel change may not make any named case less accurate.
+
+``kernel-harness gate --record`` runs the family's golden cases (the manifest in
+``golden/<family>/cases.json``) and stores each output's error against the
+reference (``max_rel_err``) in ``golden/<family>/baseline.json``, one section per
+backend. ``kernel-harness gate`` reruns them and fails when an output's error
+grew beyond ``factor x max(before, floor)``, even while still inside tolerance,
+or when it is now outside tolerance; it prints a before/after table. It is the
+command a kernel author runs before merging.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.regression import golden
+from kernel_harness.run.runner import check_case, ensure_supported, impl_name
+from kernel_harness.spec.family import Family
+
+SCHEMA_VERSION = 1
+DEFAULT_FACTOR = 2.0
+#: Errors below this (relative to the output's scale) count as this much, so noise
+#: around zero error (a few float32 ulps) cannot trip the gate.
+DEFAULT_FLOOR = 1e-6
+
+
+class GateError(Exception):
+    """No usable baseline: missing, unreadable, for other cases, or not comparable."""
+
+
+def default_path(family_name: str, root: Path | None = None) -> Path:
+    """``golden/<family>/baseline.json``."""
+    return golden.family_dir(family_name, root) / "baseline.json"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Row:
+    """One (case, output) line of the before/after table."""
+
+    case: str
+    output: str
+    before: float | None
+    after: float
+    tolerance: float
+    limit: float | None
+    verdict: str  # ok, better, WORSE, FAIL (outside tolerance), NEW (no baseline)
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in ("WORSE", "FAIL", "NEW")
+
+
+def measure(
+    family: Family, backend: Backend, cases: Sequence[golden.GoldenCase],
+    impl: Callable[..., Any] | None = None,
+) -> dict[str, tuple[dict[str, float], dict[str, float], dict[str, bool]]]:
+    """``{case name: (max_rel_err, tolerance, passed)}`` per output, kernel vs reference."""
+    out = {}
+    for g in cases:
+        result = check_case(family, g.case, backend, impl)
+        out[g.name] = (
+            {v.stats.output: float(v.stats.max_rel_err) for v in result.verdicts},
+            {v.stats.output: v.tolerance.max_rel_err for v in result.verdicts},
+            {v.stats.output: v.passed for v in result.verdicts},
+        )
+    return out
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise GateError(f"{path}: corrupt baseline: {e}") from None
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise GateError(f"{path}: schema_version {data.get('schema_version')!r}, "
+                        f"expected {SCHEMA_VERSION}; re-record with --record")
+    return data
+
+
+def record(
+    family: Family, backend: Backend, *, path: Path, impl: Callable[..., Any] | None = None,
+    root: Path | None = None,
+) -> dict[str, Any]:
+    """Measures every golden case and writes this backend's section of the baseline.
+
+    Refuses (GateError) when the kernel fails any case: a baseline must be a
+    passing kernel's errors.
+    """
+    ensure_supported(family, backend)
+    cases = golden.load_manifest(family, root)
+    measured = measure(family, backend, cases, impl)
+    failing = [f"{n}/{o}" for n, (_, _, ok) in measured.items() for o, p in ok.items() if not p]
+    if failing:
+        raise GateError(f"{family.name}: not recording a baseline, the kernel fails {failing}")
+    data = _load(path) or {"schema_version": SCHEMA_VERSION, "family": family.name,
+                           "backends": {}}
+    if data.get("family") != family.name:
+        raise GateError(f"{path}: holds family {data.get('family')!r}, not {family.name!r}")
+    data["backends"][backend.name] = {
+        "environment": golden.environment(backend),
+        "impl": impl_name(family.kernel if impl is None else impl),
+        "cases": {
+            g.name: {"case": json.loads(g.case.to_json()), "max_rel_err": measured[g.name][0]}
+            for g in cases
+        },
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return data
+
+
+def baseline_section(
+    family: Family, backend: Backend, path: Path, *, across_versions: bool = False
+) -> dict[str, Any]:
+    """This backend's recorded section, checked to be comparable with this run."""
+    data = _load(path)
+    section = data.get("backends", {}).get(backend.name)
+    if section is None:
+        raise GateError(
+            f"{path}: no {family.name} baseline for backend {backend.name}; record one with "
+            f"`kernel-harness gate {family.name} --record --backend {backend.name}`"
+        )
+    reason = golden.not_comparable_reason(section["environment"], golden.environment(backend))
+    if reason is not None and not across_versions:
+        raise GateError(f"{path}: baseline {reason}; re-record it or pass --across-versions")
+    return section
+
+
+def evaluate(
+    before: dict[str, Any], after: dict[str, tuple[dict[str, float], dict[str, float],
+                                                   dict[str, bool]]],
+    cases: Sequence[golden.GoldenCase], *, factor: float = DEFAULT_FACTOR,
+    floor: float = DEFAULT_FLOOR,
+) -> list[Row]:
+    """Judges each (case, output): worse than ``factor x max(before, floor)`` fails."""
+    rows = []
+    for g in cases:
+        errs, tols, passed = after[g.name]
+        recorded = before.get(g.name)
+        if recorded is not None and recorded["case"] != json.loads(g.case.to_json()):
+            raise GateError(f"baseline case {g.name!r} was recorded for a different case "
+                            f"description; re-record with --record")
+        for out, err in errs.items():
+            prior = None if recorded is None else recorded["max_rel_err"].get(out)
+            limit = None if prior is None else factor * max(prior, floor)
+            if not passed[out]:
+                verdict = "FAIL"
+            elif limit is None:
+                verdict = "NEW"
+            elif not err <= limit:
+                verdict = "WORSE"
+            elif prior > floor and err * factor < prior:
+                verdict = "better"
+            else:
+                verdict = "ok"
+            rows.append(Row(case=g.name, output=out, before=prior, after=err, tolerance=tols[out],
+                            limit=limit, verdict=verdict))
+    return rows
+
+
+def table(rows: Sequence[Row]) -> str:
+    """The before/after table."""
+    from kernel_harness.run.report import format_table
+
+    def f(x: float | None) -> str:
+        return "-" if x is None else ("inf" if math.isinf(x) else f"{x:.3g}")
+
+    return format_table(
+        ["case", "output", "before", "after", "after/before", "limit", "tolerance", "verdict"],
+        [[r.case, r.output, f(r.before), f(r.after),
+          "-" if not r.before else f"{r.after / r.before:.2f}x", f(r.limit), f(r.tolerance),
+          r.verdict] for r in rows],
+    )

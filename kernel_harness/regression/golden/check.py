@@ -1,0 +1,210 @@
+"""Recording and checking golden cases: the kernel on the stored inputs against the
+stored reference (family tolerances), and the fresh reference against the stored one
+(drift).
+
+``check`` runs the kernel on the STORED inputs and compares it with the STORED
+reference outputs under the family's tolerances. A golden recorded on another
+backend, device or jax version is reported as not comparable and skipped, never
+compared quietly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.core.compare import compare
+from kernel_harness.core.tolerance import Verdict, judge
+from kernel_harness.regression.golden.store import (
+    MANIFEST,
+    REFERENCE_DRIFT_TOL,
+    GoldenCase,
+    GoldenError,
+    arrays_sha256,
+    environment,
+    family_dir,
+    load_golden,
+    load_manifest,
+    not_comparable_reason,
+    paths,
+    select,
+    write_golden,
+)
+from kernel_harness.run.runner import ensure_supported, impl_name, judge_outputs, run_on_backend
+from kernel_harness.spec.family import Family
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GoldenOutcome:
+    """What recording or checking one golden case gave.
+
+    ``status`` is ``PASS``, ``FAIL`` (kernel or reference outside tolerance),
+    ``SKIP`` (not comparable here; ``detail`` says why), ``ERROR`` (missing or
+    corrupt file, crash) or ``RECORDED`` / ``KEPT`` for ``record``.
+    """
+
+    family: str
+    name: str
+    status: str
+    detail: str = ""
+    kernel: tuple[Verdict, ...] = ()
+    drift: tuple[Verdict, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("PASS", "SKIP", "RECORDED", "KEPT")
+
+
+def _max_rel(verdicts: Sequence[Verdict]) -> dict[str, float]:
+    return {v.stats.output: float(v.stats.max_rel_err) for v in verdicts}
+
+
+def record_case(
+    family: Family, gcase: GoldenCase, backend: Backend, *,
+    impl: Callable[..., Any] | None = None, root: Path | None = None, force: bool = False,
+) -> GoldenOutcome:
+    """Records one golden case: inputs, reference outputs and metadata.
+
+    Existing files are kept unless ``force``. The kernel runs too and must pass
+    (a golden of a failing kernel would pin the wrong thing).
+    """
+    npz_path, json_path = paths(family.name, gcase.name, root)
+    if not force and npz_path.exists() and json_path.exists():
+        return GoldenOutcome(family=family.name, name=gcase.name, status="KEPT",
+                             detail="exists (use --force to regenerate)")
+    impl = family.kernel if impl is None else impl
+    inputs = gcase.case.materialize()
+    reference = {k: np.asarray(v) for k, v in family.reference(gcase.case, inputs).items()}
+    actual = run_on_backend(family, impl, gcase.case, inputs, backend)
+    verdicts, _ = judge_outputs(family, gcase.case, actual, reference)
+    if not all(v.passed for v in verdicts):
+        bad = ", ".join(f"{v.stats.output}: {'; '.join(v.problems)}" for v in verdicts
+                        if not v.passed)
+        return GoldenOutcome(family=family.name, name=gcase.name, status="ERROR",
+                             detail=f"not recorded: the kernel fails this case ({bad})",
+                             kernel=verdicts)
+    reference = {k: v for k, v in reference.items() if k in family.output_axes}
+    write_golden(family, gcase, inputs, reference, backend=backend,
+                 kernel_stats=_max_rel(verdicts), impl=impl_name(impl), root=root)
+    return GoldenOutcome(family=family.name, name=gcase.name, status="RECORDED",
+                         detail=f"{npz_path} ({npz_path.stat().st_size // 1024} KiB)",
+                         kernel=verdicts)
+
+
+def check_golden(
+    family: Family, gcase: GoldenCase, backend: Backend, *,
+    impl: Callable[..., Any] | None = None, root: Path | None = None,
+    across_versions: bool = False,
+) -> GoldenOutcome:
+    """Checks one golden case: fresh kernel vs stored reference, fresh vs stored reference."""
+    base = {"family": family.name, "name": gcase.name}
+    try:
+        stored = load_golden(family, gcase, root)
+    except GoldenError as e:
+        return GoldenOutcome(**base, status="ERROR", detail=str(e))
+    notes = []
+    reason = not_comparable_reason(stored.meta["environment"], environment(backend))
+    if reason is not None:
+        if not across_versions:
+            return GoldenOutcome(**base, status="SKIP", detail=reason)
+        notes.append(f"compared anyway (--across-versions); {reason}")
+    if arrays_sha256(gcase.case.materialize()) != stored.meta["sha256"]["inputs"]:
+        notes.append("case.materialize() no longer gives the stored inputs; stored ones used")
+    impl = family.kernel if impl is None else impl
+    case = gcase.case
+    actual = run_on_backend(family, impl, case, stored.inputs, backend)
+    kernel, _ = judge_outputs(family, case, actual, stored.reference)
+    fresh = family.reference(case, stored.inputs)
+    valid = family.valid(case)
+    drift = tuple(
+        judge(compare(fresh[o], stored.reference[o], output=o, axes=axes, valid=valid.get(o),
+                      mismatch_threshold_rel=REFERENCE_DRIFT_TOL.max_rel_err),
+              REFERENCE_DRIFT_TOL)
+        for o, axes in family.output_axes.items()
+    )
+    problems = [f"kernel {v.stats.output}: {'; '.join(v.problems)}" for v in kernel
+                if not v.passed]
+    problems += [f"reference drift {v.stats.output}: {'; '.join(v.problems)}" for v in drift
+                 if not v.passed]
+    return GoldenOutcome(**base, status="FAIL" if problems else "PASS",
+                         detail="; ".join(problems), kernel=kernel, drift=drift,
+                         notes=tuple(notes))
+
+
+def orphans(family: Family, cases: Sequence[GoldenCase], root: Path | None = None) -> list[Path]:
+    """Golden files in the family's folder that no manifest case names."""
+    d = family_dir(family.name, root)
+    if not d.is_dir():
+        return []
+    known = {f"{c.name}{ext}" for c in cases for ext in (".npz", ".json")}
+    known |= {MANIFEST, "baseline.json"}
+    return sorted(p for p in d.iterdir() if p.is_file() and p.name not in known)
+
+
+def guarded(family: Family, gcase: GoldenCase, fn: Callable[[], GoldenOutcome]) -> GoldenOutcome:
+    try:
+        return fn()
+    except Exception as e:  # noqa: BLE001 - a crash is reported per case, not hidden
+        return GoldenOutcome(family=family.name, name=gcase.name, status="ERROR",
+                             detail=f"{type(e).__name__}: {e}")
+
+
+def run_family(
+    family: Family, backend: Backend, *, mode: str, names: Sequence[str] = (),
+    tags: Sequence[str] = (), impl: Callable[..., Any] | None = None,
+    root: Path | None = None, force: bool = False, across_versions: bool = False,
+) -> list[GoldenOutcome]:
+    """``mode="record"`` or ``"check"`` over a family's selected golden cases.
+
+    A missing manifest, a failing case and a stray file (``check`` only) are
+    ERROR outcomes; a family that cannot run on ``backend`` is one SKIP.
+    """
+    if mode not in ("record", "check"):
+        raise ValueError(f"mode must be 'record' or 'check', got {mode!r}")
+    try:
+        ensure_supported(family, backend)
+    except Exception as e:  # noqa: BLE001 - BackendUnavailable, reported as a skip
+        return [GoldenOutcome(family=family.name, name="*", status="SKIP", detail=str(e))]
+    try:
+        cases = load_manifest(family, root)
+        chosen = select(cases, names=names, tags=tags)
+    except GoldenError as e:
+        return [GoldenOutcome(family=family.name, name="*", status="ERROR", detail=str(e))]
+    outcomes = []
+    for gcase in chosen:
+        if mode == "record":
+            outcomes.append(guarded(family, gcase, lambda g=gcase: record_case(
+                family, g, backend, impl=impl, root=root, force=force)))
+        else:
+            outcomes.append(guarded(family, gcase, lambda g=gcase: check_golden(
+                family, g, backend, impl=impl, root=root, across_versions=across_versions)))
+    if mode == "check" and not names and not tags:
+        outcomes += [
+            GoldenOutcome(family=family.name, name=p.name, status="ERROR",
+                          detail=f"stray file {p}: no manifest case names it")
+            for p in orphans(family, cases, root)
+        ]
+    return outcomes
+
+
+def summary_rows(outcomes: Sequence[GoldenOutcome]) -> list[list[str]]:
+    """Rows for ``report.format_table``: family, case, status, worst kernel error, detail."""
+    rows = []
+    for o in outcomes:
+        worst = max(o.kernel, key=lambda v: v.stats.max_rel_err / v.tolerance.max_rel_err,
+                    default=None)
+        kernel = (f"{worst.stats.output} {worst.stats.max_rel_err:.2g}/"
+                  f"{worst.tolerance.max_rel_err:.2g}" if worst else "-")
+        drift = f"{max(v.stats.max_rel_err for v in o.drift):.1g}" if o.drift else "-"
+        detail = "; ".join(filter(None, [o.detail, *o.notes]))
+        rows.append([o.family, o.name, o.status, kernel, drift, detail])
+    return rows
+
+
+SUMMARY_HEADERS = ["family", "case", "status", "kernel err/tol (worst)", "ref drift", "detail"]

@@ -1,0 +1,324 @@
+"""Storing golden files: named regression cases as ``.npz`` arrays plus JSON metadata.
+
+Layout, per family, under the golden root (``golden/`` at the repository root)::
+
+    golden/<family>/cases.json     the manifest: named cases, their tags and why each exists
+    golden/<family>/<name>.npz     inputs and reference outputs (gradients included)
+    golden/<family>/<name>.json    metadata: schema, versions, backend, case, tolerances, hashes
+
+Arrays whose dtype numpy cannot store without pickle (bfloat16 and other
+ml_dtypes) are stored losslessly as an unsigned-integer view; the metadata
+names the real dtype. Files are loaded with ``allow_pickle=False`` and their
+sha256 checked; anything corrupt, missing or inconsistent is a
+:class:`GoldenError` that names the file.
+
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import json
+import os
+import zipfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.core.case import Arrays
+from kernel_harness.core.tolerance import Tolerance
+from kernel_harness.spec.family import Family
+
+SCHEMA_VERSION = 1
+MANIFEST = "cases.json"
+
+#: The stored and the fresh reference run the same plain-jnp code in float32 at HIGHEST
+#: precision on the same backend and jax version; anything above this (relative to the
+#: output's scale) means the reference itself changed.
+REFERENCE_DRIFT_TOL = Tolerance(
+    max_rel_err=1e-5, reason="same reference code, same jax and backend: only rounding noise"
+)
+
+_INPUT, _REF = "input.", "reference."
+
+
+class GoldenError(Exception):
+    """A golden file is missing, corrupt, or does not match its metadata or manifest."""
+
+
+def default_root() -> Path:
+    """``$KERNEL_HARNESS_GOLDEN_DIR``, else ``golden/`` next to the package (a source
+    checkout), else ``./golden``."""
+    env = os.environ.get("KERNEL_HARNESS_GOLDEN_DIR")
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parent.parent / "golden"
+    return beside if beside.is_dir() else Path("golden")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GoldenCase:
+    """One named case of a family's manifest.
+
+    Attributes:
+      name: file stem, ``[a-z0-9_-]``.
+      case: the family's case description.
+      tags: e.g. ``("ci",)``; ``--tag`` selects by these.
+      why: which hard path or past bug this case pins.
+    """
+
+    name: str
+    case: Any
+    tags: tuple[str, ...] = ()
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        ok = set("abcdefghijklmnopqrstuvwxyz0123456789_-")
+        if not self.name or not set(self.name) <= ok:
+            raise ValueError(f"golden case name must be [a-z0-9_-]+, got {self.name!r}")
+
+
+def family_dir(family_name: str, root: Path | None = None) -> Path:
+    """The folder holding one family's golden files."""
+    return (root or default_root()) / family_name
+
+
+def load_manifest(family: Family, root: Path | None = None) -> list[GoldenCase]:
+    """The named cases of ``family``; a missing or malformed manifest is a GoldenError."""
+    path = family_dir(family.name, root) / MANIFEST
+    if not path.is_file():
+        raise GoldenError(
+            f"{family.name}: no golden manifest {path}; pin cases with "
+            f"`kernel-harness golden add {family.name} NAME --case JSON`"
+        )
+    try:
+        data = json.loads(path.read_text())
+        if data.get("schema_version") != SCHEMA_VERSION or data.get("family") != family.name:
+            raise GoldenError(
+                f"{path}: expected schema_version {SCHEMA_VERSION} and family {family.name!r}, "
+                f"got {data.get('schema_version')!r} / {data.get('family')!r}"
+            )
+        cases = [
+            GoldenCase(
+                name=item["name"],
+                case=family.case_type.from_json(json.dumps(item["case"])),
+                tags=tuple(item.get("tags", ())),
+                why=item.get("why", ""),
+            )
+            for item in data["cases"]
+        ]
+    except GoldenError:
+        raise
+    except (ValueError, KeyError, TypeError) as e:
+        raise GoldenError(f"{path}: malformed manifest: {type(e).__name__}: {e}") from None
+    names = [c.name for c in cases]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise GoldenError(f"{path}: duplicate case names {dupes}")
+    return cases
+
+
+def save_manifest(family: Family, cases: Sequence[GoldenCase], root: Path | None = None) -> Path:
+    """Writes the manifest (stable order and formatting, one case per block)."""
+    path = family_dir(family.name, root) / MANIFEST
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = {
+        "schema_version": SCHEMA_VERSION,
+        "family": family.name,
+        "cases": [
+            {"name": c.name, "tags": list(c.tags), "why": c.why,
+             "case": json.loads(c.case.to_json())}
+            for c in cases
+        ],
+    }
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return path
+
+
+def select(cases: Iterable[GoldenCase], *, names: Sequence[str] = (),
+           tags: Sequence[str] = ()) -> list[GoldenCase]:
+    """Cases with one of ``names`` (if given) and one of ``tags`` (if given)."""
+    cases = list(cases)
+    unknown = sorted(set(names) - {c.name for c in cases})
+    if unknown:
+        raise GoldenError(f"no golden case(s) named {unknown}; known: {[c.name for c in cases]}")
+    return [
+        c for c in cases
+        if (not names or c.name in names) and (not tags or set(tags) & set(c.tags))
+    ]
+
+
+def environment(backend: Backend) -> dict[str, str]:
+    """What a stored result depends on besides the code: versions, backend, device."""
+    import jaxlib
+
+    try:
+        device_kind = backend.device.device_kind
+    except RuntimeError:
+        device_kind = "unknown"
+    return {
+        "backend": backend.name,
+        "platform": backend.platform,
+        "device_kind": device_kind,
+        "jax_version": jax.__version__,
+        "jaxlib_version": jaxlib.__version__,
+        "numpy_version": np.__version__,
+    }
+
+
+#: Environment fields that must agree for stored numbers to be comparable.
+COMPARABLE_FIELDS = ("backend", "device_kind", "jax_version", "jaxlib_version")
+
+
+def not_comparable_reason(recorded: dict[str, str], current: dict[str, str]) -> str | None:
+    """``None`` if results recorded in ``recorded`` can be compared here, else why not."""
+    diffs = [k for k in COMPARABLE_FIELDS if recorded.get(k) != current.get(k)]
+    if not diffs:
+        return None
+    was = ", ".join(f"{k}={recorded.get(k)}" for k in diffs)
+    now = ", ".join(f"{k}={current.get(k)}" for k in diffs)
+    return f"not comparable: recorded on {was}; this run has {now}"
+
+
+# ---------------------------------------------------------------- arrays and hashes
+
+
+def _plain_numpy(dtype: np.dtype) -> bool:
+    return dtype.type.__module__ == "numpy" and dtype.kind in "biuf"
+
+
+def _encode(arr: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+    arr = np.ascontiguousarray(arr)
+    meta = {"dtype": arr.dtype.name, "shape": list(arr.shape)}
+    if _plain_numpy(arr.dtype):
+        return arr, {**meta, "stored_as": arr.dtype.name}
+    if arr.dtype.itemsize not in (1, 2, 4, 8):
+        raise GoldenError(f"cannot store dtype {arr.dtype} losslessly")
+    view = arr.view(np.dtype(f"uint{8 * arr.dtype.itemsize}"))
+    return view, {**meta, "stored_as": view.dtype.name}
+
+
+def _decode(stored: np.ndarray, meta: dict[str, Any], where: str) -> np.ndarray:
+    if stored.dtype.name != meta["stored_as"] or list(stored.shape) != meta["shape"]:
+        raise GoldenError(
+            f"{where}: stored as {stored.dtype}{list(stored.shape)}, metadata says "
+            f"{meta['stored_as']}{meta['shape']}"
+        )
+    if meta["stored_as"] == meta["dtype"]:
+        return stored
+    import jax.numpy as jnp
+
+    return stored.view(jnp.dtype(meta["dtype"]))
+
+
+def arrays_sha256(arrays: Arrays) -> str:
+    """sha256 over names, dtype names, shapes and bytes, in name order."""
+    h = hashlib.sha256()
+    for key in sorted(arrays):
+        arr = np.ascontiguousarray(arrays[key])
+        h.update(f"{key}|{arr.dtype.name}|{arr.shape}|".encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StoredGolden:
+    """A loaded, verified golden: metadata, inputs and reference outputs."""
+
+    meta: dict[str, Any]
+    inputs: Arrays
+    reference: Arrays
+
+
+def paths(family_name: str, name: str, root: Path | None = None) -> tuple[Path, Path]:
+    """``(npz, json)`` paths of one golden case."""
+    d = family_dir(family_name, root)
+    return d / f"{name}.npz", d / f"{name}.json"
+
+
+def write_golden(
+    family: Family, gcase: GoldenCase, inputs: Arrays, reference: Arrays,
+    *, backend: Backend, kernel_stats: dict[str, float], impl: str, root: Path | None = None,
+) -> tuple[Path, Path]:
+    """Writes one golden case's ``.npz`` and ``.json`` (overwriting)."""
+    npz_path, json_path = paths(family.name, gcase.name, root)
+    npz_path.parent.mkdir(parents=True, exist_ok=True)
+    stored, arrays_meta = {}, {}
+    for prefix, group in ((_INPUT, inputs), (_REF, reference)):
+        for key, arr in group.items():
+            stored[prefix + key], arrays_meta[prefix + key] = _encode(np.asarray(arr))
+    meta = {
+        "schema_version": SCHEMA_VERSION,
+        "family": family.name,
+        "name": gcase.name,
+        "tags": list(gcase.tags),
+        "why": gcase.why,
+        "case_type": f"{family.case_type.__module__}.{family.case_type.__qualname__}",
+        "case": json.loads(gcase.case.to_json()),
+        "environment": environment(backend),
+        "recorded_at": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "impl": impl,
+        "tolerances": {
+            out: family.tolerances.lookup(gcase.case.dtype, out).max_rel_err
+            for out in family.output_axes
+        },
+        "kernel_max_rel_err_at_record": kernel_stats,
+        "arrays": arrays_meta,
+        "sha256": {"inputs": arrays_sha256(inputs), "reference": arrays_sha256(reference)},
+    }
+    with open(npz_path, "wb") as f:
+        np.savez_compressed(f, **stored)
+    json_path.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    return npz_path, json_path
+
+
+def load_golden(family: Family, gcase: GoldenCase, root: Path | None = None) -> StoredGolden:
+    """Loads and verifies one golden case; any inconsistency is a :class:`GoldenError`."""
+    npz_path, json_path = paths(family.name, gcase.name, root)
+    for p in (npz_path, json_path):
+        if not p.is_file():
+            raise GoldenError(
+                f"missing golden file {p}; record it with "
+                f"`kernel-harness golden record {family.name} --case {gcase.name}`"
+            )
+    try:
+        meta = json.loads(json_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise GoldenError(f"{json_path}: corrupt metadata: {e}") from None
+    if meta.get("schema_version") != SCHEMA_VERSION:
+        raise GoldenError(
+            f"{json_path}: schema_version {meta.get('schema_version')!r}, this harness reads "
+            f"{SCHEMA_VERSION}; re-record with --force"
+        )
+    if meta.get("family") != family.name or meta.get("name") != gcase.name:
+        raise GoldenError(f"{json_path}: holds {meta.get('family')}/{meta.get('name')}")
+    if meta.get("case") != json.loads(gcase.case.to_json()):
+        raise GoldenError(
+            f"{json_path}: stored case {json.dumps(meta.get('case'))} differs from the manifest's "
+            f"{gcase.case.to_json()}; re-record with --force"
+        )
+    try:
+        with np.load(npz_path, allow_pickle=False) as npz:
+            raw = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise GoldenError(f"{npz_path}: corrupt array file: {type(e).__name__}: {e}") from None
+    arrays_meta = meta.get("arrays", {})
+    if set(raw) != set(arrays_meta):
+        raise GoldenError(
+            f"{npz_path}: arrays {sorted(raw)} do not match the metadata's {sorted(arrays_meta)}"
+        )
+    decoded = {k: _decode(raw[k], arrays_meta[k], f"{npz_path}[{k}]") for k in raw}
+    inputs = {k[len(_INPUT):]: v for k, v in decoded.items() if k.startswith(_INPUT)}
+    reference = {k[len(_REF):]: v for k, v in decoded.items() if k.startswith(_REF)}
+    for label, group in (("inputs", inputs), ("reference", reference)):
+        if arrays_sha256(group) != meta["sha256"][label]:
+            raise GoldenError(f"{npz_path}: sha256 of the {label} does not match the metadata")
+    missing = sorted(set(family.output_axes) - set(reference))
+    if missing:
+        raise GoldenError(f"{npz_path}: no stored reference for outputs {missing}")
+    return StoredGolden(meta=meta, inputs=inputs, reference=reference)

@@ -1,0 +1,250 @@
+"""TPU interpret mode as a diagnostic: races and uninitialized reads, named and waivable.
+
+Under ``--backend tpu-interpret`` kernels run with NaN-filled uninitialized
+memory, race detection, a shuffled parallel grid order and two simulated
+cores (:func:`kernel_harness.core.compat.tpu_interpret_params`). While a family's
+adapter runs, :func:`kernel_harness.core.compat.recording_tpu_interpret` records
+every simulated buffer access; this module turns that record into
+:class:`Finding` s:
+
+- ``race``: the interpreter's race detector flagged an access; the finding
+  names the kernel source line, the buffer, the two conflicting accesses'
+  cores and grid points.
+- ``uninitialized-read``: a kernel read elements of a buffer that started
+  uninitialized (scratch, output blocks) before anything wrote them. On a
+  real TPU that is stale memory; here it is NaN and usually poisons outputs.
+
+Known benign findings are waived in ``kernel_harness/waivers.json`` (one entry
+per finding, each with its reason); everything else fails the case with
+:class:`KernelDiagnosticFailure` (a :class:`~kernel_harness.core.errors.KernelRaceDetected`
+when a race is among them).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import pathlib
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kernel_harness.core import compat
+from kernel_harness.core.errors import KernelRaceDetected
+from kernel_harness.run.findings import (
+    FINDING_KINDS,
+    Finding,
+    find_races,
+    find_uninitialized_reads,
+)
+
+#: The reviewed waiver file (a JSON list of entries, see :class:`Waiver`).
+WAIVER_FILE = pathlib.Path(__file__).with_name("waivers.json")
+
+@dataclasses.dataclass(frozen=True)
+class Waiver:
+    """A reviewed benign finding: matches findings of ``family`` (``*``: any) and
+    ``kind`` whose ``kernel`` and ``buffer`` texts match the given regular
+    expressions (``re.search``)."""
+
+    family: str
+    kind: str
+    kernel: str
+    buffer: str
+    reason: str
+
+    def matches(self, family: str, finding: Finding) -> bool:
+        return (
+            self.family in (family, "*")
+            and self.kind == finding.kind
+            and re.search(self.kernel, finding.kernel) is not None
+            and re.search(self.buffer, finding.buffer) is not None
+        )
+
+
+def load_waivers(path: pathlib.Path | str | None = None) -> tuple[Waiver, ...]:
+    """Reads the waiver file (``{"waivers": [...]}`` or a bare list); every entry needs
+    family (or ``*``), kind, kernel and buffer regular expressions, and a non-empty reason."""
+    path = pathlib.Path(path) if path is not None else WAIVER_FILE
+    if not path.exists():
+        return ()
+    data = json.loads(path.read_text())
+    entries = data.get("waivers", []) if isinstance(data, dict) else data
+    waivers = []
+    for i, entry in enumerate(entries):
+        missing = {"family", "kind", "kernel", "buffer", "reason"} - set(entry)
+        if missing:
+            raise ValueError(f"{path}: waiver #{i} lacks {sorted(missing)}")
+        if entry["kind"] not in FINDING_KINDS:
+            raise ValueError(f"{path}: waiver #{i} has unknown kind {entry['kind']!r}")
+        if not str(entry["reason"]).strip():
+            raise ValueError(f"{path}: waiver #{i} needs a reason")
+        for field in ("kernel", "buffer"):
+            try:
+                re.compile(str(entry[field]))
+            except re.error as e:
+                raise ValueError(f"{path}: waiver #{i} {field}: bad pattern: {e}") from None
+        waivers.append(Waiver(**{k: str(entry[k]) for k in Waiver.__dataclass_fields__}))
+    return tuple(waivers)
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnosis:
+    """Findings of one adapter run under tpu-interpret, split into waived and not."""
+
+    kernels: int
+    findings: tuple[Finding, ...]
+    waived: tuple[tuple[Finding, Waiver], ...]
+    races_flagged: int
+
+    @property
+    def failures(self) -> tuple[Finding, ...]:
+        waived = {id(f) for f, _ in self.waived}
+        return tuple(f for f in self.findings if id(f) not in waived)
+
+
+class KernelDiagnosticFailure(AssertionError):
+    """TPU interpret mode found unwaived races or uninitialized reads."""
+
+    def __init__(self, family: str, diagnosis: Diagnosis):
+        self.diagnosis = diagnosis
+        lines = [
+            f"{family}: TPU interpret mode found {len(diagnosis.failures)} problem(s) in "
+            f"{diagnosis.kernels} interpreted kernel(s)"
+            + (f" ({len(diagnosis.waived)} waived)" if diagnosis.waived else "")
+        ]
+        lines += [f"  - {f.describe()}" for f in diagnosis.failures[:12]]
+        if len(diagnosis.failures) > 12:
+            lines.append(f"  ... and {len(diagnosis.failures) - 12} more")
+        super().__init__("\n".join(lines))
+
+
+class TpuInterpretCannotRun(RuntimeError):
+    """TPU interpret mode cannot run this case at all (a known interpreter limitation).
+
+    Not a kernel failure and never a pass: properties reject the example, count it
+    under the event ``tpu-interpret cannot run: <reason>`` and the CLI prints the
+    totals, so what was not tested is said explicitly.
+    """
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"TPU interpret mode cannot run this case: {reason} ({detail})")
+        self.reason = reason
+
+
+#: (pattern in the error text, reason): interpreter limitations seen in jax 0.10.
+KNOWN_LIMITATIONS: tuple[tuple[str, str], ...] = (
+    (
+        r"safe_zip\(\) argument 1 has length \d+ but argument 0 has length \d+",
+        "a pallas_call batched by jax.vmap: the batched grid has an axis its "
+        "dimension_semantics do not list, which the interpreter's grid shuffling rejects",
+    ),
+)
+
+
+def _limitation(error: BaseException) -> TpuInterpretCannotRun | None:
+    text = str(error)
+    for pattern, reason in KNOWN_LIMITATIONS:
+        if re.search(pattern, text):
+            first = text.strip().splitlines()[0][:160] if text.strip() else type(error).__name__
+            return TpuInterpretCannotRun(reason, first)
+    return None
+
+
+class KernelRaceFailure(KernelDiagnosticFailure, KernelRaceDetected):
+    """Unwaived findings including at least one data race."""
+
+
+class UninitializedReadFailure(KernelDiagnosticFailure):
+    """Unwaived uninitialized reads (and no race)."""
+
+
+def diagnose(
+    log: compat.TpuInterpretLog, family: str, waivers: Sequence[Waiver] | None = None
+) -> Diagnosis:
+    """The findings of one recorded run, matched against ``waivers`` (default: the file)."""
+    waivers = load_waivers() if waivers is None else waivers
+    serials = sorted({a.kernel_index for a in log.accesses} | log.races_flagged)
+    relative = {s: i for i, s in enumerate(serials)}
+    findings = find_races(log, relative) + find_uninitialized_reads(log, relative)
+    unattributed = {relative[s] for s in log.races_flagged} - {
+        f.kernel_index for f in findings if f.kind == "race"
+    }
+    for index in sorted(unattributed):
+        findings.append(
+            Finding(kind="race", kernel="?", kernel_index=index, buffer="?", line="?",
+                    detail="flagged by the interpreter's race detector (no access attributed)",
+                    grid_points=())
+        )
+    waived = []
+    for f in findings:
+        w = next((w for w in waivers if w.matches(family, f)), None)
+        if w is not None:
+            waived.append((f, w))
+    return Diagnosis(
+        kernels=log.kernels, findings=tuple(findings), waived=tuple(waived),
+        races_flagged=len(log.races_flagged),
+    )
+
+
+#: Counts across a process: how many runs were diagnosed, findings, waived ones.
+TOTALS: collections.Counter = collections.Counter()
+#: Runs TPU interpret mode could not do, by reason.
+NOT_RUN: collections.Counter = collections.Counter()
+
+
+def diagnosed_run(family: str, run: Callable[[], Any], *, waivers: Sequence[Waiver] | None = None
+                  ) -> tuple[Any, Diagnosis]:
+    """Calls ``run()`` (an adapter call on tpu-interpret) while recording, resetting the
+    simulator state before and after (also after a failure, which shrinking reruns);
+    raises :class:`KernelDiagnosticFailure` on unwaived findings."""
+    compat.reset_tpu_interpret_state()
+    try:
+        with compat.recording_tpu_interpret() as log:
+            result = run()
+    except Exception as e:
+        cannot = _limitation(e)
+        if cannot is None:
+            raise
+        TOTALS["cannot run"] += 1
+        NOT_RUN[cannot.reason] += 1
+        raise cannot from e
+    finally:
+        compat.reset_tpu_interpret_state()
+    diagnosis = diagnose(log, family, waivers)
+    TOTALS["runs"] += 1
+    TOTALS["kernels"] += diagnosis.kernels
+    TOTALS["findings"] += len(diagnosis.findings)
+    TOTALS["waived"] += len(diagnosis.waived)
+    if any(f.kind == "race" for f in diagnosis.failures):
+        raise KernelRaceFailure(family, diagnosis)
+    if diagnosis.failures:
+        raise UninitializedReadFailure(family, diagnosis)
+    return result, diagnosis
+
+
+def summary_line() -> str:
+    """One line for a CLI summary: interpreted runs, kernels, findings, waivers."""
+    t = TOTALS
+    line = (
+        f"tpu-interpret diagnostics: {t['runs']} adapter run(s), {t['kernels']} interpreted "
+        f"kernel(s), {t['findings']} finding(s), {t['waived']} waived "
+        f"(waivers: {WAIVER_FILE.name}, {len(load_waivers())} entries)"
+    )
+    for reason, n in NOT_RUN.items():
+        line += (f"\n  NOT RUN (neither pass nor fail): {n} run(s) TPU interpret mode "
+                 f"cannot do: {reason}")
+    return line
+
+
+def note_cannot_run(error: TpuInterpretCannotRun, observer: Any = None) -> None:
+    """Counts an example TPU interpret mode could not run and rejects it (Hypothesis
+    draws another): it is reported, never passed."""
+    import hypothesis
+
+    label = f"tpu-interpret cannot run: {error.reason[:60]}"
+    hypothesis.event(label)
+    if observer is not None:
+        observer.events[label] += 1
+    hypothesis.reject()

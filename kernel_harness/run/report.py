@@ -1,0 +1,88 @@
+"""Failure text (one-line summary first, then detail and a repro command) and summary tables."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+from kernel_harness.core.tolerance import Verdict
+from kernel_harness.run.runner import CaseResult
+
+PREFIX = "[kernel-harness]"
+
+
+def _shape(case: object, verdict: Verdict) -> str:
+    """The case's own shape summary if it has one, else the output's shape."""
+    describe = getattr(case, "shape_summary", None)
+    if callable(describe):
+        return describe()
+    return "shape=(" + ",".join(map(str, verdict.stats.shape)) + ")"
+
+
+def repro_command(result: CaseResult) -> str:
+    """A shell command that reruns exactly this case."""
+    parts = [
+        "kernel-harness", "repro", result.family,
+        "--backend", result.backend.name,
+        "--case", result.case.to_json(),
+    ]
+    if result.impl_spec:
+        parts += ["--impl", result.impl_spec]
+    return shlex.join(parts)
+
+
+def summary_line(result: CaseResult, verdict: Verdict) -> str:
+    """``FAIL splash dq float32 q=... backend=interpret: <problem> at batch=0 head=1 ...``."""
+    s = verdict.stats
+    problem = "; ".join(verdict.problems) or "ok"
+    shape = _shape(result.case, verdict)
+    return (
+        f"{PREFIX} FAIL {result.family} {s.output} {result.case.dtype} {shape} "
+        f"backend={result.backend.name}: {problem} (max abs err {s.max_abs_err:.3g}) "
+        f"at {s.worst_location}"
+    ).replace("  ", " ")
+
+
+def stats_table(verdicts: Sequence[Verdict]) -> str:
+    """One row per output: errors, tolerance, mismatch fraction, NaN/Inf, worst place."""
+    header = (
+        f"  {'output':<8}{'max_abs':>11}{'max_rel':>11}{'tol':>10}{'mismatch':>10}"
+        f"{'nan':>6}{'inf':>6}  {'worst (actual vs expected)'}"
+    )
+    rows = [header]
+    for v in verdicts:
+        s = v.stats
+        rows.append(
+            f"  {s.output:<8}{s.max_abs_err:>11.3g}{s.max_rel_err:>11.3g}"
+            f"{v.tolerance.max_rel_err:>10.2g}{100 * s.mismatch_fraction:>9.2f}%"
+            f"{s.nan_actual:>6}{s.inf_actual:>6}  {s.worst_location} "
+            f"({s.worst_actual:.6g} vs {s.worst_expected:.6g})"
+            f"{'' if v.passed else '  <-- FAIL'}"
+        )
+    return "\n".join(rows)
+
+
+def failure_report(result: CaseResult) -> str:
+    """The full text of a failing case: summary lines, detail, repro command."""
+    lines = [summary_line(result, v) for v in result.failures]
+    lines += [
+        f"  family:   {result.family}   impl: {result.impl}",
+        f"  backend:  {result.backend.name} ({result.backend.note})",
+        f"  case:     {result.case!r}",
+        "  compared: scale = max |reference| per output; mismatch = elements with error above "
+        "tol x scale",
+    ]
+    if result.excluded:
+        lines.append(f"  excluded (outside the kernel's contract): {result.excluded}")
+    lines.append(stats_table(result.verdicts))
+    lines.append(f"  reproduce: {repro_command(result)}")
+    return "\n".join(lines)
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain left-aligned text table."""
+    cells = [list(map(str, headers))] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    out = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)

@@ -1,0 +1,136 @@
+"""Runs one case of one family on one backend against its reference."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kernel_harness.core.backends import Backend, BackendUnavailable
+from kernel_harness.core.case import Arrays
+from kernel_harness.core.compare import compare
+from kernel_harness.core.tolerance import Verdict, judge
+from kernel_harness.spec.family import Family
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CaseResult:
+    """The outcome of one case: a verdict per output, and what ran."""
+
+    family: str
+    case: Any
+    backend: Backend
+    impl: str
+    impl_spec: str | None
+    verdicts: tuple[Verdict, ...]
+    excluded: dict[str, int]
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self.verdicts)
+
+    @property
+    def failures(self) -> tuple[Verdict, ...]:
+        return tuple(v for v in self.verdicts if not v.passed)
+
+
+def ensure_supported(family: Family, backend: Backend) -> None:
+    """Raises :class:`BackendUnavailable` if ``family`` cannot run on ``backend``."""
+    if backend.name not in family.backends:
+        raise BackendUnavailable(
+            f"family {family.name!r} cannot run on backend {backend.name!r}; "
+            f"it supports: {', '.join(sorted(family.backends))}"
+        )
+
+
+def run_on_backend(
+    family: Family, impl: Callable[..., Any], case: Any, inputs: Arrays, backend: Backend
+) -> Arrays:
+    """Calls the family's adapter; under ``tpu-interpret`` records every interpreted
+    kernel and fails on unwaived races
+    (:class:`~kernel_harness.core.errors.KernelRaceDetected`) or uninitialized reads
+    (see :mod:`kernel_harness.run.diagnostics`), resetting the simulator state before
+    and after, also after a failure."""
+    if backend.name != "tpu-interpret":
+        return family.run(impl, case, inputs, backend)
+    from kernel_harness.run import diagnostics
+
+    outputs, _ = diagnostics.diagnosed_run(
+        family.name, lambda: family.run(impl, case, inputs, backend)
+    )
+    return outputs
+
+
+def impl_name(impl: Callable[..., Any]) -> str:
+    """``module:qualname`` of an implementation, for reports (a partial names its function)."""
+    while isinstance(impl, functools.partial):
+        impl = impl.func
+    module = getattr(impl, "__module__", "?")
+    name = getattr(impl, "__qualname__", None) or type(impl).__name__
+    return f"{module}:{name}"
+
+
+def judge_outputs(
+    family: Family, case: Any, actual: Arrays, expected: Arrays
+) -> tuple[tuple[Verdict, ...], dict[str, int]]:
+    """Compares and judges every output the family declares."""
+    missing = [name for name in family.output_axes if name not in actual]
+    if missing:
+        raise ValueError(f"{family.name}: the kernel adapter returned no {missing}")
+    valid = family.valid(case)
+    verdicts, excluded = [], {}
+    for name, axes in family.output_axes.items():
+        tol = family.tolerances.lookup(case.dtype, name)
+        mask = valid.get(name)
+        if mask is not None:
+            n_out = int(np.size(actual[name]) - np.broadcast_to(mask, actual[name].shape).sum())
+            if n_out:
+                excluded[name] = n_out
+        stats = compare(
+            actual[name],
+            expected[name],
+            output=name,
+            axes=axes,
+            valid=mask,
+            mismatch_threshold_rel=tol.max_rel_err,
+        )
+        verdicts.append(judge(stats, tol))
+    return tuple(verdicts), excluded
+
+
+def check_case(
+    family: Family,
+    case: Any,
+    backend: Backend,
+    impl: Callable[..., Any] | None = None,
+    *,
+    impl_spec: str | None = None,
+) -> CaseResult:
+    """Runs ``impl`` (default: the family's kernel) and the reference on ``case``.
+
+    ``impl_spec`` is the ``MODULE:ATTR`` the implementation was loaded from,
+    for the repro command. Exceptions raised by the kernel propagate: a crash
+    is a failure too. Under ``tpu-interpret`` a detected race is a failure.
+    """
+    ensure_supported(family, backend)
+    impl = family.kernel if impl is None else impl
+    start = time.perf_counter()
+    inputs = case.materialize()
+    actual = run_on_backend(family, impl, case, inputs, backend)
+    expected = family.reference(case, inputs)
+    verdicts, excluded = judge_outputs(family, case, actual, expected)
+    return CaseResult(
+        family=family.name,
+        case=case,
+        backend=backend,
+        impl=impl_name(impl),
+        impl_spec=impl_spec,
+        verdicts=verdicts,
+        excluded=excluded,
+        seconds=time.perf_counter() - start,
+    )

@@ -1,0 +1,82 @@
+"""The frozen Family spec.
+
+A family pairs a kernel with everything needed to check it: the adapter that
+runs an implementation on a backend, an independent reference, a case
+strategy, a tolerance table, output axis names and declared capabilities.
+The registry of families lives in :mod:`kernel_harness.spec.registry`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+from hypothesis.strategies import SearchStrategy
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.core.case import Arrays, Case
+from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.spec.hooks import Metamorphic
+
+#: Capability names a family may declare (``kernel-harness list`` prints them).
+CAPABILITIES: frozenset[str] = frozenset(
+    {
+        "causal", "full", "local-window", "chunked-causal", "numpy-mask", "segments",
+        "gqa", "mqa", "soft-cap", "sinks", "bias", "sm-scale", "residuals", "layouts",
+        "q-len-ne-kv-len", "ragged-lengths", "decode", "paged", "gradients",
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Family:
+    """Everything the harness needs to check one kernel family.
+
+    Attributes:
+      name: short name used on the command line (``splash``).
+      summary: one line saying what kernel this is.
+      case_type: the family's :class:`~kernel_harness.core.case.Case` subclass.
+      cases: zero-argument factory of the Hypothesis strategy drawing cases.
+      kernel: the default implementation (the kernel entry point); ``--impl``
+        replaces it with any callable of the same signature.
+      impl_signature: how ``kernel`` is called, for the README and ``--impl``.
+      run: ``run(impl, case, inputs, backend) -> outputs``: calls ``impl`` on
+        ``backend`` and returns every checked output (forward and gradients).
+      reference: ``reference(case, inputs) -> outputs``, plain jnp at the
+        highest precision, its own mask construction.
+      output_axes: axis names of each output, which also fixes the outputs.
+      tolerances: per (dtype, output) tolerances.
+      capabilities: what the family's kernel supports (see :data:`CAPABILITIES`).
+      backends: concrete backends this family can run on.
+      valid: ``valid(case) -> {output: bool mask}`` of the elements inside
+        the kernel's contract (e.g. rows that see no key excluded); outputs
+        not named are compared whole.
+      events: ``events(case) -> labels`` counted to show what the cases reach.
+      contract: the family's semantic choices, in words (fully masked rows...).
+      metamorphic: hooks for the metamorphic properties, lowering and sharding
+        (:class:`kernel_harness.spec.hooks.Metamorphic`); None opts out.
+    """
+
+    name: str
+    summary: str
+    case_type: type[Case]
+    cases: Callable[[], SearchStrategy[Any]]
+    kernel: Callable[..., Any]
+    impl_signature: str
+    run: Callable[[Callable[..., Any], Any, Arrays, Backend], Arrays]
+    reference: Callable[[Any, Arrays], Arrays]
+    output_axes: Mapping[str, tuple[str, ...]]
+    tolerances: ToleranceTable
+    capabilities: frozenset[str]
+    backends: frozenset[str]
+    valid: Callable[[Any], Mapping[str, np.ndarray]] = lambda case: {}
+    events: Callable[[Any], Iterable[str]] = lambda case: ()
+    contract: str = ""
+    metamorphic: Metamorphic | None = None
+
+    def __post_init__(self) -> None:
+        unknown = self.capabilities - CAPABILITIES
+        if unknown:
+            raise ValueError(f"family {self.name!r}: unknown capabilities {sorted(unknown)}")

@@ -1,0 +1,105 @@
+"""The hook types a family fills in to opt into the metamorphic properties,
+lowering and sharding (:class:`Metamorphic`, :class:`Toggle`), and the canonical
+axis roles they use.
+
+Canonical axis roles (``Metamorphic.roles``): ``batch``, ``head`` (query
+heads), ``kv_head``, ``query`` (query positions), ``key`` (key/value
+positions); any other name (``dim``) is ignored. Query head ``h`` uses kv head
+``h // (heads // kv_heads)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from hypothesis.strategies import SearchStrategy
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.core.case import Arrays
+
+ROLES: tuple[str, ...] = ("batch", "head", "kv_head", "query", "key")
+ROW_ROLES = ("batch", "head", "query")
+KEY_ROLES = ("batch", "kv_head", "key")
+KEY_ROLES_BY_QHEAD = ("batch", "head", "key")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Toggle:
+    """An option turned off: ``case`` is the same case without it.
+
+    ``changes``: ``visibility`` when the option changes which keys a query sees
+    (causal, window, segments: rows whose visibility differs must change, the
+    others must not), ``values`` when it changes logits (soft cap: some valid
+    row must change).
+    """
+
+    name: str
+    case: Any
+    changes: str = "visibility"
+
+    def __post_init__(self) -> None:
+        if self.changes not in ("visibility", "values"):
+            raise ValueError(f"Toggle.changes must be visibility or values, got {self.changes!r}")
+
+
+def _no_toggles(case: Any) -> Sequence[Toggle]:
+    return ()
+
+
+def _no_exclusions(case: Any) -> Mapping[str, np.ndarray]:
+    return {}
+
+
+def _unchanged(case: Any, inputs: Arrays) -> Arrays:
+    return inputs
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Metamorphic:
+    """A family's hooks for the metamorphic properties (all built from the case
+    description, never from the kernel's own mask objects).
+
+    Attributes:
+      roles: axis roles of every input and output array the properties touch
+        (outputs default to ``Family.output_axes``), e.g.
+        ``{"q": ("batch", "head", "query", "dim"), "k": ("batch", "kv_head", "key", "dim")}``.
+        Floating inputs with a ``query`` axis (q, do) are query-side, those
+        with a ``key`` axis (k, v) key-side; others are never perturbed.
+      visible: ``visible(case)`` -> bool ``[batch, head, query, key]`` (size-1
+        axes broadcast): which keys each query sees (mask, window, segments).
+      segments: ``segments(case)`` -> ``(q_ids [batch|1, q], kv_ids [batch|1, kv])``
+        or None when the case has no segments; no hook: the family has no segments.
+      block_variants: ``block_variants(case)`` -> strategy of cases differing
+        from ``case`` only in block sizes (same inputs).
+      option_toggles: ``option_toggles(case)`` -> :class:`Toggle` s, one per
+        option the case turns on.
+      as_mha: ``as_mha(case, inputs)`` -> ``(case, inputs)`` of the same problem
+        with kv heads repeated to one per query head, or None if not grouped.
+      logit_input: the input whose scaling scales the logits (finite-out).
+      may_be_nonfinite: ``{output: bool mask}`` of elements the family's
+        contract lets be non-finite (e.g. lse of a row that sees no key).
+      constrain: re-imposes input invariants of the contract after a
+        perturbation (e.g. a zero cotangent on rows that see no key).
+      traceable: ``traceable(impl, case, backend)`` -> a jax-traceable function
+        ``f(inputs) -> outputs`` (dicts of arrays, forward and gradients), for
+        TPU lowering and sharded runs; ``impl`` None means the family kernel.
+      local_case: ``local_case(case, {"batch": nb, "head": nh})`` -> the case one
+        shard computes when batch and heads (query and kv heads alike) are split
+        into ``nb`` and ``nh`` contiguous parts, or None if that split is not
+        supported; see :mod:`kernel_harness.checks.sharding`.
+    """
+
+    roles: Mapping[str, tuple[str | None, ...]]
+    visible: Callable[[Any], np.ndarray]
+    segments: Callable[[Any], tuple[np.ndarray, np.ndarray] | None] | None = None
+    block_variants: Callable[[Any], SearchStrategy[Any]] | None = None
+    option_toggles: Callable[[Any], Sequence[Toggle]] = _no_toggles
+    as_mha: Callable[[Any, Arrays], tuple[Any, Arrays] | None] | None = None
+    logit_input: str = "q"
+    may_be_nonfinite: Callable[[Any], Mapping[str, np.ndarray]] = _no_exclusions
+    constrain: Callable[[Any, Arrays], Arrays] = _unchanged
+    traceable: Callable[[Any, Any, Backend], Callable[[Arrays], Arrays]] | None = None
+    local_case: Callable[[Any, Mapping[str, int]], Any] | None = None

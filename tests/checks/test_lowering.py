@@ -1,0 +1,55 @@
+"""TPU lowering on this CPU machine: a block shape interpret mode accepts but a TPU cannot
+lower is caught with the reason; every registered family's strategy draws lowerable cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernel_harness.checks import lowering
+from kernel_harness.core.backends import resolve_backend
+from kernel_harness.core.errors import PropertyNotApplicable
+from kernel_harness.run.runner import check_case
+from kernel_harness.spec.registry import family_names, get_family
+from tests.helpers import planted_kernels as pk
+
+
+def test_good_block_shape_lowers():
+    case = pk.ToyAttentionCase(dtype="float32", seed=0, block_q=128, causal=True)
+    result = lowering.lower_case(pk.TOY_ATTENTION, case)
+    assert result.ok, result.error
+    assert result.custom_calls == 1
+
+
+def test_planted_block_shape_runs_interpreted_but_does_not_lower():
+    case = pk.ToyAttentionCase(dtype="float32", seed=0, q_len=200, kv_len=200, block_q=100)
+    # Interpret mode accepts it and computes the right answer...
+    assert check_case(pk.TOY_ATTENTION, case, resolve_backend("interpret")).passed
+    # ...but Mosaic's lowering rejects a 100-row block (not a multiple of 8).
+    result = lowering.lower_case(pk.TOY_ATTENTION, case)
+    assert not result.ok
+    assert "divisible by 8 and 128" in result.error
+
+
+def test_lowering_property_fails_on_a_strategy_drawing_bad_blocks():
+    import dataclasses
+
+    from hypothesis import HealthCheck, settings
+    from hypothesis import strategies as st
+
+    bad = dataclasses.replace(pk.TOY_ATTENTION, cases=lambda: st.just(pk.ToyAttentionCase(
+        dtype="float32", seed=0, q_len=200, kv_len=200, block_q=100)))
+    prop = lowering.lowers_for_tpu(bad, backend=resolve_backend("interpret"))
+    with pytest.raises(lowering.LoweringFailure, match="does not lower for TPU"):
+        settings(max_examples=1, database=None, suppress_health_check=list(HealthCheck))(prop)()
+
+
+@pytest.mark.parametrize("name", family_names())
+def test_family_strategy_draws_lowerable_cases(name):
+    family = get_family(name)
+    try:
+        results = lowering.lower_strategy(family, examples=4)
+    except PropertyNotApplicable as e:
+        pytest.skip(str(e))
+    assert results
+    bad = [r.describe() for r in results if not r.ok]
+    assert not bad, "\n".join(bad)

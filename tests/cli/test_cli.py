@@ -1,0 +1,104 @@
+"""The kernel-harness CLI: exit codes, one-line errors, summary, failure report, repro."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kernel_harness import cli
+from kernel_harness.spec import registry
+
+TOY = "tests.helpers.toy_family:FAMILY"
+
+
+@pytest.fixture
+def toy_registry(monkeypatch):
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy", TOY)
+
+
+def _run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["check", "nosuch"], "unknown family 'nosuch'; known families:"),
+        (["check", "toy", "--backend", "cuda"], "unknown backend 'cuda'; choose one of"),
+        (["check", "toy", "--profile", "weekly"], "unknown profile 'weekly'; choose one of"),
+        (["check", "toy", "--impl", "no_such_module_xyz:f"], "cannot import 'no_such_module_xyz'"),
+        (["check", "toy", "--impl", "math:nope"], "module 'math' has no 'nope'"),
+        (["check", "toy", "--impl", "math:pi"], "'pi' is a float, not callable"),
+        (["check", "toy", "--impl", "math"], "--impl must look like MODULE:ATTR"),
+        (["check", "toy", "--backend", "tpu-interpret"], "cannot run on backend 'tpu-interpret'"),
+        (["repro", "toy", "--case", "{not json"], "--case: case is not valid JSON"),
+    ],
+)
+def test_bad_input_is_one_line_on_stderr_exit_2(capsys, toy_registry, argv, message):
+    code, out, err = _run(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1 and message in err, err
+    assert "Traceback" not in err + out
+
+
+def test_unavailable_accelerator_backend_is_an_error_not_a_substitute(capsys, toy_registry):
+    from kernel_harness.core.backends import availability
+
+    if availability()["gpu"] is None:
+        pytest.skip("a GPU is attached")
+    code, _, err = _run(capsys, "check", "toy", "--backend", "gpu")
+    assert code == 2 and "backend 'gpu' is not available: no GPU" in err
+
+
+def test_passing_check_prints_summary_and_exits_0(capsys, toy_registry):
+    code, out, _ = _run(capsys, "check", "toy", "--profile", "ci", "--max-examples", "5")
+    assert code == 0, out
+    assert "backend interpret (requested explicitly)" in out
+    assert "cases reached by toy" in out and "length=" in out
+    summary = [line for line in out.splitlines() if line.startswith("toy ")]
+    (reference_row,) = [line for line in summary if "matches-reference" in line]
+    assert reference_row.split()[-1] == "PASS"
+    assert out.rstrip().endswith("1/1 properties passed on backend interpret")
+
+
+def test_planted_bug_fails_with_summary_detail_and_repro(capsys, toy_registry):
+    code, out, _ = _run(
+        capsys, "check", "toy", "--profile", "ci", "--max-examples", "5",
+        "--impl", "tests.helpers.toy_family:wrong_softplus",
+    )
+    assert code == 1
+    first = next(line for line in out.splitlines() if "FAIL toy" in line)
+    assert "[kernel-harness] FAIL toy y float32 x=(" in first and "backend=interpret" in first
+    assert "at index=" in first
+    assert "reproduce: kernel-harness repro toy --backend interpret --case" in out
+    repro = next(line for line in out.splitlines() if "reproduce:" in line)
+    case_json = repro.split("--case ")[1].split(" --impl")[0].strip("'")
+    assert json.loads(case_json)["length"] in (4, 8)
+    # The printed command reruns the same failing case.
+    code, out, _ = _run(
+        capsys, "repro", "toy", "--case", case_json,
+        "--impl", "tests.helpers.toy_family:wrong_softplus"
+    )
+    assert code == 1 and "FAIL toy y" in out
+    code, out, _ = _run(capsys, "repro", "toy", "--case", case_json)
+    assert code == 0 and out.startswith("PASS toy")
+
+
+def test_impl_needs_exactly_one_family(capsys, toy_registry, monkeypatch):
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy2", TOY)
+    code, _, err = _run(capsys, "check", "toy", "toy2",
+                        "--impl", "tests.helpers.toy_family:softplus")
+    assert code == 2 and "name exactly one family" in err
+
+
+def test_console_script_bad_input_has_no_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernel_harness.cli", "check", "nosuch"],
+        capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("kernel-harness: error: unknown family 'nosuch'")
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,46 @@
+"""The Case base: validation and JSON round trips."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from kernel_harness.core.case import Case, cast
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ToyCase(Case):
+    shape: tuple[int, ...]
+    window: int | None = None
+
+
+def test_json_round_trip_restores_tuples():
+    case = ToyCase(dtype="bfloat16", seed=3, shape=(2, 128), window=None)
+    assert ToyCase.from_json(case.to_json()) == case
+
+
+def test_unknown_field_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"ToyCase has no field\(s\) \['bogus'\]"):
+        ToyCase.from_json('{"dtype": "float32", "seed": 0, "shape": [1], "bogus": 1}')
+
+
+def test_bad_dtype_is_rejected():
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        ToyCase(dtype="int8", seed=0, shape=(1,))
+
+
+def test_static_key_ignores_the_seed():
+    a = ToyCase(dtype="float32", seed=0, shape=(4,))
+    b = ToyCase(dtype="float32", seed=9, shape=(4,))
+    assert a.static_key() == b.static_key()
+
+
+def test_rng_is_deterministic_per_seed_and_stream():
+    a = ToyCase(dtype="float32", seed=5, shape=(4,))
+    assert np.array_equal(a.rng(1).standard_normal(3), a.rng(1).standard_normal(3))
+    assert not np.array_equal(a.rng(1).standard_normal(3), a.rng(2).standard_normal(3))
+
+
+def test_cast_rounds_to_bfloat16():
+    x = cast(np.array([1.0 + 2**-10]), "bfloat16")
+    assert x.dtype.name == "bfloat16" and float(x[0]) == 1.0

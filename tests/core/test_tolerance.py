@@ -1,0 +1,55 @@
+"""Tolerance tables and judge(): data lookups and the pass/fail decision."""
+
+import numpy as np
+import pytest
+
+from kernel_harness.core.compare import compare
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable, judge
+
+AXES = ("query", "dim")
+
+
+def _stats(err: float, *, nan: bool = False):
+    e = np.ones((4, 8), np.float32)
+    a = e.copy()
+    a[1, 2] += err
+    if nan:
+        a[3, 3] = np.nan
+    return compare(a, e, output="out", axes=AXES, mismatch_threshold_rel=1e-4)
+
+
+def test_lookup_by_dtype_and_output():
+    table = ToleranceTable({("float32", "out"): Tolerance(max_rel_err=1e-4)})
+    assert table.lookup("float32", "out").max_rel_err == 1e-4
+    with pytest.raises(KeyError, match="no tolerance for dtype='bfloat16' output='out'"):
+        table.lookup("bfloat16", "out")
+
+
+def test_tolerance_must_be_a_fraction():
+    with pytest.raises(ValueError, match="max_rel_err must be in"):
+        Tolerance(max_rel_err=0.0)
+
+
+def test_within_tolerance_passes_and_above_fails():
+    tol = Tolerance(max_rel_err=1e-4)
+    assert judge(_stats(5e-5), tol).passed
+    verdict = judge(_stats(3e-3), tol)
+    assert not verdict.passed
+    assert "max rel err 0.003 > tolerance 0.0001" in verdict.problems[0]
+
+
+def test_float32_tolerance_catches_bfloat16_pv_level_error():
+    # A bf16 PV product gives relative errors of about 3e-3: it must fail at float32.
+    table = ToleranceTable({("float32", "out"): Tolerance(max_rel_err=5e-4)})
+    assert not judge(_stats(3e-3), table.lookup("float32", "out")).passed
+
+
+def test_nan_fails_even_inside_tolerance():
+    verdict = judge(_stats(0.0, nan=True), Tolerance(max_rel_err=0.5))
+    assert not verdict.passed
+    assert any("1 NaN not in the reference" in p for p in verdict.problems)
+
+
+def test_scaled_table_multiplies_every_entry():
+    table = ToleranceTable({("float32", "out"): Tolerance(max_rel_err=1e-4)}).scaled(10)
+    assert table.lookup("float32", "out").max_rel_err == pytest.approx(1e-3)

@@ -1,0 +1,69 @@
+"""Planted bugs in the flash kernel must make the flash family check fail.
+
+Fast tests run each planted bug on a hand-made case with every feature on. The slow
+test runs every planted bug through the ``ci`` profile's property, as
+``kernel-harness check flash --profile ci`` does, and requires a failure.
+"""
+
+from __future__ import annotations
+
+import hypothesis
+import pytest
+
+from kernel_harness import check_case, get_family, resolve_backend
+from kernel_harness.checks.properties import HarnessFailure, Observer, matches_reference
+from kernel_harness.families.flash.cases import FlashCase
+from kernel_harness.run.profiles import get_profile
+from tests.helpers.flash_mutants import ALL_MUTANTS, SHARP_CASES, SOURCE_MUTANTS, mutant
+
+FAMILY = get_family("flash")
+BACKEND = resolve_backend("interpret")
+
+
+def _impl(name: str):
+    try:
+        return mutant(name)
+    except LookupError as e:  # another jax version spells the kernel differently
+        pytest.skip(f"planted bug {name} does not apply to this jax: {e}")
+
+
+def test_real_kernel_passes_the_sharp_cases():
+    for kwargs in SHARP_CASES.values():
+        result = check_case(FAMILY, FlashCase(**kwargs), BACKEND)
+        assert result.passed, [v.problems for v in result.failures]
+
+
+FAST = {
+    "wrapper-dq-scaled-twice": ("tiled", "dq"),
+    "wrapper-backward-ignores-segments": ("tiled", "dq"),
+    "wrapper-backward-drops-bias": ("tiled", "dq"),
+    "wrapper-pv-in-bf16": ("tiled", "out"),
+    "fwd-single-tile-no-bias": ("single-tile", "out"),
+    "fwd-partial-batch-block-dropped": ("tiled", "out"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_planted_bug_fails_on_sharp_case(name):
+    case_name, output = FAST[name]
+    result = check_case(FAMILY, FlashCase(**SHARP_CASES[case_name]), BACKEND, _impl(name))
+    assert not result.passed
+    assert output in {v.stats.output for v in result.failures}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ALL_MUTANTS)
+def test_planted_bug_fails_ci_profile(name):
+    observer = Observer()
+    prop = matches_reference(FAMILY, backend=BACKEND, impl=_impl(name), observer=observer)
+    settings = hypothesis.settings(
+        get_profile("ci"), phases=(hypothesis.Phase.explicit, hypothesis.Phase.generate)
+    )
+    with pytest.raises(HarnessFailure):
+        settings(prop)()
+    assert observer.examples <= 30
+
+
+def test_every_source_mutant_applies():
+    for name in SOURCE_MUTANTS:
+        assert callable(_impl(name))

@@ -1,0 +1,1 @@
+"""Tests of the harness (mirrors kernel_harness/)."""

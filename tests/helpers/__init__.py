@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: toy families, planted implementations, mutant catalogs."""

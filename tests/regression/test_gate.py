@@ -1,0 +1,109 @@
+"""The accuracy gate: passes the unchanged kernel, fails a slightly less accurate one."""
+
+import json
+
+import pytest
+
+from kernel_harness import cli
+from kernel_harness.regression import gate, golden
+from kernel_harness.spec import registry
+from tests.helpers.toy_family import FAMILY as TOY
+from tests.helpers.toy_family import ToyCase
+
+CASES = [
+    golden.GoldenCase(name="a", case=ToyCase(dtype="float32", seed=1, length=4)),
+    golden.GoldenCase(name="b", case=ToyCase(dtype="float32", seed=2, length=8)),
+]
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy", "tests.helpers.toy_family:FAMILY")
+    golden.save_manifest(TOY, CASES, tmp_path)
+    return tmp_path
+
+
+def _gate(capsys, root, *argv):
+    code = cli.main(["gate", "toy", "--golden-dir", str(root), *argv])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def test_gate_passes_unchanged_and_fails_slightly_worse_kernel(capsys, root):
+    code, out = _gate(capsys, root, "--record")
+    assert code == 0 and "recorded the interpret baseline of 2 cases" in out
+    data = json.loads((root / "toy" / "baseline.json").read_text())
+    before = data["backends"]["interpret"]["cases"]["b"]["max_rel_err"]
+    assert set(before) == {"y", "dx"} and before["y"] < 1e-6
+
+    code, out = _gate(capsys, root)
+    assert code == 0, out
+    assert "case  output  before" in out and "PASS: toy: 0 of 4" in out
+
+    # 3e-6 relative error is inside the 1e-5 tolerance: `check` passes it, the gate does not.
+    code, out = _gate(capsys, root, "--impl", "tests.helpers.toy_impls:slightly_worse")
+    assert code == 1, out
+    assert "WORSE" in out and "FAIL: toy: 4 of 4 (case, output) pairs" in out
+    row = next(line for line in out.splitlines() if line.startswith("b     y "))
+    assert row.split()[-1] == "WORSE" and "x" in row.split()[4]
+
+    # A looser factor accepts it; a kernel outside tolerance is FAIL whatever the factor.
+    code, out = _gate(capsys, root, "--impl", "tests.helpers.toy_impls:slightly_worse",
+                      "--factor", "1e3")
+    assert code == 0, out
+    code, out = _gate(capsys, root, "--impl", "tests.helpers.toy_family:wrong_softplus",
+                      "--factor", "1e9")
+    assert code == 1 and "FAIL" in out.split("verdict")[1]
+
+
+def test_floor_keeps_noise_near_zero_from_failing(capsys, root):
+    assert _gate(capsys, root, "--record")[0] == 0
+    code, out = _gate(capsys, root, "--impl", "tests.helpers.toy_impls:within_noise")
+    assert code == 0, out
+    code, out = _gate(capsys, root, "--impl", "tests.helpers.toy_impls:within_noise",
+                      "--floor", "1e-8")
+    assert code == 1 and "WORSE" in out
+
+
+def test_missing_or_incomparable_baseline_is_exit_2(capsys, root):
+    code, out = _gate(capsys, root)
+    assert code == 2 and "no toy baseline for backend interpret" in out
+    assert _gate(capsys, root, "--record")[0] == 0
+    path = root / "toy" / "baseline.json"
+    data = json.loads(path.read_text())
+    data["backends"]["interpret"]["environment"]["jax_version"] = "0.0.1"
+    path.write_text(json.dumps(data))
+    code, out = _gate(capsys, root)
+    assert code == 2 and "not comparable: recorded on jax_version=0.0.1" in out
+    assert _gate(capsys, root, "--across-versions")[0] == 0
+
+
+def test_new_or_changed_cases_need_a_new_baseline(capsys, root):
+    assert _gate(capsys, root, "--record")[0] == 0
+    extra = golden.GoldenCase(name="c", case=ToyCase(dtype="float32", seed=3, length=4))
+    golden.save_manifest(TOY, [*CASES, extra], root)
+    code, out = _gate(capsys, root)
+    assert code == 1 and "NEW" in out
+    changed = [CASES[0], golden.GoldenCase(name="b", case=ToyCase(dtype="float32", seed=7,
+                                                                  length=8))]
+    golden.save_manifest(TOY, changed, root)
+    code, out = _gate(capsys, root)
+    assert code == 2 and "recorded for a different case" in out
+
+
+def test_record_refuses_a_failing_kernel(capsys, root):
+    code, out = _gate(capsys, root, "--record", "--impl", "tests.helpers.toy_family:wrong_softplus")
+    assert code == 2 and "not recording a baseline, the kernel fails" in out
+    assert not (root / "toy" / "baseline.json").exists()
+
+
+def test_evaluate_rule():
+    before = {"a": {"case": json.loads(CASES[0].case.to_json()), "max_rel_err": {"y": 1e-4}}}
+    after = {"a": ({"y": 2.5e-4}, {"y": 1e-3}, {"y": True})}
+    (row,) = gate.evaluate(before, after, CASES[:1], factor=2.0, floor=1e-6)
+    assert row.verdict == "WORSE" and row.limit == pytest.approx(2e-4)
+    (row,) = gate.evaluate(before, after, CASES[:1], factor=3.0, floor=1e-6)
+    assert row.verdict == "ok"
+    after = {"a": ({"y": 1e-5}, {"y": 1e-3}, {"y": True})}
+    (row,) = gate.evaluate(before, after, CASES[:1])
+    assert row.verdict == "better" and not row.failed

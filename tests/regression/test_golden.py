@@ -1,0 +1,193 @@
+"""Golden files: round trip, lossless bfloat16, loud failures, not-comparable skips, CLI, pytest."""
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from kernel_harness import cli
+from kernel_harness.core.backends import resolve_backend
+from kernel_harness.regression import golden
+from kernel_harness.spec import registry
+from tests.helpers import toy_family
+from tests.helpers.toy_family import FAMILY as TOY
+from tests.helpers.toy_family import ToyCase
+
+BACKEND = resolve_backend("interpret")
+REPO = Path(__file__).resolve().parents[2]
+CASES = [
+    golden.GoldenCase(name="len4", case=ToyCase(dtype="float32", seed=1, length=4), tags=("ci",),
+                      why="shortest"),
+    golden.GoldenCase(name="len8", case=ToyCase(dtype="float32", seed=2, length=8)),
+]
+
+
+@pytest.fixture
+def root(tmp_path):
+    golden.save_manifest(TOY, CASES, tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def recorded(root):
+    outcomes = golden.run_family(TOY, BACKEND, mode="record", root=root)
+    assert [o.status for o in outcomes] == ["RECORDED", "RECORDED"], outcomes
+    return root
+
+
+def _check(root, **kw):
+    return golden.run_family(TOY, BACKEND, mode="check", root=root, **kw)
+
+
+def test_record_then_check_passes_and_files_are_complete(recorded):
+    outcomes = _check(recorded)
+    assert [(o.name, o.status) for o in outcomes] == [("len4", "PASS"), ("len8", "PASS")]
+    meta = json.loads((recorded / "toy" / "len8.json").read_text())
+    assert meta["schema_version"] == golden.SCHEMA_VERSION
+    assert meta["case"] == {"dtype": "float32", "length": 8, "seed": 2}
+    env = meta["environment"]
+    assert env["backend"] == "interpret" and env["jax_version"] and env["jaxlib_version"]
+    assert env["device_kind"] and meta["tolerances"] == {"y": 1e-5, "dx": 1e-5}
+    assert len(meta["sha256"]["inputs"]) == 64
+    with np.load(recorded / "toy" / "len8.npz", allow_pickle=False) as npz:
+        assert set(npz.files) == {"input.x", "input.dy", "reference.y", "reference.dx"}
+
+
+def test_planted_bug_fails_against_the_stored_reference(recorded):
+    outcomes = _check(recorded, impl=toy_family.wrong_softplus)
+    assert {o.status for o in outcomes} == {"FAIL"}
+    assert "kernel y: max rel err" in outcomes[0].detail
+
+
+def test_reference_drift_is_caught(recorded):
+    drifted = TOY.__class__(**{**TOY.__dict__, "reference": lambda case, inputs: {
+        k: v * (1 + 1e-4) for k, v in toy_family._reference(case, inputs).items()}})
+    outcomes = golden.run_family(drifted, BACKEND, mode="check", root=recorded)
+    assert {o.status for o in outcomes} == {"FAIL"}
+    assert "reference drift y" in outcomes[0].detail
+
+
+def test_bfloat16_is_stored_losslessly_without_pickle(tmp_path):
+    rng = np.random.default_rng(0)
+    x = np.asarray(jnp.asarray(rng.standard_normal((3, 5)), jnp.bfloat16))
+    gcase = golden.GoldenCase(name="bf", case=ToyCase(dtype="float32", seed=0, length=4))
+    golden.write_golden(TOY, gcase, {"x": x}, {"y": x.astype(np.float32), "dx": x},
+                        backend=BACKEND, kernel_stats={}, impl="-", root=tmp_path)
+    with np.load(tmp_path / "toy" / "bf.npz", allow_pickle=False) as npz:
+        assert npz["input.x"].dtype == np.uint16
+    stored = golden.load_golden(TOY, gcase, tmp_path)
+    assert stored.inputs["x"].dtype == jnp.bfloat16
+    np.testing.assert_array_equal(stored.inputs["x"].view(np.uint16), x.view(np.uint16))
+
+
+def test_missing_golden_and_missing_manifest_fail_loudly(root, tmp_path_factory):
+    outcomes = _check(root)
+    assert {o.status for o in outcomes} == {"ERROR"}
+    assert "missing golden file" in outcomes[0].detail
+    assert "kernel-harness golden record toy --case len4" in outcomes[0].detail
+    empty = tmp_path_factory.mktemp("empty")
+    (outcome,) = _check(empty)
+    assert outcome.status == "ERROR" and "no golden manifest" in outcome.detail
+
+
+def test_corrupt_npz_is_a_clear_error(recorded):
+    path = recorded / "toy" / "len4.npz"
+    path.write_bytes(path.read_bytes()[:100])
+    (outcome,) = _check(recorded, names=["len4"])
+    assert outcome.status == "ERROR" and "corrupt array file" in outcome.detail
+
+
+def test_tampered_arrays_fail_the_hash(recorded):
+    path = recorded / "toy" / "len4.npz"
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["reference.y"] = arrays["reference.y"] + 1e-3
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+    (outcome,) = _check(recorded, names=["len4"])
+    assert outcome.status == "ERROR"
+    assert "sha256 of the reference does not match" in outcome.detail
+
+
+def test_pickled_object_arrays_are_refused(recorded):
+    path = recorded / "toy" / "len4.npz"
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["input.x"] = np.array([{"a": 1}], dtype=object)
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+    (outcome,) = _check(recorded, names=["len4"])
+    assert outcome.status == "ERROR" and "len4.npz: corrupt array file" in outcome.detail
+    assert "allow_pickle=False" in outcome.detail
+
+
+def test_manifest_case_changed_after_recording_is_an_error(recorded):
+    changed = [golden.GoldenCase(name="len4", case=ToyCase(dtype="float32", seed=9, length=4))]
+    golden.save_manifest(TOY, changed, recorded)
+    (outcome, *stray) = _check(recorded)
+    assert outcome.status == "ERROR" and "differs from the manifest" in outcome.detail
+    assert [o.name for o in stray] == ["len8.json", "len8.npz"]
+    assert all(o.status == "ERROR" and "stray file" in o.detail for o in stray)
+
+
+def test_other_jax_version_is_reported_not_compared(recorded):
+    path = recorded / "toy" / "len4.json"
+    meta = json.loads(path.read_text())
+    meta["environment"]["jax_version"] = "0.0.1"
+    path.write_text(json.dumps(meta))
+    outcomes = {o.name: o for o in _check(recorded, impl=toy_family.wrong_softplus)}
+    assert outcomes["len4"].status == "SKIP" and outcomes["len4"].ok
+    assert outcomes["len4"].detail.startswith("not comparable: recorded on jax_version=0.0.1")
+    assert outcomes["len8"].status == "FAIL"
+    forced = _check(recorded, names=["len4"], across_versions=True)[0]
+    assert forced.status == "PASS" and "compared anyway" in forced.notes[0]
+
+
+def test_record_keeps_existing_files_unless_forced_and_refuses_failing_kernels(recorded):
+    assert {o.status for o in golden.run_family(TOY, BACKEND, mode="record", root=recorded)} == {
+        "KEPT"}
+    (bad,) = golden.run_family(TOY, BACKEND, mode="record", root=recorded, names=["len4"],
+                               force=True, impl=toy_family.wrong_softplus)
+    assert bad.status == "ERROR" and "the kernel fails this case" in bad.detail
+    assert _check(recorded, names=["len4"])[0].status == "PASS"
+
+
+@pytest.fixture
+def toy_registry(monkeypatch):
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy", "tests.helpers.toy_family:FAMILY")
+
+
+def test_cli_add_record_check(capsys, toy_registry, tmp_path):
+    d = ["--golden-dir", str(tmp_path)]
+    case = '{"dtype":"float32","seed":5,"length":4}'
+    assert cli.main(["golden", "add", "toy", "pinned", "--case", case, "--tag", "ci", *d]) == 0
+    assert cli.main(["golden", "check", "toy", *d]) == 0
+    out = capsys.readouterr().out
+    assert "pinned  PASS" in out and "PASS: golden check on backend interpret: 1 pass" in out
+    code = cli.main(["golden", "check", "toy", *d,
+                     "--impl", "tests.helpers.toy_family:wrong_softplus"])
+    assert code == 1 and "FAIL: golden check" in capsys.readouterr().out
+    assert cli.main(["golden", "add", "toy", "pinned", "--case", case, *d]) == 2
+    assert "already has a case 'pinned'" in capsys.readouterr().err
+
+
+def test_pytest_force_regen_flag(root):
+    """Without the flag a missing golden fails; with it the files are written, then checked."""
+    env = {**os.environ, "KERNEL_HARNESS_GOLDEN_DIR": str(root)}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "tests.helpers.toy_registry",
+           "-p", "no:randomly",
+           "-p", "no:xdist", "properties/test_golden.py", "--kh-family", "toy", "-k", "toy"]
+    run = functools.partial(subprocess.run, capture_output=True, text=True, env=env,
+                            check=False, cwd=REPO)
+    first = run(cmd)
+    assert first.returncode == 1 and "missing golden file" in first.stdout, first.stdout
+    regen = run([*cmd, "--force-regen"])
+    assert regen.returncode == 0 and "rewrote 2 golden case(s) of toy" in regen.stdout
+    again = run(cmd)
+    assert again.returncode == 0 and "1 passed" in again.stdout, again.stdout

@@ -1,0 +1,146 @@
+"""Mutation self-check: text replacement, stale entries, the child process, the kill matrix,
+and the CI subset: each family's ``ci`` mutants must be killed."""
+
+import pytest
+
+from kernel_harness import cli
+from kernel_harness.regression import mutate
+from kernel_harness.spec import registry
+from kernel_harness.spec.mutant import Mutant, StaleMutant
+
+SRC = "a = 1\nb = a + 1\nc = a + 1\n"
+
+
+def _m(old, new, occurrence=None, module="tests.helpers.toy_family", name="m"):
+    return Mutant(name=name, description="-", module=module, old=old, new=new,
+                  occurrence=occurrence)
+
+
+def test_apply_replaces_exactly_the_chosen_occurrence():
+    assert mutate.apply(_m("b = a", "b = -a"), SRC) == "a = 1\nb = -a + 1\nc = a + 1\n"
+    assert mutate.apply(_m("a + 1", "a - 1", 2), SRC) == "a = 1\nb = a + 1\nc = a - 1\n"
+
+
+@pytest.mark.parametrize("mutant, message", [
+    (_m("d = 4", "d = 5"), "text not found"),
+    (_m("a + 1", "a - 1"), "occurs 2 times"),
+    (_m("a + 1", "a - 1", 3), "occurrence 3 but the text occurs 2 times"),
+    (_m("a = 1", "a = 1"), "identical"),
+])
+def test_stale_or_ambiguous_text_is_an_error(mutant, message):
+    with pytest.raises(StaleMutant, match=message):
+        mutate.apply(mutant, SRC)
+
+
+@pytest.fixture
+def toy_registry(monkeypatch):
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy", "tests.helpers.toy_family:FAMILY")
+
+
+def test_child_runs_the_mutated_module(toy_registry):
+    kw = dict(properties=["matches-reference"], max_examples=3, golden=False)
+    killed = mutate.run_one("toy", _m("return jnp.logaddexp(x, 0.0)",
+                                      "return jnp.logaddexp(x, 0.001)"), **kw)
+    assert killed.status == "KILLED", killed
+    col = killed.columns["matches-reference"]
+    assert col["examples"] == 1 and col["how"] == "wrong y,dx" and col["seconds"] > 0
+    crash = mutate.run_one("toy", _m("return jnp.logaddexp(x, 0.0)", "return x[None]"), **kw)
+    assert crash.status == "KILLED"
+    assert crash.columns["matches-reference"]["how"].startswith("crash ValueError")
+    survivor = mutate.run_one("toy", _m("return jnp.logaddexp(x, 0.0)",
+                                        "return jnp.logaddexp(0.0, x)"), **kw)
+    assert survivor.status == "SURVIVED"
+    assert survivor.columns["matches-reference"] == {**survivor.columns["matches-reference"],
+                                                     "killed": False, "examples": 3}
+    control = mutate.run_one("toy", None, **kw)
+    assert control.status == "PASS"
+
+
+@pytest.mark.parametrize("mutant, message", [
+    (_m("def softplus(x):", "def softplus(x)"), "SyntaxError"),
+    (_m("no such text", "x"), "text not found"),
+    (_m("return softplus(x) * (1 + 3e-6)", "return x", module="tests.helpers.toy_impls"),
+     "the family never imported tests.helpers.toy_impls"),
+    (_m("import jax\n", "import jax\nimport no_such_module_xyz\n"), "the family does not import"),
+])
+def test_broken_catalog_entries_are_errors_not_kills(toy_registry, mutant, message):
+    result = mutate.run_one("toy", mutant, properties=["matches-reference"], max_examples=2,
+                            golden=False)
+    assert result.status == "ERROR" and message in result.error, result
+
+
+def test_cli_prints_the_kill_matrix_and_fails_on_survivors(toy_registry, capsys, tmp_path):
+    argv = ["mutate", "toy", "--catalog", "tests.helpers.toy_mutants:MUTANTS",
+            "--max-examples", "3",
+            "--property", "matches-reference",
+            "--golden-dir", str(tmp_path)]
+    assert cli.main([*argv, "--tag", "ci"]) == 0
+    out = capsys.readouterr().out
+    assert "(control: no mutant)  passed 3ex" in out
+    assert "shifted               killed 1ex" in out and "PASS: toy: 1/1 mutants killed" in out
+    header = next(line for line in out.splitlines() if line.startswith("mutant "))
+    assert header.split() == ["mutant", "matches-reference", "golden", "gate", "wall", "verdict"]
+    assert "  skip    skip  " in out  # golden and gate columns: nothing recorded in tmp_path
+    assert cli.main(argv) == 1
+    out = capsys.readouterr().out
+    assert "survived: ['harmless']" in out and "1 ERROR (stale or broken catalog entries)" in out
+    assert cli.main([*argv, "--list"]) == 0
+    assert "stale" in capsys.readouterr().out
+    assert cli.main([*argv, "--mutant", "nope"]) == 2
+
+
+# ---------------------------------------------------------------- real families
+
+FAMILIES_WITH_CATALOGS = ["splash", "hstu", "flash"]
+
+
+def _catalog(name):
+    if name not in registry.BUILTIN_FAMILIES:
+        pytest.skip(f"family {name!r} is not registered")
+    return mutate.load_catalog(name)
+
+
+@pytest.mark.parametrize("name", FAMILIES_WITH_CATALOGS)
+def test_every_catalog_entry_applies_to_the_current_source(name):
+    """A stale catalog is caught here in a second, without running anything."""
+    catalog = _catalog(name)
+    assert len(catalog) >= 6 and any("ci" in m.tags for m in catalog)
+    problems = []
+    for m in catalog:
+        origin = mutate.module_origin(m.module)
+        try:
+            compile(mutate.apply(m, origin.read_text()), str(origin), "exec")
+        except (StaleMutant, SyntaxError) as e:
+            problems.append(f"{type(e).__name__}: {e}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FAMILIES_WITH_CATALOGS)
+def test_ci_mutants_are_killed(name):
+    """The CI subset: each family's ``ci`` mutants, a few examples each, must all die."""
+    chosen = [m for m in _catalog(name) if "ci" in m.tags]
+    results = [mutate.run_one(name, m, properties=["matches-reference"], max_examples=12,
+                              golden=False, timeout=600) for m in chosen]
+    table = mutate.kill_matrix(results, ["matches-reference"])
+    assert all(r.status == "KILLED" for r in results), table
+
+
+def test_gate_column_kills_what_tolerances_let_through(toy_registry, tmp_path):
+    """A 3e-6 relative error passes the 1e-5 tolerance (property and golden) but not the gate."""
+    from kernel_harness.core.backends import resolve_backend
+    from kernel_harness.regression import gate, golden
+    from tests.helpers.toy_family import FAMILY, ToyCase
+
+    backend = resolve_backend("interpret")
+    cases = [golden.GoldenCase(name="g", case=ToyCase(dtype="float32", seed=4, length=8))]
+    golden.save_manifest(FAMILY, cases, tmp_path)
+    assert golden.run_family(FAMILY, backend, mode="record", root=tmp_path)[0].ok
+    gate.record(FAMILY, backend, path=gate.default_path("toy", tmp_path), root=tmp_path)
+    slightly = _m("return jnp.logaddexp(x, 0.0)", "return jnp.logaddexp(x, 0.0) * (1 + 3e-6)")
+    result = mutate.run_one("toy", slightly, properties=["matches-reference"], max_examples=3,
+                            golden_root=tmp_path)
+    cols = result.columns
+    assert not cols["matches-reference"]["killed"] and not cols["golden"]["killed"]
+    assert cols["gate"]["killed"] and "g: y WORSE" in cols["gate"]["how"]
+    assert result.status == "KILLED"

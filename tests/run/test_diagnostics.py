@@ -1,0 +1,107 @@
+"""TPU interpret mode as a diagnostic: planted racy / uninitialized-scratch kernels of our own
+are caught and named; clean kernels are not flagged; waivers and limitations are explicit."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from kernel_harness.core import compat
+from kernel_harness.core.backends import resolve_backend
+from kernel_harness.core.errors import KernelRaceDetected
+from kernel_harness.run import diagnostics
+from kernel_harness.run.runner import check_case
+from tests.helpers import planted_kernels as pk
+
+PARAMS = compat.tpu_interpret_params()
+X = jnp.arange(64 * 128, dtype=jnp.float32).reshape(64, 128) / 1000.0
+
+
+def diagnose(fn, waivers=()):
+    return diagnostics.diagnosed_run("planted", lambda: jax.block_until_ready(fn()),
+                                     waivers=waivers)
+
+
+def test_racy_kernel_is_named_with_buffer_and_grid_points():
+    with pytest.raises(diagnostics.KernelRaceFailure) as err:
+        diagnose(lambda: pk.racy_copy(X, interpret=PARAMS))
+    assert isinstance(err.value, KernelRaceDetected)
+    (finding,) = err.value.diagnosis.failures
+    assert finding.kind == "race"
+    assert "_copy_kernel" in finding.kernel
+    assert finding.buffer.startswith("[output 0] (8, 128) float32")
+    assert len(finding.grid_points) == 2 and "core 0" in finding.detail
+    assert "core 1" in finding.detail
+
+
+def test_uninitialized_scratch_read_is_named():
+    with pytest.raises(diagnostics.UninitializedReadFailure) as err:
+        diagnose(lambda: pk.row_block_sum(X, interpret=PARAMS, init=False))
+    findings = err.value.diagnosis.failures
+    # One per simulated core: each reads its own accumulator before writing it, at the
+    # first step of the group it runs.
+    assert len(findings) == 2
+    assert {f.buffer.split("]")[0].split()[-1] for f in findings} == {"0", "1"}
+    for finding in findings:
+        assert finding.kind == "uninitialized-read"
+        assert "_sum_kernel" in finding.kernel and "planted_kernels.py" in finding.line
+        assert "vmem" in finding.buffer and "(8, 128) float32" in finding.buffer
+        assert [p[1] for p in finding.grid_points] == [0]
+
+
+def test_clean_kernels_have_no_findings_and_state_resets_after_a_failure():
+    with pytest.raises(diagnostics.KernelRaceFailure):
+        diagnose(lambda: pk.racy_copy(X, interpret=PARAMS))
+    out, diagnosis = diagnose(lambda: pk.row_block_sum(X, interpret=PARAMS))
+    assert diagnosis.findings == () and diagnosis.kernels == 1
+    expected = np.asarray(X).reshape(2, 4, 8, 128).sum(axis=1).reshape(16, 128)
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-6)
+
+
+def test_waiver_matches_and_is_counted(tmp_path):
+    path = tmp_path / "waivers.json"
+    path.write_text(json.dumps({"waivers": [{
+        "family": "planted", "kind": "race", "kernel": "_copy_kernel",
+        "buffer": r"^\[output 0\]", "reason": "test: the planted race is known"}]}))
+    waivers = diagnostics.load_waivers(path)
+    before = diagnostics.TOTALS["waived"]
+    _, diagnosis = diagnose(lambda: pk.racy_copy(X, interpret=PARAMS), waivers=waivers)
+    assert len(diagnosis.waived) == 1 and diagnosis.failures == ()
+    assert diagnostics.TOTALS["waived"] == before + 1
+
+
+def test_waiver_file_needs_a_reason(tmp_path):
+    path = tmp_path / "waivers.json"
+    path.write_text(json.dumps([{"family": "x", "kind": "race", "kernel": "k", "buffer": "b",
+                                 "reason": " "}]))
+    with pytest.raises(ValueError, match="needs a reason"):
+        diagnostics.load_waivers(path)
+
+
+def test_shipped_waiver_file_loads():
+    waivers = diagnostics.load_waivers()
+    assert all(w.reason for w in waivers)
+
+
+def test_vmapped_kernel_is_reported_as_not_runnable():
+    batched = jax.vmap(lambda x: pk.row_block_sum(x, interpret=PARAMS))
+    with pytest.raises(diagnostics.TpuInterpretCannotRun, match="jax.vmap"):
+        diagnose(lambda: batched(jnp.stack([X, X])))
+
+
+def test_harness_check_fails_a_racy_family_kernel_on_tpu_interpret():
+    def racy_attention(q, k, v, q_seg, kv_seg, *, block_q, causal, interpret):
+        out = pk.tiny_attention(q, k, v, q_seg, kv_seg, block_q=block_q, causal=causal,
+                                interpret=interpret)
+        racy = pk.racy_copy(out[0, :64], interpret=interpret)
+        return out.at[0, :8].add(racy * 0.0)
+
+    case = pk.ToyAttentionCase(dtype="float32", seed=1, heads=1, causal=True)
+    backend = resolve_backend("tpu-interpret")
+    assert check_case(pk.TOY_ATTENTION, case, backend).passed
+    with pytest.raises(KernelRaceDetected, match="_copy_kernel"):
+        check_case(pk.TOY_ATTENTION, case, backend, racy_attention)
