@@ -191,3 +191,9 @@ def test_pytest_force_regen_flag(root):
     assert regen.returncode == 0 and "rewrote 2 golden case(s) of toy" in regen.stdout
     again = run(cmd)
     assert again.returncode == 0 and "1 passed" in again.stdout, again.stdout
+
+
+def test_default_root_is_the_checkouts_golden_folder(monkeypatch):
+    monkeypatch.delenv("KERNEL_HARNESS_GOLDEN_DIR", raising=False)
+    assert golden.default_root() == REPO / "golden"
+    assert (golden.default_root() / "splash" / "cases.json").is_file()

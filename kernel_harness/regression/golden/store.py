@@ -57,7 +57,8 @@ def default_root() -> Path:
     env = os.environ.get("KERNEL_HARNESS_GOLDEN_DIR")
     if env:
         return Path(env)
-    beside = Path(__file__).resolve().parent.parent / "golden"
+    # This file is <checkout>/kernel_harness/regression/golden/store.py.
+    beside = Path(__file__).resolve().parents[3] / "golden"
     return beside if beside.is_dir() else Path("golden")
 
 
