@@ -220,7 +220,7 @@ def bench_one(family: Family, seq_len: int, settings: BenchSettings,
         case = hook.case_at(seq_len, settings.dtype)
     except ValueError as e:
         return _row(family, impl, seq_len, settings, "SKIP", "not run",
-                    reason=f"no benchmark case at this length: {e}")
+                    reason=f"no benchmark case at this length and dtype: {e}")
     summary = getattr(case, "shape_summary", None)
     described = summary() if callable(summary) else case.to_json()
     try:
