@@ -151,3 +151,21 @@ def test_select_bench_measures_every_candidate(capsys):
         line = next(x for x in out.splitlines() if x.startswith(f"  {name} ["))
         assert "median" in line and "temps" in line and "pre-check pass" in line, line
     assert "[CHOSEN:" in out and "not kernel performance" in out
+
+
+def test_timed_program_that_raises_is_an_error_row_not_a_pass():
+    import dataclasses
+
+    from kernel_harness.core.backends import resolve_backend
+
+    def broken(impl, case, backend, mode):
+        raise RuntimeError("planted: the timed program does not build")
+
+    sdpa = get_family("sdpa")
+    family = dataclasses.replace(sdpa, bench=dataclasses.replace(sdpa.bench, program=broken))
+    settings = bench_mod.BenchSettings(backend=resolve_backend("interpret"), seq_lens=(128,),
+                                       dtype="float32", mode="fwd", warmup=0, iters=1,
+                                       max_seconds=1.0)
+    (row,) = bench_mod.bench_family(family, settings)
+    assert row.status == "ERROR" and row.timing is None and "planted" in row.reason
+    assert row.check.startswith("pass (")  # the pre-check ran (and passed) before timing
