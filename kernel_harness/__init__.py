@@ -1,5 +1,6 @@
 """kernel-harness: a correctness harness for JAX Pallas attention kernels."""
 
+from kernel_harness.checks.bench import BenchRow, BenchSettings, bench_family
 from kernel_harness.core.backends import (
     BACKEND_NAMES,
     Backend,
@@ -11,6 +12,7 @@ from kernel_harness.core.case import Case
 from kernel_harness.core.compare import OutputStats, compare
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, Verdict, judge
 from kernel_harness.run.runner import CaseResult, check_case
+from kernel_harness.spec.bench import Bench, Timed
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.registry import UnknownFamily, family_names, get_family
 
@@ -18,15 +20,20 @@ __all__ = [
     "BACKEND_NAMES",
     "Backend",
     "BackendUnavailable",
+    "Bench",
+    "BenchRow",
+    "BenchSettings",
     "Case",
     "CaseResult",
     "Family",
     "OutputStats",
     "Tolerance",
+    "Timed",
     "ToleranceTable",
     "UnknownFamily",
     "Verdict",
     "availability",
+    "bench_family",
     "check_case",
     "compare",
     "family_names",

@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kernel_harness.checks import bench_report
+from kernel_harness.checks.bench import BenchSettings, bench_family, defaults_for
 from kernel_harness.cli import common
 from kernel_harness.core.backends import BackendUnavailable, availability, resolve_backend
 from kernel_harness.core.errors import UsageError
 from kernel_harness.run import report
-from kernel_harness.run.select import format_selection, select_attention
+from kernel_harness.run.select import CANDIDATES, format_selection, select_attention
 
 
 def add_parsers(sub: Any) -> None:
@@ -18,6 +20,9 @@ def add_parsers(sub: Any) -> None:
     sub.add_parser("list", help="families, their capabilities, backends available here")
     select = sub.add_parser("select", help="which attention kernel this backend would use, and why")
     select.add_argument("--backend", default=None, help="a backend name (default: this machine)")
+    select.add_argument("--bench", action="store_true",
+                        help="measure every candidate (checked first) beside its reason")
+    select.add_argument("--seq-len", type=int, default=None, help="length for --bench")
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -42,4 +47,19 @@ def run_select(args: argparse.Namespace) -> int:
     except (ValueError, BackendUnavailable, RuntimeError) as e:
         raise UsageError(str(e)) from None
     print(format_selection(selection))
+    if args.bench:
+        print("\n".join(_bench_candidates(selection, args.seq_len)))
     return 0
+
+
+def _bench_candidates(selection: Any, seq_len: int | None) -> list[str]:
+    """Each candidate family timed and measured at one length on the selection's platform."""
+    backend = common.backend({"cpu": "interpret"}.get(selection.platform, selection.platform))
+    lengths, warmup, iters, seconds = defaults_for(backend)
+    settings = BenchSettings(backend=backend, seq_lens=(seq_len or lengths[0],),
+                             dtype="bfloat16", mode="fwd", warmup=warmup, iters=iters,
+                             max_seconds=seconds)
+    names = [c.name for c in CANDIDATES]
+    known = {f.name: f for f in common.families([]) if f.name in names}
+    rows = {n: bench_family(known[n], settings)[0] if n in known else None for n in names}
+    return bench_report.selection_lines(selection, names, rows, settings)

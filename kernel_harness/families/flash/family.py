@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.families.flash.bench import BENCH
 from kernel_harness.families.flash.cases import FlashCase, flash_events
 from kernel_harness.families.flash.kernel import (
     FLASH_BACKENDS,
@@ -98,4 +99,5 @@ FAMILY = Family(
     events=flash_events,
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
+    bench=BENCH,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import GPU_BACKENDS, tolerance_table
 from kernel_harness.families.gpu_decode import kernel as _kernel
+from kernel_harness.families.gpu_decode.bench import BENCH
 from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
 from kernel_harness.families.gpu_decode.reference import reference, visible
 from kernel_harness.spec.family import Family
@@ -106,4 +107,5 @@ FAMILY = Family(
     backends=GPU_BACKENDS,
     events=_events,
     contract=CONTRACT,
+    bench=BENCH,
 )

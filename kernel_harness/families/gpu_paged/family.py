@@ -7,6 +7,7 @@ import numpy as np
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS
 from kernel_harness.families.gpu_paged import kernel as _kernel
+from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
 from kernel_harness.families.gpu_paged.reference import reference
 from kernel_harness.spec.family import Family
@@ -127,4 +128,5 @@ FAMILY = Family(
     valid=_valid,
     events=_events,
     contract=CONTRACT,
+    bench=BENCH,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.families.sdpa.bench import BENCH
 from kernel_harness.families.sdpa.cases import SdpaCase, sdpa_cases, sdpa_events
 from kernel_harness.families.sdpa.kernel import IMPL_SIGNATURE, SDPA_BACKENDS, run, xla_sdpa
 from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
@@ -96,4 +97,5 @@ FAMILY = Family(
     events=sdpa_events,
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
+    bench=BENCH,
 )

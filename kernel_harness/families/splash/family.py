@@ -8,6 +8,7 @@ import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.splash import kernel as _kernel
+from kernel_harness.families.splash.bench import BENCH
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.masks import (
     COMPUTABLE_KINDS,
@@ -184,4 +185,5 @@ FAMILY = Family(
     events=events,
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
+    bench=BENCH,
 )
