@@ -25,6 +25,7 @@ from kernel_harness.cli import (
     shard,
 )
 from kernel_harness.core.errors import UsageError
+from kernel_harness.spec import registry
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,6 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_parsers(sub)
     for module in (check, repro, golden, gate, mutate, lower, bad_input, shard):
         module.add_parser(sub)
+    for command in sub.choices.values():  # out-of-tree families, for every subcommand
+        command.add_argument(
+            "--family-module", action="append", default=[], metavar="MODULE",
+            help="import MODULE and register the Family objects it declares",
+        )
     return parser
 
 
@@ -49,6 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        registry.load_family_modules(args.family_module)
         return COMMANDS[args.command](args)
     except UsageError as e:
         print(f"kernel-harness: error: {e}", file=sys.stderr)
