@@ -5,8 +5,10 @@ Three sources, all treated alike by every command and by the pytest properties:
 - the built-in families (:data:`BUILTIN_FAMILIES`);
 - installed packages declaring an entry point in the group ``kernel_harness.families``
   (``name = "package.module:FAMILY"``; see ``examples/rmsnorm_family``);
-- modules named with ``--family-module MODULE`` (CLI) or ``--kh-family-module`` (pytest),
-  registered by :func:`load_family_modules`: every module-level :class:`Family` counts.
+- modules named with ``--family-module MODULE`` (CLI), ``--kh-family-module`` (pytest) or
+  ``$KERNEL_HARNESS_FAMILY_MODULES`` (comma-separated), registered by
+  :func:`load_family_modules`: every module-level :class:`Family` counts. Loading one
+  adds it to that variable, so child processes (``shard``, ``mutate``) see it too.
 
 A name declared twice (an out-of-tree family named like a built-in, or two
 packages) is an error naming both, never a silent override.
@@ -25,6 +27,9 @@ from kernel_harness.spec.family import Family
 
 #: Entry point group through which installed packages declare families.
 ENTRY_POINT_GROUP = "kernel_harness.families"
+
+#: Environment variable naming family modules (comma-separated), inherited by children.
+FAMILY_MODULES_ENV = "KERNEL_HARNESS_FAMILY_MODULES"
 
 
 class UnknownFamily(KeyError):
@@ -47,6 +52,11 @@ BUILTIN_FAMILIES: dict[str, str] = {
 
 # Families registered by load_family_modules (explicit calls only; empty at import).
 _from_modules: dict[str, str] = {}
+_loaded_modules: set[str] = set()
+
+
+def _env_modules() -> list[str]:
+    return [m.strip() for m in os.environ.get(FAMILY_MODULES_ENV, "").split(",") if m.strip()]
 
 
 def _entry_point_families() -> dict[str, str]:
@@ -63,6 +73,9 @@ def _entry_point_families() -> dict[str, str]:
 
 def _registered() -> dict[str, str]:
     """name -> target over every source, refusing a name declared twice."""
+    pending = [m for m in _env_modules() if m not in _loaded_modules]
+    if pending:
+        load_family_modules(pending)
     merged = dict(BUILTIN_FAMILIES)
     for source, extra in (("entry point", _entry_point_families()),
                           ("--family-module", _from_modules)):
@@ -138,4 +151,14 @@ def load_family_modules(modules: Sequence[str]) -> list[str]:
                 )
             _from_modules[family.name] = target
             names.append(family.name)
+        _loaded_modules.add(module_name)
+        if module_name not in _env_modules():
+            os.environ[FAMILY_MODULES_ENV] = ",".join([*_env_modules(), module_name])
     return names
+
+
+def family_module_args(name: str) -> list[str]:
+    """``["--family-module", MODULE]`` when family ``name`` came from a module (so a printed
+    repro command finds it again); ``[]`` for built-in and entry-point families."""
+    target = _from_modules.get(name)
+    return [] if target is None else ["--family-module", target.partition(":")[0]]
