@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import argparse
 import traceback
+from pathlib import Path
 from typing import Any
 
 import jax
 
 from kernel_harness.checks.properties import PROPERTIES, Observer, PropertyOutcome, run_property
-from kernel_harness.cli import common
+from kernel_harness.cli import common, results
 from kernel_harness.core.backends import BACKEND_NAMES, BackendUnavailable
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run import diagnostics, report
@@ -33,6 +34,10 @@ def add_parser(sub: Any) -> None:
     check.add_argument(
         "--property", action="append", choices=list(PROPERTIES), help="only these properties"
     )
+    check.add_argument("--json", type=Path, default=None, metavar="PATH",
+                       help="write machine-readable results (schema: check-results-v1.json)")
+    check.add_argument("--junit", type=Path, default=None, metavar="PATH",
+                       help="write JUnit XML, one testcase per family x property")
 
 
 def _print_outcome(outcome: PropertyOutcome) -> None:
@@ -58,6 +63,25 @@ def _collapse_skips(skips: list[list[Any]]) -> list[list[Any]]:
         prop = group[0][1] if len(group) == 1 else f"{len(group)} properties"
         out.append([fam, prop, *group[0][2:]])
     return out
+
+
+def _write_results(args: argparse.Namespace, backend: Any, outcomes: list[PropertyOutcome],
+                   not_applicable: list[list[Any]], skipped: list[Any]) -> None:
+    if args.json is None and args.junit is None:
+        return
+    records = [results.outcome_record(o) for o in outcomes]
+    records += [results.skip_record(r[0], r[1], backend.name, r[-1][len("SKIP ("):-1])
+                for r in not_applicable]
+    records += [results.skip_record(f.name, "-", backend.name, why) for f, why in skipped]
+    env = results.environment(backend, profile=args.profile, seed=args.seed,
+                              max_examples=args.max_examples, impl=args.impl)
+    doc = results.document(env, records)
+    if args.json is not None:
+        results.write_json(args.json, doc)
+        print(f"results: {args.json} (JSON, schema version {results.SCHEMA_VERSION})")
+    if args.junit is not None:
+        results.write_junit(args.junit, doc)
+        print(f"results: {args.junit} (JUnit XML)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -128,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     ))
     if backend.name == "tpu-interpret":
         print(diagnostics.summary_line())
+    _write_results(args, backend, outcomes, not_applicable, skipped)
     ok = all(o.passed for o in outcomes) and bool(outcomes)
     print(f"\n{'PASS' if ok else 'FAIL'}: {sum(o.passed for o in outcomes)}/{len(outcomes)} "
           f"properties passed on backend {backend.name}")
