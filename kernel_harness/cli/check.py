@@ -13,7 +13,7 @@ from typing import Any
 import jax
 
 from kernel_harness.checks.properties import PROPERTIES, Observer, PropertyOutcome, run_property
-from kernel_harness.cli import common, results, watch
+from kernel_harness.cli import common, plot, results, watch
 from kernel_harness.core.backends import BACKEND_NAMES, BackendUnavailable
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run import diagnostics, report
@@ -44,6 +44,8 @@ def add_parser(sub: Any) -> None:
                        "goes on); runs each family in a worker process; nightly: 900, 0: off")
     check.add_argument("--progress-every", type=float, default=30.0, metavar="SECONDS",
                        help="print progress (examples, rate, failures) at most this often")
+    check.add_argument("--plot-dir", type=Path, default=None, metavar="DIR",
+                       help="a picture of each failing case: DIR/FAMILY-PROPERTY.png")
     check.add_argument("--heartbeat-file", default=None, help=argparse.SUPPRESS)
 
 
@@ -104,7 +106,7 @@ def _run_supervised(args: argparse.Namespace, runnable: list[Any], skipped: list
             argv = ["check", family, "--profile", args.profile, "--backend", backend.name,
                     "--heartbeat-file", heartbeat, "--progress-every", str(args.progress_every)]
             for flag, value in (("--max-examples", args.max_examples), ("--seed", args.seed),
-                                ("--impl", args.impl)):
+                                ("--impl", args.impl), ("--plot-dir", args.plot_dir)):
                 if value is not None:
                     argv += [flag, str(value)]
             return argv + [x for p in props for x in ("--property", p)]
@@ -145,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--max-examples must be at least 1")
     if args.timeout is None and short_name(args.profile) == "nightly":
         args.timeout = 900.0
+    if args.plot_dir is not None:
+        plot.require_matplotlib()
     if args.timeout is not None and args.timeout < 0:
         raise UsageError("--timeout must be positive (0 turns the limit off)")
     runnable, skipped = [], []
@@ -185,6 +189,10 @@ def run(args: argparse.Namespace) -> int:
             )
             watch.emit_record(args.heartbeat_file, results.outcome_record(outcome))
             outcomes.append(outcome)
+            failed = outcome.observer.last_failure
+            if args.plot_dir is not None and not outcome.passed and failed is not None:
+                path = args.plot_dir / f"{fam.name}-{name}.png"
+                print(f"  picture: {plot.plot_case(fam, failed.case, backend, impl, path)}")
             _print_outcome(outcome)
             print(
                 f"  {fam.name:<12} {name:<20} {'PASS' if outcome.passed else 'FAIL'} "
