@@ -101,3 +101,17 @@ def test_namespaced_profile_can_be_loaded_by_name(project):
     )
     proc = _pytest(project, "--hypothesis-profile", "kernel-harness-ci", "test_named.py", env={})
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_kh_family_module_reaches_the_property_tests():
+    """An out-of-tree family named with --kh-family-module is parametrized like a built-in
+    one, and its planted bug fails the property test (``--kh-impl``)."""
+    root = Path(__file__).resolve().parents[1]
+    args = ["properties/test_matches_reference.py", "-k", "toy", "--kh-family-module",
+            "tests.helpers.toy_family", "--kh-profile", "dev"]
+    env = {k: v for k, v in os.environ.items() if k != "KERNEL_HARNESS_FAMILY_MODULES"}
+    ok = _pytest(root, *args, env=env)
+    assert ok.returncode == 0 and "1 passed" in ok.stdout, ok.stdout + ok.stderr
+    bad = _pytest(root, *args, "--kh-impl", "toy=tests.helpers.toy_family:wrong_softplus",
+                  env=env)
+    assert bad.returncode == 1 and "FAIL toy y" in bad.stdout, bad.stdout
