@@ -1,6 +1,17 @@
-"""Top-level pytest configuration.
+"""Top-level pytest configuration of the harness's own repository (not installed).
 
-The harness's own pytest plugin (options ``--kh-backend``, ``--kh-impl``,
-``--kh-family`` and the Hypothesis profiles) is loaded through its ``pytest11``
-entry point once the package is installed; nothing else is needed here.
+The installed plugin (``kernel_harness.plugin``) registers options only and no
+Hypothesis profile. This repository's own tests want the harness profiles under
+their short names, so ``--hypothesis-profile ci`` (as in ``.ci/run``) works here:
+they are registered for this repository alone, and ``dev`` is loaded unless a
+profile is named. The property tests apply the harness profile to themselves
+either way (``kh_profile``).
 """
+
+from hypothesis import settings
+
+from kernel_harness.run import profiles
+
+for _name in profiles.PROFILE_NAMES:
+    settings.register_profile(_name, profiles.get_profile(_name))
+settings.load_profile("dev")

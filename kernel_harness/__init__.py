@@ -1,54 +1,57 @@
-"""kernel-harness: a correctness harness for JAX Pallas attention kernels."""
+"""kernel-harness: a correctness harness for JAX Pallas attention kernels.
 
-from kernel_harness.checks.bench import BenchRow, BenchSettings, bench_family
-from kernel_harness.core.backends import (
-    BACKEND_NAMES,
-    Backend,
-    BackendUnavailable,
-    availability,
-    resolve_backend,
-)
-from kernel_harness.core.case import Case
-from kernel_harness.core.compare import OutputStats, compare
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable, Verdict, judge
-from kernel_harness.run.runner import CaseResult, check_case
-from kernel_harness.spec.bench import Bench, Timed
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.registry import UnknownFamily, family_names, get_family
+The public API is re-exported here but imported on first use (module
+``__getattr__``): ``import kernel_harness`` (and so the pytest plugin, which
+lives in this package) loads neither jax nor the harness, while
+``from kernel_harness import check_case`` works as usual.
+"""
 
-__all__ = [
-    "BACKEND_NAMES",
-    "Backend",
-    "BackendUnavailable",
-    "Bench",
-    "BenchRow",
-    "BenchSettings",
-    "Case",
-    "CaseResult",
-    "Family",
-    "OutputStats",
-    "Tolerance",
-    "Timed",
-    "ToleranceTable",
-    "UnknownFamily",
-    "Verdict",
-    "availability",
-    "bench_family",
-    "check_case",
-    "compare",
-    "family_names",
-    "get_family",
-    "hstu_attention",
-    "judge",
-    "resolve_backend",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Public name -> the module that defines it.
+_EXPORTS: dict[str, str] = {
+    "BACKEND_NAMES": "kernel_harness.core.backends",
+    "Backend": "kernel_harness.core.backends",
+    "BackendUnavailable": "kernel_harness.core.backends",
+    "availability": "kernel_harness.core.backends",
+    "resolve_backend": "kernel_harness.core.backends",
+    "Case": "kernel_harness.core.case",
+    "OutputStats": "kernel_harness.core.compare",
+    "compare": "kernel_harness.core.compare",
+    "Tolerance": "kernel_harness.core.tolerance",
+    "ToleranceTable": "kernel_harness.core.tolerance",
+    "Verdict": "kernel_harness.core.tolerance",
+    "judge": "kernel_harness.core.tolerance",
+    "CaseResult": "kernel_harness.run.runner",
+    "check_case": "kernel_harness.run.runner",
+    "Family": "kernel_harness.spec.family",
+    "UnknownFamily": "kernel_harness.spec.registry",
+    "family_names": "kernel_harness.spec.registry",
+    "get_family": "kernel_harness.spec.registry",
+    "Bench": "kernel_harness.spec.bench",
+    "Timed": "kernel_harness.spec.bench",
+    "BenchRow": "kernel_harness.checks.bench",
+    "BenchSettings": "kernel_harness.checks.bench",
+    "bench_family": "kernel_harness.checks.bench",
+    # The kernel pulls in Pallas, and `kernel-harness mutate` must be able to plant a bug
+    # in the hstu modules before anything imports them.
+    "hstu_attention": "kernel_harness.kernels.hstu.api",
+}
+
+__all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str):
-    # Imported on first use: the kernel pulls in Pallas, and `kernel-harness mutate`
-    # must be able to plant a bug in the hstu modules before anything imports them.
-    if name == "hstu_attention":
-        from kernel_harness.kernels.hstu.api import hstu_attention
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kernel_harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return hstu_attention
-    raise AttributeError(f"module 'kernel_harness' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

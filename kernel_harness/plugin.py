@@ -1,28 +1,36 @@
-"""The pytest plugin (``pytest11`` entry point): options and fixtures.
+"""The pytest plugin (``pytest11`` entry point): options and fixtures, nothing else.
+
+Installing kernel-harness must not change anyone else's test run, so importing
+this module registers command-line options only: it imports neither jax nor
+the harness, registers no Hypothesis profile and loads none. The fixtures
+import the harness when a harness test asks for them.
 
 Options: ``--kh-backend`` (default ``interpret``), ``--kh-impl FAMILY=MODULE:ATTR``
-(repeatable), ``--kh-family`` (repeatable, restricts the families checked) and
-``--force-regen`` (regenerate golden files; without it a missing golden fails).
-Hypothesis profiles (``dev``, ``ci``, ``nightly``) are registered on import,
-so ``--hypothesis-profile ci`` works; without it the ``dev`` profile is used.
+(repeatable), ``--kh-family`` (repeatable, restricts the families checked),
+``--kh-family-module MODULE`` (repeatable, out-of-tree families),
+``--kh-profile dev|ci|nightly`` and ``--force-regen`` (regenerate golden files).
+
+Profiles: the harness properties run under the harness profile chosen by
+``--kh-profile``, else by ``--hypothesis-profile`` when it names one (``ci`` or
+``kernel-harness-ci``; your own ``ci`` profile still governs your own tests),
+else ``dev`` (:func:`kernel_harness.run.profiles.pytest_profile`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import settings
 
-from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
-from kernel_harness.run import profiles
+if TYPE_CHECKING:
+    from hypothesis import settings
 
-profiles.register_profiles()
-settings.load_profile("dev")
+    from kernel_harness.core.backends import Backend
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Registers the ``--kh-*`` options (the plugin's only effect at start-up)."""
     group = parser.getgroup("kernel-harness")
     group.addoption("--kh-backend", default="interpret", help="backend the properties run on")
     group.addoption(
@@ -34,14 +42,50 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="only check these families (default: all)",
     )
     group.addoption(
+        "--kh-family-module", action="append", default=[], metavar="MODULE",
+        help="import MODULE and register the Family objects it declares (out-of-tree family)",
+    )
+    group.addoption(
+        "--kh-profile", default=None, metavar="PROFILE",
+        help="harness profile for the harness properties: dev, ci or nightly (default: the "
+        "--hypothesis-profile if it names one, else dev)",
+    )
+    group.addoption(
         "--force-regen", action="store_true", default=False,
         help="rewrite the golden files of the selected families before checking them",
     )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Makes ``--hypothesis-profile kernel-harness-ci`` loadable; otherwise does nothing."""
+    name = config.getoption("--hypothesis-profile", default=None)
+    if name and name.startswith("kernel-harness-"):
+        from kernel_harness.run import profiles
+
+        profiles.register_profiles()
+
+
+@pytest.fixture(scope="session")
+def kh_profile(request: pytest.FixtureRequest) -> settings:
+    """The Hypothesis settings the harness properties apply to themselves."""
+    from kernel_harness.run import profiles
+
+    try:
+        name = profiles.pytest_profile(
+            request.config.getoption("--kh-profile"),
+            request.config.getoption("--hypothesis-profile", default=None),
+        )
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    return profiles.get_profile(name)
+
+
 @pytest.fixture(scope="session")
 def kh_backend(request: pytest.FixtureRequest) -> Backend:
     """The backend asked for with ``--kh-backend``; skipped, with the reason, if absent."""
+    from kernel_harness.core.backends import BackendUnavailable, resolve_backend
+
     name = request.config.getoption("--kh-backend")
     try:
         return resolve_backend(name)
@@ -69,13 +113,25 @@ def kh_impls(request: pytest.FixtureRequest) -> dict[str, tuple[Callable[..., An
     return impls
 
 
+def family_names_for(config: pytest.Config) -> list[str]:
+    """Every registered family name, after loading ``--kh-family-module`` modules
+    (used by the property tests' parametrization)."""
+    from kernel_harness.core.errors import UsageError
+    from kernel_harness.spec.registry import family_names, load_family_modules
+
+    try:
+        load_family_modules(config.getoption("--kh-family-module"))
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
+    return family_names()
+
+
 @pytest.fixture(scope="session")
 def kh_families(request: pytest.FixtureRequest) -> list[str]:
     """Families selected with ``--kh-family`` (all registered ones if none)."""
-    from kernel_harness.spec.registry import family_names
-
-    chosen = request.config.getoption("--kh-family") or family_names()
-    unknown = sorted(set(chosen) - set(family_names()))
+    known = family_names_for(request.config)
+    chosen = request.config.getoption("--kh-family") or known
+    unknown = sorted(set(chosen) - set(known))
     if unknown:
-        raise pytest.UsageError(f"unknown --kh-family {unknown}; known: {family_names()}")
+        raise pytest.UsageError(f"unknown --kh-family {unknown}; known: {known}")
     return chosen

@@ -1,15 +1,17 @@
-"""Shared helpers for the property tests: one parametrization over the registry."""
+"""Shared helpers for the property tests: one parametrization over the registry
+(built-in families, entry-point families and ``--kh-family-module`` ones)."""
 
 from __future__ import annotations
 
 import pytest
 
-from kernel_harness.spec.registry import family_names, get_family
+from kernel_harness.plugin import family_names_for
+from kernel_harness.spec.registry import get_family
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "family_name" in metafunc.fixturenames:
-        metafunc.parametrize("family_name", family_names())
+        metafunc.parametrize("family_name", family_names_for(metafunc.config))
 
 
 @pytest.fixture

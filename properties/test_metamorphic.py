@@ -18,11 +18,11 @@ NAMES = [*METAMORPHIC_PROPERTIES, "lowers-for-tpu"]
 
 
 @pytest.mark.parametrize("prop_name", NAMES)
-def test_metamorphic(family, prop_name, kh_backend, kh_impls):
+def test_metamorphic(family, prop_name, kh_backend, kh_impls, kh_profile):
     impl, spec = kh_impls.get(family.name, (None, None))
     try:
         prop = PROPERTIES[prop_name](family, backend=kh_backend, impl=impl, impl_spec=spec)
     except PropertyNotApplicable as e:
         pytest.skip(str(e))
-    current = hypothesis.settings.default
-    hypothesis.settings(current, max_examples=example_cap(prop, current.max_examples))(prop)()
+    cap = example_cap(prop, kh_profile.max_examples)
+    hypothesis.settings(kh_profile, max_examples=cap)(prop)()

@@ -26,18 +26,40 @@ from kernel_harness.cli import (
     shard,
 )
 from kernel_harness.core.errors import UsageError
+from kernel_harness.spec import registry
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``kernel-harness``."""
     parser = argparse.ArgumentParser(
-        prog="kernel-harness", description="A correctness harness for JAX Pallas kernels."
+        prog="kernel-harness", description="A correctness harness for JAX Pallas kernels.",
+        parents=[_family_module_parser(add_help=False)],
     )
     sub = parser.add_subparsers(dest="command", required=True)
     listing.add_parsers(sub)
     for module in (check, repro, golden, gate, mutate, lower, bad_input, shard, bench):
         module.add_parser(sub)
     return parser
+
+
+def _family_module_parser(add_help: bool) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=add_help)
+    parser.add_argument(
+        "--family-module", action="append", default=[], metavar="MODULE",
+        help="import MODULE and register the Family objects it declares (an out-of-tree "
+        "family); allowed anywhere on the command line, repeatable",
+    )
+    return parser
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parses a ``kernel-harness`` command line. ``--family-module MODULE`` may appear
+    anywhere (before or after the subcommand) and applies to every subcommand."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    known, rest = _family_module_parser(add_help=False).parse_known_args(argv)
+    args = build_parser().parse_args(rest)
+    args.family_module = known.family_module
+    return args
 
 
 COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": check.run,
@@ -48,9 +70,9 @@ COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": che
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kernel-harness`` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     try:
+        registry.load_family_modules(args.family_module)
         return COMMANDS[args.command](args)
     except UsageError as e:
         print(f"kernel-harness: error: {e}", file=sys.stderr)

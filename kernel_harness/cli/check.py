@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import argparse
 import traceback
+from pathlib import Path
 from typing import Any
 
 import jax
 
 from kernel_harness.checks.properties import PROPERTIES, Observer, PropertyOutcome, run_property
-from kernel_harness.cli import common
+from kernel_harness.cli import common, plot, results, watch
 from kernel_harness.core.backends import BACKEND_NAMES, BackendUnavailable
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run import diagnostics, report
-from kernel_harness.run.profiles import PROFILE_NAMES
+from kernel_harness.run.profiles import PROFILE_NAMES, short_name
 from kernel_harness.run.runner import ensure_supported
+from kernel_harness.spec import registry
 from kernel_harness.spec.impl import load_impl
 
 
@@ -33,6 +35,18 @@ def add_parser(sub: Any) -> None:
     check.add_argument(
         "--property", action="append", choices=list(PROPERTIES), help="only these properties"
     )
+    check.add_argument("--json", type=Path, default=None, metavar="PATH",
+                       help="write machine-readable results (schema: check-results-v1.json)")
+    check.add_argument("--junit", type=Path, default=None, metavar="PATH",
+                       help="write JUnit XML, one testcase per family x property")
+    check.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                       help="per-example limit on the kernel run (a hang is a FAIL and the run "
+                       "goes on); runs each family in a worker process; nightly: 900, 0: off")
+    check.add_argument("--progress-every", type=float, default=30.0, metavar="SECONDS",
+                       help="print progress (examples, rate, failures) at most this often")
+    check.add_argument("--plot-dir", type=Path, default=None, metavar="DIR",
+                       help="a picture of each failing case: DIR/FAMILY-PROPERTY.png")
+    check.add_argument("--heartbeat-file", default=None, help=argparse.SUPPRESS)
 
 
 def _print_outcome(outcome: PropertyOutcome) -> None:
@@ -60,6 +74,67 @@ def _collapse_skips(skips: list[list[Any]]) -> list[list[Any]]:
     return out
 
 
+def _write_results(args: argparse.Namespace, backend: Any, outcomes: list[PropertyOutcome],
+                   not_applicable: list[list[Any]], skipped: list[Any],
+                   records: list[dict[str, Any]] | None = None) -> None:
+    if args.json is None and args.junit is None:
+        return
+    if records is None:
+        records = [results.outcome_record(o) for o in outcomes]
+        records += [results.skip_record(r[0], r[1], backend.name, r[-1][len("SKIP ("):-1])
+                    for r in not_applicable]
+    records = records + [results.skip_record(f.name, "-", backend.name, why)
+                         for f, why in skipped]
+    env = results.environment(backend, profile=args.profile, seed=args.seed,
+                              max_examples=args.max_examples, impl=args.impl)
+    doc = results.document(env, records)
+    if args.json is not None:
+        results.write_json(args.json, doc)
+        print(f"results: {args.json} (JSON, schema version {results.SCHEMA_VERSION})")
+    if args.junit is not None:
+        results.write_junit(args.junit, doc)
+        print(f"results: {args.junit} (JUnit XML)")
+
+
+def _run_supervised(args: argparse.Namespace, runnable: list[Any], skipped: list[Any],
+                    backend: Any) -> int:
+    """``--timeout``: each family's properties in a worker process under the time limit."""
+    print(f"  (--timeout {args.timeout:g}s per example: each family runs in a worker process)")
+
+    def child_args(family: str) -> Any:
+        def build(props: list[str], heartbeat: str) -> list[str]:
+            argv = ["check", family, "--profile", args.profile, "--backend", backend.name,
+                    "--heartbeat-file", heartbeat, "--progress-every", str(args.progress_every)]
+            for flag, value in (("--max-examples", args.max_examples), ("--seed", args.seed),
+                                ("--impl", args.impl), ("--plot-dir", args.plot_dir)):
+                if value is not None:
+                    argv += [flag, str(value)]
+            return argv + [x for p in props for x in ("--property", p)]
+        return build
+
+    records: list[dict[str, Any]] = []
+    for fam in runnable:
+        records += watch.supervise_family(
+            fam.name, args.property or list(PROPERTIES), child_args=child_args(fam.name),
+            timeout=args.timeout, backend=backend.name, impl=args.impl,
+            extra_repro=registry.family_module_args(fam.name))
+    rows = [[r["family"], r["property"], r["backend"], r["examples"], r["passed_examples"],
+             r["examples"] - r["passed_examples"], f"{r['seconds']:.1f}s",
+             r["verdict"] if r["verdict"] != "SKIP" else f"SKIP ({r['reason']})"]
+            for r in records]
+    rows += [[f.name, "-", backend.name, 0, 0, 0, "-", f"SKIP ({why})"] for f, why in skipped]
+    print("\nall families (supervised):")
+    print(report.format_table(
+        ["family", "property", "backend", "examples", "passed", "failed", "time", "verdict"], rows
+    ))
+    _write_results(args, backend, [], [], skipped, records=records)
+    ran = [r for r in records if r["verdict"] != "SKIP"]
+    ok = bool(ran) and all(r["verdict"] == "PASS" for r in ran)
+    print(f"\n{'PASS' if ok else 'FAIL'}: {sum(r['verdict'] == 'PASS' for r in ran)}/{len(ran)} "
+          f"properties passed on backend {backend.name}")
+    return 0 if ok else 1
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness check``."""
     families = common.families(args.family)
@@ -70,6 +145,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--impl replaces one family's kernel: name exactly one family")
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError("--max-examples must be at least 1")
+    if args.timeout is None and short_name(args.profile) == "nightly":
+        args.timeout = 900.0
+    if args.plot_dir is not None:
+        plot.require_matplotlib()
+    if args.timeout is not None and args.timeout < 0:
+        raise UsageError("--timeout must be positive (0 turns the limit off)")
     runnable, skipped = [], []
     for fam in families:
         try:
@@ -83,24 +164,35 @@ def run(args: argparse.Namespace) -> int:
         f"kernel-harness check: backend {backend.name} ({backend.note}), profile {args.profile}, "
         f"jax {jax.__version__}, families {', '.join(f.name for f in runnable) or '-'}"
     )
+    if args.timeout and args.heartbeat_file is None:
+        return _run_supervised(args, runnable, skipped, backend)
     outcomes: list[PropertyOutcome] = []
     not_applicable: list[list[Any]] = []
     for fam in runnable:
         for name in args.property or list(PROPERTIES):
             observer = Observer()
+            watched = watch.instrument(fam, name, heartbeat=args.heartbeat_file, progress=watch.
+                                       Progress(fam.name, name, observer, args.progress_every))
             try:
                 prop = PROPERTIES[name](
-                    fam, backend=backend, impl=impl, impl_spec=args.impl, observer=observer
+                    watched, backend=backend, impl=impl, impl_spec=args.impl, observer=observer
                 )
             except PropertyNotApplicable as e:
                 not_applicable.append([fam.name, name, backend.name, 0, 0, 0, "-", f"SKIP ({e})"])
+                watch.emit_record(args.heartbeat_file,
+                                  results.skip_record(fam.name, name, backend.name, str(e)))
                 print(f"  {fam.name:<12} {name:<20} SKIP (not applicable: {e})", flush=True)
                 continue
             outcome = run_property(
-                name, fam, prop, backend=backend, observer=observer, profile=profile,
+                name, watched, prop, backend=backend, observer=observer, profile=profile,
                 max_examples=args.max_examples, seed=args.seed,
             )
+            watch.emit_record(args.heartbeat_file, results.outcome_record(outcome))
             outcomes.append(outcome)
+            failed = outcome.observer.last_failure
+            if args.plot_dir is not None and not outcome.passed and failed is not None:
+                path = args.plot_dir / f"{fam.name}-{name}.png"
+                print(f"  picture: {plot.plot_case(fam, failed.case, backend, impl, path)}")
             _print_outcome(outcome)
             print(
                 f"  {fam.name:<12} {name:<20} {'PASS' if outcome.passed else 'FAIL'} "
@@ -128,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
     ))
     if backend.name == "tpu-interpret":
         print(diagnostics.summary_line())
+    _write_results(args, backend, outcomes, not_applicable, skipped)
     ok = all(o.passed for o in outcomes) and bool(outcomes)
     print(f"\n{'PASS' if ok else 'FAIL'}: {sum(o.passed for o in outcomes)}/{len(outcomes)} "
           f"properties passed on backend {backend.name}")

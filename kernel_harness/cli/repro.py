@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
-from kernel_harness.cli import common
+from kernel_harness.cli import common, plot
 from kernel_harness.core.backends import BackendUnavailable
 from kernel_harness.core.errors import UsageError
 from kernel_harness.run import report
@@ -20,6 +21,8 @@ def add_parser(sub: Any) -> None:
     repro.add_argument("--case", required=True, help="the case as one JSON line")
     repro.add_argument("--backend", default="interpret")
     repro.add_argument("--impl", default=None)
+    repro.add_argument("--plot", type=Path, default=None, metavar="PATH.png",
+                       help="draw where the error lives (needs the [plot] extra: matplotlib)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +38,11 @@ def run(args: argparse.Namespace) -> int:
         ensure_supported(fam, backend)
     except BackendUnavailable as e:
         raise UsageError(str(e)) from None
+    if args.plot is not None:
+        plot.require_matplotlib()  # before the run: a missing extra is one line, not a late crash
     result = check_case(fam, case, backend, impl, impl_spec=args.impl)
+    if args.plot is not None:
+        print(f"picture: {plot.plot_case(fam, case, backend, impl, args.plot)}")
     if result.passed:
         print(f"PASS {fam.name} on {backend.name}: {case!r}")
         print(report.stats_table(result.verdicts))

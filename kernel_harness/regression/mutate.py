@@ -33,7 +33,7 @@ from typing import Any
 
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.mutant import Mutant, StaleMutant, apply
-from kernel_harness.spec.registry import BUILTIN_FAMILIES
+from kernel_harness.spec.registry import UnknownFamily, family_target
 
 #: Columns of the matrix next to the properties: the stored golden cases, and the
 #: accuracy gate on the same cases (errors against the recorded baseline).
@@ -54,9 +54,10 @@ def load_catalog(family_name: str, spec: str | None = None) -> list[Mutant]:
     """The mutants of a family: ``spec`` (``MODULE:ATTR``) or the ``mutants`` module next to
     the family's registered module."""
     if spec is None:
-        target = BUILTIN_FAMILIES.get(family_name)
-        if target is None:
-            raise ValueError(f"unknown family {family_name!r}")
+        try:
+            target = family_target(family_name)
+        except UnknownFamily:
+            raise ValueError(f"unknown family {family_name!r}") from None
         spec = target.partition(":")[0].rpartition(".")[0] + ".mutants:MUTANTS"
     module, _, attr = spec.partition(":")
     try:
@@ -288,7 +289,7 @@ def run_one(
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kh-mutant-") as tmp:
         config: dict[str, Any] = {
-            "family_target": BUILTIN_FAMILIES[family_name], "mutant": name,
+            "family_target": family_target(family_name), "mutant": name,
             "properties": list(properties), "backend": backend, "profile": profile,
             "max_examples": max_examples, "golden": golden, "first_kill": first_kill,
             "golden_root": str(golden_root) if golden_root else None,

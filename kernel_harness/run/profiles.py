@@ -1,15 +1,26 @@
-"""Hypothesis profiles shared by pytest (``--hypothesis-profile``) and the CLI (``--profile``).
+"""Hypothesis profiles shared by pytest and the CLI (``--profile``).
 
 ``dev``: a quick look while editing. ``ci``: derandomized, no deadline, a
 bounded number of examples so the suite fits its time budget on 2 cores.
 ``nightly``: many examples from a random seed, on accelerators overnight.
+
+The harness is a guest in other people's test runs: importing this module
+registers nothing and loads nothing. The profiles' Hypothesis names are
+namespaced (``kernel-harness-ci``...) so they cannot collide with a project's
+own ``ci`` profile; the harness applies them to its own properties
+(:func:`pytest_profile` maps pytest's options to one) and never touches
+``settings.default``.
 """
 
 from __future__ import annotations
 
 from hypothesis import HealthCheck, Phase, settings
 
+#: Short names, as ``kernel-harness check --profile`` and ``--kh-profile`` take them.
 PROFILE_NAMES: tuple[str, ...] = ("dev", "ci", "nightly")
+
+#: Prefix of the Hypothesis profile names (``kernel-harness-ci``).
+HYPOTHESIS_PREFIX = "kernel-harness-"
 
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
@@ -33,17 +44,51 @@ _PROFILES = {
 }
 
 
+def hypothesis_name(short: str) -> str:
+    """The namespaced Hypothesis profile name of harness profile ``short`` (``ci`` ->
+    ``kernel-harness-ci``)."""
+    return HYPOTHESIS_PREFIX + short
+
+
+def short_name(name: str) -> str | None:
+    """``ci`` for ``ci`` or ``kernel-harness-ci``; None when ``name`` is no harness profile."""
+    if name.startswith(HYPOTHESIS_PREFIX):
+        name = name[len(HYPOTHESIS_PREFIX):]
+    return name if name in _PROFILES else None
+
+
 def register_profiles() -> None:
-    """Registers the harness profiles with Hypothesis (idempotent)."""
+    """Registers the namespaced profiles (``kernel-harness-dev|ci|nightly``) with
+    Hypothesis (idempotent). Never registers a bare ``ci`` and never loads a profile."""
     for name, profile in _PROFILES.items():
-        settings.register_profile(name, profile)
+        settings.register_profile(hypothesis_name(name), profile)
 
 
 def get_profile(name: str) -> settings:
-    """The settings of profile ``name``; an unknown name is a clear ValueError."""
-    if name not in _PROFILES:
+    """The settings of harness profile ``name`` (``ci`` or ``kernel-harness-ci``);
+    an unknown name is a clear ValueError."""
+    short = short_name(name)
+    if short is None:
         raise ValueError(f"unknown profile {name!r}; choose one of: {', '.join(PROFILE_NAMES)}")
-    return _PROFILES[name]
+    return _PROFILES[short]
 
 
-register_profiles()
+def pytest_profile(kh_profile: str | None, hypothesis_profile: str | None) -> str:
+    """The harness profile the pytest properties run under (a short name).
+
+    ``--kh-profile P`` wins; else ``--hypothesis-profile NAME`` when NAME is a harness
+    profile (``ci`` or ``kernel-harness-ci``; the project's own ``ci`` still applies to
+    its own tests); else ``dev``. An unknown ``--kh-profile`` is a ValueError.
+    """
+    if kh_profile:
+        short = short_name(kh_profile)
+        if short is None:
+            raise ValueError(
+                f"unknown --kh-profile {kh_profile!r}; choose one of: {', '.join(PROFILE_NAMES)}"
+            )
+        return short
+    if hypothesis_profile:
+        short = short_name(hypothesis_profile)
+        if short is not None:
+            return short
+    return "dev"

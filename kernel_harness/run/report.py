@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from kernel_harness.core.tolerance import Verdict
 from kernel_harness.run.runner import CaseResult
+from kernel_harness.spec import registry
 
 PREFIX = "[kernel-harness]"
 
@@ -28,6 +29,7 @@ def repro_command(result: CaseResult) -> str:
     ]
     if result.impl_spec:
         parts += ["--impl", result.impl_spec]
+    parts += registry.family_module_args(result.family)
     return shlex.join(parts)
 
 

@@ -1,14 +1,35 @@
-"""The registry of families: the built-in ones, found by name, imported lazily.
+"""The registry of families: built-in, out-of-tree, found by name, imported lazily.
 
-Adding a family is one folder under ``kernel_harness/families`` and one line in
-:data:`BUILTIN_FAMILIES`.
+Three sources, all treated alike by every command and by the pytest properties:
+
+- the built-in families (:data:`BUILTIN_FAMILIES`);
+- installed packages declaring an entry point in the group ``kernel_harness.families``
+  (``name = "package.module:FAMILY"``; see ``examples/rmsnorm_family``);
+- modules named with ``--family-module MODULE`` (CLI), ``--kh-family-module`` (pytest) or
+  ``$KERNEL_HARNESS_FAMILY_MODULES`` (comma-separated), registered by
+  :func:`load_family_modules`: every module-level :class:`Family` counts. Loading one
+  adds it to that variable, so child processes (``shard``, ``mutate``) see it too.
+
+A name declared twice (an out-of-tree family named like a built-in, or two
+packages) is an error naming both, never a silent override.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import os
+import sys
+from collections.abc import Sequence
 
+from kernel_harness.core.errors import UsageError
 from kernel_harness.spec.family import Family
+
+#: Entry point group through which installed packages declare families.
+ENTRY_POINT_GROUP = "kernel_harness.families"
+
+#: Environment variable naming family modules (comma-separated), inherited by children.
+FAMILY_MODULES_ENV = "KERNEL_HARNESS_FAMILY_MODULES"
 
 
 class UnknownFamily(KeyError):
@@ -29,19 +50,115 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "gpu-paged": "kernel_harness.families.gpu_paged.family:FAMILY",
 }
 
+# Families registered by load_family_modules (explicit calls only; empty at import).
+_from_modules: dict[str, str] = {}
+_loaded_modules: set[str] = set()
+
+
+def _env_modules() -> list[str]:
+    return [m.strip() for m in os.environ.get(FAMILY_MODULES_ENV, "").split(",") if m.strip()]
+
+
+def _entry_point_families() -> dict[str, str]:
+    found: dict[str, str] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in found and found[ep.name] != ep.value:
+            raise UsageError(
+                f"family {ep.name!r} is declared twice in entry point group "
+                f"{ENTRY_POINT_GROUP!r}: {found[ep.name]} and {ep.value}"
+            )
+        found[ep.name] = ep.value
+    return found
+
+
+def _registered() -> dict[str, str]:
+    """name -> target over every source, refusing a name declared twice."""
+    pending = [m for m in _env_modules() if m not in _loaded_modules]
+    if pending:
+        load_family_modules(pending)
+    merged = dict(BUILTIN_FAMILIES)
+    for source, extra in (("entry point", _entry_point_families()),
+                          ("--family-module", _from_modules)):
+        for name, target in extra.items():
+            if name in merged and merged[name] != target:
+                raise UsageError(
+                    f"family {name!r} from {source} {target} clashes with the family of the "
+                    f"same name at {merged[name]}; rename one of them"
+                )
+            merged[name] = target
+    return merged
+
 
 def family_names() -> list[str]:
-    """Names of the registered families, in registry order."""
-    return list(BUILTIN_FAMILIES)
+    """Names of the registered families: built-ins first, then out-of-tree ones."""
+    return list(_registered())
+
+
+def family_target(name: str) -> str:
+    """``module:attribute`` of the registered family ``name`` (child processes import it)."""
+    try:
+        return _registered()[name]
+    except KeyError:
+        raise UnknownFamily(
+            f"unknown family {name!r}; known families: {', '.join(_registered())}"
+        ) from None
+
+
+def import_target(target: str) -> Family:
+    """Imports the :class:`Family` at ``module:attribute``; anything else is a UsageError."""
+    module, _, attr = target.partition(":")
+    try:
+        obj = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise UsageError(f"family at {target} does not import: {type(e).__name__}: {e}") from e
+    if not isinstance(obj, Family):
+        raise UsageError(f"{target} is a {type(obj).__name__}, not a kernel_harness Family")
+    return obj
 
 
 def get_family(name: str) -> Family:
     """The registered family ``name``; an unknown name is :class:`UnknownFamily`."""
-    try:
-        target = BUILTIN_FAMILIES[name]
-    except KeyError:
-        raise UnknownFamily(
-            f"unknown family {name!r}; known families: {', '.join(BUILTIN_FAMILIES)}"
-        ) from None
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+    return import_target(family_target(name))
+
+
+def load_family_modules(modules: Sequence[str]) -> list[str]:
+    """Imports each module (the working directory is importable, as for ``--impl``) and
+    registers every module-level :class:`Family` in it; returns the names registered.
+    A module that does not import or declares no Family is a UsageError."""
+    names = []
+    for module_name in modules:
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as e:  # noqa: BLE001 - any import failure is the user's to see
+            raise UsageError(
+                f"--family-module {module_name}: cannot import it: {type(e).__name__}: {e}"
+            ) from None
+        found = {attr: obj for attr, obj in vars(module).items() if isinstance(obj, Family)}
+        if not found:
+            raise UsageError(
+                f"--family-module {module_name}: the module defines no kernel_harness Family "
+                "at module level (e.g. FAMILY = Family(...))"
+            )
+        for attr, family in found.items():
+            target = f"{module_name}:{attr}"
+            builtin = BUILTIN_FAMILIES.get(family.name)
+            if builtin is not None and builtin != target:
+                raise UsageError(
+                    f"--family-module {module_name}: family {family.name!r} clashes with the "
+                    f"built-in family of that name; rename it"
+                )
+            _from_modules[family.name] = target
+            names.append(family.name)
+        _loaded_modules.add(module_name)
+        if module_name not in _env_modules():
+            os.environ[FAMILY_MODULES_ENV] = ",".join([*_env_modules(), module_name])
+    return names
+
+
+def family_module_args(name: str) -> list[str]:
+    """``["--family-module", MODULE]`` when family ``name`` came from a module (so a printed
+    repro command finds it again); ``[]`` for built-in and entry-point families."""
+    target = _from_modules.get(name)
+    return [] if target is None else ["--family-module", target.partition(":")[0]]

@@ -1,0 +1,165 @@
+"""Machine-readable results of ``kernel-harness check``: ``--json PATH`` and ``--junit PATH``.
+
+The JSON document follows ``kernel_harness/schemas/check-results-v1.json``
+(``schema_version`` 1; a field is only ever added in a later version, never renamed).
+The JUnit XML has one ``<testcase>`` per family x property (classname = family, name =
+property), with ``<failure>`` (outputs outside tolerance), ``<error>`` (the kernel or the
+harness raised) or ``<skipped>``. It is written with :mod:`xml.etree` rather than a
+library: the format is a dozen elements, and a guest package should not add a runtime
+dependency to its users' environments for that (``junitparser``, maintained, is in the
+dev extras and parses the output in the tests).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.metadata
+import json
+import math
+import platform
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from kernel_harness.checks.properties import PropertyOutcome
+from kernel_harness.core.backends import Backend
+from kernel_harness.run import report
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "check-results-v1.json"
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def environment(backend: Backend, *, profile: str, seed: int | None,
+                max_examples: int | None, impl: str | None) -> dict[str, Any]:
+    """What ran: versions, backend and its device, profile, seed."""
+    try:
+        device_kind = backend.device.device_kind
+    except RuntimeError:  # pragma: no cover - the backend was resolved, so it exists
+        device_kind = None
+    return {
+        "kernel_harness": _version("kernel-harness"), "jax": jax.__version__,
+        "jaxlib": _version("jaxlib"), "python": platform.python_version(),
+        "backend": backend.name, "backend_note": backend.note, "platform": backend.platform,
+        "device_kind": device_kind, "profile": profile, "seed": seed,
+        "max_examples": max_examples, "impl": impl,
+    }
+
+
+def _number(x: float) -> float | str:
+    """JSON has no NaN/Inf: those become the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
+    x = float(x)
+    return x if math.isfinite(x) else str(x)
+
+
+def _failure(outcome: PropertyOutcome) -> dict[str, Any] | None:
+    result = outcome.observer.last_failure
+    if result is None:
+        return None
+    outputs = []
+    for v in result.verdicts:
+        s = v.stats
+        outputs.append({
+            "output": s.output, "dtype": result.case.dtype, "shape": list(s.shape),
+            "axes": list(s.axes), "passed": v.passed, "problems": list(v.problems),
+            "tolerance": v.tolerance.max_rel_err, "tolerance_reason": v.tolerance.reason,
+            "max_abs_err": _number(s.max_abs_err), "max_rel_err": _number(s.max_rel_err),
+            "scale": _number(s.scale), "mismatch_fraction": _number(s.mismatch_fraction),
+            "compared": s.compared, "nan_actual": s.nan_actual, "inf_actual": s.inf_actual,
+            "nan_expected": s.nan_expected, "inf_expected": s.inf_expected,
+            "worst_location": s.worst_location, "worst_index": list(s.worst_index),
+            "worst_actual": _number(s.worst_actual), "worst_expected": _number(s.worst_expected),
+        })
+    return {
+        "case": dataclasses.asdict(result.case), "case_json": result.case.to_json(),
+        "impl": result.impl, "summary": [report.summary_line(result, v) for v in result.failures],
+        "outputs": outputs, "excluded": dict(result.excluded),
+        "repro": report.repro_command(result),
+    }
+
+
+def outcome_record(outcome: PropertyOutcome) -> dict[str, Any]:
+    """One property's record: verdict (PASS, FAIL or ERROR), examples, time, events, and the
+    failing case with per-output statistics and its repro command."""
+    obs = outcome.observer
+    failure = None if outcome.passed else _failure(outcome)
+    verdict = "PASS" if outcome.passed else ("FAIL" if failure is not None else "ERROR")
+    error = None
+    if outcome.error is not None:
+        error = {"type": type(outcome.error).__name__, "message": str(outcome.error)}
+    return {
+        "family": outcome.family, "property": outcome.prop, "backend": outcome.backend.name,
+        "verdict": verdict, "examples": obs.examples, "passed_examples": obs.passed,
+        "seconds": round(outcome.wall_seconds, 3), "events": dict(sorted(obs.events.items())),
+        "failure": failure, "error": error, "reason": None,
+    }
+
+
+def skip_record(family: str, prop: str, backend: str, reason: str) -> dict[str, Any]:
+    """A property (or ``-`` for a whole family) that did not run, with the reason."""
+    return {"family": family, "property": prop, "backend": backend, "verdict": "SKIP",
+            "examples": 0, "passed_examples": 0, "seconds": 0.0, "events": {},
+            "failure": None, "error": None, "reason": reason}
+
+
+def document(env: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The whole JSON document (schema version :data:`SCHEMA_VERSION`)."""
+    ran = [r for r in records if r["verdict"] != "SKIP"]
+    counts = {v: sum(r["verdict"] == v for r in records) for v in ("PASS", "FAIL", "ERROR", "SKIP")}
+    return {
+        "schema": "kernel-harness/check-results", "schema_version": SCHEMA_VERSION,
+        "environment": env, "properties": records,
+        "summary": {**{k.lower(): n for k, n in counts.items()},
+                    "ok": bool(ran) and all(r["verdict"] == "PASS" for r in ran)},
+    }
+
+
+def write_json(path: Path, doc: dict[str, Any]) -> None:
+    """Writes the document (strict JSON: no NaN)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+
+
+def write_junit(path: Path, doc: dict[str, Any]) -> None:
+    """One ``<testsuite>`` per family, one ``<testcase>`` per family x property."""
+    root = ET.Element("testsuites", name="kernel-harness check")
+    env = doc["environment"]
+    by_family: dict[str, list[dict[str, Any]]] = {}
+    for r in doc["properties"]:
+        by_family.setdefault(r["family"], []).append(r)
+    for family, records in by_family.items():
+        suite = ET.SubElement(root, "testsuite", name=family, tests=str(len(records)),
+                              failures=str(sum(r["verdict"] == "FAIL" for r in records)),
+                              errors=str(sum(r["verdict"] == "ERROR" for r in records)),
+                              skipped=str(sum(r["verdict"] == "SKIP" for r in records)),
+                              time=f"{sum(r['seconds'] for r in records):.3f}")
+        props = ET.SubElement(suite, "properties")
+        for key in ("backend", "jax", "jaxlib", "device_kind", "profile", "seed"):
+            ET.SubElement(props, "property", name=key, value=str(env[key]))
+        for r in records:
+            case = ET.SubElement(suite, "testcase", classname=family, name=r["property"],
+                                 time=f"{r['seconds']:.3f}")
+            if r["verdict"] == "FAIL":
+                f = r["failure"]
+                node = ET.SubElement(case, "failure", message=f["summary"][0] if f["summary"]
+                                     else "outputs outside tolerance", type="HarnessFailure")
+                node.text = "\n".join([*f["summary"], f"reproduce: {f['repro']}"])
+            elif r["verdict"] == "ERROR":
+                node = ET.SubElement(case, "error", message=r["error"]["message"][:500],
+                                     type=r["error"]["type"])
+                node.text = r["error"]["message"]
+            elif r["verdict"] == "SKIP":
+                ET.SubElement(case, "skipped", message=r["reason"])
+            out = ET.SubElement(case, "system-out")
+            out.text = f"{r['examples']} examples; events: " + ", ".join(
+                f"{k}={v}" for k, v in r["events"].items())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
