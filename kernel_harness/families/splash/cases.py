@@ -1,23 +1,9 @@
-"""Splash attention cases: the description and the strategy drawing it (the mask
-language is in :mod:`kernel_harness.families.splash.masks`).
+"""Splash attention cases: the frozen, readable description of one example.
 
-A mask is a short string in a tiny expression language, one per head or one
-shared by all heads::
-
-    full                              every query sees every key
-    causal(offset=0)                  key <= query + offset
-    local(left=64, right=0, offset=0) query + offset - left <= key <= query + offset + right
-                                      (left/right None: unbounded on that side)
-    chunked(chunk=128)                same chunk (index // chunk) and key <= query
-    random(seed=3, density=0.5)       element-wise Bernoulli(density) numpy mask
-    boxes(seed=3, count=4)            numpy mask: the query range cut into ``count``
-                                      row bands, each seeing one random key interval
-    numpy(causal(offset=1))           the inner mask handed to the kernel as a dense
-                                      numpy array (the partial-mask-block path)
-    a & b,  a | b                     logical and / or of two masks
-
-Segments are run-length tuples of ``(segment id, run length)``, e.g.
-``((2, 2), (0, 3), (1, 1), (2, 1))`` is the id sequence ``[2, 2, 0, 0, 0, 1, 2]``.
+Masks are strings in the mask language of :mod:`kernel_harness.families.splash.masks`
+(one per head or one shared by all heads); segments are run-length tuples of
+``(segment id, run length)``. The strategy drawing cases is in
+:mod:`kernel_harness.families.splash.strategy`.
 """
 
 from __future__ import annotations
