@@ -12,6 +12,7 @@ from kernel_harness.core.compare import OutputStats, compare
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, Verdict, judge
 from kernel_harness.run.runner import CaseResult, check_case
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.narrow import without
 from kernel_harness.spec.registry import UnknownFamily, family_names, get_family
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "hstu_attention",
     "judge",
     "resolve_backend",
+    "without",
 ]
 
 

@@ -1,7 +1,9 @@
 """The pytest plugin (``pytest11`` entry point): options and fixtures.
 
 Options: ``--kh-backend`` (default ``interpret``), ``--kh-impl FAMILY=MODULE:ATTR``
-(repeatable), ``--kh-family`` (repeatable, restricts the families checked) and
+(repeatable), ``--kh-without FAMILY=FEATURE[,FEATURE]`` (repeatable: optional
+features the implementation lacks; an implementation's own ``kernel_harness_without``
+counts too), ``--kh-family`` (repeatable, restricts the families checked) and
 ``--force-regen`` (regenerate golden files; without it a missing golden fails).
 Hypothesis profiles (``dev``, ``ci``, ``nightly``) are registered on import,
 so ``--hypothesis-profile ci`` works; without it the ``dev`` profile is used.
@@ -28,6 +30,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kh-impl", action="append", default=[], metavar="FAMILY=MODULE:ATTR",
         help="replace a family's kernel with your own implementation",
+    )
+    group.addoption(
+        "--kh-without", action="append", default=[], metavar="FAMILY=FEATURE[,FEATURE]",
+        help="optional family features your implementation lacks (never drawn)",
     )
     group.addoption(
         "--kh-family", action="append", default=[], metavar="FAMILY",
@@ -79,3 +85,19 @@ def kh_families(request: pytest.FixtureRequest) -> list[str]:
     if unknown:
         raise pytest.UsageError(f"unknown --kh-family {unknown}; known: {family_names()}")
     return chosen
+
+
+@pytest.fixture(scope="session")
+def kh_without(request: pytest.FixtureRequest) -> dict[str, frozenset[str]]:
+    """``{family: features}`` from ``--kh-without`` (checked when a family is narrowed)."""
+    from kernel_harness.spec.narrow import parse_features
+
+    out: dict[str, frozenset[str]] = {}
+    for item in request.config.getoption("--kh-without"):
+        family, sep, features = item.partition("=")
+        if not sep or not features:
+            raise pytest.UsageError(
+                f"--kh-without must look like FAMILY=FEATURE[,FEATURE], got {item!r}"
+            )
+        out[family] = out.get(family, frozenset()) | parse_features(features)
+    return out

@@ -11,14 +11,28 @@ from typing import Any
 
 import jax
 
-from kernel_harness.checks.properties import PROPERTIES, Observer, PropertyOutcome, run_property
+from kernel_harness.checks.properties import (
+    PROPERTIES,
+    HarnessFailure,
+    Observer,
+    PropertyOutcome,
+    run_property,
+)
 from kernel_harness.cli import common
 from kernel_harness.core.backends import BACKEND_NAMES, BackendUnavailable
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run import diagnostics, report
+from kernel_harness.run.crash import KernelCrash
 from kernel_harness.run.profiles import PROFILE_NAMES
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec.impl import load_impl
+from kernel_harness.spec.narrow import (
+    adjust_tolerances,
+    declared_without,
+    describe_adjustments,
+    narrow,
+    parse_features,
+)
 
 
 def add_parser(sub: Any) -> None:
@@ -33,6 +47,26 @@ def add_parser(sub: Any) -> None:
     check.add_argument(
         "--property", action="append", choices=list(PROPERTIES), help="only these properties"
     )
+    common.add_adjustment_flags(check, without=True)
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for e in error.exceptions for leaf in _leaves(e)]
+    return [error]
+
+
+def _print_crashes(obs: Observer, crashes: list[KernelCrash]) -> None:
+    """One report per crash kind (the smallest example Hypothesis found), with a count."""
+    shown: dict[str, str] = {}
+    for leaf in crashes:
+        shown[leaf.crash.kind] = str(leaf)
+    for kind, (_, crash) in obs.crashes.items():
+        shown.setdefault(kind, crash.report())
+    for i, (kind, text) in enumerate(shown.items(), 1):
+        count = obs.crashes.get(kind, (0, None))[0]
+        print(f"--- crash kind {i} of {len(shown)}: {kind} ({count} examples) ---")
+        print(text)
 
 
 def _print_outcome(outcome: PropertyOutcome) -> None:
@@ -40,12 +74,31 @@ def _print_outcome(outcome: PropertyOutcome) -> None:
     if outcome.passed:
         return
     print(f"\n=== {outcome.family} / {outcome.prop} FAILED on {outcome.backend.name} ===")
-    if obs.last_failure is not None:
+    leaves = _leaves(outcome.error) if outcome.error is not None else []
+    failures = [e for e in leaves if isinstance(e, HarnessFailure)]
+    crashes = [e for e in leaves if isinstance(e, KernelCrash)]
+    others = [e for e in leaves if not isinstance(e, HarnessFailure | KernelCrash)]
+    for failure in failures:
+        print(str(failure))
+    if not failures and obs.last_failure is not None:
         print(report.failure_report(obs.last_failure))
-    else:
-        err = outcome.error
+    if crashes or obs.crashes:
+        _print_crashes(obs, crashes)
+    for err in others:
         print(f"{report.PREFIX} ERROR {outcome.family}: {type(err).__name__}: {err}")
         print("".join(traceback.format_exception(err, limit=-3)).rstrip())
+
+
+def _verdict(outcome: PropertyOutcome) -> str:
+    """PASS; FAIL (with the crash kinds); ERROR when no example failed yet the run did
+    not pass (a health check, a flaky test): never "passed 2, failed 1"."""
+    if outcome.passed:
+        return "PASS"
+    obs = outcome.observer
+    if obs.failed == 0:
+        return "ERROR"
+    kinds = len(obs.crashes)
+    return f"FAIL ({kinds} crash kind{'s' * (kinds != 1)})" if kinds else "FAIL"
 
 
 def _collapse_skips(skips: list[list[Any]]) -> list[list[Any]]:
@@ -70,6 +123,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--impl replaces one family's kernel: name exactly one family")
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError("--max-examples must be at least 1")
+    without = parse_features(args.without) | declared_without(impl)
+    families = [
+        adjust_tolerances(narrow(f, without), args.tolerance, args.tolerance_scale)
+        for f in families
+    ]
     runnable, skipped = [], []
     for fam in families:
         try:
@@ -83,6 +141,9 @@ def run(args: argparse.Namespace) -> int:
         f"kernel-harness check: backend {backend.name} ({backend.note}), profile {args.profile}, "
         f"jax {jax.__version__}, families {', '.join(f.name for f in runnable) or '-'}"
     )
+    for fam in runnable:
+        for line in describe_adjustments(fam):
+            print(f"  {fam.name}: {line}")
     outcomes: list[PropertyOutcome] = []
     not_applicable: list[list[Any]] = []
     for fam in runnable:
@@ -103,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             outcomes.append(outcome)
             _print_outcome(outcome)
             print(
-                f"  {fam.name:<12} {name:<20} {'PASS' if outcome.passed else 'FAIL'} "
+                f"  {fam.name:<12} {name:<20} {_verdict(outcome)} "
                 f"({outcome.observer.examples} examples, {outcome.wall_seconds:.1f}s)",
                 flush=True,
             )
@@ -115,9 +176,7 @@ def run(args: argparse.Namespace) -> int:
             print("  " + ", ".join(f"{k}={v}" for k, v in sorted(total.items())))
     rows = [
         [o.family, o.prop, o.backend.name, o.observer.examples, o.observer.passed,
-         o.observer.examples - o.observer.passed + (o.observer.last_failure is None
-                                                    and not o.passed),
-         f"{o.wall_seconds:.1f}s", "PASS" if o.passed else "FAIL"]
+         o.observer.failed, f"{o.wall_seconds:.1f}s", _verdict(o)]
         for o in outcomes
     ]
     rows += _collapse_skips(not_applicable)
@@ -128,6 +187,9 @@ def run(args: argparse.Namespace) -> int:
     ))
     if backend.name == "tpu-interpret":
         print(diagnostics.summary_line())
+    for fam in runnable:
+        for line in describe_adjustments(fam):
+            print(f"{fam.name}: {line}")
     ok = all(o.passed for o in outcomes) and bool(outcomes)
     print(f"\n{'PASS' if ok else 'FAIL'}: {sum(o.passed for o in outcomes)}/{len(outcomes)} "
           f"properties passed on backend {backend.name}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
-from kernel_harness.families.sdpa.cases import SdpaCase, sdpa_cases, sdpa_events
+from kernel_harness.families.sdpa.cases import OPTIONAL, SdpaCase, sdpa_cases, sdpa_events
 from kernel_harness.families.sdpa.kernel import IMPL_SIGNATURE, SDPA_BACKENDS, run, xla_sdpa
 from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
 from kernel_harness.families.sdpa.reference import reference
@@ -96,4 +96,5 @@ FAMILY = Family(
     events=sdpa_events,
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
+    optional=OPTIONAL,
 )
