@@ -92,3 +92,27 @@ def test_repro_accepts_the_tolerance_flags(capsys):
     code, out, _ = _run(capsys, *argv, "--tolerance", "y=0.05", "--tolerance", "dx=0.05")
     assert code == 0, out
     assert "NOT the family's defaults: --tolerance y=0.05 --tolerance dx=0.05" in out
+
+
+@pytest.mark.parametrize("name", registry.family_names())
+def test_describe_every_family(capsys, name):
+    from kernel_harness.spec.registry import get_family
+
+    fam = get_family(name)
+    code, out, _ = _run(capsys, "describe", name, "--samples", "2")
+    assert code == 0
+    assert out.startswith(f"{name}: {fam.summary}")
+    assert fam.impl_signature[:40] in out.replace("\n    ", " ")
+    for output in fam.output_axes:
+        assert f"  {output} " in out
+    for tol in fam.tolerances.entries.values():
+        assert tol.reason[:30] in out
+    assert "for example:" in out and "example adapter:" in out
+    assert "--impl my_impl:my_kernel" in out
+
+
+def test_describe_names_optional_features_and_list_prints_signatures(capsys):
+    code, out, _ = _run(capsys, "describe", "sdpa", "--samples", "0")
+    assert code == 0 and "  window           no local_window_size" in out
+    code, out, _ = _run(capsys, "list")
+    assert code == 0 and "sdpa: impl(query, key, value, bias=None" in out

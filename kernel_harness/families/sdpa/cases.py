@@ -218,7 +218,7 @@ def sdpa_cases(
     """Draws an :class:`SdpaCase`.
 
     Causal attention and q_len != kv_len are drawn 3 times in 4, every other option
-    half the time; an option, when on, when on, is drawn so that it
+    half the time; an option, when on, is drawn so that it
     changes what some row sees (a window narrower than the sequence, lengths shorter
     than it, a mask with False entries): an implementation ignoring an option fails.
     Shrinks towards float32, batch 1, equal lengths 16, 1 head, no options.
