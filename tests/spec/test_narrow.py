@@ -100,3 +100,20 @@ def test_every_family_declares_optional_features_its_strategy_accepts(name):
     # every name accepted together, and the strategy still draws
     find(fam.cases(without=frozenset(fam.optional)), lambda c: True,
          settings=settings(database=None))
+
+
+def test_splash_narrowed_draws_none_of_the_excluded_features():
+    from kernel_harness.families.splash.masks import parse_mask
+
+    fam = narrow(get_family("splash"), {"segments", "sinks", "soft-cap", "numpy-mask",
+                                        "per-head-masks", "layouts"})
+
+    @settings(max_examples=40, database=None, deadline=None)
+    @given(fam.cases())
+    def draws(case):
+        assert case.q_segments is None and not case.sinks and case.soft_cap is None
+        assert len(case.masks) == 1 and case.q_layout == case.k_layout == "head_dim_minor"
+        mask = case.masks[0]
+        assert mask == "full" or parse_mask(mask).kind in ("causal", "local", "chunked"), mask
+
+    draws()
