@@ -25,12 +25,22 @@ _NOT_OWN = (
 )
 
 
+def _own(error: BaseException) -> tuple[list[traceback.FrameSummary], bool]:
+    frames = traceback.extract_tb(error.__traceback__)
+    own = [f for f in frames if not any(p in f.filename for p in _NOT_OWN)]
+    return (own, True) if own else (frames, False)
+
+
 def own_frames(error: BaseException, limit: int = 3) -> list[traceback.FrameSummary]:
     """The last ``limit`` frames of ``error``'s traceback outside jax, numpy, Hypothesis
     and the harness (the kernel's own code); the last ``limit`` frames if none is."""
-    frames = traceback.extract_tb(error.__traceback__)
-    own = [f for f in frames if not any(p in f.filename for p in _NOT_OWN)]
-    return (own or frames)[-limit:]
+    return _own(error)[0][-limit:]
+
+
+def raised_in_implementation(error: BaseException) -> bool:
+    """Whether any frame of ``error``'s traceback is the implementation's own code (if
+    not, the harness, its adapter or jax raised: said so in the report)."""
+    return _own(error)[1]
 
 
 def crash_kind(error: BaseException) -> str:
@@ -74,7 +84,11 @@ class Crash:
     def report(self) -> str:
         """Summary line, where in the kernel's code, the case, and the repro command."""
         lines = [self.summary_line(), f"  impl:     {self.impl}", f"  case:     {self.case!r}"]
-        lines.append("  raised in (last frames of the implementation's code):")
+        if raised_in_implementation(self.error):
+            lines.append("  raised in (last frames of the implementation's code):")
+        else:
+            lines.append("  raised outside the implementation's code (the family's adapter, "
+                         "reference or jax; last frames):")
         lines += [f"    {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
                   for f in own_frames(self.error)]
         command = case_repro_command(
