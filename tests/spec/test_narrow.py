@@ -117,3 +117,15 @@ def test_splash_narrowed_draws_none_of_the_excluded_features():
         assert mask == "full" or parse_mask(mask).kind in ("causal", "local", "chunked"), mask
 
     draws()
+
+
+def test_flash_narrowed_draws_none_of_the_excluded_features():
+    fam = narrow(get_family("flash"), {"causal", "segments", "bias", "q-len-ne-kv-len"})
+
+    @settings(max_examples=30, database=None, deadline=None)
+    @given(fam.cases())
+    def draws(case):
+        assert not case.causal and not case.bias and case.q_segments is None
+        assert case.q_len == case.kv_len
+
+    draws()
