@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "UnknownFamily": "kernel_harness.spec.registry",
     "family_names": "kernel_harness.spec.registry",
     "get_family": "kernel_harness.spec.registry",
+    "without": "kernel_harness.spec.narrow",
     "Bench": "kernel_harness.spec.bench",
     "Timed": "kernel_harness.spec.bench",
     "BenchRow": "kernel_harness.checks.bench",

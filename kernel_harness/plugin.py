@@ -6,7 +6,9 @@ the harness, registers no Hypothesis profile and loads none. The fixtures
 import the harness when a harness test asks for them.
 
 Options: ``--kh-backend`` (default ``interpret``), ``--kh-impl FAMILY=MODULE:ATTR``
-(repeatable), ``--kh-family`` (repeatable, restricts the families checked),
+(repeatable), ``--kh-without FAMILY=FEATURE[,FEATURE]`` (repeatable: optional
+features the implementation lacks; an implementation's own ``kernel_harness_without``
+counts too), ``--kh-family`` (repeatable, restricts the families checked),
 ``--kh-family-module MODULE`` (repeatable, out-of-tree families),
 ``--kh-profile dev|ci|nightly`` and ``--force-regen`` (regenerate golden files).
 
@@ -36,6 +38,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--kh-impl", action="append", default=[], metavar="FAMILY=MODULE:ATTR",
         help="replace a family's kernel with your own implementation",
+    )
+    group.addoption(
+        "--kh-without", action="append", default=[], metavar="FAMILY=FEATURE[,FEATURE]",
+        help="optional family features your implementation lacks (never drawn)",
     )
     group.addoption(
         "--kh-family", action="append", default=[], metavar="FAMILY",
@@ -135,3 +141,19 @@ def kh_families(request: pytest.FixtureRequest) -> list[str]:
     if unknown:
         raise pytest.UsageError(f"unknown --kh-family {unknown}; known: {known}")
     return chosen
+
+
+@pytest.fixture(scope="session")
+def kh_without(request: pytest.FixtureRequest) -> dict[str, frozenset[str]]:
+    """``{family: features}`` from ``--kh-without`` (checked when a family is narrowed)."""
+    from kernel_harness.spec.narrow import parse_features
+
+    out: dict[str, frozenset[str]] = {}
+    for item in request.config.getoption("--kh-without"):
+        family, sep, features = item.partition("=")
+        if not sep or not features:
+            raise pytest.UsageError(
+                f"--kh-without must look like FAMILY=FEATURE[,FEATURE], got {item!r}"
+            )
+        out[family] = out.get(family, frozenset()) | parse_features(features)
+    return out

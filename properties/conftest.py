@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from kernel_harness.core.errors import UsageError
 from kernel_harness.plugin import family_names_for
+from kernel_harness.spec.narrow import declared_without, narrow
 from kernel_harness.spec.registry import get_family
 
 
@@ -15,11 +17,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def family(family_name: str, kh_families: list[str], kh_backend):
-    """The family under test, skipped with the reason when deselected or unsupported."""
+def family(family_name: str, kh_families: list[str], kh_backend, kh_impls, kh_without):
+    """The family under test, skipped with the reason when deselected or unsupported;
+    narrowed by ``--kh-without`` and by what a ``--kh-impl`` declares it lacks."""
     if family_name not in kh_families:
         pytest.skip(f"{family_name} not selected with --kh-family")
-    fam = get_family(family_name)
+    impl, _ = kh_impls.get(family_name, (None, None))
+    try:
+        fam = narrow(get_family(family_name),
+                     kh_without.get(family_name, frozenset()) | declared_without(impl))
+    except UsageError as e:
+        raise pytest.UsageError(str(e)) from None
     if kh_backend.name not in fam.backends:
         pytest.skip(f"{family_name} does not run on backend {kh_backend.name}")
     return fam

@@ -13,9 +13,10 @@ import hypothesis
 from hypothesis import given
 
 from kernel_harness.core.backends import Backend
+from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.report import failure_report
-from kernel_harness.run.runner import CaseResult, check_case, ensure_supported
+from kernel_harness.run.runner import CaseResult, check_case, ensure_supported, impl_name
 from kernel_harness.spec.family import Family
 
 
@@ -29,7 +30,8 @@ class HarnessFailure(AssertionError):
 
 @dataclasses.dataclass
 class Observer:
-    """Collects what a property run did: examples, events, failures, time."""
+    """Collects what a property run did: examples that ran (shrinking included), events
+    of those examples, failures, crashes grouped by kind, time."""
 
     examples: int = 0
     passed: int = 0
@@ -37,14 +39,29 @@ class Observer:
     last_failure: CaseResult | None = None
     last_error: BaseException | None = None
     seconds: float = 0.0
+    #: crash kind -> (examples that crashed that way, the latest such crash: after
+    #: shrinking, the smallest).
+    crashes: dict[str, tuple[int, Crash]] = dataclasses.field(default_factory=dict)
+
+    @property
+    def failed(self) -> int:
+        """Examples that ran and did not pass (wrong outputs or a crash)."""
+        return self.examples - self.passed
 
     def record(self, result: CaseResult) -> None:
+        """Counts one example that ran to a verdict."""
         self.examples += 1
         self.seconds += result.seconds
         if result.passed:
             self.passed += 1
         else:
             self.last_failure = result
+
+    def record_crash(self, crash: Crash) -> None:
+        """Counts one example whose implementation raised."""
+        self.examples += 1
+        count, _ = self.crashes.get(crash.kind, (0, crash))
+        self.crashes[crash.kind] = (count + 1, crash)
 
 
 def _note_events(family: Family, case: Any, observer: Observer | None) -> None:
@@ -71,11 +88,22 @@ def matches_reference(
 
     @given(case=family.cases())
     def prop(case: Any) -> None:
-        _note_events(family, case, observer)
         try:
             result = check_case(family, case, backend, impl, impl_spec=impl_spec)
         except TpuInterpretCannotRun as e:
             note_cannot_run(e, observer)
+            raise
+        except Exception as e:  # noqa: BLE001 - a crash is a failure, reported as one
+            crash = Crash(
+                family=family.name, case=case, backend=backend,
+                impl=impl_name(family.kernel if impl is None else impl), impl_spec=impl_spec,
+                adjustments=family.adjustments, error=e,
+            )
+            _note_events(family, case, observer)  # it ran, up to the crash
+            if observer is not None:
+                observer.record_crash(crash)
+            raise KernelCrash(crash) from e
+        _note_events(family, case, observer)
         if observer is not None:
             observer.record(result)
         if not result.passed:

@@ -17,6 +17,7 @@ from kernel_harness.cli import (
     bad_input,
     bench,
     check,
+    describe,
     gate,
     golden,
     listing,
@@ -37,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     listing.add_parsers(sub)
-    for module in (check, repro, golden, gate, mutate, lower, bad_input, shard, bench):
+    for module in (check, describe, repro, golden, gate, mutate, lower, bad_input, shard,
+                   bench):
         module.add_parser(sub)
     return parser
 
@@ -63,9 +65,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": check.run,
-            "repro": repro.run, "golden": golden.run, "gate": gate.run, "mutate": mutate.run,
-            "lower": lower.run, "bad-input": bad_input.run, "shard": shard.run,
-            "bench": bench.run}
+            "describe": describe.run, "repro": repro.run, "golden": golden.run,
+            "gate": gate.run, "mutate": mutate.run, "lower": lower.run,
+            "bad-input": bad_input.run, "shard": shard.run, "bench": bench.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

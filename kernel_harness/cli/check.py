@@ -12,15 +12,29 @@ from typing import Any
 
 import jax
 
-from kernel_harness.checks.properties import PROPERTIES, Observer, PropertyOutcome, run_property
+from kernel_harness.checks.properties import (
+    PROPERTIES,
+    HarnessFailure,
+    Observer,
+    PropertyOutcome,
+    run_property,
+)
 from kernel_harness.cli import common, plot, results, watch
 from kernel_harness.core.backends import BACKEND_NAMES, BackendUnavailable
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run import diagnostics, report
+from kernel_harness.run.crash import KernelCrash
 from kernel_harness.run.profiles import PROFILE_NAMES, short_name
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec import registry
 from kernel_harness.spec.impl import load_impl
+from kernel_harness.spec.narrow import (
+    adjust_tolerances,
+    declared_without,
+    describe_adjustments,
+    narrow,
+    parse_features,
+)
 
 
 def add_parser(sub: Any) -> None:
@@ -47,6 +61,26 @@ def add_parser(sub: Any) -> None:
     check.add_argument("--plot-dir", type=Path, default=None, metavar="DIR",
                        help="a picture of each failing case: DIR/FAMILY-PROPERTY.png")
     check.add_argument("--heartbeat-file", default=None, help=argparse.SUPPRESS)
+    common.add_adjustment_flags(check, without=True)
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for e in error.exceptions for leaf in _leaves(e)]
+    return [error]
+
+
+def _print_crashes(obs: Observer, crashes: list[KernelCrash]) -> None:
+    """One report per crash kind (the smallest example Hypothesis found), with a count."""
+    shown: dict[str, str] = {}
+    for leaf in crashes:
+        shown[leaf.crash.kind] = str(leaf)
+    for kind, (_, crash) in obs.crashes.items():
+        shown.setdefault(kind, crash.report())
+    for i, (kind, text) in enumerate(shown.items(), 1):
+        count = obs.crashes.get(kind, (0, None))[0]
+        print(f"--- crash kind {i} of {len(shown)}: {kind} ({count} examples) ---")
+        print(text)
 
 
 def _print_outcome(outcome: PropertyOutcome) -> None:
@@ -54,12 +88,31 @@ def _print_outcome(outcome: PropertyOutcome) -> None:
     if outcome.passed:
         return
     print(f"\n=== {outcome.family} / {outcome.prop} FAILED on {outcome.backend.name} ===")
-    if obs.last_failure is not None:
+    leaves = _leaves(outcome.error) if outcome.error is not None else []
+    failures = [e for e in leaves if isinstance(e, HarnessFailure)]
+    crashes = [e for e in leaves if isinstance(e, KernelCrash)]
+    others = [e for e in leaves if not isinstance(e, HarnessFailure | KernelCrash)]
+    for failure in failures:
+        print(str(failure))
+    if not failures and obs.last_failure is not None:
         print(report.failure_report(obs.last_failure))
-    else:
-        err = outcome.error
+    if crashes or obs.crashes:
+        _print_crashes(obs, crashes)
+    for err in others:
         print(f"{report.PREFIX} ERROR {outcome.family}: {type(err).__name__}: {err}")
         print("".join(traceback.format_exception(err, limit=-3)).rstrip())
+
+
+def _verdict(outcome: PropertyOutcome) -> str:
+    """PASS; FAIL (with the crash kinds); ERROR when no example failed yet the run did
+    not pass (a health check, a flaky test): never "passed 2, failed 1"."""
+    if outcome.passed:
+        return "PASS"
+    obs = outcome.observer
+    if obs.failed == 0:
+        return "ERROR"
+    kinds = len(obs.crashes)
+    return f"FAIL ({kinds} crash kind{'s' * (kinds != 1)})" if kinds else "FAIL"
 
 
 def _collapse_skips(skips: list[list[Any]]) -> list[list[Any]]:
@@ -85,8 +138,12 @@ def _write_results(args: argparse.Namespace, backend: Any, outcomes: list[Proper
                     for r in not_applicable]
     records = records + [results.skip_record(f.name, "-", backend.name, why)
                          for f, why in skipped]
+    # What was excluded: the --without flags and what the --impl declares it lacks.
+    adjustments = {"without": sorted(args.effective_without),
+                   "tolerance": list(args.tolerance), "tolerance_scale": args.tolerance_scale}
     env = results.environment(backend, profile=args.profile, seed=args.seed,
-                              max_examples=args.max_examples, impl=args.impl)
+                              max_examples=args.max_examples, impl=args.impl,
+                              adjustments=adjustments)
     doc = results.document(env, records)
     if args.json is not None:
         results.write_json(args.json, doc)
@@ -109,6 +166,10 @@ def _run_supervised(args: argparse.Namespace, runnable: list[Any], skipped: list
                                 ("--impl", args.impl), ("--plot-dir", args.plot_dir)):
                 if value is not None:
                     argv += [flag, str(value)]
+            argv += [x for w in args.without for x in ("--without", w)]
+            argv += [x for t in args.tolerance for x in ("--tolerance", t)]
+            if args.tolerance_scale is not None:
+                argv += ["--tolerance-scale", str(args.tolerance_scale)]
             return argv + [x for p in props for x in ("--property", p)]
         return build
 
@@ -151,6 +212,12 @@ def run(args: argparse.Namespace) -> int:
         plot.require_matplotlib()
     if args.timeout is not None and args.timeout < 0:
         raise UsageError("--timeout must be positive (0 turns the limit off)")
+    without = parse_features(args.without) | declared_without(impl)
+    args.effective_without = without
+    families = [
+        adjust_tolerances(narrow(f, without), args.tolerance, args.tolerance_scale)
+        for f in families
+    ]
     runnable, skipped = [], []
     for fam in families:
         try:
@@ -164,6 +231,9 @@ def run(args: argparse.Namespace) -> int:
         f"kernel-harness check: backend {backend.name} ({backend.note}), profile {args.profile}, "
         f"jax {jax.__version__}, families {', '.join(f.name for f in runnable) or '-'}"
     )
+    for fam in runnable:
+        for line in describe_adjustments(fam):
+            print(f"  {fam.name}: {line}")
     if args.timeout and args.heartbeat_file is None:
         return _run_supervised(args, runnable, skipped, backend)
     outcomes: list[PropertyOutcome] = []
@@ -195,7 +265,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  picture: {plot.plot_case(fam, failed.case, backend, impl, path)}")
             _print_outcome(outcome)
             print(
-                f"  {fam.name:<12} {name:<20} {'PASS' if outcome.passed else 'FAIL'} "
+                f"  {fam.name:<12} {name:<20} {_verdict(outcome)} "
                 f"({outcome.observer.examples} examples, {outcome.wall_seconds:.1f}s)",
                 flush=True,
             )
@@ -207,9 +277,7 @@ def run(args: argparse.Namespace) -> int:
             print("  " + ", ".join(f"{k}={v}" for k, v in sorted(total.items())))
     rows = [
         [o.family, o.prop, o.backend.name, o.observer.examples, o.observer.passed,
-         o.observer.examples - o.observer.passed + (o.observer.last_failure is None
-                                                    and not o.passed),
-         f"{o.wall_seconds:.1f}s", "PASS" if o.passed else "FAIL"]
+         o.observer.failed, f"{o.wall_seconds:.1f}s", _verdict(o)]
         for o in outcomes
     ]
     rows += _collapse_skips(not_applicable)
@@ -220,6 +288,9 @@ def run(args: argparse.Namespace) -> int:
     ))
     if backend.name == "tpu-interpret":
         print(diagnostics.summary_line())
+    for fam in runnable:
+        for line in describe_adjustments(fam):
+            print(f"{fam.name}: {line}")
     _write_results(args, backend, outcomes, not_applicable, skipped)
     ok = all(o.passed for o in outcomes) and bool(outcomes)
     print(f"\n{'PASS' if ok else 'FAIL'}: {sum(o.passed for o in outcomes)}/{len(outcomes)} "

@@ -35,3 +35,22 @@ def backend(name: str) -> Backend:
         return resolve_backend(name)
     except (ValueError, BackendUnavailable) as e:
         raise UsageError(str(e)) from None
+
+
+def add_adjustment_flags(parser: Any, *, without: bool) -> None:
+    """``--tolerance``, ``--tolerance-scale`` (and ``--without``) on ``parser``."""
+    if without:
+        parser.add_argument(
+            "--without", action="append", default=[], metavar="FEATURE[,FEATURE]",
+            help="optional family features the implementation lacks (never drawn); see "
+            "`kernel-harness describe FAMILY`",
+        )
+    parser.add_argument(
+        "--tolerance", action="append", default=[], metavar="OUTPUT[:DTYPE]=X",
+        help="replace one output's tolerance (max error relative to scale); printed in "
+        "the summary and every repro line",
+    )
+    parser.add_argument(
+        "--tolerance-scale", type=float, default=None, metavar="F",
+        help="multiply every default tolerance by F (before --tolerance overrides)",
+    )

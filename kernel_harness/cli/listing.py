@@ -33,6 +33,10 @@ def run_list(args: argparse.Namespace) -> int:
         for f in common.families([])
     ]
     print(report.format_table(["family", "backends", "capabilities"], rows))
+    print("\nimplementation signatures (--impl; `kernel-harness describe FAMILY` for the "
+          "contract, tolerances and optional features):")
+    for f in common.families([]):
+        print(f"  {f.name}: {f.impl_signature}")
     print()
     rows = [[b, "yes" if r is None else f"no: {r}"] for b, r in avail.items()]
     rows.append(["auto", f"-> {resolve_backend('auto').name}"])

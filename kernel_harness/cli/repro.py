@@ -12,6 +12,7 @@ from kernel_harness.core.errors import UsageError
 from kernel_harness.run import report
 from kernel_harness.run.runner import check_case, ensure_supported
 from kernel_harness.spec.impl import load_impl
+from kernel_harness.spec.narrow import adjust_tolerances, describe_adjustments
 
 
 def add_parser(sub: Any) -> None:
@@ -23,11 +24,13 @@ def add_parser(sub: Any) -> None:
     repro.add_argument("--impl", default=None)
     repro.add_argument("--plot", type=Path, default=None, metavar="PATH.png",
                        help="draw where the error lives (needs the [plot] extra: matplotlib)")
+    common.add_adjustment_flags(repro, without=False)
 
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness repro``: 0 pass, 1 fail."""
     (fam,) = common.families([args.family])
+    fam = adjust_tolerances(fam, args.tolerance, args.tolerance_scale)
     backend = common.backend(args.backend)
     impl = load_impl(args.impl) if args.impl else None
     try:
@@ -43,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     result = check_case(fam, case, backend, impl, impl_spec=args.impl)
     if args.plot is not None:
         print(f"picture: {plot.plot_case(fam, case, backend, impl, args.plot)}")
+    for line in describe_adjustments(fam):
+        print(f"{fam.name}: {line}")
     if result.passed:
         print(f"PASS {fam.name} on {backend.name}: {case!r}")
         print(report.stats_table(result.verdicts))

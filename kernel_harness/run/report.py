@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from typing import Any
 
 from kernel_harness.core.tolerance import Verdict
 from kernel_harness.run.runner import CaseResult
@@ -22,15 +23,22 @@ def _shape(case: object, verdict: Verdict) -> str:
 
 def repro_command(result: CaseResult) -> str:
     """A shell command that reruns exactly this case."""
-    parts = [
-        "kernel-harness", "repro", result.family,
-        "--backend", result.backend.name,
-        "--case", result.case.to_json(),
-    ]
-    if result.impl_spec:
-        parts += ["--impl", result.impl_spec]
-    parts += registry.family_module_args(result.family)
-    return shlex.join(parts)
+    return case_repro_command(
+        result.family, result.backend.name, result.case, result.impl_spec, result.adjustments
+    )
+
+
+def case_repro_command(
+    family: str, backend: str, case: Any, impl_spec: str | None, adjustments: Sequence[str] = ()
+) -> str:
+    """``kernel-harness repro FAMILY --backend B --case JSON [--impl M:A] [flags]``:
+    ``adjustments`` (``--tolerance ...``) travel with it, so a loosened check replays
+    loosened, and says so."""
+    parts = ["kernel-harness", "repro", family, "--backend", backend, "--case", case.to_json()]
+    if impl_spec:
+        parts += ["--impl", impl_spec]
+    parts += registry.family_module_args(family)
+    return shlex.join([*parts, *adjustments])
 
 
 def summary_line(result: CaseResult, verdict: Verdict) -> str:
@@ -76,6 +84,8 @@ def failure_report(result: CaseResult) -> str:
     ]
     if result.excluded:
         lines.append(f"  excluded (outside the kernel's contract): {result.excluded}")
+    if result.adjustments:
+        lines.append(f"  tolerances NOT the family's defaults: {' '.join(result.adjustments)}")
     lines.append(stats_table(result.verdicts))
     lines.append(f"  reproduce: {repro_command(result)}")
     return "\n".join(lines)

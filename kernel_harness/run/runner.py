@@ -29,6 +29,7 @@ class CaseResult:
     verdicts: tuple[Verdict, ...]
     excluded: dict[str, int]
     seconds: float
+    adjustments: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -133,4 +134,5 @@ def check_case(
         verdicts=verdicts,
         excluded=excluded,
         seconds=time.perf_counter() - start,
+        adjustments=family.adjustments,
     )

@@ -60,6 +60,14 @@ class Family:
         (:class:`kernel_harness.spec.hooks.Metamorphic`); None opts out.
       bench: how ``kernel-harness bench`` builds and times a case at a given length
         (:class:`kernel_harness.spec.bench.Bench`); None opts out.
+      optional: features an implementation may declare it does not support,
+        ``{name: what the strategy then stops drawing}``; ``cases(without=...)``
+        must accept a frozenset of these names (see :mod:`kernel_harness.spec.narrow`).
+      without: features this (narrowed) family does not draw; empty for the
+        registered family.
+      adjustments: command-line flags that changed this family from its
+        registered form (``--tolerance out:bfloat16=0.02``); every repro command
+        carries them, so a loosened run is never mistaken for a default one.
     """
 
     name: str
@@ -79,8 +87,14 @@ class Family:
     contract: str = ""
     metamorphic: Metamorphic | None = None
     bench: Bench | None = None
+    optional: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    without: frozenset[str] = frozenset()
+    adjustments: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = self.capabilities - CAPABILITIES
         if unknown:
             raise ValueError(f"family {self.name!r}: unknown capabilities {sorted(unknown)}")
+        unknown = self.without - set(self.optional)
+        if unknown:
+            raise ValueError(f"family {self.name!r}: cannot draw without {sorted(unknown)}")

@@ -88,3 +88,18 @@ def test_gqa_property_not_applicable_without_hook():
 def test_planted_kernel_fails(name, impl, message):
     with pytest.raises(mm.MetamorphicFailure, match=message):
         run_prop(name, impl=impl, examples=15)
+
+
+def test_failing_examples_are_counted_as_run_and_failed():
+    # Before: a failing example was not counted, so a summary read "examples 2, passed 2,
+    # failed 1". Now examples = passed + failed.
+    observer = Observer()
+    prop = PROPERTIES["deterministic"](pk.TOY_ATTENTION, backend=INTERPRET,
+                                       impl=pk.nondeterministic, observer=observer)
+    settings = hypothesis.settings(
+        max_examples=10, deadline=None, database=None, derandomize=True,
+        phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck),
+    )
+    with pytest.raises(mm.MetamorphicFailure):
+        settings(prop)()
+    assert observer.failed >= 1 and observer.examples == observer.passed + observer.failed

@@ -53,3 +53,32 @@ def test_nan_fails_even_inside_tolerance():
 def test_scaled_table_multiplies_every_entry():
     table = ToleranceTable({("float32", "out"): Tolerance(max_rel_err=1e-4)}).scaled(10)
     assert table.lookup("float32", "out").max_rel_err == pytest.approx(1e-3)
+
+
+def test_merge_tolerances_scale_then_overrides_pure_and_explained():
+    from kernel_harness.core.tolerance import ToleranceOverride, merge_tolerances
+
+    table = ToleranceTable({
+        ("float32", "out"): Tolerance(max_rel_err=1e-4, reason="f32"),
+        ("bfloat16", "out"): Tolerance(max_rel_err=1e-2, reason="bf16"),
+        ("float32", "dq"): Tolerance(max_rel_err=2e-4, reason="f32 dq"),
+    })
+    merged = merge_tolerances(
+        table, [ToleranceOverride(output="out", dtype="bfloat16", max_rel_err=0.03)], scale=3
+    )
+    assert merged.lookup("bfloat16", "out").max_rel_err == 0.03
+    assert "default 0.01: bf16" in merged.lookup("bfloat16", "out").reason
+    assert merged.lookup("float32", "out").max_rel_err == pytest.approx(3e-4)
+    assert "--tolerance-scale 3" in merged.lookup("float32", "dq").reason
+    assert table.lookup("bfloat16", "out").max_rel_err == 1e-2  # the input is untouched
+    every_dtype = merge_tolerances(table, [ToleranceOverride(output="out", dtype=None,
+                                                             max_rel_err=0.5)])
+    assert {every_dtype.lookup(d, "out").max_rel_err for d in ("float32", "bfloat16")} == {0.5}
+    assert every_dtype.lookup("float32", "dq").max_rel_err == 2e-4
+    with pytest.raises(ValueError, match="no output 'dk'"):
+        merge_tolerances(table, [ToleranceOverride(output="dk", dtype=None, max_rel_err=0.1)])
+    with pytest.raises(ValueError, match="no such entry"):
+        merge_tolerances(table, [ToleranceOverride(output="dq", dtype="bfloat16",
+                                                   max_rel_err=0.1)])
+    with pytest.raises(ValueError, match="scale must be positive"):
+        merge_tolerances(table, scale=0)

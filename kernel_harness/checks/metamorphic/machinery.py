@@ -332,26 +332,28 @@ def build(spec: Spec) -> Callable[..., Callable[[], None]]:
 
         @given(case=family.cases(), data=st.data())
         def prop(case: Any, data: st.DataObject) -> None:
-            for label in family.events(case):
-                hypothesis.event(label)
-                if observer is not None:
-                    observer.events[label] += 1
             start = time.perf_counter()
             check = Check(family=family, prop=spec.name, case=case, backend=backend,
                           impl=kernel, impl_spec=impl_spec, inputs=case.materialize())
-            ok = False
+            ok = rejected = False
             try:
                 spec.body(check, data)
                 check.fail_if_problems()
                 ok = True
             except TpuInterpretCannotRun as e:
+                rejected = True
                 note_cannot_run(e, observer)
             finally:
-                # Like a crash in matches-reference, a failing example is not counted as
-                # run: the CLI adds the failure itself.
-                if observer is not None and ok:
+                # Events and counts describe examples that ran (failing ones included),
+                # never one TPU interpret mode could not run.
+                if not rejected:
+                    for label in family.events(case):
+                        hypothesis.event(label)
+                        if observer is not None:
+                            observer.events[label] += 1
+                if observer is not None and not rejected:
                     observer.examples += 1
-                    observer.passed += 1
+                    observer.passed += ok
                     observer.seconds += time.perf_counter() - start
 
         prop.__name__ = f"{family.name}_{spec.name.replace('-', '_')}"

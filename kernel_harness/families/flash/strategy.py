@@ -99,6 +99,16 @@ def block_pair(draw: st.DrawFn, length: int, *, unit: int, max_blocks: int,
     return major, (draw(st.sampled_from(minors)) if sub else major)
 
 
+#: Features an implementation may declare it lacks (``--without``), and what the strategy
+#: then stops drawing.
+OPTIONAL = {
+    "causal": "causal always False",
+    "segments": "no segment ids",
+    "bias": "no additive ab (bias)",
+    "q-len-ne-kv-len": "q_len == kv_len",
+}
+
+
 @st.composite
 def flash_cases(
     draw: st.DrawFn,
@@ -109,6 +119,7 @@ def flash_cases(
     q_lens: tuple[int, ...] = (64, 128, 192, 256, 384, 512),
     head_dims: tuple[int, ...] = (64, 128, 32),
     max_blocks: int = 4,
+    without: frozenset[str] = frozenset(),
 ) -> FlashCase:
     """Draws a :class:`FlashCase`.
 
@@ -121,13 +132,18 @@ def flash_cases(
     a third of the time; the forward block_q sometimes does not divide q_len and block_b
     sometimes does not divide batch. ``kv_lens`` are ``(length, weight)`` pairs. Shrinks
     towards float32, batch 1, one head, q_len = kv_len = 256, no features, one block per
-    axis.
+    axis. ``without`` names :data:`OPTIONAL` features never drawn (the draws are the
+    same when it is empty; an unknown name is an error).
     """
+    unknown = set(without) - set(OPTIONAL)
+    if unknown:
+        raise ValueError(f"flash: unknown optional features {sorted(unknown)}; known: "
+                         f"{sorted(OPTIONAL)}")
     # The choices that pick kernel paths come first: Hypothesis varies early choices most.
     single_tile = weighted(draw, ((False, 2), (True, 1)))  # forward block_k == kv_len
-    causal = weighted(draw, ((False, 1), (True, 4)))
-    segmented = draw(_mostly())
-    bias = draw(_mostly())
+    causal = weighted(draw, ((False, 1), (True, 4))) and "causal" not in without
+    segmented = draw(_mostly()) and "segments" not in without
+    bias = draw(_mostly()) and "bias" not in without
     batch = weighted(draw, ((1, 2), (2, 3), (3, 5)))
     heads = draw(st.integers(1, max(1, min(2, max_batch_heads // batch))))
     # block_b: one, all of the batch, or (batch 3) 2, which leaves a partial last block.
@@ -137,7 +153,8 @@ def flash_cases(
         (n, w) for n, w in kv_lens if n > KV_TILE))
     relation = weighted(draw, (("same", 3), ("shorter", 2), ("longer", 2)))
     others = [n for n in q_lens if (n < kv_len if relation == "shorter" else n > kv_len)]
-    q_len = draw(st.sampled_from(others)) if relation != "same" and others else kv_len
+    differ = relation != "same" and others and "q-len-ne-kv-len" not in without
+    q_len = draw(st.sampled_from(others)) if differ else kv_len
     head_dim = draw(st.sampled_from(head_dims))
     inv_sqrt_d = 1.0 / math.sqrt(head_dim)
     # sm_scale == 1.0 skips the kernel's scaling code, so it is drawn a fifth of the time.

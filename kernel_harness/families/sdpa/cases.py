@@ -169,6 +169,23 @@ class SdpaCase(Case):
 
 OPTIONS = ("causal", "window", "mask", "kv_lengths", "q_lengths")
 
+#: Features an implementation may declare it lacks (``--without``), and what the strategy
+#: then stops drawing.
+OPTIONAL = {
+    "bias": "no additive bias (and no dbias)",
+    "mask": "no boolean mask argument",
+    "causal": "is_causal always False",
+    "window": "no local_window_size",
+    "q-lengths": "no query_seq_lengths (no padding query rows)",
+    "kv-lengths": "no key_value_seq_lengths",
+    "scale": "scale always None (the default 1/sqrt(head_dim))",
+    "gqa": "kv_heads == heads (no grouped- or multi-query attention)",
+    "q-len-ne-kv-len": "q_len == kv_len",
+}
+_DRAW_NAME = {"bias": "bias", "mask": "mask", "causal": "causal", "window": "window",
+              "q-lengths": "q_lengths", "kv-lengths": "kv_lengths", "scale": "scale",
+              "q-len-ne-kv-len": "differ"}
+
 
 def effective_options(case: SdpaCase) -> list[str]:
     """The masking options whose removal would change which keys some row sees."""
@@ -196,17 +213,25 @@ def sdpa_cases(
     lengths: tuple[int, ...] = (16, 32, 64, 128, 40, 8),
     q_only_lengths: tuple[int, ...] = (1,),
     head_dims: tuple[int, ...] = (32, 64, 16, 128),
+    without: frozenset[str] = frozenset(),
 ) -> SdpaCase:
     """Draws an :class:`SdpaCase`.
 
     Causal attention and q_len != kv_len are drawn 3 times in 4, every other option
-    half the time; an option, when on, when on, is drawn so that it
+    half the time; an option, when on, is drawn so that it
     changes what some row sees (a window narrower than the sequence, lengths shorter
     than it, a mask with False entries): an implementation ignoring an option fails.
     Shrinks towards float32, batch 1, equal lengths 16, 1 head, no options.
+    ``without`` names :data:`OPTIONAL` features never drawn (an unknown name is an error).
     """
+    unknown = set(without) - set(OPTIONAL)
+    if unknown:
+        raise ValueError(f"sdpa: unknown optional features {sorted(unknown)}; known: "
+                         f"{sorted(OPTIONAL)}")
+    off = {_DRAW_NAME[f] for f in without if f in _DRAW_NAME}
     # Which options are on comes first: Hypothesis varies early choices most.
-    on = {name: _mostly(draw, 3 if name in ("causal", "differ") else 2) for name in
+    on = {name: name not in off and _mostly(draw, 3 if name in ("causal", "differ") else 2)
+          for name in
           ("causal", "differ", "bias", "mask", "scale", "window", "kv_lengths", "q_lengths")}
     dtype = draw(st.sampled_from(dtypes))
     batch = draw(st.integers(1, max_batch))
@@ -214,6 +239,8 @@ def sdpa_cases(
     q_len = draw(st.sampled_from(lengths + q_only_lengths)) if on["differ"] else kv_len
     kv_heads = draw(st.sampled_from((1, 2)))
     heads = kv_heads * draw(st.sampled_from((1, 2, 3)))
+    if "gqa" in without:
+        kv_heads = heads
     head_dim = draw(st.sampled_from(head_dims))
     fields: dict = {"is_causal": on["causal"]}
     if on["bias"]:

@@ -20,7 +20,7 @@ from kernel_harness.families.splash.masks import (
 )
 from kernel_harness.families.splash.metamorphic import METAMORPHIC
 from kernel_harness.families.splash.reference import reference
-from kernel_harness.families.splash.strategy import splash_cases
+from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -186,4 +186,5 @@ FAMILY = Family(
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
     bench=BENCH,
+    optional=OPTIONAL,
 )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import sys
 import types
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_ma
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.families.splash.cases import SplashCase
-from kernel_harness.families.splash.masks import MaskExpr, numpy_pattern, parse_mask
+from kernel_harness.families.splash.masks import MaskExpr, numpy_pattern, parse_mask, visible_keys
 
 #: The default implementation: splash's public factory (``is_mqa`` is passed explicitly).
 make_splash_mha = _splash.make_splash_mha
@@ -43,8 +44,47 @@ IMPL_SIGNATURE = (
     "None, sinks [heads] float32 or None; differentiable in q, k, v, sinks. mask is a "
     "splash MultiHeadMask. BlockSizes/QKVLayout/SegmentIds come from impl's own module when "
     "it defines them (so `--impl my_splash_copy:make_splash_mha` runs an edited copy of "
-    "splash_attention_kernel.py), else from the installed splash."
+    "splash_attention_kernel.py), else from the installed splash. A factory with a keyword "
+    "parameter `mask_description` also gets the mask in a library-neutral form: a "
+    "MaskDescription (per-head mask strings, their parsed form, and `dense`, a "
+    "[heads, q_len, kv_len] bool numpy array; True = attend; segments not included)."
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class MaskDescription:
+    """The case's mask without jax's mask classes, for factories of other libraries.
+
+    Attributes:
+      specs: the mask string of every query head (the harness's mask language).
+      parsed: each head's parsed :class:`MaskExpr` (kind, params, children).
+      dense: ``[heads, q_len, kv_len]`` bool, True where a query may attend a key (the
+        static mask only; segment ids are passed to the kernel separately).
+    """
+
+    specs: tuple[str, ...]
+    parsed: tuple[MaskExpr, ...]
+    dense: np.ndarray
+
+
+def mask_description(case: SplashCase) -> MaskDescription:
+    """The case's :class:`MaskDescription`, built from the description (not from jax's
+    mask objects)."""
+    specs = case.head_masks()
+    return MaskDescription(
+        specs=specs, parsed=tuple(parse_mask(s) for s in specs),
+        dense=np.array(visible_keys((specs, case.q_len, case.kv_len, None, None))),
+    )
+
+
+def takes_mask_description(impl: Callable[..., Any]) -> bool:
+    """Whether the factory ``impl`` has a ``mask_description`` keyword parameter."""
+    try:
+        params = inspect.signature(impl).parameters
+    except (TypeError, ValueError):
+        return False
+    p = params.get("mask_description")
+    return p is not None and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
 
 SPLASH_BACKENDS = frozenset({"interpret", "tpu-interpret", "tpu"})
 
@@ -114,6 +154,8 @@ def _program(impl: Callable[..., Any], key: SplashCase, backend: Backend) -> Cal
         impl, kernel_mask(case), block_sizes=block_sizes(case, module), is_mqa=case.mqa,
         attn_logits_soft_cap=case.soft_cap, head_shards=1, q_seq_shards=1,
         interpret=backend.pallas_interpret(),
+        **({"mask_description": mask_description(case)} if takes_mask_description(impl)
+           else {}),
     )
     plain, with_lse = factory(save_residuals=False), factory(save_residuals=True)
 

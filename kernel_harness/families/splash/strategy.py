@@ -104,7 +104,7 @@ def _computable_kind(draw: st.DrawFn, kinds: list[str]) -> str:
 
 
 def _mask_spec(draw: st.DrawFn, kinds: tuple[str, ...], q_len: int, kv_len: int,
-               safe: bool) -> str:
+               safe: bool, computable_only: bool = False) -> str:
     """A mask string: full, one computable leaf (the kernel's mask-function path), a
     numpy mask (partial mask blocks), or ``&``/``|`` of two leaves."""
     computable = [k for k in kinds if k in COMPUTABLE_KINDS]
@@ -112,6 +112,10 @@ def _mask_spec(draw: st.DrawFn, kinds: tuple[str, ...], q_len: int, kv_len: int,
     shape = _pick(draw, (("computable", 48), ("full", 8), ("numpy", 24), ("combo", 20)))
     if shape == "full" and "full" in kinds:
         return "full"
+    if shape == "computable" and computable:
+        return _leaf_spec(draw, _computable_kind(draw, computable), q_len, kv_len, safe)
+    if shape in ("numpy", "combo") and computable_only:  # single computable leaves only
+        shape = "computable"
     if shape == "computable" and computable:
         return _leaf_spec(draw, _computable_kind(draw, computable), q_len, kv_len, safe)
     if shape == "numpy" and (arrays or computable):
@@ -207,6 +211,23 @@ def _kv_blocks(draw: st.DrawFn, length: int, p_split: float) -> tuple[int, int]:
     return block, draw(st.sampled_from(_divisors(block)[:-1]))
 
 
+#: Features an implementation may declare it lacks (``--without``), and what the strategy
+#: then stops drawing.
+OPTIONAL = {
+    "segments": "no segment ids",
+    "soft-cap": "no attn_logits_soft_cap",
+    "sinks": "no attention sinks",
+    "per-head-masks": "one mask shared by every head",
+    "gqa": "num_kv_heads == num_q_heads (no grouped- or multi-query attention)",
+    "local-window": "no local(...) mask leaves",
+    "chunked-causal": "no chunked(...) mask leaves",
+    "numpy-mask": "computable masks only: no random/boxes leaves, numpy(...) or a & b",
+    "head-dim-v": "head_dim_v == head_dim",
+    "layouts": "head-dim-minor layouts only (no seq-minor q/k/v)",
+    "q-len-ne-kv-len": "q_len == kv_len",
+}
+
+
 @st.composite
 def splash_cases(
     draw: st.DrawFn,
@@ -221,6 +242,7 @@ def splash_cases(
     sinks: bool | None = None,
     max_batch: int = 2,
     max_empty_row_fraction: float = 0.25,
+    without: frozenset[str] = frozenset(),
 ) -> SplashCase:
     """Draws a :class:`SplashCase` reaching the kernel's hard paths.
 
@@ -230,7 +252,23 @@ def splash_cases(
     ``max_empty_row_fraction`` of them). Shrinks towards one float32 MHA head,
     512x512, ``causal(offset=0)``, no segments/cap/sinks, 128 query blocks, 256 kv
     blocks of 128 compute blocks, the split backward and head-dim-minor layouts.
+    ``without`` names :data:`OPTIONAL` features never drawn (an unknown name is an error).
     """
+    unknown = set(without) - set(OPTIONAL)
+    if unknown:
+        raise ValueError(f"splash: unknown optional features {sorted(unknown)}; known: "
+                         f"{sorted(OPTIONAL)}")
+    segments = False if "segments" in without else segments
+    soft_cap = False if "soft-cap" in without else soft_cap
+    sinks = False if "sinks" in without else sinks
+    per_head_masks = False if "per-head-masks" in without else per_head_masks
+    heads = "mha" if "gqa" in without else heads
+    dropped = {"local-window": {"local"}, "chunked-causal": {"chunked"},
+               "numpy-mask": set(NUMPY_KINDS)}
+    for name, kinds in dropped.items():
+        if name in without:
+            mask_kinds = tuple(k for k in mask_kinds if k not in kinds)
+    computable_only = "numpy-mask" in without
     dtype = draw(st.sampled_from(dtypes))
     kind = heads or _pick(draw, (("mha", 26), ("gqa", 40), ("mqa", 34)))
     if kind == "mha":
@@ -244,9 +282,11 @@ def splash_cases(
     # Longest first: 512 holds several kv blocks of several compute blocks each.
     longer = sorted((n for n in seq_lens if n > LANES), reverse=True) or list(seq_lens)
     q_len = draw(st.sampled_from(seq_lens) if _chance(draw, 0.2) else st.sampled_from(longer))
-    kv_len = draw(st.sampled_from(seq_lens)) if _chance(draw, 0.5) else q_len
+    differ = "q-len-ne-kv-len" not in without and _chance(draw, 0.5)
+    kv_len = draw(st.sampled_from(seq_lens)) if differ else q_len
     head_dim = 64 if _chance(draw, 0.2) else 128
-    head_dim_v = draw(st.sampled_from(HEAD_DIMS)) if _chance(draw, 0.2) else head_dim
+    other_v = "head-dim-v" not in without and _chance(draw, 0.2)
+    head_dim_v = draw(st.sampled_from(HEAD_DIMS)) if other_v else head_dim
     has_sinks = _maybe(draw, sinks, 0.45)
     cap = draw(st.sampled_from([2.5, 1.0, 10.0, 0.5])) if _maybe(draw, soft_cap, 0.45) else None
 
@@ -259,8 +299,8 @@ def splash_cases(
 
     def draw_masks() -> tuple[str, ...]:
         n = hq if hq > 1 and _maybe(draw, per_head_masks, 0.15) else 1
-        return tuple(_mask_spec(draw, mask_kinds, q_len, kv_len, not has_sinks)
-                     for _ in range(n))
+        return tuple(_mask_spec(draw, mask_kinds, q_len, kv_len, not has_sinks,
+                                computable_only) for _ in range(n))
 
     def ok(masks: tuple[str, ...], segs: Any) -> bool:
         counts = _key_counts(masks, q_len, kv_len, *segs)
@@ -286,7 +326,8 @@ def splash_cases(
     block_q_dkv, (block_kv_dkv, block_kv_dkv_compute) = (
         _blocks(draw, q_len), _kv_blocks(draw, kv_len, p_split))
     fused = draw(st.booleans())
-    layouts = [LAYOUTS[1] if _chance(draw, 0.25) else LAYOUTS[0] for _ in range(3)]
+    layouts = [LAYOUTS[1] if "layouts" not in without and _chance(draw, 0.25) else LAYOUTS[0]
+               for _ in range(3)]
     case = SplashCase(
         dtype=dtype,
         seed=draw(st.integers(0, 2**31 - 1)),

@@ -1,0 +1,143 @@
+"""Checking an implementation that does less, or differently, than the family's kernel.
+
+* Declared capabilities: an implementation without some of a family's optional
+  features (sdpa's ``bias``, ``window``...) says so, with the :func:`without`
+  decorator, a ``kernel_harness_without`` attribute, ``--without`` on the command
+  line or ``--kh-without`` in pytest. :func:`narrow` returns the family whose
+  strategy no longer draws them; an unknown name is an error listing the known
+  ones, and nothing the user did not name is ever left out.
+* Tolerance overrides: :func:`adjust_tolerances` returns the family judged with
+  ``--tolerance``/``--tolerance-scale``, and records the flags in
+  ``Family.adjustments`` so every summary and repro line shows them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from kernel_harness.core.errors import UsageError
+from kernel_harness.core.tolerance import ToleranceOverride, merge_tolerances
+from kernel_harness.spec.family import Family
+
+#: The attribute an implementation sets to declare the features it lacks.
+WITHOUT_ATTR = "kernel_harness_without"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def without(*features: str) -> Callable[[F], F]:
+    """Decorator declaring the optional family features an implementation lacks::
+
+        @kernel_harness.without("bias", "window")
+        def my_attention(query, key, value, bias=None, mask=None, **options): ...
+
+    The names are checked against the family when the implementation is used.
+    """
+    names = parse_features(features)
+
+    def mark(fn: F) -> F:
+        setattr(fn, WITHOUT_ATTR, names)
+        return fn
+
+    return mark
+
+
+def parse_features(items: Iterable[str] | str | None) -> frozenset[str]:
+    """``"bias,window"`` or ``["bias", "window"]`` (or None) as a frozenset of names."""
+    if items is None:
+        return frozenset()
+    if isinstance(items, str):
+        items = [items]
+    return frozenset(p.strip() for item in items for p in item.split(",") if p.strip())
+
+
+def declared_without(impl: Callable[..., Any] | None) -> frozenset[str]:
+    """What ``impl`` declares it lacks (its ``kernel_harness_without``), or nothing."""
+    if impl is None:
+        return frozenset()
+    declared = getattr(impl, WITHOUT_ATTR, None)
+    if declared is None and isinstance(impl, functools.partial):
+        declared = getattr(impl.func, WITHOUT_ATTR, None)
+    if declared is None:
+        return frozenset()
+    if isinstance(declared, str) or not isinstance(declared, Iterable):
+        raise UsageError(
+            f"{WITHOUT_ATTR} must be a set of feature names, got {declared!r}"
+        )
+    return parse_features(list(declared))
+
+
+def narrow(family: Family, features: Iterable[str]) -> Family:
+    """``family`` drawing no case that uses ``features`` (its optional feature names).
+
+    Raises :class:`UsageError` for a name the family does not know, listing the
+    known ones. With no features, returns ``family`` unchanged.
+    """
+    names = frozenset(features)
+    if not names:
+        return family
+    unknown = names - set(family.optional)
+    if unknown:
+        known = ", ".join(sorted(family.optional)) or "none (this family cannot be narrowed)"
+        raise UsageError(
+            f"family {family.name!r} has no optional feature {', '.join(sorted(unknown))}; "
+            f"known: {known}"
+        )
+    names |= family.without
+    return dataclasses.replace(
+        family,
+        cases=functools.partial(family.cases, without=names),
+        without=names,
+    )
+
+
+def parse_tolerance(text: str) -> ToleranceOverride:
+    """``OUTPUT[:DTYPE]=X`` as a :class:`ToleranceOverride` (a UsageError if malformed)."""
+    key, sep, value = text.partition("=")
+    output, _, dtype = key.partition(":")
+    try:
+        limit = float(value)
+    except ValueError:
+        limit = -1.0
+    if not sep or not output.strip() or not 0 < limit < 1:
+        raise UsageError(
+            f"--tolerance must look like OUTPUT[:DTYPE]=X with 0 < X < 1, got {text!r}"
+        )
+    return ToleranceOverride(output=output.strip(), dtype=dtype.strip() or None, max_rel_err=limit)
+
+
+def adjust_tolerances(
+    family: Family, overrides: Iterable[str] = (), scale: float | None = None
+) -> Family:
+    """``family`` judged with ``--tolerance`` overrides and a ``--tolerance-scale``;
+    the flags are appended to ``family.adjustments``. Unchanged if neither is given."""
+    texts = list(overrides)
+    if not texts and scale is None:
+        return family
+    try:
+        table = merge_tolerances(family.tolerances, [parse_tolerance(t) for t in texts], scale)
+    except ValueError as e:
+        raise UsageError(f"{family.name}: {e}") from None
+    flags: list[str] = []
+    if scale is not None:
+        flags += ["--tolerance-scale", f"{scale:g}"]
+    for t in texts:
+        flags += ["--tolerance", t]
+    return dataclasses.replace(
+        family, tolerances=table, adjustments=(*family.adjustments, *flags)
+    )
+
+
+def describe_adjustments(family: Family) -> list[str]:
+    """Lines naming how ``family`` differs from its registered form (empty if it does not)."""
+    lines = []
+    if family.without:
+        lines.append(f"checked without: {', '.join(sorted(family.without))}")
+    if family.adjustments:
+        lines.append(
+            "tolerances NOT the family's defaults: " + " ".join(family.adjustments)
+        )
+    return lines

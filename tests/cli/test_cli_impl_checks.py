@@ -1,0 +1,118 @@
+"""Checking someone else's kernel from the CLI: --without / declared capabilities,
+crash reports grouped by kind with a repro each, --tolerance marked everywhere."""
+
+import pytest
+
+from kernel_harness import cli
+from kernel_harness.spec import registry
+
+NARROW = "tests.helpers.toy_narrow"
+
+
+@pytest.fixture(autouse=True)
+def toy_registry(monkeypatch):
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy", "tests.helpers.toy_family:FAMILY")
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toyopt", f"{NARROW}:FAMILY")
+
+
+def _run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+CHECK = ["check", "toyopt", "--profile", "ci", "--max-examples", "12",
+         "--property", "matches-reference"]
+
+
+def test_declared_capabilities_pass_and_are_named(capsys):
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:short_only")
+    assert code == 0, out
+    assert "toyopt: checked without: long" in out
+    assert "length=8" not in out  # the events show nothing long ran
+
+
+def test_without_on_the_command_line_is_the_same_declaration(capsys):
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:short_only_undeclared",
+                        "--without", "long")
+    assert code == 0, out
+    assert "checked without: long" in out
+
+
+def test_unknown_feature_is_one_line_exit_2(capsys):
+    code, out, err = _run(capsys, *CHECK, "--without", "lnog")
+    assert code == 2 and "no optional feature lnog; known: long" in err
+
+
+def test_undeclared_crash_is_a_fail_with_summary_frames_and_repro(capsys):
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:short_only_undeclared")
+    assert code == 1
+    assert "--- crash kind 1 of 1: NotImplementedError at toy_narrow.py:" in out
+    assert ("[kernel-harness] CRASH toyopt float32 x=(8,) backend=interpret: "
+            "NotImplementedError: short_only: length 8 is not supported") in out
+    assert "toy_narrow.py:" in out and "in short_only_undeclared" in out
+    assert out.count("reproduce: kernel-harness repro toyopt") == 1
+    assert "Traceback" not in out and "ExceptionGroup" not in out
+    row = next(line for line in out.splitlines() if line.startswith("toyopt"))
+    cells = row.split()
+    examples, passed, failed = map(int, cells[3:6])
+    assert examples == passed + failed and failed >= 1, row
+    assert "FAIL (1 crash kind)" in row
+
+
+def test_two_crash_kinds_are_two_reports_with_counts(capsys):
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:two_crashes")
+    assert code == 1
+    assert "crash kind 1 of 2" in out and "crash kind 2 of 2" in out
+    assert "NotImplementedError: two_crashes: length 8" in out and "TypeError" in out
+    assert out.count("reproduce: kernel-harness repro toyopt") == 2
+    assert len(out.splitlines()) < 60, out  # not a dump of Hypothesis's ExceptionGroup
+
+
+def test_tolerance_override_is_in_summary_and_repro_line(capsys):
+    code, out, _ = _run(capsys, "check", "toy", "--profile", "ci", "--max-examples", "3",
+                        "--property", "matches-reference",
+                        "--impl", "tests.helpers.toy_family:wrong_softplus",
+                        "--tolerance", "dx=0.5", "--tolerance-scale", "2")
+    assert code == 1  # y is 1% off: still far outside 2 x 1e-5
+    marker = "tolerances NOT the family's defaults: --tolerance-scale 2 --tolerance dx=0.5"
+    assert f"toy: {marker}" in out  # header and summary
+    repro = next(line for line in out.splitlines() if "reproduce:" in line)
+    assert repro.endswith("--tolerance-scale 2 --tolerance dx=0.5")
+    assert "2e-05" in out  # the scaled y tolerance in the stats table
+
+
+def test_repro_accepts_the_tolerance_flags(capsys):
+    from tests.helpers.toy_family import ToyCase
+
+    case = ToyCase(dtype="float32", seed=1, length=4).to_json()
+    argv = ["repro", "toy", "--case", case, "--impl", "tests.helpers.toy_family:wrong_softplus"]
+    code, out, _ = _run(capsys, *argv)
+    assert code == 1
+    code, out, _ = _run(capsys, *argv, "--tolerance", "y=0.05", "--tolerance", "dx=0.05")
+    assert code == 0, out
+    assert "NOT the family's defaults: --tolerance y=0.05 --tolerance dx=0.05" in out
+
+
+@pytest.mark.parametrize("name", registry.family_names())
+def test_describe_every_family(capsys, name):
+    from kernel_harness.spec.registry import get_family
+
+    fam = get_family(name)
+    code, out, _ = _run(capsys, "describe", name, "--samples", "2")
+    assert code == 0
+    assert out.startswith(f"{name}: {fam.summary}")
+    assert fam.impl_signature[:40] in out.replace("\n    ", " ")
+    for output in fam.output_axes:
+        assert f"  {output} " in out
+    for tol in fam.tolerances.entries.values():
+        assert tol.reason[:30] in out
+    assert "for example:" in out and "example adapter:" in out
+    assert "--impl my_impl:my_kernel" in out
+
+
+def test_describe_names_optional_features_and_list_prints_signatures(capsys):
+    code, out, _ = _run(capsys, "describe", "sdpa", "--samples", "0")
+    assert code == 0 and "  window           no local_window_size" in out
+    code, out, _ = _run(capsys, "list")
+    assert code == 0 and "sdpa: impl(query, key, value, bias=None" in out

@@ -1,0 +1,131 @@
+"""Declared capabilities (narrowing a family's strategy) and tolerance overrides."""
+
+import pytest
+from hypothesis import find, given, settings
+
+from kernel_harness.core.errors import UsageError
+from kernel_harness.spec.narrow import (
+    adjust_tolerances,
+    declared_without,
+    describe_adjustments,
+    narrow,
+    parse_features,
+    without,
+)
+from kernel_harness.spec.registry import family_names, get_family
+from tests.helpers import toy_narrow
+
+SDPA = get_family("sdpa")
+
+
+def test_unknown_feature_is_a_usage_error_listing_the_known_ones():
+    with pytest.raises(UsageError, match=r"no optional feature bais; known: .*bias.*window"):
+        narrow(SDPA, {"bais"})
+
+
+def test_family_without_optional_features_cannot_be_narrowed():
+    with pytest.raises(UsageError, match="cannot be narrowed"):
+        narrow(toy_narrow.TOY, {"long"})
+
+
+def test_narrowing_by_nothing_is_the_family_itself():
+    assert narrow(SDPA, frozenset()) is SDPA
+
+
+def test_parse_features_and_declarations():
+    assert parse_features(["bias,window", " mask "]) == {"bias", "window", "mask"}
+    assert declared_without(toy_narrow.short_only) == {"long"}
+    assert declared_without(toy_narrow.short_only_undeclared) == frozenset()
+
+    def bad(x):
+        return x
+
+    bad.kernel_harness_without = "bias"  # a string is one name per letter: refused
+    with pytest.raises(UsageError, match="must be a set of feature names"):
+        declared_without(bad)
+    assert without("a,b")(bad).kernel_harness_without == {"a", "b"}
+
+
+def test_sdpa_unnarrowed_draws_bias_and_windows():
+    # The control for the next test: without narrowing both features are reachable.
+    find(SDPA.cases(), lambda c: c.bias is not None, settings=settings(database=None))
+    find(SDPA.cases(), lambda c: c.window is not None, settings=settings(database=None))
+
+
+def test_sdpa_narrowed_never_draws_what_was_excluded_and_still_draws_the_rest():
+    fam = narrow(SDPA, {"bias", "window", "gqa"})
+    assert fam.without == {"bias", "window", "gqa"}
+    seen = set()
+
+    @settings(max_examples=60, database=None, deadline=None)
+    @given(fam.cases())
+    def draws(case):
+        assert case.bias is None and case.window is None and case.kv_heads == case.heads
+        seen.update(k for k in ("mask", "q_lengths", "kv_lengths", "scale")
+                    if getattr(case, k) is not None)
+        if case.is_causal:
+            seen.add("causal")
+
+    draws()
+    # Nothing the user did not exclude was dropped.
+    assert seen == {"mask", "q_lengths", "kv_lengths", "scale", "causal"}
+
+
+def test_narrowing_accumulates_and_is_printed():
+    fam = narrow(narrow(SDPA, {"bias"}), {"window"})
+    assert fam.without == {"bias", "window"}
+    assert describe_adjustments(fam) == ["checked without: bias, window"]
+
+
+def test_tolerance_adjustment_is_recorded_and_validated():
+    fam = adjust_tolerances(SDPA, ["out:bfloat16=0.03"], scale=2)
+    assert fam.tolerances.lookup("bfloat16", "out").max_rel_err == 0.03
+    assert fam.tolerances.lookup("float32", "out").max_rel_err == pytest.approx(2e-4)
+    assert SDPA.tolerances.lookup("bfloat16", "out").max_rel_err == 1.5e-2  # untouched
+    assert fam.adjustments == ("--tolerance-scale", "2", "--tolerance", "out:bfloat16=0.03")
+    assert "NOT the family's defaults" in describe_adjustments(fam)[0]
+    assert adjust_tolerances(SDPA) is SDPA
+    for bad, message in [("nosuch=0.1", "no output 'nosuch'"),
+                         ("out:float64=0.1", "no dtype 'float64'"),
+                         ("out=2", "OUTPUT\\[:DTYPE\\]=X"), ("out", "OUTPUT")]:
+        with pytest.raises(UsageError, match=message):
+            adjust_tolerances(SDPA, [bad])
+
+
+@pytest.mark.parametrize("name", family_names())
+def test_every_family_declares_optional_features_its_strategy_accepts(name):
+    fam = get_family(name)
+    if not fam.optional:
+        pytest.skip(f"{name} declares no optional features yet")
+    # every name accepted together, and the strategy still draws
+    find(fam.cases(without=frozenset(fam.optional)), lambda c: True,
+         settings=settings(database=None))
+
+
+def test_splash_narrowed_draws_none_of_the_excluded_features():
+    from kernel_harness.families.splash.masks import parse_mask
+
+    fam = narrow(get_family("splash"), {"segments", "sinks", "soft-cap", "numpy-mask",
+                                        "per-head-masks", "layouts"})
+
+    @settings(max_examples=40, database=None, deadline=None)
+    @given(fam.cases())
+    def draws(case):
+        assert case.q_segments is None and not case.sinks and case.soft_cap is None
+        assert len(case.masks) == 1 and case.q_layout == case.k_layout == "head_dim_minor"
+        mask = case.masks[0]
+        assert mask == "full" or parse_mask(mask).kind in ("causal", "local", "chunked"), mask
+
+    draws()
+
+
+def test_flash_narrowed_draws_none_of_the_excluded_features():
+    fam = narrow(get_family("flash"), {"causal", "segments", "bias", "q-len-ne-kv-len"})
+
+    @settings(max_examples=30, database=None, deadline=None)
+    @given(fam.cases())
+    def draws(case):
+        assert not case.causal and not case.bias and case.q_segments is None
+        assert case.q_len == case.kv_len
+
+    draws()
