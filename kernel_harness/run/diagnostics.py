@@ -212,6 +212,10 @@ def diagnosed_run(family: str, run: Callable[[], Any], *, waivers: Sequence[Waiv
         raise cannot from e
     finally:
         compat.reset_tpu_interpret_state()
+    if log.kernels and not log.accesses:
+        raise compat.InterpreterLayoutError(
+            f"{log.kernels} kernel(s) interpreted but the race detector recorded no buffer "
+            "access: race detection did not run")
     diagnosis = diagnose(log, family, waivers)
     TOTALS["runs"] += 1
     TOTALS["kernels"] += diagnosis.kernels
