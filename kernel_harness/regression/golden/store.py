@@ -52,13 +52,14 @@ class GoldenError(Exception):
 
 
 def default_root() -> Path:
-    """``$KERNEL_HARNESS_GOLDEN_DIR``, else ``golden/`` next to the package (a source
-    checkout), else ``./golden``."""
+    """``$KERNEL_HARNESS_GOLDEN_DIR``, else ``golden/`` at the root of the source checkout
+    holding the package (it holds ``splash/``), else ``./golden``."""
     env = os.environ.get("KERNEL_HARNESS_GOLDEN_DIR")
     if env:
         return Path(env)
-    beside = Path(__file__).resolve().parent.parent / "golden"
-    return beside if beside.is_dir() else Path("golden")
+    # kernel_harness/regression/golden/store.py -> the checkout root's golden/
+    beside = Path(__file__).resolve().parents[3] / "golden"
+    return beside if (beside / "splash").is_dir() else Path("golden")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
