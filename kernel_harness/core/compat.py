@@ -16,6 +16,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from kernel_harness.core.interpret_log import BufferAccess, BufferAllocation, TpuInterpretLog
+
 JAX_VERSION: tuple[int, ...] = tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())
 
 
@@ -126,62 +128,6 @@ def shard_map() -> Any:
 
 
 # --- TPU interpret mode: access recording (diagnostics.py analyses what is recorded) -------------
-
-
-@dataclasses.dataclass(frozen=True)
-class BufferAccess:
-    """One read or write of a simulated TPU buffer seen by the race detector.
-
-    ``buffer`` is ``(memory space, buffer id, device, core)``; ``where`` the
-    accessed index range (ints/slices, missing trailing dims mean "all");
-    ``frame`` the kernel source line (``file:line (function)``) or
-    ``pallas_call`` for the interpreter's own block copies; ``kernel`` the
-    kernel body function (empty for block copies); ``grid_point`` the
-    grid point the accessing core was running; ``race`` whether the
-    interpreter's race detector flagged this access.
-    """
-
-    kernel_index: int
-    kind: str
-    buffer: tuple[Any, ...]
-    where: tuple[Any, ...]
-    device: int
-    core: int
-    clock: Any
-    frame: str
-    kernel: str
-    grid_point: tuple[int, ...] | None
-    race: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class BufferAllocation:
-    """A simulated buffer's allocation: its shape, dtype, and whether it started
-    uninitialized (NaN-filled) rather than holding data (kernel inputs)."""
-
-    kernel_index: int
-    buffer: tuple[Any, ...]
-    shape: tuple[int, ...]
-    dtype: str
-    uninitialized: bool
-
-
-@dataclasses.dataclass
-class TpuInterpretLog:
-    """Everything recorded while a :func:`recording_tpu_interpret` context was open.
-
-    ``kernels`` counts interpreted ``pallas_call`` invocations (each gets a fresh
-    simulator state, identified by a process-wide serial ``kernel_index``);
-    ``races_flagged`` holds the serials whose race detector flagged a race.
-    """
-
-    accesses: list[BufferAccess] = dataclasses.field(default_factory=list)
-    allocations: dict[tuple[int, tuple[Any, ...]], BufferAllocation] = dataclasses.field(
-        default_factory=dict
-    )
-    grid_points: list[tuple[int, int, tuple[int, ...]]] = dataclasses.field(default_factory=list)
-    kernels: int = 0
-    races_flagged: set[int] = dataclasses.field(default_factory=set)
 
 
 _LOG_LOCK = threading.RLock()
