@@ -266,7 +266,9 @@ def diagnosed_run(family: str, run: Callable[[], Any], *, waivers: Sequence[Waiv
 
 def jax_text() -> str:
     """The installed jax version, for reports."""
-    return ".".join(map(str, compat.JAX_VERSION))
+    import jax
+
+    return jax.__version__
 
 
 def summary_line() -> str:
