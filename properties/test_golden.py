@@ -2,8 +2,9 @@
 stored reference outputs, and the fresh reference against the stored one.
 
 A missing golden fails; ``--force-regen`` rewrites the goldens first (the only way this
-test writes files). Goldens recorded on another backend or jax version are skipped with
-the reason.
+test writes files). Goldens recorded on another jax version are compared against the
+family tolerances (the outcome notes the versions); ones recorded on another backend or
+device are skipped with the reason.
 """
 
 from __future__ import annotations

@@ -12,11 +12,13 @@ from kernel_harness.regression.gate import (
     DEFAULT_FACTOR,
     DEFAULT_FLOOR,
     GateError,
-    baseline_section,
+    Row,
+    baseline_sections,
     default_path,
     evaluate,
     measure,
     record,
+    section_key,
     table,
 )
 from kernel_harness.run.runner import ensure_supported, impl_name
@@ -38,7 +40,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--backend", default="interpret")
     p.add_argument("--golden-dir", type=Path, default=None)
     p.add_argument("--across-versions", action="store_true",
-                   help="compare with a baseline from another backend or jax version")
+                   help="with no baseline of this jax version, gate against the nearest other "
+                        "version's (its table is always printed as a version-drift warning)")
 
 
 def run(args: Any) -> int:
@@ -64,21 +67,40 @@ def run(args: Any) -> int:
         try:
             if args.record:
                 data = record(family, backend, path=path, impl=impl, root=args.golden_dir)
-                n = len(data["backends"][backend.name]["cases"])
+                env = golden.environment(backend)
+                n = len(data["sections"][section_key(env)]["cases"])
                 print(f"{family.name}: recorded the {backend.name} baseline of {n} cases "
-                      f"in {path}")
+                      f"on jax {env['jax_version']} in {path}")
                 continue
-            section = baseline_section(family, backend, path,
-                                       across_versions=args.across_versions)
+            same, other = baseline_sections(family, backend, path)
             cases = golden.load_manifest(family, args.golden_dir)
-            rows = evaluate(section["cases"], measure(family, backend, cases, impl), cases,
-                            factor=args.factor, floor=args.floor)
+            measured = measure(family, backend, cases, impl)
+            here = golden.environment(backend)["jax_version"]
+            drift = None
+            if other is not None and (same is None or golden.version_key(
+                    other["environment"]["jax_version"]) < golden.version_key(here)):
+                drift = evaluate(other["cases"], measured, cases, factor=args.factor,
+                                 floor=args.floor)
+            section = same if same is not None else other if args.across_versions else None
+            rows = None if section is None else evaluate(
+                section["cases"], measured, cases, factor=args.factor, floor=args.floor)
         except (GateError, golden.GoldenError) as e:
             print(f"kernel-harness gate: {family.name}: {e}")
             worst = max(worst, 2)
             continue
+        if drift is not None:
+            print_drift(family.name, other, here, drift, args.factor)
+        if rows is None:
+            print(f"kernel-harness gate: {family.name}: no baseline recorded on jax {here} for "
+                  f"backend {backend.name}, so no gate verdict (the table above is the drift "
+                  f"from jax {other['environment']['jax_version']}); after reviewing it, record "
+                  f"one with `kernel-harness gate {family.name} --record --backend "
+                  f"{backend.name}`")
+            worst = max(worst, 1 if any(r.verdict == "FAIL" for r in drift or ()) else 2)
+            continue
         failed = [r for r in rows if r.failed]
-        print(f"\n{family.name} on {backend.name}: candidate "
+        print(f"\n{family.name} on {backend.name}, jax {section['environment']['jax_version']}: "
+              f"candidate "
               f"{impl_name(family.kernel if impl is None else impl)} vs baseline of "
               f"{section['impl']} (limit = {args.factor:g} x max(before, {args.floor:g}))")
         print(table(rows))
@@ -89,3 +111,20 @@ def run(args: Any) -> int:
             print(f"  some errors shrank by more than {args.factor:g}x: consider --record")
         worst = max(worst, 1 if failed else 0)
     return worst
+
+
+def print_drift(family: str, other: dict[str, Any], here: str, rows: list[Row],
+                factor: float) -> None:
+    """The before/after table against another jax version's baseline, as a warning section:
+    news of an upgrade, not the gate's verdict (that needs this version's baseline)."""
+    then = other["environment"]["jax_version"]
+    print(f"\nWARNING: version drift: {family} on jax {here} vs the baseline recorded on jax "
+          f"{then} (a warning, not the gate verdict)")
+    print(table(rows))
+    moved = [f"{r.case}/{r.output} {r.before or 0:.3g} -> {r.after:.3g}" for r in rows
+             if r.verdict in ("WORSE", "FAIL")]
+    if moved:
+        print(f"WARNING: {family}: {len(moved)} (case, output) pair(s) worse than {factor:g}x "
+              f"the jax {then} baseline or failing since the upgrade: {'; '.join(moved)}")
+    else:
+        print(f"  {family}: no (case, output) pair moved beyond {factor:g}x since jax {then}")

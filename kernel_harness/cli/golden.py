@@ -12,6 +12,7 @@ from kernel_harness.regression.golden import (
     SUMMARY_HEADERS,
     GoldenCase,
     GoldenError,
+    compared_nothing,
     family_dir,
     guarded,
     load_manifest,
@@ -41,7 +42,8 @@ def add_parser(sub: Any) -> None:
         else:
             p.add_argument("--impl", default=None, help="MODULE:ATTR replacing the kernel")
             p.add_argument("--across-versions", action="store_true",
-                           help="compare goldens recorded on another backend or jax version")
+                           help="also compare goldens recorded on another backend or device "
+                                "(another jax version is compared by default)")
     add = gsub.add_parser("add", help="pin a case (e.g. one a failure printed) as a golden")
     add.add_argument("family")
     add.add_argument("name")
@@ -93,6 +95,21 @@ def run(args: Any) -> int:
     counts = {s: sum(o.status == s for o in outcomes) for s in
               ("PASS", "FAIL", "ERROR", "SKIP", "RECORDED", "KEPT")}
     ok = all(o.ok for o in outcomes)
-    print(f"\n{'PASS' if ok else 'FAIL'}: golden {args.golden_command} on backend {backend.name}: "
-          + ", ".join(f"{v} {k.lower()}" for k, v in counts.items() if v))
+    nothing = compared_nothing(outcomes) if args.golden_command == "check" else None
+    across = sum(any(n.startswith("versions differ") for n in o.notes) for o in outcomes)
+    print(f"\n{'PASS' if ok and not nothing else 'FAIL'}: golden {args.golden_command} on "
+          f"backend {backend.name}, jax {jax_version()}: "
+          + ", ".join(f"{v} {k.lower()}" for k, v in counts.items() if v)
+          + (f" ({across} recorded on another jax version, compared against the family "
+             f"tolerances)" if across else ""))
+    if nothing:
+        print(f"  not a pass: {nothing}")
+        return 1
     return 0 if ok else 1
+
+
+def jax_version() -> str:
+    """The installed jax version."""
+    import jax
+
+    return jax.__version__

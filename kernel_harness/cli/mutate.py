@@ -12,6 +12,7 @@ from kernel_harness.regression.mutate import (
     DEFAULT_MAX_EXAMPLES,
     GATE_COLUMN,
     GOLDEN_COLUMN,
+    compared_nothing,
     kill_matrix,
     load_catalog,
     run_one,
@@ -84,6 +85,12 @@ def run(args: Any) -> int:
         if control.status != "PASS":
             print(kill_matrix(results, columns))
             print("\nFAIL: the unmutated kernel does not pass; kills would mean nothing")
+            return 1
+        empty = compared_nothing(control)
+        if empty:
+            print(kill_matrix(results, columns))
+            print("\nFAIL: compared nothing in the control run: " + "; ".join(empty)
+                  + " (record what is missing, or pass --no-golden)")
             return 1
     for m in chosen:
         r = run_one(family.name, m, **kw_mutants)

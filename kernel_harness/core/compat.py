@@ -16,15 +16,44 @@ from typing import Any
 import jax
 import numpy as np
 
+from kernel_harness.core.interpret_log import BufferAccess, BufferAllocation, TpuInterpretLog
+
 JAX_VERSION: tuple[int, ...] = tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())
+
+
+class InterpreterLayoutError(RuntimeError):
+    """The installed jax's TPU interpreter is not laid out the way this harness knows
+    (a private module, class, method or ``InterpretParams`` field it relies on moved).
+
+    Raised instead of running without race detection or NaN-filled memory: the
+    message names the jax version and the missing piece.
+    """
+
+    def __init__(self, missing: str):
+        super().__init__(
+            f"jax {jax.__version__}: TPU interpret mode's internals are not laid out as "
+            f"kernel_harness expects ({missing}); the harness knows jax 0.10.x and 0.12.x. "
+            f"Adapt kernel_harness/core/compat.py to this jax, or use --backend interpret."
+        )
+        self.missing = missing
+
+
+#: ``InterpretParams`` fields the diagnostics rely on (NaN-filled memory, race detection,
+#: grid-point recording, the shuffled parallel order). A jax lacking one is an error.
+REQUIRED_INTERPRET_FIELDS: tuple[str, ...] = (
+    "uninitialized_memory", "detect_races", "random_seed", "grid_point_recorder",
+    "dma_execution_mode",
+)
 
 
 def tpu_interpret_params(**overrides: Any) -> Any:
     """Returns ``pltpu.InterpretParams`` with the harness's diagnostic defaults.
 
     NaN-filled uninitialized memory, race detection, a shuffled parallel grid
-    order (where this jax has it) and two simulated cores. Keyword arguments
-    this jax does not know are dropped, so the same call works across versions.
+    order and two simulated cores; where this jax's race detector can raise
+    (``on_race``, jax >= 0.12) it is told to record (``"warn"``) so the harness's
+    own analysis and waivers decide. A field this jax lacks (a required one, or
+    one passed in ``overrides``) is an :class:`InterpreterLayoutError` naming it.
     """
     from jax.experimental.pallas import tpu as pltpu
 
@@ -38,11 +67,16 @@ def tpu_interpret_params(**overrides: Any) -> Any:
         # Only the shuffling of "parallel" grid dimensions is asked for.
         "dma_execution_mode": "on_wait",
     }
-    wanted.update(overrides)
     known = {f.name for f in dataclasses.fields(pltpu.InterpretParams)}
+    if "on_race" in known:
+        wanted["on_race"] = "warn"
+    wanted.update(overrides)
     if "num_cores_or_threads" not in known and "num_cores_per_device" in known:
         wanted["num_cores_per_device"] = wanted.pop("num_cores_or_threads")
-    return pltpu.InterpretParams(**{k: v for k, v in wanted.items() if k in known})
+    missing = sorted((set(wanted) | set(REQUIRED_INTERPRET_FIELDS)) - known)
+    if missing:
+        raise InterpreterLayoutError(f"InterpretParams has no field(s) {missing}")
+    return pltpu.InterpretParams(**wanted)
 
 
 @contextlib.contextmanager
@@ -96,62 +130,6 @@ def shard_map() -> Any:
 # --- TPU interpret mode: access recording (diagnostics.py analyses what is recorded) -------------
 
 
-@dataclasses.dataclass(frozen=True)
-class BufferAccess:
-    """One read or write of a simulated TPU buffer seen by the race detector.
-
-    ``buffer`` is ``(memory space, buffer id, device, core)``; ``where`` the
-    accessed index range (ints/slices, missing trailing dims mean "all");
-    ``frame`` the kernel source line (``file:line (function)``) or
-    ``pallas_call`` for the interpreter's own block copies; ``kernel`` the
-    kernel body function (empty for block copies); ``grid_point`` the
-    grid point the accessing core was running; ``race`` whether the
-    interpreter's race detector flagged this access.
-    """
-
-    kernel_index: int
-    kind: str
-    buffer: tuple[Any, ...]
-    where: tuple[Any, ...]
-    device: int
-    core: int
-    clock: Any
-    frame: str
-    kernel: str
-    grid_point: tuple[int, ...] | None
-    race: bool
-
-
-@dataclasses.dataclass(frozen=True)
-class BufferAllocation:
-    """A simulated buffer's allocation: its shape, dtype, and whether it started
-    uninitialized (NaN-filled) rather than holding data (kernel inputs)."""
-
-    kernel_index: int
-    buffer: tuple[Any, ...]
-    shape: tuple[int, ...]
-    dtype: str
-    uninitialized: bool
-
-
-@dataclasses.dataclass
-class TpuInterpretLog:
-    """Everything recorded while a :func:`recording_tpu_interpret` context was open.
-
-    ``kernels`` counts interpreted ``pallas_call`` invocations (each gets a fresh
-    simulator state, identified by a process-wide serial ``kernel_index``);
-    ``races_flagged`` holds the serials whose race detector flagged a race.
-    """
-
-    accesses: list[BufferAccess] = dataclasses.field(default_factory=list)
-    allocations: dict[tuple[int, tuple[Any, ...]], BufferAllocation] = dataclasses.field(
-        default_factory=dict
-    )
-    grid_points: list[tuple[int, int, tuple[int, ...]]] = dataclasses.field(default_factory=list)
-    kernels: int = 0
-    races_flagged: set[int] = dataclasses.field(default_factory=set)
-
-
 _LOG_LOCK = threading.RLock()
 _ACTIVE_LOGS: list[TpuInterpretLog] = []
 _CURRENT_GRID_POINT: dict[int, tuple[int, ...]] = {}
@@ -177,7 +155,7 @@ def record_grid_point(*args: Any) -> Any:
 
 def _is_jax_internal(file_name: str) -> bool:
     name = file_name.replace("\\", "/")
-    return "/jax/_src/" in name or name.endswith("/kernel_harness/compat.py")
+    return "/jax/_src/" in name or name.endswith("/kernel_harness/core/compat.py")
 
 
 def _frame_of(source_info: Any) -> tuple[str, str]:
@@ -211,11 +189,64 @@ def _uninitialized(value: Any) -> bool:
     return False
 
 
-def _install_patches() -> None:
-    from jax._src.pallas.mosaic.interpret import race_detection_state as rds
-    from jax._src.pallas.mosaic.interpret import shared_memory as shm
+_MISSING = object()
 
-    state_cls, mem_cls = rds.RaceDetectionState, shm.SharedMemory
+#: The race detector's ``check_read``/``check_write`` parameters after ``self``, per layout:
+#: jax 0.10 passes ``(device_id, local_core_id, clock, ...)``, jax 0.12 a thread key
+#: ``(device_id, local_core_id)`` and a vector-clock object.
+_CHECK_LAYOUTS: dict[tuple[str, ...], str] = {
+    ("device_id", "local_core_id", "clock", "buffer_key", "rnge", "source_info"): "device-core",
+    ("thread", "clock", "buffer_key", "rnge", "source_info"): "thread",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class InterpreterLayout:
+    """Where this jax keeps the TPU interpreter pieces the recorder wraps."""
+
+    state_cls: Any
+    mem_cls: Any
+    check_style: str
+
+
+def interpreter_layout() -> InterpreterLayout:
+    """Finds the race detector and shared memory classes of this jax's TPU interpreter;
+    anything unrecognized is an :class:`InterpreterLayoutError` naming the piece."""
+    import inspect
+
+    try:
+        from jax._src.pallas.mosaic.interpret import race_detection_state as rds
+        from jax._src.pallas.mosaic.interpret import shared_memory as shm
+    except ImportError as e:
+        raise InterpreterLayoutError(f"cannot import the interpreter modules: {e}") from None
+    state_cls = getattr(rds, "RaceDetectionState", None)
+    mem_cls = getattr(shm, "SharedMemory", None)
+    if state_cls is None or mem_cls is None:
+        raise InterpreterLayoutError(
+            "no race_detection_state.RaceDetectionState or shared_memory.SharedMemory")
+    if not callable(getattr(mem_cls, "allocate_buffer", None)):
+        raise InterpreterLayoutError("SharedMemory (or a base class) has no allocate_buffer")
+    if "races_found" not in {f.name for f in dataclasses.fields(state_cls)}:
+        raise InterpreterLayoutError("RaceDetectionState has no races_found field")
+    styles = set()
+    for name in ("check_read", "check_write"):
+        method = getattr(state_cls, name, None)
+        if method is None:
+            raise InterpreterLayoutError(f"RaceDetectionState has no {name}")
+        params = tuple(inspect.signature(method).parameters)[1:]
+        if params not in _CHECK_LAYOUTS:
+            raise InterpreterLayoutError(
+                f"RaceDetectionState.{name} takes {params}, none of the known "
+                f"{sorted(_CHECK_LAYOUTS)}")
+        styles.add(_CHECK_LAYOUTS[params])
+    if len(styles) != 1:
+        raise InterpreterLayoutError(f"check_read and check_write differ: {sorted(styles)}")
+    return InterpreterLayout(state_cls=state_cls, mem_cls=mem_cls, check_style=styles.pop())
+
+
+def _install_patches() -> None:
+    layout = interpreter_layout()
+    state_cls, mem_cls = layout.state_cls, layout.mem_cls
     orig_init = state_cls.__init__
     orig = {"read": state_cls.check_read, "write": state_cls.check_write}
     orig_alloc = mem_cls.allocate_buffer
@@ -229,27 +260,43 @@ def _install_patches() -> None:
             _STATE_INDEX[id(self)] = _SERIAL[0]
             _CURRENT_GRID_POINT.clear()
 
+    def note(self: Any, kind: str, before: bool, device_id: Any, core_id: Any, clock: Any,
+             buffer_key: Any, rnge: Any, source_info: Any) -> None:
+        with _LOG_LOCK:
+            index = _STATE_INDEX.get(id(self), _SERIAL[0])
+            frame, kernel = _frame_of(source_info)
+            clock = getattr(clock, "clock", clock)  # jax 0.12: a vector-clock object
+            access = BufferAccess(
+                kernel_index=index, kind=kind, buffer=tuple(buffer_key), where=tuple(rnge),
+                device=int(device_id), core=int(core_id),
+                clock=None if clock is None else np.array(clock),
+                frame=frame, kernel=kernel,
+                grid_point=_CURRENT_GRID_POINT.get(int(core_id)),
+                race=bool(self.races_found and not before),
+            )
+            for log in _ACTIVE_LOGS:
+                log.accesses.append(access)
+                if self.races_found:
+                    log.races_flagged.add(index)
+
     def checker(kind: str) -> Any:
-        def check(self, device_id, core_id, clock, buffer_key, rnge, source_info=None):
-            before = self.races_found
-            result = orig[kind](self, device_id, core_id, clock, buffer_key, rnge,
-                                source_info=source_info)
-            with _LOG_LOCK:
-                index = _STATE_INDEX.get(id(self), _SERIAL[0])
-                frame, kernel = _frame_of(source_info)
-                access = BufferAccess(
-                    kernel_index=index, kind=kind, buffer=tuple(buffer_key), where=tuple(rnge),
-                    device=int(device_id), core=int(core_id),
-                    clock=None if clock is None else np.array(clock),
-                    frame=frame, kernel=kernel,
-                    grid_point=_CURRENT_GRID_POINT.get(int(core_id)),
-                    race=bool(self.races_found and not before),
-                )
-                for log in _ACTIVE_LOGS:
-                    log.accesses.append(access)
-                    if self.races_found:
-                        log.races_flagged.add(index)
-            return result
+        if layout.check_style == "thread":
+            def check(self, thread, clock, buffer_key, rnge, source_info=None):
+                before = self.races_found
+                result = orig[kind](self, thread, clock, buffer_key, rnge,
+                                    source_info=source_info)
+                device_id, core_id = thread
+                note(self, kind, before, device_id, core_id, clock, buffer_key, rnge,
+                     source_info)
+                return result
+        else:
+            def check(self, device_id, core_id, clock, buffer_key, rnge, source_info=None):
+                before = self.races_found
+                result = orig[kind](self, device_id, core_id, clock, buffer_key, rnge,
+                                    source_info=source_info)
+                note(self, kind, before, device_id, core_id, clock, buffer_key, rnge,
+                     source_info)
+                return result
 
         return check
 
@@ -267,11 +314,22 @@ def _install_patches() -> None:
                     log.allocations[(alloc.kernel_index, alloc.buffer)] = alloc
         return result
 
+    # Each wrapper is set on the class itself (jax 0.12 defines allocate_buffer on a
+    # generic base class shared with the GPU interpreter, which stays untouched).
     for cls, name, new in ((state_cls, "__init__", init), (state_cls, "check_read",
                            checker("read")), (state_cls, "check_write", checker("write")),
                            (mem_cls, "allocate_buffer", allocate)):
-        _PATCHES.append((cls, name, cls.__dict__[name]))
+        _PATCHES.append((cls, name, cls.__dict__.get(name, _MISSING)))
         setattr(cls, name, new)
+
+
+def _remove_patches() -> None:
+    while _PATCHES:
+        cls, name, old = _PATCHES.pop()
+        if old is _MISSING:
+            delattr(cls, name)
+        else:
+            setattr(cls, name, old)
 
 
 @contextlib.contextmanager
@@ -285,7 +343,11 @@ def recording_tpu_interpret() -> Iterator[TpuInterpretLog]:
     log = TpuInterpretLog()
     with _LOG_LOCK:
         if not _ACTIVE_LOGS:
-            _install_patches()
+            try:
+                _install_patches()
+            except BaseException:
+                _remove_patches()
+                raise
         _ACTIVE_LOGS.append(log)
     try:
         yield log
@@ -293,9 +355,7 @@ def recording_tpu_interpret() -> Iterator[TpuInterpretLog]:
         with _LOG_LOCK:
             _ACTIVE_LOGS.remove(log)
             if not _ACTIVE_LOGS:
-                while _PATCHES:
-                    cls, name, old = _PATCHES.pop()
-                    setattr(cls, name, old)
+                _remove_patches()
                 _STATE_INDEX.clear()
 
 

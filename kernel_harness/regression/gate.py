@@ -3,10 +3,15 @@
 ``kernel-harness gate --record`` runs the family's golden cases (the manifest in
 ``golden/<family>/cases.json``) and stores each output's error against the
 reference (``max_rel_err``) in ``golden/<family>/baseline.json``, one section per
-backend. ``kernel-harness gate`` reruns them and fails when an output's error
+backend and jax version (schema 2; schema-1 files, one section per backend, are
+read too). ``kernel-harness gate`` reruns them and fails when an output's error
 grew beyond ``factor x max(before, floor)``, even while still inside tolerance,
 or when it is now outside tolerance; it prints a before/after table. It is the
 command a kernel author runs before merging.
+
+Across a jax upgrade the gate compares with the section of the nearest other jax
+version (:func:`baseline_sections`) and prints that table as a version-drift
+warning; the verdict needs a baseline of this jax version.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from kernel_harness.regression import golden
 from kernel_harness.run.runner import check_case, ensure_supported, impl_name
 from kernel_harness.spec.family import Family
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: Schema 1 (``backends: {name: section}``) is still read, converted to schema 2.
+READABLE_SCHEMAS = (1, 2)
 DEFAULT_FACTOR = 2.0
 #: Errors below this (relative to the output's scale) count as this much, so noise
 #: around zero error (a few float32 ulps) cannot trip the gate.
@@ -72,6 +79,11 @@ def measure(
     return out
 
 
+def section_key(env: dict[str, str]) -> str:
+    """The key of one baseline section: backend and jax version (``interpret jax 0.12.0.1``)."""
+    return f"{env['backend']} jax {env['jax_version']}"
+
+
 def _load(path: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
@@ -79,9 +91,13 @@ def _load(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise GateError(f"{path}: corrupt baseline: {e}") from None
-    if data.get("schema_version") != SCHEMA_VERSION:
+    if data.get("schema_version") not in READABLE_SCHEMAS:
         raise GateError(f"{path}: schema_version {data.get('schema_version')!r}, "
-                        f"expected {SCHEMA_VERSION}; re-record with --record")
+                        f"expected one of {READABLE_SCHEMAS}; re-record with --record")
+    if data["schema_version"] == 1:
+        sections = data.get("backends", {}).values()
+        data = {"schema_version": SCHEMA_VERSION, "family": data.get("family"),
+                "sections": {section_key(s["environment"]): s for s in sections}}
     return data
 
 
@@ -89,7 +105,8 @@ def record(
     family: Family, backend: Backend, *, path: Path, impl: Callable[..., Any] | None = None,
     root: Path | None = None,
 ) -> dict[str, Any]:
-    """Measures every golden case and writes this backend's section of the baseline.
+    """Measures every golden case and writes this backend's and jax version's section of the
+    baseline (other versions' sections are kept).
 
     Refuses (GateError) when the kernel fails any case: a baseline must be a
     passing kernel's errors.
@@ -101,11 +118,12 @@ def record(
     if failing:
         raise GateError(f"{family.name}: not recording a baseline, the kernel fails {failing}")
     data = _load(path) or {"schema_version": SCHEMA_VERSION, "family": family.name,
-                           "backends": {}}
+                           "sections": {}}
     if data.get("family") != family.name:
         raise GateError(f"{path}: holds family {data.get('family')!r}, not {family.name!r}")
-    data["backends"][backend.name] = {
-        "environment": golden.environment(backend),
+    env = golden.environment(backend)
+    data["sections"][section_key(env)] = {
+        "environment": env,
         "impl": impl_name(family.kernel if impl is None else impl),
         "cases": {
             g.name: {"case": json.loads(g.case.to_json()), "max_rel_err": measured[g.name][0]}
@@ -117,21 +135,47 @@ def record(
     return data
 
 
+def baseline_sections(
+    family: Family, backend: Backend, path: Path
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``(this jax version's section, the nearest other jax version's section)`` for this
+    backend and device (the nearest older version if any, else the nearest newer);
+    a GateError if there is neither."""
+    env = golden.environment(backend)
+    sections = [s for s in _load(path).get("sections", {}).values()
+                if golden.not_comparable_reason(s["environment"], env) is None]
+    same = next((s for s in sections
+                 if golden.version_difference(s["environment"], env) is None), None)
+    now = golden.version_key(env["jax_version"])
+    others = sorted((s for s in sections if s is not same),
+                    key=lambda s: golden.version_key(s["environment"]["jax_version"]))
+    older = [s for s in others if golden.version_key(s["environment"]["jax_version"]) <= now]
+    other = older[-1] if older else (others[0] if others else None)
+    if same is None and other is None:
+        raise GateError(
+            f"{path}: no {family.name} baseline for backend {backend.name} on "
+            f"{env['device_kind']}; record one with "
+            f"`kernel-harness gate {family.name} --record --backend {backend.name}`"
+        )
+    return same, other
+
+
 def baseline_section(
     family: Family, backend: Backend, path: Path, *, across_versions: bool = False
 ) -> dict[str, Any]:
-    """This backend's recorded section, checked to be comparable with this run."""
-    data = _load(path)
-    section = data.get("backends", {}).get(backend.name)
-    if section is None:
-        raise GateError(
-            f"{path}: no {family.name} baseline for backend {backend.name}; record one with "
-            f"`kernel-harness gate {family.name} --record --backend {backend.name}`"
-        )
-    reason = golden.not_comparable_reason(section["environment"], golden.environment(backend))
-    if reason is not None and not across_versions:
-        raise GateError(f"{path}: baseline {reason}; re-record it or pass --across-versions")
-    return section
+    """This backend's section recorded on this jax version (with ``across_versions``, the
+    nearest other version's if this one has none); else a GateError saying what to record."""
+    same, other = baseline_sections(family, backend, path)
+    if same is not None:
+        return same
+    if across_versions:
+        return other
+    raise GateError(
+        f"{path}: no {family.name} baseline recorded on jax "
+        f"{golden.environment(backend)['jax_version']} for backend {backend.name} (there is one "
+        f"for jax {other['environment']['jax_version']}); record one with "
+        f"`kernel-harness gate {family.name} --record --backend {backend.name}`"
+    )
 
 
 def evaluate(

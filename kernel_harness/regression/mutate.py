@@ -162,6 +162,9 @@ def _golden_column(family: Family, backend: Any, golden_root: str | None) -> dic
 
     start = time.perf_counter()
     root = Path(golden_root) if golden_root else None
+    if not (golden.family_dir(family.name, root) / golden.MANIFEST).exists():
+        return {"killed": False, "skipped": f"not applicable: {family.name} has no goldens",
+                "wall_s": 0.0}
     try:
         cases = golden.load_manifest(family, root)
     except golden.GoldenError as e:
@@ -192,6 +195,9 @@ def _gate_column(family: Family, backend: Any, golden_root: str | None) -> dict[
 
     start = time.perf_counter()
     root = Path(golden_root) if golden_root else None
+    if not gate.default_path(family.name, root).exists():
+        return {"killed": False, "skipped": f"not applicable: {family.name} has no baseline",
+                "wall_s": 0.0}
     try:
         section = gate.baseline_section(family, backend, gate.default_path(family.name, root))
         cases = golden.load_manifest(family, root)
@@ -333,6 +339,15 @@ def run_one(
     else:
         status = "KILLED" if killed else "SURVIVED"
     return MutantResult(mutant=name, status=status, columns=columns, wall_s=wall)
+
+
+def compared_nothing(control: MutantResult) -> list[str]:
+    """The golden/gate columns that compared nothing in the control run, with the reason
+    (e.g. no golden of a comparable backend, no baseline of this jax version): a column
+    that cannot kill any mutant there must not read as one that merely did not."""
+    return [f"{name}: {col['skipped']}" for name in (GOLDEN_COLUMN, GATE_COLUMN)
+            if (col := control.columns.get(name)) and col.get("skipped")
+            and not col["skipped"].startswith(("not applicable", "not run"))]
 
 
 def _cell(col: dict[str, Any] | None, control: bool) -> str:

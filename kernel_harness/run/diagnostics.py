@@ -46,21 +46,52 @@ WAIVER_FILE = pathlib.Path(__file__).with_name("waivers.json")
 class Waiver:
     """A reviewed benign finding: matches findings of ``family`` (``*``: any) and
     ``kind`` whose ``kernel`` and ``buffer`` texts match the given regular
-    expressions (``re.search``)."""
+    expressions (``re.search``), on the jax versions ``jax`` names (all if empty):
+    a finding re-derived on each jax version is scoped to the versions it was seen on."""
 
     family: str
     kind: str
     kernel: str
     buffer: str
     reason: str
+    #: jax versions the finding was derived on, e.g. ``"<0.12"`` or ``">=0.12"``; empty: all.
+    jax: str = ""
+
+    def applies_to_jax(self, version: tuple[int, ...] | None = None) -> bool:
+        """Whether this waiver holds on ``version`` (default: the installed jax)."""
+        return jax_version_matches(self.jax, compat.JAX_VERSION if version is None else version)
 
     def matches(self, family: str, finding: Finding) -> bool:
         return (
-            self.family in (family, "*")
+            self.applies_to_jax()
+            and self.family in (family, "*")
             and self.kind == finding.kind
             and re.search(self.kernel, finding.kernel) is not None
             and re.search(self.buffer, finding.buffer) is not None
         )
+
+
+def _parse_version(text: str) -> tuple[int, ...]:
+    parts = text.strip().split(".")
+    if not text.strip() or not all(p.isdigit() for p in parts):
+        raise ValueError(f"not a jax version: {text!r}")
+    return tuple(int(p) for p in parts)
+
+
+def jax_version_matches(spec: str, version: tuple[int, ...]) -> bool:
+    """``spec`` is empty (any version) or comma-separated ``<V``, ``<=V``, ``>=V``, ``>V``,
+    ``==V`` clauses (``==0.12`` matches every 0.12.x)."""
+    for clause in filter(None, (c.strip() for c in spec.split(","))):
+        op = next((o for o in ("<=", ">=", "==", "<", ">") if clause.startswith(o)), None)
+        if op is None:
+            raise ValueError(f"jax version clause {clause!r}: start it with <, <=, >=, > or ==")
+        bound = _parse_version(clause[len(op):])
+        v = version[:len(bound)] if op == "==" else version
+        ok = {"<": v < bound, "<=": v <= bound, ">=": v >= bound, ">": v > bound,
+              "==": v == bound}[op]
+        if not ok:
+            return False
+    return True
 
 
 def load_waivers(path: pathlib.Path | str | None = None) -> tuple[Waiver, ...]:
@@ -85,7 +116,12 @@ def load_waivers(path: pathlib.Path | str | None = None) -> tuple[Waiver, ...]:
                 re.compile(str(entry[field]))
             except re.error as e:
                 raise ValueError(f"{path}: waiver #{i} {field}: bad pattern: {e}") from None
-        waivers.append(Waiver(**{k: str(entry[k]) for k in Waiver.__dataclass_fields__}))
+        try:
+            jax_version_matches(str(entry.get("jax", "")), (0,))
+        except ValueError as e:
+            raise ValueError(f"{path}: waiver #{i} jax: {e}") from None
+        waivers.append(Waiver(**{k: str(entry[k]) for k in Waiver.__dataclass_fields__
+                                 if k in entry}))
     return tuple(waivers)
 
 
@@ -212,6 +248,10 @@ def diagnosed_run(family: str, run: Callable[[], Any], *, waivers: Sequence[Waiv
         raise cannot from e
     finally:
         compat.reset_tpu_interpret_state()
+    if log.kernels and not log.accesses:
+        raise compat.InterpreterLayoutError(
+            f"{log.kernels} kernel(s) interpreted but the race detector recorded no buffer "
+            "access: race detection did not run")
     diagnosis = diagnose(log, family, waivers)
     TOTALS["runs"] += 1
     TOTALS["kernels"] += diagnosis.kernels
@@ -224,13 +264,21 @@ def diagnosed_run(family: str, run: Callable[[], Any], *, waivers: Sequence[Waiv
     return result, diagnosis
 
 
+def jax_text() -> str:
+    """The installed jax version, for reports."""
+    import jax
+
+    return jax.__version__
+
+
 def summary_line() -> str:
     """One line for a CLI summary: interpreted runs, kernels, findings, waivers."""
     t = TOTALS
     line = (
         f"tpu-interpret diagnostics: {t['runs']} adapter run(s), {t['kernels']} interpreted "
         f"kernel(s), {t['findings']} finding(s), {t['waived']} waived "
-        f"(waivers: {WAIVER_FILE.name}, {len(load_waivers())} entries)"
+        f"(waivers: {WAIVER_FILE.name}, {sum(w.applies_to_jax() for w in load_waivers())} "
+        f"entries for jax {jax_text()})"
     )
     for reason, n in NOT_RUN.items():
         line += (f"\n  NOT RUN (neither pass nor fail): {n} run(s) TPU interpret mode "

@@ -33,6 +33,19 @@ def test_interpret_backends_pass_the_right_interpret_value():
     assert params.num_cores_or_threads == 2
 
 
-def test_interpret_params_drop_unknown_fields():
-    params = compat.tpu_interpret_params(no_such_field_in_any_jax=1)
-    assert not hasattr(params, "no_such_field_in_any_jax")
+def test_interpret_params_name_a_field_this_jax_lacks():
+    pattern = r"jax \d.*InterpretParams has no field\(s\) \['no_such_field_in_any_jax'\]"
+    with pytest.raises(compat.InterpreterLayoutError, match=pattern):
+        compat.tpu_interpret_params(no_such_field_in_any_jax=1)
+
+
+def test_interpret_params_record_races_instead_of_raising():
+    import dataclasses
+
+    from jax.experimental.pallas import tpu as pltpu
+
+    params = compat.tpu_interpret_params()
+    if "on_race" in {f.name for f in dataclasses.fields(pltpu.InterpretParams)}:
+        assert params.on_race == "warn"  # jax >= 0.12 would raise before waivers apply
+    else:
+        assert not hasattr(params, "on_race")

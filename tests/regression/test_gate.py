@@ -5,10 +5,13 @@ import json
 import pytest
 
 from kernel_harness import cli
+from kernel_harness.core.backends import resolve_backend
 from kernel_harness.regression import gate, golden
 from kernel_harness.spec import registry
 from tests.helpers.toy_family import FAMILY as TOY
 from tests.helpers.toy_family import ToyCase
+
+BACKEND = resolve_backend("interpret")
 
 CASES = [
     golden.GoldenCase(name="a", case=ToyCase(dtype="float32", seed=1, length=4)),
@@ -33,7 +36,10 @@ def test_gate_passes_unchanged_and_fails_slightly_worse_kernel(capsys, root):
     code, out = _gate(capsys, root, "--record")
     assert code == 0 and "recorded the interpret baseline of 2 cases" in out
     data = json.loads((root / "toy" / "baseline.json").read_text())
-    before = data["backends"]["interpret"]["cases"]["b"]["max_rel_err"]
+    assert data["schema_version"] == 2
+    (key,) = data["sections"]
+    assert key == gate.section_key(golden.environment(BACKEND))
+    before = data["sections"][key]["cases"]["b"]["max_rel_err"]
     assert set(before) == {"y", "dx"} and before["y"] < 1e-6
 
     code, out = _gate(capsys, root)
@@ -65,17 +71,61 @@ def test_floor_keeps_noise_near_zero_from_failing(capsys, root):
     assert code == 1 and "WORSE" in out
 
 
-def test_missing_or_incomparable_baseline_is_exit_2(capsys, root):
+def _as_other_version(root, version="0.0.1"):
+    """Rewrites the recorded section as if recorded on another (older) jax version."""
+    path = root / "toy" / "baseline.json"
+    data = json.loads(path.read_text())
+    (section,) = data["sections"].values()
+    section["environment"]["jax_version"] = version
+    data["sections"] = {gate.section_key(section["environment"]): section}
+    path.write_text(json.dumps(data))
+    return data
+
+
+def test_missing_baseline_is_exit_2(capsys, root):
     code, out = _gate(capsys, root)
     assert code == 2 and "no toy baseline for backend interpret" in out
+
+
+def test_older_jax_baseline_prints_the_drift_table_as_a_warning_and_is_not_a_pass(capsys, root):
+    assert _gate(capsys, root, "--record")[0] == 0
+    _as_other_version(root)
+    code, out = _gate(capsys, root)
+    assert code == 2, out
+    assert "WARNING: version drift: toy on jax " in out and "recorded on jax 0.0.1" in out
+    assert "case  output  before" in out and "no (case, output) pair moved beyond 2x" in out
+    assert "no baseline recorded on jax " in out and "--record" in out
+    # a kernel made worse shows in the drift section; outside tolerance it fails (exit 1)
+    code, out = _gate(capsys, root, "--impl", "tests.helpers.toy_impls:slightly_worse")
+    assert code == 2 and "4 (case, output) pair(s) worse than 2x the jax 0.0.1 baseline" in out
+    code, out = _gate(capsys, root, "--impl", "tests.helpers.toy_family:wrong_softplus")
+    assert code == 1 and "FAIL" in out.split("  verdict\n")[1]
+    # --across-versions: the other version's baseline is the gate
+    assert _gate(capsys, root, "--across-versions")[0] == 0
+
+
+def test_record_adds_a_per_version_section_and_drift_stays_visible(capsys, root):
+    assert _gate(capsys, root, "--record")[0] == 0
+    _as_other_version(root)
+    code, out = _gate(capsys, root, "--record")
+    assert code == 0 and "on jax " in out
+    data = json.loads((root / "toy" / "baseline.json").read_text())
+    assert sorted(data["sections"]) == sorted(
+        ["interpret jax 0.0.1", gate.section_key(golden.environment(BACKEND))])
+    code, out = _gate(capsys, root)
+    assert code == 0 and "PASS: toy: 0 of 4" in out
+    assert "WARNING: version drift" in out  # the older version's table, as a warning
+
+
+def test_schema_1_baselines_are_read(capsys, root):
     assert _gate(capsys, root, "--record")[0] == 0
     path = root / "toy" / "baseline.json"
     data = json.loads(path.read_text())
-    data["backends"]["interpret"]["environment"]["jax_version"] = "0.0.1"
-    path.write_text(json.dumps(data))
+    (section,) = data["sections"].values()
+    path.write_text(json.dumps({"schema_version": 1, "family": "toy",
+                                "backends": {"interpret": section}}))
     code, out = _gate(capsys, root)
-    assert code == 2 and "not comparable: recorded on jax_version=0.0.1" in out
-    assert _gate(capsys, root, "--across-versions")[0] == 0
+    assert code == 0 and "PASS: toy: 0 of 4" in out
 
 
 def test_new_or_changed_cases_need_a_new_baseline(capsys, root):

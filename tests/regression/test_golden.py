@@ -136,17 +136,48 @@ def test_manifest_case_changed_after_recording_is_an_error(recorded):
     assert all(o.status == "ERROR" and "stray file" in o.detail for o in stray)
 
 
-def test_other_jax_version_is_reported_not_compared(recorded):
-    path = recorded / "toy" / "len4.json"
+def _set_env(root, name, **fields):
+    path = root / "toy" / f"{name}.json"
     meta = json.loads(path.read_text())
-    meta["environment"]["jax_version"] = "0.0.1"
+    meta["environment"].update(fields)
     path.write_text(json.dumps(meta))
-    outcomes = {o.name: o for o in _check(recorded, impl=toy_family.wrong_softplus)}
-    assert outcomes["len4"].status == "SKIP" and outcomes["len4"].ok
-    assert outcomes["len4"].detail.startswith("not comparable: recorded on jax_version=0.0.1")
-    assert outcomes["len8"].status == "FAIL"
+
+
+def test_other_jax_version_is_compared_against_family_tolerances(recorded):
+    _set_env(recorded, "len4", jax_version="0.0.1", jaxlib_version="0.0.1")
+    outcomes = {o.name: o for o in _check(recorded)}
+    assert outcomes["len4"].status == "PASS"
+    (note,) = outcomes["len4"].notes
+    assert note.startswith("versions differ: recorded on jax 0.0.1, jaxlib 0.0.1, this run jax ")
+    assert "family tolerances" in note
+    assert outcomes["len8"].status == "PASS" and outcomes["len8"].notes == ()
+    # compared, so a wrong kernel fails on the golden of the other version too
+    wrong = {o.name: o for o in _check(recorded, impl=toy_family.wrong_softplus)}
+    assert wrong["len4"].status == "FAIL" and wrong["len8"].status == "FAIL"
+
+
+def test_other_backend_is_skipped_and_nothing_compared_is_not_a_pass(recorded, capsys,
+                                                                    toy_registry):
+    for name in ("len4", "len8"):
+        _set_env(recorded, name, device_kind="TPU v9")
+    outcomes = _check(recorded)
+    assert [o.status for o in outcomes] == ["SKIP", "SKIP"]
+    assert outcomes[0].detail.startswith("not comparable: recorded on device_kind=TPU v9")
+    assert golden.compared_nothing(outcomes).startswith("no golden was compared: not comparable")
+    assert cli.main(["golden", "check", "toy", "--golden-dir", str(recorded)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: golden check" in out and "not a pass: no golden was compared" in out
     forced = _check(recorded, names=["len4"], across_versions=True)[0]
     assert forced.status == "PASS" and "compared anyway" in forced.notes[0]
+    assert golden.compared_nothing([forced]) is None
+
+
+def test_cli_reports_goldens_of_another_jax_version(recorded, capsys, toy_registry):
+    for name in ("len4", "len8"):
+        _set_env(recorded, name, jax_version="0.0.1")
+    assert cli.main(["golden", "check", "toy", "--golden-dir", str(recorded)]) == 0
+    out = capsys.readouterr().out
+    assert "2 pass (2 recorded on another jax version, compared against the family " in out
 
 
 def test_record_keeps_existing_files_unless_forced_and_refuses_failing_kernels(recorded):
@@ -169,7 +200,8 @@ def test_cli_add_record_check(capsys, toy_registry, tmp_path):
     assert cli.main(["golden", "add", "toy", "pinned", "--case", case, "--tag", "ci", *d]) == 0
     assert cli.main(["golden", "check", "toy", *d]) == 0
     out = capsys.readouterr().out
-    assert "pinned  PASS" in out and "PASS: golden check on backend interpret: 1 pass" in out
+    assert "pinned  PASS" in out and "PASS: golden check on backend interpret, jax " in out
+    assert out.rstrip().endswith(": 1 pass")
     code = cli.main(["golden", "check", "toy", *d,
                      "--impl", "tests.helpers.toy_family:wrong_softplus"])
     assert code == 1 and "FAIL: golden check" in capsys.readouterr().out

@@ -80,7 +80,7 @@ def test_cli_prints_the_kill_matrix_and_fails_on_survivors(toy_registry, capsys,
     assert "shifted               killed 1ex" in out and "PASS: toy: 1/1 mutants killed" in out
     header = next(line for line in out.splitlines() if line.startswith("mutant "))
     assert header.split() == ["mutant", "matches-reference", "golden", "gate", "wall", "verdict"]
-    assert "  skip    skip  " in out  # golden and gate columns: nothing recorded in tmp_path
+    assert "  n/a     n/a  " in out  # golden and gate columns: toy has no goldens in tmp_path
     assert cli.main(argv) == 1
     out = capsys.readouterr().out
     assert "survived: ['harmless']" in out and "1 ERROR (stale or broken catalog entries)" in out
@@ -144,3 +144,20 @@ def test_gate_column_kills_what_tolerances_let_through(toy_registry, tmp_path):
     assert not cols["matches-reference"]["killed"] and not cols["golden"]["killed"]
     assert cols["gate"]["killed"] and "g: y WORSE" in cols["gate"]["how"]
     assert result.status == "KILLED"
+
+
+def test_golden_column_that_compares_nothing_fails_the_run(toy_registry, capsys, tmp_path):
+    """Goldens named in a manifest but none comparable (here: never recorded): the control
+    run's golden column compared nothing, so mutate cannot claim its kills mean anything."""
+    from kernel_harness.regression import golden
+    from tests.helpers.toy_family import FAMILY, ToyCase
+
+    golden.save_manifest(FAMILY, [golden.GoldenCase(
+        name="g", case=ToyCase(dtype="float32", seed=4, length=8))], tmp_path)
+    argv = ["mutate", "toy", "--catalog", "tests.helpers.toy_mutants:MUTANTS", "--tag", "ci",
+            "--max-examples", "3", "--property", "matches-reference", "--golden-dir",
+            str(tmp_path)]
+    assert cli.main(argv) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: compared nothing in the control run: golden: missing golden file" in out
+    assert cli.main([*argv, "--no-golden"]) == 0

@@ -105,3 +105,31 @@ def test_harness_check_fails_a_racy_family_kernel_on_tpu_interpret():
     assert check_case(pk.TOY_ATTENTION, case, backend).passed
     with pytest.raises(KernelRaceDetected, match="_copy_kernel"):
         check_case(pk.TOY_ATTENTION, case, backend, racy_attention)
+
+
+def test_waiver_scoped_to_other_jax_versions_does_not_apply(tmp_path):
+    path = tmp_path / "waivers.json"
+    here = ".".join(map(str, compat.JAX_VERSION[:2]))
+    path.write_text(json.dumps({"waivers": [{
+        "family": "planted", "kind": "race", "kernel": "_copy_kernel",
+        "buffer": r"^\[output 0\]", "reason": "test: seen on another jax only",
+        "jax": f"<{here}"}]}))
+    (waiver,) = diagnostics.load_waivers(path)
+    assert not waiver.applies_to_jax()
+    with pytest.raises(diagnostics.KernelRaceFailure):
+        diagnose(lambda: pk.racy_copy(X, interpret=PARAMS), waivers=(waiver,))
+
+
+def test_jax_version_clauses():
+    m = diagnostics.jax_version_matches
+    assert m("", (0, 10, 2)) and m("<0.12", (0, 10, 2)) and not m("<0.12", (0, 12, 0))
+    assert m(">=0.12", (0, 12, 0, 1)) and m("==0.12", (0, 12, 0, 1)) and not m("==0.12", (0, 13))
+    assert m(">=0.10,<0.12", (0, 11, 1)) and not m(">=0.10,<0.12", (0, 9))
+    with pytest.raises(ValueError, match="start it with"):
+        m("0.12", (0, 12))
+
+
+def test_shipped_splash_waiver_is_version_scoped():
+    (splash,) = [w for w in diagnostics.load_waivers() if w.family == "splash"]
+    assert splash.jax == "<0.12"
+    assert splash.applies_to_jax((0, 10, 2)) and not splash.applies_to_jax((0, 12, 0, 1))

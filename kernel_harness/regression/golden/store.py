@@ -52,14 +52,14 @@ class GoldenError(Exception):
 
 
 def default_root() -> Path:
-    """``$KERNEL_HARNESS_GOLDEN_DIR``, else ``golden/`` next to the package (a source
-    checkout), else ``./golden``."""
+    """``$KERNEL_HARNESS_GOLDEN_DIR``, else ``golden/`` at the root of the source checkout
+    holding the package (it holds ``splash/``), else ``./golden``."""
     env = os.environ.get("KERNEL_HARNESS_GOLDEN_DIR")
     if env:
         return Path(env)
-    # This file is <checkout>/kernel_harness/regression/golden/store.py.
+    # kernel_harness/regression/golden/store.py -> the checkout root's golden/
     beside = Path(__file__).resolve().parents[3] / "golden"
-    return beside if beside.is_dir() else Path("golden")
+    return beside if (beside / "splash").is_dir() else Path("golden")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -172,18 +172,43 @@ def environment(backend: Backend) -> dict[str, str]:
     }
 
 
-#: Environment fields that must agree for stored numbers to be comparable.
-COMPARABLE_FIELDS = ("backend", "device_kind", "jax_version", "jaxlib_version")
+#: Environment fields that must agree for stored numbers to be comparable at all.
+COMPARABLE_FIELDS = ("backend", "device_kind")
+#: Fields that may differ: the numbers are then compared against the family's
+#: tolerances (the regression a user cares about across an upgrade), and only the
+#: drift-level expectations (bitwise, ``REFERENCE_DRIFT_TOL``) are bound to one version.
+VERSION_FIELDS = ("jax_version", "jaxlib_version")
 
 
 def not_comparable_reason(recorded: dict[str, str], current: dict[str, str]) -> str | None:
-    """``None`` if results recorded in ``recorded`` can be compared here, else why not."""
+    """``None`` if results recorded in ``recorded`` can be compared here, else why not
+    (another backend or device; a jax version difference alone is comparable)."""
     diffs = [k for k in COMPARABLE_FIELDS if recorded.get(k) != current.get(k)]
     if not diffs:
         return None
     was = ", ".join(f"{k}={recorded.get(k)}" for k in diffs)
     now = ", ".join(f"{k}={current.get(k)}" for k in diffs)
     return f"not comparable: recorded on {was}; this run has {now}"
+
+
+def version_difference(recorded: dict[str, str], current: dict[str, str]) -> str | None:
+    """``None`` if recorded on this jax/jaxlib, else a note naming both versions."""
+    diffs = [k for k in VERSION_FIELDS if recorded.get(k) != current.get(k)]
+    if not diffs:
+        return None
+    was = ", ".join(f"{k.split('_')[0]} {recorded.get(k)}" for k in diffs)
+    now = ", ".join(f"{k.split('_')[0]} {current.get(k)}" for k in diffs)
+    return f"versions differ: recorded on {was}, this run {now}"
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """``"0.12.0.1"`` -> ``(0, 12, 0, 1)`` for ordering (non-numeric parts end it)."""
+    out = []
+    for part in str(version).split("."):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- arrays and hashes
