@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from kernel_harness.cli import (
     bad_input,
     check,
+    export_repro,
     gate,
     golden,
     listing,
@@ -34,13 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     listing.add_parsers(sub)
-    for module in (check, repro, golden, gate, mutate, lower, bad_input, shard):
+    for module in (check, repro, export_repro, golden, gate, mutate, lower, bad_input, shard):
         module.add_parser(sub)
     return parser
 
 
 COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": check.run,
-            "repro": repro.run, "golden": golden.run, "gate": gate.run, "mutate": mutate.run,
+            "repro": repro.run, "export-repro": export_repro.run,
+            "golden": golden.run, "gate": gate.run, "mutate": mutate.run,
             "lower": lower.run, "bad-input": bad_input.run, "shard": shard.run}
 
 

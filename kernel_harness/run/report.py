@@ -31,6 +31,18 @@ def repro_command(result: CaseResult) -> str:
     return shlex.join(parts)
 
 
+def export_command(result: CaseResult) -> str:
+    """A shell command writing this case as a standalone script (no harness needed)."""
+    parts = [
+        "kernel-harness", "export-repro", result.family,
+        "--backend", result.backend.name,
+        "--case", result.case.to_json(),
+    ]
+    if result.impl_spec:
+        parts += ["--impl", result.impl_spec]
+    return shlex.join([*parts, "--out", f"repro_{result.family.replace('-', '_')}.py"])
+
+
 def summary_line(result: CaseResult, verdict: Verdict) -> str:
     """``FAIL splash dq float32 q=... backend=interpret: <problem> at batch=0 head=1 ...``."""
     s = verdict.stats
@@ -76,6 +88,7 @@ def failure_report(result: CaseResult) -> str:
         lines.append(f"  excluded (outside the kernel's contract): {result.excluded}")
     lines.append(stats_table(result.verdicts))
     lines.append(f"  reproduce: {repro_command(result)}")
+    lines.append(f"  export:    {export_command(result)}")
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ from hypothesis.strategies import SearchStrategy
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays, Case
 from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.spec.export import ExportSnippet
 from kernel_harness.spec.hooks import Metamorphic
 
 #: Capability names a family may declare (``kernel-harness list`` prints them).
@@ -57,6 +58,8 @@ class Family:
       contract: the family's semantic choices, in words (fully masked rows...).
       metamorphic: hooks for the metamorphic properties, lowering and sharding
         (:class:`kernel_harness.spec.hooks.Metamorphic`); None opts out.
+      export: ``export(case) -> ExportSnippet``: source text for a standalone repro
+        script (``kernel-harness export-repro``); None opts out.
     """
 
     name: str
@@ -75,6 +78,7 @@ class Family:
     events: Callable[[Any], Iterable[str]] = lambda case: ()
     contract: str = ""
     metamorphic: Metamorphic | None = None
+    export: Callable[[Any], ExportSnippet] | None = None
 
     def __post_init__(self) -> None:
         unknown = self.capabilities - CAPABILITIES

@@ -6,6 +6,7 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2, tolerance_table
 from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.cases import MhaCase, mha_cases
+from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.families.gpu_mha.reference import reference
 from kernel_harness.spec.family import Family
 
@@ -107,4 +108,5 @@ FAMILY = Family(
     backends=GPU_BACKENDS,
     events=_events,
     contract=CONTRACT,
+    export=export,
 )

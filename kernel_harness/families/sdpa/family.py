@@ -6,6 +6,7 @@ import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.sdpa.cases import SdpaCase, sdpa_cases, sdpa_events
+from kernel_harness.families.sdpa.export import export
 from kernel_harness.families.sdpa.kernel import IMPL_SIGNATURE, SDPA_BACKENDS, run, xla_sdpa
 from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
 from kernel_harness.families.sdpa.reference import reference
@@ -96,4 +97,5 @@ FAMILY = Family(
     events=sdpa_events,
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
+    export=export,
 )
