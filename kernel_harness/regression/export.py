@@ -139,7 +139,7 @@ def main():
         rel = float("inf") if nan else float(np.max(err, initial=0.0)) / scale
         bad = nan > 0 or not rel <= tol
         failed |= bad
-        where = " ".join(f"{axis}={i}" for axis, i in zip(AXES[name], worst))
+        where = " ".join(f"{axis}={i}" for axis, i in zip(AXES[name], worst, strict=True))
         print(f"{'FAIL' if bad else 'ok  '} {name:<6} max rel err {rel:.3g} (tol {tol:g}) "
               f"non-finite {nan}  worst at {where}: {a[worst]:.6g} vs {b[worst]:.6g}")
     return 1 if failed else 0

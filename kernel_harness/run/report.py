@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from kernel_harness.core.tolerance import Verdict
 from kernel_harness.run.runner import CaseResult
+from kernel_harness.spec.registry import UnknownFamily, get_family
 
 PREFIX = "[kernel-harness]"
 
@@ -31,8 +32,14 @@ def repro_command(result: CaseResult) -> str:
     return shlex.join(parts)
 
 
-def export_command(result: CaseResult) -> str:
-    """A shell command writing this case as a standalone script (no harness needed)."""
+def export_command(result: CaseResult) -> str | None:
+    """A shell command writing this case as a standalone script (no harness needed), or
+    None when the family has no export hook."""
+    try:
+        if get_family(result.family).export is None:
+            return None
+    except UnknownFamily:
+        return None
     parts = [
         "kernel-harness", "export-repro", result.family,
         "--backend", result.backend.name,
@@ -88,7 +95,8 @@ def failure_report(result: CaseResult) -> str:
         lines.append(f"  excluded (outside the kernel's contract): {result.excluded}")
     lines.append(stats_table(result.verdicts))
     lines.append(f"  reproduce: {repro_command(result)}")
-    lines.append(f"  export:    {export_command(result)}")
+    export = export_command(result)
+    lines.append(f"  export:    {export or f'({result.family} has no export hook yet)'}")
     return "\n".join(lines)
 
 

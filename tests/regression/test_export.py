@@ -153,3 +153,21 @@ def test_cli_export_repro(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
                  "--backend", "tpu"]) == 2
     assert main(["export-repro", "gpu-mha", "--case", '{"dtype":"float32"}',
                  "--out", str(out)]) == 2
+
+
+def test_failure_report_prints_the_export_command() -> None:
+    from kernel_harness.core.backends import resolve_backend
+    from kernel_harness.run.report import export_command
+    from kernel_harness.run.runner import CaseResult
+
+    def result(family: str, case: object) -> CaseResult:
+        return CaseResult(family=family, case=case, backend=resolve_backend("interpret"),
+                          impl="x", impl_spec="my_mod:mha", verdicts=(), excluded={},
+                          seconds=0.0)
+
+    case = build_case(get_family("gpu-mha"), MHA_CASE)
+    command = export_command(result("gpu-mha", case))
+    assert command is not None
+    assert command.startswith("kernel-harness export-repro gpu-mha --backend interpret --case ")
+    assert "--impl my_mod:mha --out repro_gpu_mha.py" in command
+    assert export_command(result("hstu", case)) is None  # no hook: no command that would fail

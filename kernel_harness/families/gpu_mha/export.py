@@ -30,7 +30,7 @@ def export(case: MhaCase) -> ExportSnippet:
         def _kernel_fwd_bwd(q, k, v, seg, do):
             out, vjp = jax.vjp(lambda q, k, v: kernel(q, k, v, seg, **OPTIONS), q, k, v)
             _, lse = kernel(q, k, v, seg, return_residuals=True, **OPTIONS)
-            return dict(zip(("out", "lse", "dq", "dk", "dv"), (out, lse, *vjp(do))))
+            return dict(zip(("out", "lse", "dq", "dk", "dv"), (out, lse, *vjp(do)), strict=True))
 
 
         def run_kernel(x):

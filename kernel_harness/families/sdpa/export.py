@@ -17,8 +17,12 @@ def export(case: SdpaCase) -> ExportSnippet:
     from the description: mask array, causal, window, sequence lengths)."""
     has_bias = case.bias is not None
     grads = ("dq", "dk", "dv", "dbias") if has_bias else ("dq", "dk", "dv")
-    vis = [f"t = np.arange({case.q_len})[:, None]", f"s = np.arange({case.kv_len})[None, :]",
-           f"vis = np.ones(({case.batch}, {case.heads}, {case.q_len}, {case.kv_len}), bool)"]
+    vis = [f"vis = np.ones(({case.batch}, {case.heads}, {case.q_len}, {case.kv_len}), bool)"]
+    positional = case.is_causal or case.window is not None
+    if positional or case.kv_lengths is not None:
+        vis.insert(0, f"s = np.arange({case.kv_len})[None, :]")
+    if positional or case.q_lengths is not None:
+        vis.insert(0, f"t = np.arange({case.q_len})[:, None]")
     if case.mask is not None:
         vis.append('vis = vis & x["mask"]')
     if case.is_causal:
@@ -45,7 +49,7 @@ def export(case: SdpaCase) -> ExportSnippet:
                               key_value_seq_lengths=x.get("kv_lengths"), **OPTIONS)
 
             out, vjp = jax.vjp(f, *(x[n] for n in {_names(has_bias)!r}))
-            return dict(zip({("out", *grads)!r}, (out, *vjp(x["do"]))))
+            return dict(zip({("out", *grads)!r}, (out, *vjp(x["do"])), strict=True))
 
 
         def run_kernel(x):
@@ -62,7 +66,8 @@ def export(case: SdpaCase) -> ExportSnippet:
             def attention({args}):
                 k = jnp.repeat(k, {case.heads // case.kv_heads}, axis=2)
                 v = jnp.repeat(v, {case.heads // case.kv_heads}, axis=2)
-                logits = jnp.einsum("btnh,bsnh->bnts", q, k, precision=HI) * {case.effective_scale!r}
+                logits = jnp.einsum("btnh,bsnh->bnts", q, k, precision=HI)
+                logits = logits * {case.effective_scale!r}
                 {"logits = logits + bias" if has_bias else "pass  # no bias"}
                 m = jnp.max(jnp.where(vis, logits, -jnp.inf), axis=-1, keepdims=True)
                 m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, 0.0))
@@ -73,7 +78,7 @@ def export(case: SdpaCase) -> ExportSnippet:
 
             out, vjp = jax.vjp(attention, *f32.values())
             grads = vjp(jnp.asarray(x["do"], jnp.float32))
-            return dict(zip({("out", *grads)!r}, (out, *grads)))
+            return dict(zip({("out", *grads)!r}, (out, *grads), strict=True))
     '''
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
                          outputs=("out", *grads))
