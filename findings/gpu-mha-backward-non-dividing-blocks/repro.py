@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """gpu-mha on interpret: standalone repro exported by `kernel-harness export-repro`.
 
-Needs only jax, numpy and the kernel's package (not kernel_harness). Inputs: repro.npz.
+Needs only jax, numpy and the kernel's package (not the harness). Inputs: repro.npz.
 Exit 0: every output within tolerance of the float32 HIGHEST-precision reference
-below; 1: an output is outside it (NaN counts as outside).
+below; 1: an output is outside it (NaN counts as outside); 2: the kernel raised.
 case: {"batch":1,"block_k":32,"block_kv_dkv":32,"block_kv_dq":64,"block_q":32,"block_q_dkv":64,"block_q_dq":32,"causal":false,"dtype":"float32","head_dim":32,"heads":1,"kv_len":96,"num_stages":2,"num_warps":null,"q_len":96,"scale_mode":"arg","seed":0,"segment_runs":null}
 """
 import os
@@ -97,4 +97,10 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    except Exception:  # the kernel (or this script) raised: neither within nor outside
+        import traceback
+        traceback.print_exc()
+        status = 2
+    sys.exit(status)

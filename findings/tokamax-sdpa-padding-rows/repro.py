@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """sdpa on interpret: standalone repro exported by `kernel-harness export-repro`.
 
-Needs only jax, numpy and the kernel's package (not kernel_harness). Inputs: repro.npz.
+Needs only jax, numpy and the kernel's package (not the harness). Inputs: repro.npz.
 Exit 0: every output within tolerance of the float32 HIGHEST-precision reference
-below; 1: an output is outside it (NaN counts as outside).
+below; 1: an output is outside it (NaN counts as outside); 2: the kernel raised.
 case: {"batch":2,"bias":null,"dtype":"float32","head_dim":16,"heads":2,"is_causal":false,"kv_heads":2,"kv_len":16,"kv_lengths":null,"mask":null,"mask_keep":0.7,"q_len":16,"q_lengths":[12,16],"scale":null,"seed":0,"window":null}
 """
 import os
@@ -106,4 +106,10 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    except Exception:  # the kernel (or this script) raised: neither within nor outside
+        import traceback
+        traceback.print_exc()
+        status = 2
+    sys.exit(status)

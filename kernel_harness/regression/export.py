@@ -6,7 +6,7 @@ and the kernel's own package, calls the kernel with the case's exact static opti
 on the named backend, computes the family's short plain-jnp reference for that case
 (:class:`~kernel_harness.spec.export.ExportSnippet`), prints versions, per-output
 errors and the worst location, and exits 1 when an output is outside its tolerance
-(NaN included), 0 otherwise.
+(NaN included), 2 when the kernel raises, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -84,9 +84,9 @@ _HEADER = '''\
 #!/usr/bin/env python3
 """{family} on {backend}: standalone repro exported by `kernel-harness export-repro`.
 
-Needs only jax, numpy and the kernel's package (not kernel_harness). Inputs: {npz}.
+Needs only jax, numpy and the kernel's package (not the harness). Inputs: {npz}.
 Exit 0: every output within tolerance of the float32 HIGHEST-precision reference
-below; 1: an output is outside it (NaN counts as outside).
+below; 1: an output is outside it (NaN counts as outside); 2: the kernel raised.
 case: {case_json}
 """
 import os
@@ -146,7 +146,13 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    except Exception:  # the kernel (or this script) raised: neither within nor outside
+        import traceback
+        traceback.print_exc()
+        status = 2
+    sys.exit(status)
 '''
 
 

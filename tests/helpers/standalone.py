@@ -3,7 +3,8 @@
 ``python -I`` (no PYTHONPATH, no user site, no script directory on sys.path) plus a
 ``sys.meta_path`` finder that refuses ``kernel_harness`` (the editable install would
 otherwise still find it); ``extra_path`` (e.g. a temp folder holding a planted kernel)
-is the only addition to sys.path.
+is the only addition to sys.path. A script that raises exits with :data:`CRASHED`, so an
+import error or a changed API is never mistaken for a finding's deliberate exit 1.
 """
 
 from __future__ import annotations
@@ -12,8 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+#: Exit status of a script that raised instead of exiting (Python's own would be 1).
+CRASHED = 3
+
 _BOOT = r"""
 import importlib.abc, runpy, sys
+CRASHED = 3
 
 class _Blocked(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
@@ -25,7 +30,14 @@ sys.meta_path.insert(0, _Blocked())
 script, extra = sys.argv[1], sys.argv[2:]
 sys.path[:0] = extra
 sys.argv = [script]
-runpy.run_path(script, run_name="__main__")
+try:
+    runpy.run_path(script, run_name="__main__")
+except SystemExit:
+    raise
+except BaseException:  # a crash is not a finding's "exit 1": say so with its own status
+    import traceback
+    traceback.print_exc()
+    sys.exit(CRASHED)
 """
 
 #: What a clean run proves first: the package really is hidden.

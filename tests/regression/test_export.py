@@ -142,7 +142,7 @@ def test_cli_export_repro(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     out = tmp_path / "r.py"
     assert main(["export-repro", "gpu-mha", "--case", MHA_CASE, "--out", str(out)]) == 0
     assert out.exists() and out.with_suffix(".npz").exists()
-    assert "kernel_harness" not in out.read_text()
+    assert "kernel_harness" not in out.read_text()  # not even in a comment
     assert len(out.read_text().splitlines()) < 130  # a screen or two
     assert main(["export-repro", "hstu", "--case", "{}", "--out", str(out)]) == 2
     assert "no export hook" in capsys.readouterr().err
