@@ -64,7 +64,7 @@ def _impl_import(impl_spec: str) -> str:
     return f"from {module} import {attr} as kernel  # --impl {impl_spec}"
 
 
-def _npz_arrays(fam: Family, case: Any) -> dict[str, np.ndarray]:
+def _npz_arrays(fam: Family, case: Any, extra: Any) -> dict[str, np.ndarray]:
     """Inputs (bfloat16/float16 stored as a uint16 view with a ``dtype:`` entry) and
     ``valid:<output>`` masks."""
     arrays: dict[str, np.ndarray] = {}
@@ -77,6 +77,7 @@ def _npz_arrays(fam: Family, case: Any) -> dict[str, np.ndarray]:
             arrays[name] = a
     for name, mask in fam.valid(case).items():
         arrays[f"valid:{name}"] = np.asarray(mask, bool)
+    arrays.update({name: np.asarray(a) for name, a in extra.items()})
     return arrays
 
 
@@ -191,6 +192,7 @@ def export_repro(fam: Family, case: Any, out: str | Path, *, backend: str = "int
     npz = script.with_suffix(".npz")
     text = render_script(fam, case, backend=backend, impl_spec=impl_spec, npz_name=npz.name)
     script.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(npz, **_npz_arrays(fam, case))
+    extra = fam.export(case).arrays if fam.export else {}
+    np.savez_compressed(npz, **_npz_arrays(fam, case, extra))
     script.write_text(text)
     return script, npz

@@ -11,6 +11,9 @@ tolerances, the comparison and the exit status.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+
+import numpy as np
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -27,6 +30,8 @@ class ExportSnippet:
         names ``jax``, ``jnp``, ``np`` and ``HI`` (``Precision.HIGHEST``) available.
       outputs: the outputs compared, in order (each must have a tolerance).
       platform: ``JAX_PLATFORMS`` to force for the interpret backend ("cpu"), or None.
+      arrays: extra arrays for the .npz beside the case's inputs (e.g. a dense mask the
+        reference reads when the family's mask language is too long to restate).
     """
 
     default_import: str
@@ -34,3 +39,4 @@ class ExportSnippet:
     reference: str
     outputs: tuple[str, ...]
     platform: str | None = "cpu"
+    arrays: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)

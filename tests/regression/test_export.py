@@ -37,6 +37,22 @@ def mha(q, k, v, segment_ids, **kwargs):
     return res * 1.01
 '''
 
+SPLASH_CASE = ('{"dtype":"float32","seed":5,"batch":2,"num_q_heads":4,"num_kv_heads":2,'
+               '"q_len":256,"kv_len":384,"masks":["causal(offset=128)",'
+               '"local(left=100, right=20, offset=0)","random(seed=3, density=0.5) | '
+               'causal(offset=0)","numpy(chunked(chunk=127))"],"q_segments":[[1,100],[2,156]],'
+               '"kv_segments":[[1,200],[2,184]],"soft_cap":20.0,"sinks":true}')
+SPLASH_SMALL = ('{"dtype":"float32","seed":6,"num_q_heads":2,"q_len":256,"kv_len":256,'
+                '"masks":["causal(offset=0)"],"soft_cap":5.0}')
+
+# A planted splash factory (no BlockSizes of its own) that silently drops the soft cap.
+PLANTED_SPLASH = '''
+from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as sk
+
+def make(mask, *, attn_logits_soft_cap=None, **kwargs):
+    return sk.make_splash_mha(mask, attn_logits_soft_cap=None, **kwargs)
+'''
+
 # A planted SDPA that silently drops the local window.
 PLANTED_SDPA = '''
 import jax
@@ -88,6 +104,19 @@ def test_sdpa_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
     assert good.stdout.count("ok  ") == 5  # out, dq, dk, dv, dbias
 
 
+def test_splash_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
+    fam = get_family("splash")
+    case = build_case(fam, SPLASH_SMALL)
+    kernels = _plant(tmp_path, "planted_splash", PLANTED_SPLASH)
+    planted, _ = export_repro(fam, case, tmp_path / "planted.py", impl_spec="planted_splash:make")
+    pristine, _ = export_repro(fam, case, tmp_path / "pristine.py")
+    bad = run_standalone(planted, extra_path=kernels)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "FAIL out" in bad.stdout
+    good = run_standalone(pristine)
+    assert good.returncode == 0, good.stdout + good.stderr
+
+
 def _load(script: Path):
     spec = importlib.util.spec_from_file_location(f"exported_{script.stem}", script)
     module = importlib.util.module_from_spec(spec)
@@ -103,6 +132,7 @@ def _load(script: Path):
                     '"head_dim":16,"segment_runs":[[[1,10],[0,22]],[[2,32]]],'
                     '"scale_mode":"prescaled-q"}'),
         ("sdpa", SDPA_CASE),
+        ("splash", SPLASH_CASE),
     ],
 )
 def test_the_scripts_reference_is_the_harness_reference(

@@ -9,6 +9,7 @@ import numpy as np
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.cases import SplashCase
+from kernel_harness.families.splash.export import export
 from kernel_harness.families.splash.masks import (
     COMPUTABLE_KINDS,
     NUMPY_KINDS,
@@ -184,4 +185,5 @@ FAMILY = Family(
     events=events,
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
+    export=export,
 )
