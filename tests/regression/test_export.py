@@ -150,9 +150,9 @@ def test_the_scripts_reference_is_the_harness_reference(
     theirs = module.reference(x)
     ours = fam.reference(case, inputs)
     assert set(module.TOL) <= set(ours)
-    for name in module.TOL:
-        np.testing.assert_allclose(np.asarray(theirs[name]), ours[name], rtol=1e-5, atol=1e-6,
-                                   err_msg=name)
+    for name in module.TOL:  # float32 rounding only: 1e-5 of the output's scale
+        err = np.max(np.abs(np.asarray(theirs[name], np.float32) - ours[name]))
+        assert err <= 1e-5 * max(np.max(np.abs(ours[name])), 1e-30), (name, err)
     assert set(valid) == set(fam.valid(case))
 
 

@@ -66,13 +66,23 @@ def export(case: SplashCase) -> ExportSnippet:
     cap = case.soft_cap
     cap_line = f"s = {cap!r} * jnp.tanh(s / {cap!r})  # soft cap" if cap else "pass  # no soft cap"
     run_kernel = f'''
+        import functools
+        import importlib
         import sys
         from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as sk
         from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_mask as ml
 
-        _own = sys.modules[kernel.__module__]  # an edited copy brings its own BlockSizes etc.
+        _target = kernel
+        while isinstance(_target, functools.partial):
+            _target = _target.func
+        _own = sys.modules[_target.__module__]  # a copy of splash brings its own BlockSizes etc.
         if all(hasattr(_own, n) for n in ("BlockSizes", "QKVLayout", "SegmentIds")):
             sk = _own
+            try:  # ... and its own mask classes, next to it
+                ml = importlib.import_module(_own.__name__.rpartition(".")[0]
+                                             + ".splash_attention_mask")
+            except ImportError:
+                pass
         SHAPE = {shape!r}
 
 
