@@ -18,6 +18,7 @@ from kernel_harness.cli import (
     bench,
     check,
     describe,
+    export_repro,
     gate,
     golden,
     listing,
@@ -38,8 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     listing.add_parsers(sub)
-    for module in (check, describe, repro, golden, gate, mutate, lower, bad_input, shard,
-                   bench):
+    for module in (check, describe, repro, export_repro, golden, gate, mutate, lower,
+                   bad_input, shard, bench):
         module.add_parser(sub)
     return parser
 
@@ -65,8 +66,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": check.run,
-            "describe": describe.run, "repro": repro.run, "golden": golden.run,
-            "gate": gate.run, "mutate": mutate.run, "lower": lower.run,
+            "describe": describe.run, "repro": repro.run, "export-repro": export_repro.run,
+            "golden": golden.run, "gate": gate.run, "mutate": mutate.run, "lower": lower.run,
             "bad-input": bad_input.run, "shard": shard.run, "bench": bench.run}
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from kernel_harness.core.tolerance import Verdict
 from kernel_harness.run.runner import CaseResult
 from kernel_harness.spec import registry
+from kernel_harness.spec.registry import UnknownFamily, get_family
 
 PREFIX = "[kernel-harness]"
 
@@ -39,6 +40,24 @@ def case_repro_command(
         parts += ["--impl", impl_spec]
     parts += registry.family_module_args(family)
     return shlex.join([*parts, *adjustments])
+
+
+def export_command(result: CaseResult) -> str | None:
+    """A shell command writing this case as a standalone script (no harness needed), or
+    None when the family has no export hook."""
+    try:
+        if get_family(result.family).export is None:
+            return None
+    except UnknownFamily:
+        return None
+    parts = [
+        "kernel-harness", "export-repro", result.family,
+        "--backend", result.backend.name,
+        "--case", result.case.to_json(),
+    ]
+    if result.impl_spec:
+        parts += ["--impl", result.impl_spec]
+    return shlex.join([*parts, "--out", f"repro_{result.family.replace('-', '_')}.py"])
 
 
 def summary_line(result: CaseResult, verdict: Verdict) -> str:
@@ -88,6 +107,8 @@ def failure_report(result: CaseResult) -> str:
         lines.append(f"  tolerances NOT the family's defaults: {' '.join(result.adjustments)}")
     lines.append(stats_table(result.verdicts))
     lines.append(f"  reproduce: {repro_command(result)}")
+    export = export_command(result)
+    lines.append(f"  export:    {export or f'({result.family} has no export hook yet)'}")
     return "\n".join(lines)
 
 

@@ -19,6 +19,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays, Case
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.spec.bench import Bench
+from kernel_harness.spec.export import ExportSnippet
 from kernel_harness.spec.hooks import Metamorphic
 
 #: Capability names a family may declare (``kernel-harness list`` prints them).
@@ -68,6 +69,8 @@ class Family:
       adjustments: command-line flags that changed this family from its
         registered form (``--tolerance out:bfloat16=0.02``); every repro command
         carries them, so a loosened run is never mistaken for a default one.
+      export: ``export(case) -> ExportSnippet``: source text for a standalone repro
+        script (``kernel-harness export-repro``); None opts out.
     """
 
     name: str
@@ -90,6 +93,7 @@ class Family:
     optional: Mapping[str, str] = dataclasses.field(default_factory=dict)
     without: frozenset[str] = frozenset()
     adjustments: tuple[str, ...] = ()
+    export: Callable[[Any], ExportSnippet] | None = None
 
     def __post_init__(self) -> None:
         unknown = self.capabilities - CAPABILITIES

@@ -7,6 +7,7 @@ from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2, tolerance_
 from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.bench import BENCH
 from kernel_harness.families.gpu_mha.cases import MhaCase, mha_cases
+from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.families.gpu_mha.reference import reference
 from kernel_harness.spec.family import Family
 
@@ -109,4 +110,5 @@ FAMILY = Family(
     events=_events,
     contract=CONTRACT,
     bench=BENCH,
+    export=export,
 )

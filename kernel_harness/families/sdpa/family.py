@@ -7,6 +7,7 @@ import numpy as np
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.sdpa.bench import BENCH
 from kernel_harness.families.sdpa.cases import OPTIONAL, SdpaCase, sdpa_cases, sdpa_events
+from kernel_harness.families.sdpa.export import export
 from kernel_harness.families.sdpa.kernel import IMPL_SIGNATURE, SDPA_BACKENDS, run, xla_sdpa
 from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
 from kernel_harness.families.sdpa.reference import reference
@@ -99,4 +100,5 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     bench=BENCH,
     optional=OPTIONAL,
+    export=export,
 )

@@ -10,6 +10,7 @@ from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.bench import BENCH
 from kernel_harness.families.splash.cases import SplashCase
+from kernel_harness.families.splash.export import export
 from kernel_harness.families.splash.masks import (
     COMPUTABLE_KINDS,
     NUMPY_KINDS,
@@ -187,4 +188,5 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     bench=BENCH,
     optional=OPTIONAL,
+    export=export,
 )

@@ -1,0 +1,198 @@
+"""Standalone repro scripts: one case of one family, runnable without kernel_harness.
+
+:func:`export_repro` writes ``PATH.py`` and ``PATH.npz`` (the exact inputs and the
+masks of elements inside the kernel's contract). The script imports only jax, numpy
+and the kernel's own package, calls the kernel with the case's exact static options
+on the named backend, computes the family's short plain-jnp reference for that case
+(:class:`~kernel_harness.spec.export.ExportSnippet`), prints versions, per-output
+errors and the worst location, and exits 1 when an output is outside its tolerance
+(NaN included), 2 when the kernel raises, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernel_harness.spec.family import Family
+
+#: Backends a script can name: the Pallas interpreter on CPU, or compiled on a device.
+EXPORT_BACKENDS: dict[str, bool] = {"interpret": True, "gpu": False, "tpu": False}
+
+
+class ExportError(ValueError):
+    """The case cannot be exported (family without an export hook, unknown backend...)."""
+
+
+def build_case(fam: Family, case_json: str, *, outside_contract: bool = False) -> Any:
+    """The family's case from JSON. ``outside_contract`` skips the case's validity
+    checks (for findings: configurations the strategy never draws because the kernel is
+    known to mishandle them); missing fields take their defaults."""
+    if not outside_contract:
+        return fam.case_type.from_json(case_json)
+    data = json.loads(case_json)
+    fields = {f.name: f for f in dataclasses.fields(fam.case_type)}
+    unknown = set(data) - set(fields)
+    if unknown:
+        raise ExportError(f"{fam.case_type.__name__} has no field(s) {sorted(unknown)}")
+    case = object.__new__(fam.case_type)
+    for name, f in fields.items():
+        if name in data:
+            value = data[name]
+            value = _tupled(value)
+        elif f.default is not dataclasses.MISSING:
+            value = f.default
+        else:
+            raise ExportError(f"{fam.case_type.__name__}: field {name!r} is required")
+        object.__setattr__(case, name, value)
+    return case
+
+
+def _tupled(value: Any) -> Any:
+    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
+
+
+def _impl_import(impl_spec: str) -> str:
+    module, sep, attr = impl_spec.partition(":")
+    if not sep or not module or not attr.isidentifier():
+        raise ExportError(f"--impl must be MODULE:ATTR, got {impl_spec!r}")
+    return f"from {module} import {attr} as kernel  # --impl {impl_spec}"
+
+
+def _npz_arrays(fam: Family, case: Any, extra: Any) -> dict[str, np.ndarray]:
+    """Inputs (bfloat16/float16 stored as a uint16 view with a ``dtype:`` entry) and
+    ``valid:<output>`` masks."""
+    arrays: dict[str, np.ndarray] = {}
+    for name, a in case.materialize().items():
+        a = np.asarray(a)
+        if a.dtype.name == "bfloat16":
+            arrays[name] = a.view(np.uint16)
+            arrays[f"dtype:{name}"] = np.asarray("bfloat16")
+        else:
+            arrays[name] = a
+    for name, mask in fam.valid(case).items():
+        arrays[f"valid:{name}"] = np.asarray(mask, bool)
+    arrays.update({name: np.asarray(a) for name, a in extra.items()})
+    return arrays
+
+
+_HEADER = '''\
+#!/usr/bin/env python3
+"""{family} on {backend}: standalone repro exported by `kernel-harness export-repro`.
+
+Needs only jax, numpy and the kernel's package (not the harness). Inputs: {npz}.
+Exit 0: every output within tolerance of the float32 HIGHEST-precision reference
+below; 1: an output is outside it (NaN counts as outside); 2: the kernel raised.
+case: {case_json}
+"""
+import os
+import platform
+import sys
+from importlib.metadata import version
+{platform_line}
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+{kernel_import}
+
+HI = jax.lax.Precision.HIGHEST
+INTERPRET = {interpret}
+# max |kernel - reference| / max |reference| per output ({dtype}), from the family's table
+TOL = {tol}
+AXES = {axes}
+
+
+def load_inputs():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), {npz!r})
+    with np.load(path, allow_pickle=False) as data:
+        raw = {{k: data[k] for k in data.files}}
+    x = {{k: v for k, v in raw.items() if ":" not in k}}
+    for k in list(x):
+        if f"dtype:{{k}}" in raw:
+            x[k] = x[k].view(getattr(jnp, str(raw[f"dtype:{{k}}"])))
+    valid = {{k[6:]: v for k, v in raw.items() if k.startswith("valid:")}}
+    return x, valid
+'''
+
+_MAIN = '''
+
+def main():
+    print(f"python {platform.python_version()}  jax {jax.__version__}  "
+          f"jaxlib {version('jaxlib')}  numpy {np.__version__}  "
+          f"backend {jax.default_backend()}  interpret={INTERPRET}")
+    x, valid = load_inputs()
+    got, want = run_kernel(x), reference(x)
+    failed = False
+    for name, tol in TOL.items():
+        a = np.asarray(got[name], np.float32)
+        b = np.asarray(want[name], np.float32)
+        keep = np.broadcast_to(valid.get(name, True), b.shape)
+        err = np.where(keep, np.abs(a - b), 0.0)
+        nan = int(np.sum(keep & ~np.isfinite(a)))
+        scale = float(np.max(np.abs(np.where(keep, b, 0.0)), initial=0.0)) or 1.0
+        worst = np.unravel_index(int(np.argmax(np.where(np.isnan(err), np.inf, err))), b.shape)
+        rel = float("inf") if nan else float(np.max(err, initial=0.0)) / scale
+        bad = nan > 0 or not rel <= tol
+        failed |= bad
+        where = " ".join(f"{axis}={i}" for axis, i in zip(AXES[name], worst, strict=True))
+        print(f"{'FAIL' if bad else 'ok  '} {name:<6} max rel err {rel:.3g} (tol {tol:g}) "
+              f"non-finite {nan}  worst at {where}: {a[worst]:.6g} vs {b[worst]:.6g}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        status = main()
+    except Exception:  # the kernel (or this script) raised: neither within nor outside
+        import traceback
+        traceback.print_exc()
+        status = 2
+    sys.exit(status)
+'''
+
+
+def render_script(fam: Family, case: Any, *, backend: str, impl_spec: str | None,
+                  npz_name: str) -> str:
+    """The source text of the standalone script for ``case``."""
+    if fam.export is None:
+        raise ExportError(f"family {fam.name!r} has no export hook (Family.export)")
+    if backend not in EXPORT_BACKENDS:
+        raise ExportError(f"export-repro backends are {sorted(EXPORT_BACKENDS)}, got {backend!r}")
+    if backend not in fam.backends:
+        raise ExportError(f"family {fam.name!r} does not run on backend {backend!r}")
+    snippet = fam.export(case)
+    tol = {o: fam.tolerances.lookup(case.dtype, o).max_rel_err for o in snippet.outputs}
+    axes = {o: tuple(fam.output_axes[o]) for o in snippet.outputs}
+    interpret = EXPORT_BACKENDS[backend]
+    platform_line = ""
+    if interpret and snippet.platform:
+        platform_line = f'os.environ.setdefault("JAX_PLATFORMS", "{snippet.platform}")'
+    header = _HEADER.format(
+        family=fam.name, backend=backend, npz=npz_name, case_json=case.to_json(),
+        platform_line=platform_line,
+        kernel_import=_impl_import(impl_spec) if impl_spec else snippet.default_import.strip(),
+        interpret=interpret, dtype=case.dtype, tol=repr(tol), axes=repr(axes),
+    )
+    body = "\n\n".join(textwrap.dedent(s).strip() for s in (snippet.run_kernel, snippet.reference))
+    return header + "\n\n" + body + "\n" + _MAIN
+
+
+def export_repro(fam: Family, case: Any, out: str | Path, *, backend: str = "interpret",
+                 impl_spec: str | None = None) -> tuple[Path, Path]:
+    """Writes ``out`` (a .py script) and the .npz of inputs next to it; returns both paths."""
+    script = Path(out)
+    if script.suffix != ".py":
+        raise ExportError(f"--out must name a .py file, got {str(out)!r}")
+    npz = script.with_suffix(".npz")
+    text = render_script(fam, case, backend=backend, impl_spec=impl_spec, npz_name=npz.name)
+    script.parent.mkdir(parents=True, exist_ok=True)
+    extra = fam.export(case).arrays if fam.export else {}
+    np.savez_compressed(npz, **_npz_arrays(fam, case, extra))
+    script.write_text(text)
+    return script, npz

@@ -1,0 +1,203 @@
+"""export-repro: standalone scripts that run without kernel_harness and judge for themselves.
+
+The acceptance test: for the same case, a script exported for a planted failing kernel
+exits 1 and one for the pristine kernel exits 0, each run in a clean interpreter where
+kernel_harness cannot be imported (:mod:`tests.helpers.standalone`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernel_harness.cli import main
+from kernel_harness.regression.export import ExportError, build_case, export_repro
+from kernel_harness.spec.registry import get_family
+from tests.helpers.standalone import harness_hidden, run_standalone
+
+MHA_CASE = ('{"dtype":"float32","seed":1,"batch":1,"heads":2,"q_len":64,"kv_len":64,'
+            '"head_dim":32,"causal":true}')
+SDPA_CASE = ('{"dtype":"float32","seed":2,"batch":2,"q_len":16,"kv_len":24,"heads":4,'
+             '"kv_heads":2,"head_dim":16,"is_causal":false,"bias":"head-shared",'
+             '"mask":"full","mask_keep":0.8,"window":[6,2],"q_lengths":[16,12],'
+             '"kv_lengths":[24,20]}')
+
+# A planted bug in a module that knows nothing of the harness: the output is 1% too large.
+PLANTED_MHA = '''
+from jax.experimental.pallas.ops.gpu import attention
+
+def mha(q, k, v, segment_ids, **kwargs):
+    res = attention.mha(q, k, v, segment_ids, **kwargs)
+    if kwargs.get("return_residuals"):
+        return res[0] * 1.01, res[1]
+    return res * 1.01
+'''
+
+SPLASH_CASE = ('{"dtype":"float32","seed":5,"batch":2,"num_q_heads":4,"num_kv_heads":2,'
+               '"q_len":256,"kv_len":384,"masks":["causal(offset=128)",'
+               '"local(left=100, right=20, offset=0)","random(seed=3, density=0.5) | '
+               'causal(offset=0)","numpy(chunked(chunk=127))"],"q_segments":[[1,100],[2,156]],'
+               '"kv_segments":[[1,200],[2,184]],"soft_cap":20.0,"sinks":true}')
+SPLASH_SMALL = ('{"dtype":"float32","seed":6,"num_q_heads":2,"q_len":256,"kv_len":256,'
+                '"masks":["causal(offset=0)"],"soft_cap":5.0}')
+
+# A planted splash factory (no BlockSizes of its own) that silently drops the soft cap.
+PLANTED_SPLASH = '''
+from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as sk
+
+def make(mask, *, attn_logits_soft_cap=None, **kwargs):
+    return sk.make_splash_mha(mask, attn_logits_soft_cap=None, **kwargs)
+'''
+
+# A planted SDPA that silently drops the local window.
+PLANTED_SDPA = '''
+import jax
+
+def sdpa(query, key, value, bias=None, mask=None, *, local_window_size=None, **options):
+    return jax.nn.dot_product_attention(query, key, value, bias, mask,
+                                        implementation="xla", **options)
+'''
+
+
+def _plant(tmp_path: Path, name: str, source: str) -> Path:
+    kernels = tmp_path / "kernels"
+    kernels.mkdir(exist_ok=True)
+    (kernels / f"{name}.py").write_text(textwrap.dedent(source))
+    return kernels
+
+
+def test_the_clean_interpreter_really_hides_the_harness(tmp_path: Path) -> None:
+    assert harness_hidden(tmp_path)
+
+
+def test_gpu_mha_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
+    fam = get_family("gpu-mha")
+    case = build_case(fam, MHA_CASE)
+    kernels = _plant(tmp_path, "planted_mha", PLANTED_MHA)
+    planted, _ = export_repro(fam, case, tmp_path / "planted" / "repro.py",
+                              impl_spec="planted_mha:mha")
+    pristine, _ = export_repro(fam, case, tmp_path / "pristine" / "repro.py")
+    bad = run_standalone(planted, extra_path=kernels)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "FAIL out" in bad.stdout and "max rel err 0.01" in bad.stdout
+    assert "ok   lse" in bad.stdout  # the planted bug leaves lse alone
+    good = run_standalone(pristine)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "jax " in good.stdout and "interpret=True" in good.stdout
+    assert good.stdout.count("ok  ") == 5  # out, lse, dq, dk, dv
+
+
+def test_sdpa_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
+    fam = get_family("sdpa")
+    case = build_case(fam, SDPA_CASE)
+    kernels = _plant(tmp_path, "planted_sdpa", PLANTED_SDPA)
+    planted, _ = export_repro(fam, case, tmp_path / "planted.py", impl_spec="planted_sdpa:sdpa")
+    pristine, _ = export_repro(fam, case, tmp_path / "pristine.py")
+    bad = run_standalone(planted, extra_path=kernels)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    good = run_standalone(pristine)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert good.stdout.count("ok  ") == 5  # out, dq, dk, dv, dbias
+
+
+def test_splash_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
+    fam = get_family("splash")
+    case = build_case(fam, SPLASH_SMALL)
+    kernels = _plant(tmp_path, "planted_splash", PLANTED_SPLASH)
+    planted, _ = export_repro(fam, case, tmp_path / "planted.py", impl_spec="planted_splash:make")
+    pristine, _ = export_repro(fam, case, tmp_path / "pristine.py")
+    bad = run_standalone(planted, extra_path=kernels)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "FAIL out" in bad.stdout
+    good = run_standalone(pristine)
+    assert good.returncode == 0, good.stdout + good.stderr
+
+
+def _load(script: Path):
+    spec = importlib.util.spec_from_file_location(f"exported_{script.stem}", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("family", "case_json"),
+    [
+        ("gpu-mha", MHA_CASE),
+        ("gpu-mha", '{"dtype":"bfloat16","seed":3,"batch":2,"heads":1,"q_len":32,"kv_len":32,'
+                    '"head_dim":16,"segment_runs":[[[1,10],[0,22]],[[2,32]]],'
+                    '"scale_mode":"prescaled-q"}'),
+        ("sdpa", SDPA_CASE),
+        ("splash", SPLASH_CASE),
+    ],
+)
+def test_the_scripts_reference_is_the_harness_reference(
+    tmp_path: Path, family: str, case_json: str
+) -> None:
+    """The script's short reference and inputs agree with the family's own reference."""
+    fam = get_family(family)
+    case = build_case(fam, case_json)
+    script, _ = export_repro(fam, case, tmp_path / f"{family.replace('-', '_')}.py")
+    module = _load(script)
+    x, valid = module.load_inputs()
+    inputs = case.materialize()
+    for name, a in inputs.items():
+        assert x[name].dtype == a.dtype and np.array_equal(x[name], a), name
+    theirs = module.reference(x)
+    ours = fam.reference(case, inputs)
+    assert set(module.TOL) <= set(ours)
+    for name in module.TOL:  # float32 rounding only: 1e-5 of the output's scale
+        err = np.max(np.abs(np.asarray(theirs[name], np.float32) - ours[name]))
+        assert err <= 1e-5 * max(np.max(np.abs(ours[name])), 1e-30), (name, err)
+    assert set(valid) == set(fam.valid(case))
+
+
+def test_outside_contract_builds_a_case_the_strategy_never_draws() -> None:
+    fam = get_family("gpu-mha")
+    text = ('{"dtype":"float32","seed":0,"batch":1,"heads":1,"q_len":128,"kv_len":64,'
+            '"head_dim":32,"causal":true,"block_q_dq":64}')
+    with pytest.raises(ValueError, match="causal needs q_len <= kv_len"):
+        build_case(fam, text)
+    case = build_case(fam, text, outside_contract=True)
+    assert (case.q_len, case.kv_len, case.block_q) == (128, 64, 32)
+    with pytest.raises(ExportError, match="no field"):
+        build_case(fam, '{"dtype":"float32","seed":0,"bogus":1}', outside_contract=True)
+
+
+def test_cli_export_repro(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.py"
+    assert main(["export-repro", "gpu-mha", "--case", MHA_CASE, "--out", str(out)]) == 0
+    assert out.exists() and out.with_suffix(".npz").exists()
+    assert "kernel_harness" not in out.read_text()  # not even in a comment
+    assert len(out.read_text().splitlines()) < 130  # a screen or two
+    assert main(["export-repro", "hstu", "--case", "{}", "--out", str(out)]) == 2
+    assert "no export hook" in capsys.readouterr().err
+    assert main(["export-repro", "gpu-mha", "--case", MHA_CASE, "--out", str(out),
+                 "--impl", "nocolon"]) == 2
+    assert "MODULE:ATTR" in capsys.readouterr().err
+    assert main(["export-repro", "gpu-mha", "--case", MHA_CASE, "--out", str(out),
+                 "--backend", "tpu"]) == 2
+    assert main(["export-repro", "gpu-mha", "--case", '{"dtype":"float32"}',
+                 "--out", str(out)]) == 2
+
+
+def test_failure_report_prints_the_export_command() -> None:
+    from kernel_harness.core.backends import resolve_backend
+    from kernel_harness.run.report import export_command
+    from kernel_harness.run.runner import CaseResult
+
+    def result(family: str, case: object) -> CaseResult:
+        return CaseResult(family=family, case=case, backend=resolve_backend("interpret"),
+                          impl="x", impl_spec="my_mod:mha", verdicts=(), excluded={},
+                          seconds=0.0)
+
+    case = build_case(get_family("gpu-mha"), MHA_CASE)
+    command = export_command(result("gpu-mha", case))
+    assert command is not None
+    assert command.startswith("kernel-harness export-repro gpu-mha --backend interpret --case ")
+    assert "--impl my_mod:mha --out repro_gpu_mha.py" in command
+    assert export_command(result("hstu", case)) is None  # no hook: no command that would fail
