@@ -53,3 +53,27 @@ def test_nan_fails_even_inside_tolerance():
 def test_scaled_table_multiplies_every_entry():
     table = ToleranceTable({("float32", "out"): Tolerance(max_rel_err=1e-4)}).scaled(10)
     assert table.lookup("float32", "out").max_rel_err == pytest.approx(1e-3)
+
+
+def test_non_finite_reference_and_empty_comparison_fail():
+    e = np.ones((2, 2))
+    e[1, 1] = np.nan
+    tol = Tolerance(max_rel_err=1e-4)
+    s = compare(e.copy(), e, output="out", axes=("query", "dim"))
+    verdict = judge(s, tol)
+    assert not verdict.passed and "HARNESS ERROR" in verdict.problems[0]
+    assert "query=1 dim=1" in verdict.problems[0]
+    assert judge(s, tol, nonfinite_reference_ok=True).passed
+    none = compare(e, e, output="out", axes=("query", "dim"), valid=np.zeros((2, 2), bool))
+    assert "no element compared" in judge(none, tol).problems[0]
+
+
+def test_slice_check_fails_what_the_global_check_passes():
+    e = np.ones((2, 8))
+    e[1] = 0.01
+    a = e.copy()
+    a[1, 3] *= 1.01
+    s = compare(a, e, output="dsinks", axes=("head", "dim"), slice_floor=1e-3)
+    verdict = judge(s, Tolerance(max_rel_err=2e-3))
+    assert s.max_rel_err < 2e-3 and not verdict.passed
+    assert "slice rel err 0.01 > tolerance 0.002 in slice head=1" in verdict.problems[0]
