@@ -17,6 +17,20 @@ import numpy as np
 #: whose every row sees one key, must not turn rounding noise into a huge relative error.
 TINY_SCALE = 1e-6
 
+#: Axis names that run *within* one result (a head_dim vector, a key row of a bias
+#: gradient): a slice for per-slice judging spans them.
+WITHIN_RESULT_AXES = frozenset({"dim", "head_dim"})
+
+
+def derive_slice_axes(axes: tuple[str, ...]) -> tuple[str, ...]:
+    """The axes that index independent results of an output with ``axes``: every axis
+    except within-row ones (``dim``), and except ``key`` where the output also has a
+    ``query`` axis (a ``[.., query, key]`` bias gradient is judged row by row)."""
+    drop = set(WITHIN_RESULT_AXES)
+    if "query" in axes and "key" in axes:
+        drop.add("key")
+    return tuple(a for a in axes if a not in drop)
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class OutputStats:
@@ -38,6 +52,20 @@ class OutputStats:
     inf_actual: int
     nan_expected: int
     inf_expected: int
+    #: Non-finite reference values among the compared elements, and the first one's index
+    #: (whether the contract allows them is :func:`~kernel_harness.core.tolerance.judge`'s
+    #: business; they are compared by position either way).
+    nonfinite_expected: int = 0
+    nonfinite_expected_index: tuple[int, ...] = ()
+    #: Per-slice judging: the axes whose index names a slice, the floor (fraction of
+    #: ``scale``) under which a slice's own scale is not taken, the worst element's error
+    #: relative to its own slice's (floored) scale, that slice's index and own scale.
+    slice_axes: tuple[str, ...] = ()
+    slice_floor: float = 1.0
+    slice_rel_err: float = 0.0
+    worst_slice: tuple[int, ...] = ()
+    worst_slice_scale: float = 0.0
+    slice_worst_index: tuple[int, ...] = ()
 
     @property
     def worst_location(self) -> str:
@@ -45,6 +73,23 @@ class OutputStats:
         if not self.worst_index:
             return "-"
         return " ".join(f"{a}={i}" for a, i in zip(self.axes, self.worst_index, strict=True))
+
+    @property
+    def worst_slice_location(self) -> str:
+        """The worst slice by named axis, e.g. ``batch=0 head=1 query=37``."""
+        if not self.slice_worst_index:
+            return "-"
+        return " ".join(
+            f"{a}={i}" for a, i in zip(self.axes, self.slice_worst_index, strict=True)
+            if a in self.slice_axes
+        )
+
+    @property
+    def nonfinite_expected_location(self) -> str:
+        """Where the first non-finite reference value is."""
+        return " ".join(
+            f"{a}={i}" for a, i in zip(self.axes, self.nonfinite_expected_index, strict=True)
+        ) or "-"
 
     @property
     def non_finite_actual(self) -> int:
@@ -59,6 +104,8 @@ def compare(
     axes: tuple[str, ...],
     valid: np.ndarray | None = None,
     mismatch_threshold_rel: float = 0.0,
+    slice_axes: tuple[str, ...] | None = None,
+    slice_floor: float = 1.0,
 ) -> OutputStats:
     """Measures ``actual`` against ``expected``.
 
@@ -71,6 +118,15 @@ def compare(
         it is False are outside the family's contract and are not compared.
       mismatch_threshold_rel: an element counts as a mismatch when its error
         exceeds this fraction of the output's scale.
+      slice_axes: the axes indexing independent results (default
+        :func:`derive_slice_axes`); each element's error is also measured against the
+        largest reference magnitude of its own slice, floored at ``slice_floor`` times
+        the output's scale (so an all-but-zero slice does not turn rounding into a
+        failure). ``slice_floor=1`` makes the slice measure the global one.
+
+    NaN and Inf are compared by position: the same non-finite value on both sides is no
+    error; anything else against a non-finite value (a kernel NaN against a reference
+    -inf, a finite kernel value against a reference NaN) is an infinite error.
 
     Raises:
       ValueError: if shapes or axis names do not line up.
@@ -88,13 +144,15 @@ def compare(
     mask = np.ones(a.shape, bool) if valid is None else np.broadcast_to(valid, a.shape)
     n = int(mask.sum())
     finite_e = np.isfinite(e) & mask
-    scale = float(np.max(np.abs(e[finite_e]))) if finite_e.any() else 0.0
-    scale = max(scale, TINY_SCALE)
-    with np.errstate(invalid="ignore"):  # inf - inf where both are -inf: handled below
-        err = np.where(mask, np.abs(a - e), 0.0)
-    # A non-finite kernel value where the reference is finite is an infinite error.
-    err = np.where(mask & ~np.isfinite(a) & np.isfinite(e), np.inf, err)
-    err = np.where(np.isnan(err), 0.0, err)  # both non-finite in the same way: no error
+    abs_e = np.where(finite_e, np.abs(e), 0.0)
+    scale = max(float(abs_e.max()) if abs_e.size else 0.0, TINY_SCALE)
+    both_finite = np.isfinite(a) & np.isfinite(e)
+    same_nonfinite = (np.isnan(a) & np.isnan(e)) | (np.isinf(a) & (a == e))
+    with np.errstate(invalid="ignore"):
+        err = np.where(both_finite, np.abs(a - e), np.where(same_nonfinite, 0.0, np.inf))
+    err = np.where(mask, err, 0.0)
+    bad_e = mask & ~np.isfinite(e)
+    bad_e_index = tuple(int(i) for i in np.argwhere(bad_e)[0]) if bad_e.any() else ()
     if n:
         flat = int(np.argmax(err))
         worst = tuple(int(i) for i in np.unravel_index(flat, a.shape))
@@ -102,6 +160,23 @@ def compare(
     else:
         worst, max_abs = (), 0.0
     mismatches = int(np.count_nonzero(err > mismatch_threshold_rel * scale))
+    s_axes = derive_slice_axes(tuple(axes)) if slice_axes is None else tuple(slice_axes)
+    unknown = set(s_axes) - set(axes)
+    if unknown:
+        raise ValueError(f"output {output!r}: slice axes {sorted(unknown)} not in {axes}")
+    within = tuple(i for i, name in enumerate(axes) if name not in s_axes)
+    slice_scale = abs_e.max(axis=within, keepdims=True) if within else abs_e
+    floored = np.maximum(slice_scale, max(slice_floor * scale, TINY_SCALE))
+    slice_rel = err / floored
+    if n:
+        s_flat = int(np.argmax(slice_rel))
+        s_worst = tuple(int(i) for i in np.unravel_index(s_flat, a.shape))
+        s_rel = float(slice_rel[s_worst])
+        s_idx = tuple(0 if d in within else i for d, i in enumerate(s_worst))
+        s_scale = float(slice_scale[s_idx if within else s_worst])
+        worst_slice = tuple(i for d, i in enumerate(s_worst) if d not in within)
+    else:
+        s_worst, s_rel, s_scale, worst_slice = (), 0.0, 0.0, ()
     return OutputStats(
         output=output,
         shape=tuple(a.shape),
@@ -119,4 +194,12 @@ def compare(
         inf_actual=int(np.count_nonzero(np.isinf(a) & mask)),
         nan_expected=int(np.count_nonzero(np.isnan(e) & mask)),
         inf_expected=int(np.count_nonzero(np.isinf(e) & mask)),
+        nonfinite_expected=int(np.count_nonzero(bad_e)),
+        nonfinite_expected_index=bad_e_index,
+        slice_axes=s_axes,
+        slice_floor=slice_floor,
+        slice_rel_err=s_rel,
+        worst_slice=worst_slice,
+        worst_slice_scale=s_scale,
+        slice_worst_index=s_worst,
     )

@@ -76,7 +76,8 @@ def stats_table(verdicts: Sequence[Verdict]) -> str:
     """One row per output: errors, tolerance, mismatch fraction, NaN/Inf, worst place."""
     header = (
         f"  {'output':<8}{'max_abs':>11}{'max_rel':>11}{'tol':>10}{'mismatch':>10}"
-        f"{'nan':>6}{'inf':>6}  {'worst (actual vs expected)'}"
+        f"{'nan':>6}{'inf':>6}{'slice_rel':>11}  {'worst slice':<28}"
+        f"{'worst (actual vs expected)'}"
     )
     rows = [header]
     for v in verdicts:
@@ -84,7 +85,8 @@ def stats_table(verdicts: Sequence[Verdict]) -> str:
         rows.append(
             f"  {s.output:<8}{s.max_abs_err:>11.3g}{s.max_rel_err:>11.3g}"
             f"{v.tolerance.max_rel_err:>10.2g}{100 * s.mismatch_fraction:>9.2f}%"
-            f"{s.nan_actual:>6}{s.inf_actual:>6}  {s.worst_location} "
+            f"{s.nan_actual:>6}{s.inf_actual:>6}{s.slice_rel_err:>11.3g}  "
+            f"{s.worst_slice_location:<28}{s.worst_location} "
             f"({s.worst_actual:.6g} vs {s.worst_expected:.6g})"
             f"{'' if v.passed else '  <-- FAIL'}"
         )
@@ -99,7 +101,8 @@ def failure_report(result: CaseResult) -> str:
         f"  backend:  {result.backend.name} ({result.backend.note})",
         f"  case:     {result.case!r}",
         "  compared: scale = max |reference| per output; mismatch = elements with error above "
-        "tol x scale",
+        "tol x scale; slice_rel = worst error over its own slice's max |reference| (floored "
+        "at a fraction of the scale), judged against the same tol",
     ]
     if result.excluded:
         lines.append(f"  excluded (outside the kernel's contract): {result.excluded}")

@@ -76,31 +76,58 @@ def impl_name(impl: Callable[..., Any]) -> str:
     return f"{module}:{name}"
 
 
+def nonfinite_reference(family: Family, case: Any, reference: Arrays) -> str:
+    """Names the outputs whose reference is non-finite inside the contract where the
+    contract does not allow it (``""`` if none), e.g. ``out: 3 at batch=0 head=1 ...``."""
+    valid = family.valid(case)
+    found = []
+    for name, axes in family.output_axes.items():
+        if name in family.nonfinite_reference_ok or name not in reference:
+            continue
+        ref = np.asarray(reference[name])
+        bad = ~np.isfinite(ref)
+        if name in valid:
+            bad &= np.broadcast_to(valid[name], ref.shape)
+        if bad.any():
+            first = " ".join(f"{a}={int(i)}" for a, i in zip(axes, np.argwhere(bad)[0],
+                                                              strict=True))
+            found.append(f"{name}: {int(bad.sum())} at {first}")
+    return "; ".join(found)
+
+
 def judge_outputs(
     family: Family, case: Any, actual: Arrays, expected: Arrays
 ) -> tuple[tuple[Verdict, ...], dict[str, int]]:
-    """Compares and judges every output the family declares."""
-    missing = [name for name in family.output_axes if name not in actual]
+    """Compares and judges every output the family declares, globally and per slice
+    (see :func:`~kernel_harness.core.compare.compare`)."""
+    missing = [name for name in (*family.output_axes, *family.same_as) if name not in actual]
     if missing:
         raise ValueError(f"{family.name}: the kernel adapter returned no {missing}")
     valid = family.valid(case)
     verdicts, excluded = [], {}
-    for name, axes in family.output_axes.items():
-        tol = family.tolerances.lookup(case.dtype, name)
-        mask = valid.get(name)
-        if mask is not None:
+    judged = [(name, name) for name in family.output_axes]
+    judged += list(family.same_as.items())
+    for name, ref_name in judged:
+        axes = family.output_axes[ref_name]
+        tol = family.tolerances.lookup(case.dtype, ref_name)
+        mask = valid.get(ref_name)
+        if mask is not None and name == ref_name:
             n_out = int(np.size(actual[name]) - np.broadcast_to(mask, actual[name].shape).sum())
             if n_out:
                 excluded[name] = n_out
         stats = compare(
             actual[name],
-            expected[name],
+            expected[ref_name],
             output=name,
             axes=axes,
             valid=mask,
             mismatch_threshold_rel=tol.max_rel_err,
+            slice_axes=family.slice_axes.get(ref_name),
+            slice_floor=tol.floor_for(case.dtype, ref_name),
         )
-        verdicts.append(judge(stats, tol))
+        verdicts.append(
+            judge(stats, tol, nonfinite_reference_ok=ref_name in family.nonfinite_reference_ok)
+        )
     return tuple(verdicts), excluded
 
 

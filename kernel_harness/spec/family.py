@@ -71,6 +71,14 @@ class Family:
         carries them, so a loosened run is never mistaken for a default one.
       export: ``export(case) -> ExportSnippet``: source text for a standalone repro
         script (``kernel-harness export-repro``); None opts out.
+      slice_axes: per output, the axes indexing independent results, where
+        :func:`kernel_harness.core.compare.derive_slice_axes` (every axis but
+        ``dim``; rows of a ``[query, key]`` output) would be wrong.
+      nonfinite_reference_ok: outputs whose contract allows non-finite reference
+        values inside ``valid`` (compared by position); elsewhere one is an error.
+      same_as: extra outputs the adapter returns that must equal another output, judged
+        against that output's reference, axes and tolerance, e.g. ``{"out_vjp": "out"}``
+        (the primal of ``jax.vjp``): everything the kernel produces is checked.
     """
 
     name: str
@@ -94,6 +102,9 @@ class Family:
     without: frozenset[str] = frozenset()
     adjustments: tuple[str, ...] = ()
     export: Callable[[Any], ExportSnippet] | None = None
+    slice_axes: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    nonfinite_reference_ok: frozenset[str] = frozenset()
+    same_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = self.capabilities - CAPABILITIES

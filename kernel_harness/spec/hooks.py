@@ -90,6 +90,8 @@ class Metamorphic:
         shard computes when batch and heads (query and kv heads alike) are split
         into ``nb`` and ``nh`` contiguous parts, or None if that split is not
         supported; see :mod:`kernel_harness.checks.sharding`.
+      invisible_inexact: why ``invisible-inputs-ignored`` may not demand bitwise
+        equality for this family; empty (the default): it demands it.
     """
 
     roles: Mapping[str, tuple[str | None, ...]]
@@ -103,3 +105,6 @@ class Metamorphic:
     constrain: Callable[[Any, Arrays], Arrays] = _unchanged
     traceable: Callable[[Any, Any, Backend], Callable[[Arrays], Arrays]] | None = None
     local_case: Callable[[Any, Mapping[str, int]], Any] | None = None
+    #: Why ``invisible-inputs-ignored`` cannot demand bitwise equality for this family
+    #: (empty: it does; a masked-out input must change no bit of what it cannot reach).
+    invisible_inexact: str = ""

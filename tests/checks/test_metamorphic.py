@@ -17,6 +17,7 @@ from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.spec.hooks import ROW_ROLES
 from tests.helpers import planted_kernels as pk
+from tests.helpers.judge_planted import tiny_future_leak
 
 INTERPRET = resolve_backend("interpret")
 
@@ -79,6 +80,8 @@ def test_gqa_property_not_applicable_without_hook():
     [
         ("segment-isolation", pk.leaky_second_segment, "segments other than 0"),
         ("invisible-inputs-ignored", pk.ignores_causal, "changed that must not"),
+        # A leak of 1e-6 x scale passed the old within-tolerance check; exact now.
+        ("invisible-inputs-ignored", tiny_future_leak, "perturbed (keys|queries); bitwise"),
         ("option-effect", pk.ignores_causal, "is the option ignored"),
         ("block-size-invariance", pk.block_dependent, "only block sizes differ"),
         ("deterministic", pk.nondeterministic, "rerunning changed"),

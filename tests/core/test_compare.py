@@ -61,3 +61,39 @@ def test_shape_mismatch_is_a_clear_error():
 def test_axis_names_must_match_rank():
     with pytest.raises(ValueError, match="2 axis names for 1 dims"):
         compare(np.zeros(2), np.zeros(2), output="out", axes=("a", "b"))
+
+
+def test_non_finite_values_are_compared_by_position():
+    e = np.array([np.nan, np.inf, -np.inf, 1.0])
+    same = compare(e.copy(), e, output="out", axes=("query",))
+    assert same.max_abs_err == 0 and same.nonfinite_expected == 3
+    # A kernel NaN against a reference -inf, and a NaN moved to another place: infinite.
+    a = np.array([np.nan, np.inf, np.nan, 1.0])
+    assert math.isinf(compare(a, e, output="out", axes=("query",)).max_abs_err)
+    b = np.array([1.0, np.inf, -np.inf, np.nan])
+    s = compare(b, e, output="out", axes=("query",))
+    assert math.isinf(s.max_abs_err) and s.worst_index in {(0,), (3,)}
+
+
+def test_slice_error_is_relative_to_its_own_slice_with_a_floor():
+    e = np.ones((2, 4, 8))
+    e[1] *= 0.01  # head 1 is 100x smaller than head 0
+    a = e.copy()
+    a[1, 2, :] *= 1.05  # 5% off in one row of the small head
+    axes = ("head", "query", "dim")
+    s = compare(a, e, output="out", axes=axes, slice_floor=1e-3)
+    assert s.max_rel_err == pytest.approx(5e-4)
+    assert s.slice_rel_err == pytest.approx(0.05)
+    assert s.worst_slice == (1, 2) and s.worst_slice_location == "head=1 query=2"
+    assert s.worst_slice_scale == pytest.approx(0.01)
+    # The floor: a slice below floor x global is judged as if it were that large.
+    floored = compare(a, e, output="out", axes=axes, slice_floor=0.1)
+    assert floored.slice_rel_err == pytest.approx(0.05 * 0.01 / 0.1)
+
+
+def test_slice_axes_default_to_all_but_dim_and_rows_of_query_key_outputs():
+    from kernel_harness.core.compare import derive_slice_axes
+
+    assert derive_slice_axes(("batch", "head", "query", "dim")) == ("batch", "head", "query")
+    assert derive_slice_axes(("batch", "head", "query", "key")) == ("batch", "head", "query")
+    assert derive_slice_axes(("head",)) == ("head",)

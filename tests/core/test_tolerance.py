@@ -71,6 +71,8 @@ def test_merge_tolerances_scale_then_overrides_pure_and_explained():
     assert merged.lookup("float32", "out").max_rel_err == pytest.approx(3e-4)
     assert "--tolerance-scale 3" in merged.lookup("float32", "dq").reason
     assert table.lookup("bfloat16", "out").max_rel_err == 1e-2  # the input is untouched
+    floored = ToleranceTable({("float32", "dq"): Tolerance(max_rel_err=2e-4, slice_floor=0.25)})
+    assert merge_tolerances(floored, scale=2).lookup("float32", "dq").slice_floor == 0.25
     every_dtype = merge_tolerances(table, [ToleranceOverride(output="out", dtype=None,
                                                              max_rel_err=0.5)])
     assert {every_dtype.lookup(d, "out").max_rel_err for d in ("float32", "bfloat16")} == {0.5}
@@ -82,3 +84,27 @@ def test_merge_tolerances_scale_then_overrides_pure_and_explained():
                                                    max_rel_err=0.1)])
     with pytest.raises(ValueError, match="scale must be positive"):
         merge_tolerances(table, scale=0)
+
+
+def test_non_finite_reference_and_empty_comparison_fail():
+    e = np.ones((2, 2))
+    e[1, 1] = np.nan
+    tol = Tolerance(max_rel_err=1e-4)
+    s = compare(e.copy(), e, output="out", axes=("query", "dim"))
+    verdict = judge(s, tol)
+    assert not verdict.passed and "HARNESS ERROR" in verdict.problems[0]
+    assert "query=1 dim=1" in verdict.problems[0]
+    assert judge(s, tol, nonfinite_reference_ok=True).passed
+    none = compare(e, e, output="out", axes=("query", "dim"), valid=np.zeros((2, 2), bool))
+    assert "no element compared" in judge(none, tol).problems[0]
+
+
+def test_slice_check_fails_what_the_global_check_passes():
+    e = np.ones((2, 8))
+    e[1] = 0.01
+    a = e.copy()
+    a[1, 3] *= 1.01
+    s = compare(a, e, output="dsinks", axes=("head", "dim"), slice_floor=1e-3)
+    verdict = judge(s, Tolerance(max_rel_err=2e-3))
+    assert s.max_rel_err < 2e-3 and not verdict.passed
+    assert "slice rel err 0.01 > tolerance 0.002 in slice head=1" in verdict.problems[0]

@@ -154,7 +154,11 @@ def _tolerances() -> ToleranceTable:
         ("bfloat16", "dk"): t(max_rel_err=2.5e-2, reason=bf16 + "5.4e-3"),
         ("bfloat16", "dv"): t(max_rel_err=2.5e-2, reason=bf16 + "4.5e-3"),
         ("bfloat16", "dsinks"): t(max_rel_err=3e-2, reason=bf16 + "8.2e-3 (a bf16 product "
-                                  "summed over query rows)"),
+                                  "summed over query rows); per head the error follows the "
+                                  "summed |terms|, not the (cancelling) sum: 2.4e-2 of its "
+                                  "own value seen on a head at 0.11 x the largest, so a "
+                                  "head's own scale is floored at 1/4 of the largest",
+                                  slice_floor=0.25),
     })
 
 
@@ -176,6 +180,7 @@ FAMILY = Family(
         "lse": ("batch", "head", "query"),
         "dsinks": ("head",),
     },
+    same_as={"out_residuals": "out", "out_vjp": "out"},
     tolerances=_tolerances(),
     capabilities=frozenset({
         "causal", "full", "local-window", "chunked-causal", "numpy-mask", "segments", "gqa",

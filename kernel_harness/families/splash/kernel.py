@@ -168,25 +168,27 @@ def _program(impl: Callable[..., Any], key: SplashCase, backend: Backend) -> Cal
             return jax.vmap(lambda q1, k1, v1: kernel(q1, k1, v1, segs, sinks))(q, k, v)
 
         out = batched(plain, q, k, v, sinks)
-        _, (lse,) = batched(with_lse, q, k, v, sinks)
+        out_residuals, (lse,) = batched(with_lse, q, k, v, sinks)
         if case.sinks:
-            _, vjp = jax.vjp(functools.partial(batched, plain), q, k, v, sinks)
+            out_vjp, vjp = jax.vjp(functools.partial(batched, plain), q, k, v, sinks)
             dq, dk, dv, dsinks = vjp(do)
         else:
-            _, vjp = jax.vjp(lambda q, k, v: batched(plain, q, k, v, None), q, k, v)
+            out_vjp, vjp = jax.vjp(lambda q, k, v: batched(plain, q, k, v, None), q, k, v)
             (dq, dk, dv), dsinks = vjp(do), jnp.zeros((0,), jnp.float32)
         if case.mqa:
             dk, dv = dk[:, None], dv[:, None]
-        return {"out": out, "dq": dq, "dk": dk, "dv": dv, "lse": lse, "dsinks": dsinks}
+        return {"out": out, "dq": dq, "dk": dk, "dv": dv, "lse": lse, "dsinks": dsinks,
+                "out_residuals": out_residuals, "out_vjp": out_vjp}
 
     return jax.jit(program)
 
 
 def run(impl: Callable[..., Any], case: SplashCase, inputs: dict[str, np.ndarray],
         backend: Backend) -> dict[str, np.ndarray]:
-    """Runs ``impl`` on ``backend``: ``out`` from the plain forward, ``lse`` from the
-    ``save_residuals`` forward, ``dq/dk/dv/dsinks`` from ``jax.vjp`` with cotangent
-    ``do``; ``dsinks`` is empty (shape (0,)) when the case has no sinks."""
+    """Runs ``impl`` on ``backend``: ``out`` from the plain forward, ``lse`` and
+    ``out_residuals`` from the ``save_residuals`` forward, ``out_vjp`` (the primal) and
+    ``dq/dk/dv/dsinks`` from ``jax.vjp`` with cotangent ``do``; ``dsinks`` is empty
+    (shape (0,)) when the case has no sinks."""
     if backend.name not in SPLASH_BACKENDS:
         raise BackendUnavailable(
             f"splash: the TPU splash kernel cannot run on backend {backend.name!r}; "

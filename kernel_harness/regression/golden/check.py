@@ -40,7 +40,13 @@ from kernel_harness.regression.golden.store import (
     version_difference,
     write_golden,
 )
-from kernel_harness.run.runner import ensure_supported, impl_name, judge_outputs, run_on_backend
+from kernel_harness.run.runner import (
+    ensure_supported,
+    impl_name,
+    judge_outputs,
+    nonfinite_reference,
+    run_on_backend,
+)
 from kernel_harness.spec.family import Family
 
 
@@ -86,6 +92,10 @@ def record_case(
     impl = family.kernel if impl is None else impl
     inputs = gcase.case.materialize()
     reference = {k: np.asarray(v) for k, v in family.reference(gcase.case, inputs).items()}
+    bad_ref = nonfinite_reference(family, gcase.case, reference)
+    if bad_ref:
+        return GoldenOutcome(family=family.name, name=gcase.name, status="ERROR",
+                             detail=f"not recorded: non-finite reference ({bad_ref})")
     actual = run_on_backend(family, impl, gcase.case, inputs, backend)
     verdicts, _ = judge_outputs(family, gcase.case, actual, reference)
     if not all(v.passed for v in verdicts):
