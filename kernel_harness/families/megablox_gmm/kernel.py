@@ -66,6 +66,7 @@ def run(impl: Callable[..., Any], case: GmmCase, inputs: dict[str, np.ndarray],
         )
     program = _program(impl, case.static_key(), backend.pallas_interpret())
     args = [inputs["lhs"], inputs["rhs"], inputs["group_sizes"],
-            inputs.get("group_offset", np.zeros((), np.int32)), inputs["do"]]
+            # A scalar (the golden store keeps it as shape (1,)); gmm wants shape ().
+            np.asarray(inputs.get("group_offset", 0), np.int32).reshape(()), inputs["do"]]
     outs = program(*(jax.device_put(a, backend.device) for a in args))
     return {k: np.asarray(jax.block_until_ready(v)).astype(np.float32) for k, v in outs.items()}
