@@ -57,7 +57,9 @@ def default_root() -> Path:
     env = os.environ.get("KERNEL_HARNESS_GOLDEN_DIR")
     if env:
         return Path(env)
-    beside = Path(__file__).resolve().parent.parent / "golden"
+    # kernel_harness/regression/golden/store.py -> the checkout root (parents[3]), not this
+    # package's own golden/ folder (parent.parent after the layering).
+    beside = Path(__file__).resolve().parents[3] / "golden"
     return beside if beside.is_dir() else Path("golden")
 
 
