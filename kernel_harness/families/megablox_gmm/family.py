@@ -51,6 +51,12 @@ backward is gmm for dlhs and tgmm for drhs), from the kernel source:
   float32; out has preferred_element_type, dlhs lhs's dtype, drhs rhs's dtype.
 - Shapes: tm must divide m (kernel raises); k and n need not be tile multiples (the kernel
   masks the k remainder and writes partial n blocks). float32/bfloat16 only.
+- tpu-interpret finding (not waived): gmm's store is select(group rows, acc, out[...]),
+  so the first visit of an output tile reads the never-written output block (flagged as
+  an uninitialized read at megablox/gmm.py:442, _store_accum, for the forward and the
+  dlhs gmm); the values read survive only in rows of other groups, which later visits
+  overwrite, or in rows past the groups (outside the contract). Looks benign by design,
+  but until reviewed, `check --backend tpu-interpret` fails on it.
 - Not covered: existing_out (the VJP returns the full cotangent for it although gmm
   overwrites the rows of computed groups - not examined), tiling given as a function.
 """
