@@ -48,6 +48,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "gpu-mha": "kernel_harness.families.gpu_mha.family:FAMILY",
     "gpu-decode": "kernel_harness.families.gpu_decode.family:FAMILY",
     "gpu-paged": "kernel_harness.families.gpu_paged.family:FAMILY",
+    "megablox-gmm": "kernel_harness.families.megablox_gmm.family:FAMILY",
 }
 
 # Families registered by load_family_modules (explicit calls only; empty at import).

@@ -1,0 +1,197 @@
+"""Cases of megablox's grouped matmul (``gmm``; ``tgmm`` runs in its VJP) and the strategy.
+
+A case describes the problem (m, k, n, the ragged group sizes, the rhs shard given by
+``group_offset``/``local_groups``), the tiling and ``transpose_rhs``; arrays come from
+the seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.core.case import Case, cast
+
+#: dtypes the kernel accepts (``common.assert_is_supported_dtype``).
+GMM_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GmmCase(Case):
+    """One grouped matmul ``out[r] = lhs[r] @ rhs[group(r) - offset]`` and its vjp.
+
+    Attributes:
+      m, k, n: lhs is [m, k]; rhs is [local_groups, k, n] ([local_groups, n, k] with
+        ``transpose_rhs``); out is [m, n].
+      group_sizes: rows per group, in order (any may be 0); their sum may be below m
+        (rows past it belong to no group).
+      group_offset: the first group this rhs shard holds (``None``: no argument, 0).
+      local_groups: groups the rhs holds (``None``: all of ``group_sizes``).
+      tiling: (tm, tk, tn); tm divides m, tk/tn need not divide k/n.
+      transpose_rhs: rhs stored [groups, n, k].
+      out_dtype: ``preferred_element_type`` (float32 or the input dtype).
+    """
+
+    m: int
+    k: int
+    n: int
+    group_sizes: tuple[int, ...]
+    group_offset: int | None = None
+    local_groups: int | None = None
+    tiling: tuple[int, int, int] = (128, 128, 128)
+    transpose_rhs: bool = False
+    out_dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.dtype not in GMM_DTYPES:
+            raise ValueError(f"gmm takes {GMM_DTYPES} only, got {self.dtype!r}")
+        if self.out_dtype not in ("float32", self.dtype):
+            raise ValueError("out_dtype must be float32 or the input dtype")
+        for name in ("m", "k", "n"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if not self.group_sizes or any(g < 0 for g in self.group_sizes):
+            raise ValueError("group_sizes needs at least one group, none negative")
+        if sum(self.group_sizes) > self.m:
+            raise ValueError(f"group sizes sum to {sum(self.group_sizes)} > m={self.m}")
+        tm, tk, tn = self.tiling
+        if min(self.tiling) < 1 or self.m % tm:
+            raise ValueError(f"tiling {self.tiling}: tm must divide m={self.m}")
+        if (self.group_offset is None) != (self.local_groups is None):
+            raise ValueError("group_offset and local_groups go together")
+        if self.group_offset is not None:
+            if self.local_groups < 1 or not (
+                0 <= self.group_offset <= self.num_groups - self.local_groups
+            ):
+                raise ValueError("the rhs shard must lie inside the groups")
+
+    #: Traced operands: only the count of group sizes and the offset's presence are static.
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed", "group_sizes", "group_offset"})
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.group_sizes)
+
+    @property
+    def offset(self) -> int:
+        return self.group_offset or 0
+
+    @property
+    def rhs_groups(self) -> int:
+        return self.num_groups if self.local_groups is None else self.local_groups
+
+    @property
+    def sharded(self) -> bool:
+        return self.rhs_groups < self.num_groups
+
+    @property
+    def rhs_shape(self) -> tuple[int, int, int]:
+        g = self.rhs_groups
+        return (g, self.n, self.k) if self.transpose_rhs else (g, self.k, self.n)
+
+    def row_groups(self) -> np.ndarray:
+        """int [m]: the group of each row, -1 past the last group."""
+        ids = np.repeat(np.arange(self.num_groups), self.group_sizes)
+        return np.concatenate([ids, np.full(self.m - ids.size, -1)])
+
+    def local_rows(self) -> np.ndarray:
+        """bool [m]: rows whose group this rhs shard holds."""
+        g = self.row_groups()
+        return (g >= self.offset) & (g < self.offset + self.rhs_groups)
+
+    def defined_rows(self) -> np.ndarray:
+        """bool [m]: rows of out (and dlhs) inside the contract: all rows of a sharded call
+        (rows of other shards are zeroed), else the rows of some group."""
+        if self.sharded:
+            return np.ones(self.m, bool)
+        return self.row_groups() >= 0
+
+    def static_key(self) -> tuple[Any, ...]:
+        """Fields selecting a program: group sizes are a traced operand (only their count
+        matters), as is the offset (only its presence)."""
+        return tuple(
+            (f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
+            if f.name not in self.DYNAMIC_FIELDS
+        ) + (("num_groups", self.num_groups), ("has_offset", self.group_offset is not None))
+
+    def shape_summary(self) -> str:
+        return f"lhs=({self.m},{self.k}) rhs={self.rhs_shape} groups={self.num_groups}"
+
+    def materialize(self) -> dict[str, np.ndarray]:
+        """lhs, rhs (scaled by 1/sqrt(k)), the cotangent ``do`` and ``group_sizes``.
+
+        Rows past the groups hold data too (lhs and do), so a kernel that lets them into
+        drhs shows.
+        """
+        rng = self.rng()
+        lhs = rng.standard_normal((self.m, self.k))
+        rhs = rng.standard_normal(self.rhs_shape) * self.k**-0.5
+        do = rng.standard_normal((self.m, self.n))
+        arrays = {
+            "lhs": cast(lhs, self.dtype),
+            "rhs": cast(rhs, self.dtype),
+            "do": cast(do, self.out_dtype),
+            "group_sizes": np.asarray(self.group_sizes, np.int32),
+        }
+        if self.group_offset is not None:
+            arrays["group_offset"] = np.asarray(self.group_offset, np.int32)
+        return arrays
+
+
+@st.composite
+def _group_sizes(draw: st.DrawFn, m: int, tm: int, groups: int, full: bool) -> tuple[int, ...]:
+    """Ragged sizes: empty groups, groups of one row, tile-aligned and unaligned cuts."""
+    total = m if full else draw(st.integers(0, m))
+    edges = sorted({*range(0, total + 1, tm)} | {e + d for e in range(0, total + 1, tm)
+                                                  for d in (-1, 1) if 0 <= e + d <= total})
+    cut = st.one_of(st.sampled_from(edges), st.integers(0, total))
+    cuts = sorted(draw(cut) for _ in range(groups - 1))
+    bounds = [0, *cuts, total]
+    return tuple(b - a for a, b in zip(bounds, bounds[1:], strict=False))
+
+
+@st.composite
+def gmm_cases(
+    draw: st.DrawFn,
+    *,
+    dtypes: tuple[str, ...] = GMM_DTYPES,
+    max_groups: int = 6,
+) -> GmmCase:
+    """Valid :class:`GmmCase` s.
+
+    Draws 1-6 groups with ragged sizes (empty groups, sizes off tile edges by one, sums
+    below m), m tiles of 8-128 rows, k/n of 128-384 with tiles of 128/256 (so k and n
+    need not be tile multiples: the kernel's k-remainder mask and partial n blocks),
+    transpose_rhs, rhs shards (group_offset with fewer local groups), float32/bfloat16
+    inputs and output dtypes. Shrinks towards float32, one group, full tiles.
+    """
+    dtype = draw(st.sampled_from(dtypes))
+    tm = draw(st.sampled_from((16, 32, 8, 64, 128)))
+    m = tm * draw(st.integers(1, max(1, 256 // tm)))
+    k = draw(st.sampled_from((128, 256, 192, 320, 384)))
+    n = draw(st.sampled_from((128, 256, 192, 320)))
+    tk = draw(st.sampled_from((128, 256)))
+    tn = draw(st.sampled_from((128, 256)))
+    groups = draw(st.integers(1, max_groups))
+    full = draw(st.integers(0, 4)) != 0  # one case in five: the rows do not fill m
+    sizes = draw(_group_sizes(m, tm, groups, full))
+    offset = local = None
+    if groups > 1 and draw(st.booleans()):
+        local = draw(st.integers(1, groups - 1))
+        # Shrinks towards the last shard (offset >= 1), where a dropped offset shows.
+        offset = groups - local - draw(st.integers(0, groups - local))
+    return GmmCase(
+        dtype=dtype,
+        seed=draw(st.integers(0, 2**31 - 1)),
+        m=m, k=k, n=n,
+        group_sizes=sizes,
+        group_offset=offset,
+        local_groups=local,
+        tiling=(tm, tk, tn),
+        transpose_rhs=draw(st.booleans()),
+        out_dtype=draw(st.sampled_from(("float32", dtype))),
+    )

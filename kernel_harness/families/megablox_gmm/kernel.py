@@ -1,0 +1,72 @@
+"""Adapter running megablox ``gmm`` (custom VJP: ``gmm`` for dlhs, ``tgmm`` for drhs) on a
+backend.
+
+``gmm`` takes ``interpret=`` directly: ``True`` on ``interpret`` (the generic Pallas
+interpreter), TPU interpret parameters on ``tpu-interpret``, ``False`` on ``tpu``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental.pallas.ops.tpu.megablox import ops as _ops
+
+from kernel_harness.core.backends import Backend, BackendUnavailable
+from kernel_harness.families.megablox_gmm.cases import GmmCase
+
+#: The default implementation: megablox's differentiable ``gmm`` (ops.gmm).
+gmm = _ops.gmm
+
+IMPL_SIGNATURE = (
+    "gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset, "
+    "existing_out, transpose_rhs, interpret) -> out; lhs: [m, k], rhs: [groups, k, n] "
+    "([groups, n, k] with transpose_rhs), group_sizes: int32 [num_groups] (may exceed the "
+    "rhs groups when group_offset, an int32 scalar, selects a shard), out: [m, n]; "
+    "differentiable with jax.vjp in lhs and rhs"
+)
+
+GMM_BACKENDS = frozenset({"interpret", "tpu-interpret", "tpu"})
+
+
+@functools.lru_cache(maxsize=64)
+def _program(impl: Callable[..., Any], key: tuple[Any, ...], interpret: Any) -> Callable:
+    """Jitted ``(lhs, rhs, group_sizes, group_offset, do) -> outputs`` for one static case."""
+    fields = dict(key)
+    out_dtype = jnp.dtype(fields["out_dtype"])
+    tiling, transpose = fields["tiling"], fields["transpose_rhs"]
+    has_offset = fields["has_offset"]
+
+    def program(lhs, rhs, group_sizes, group_offset, do):
+        def f(lhs, rhs):
+            return impl(lhs, rhs, group_sizes, out_dtype, tiling,
+                        group_offset if has_offset else None, None, transpose, interpret)
+
+        out, vjp = jax.vjp(f, lhs, rhs)
+        dlhs, drhs = vjp(do)
+        return {"out": out, "dlhs": dlhs, "drhs": drhs}
+
+    # CPU programs (interpreted kernels) run once per case: skip LLVM's backend
+    # optimizations, which roughly double compile time.
+    options = None if interpret is False else {"xla_backend_optimization_level": 0}
+    return jax.jit(program, compiler_options=options)
+
+
+def run(impl: Callable[..., Any], case: GmmCase, inputs: dict[str, np.ndarray],
+        backend: Backend) -> dict[str, np.ndarray]:
+    """Runs ``impl`` forward and backward on ``backend``: out, dlhs, drhs (float32)."""
+    if backend.name not in GMM_BACKENDS:
+        raise BackendUnavailable(
+            f"megablox-gmm: a TPU Pallas kernel cannot run on backend {backend.name!r}; "
+            f"use one of {sorted(GMM_BACKENDS)}"
+        )
+    program = _program(impl, case.static_key(), backend.pallas_interpret())
+    args = [inputs["lhs"], inputs["rhs"], inputs["group_sizes"],
+            # A scalar (the golden store keeps it as shape (1,)); gmm wants shape ().
+            np.asarray(inputs.get("group_offset", 0), np.int32).reshape(()), inputs["do"]]
+    outs = program(*(jax.device_put(a, backend.device) for a in args))
+    return {k: np.asarray(jax.block_until_ready(v)).astype(np.float32) for k, v in outs.items()}
