@@ -16,7 +16,7 @@ from kernel_harness.cli import common
 from kernel_harness.core.backends import BACKEND_NAMES, BackendUnavailable
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run import diagnostics, report
-from kernel_harness.run.profiles import PROFILE_NAMES
+from kernel_harness.run.profiles import PROFILE_NAMES, shrink_budget
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec.impl import load_impl
 
@@ -33,6 +33,8 @@ def add_parser(sub: Any) -> None:
     check.add_argument(
         "--property", action="append", choices=list(PROPERTIES), help="only these properties"
     )
+    check.add_argument("--fail-fast", action="store_true",
+                       help="once a family fails a property, list its other properties NOT RUN")
 
 
 def _print_outcome(outcome: PropertyOutcome) -> None:
@@ -46,6 +48,13 @@ def _print_outcome(outcome: PropertyOutcome) -> None:
         err = outcome.error
         print(f"{report.PREFIX} ERROR {outcome.family}: {type(err).__name__}: {err}")
         print("".join(traceback.format_exception(err, limit=-3)).rstrip())
+    if outcome.shrink is not None and outcome.shrink.failed:
+        print(f"  {outcome.shrink.describe()}")
+
+
+def _first_failure(text: str) -> None:
+    print(f"\n--- first failing example (the full report follows shrinking) ---\n{text}",
+          flush=True)
 
 
 def _collapse_skips(skips: list[list[Any]]) -> list[list[Any]]:
@@ -85,8 +94,15 @@ def run(args: argparse.Namespace) -> int:
     )
     outcomes: list[PropertyOutcome] = []
     not_applicable: list[list[Any]] = []
+    not_run: list[list[Any]] = []
     for fam in runnable:
+        failed_first: str | None = None
         for name in args.property or list(PROPERTIES):
+            if args.fail_fast and failed_first is not None:
+                why = f"NOT RUN (--fail-fast: {failed_first} failed)"
+                not_run.append([fam.name, name, backend.name, 0, 0, 0, "-", why])
+                print(f"  {fam.name:<12} {name:<20} {why}", flush=True)
+                continue
             observer = Observer()
             try:
                 prop = PROPERTIES[name](
@@ -99,8 +115,11 @@ def run(args: argparse.Namespace) -> int:
             outcome = run_property(
                 name, fam, prop, backend=backend, observer=observer, profile=profile,
                 max_examples=args.max_examples, seed=args.seed,
+                shrink_budget=shrink_budget(args.profile), on_first_failure=_first_failure,
             )
             outcomes.append(outcome)
+            if not outcome.passed and failed_first is None:
+                failed_first = name
             _print_outcome(outcome)
             print(
                 f"  {fam.name:<12} {name:<20} {'PASS' if outcome.passed else 'FAIL'} "
@@ -120,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
          f"{o.wall_seconds:.1f}s", "PASS" if o.passed else "FAIL"]
         for o in outcomes
     ]
-    rows += _collapse_skips(not_applicable)
+    rows += not_run + _collapse_skips(not_applicable)
     rows += [[f.name, "-", backend.name, 0, 0, 0, "-", f"SKIP ({why})"] for f, why in skipped]
     print()
     print(report.format_table(

@@ -39,6 +39,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--golden-dir", type=Path, default=None)
     p.add_argument("--across-versions", action="store_true",
                    help="compare with a baseline from another backend or jax version")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="stop at the first family that fails; list the rest NOT RUN")
 
 
 def run(args: Any) -> int:
@@ -52,7 +54,11 @@ def run(args: Any) -> int:
     if not args.factor > 1 or not args.floor > 0:
         raise UsageError("--factor must be > 1 and --floor > 0")
     worst = 0
+    failed_family: str | None = None
     for family in families:
+        if args.fail_fast and failed_family is not None:
+            print(f"{family.name}: NOT RUN (--fail-fast: {failed_family} failed the gate)")
+            continue
         path = args.baseline or default_path(family.name, args.golden_dir)
         try:
             ensure_supported(family, backend)
@@ -88,4 +94,6 @@ def run(args: Any) -> int:
         if any(r.verdict == "better" for r in rows) and not failed:
             print(f"  some errors shrank by more than {args.factor:g}x: consider --record")
         worst = max(worst, 1 if failed else 0)
+        if failed and failed_family is None:
+            failed_family = family.name
     return worst
