@@ -15,7 +15,7 @@ from kernel_harness.checks.properties import PROPERTIES, Observer, PropertyOutco
 from kernel_harness.cli import common
 from kernel_harness.core.backends import BACKEND_NAMES, BackendUnavailable
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
-from kernel_harness.run import diagnostics, report
+from kernel_harness.run import compile_cache, diagnostics, report
 from kernel_harness.run.profiles import PROFILE_NAMES, shrink_budget
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec.impl import load_impl
@@ -33,6 +33,9 @@ def add_parser(sub: Any) -> None:
     check.add_argument(
         "--property", action="append", choices=list(PROPERTIES), help="only these properties"
     )
+    check.add_argument("--compile-cache", default=None, metavar="DIR|off",
+                       help="persistent compile cache (default $KERNEL_HARNESS_COMPILE_CACHE, "
+                       "else ~/.cache/kernel-harness/jax-compile-cache)")
     check.add_argument("--fail-fast", action="store_true",
                        help="once a family fails a property, list its other properties NOT RUN")
 
@@ -71,6 +74,7 @@ def _collapse_skips(skips: list[list[Any]]) -> list[list[Any]]:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness check``."""
+    cache_note = compile_cache.enable(args.compile_cache)
     families = common.families(args.family)
     profile = common.profile(args.profile)
     backend = common.backend(args.backend)
@@ -92,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         f"kernel-harness check: backend {backend.name} ({backend.note}), profile {args.profile}, "
         f"jax {jax.__version__}, families {', '.join(f.name for f in runnable) or '-'}"
     )
+    print(f"  {cache_note}; shrink budget {shrink_budget(args.profile)}", flush=True)
     outcomes: list[PropertyOutcome] = []
     not_applicable: list[list[Any]] = []
     not_run: list[list[Any]] = []

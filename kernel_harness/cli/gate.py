@@ -19,6 +19,7 @@ from kernel_harness.regression.gate import (
     record,
     table,
 )
+from kernel_harness.run import compile_cache
 from kernel_harness.run.runner import ensure_supported, impl_name
 from kernel_harness.spec.impl import load_impl
 
@@ -39,6 +40,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--golden-dir", type=Path, default=None)
     p.add_argument("--across-versions", action="store_true",
                    help="compare with a baseline from another backend or jax version")
+    p.add_argument("--compile-cache", default=None, metavar="DIR|off",
+                   help="persistent compile cache (default $KERNEL_HARNESS_COMPILE_CACHE, "
+                   "else ~/.cache/kernel-harness/jax-compile-cache)")
     p.add_argument("--fail-fast", action="store_true",
                    help="stop at the first family that fails; list the rest NOT RUN")
 
@@ -46,6 +50,7 @@ def add_parser(sub: Any) -> None:
 def run(args: Any) -> int:
     """Runs ``kernel-harness gate``: 0 pass, 1 a case got worse or fails, 2 no usable baseline."""
 
+    print(f"kernel-harness gate: {compile_cache.enable(args.compile_cache)}")
     families = common.families(args.family)
     backend = common.backend(args.backend)
     impl = load_impl(args.impl) if args.impl else None
