@@ -21,6 +21,7 @@ shrinking within the budget) or the budget ran out.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -106,6 +107,9 @@ def bounded_shrinking(
     start = clock()
     first: list[float] = []  # clock() at the first failure
 
+    # functools.wraps keeps the inner test's source and signature visible to Hypothesis,
+    # which derives the derandomized seed (the ci profile's draws) from them.
+    @functools.wraps(inner)
     def guarded(*args: Any, **kwargs: Any) -> None:
         final = _is_final_replay()
         shrinking = bool(first) and not final

@@ -119,3 +119,25 @@ def test_profiles_have_budgets_and_stop_at_the_first_bug():
         shrink_budget("weekly")
     with pytest.raises(ValueError, match="seconds >= 0"):
         ShrinkBudget(seconds=-1, steps=1)
+
+
+def test_wrapping_keeps_the_derandomized_draws():
+    """Hypothesis seeds derandomized runs from the inner test's source: the wrapper must not
+    change which cases the ci profile draws (it did before functools.wraps)."""
+
+    def draws(wrap: bool) -> list[int]:
+        seen: list[int] = []
+
+        @hypothesis.settings(SETTINGS, max_examples=10)
+        @given(x=st.integers(0, 10**9))
+        def prop(x: int) -> None:
+            seen.append(x)
+
+        if wrap:
+            restore, _ = bounded_shrinking(prop, budget=ShrinkBudget(1, 1), label="p")
+        prop()
+        if wrap:
+            restore()
+        return seen
+
+    assert draws(True) == draws(False)
