@@ -55,7 +55,10 @@ class ShrinkBudget:
 
     def __post_init__(self) -> None:
         if self.seconds < 0 or self.steps < 0:
-            raise ValueError(f"a shrink budget needs seconds >= 0 and steps >= 0, got {self}")
+            raise ValueError(f"a shrink budget needs seconds >= 0 and steps >= 0, got {self!r}")
+
+    def __str__(self) -> str:
+        return f"{self.seconds:g}s / {self.steps} steps"
 
 
 #: Per profile. ci: a failing property costs at most about this much beyond finding the
