@@ -8,9 +8,15 @@ profile is named. The property tests apply the harness profile to themselves
 either way (``kh_profile``).
 """
 
+import os
+
 from hypothesis import settings
 
 from kernel_harness.run import profiles
+
+# The suite's in-process CLI runs must not write to (or read from) the user's compile cache;
+# tests of the cache pass their own directory.
+os.environ.setdefault("KERNEL_HARNESS_COMPILE_CACHE", "off")
 
 for _name in profiles.PROFILE_NAMES:
     settings.register_profile(_name, profiles.get_profile(_name))

@@ -18,7 +18,9 @@ import hypothesis
 from kernel_harness.checks import metamorphic
 from kernel_harness.checks.lowering import lowers_for_tpu
 from kernel_harness.checks.matches_reference import HarnessFailure, Observer, matches_reference
+from kernel_harness.checks.shrinking import ShrinkReport, bounded_shrinking
 from kernel_harness.core.backends import Backend
+from kernel_harness.run.profiles import ShrinkBudget
 from kernel_harness.spec.family import Family
 
 
@@ -32,6 +34,7 @@ class PropertyOutcome:
     observer: Observer
     error: BaseException | None
     wall_seconds: float
+    shrink: ShrinkReport | None = None
 
     @property
     def passed(self) -> bool:
@@ -48,8 +51,17 @@ def run_property(
     profile: hypothesis.settings,
     max_examples: int | None = None,
     seed: int | None = None,
+    shrink_budget: ShrinkBudget | None = None,
+    on_first_failure: Callable[[str], None] | None = None,
+    all_bugs: bool = False,
 ) -> PropertyOutcome:
-    """Runs a property outside pytest and captures (never swallows) its failure."""
+    """Runs a property outside pytest and captures (never swallows) its failure.
+
+    The first failing example's summary and replay lines go to ``on_first_failure`` at
+    once; shrinking then stops when ``shrink_budget`` runs out (None: Hypothesis's own
+    limits). The outcome's ``shrink`` says which happened. ``all_bugs`` keeps drawing
+    after the first failure to find every distinct failure and crash kind (the profiles
+    stop at the first: ``report_multiple_bugs=False``)."""
     overrides: dict[str, Any] = {}
     if max_examples is not None:
         overrides["max_examples"] = max_examples
@@ -57,15 +69,23 @@ def run_property(
         overrides["max_examples"] = metamorphic.example_cap(prop, profile.max_examples)
     if seed is not None:
         overrides["derandomize"] = False
+    if all_bugs:
+        overrides["report_multiple_bugs"] = True
     test = hypothesis.settings(profile, **overrides)(prop)
     if seed is not None:
         test = hypothesis.seed(seed)(test)
+    restore, shrink = bounded_shrinking(
+        test, budget=shrink_budget, label=f"{family.name} {name}",
+        on_first_failure=on_first_failure,
+    )
     start = time.perf_counter()
     error: BaseException | None = None
     try:
         test()
     except Exception as e:  # noqa: BLE001 - every failure is reported, none hidden
         error = e
+    finally:
+        restore()
     return PropertyOutcome(
         family=family.name,
         prop=name,
@@ -73,6 +93,7 @@ def run_property(
         observer=observer,
         error=error,
         wall_seconds=time.perf_counter() - start,
+        shrink=shrink,
     )
 
 

@@ -22,9 +22,9 @@ from kernel_harness.checks.properties import (
 from kernel_harness.cli import common, plot, results, watch
 from kernel_harness.core.backends import BACKEND_NAMES, BackendUnavailable
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
-from kernel_harness.run import diagnostics, report
+from kernel_harness.run import compile_cache, diagnostics, report
 from kernel_harness.run.crash import KernelCrash
-from kernel_harness.run.profiles import PROFILE_NAMES, short_name
+from kernel_harness.run.profiles import PROFILE_NAMES, short_name, shrink_budget
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec import registry
 from kernel_harness.spec.impl import load_impl
@@ -62,6 +62,14 @@ def add_parser(sub: Any) -> None:
                        help="a picture of each failing case: DIR/FAMILY-PROPERTY.png")
     check.add_argument("--heartbeat-file", default=None, help=argparse.SUPPRESS)
     common.add_adjustment_flags(check, without=True)
+    check.add_argument("--compile-cache", default=None, metavar="DIR|off",
+                       help="persistent compile cache (default $KERNEL_HARNESS_COMPILE_CACHE, "
+                       "else ~/.cache/kernel-harness/jax-compile-cache)")
+    check.add_argument("--all-bugs", action="store_true",
+                       help="keep drawing after a property's first failure to report every "
+                       "distinct failure and crash kind (slower; default: stop at the first)")
+    check.add_argument("--fail-fast", action="store_true",
+                       help="once a family fails a property, list its other properties NOT RUN")
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
@@ -101,6 +109,13 @@ def _print_outcome(outcome: PropertyOutcome) -> None:
     for err in others:
         print(f"{report.PREFIX} ERROR {outcome.family}: {type(err).__name__}: {err}")
         print("".join(traceback.format_exception(err, limit=-3)).rstrip())
+    if outcome.shrink is not None and outcome.shrink.failed:
+        print(f"  {outcome.shrink.describe()}")
+
+
+def _first_failure(text: str) -> None:
+    print(f"\n--- first failing example (the full report follows shrinking) ---\n{text}",
+          flush=True)
 
 
 def _verdict(outcome: PropertyOutcome) -> str:
@@ -134,7 +149,9 @@ def _write_results(args: argparse.Namespace, backend: Any, outcomes: list[Proper
         return
     if records is None:
         records = [results.outcome_record(o) for o in outcomes]
-        records += [results.skip_record(r[0], r[1], backend.name, r[-1][len("SKIP ("):-1])
+        records += [results.skip_record(r[0], r[1], backend.name, r[-1].removeprefix("SKIP (")
+                                        .removesuffix(")") if r[-1].startswith("SKIP (")
+                                        else r[-1])
                     for r in not_applicable]
     records = records + [results.skip_record(f.name, "-", backend.name, why)
                          for f, why in skipped]
@@ -170,6 +187,9 @@ def _run_supervised(args: argparse.Namespace, runnable: list[Any], skipped: list
             argv += [x for t in args.tolerance for x in ("--tolerance", t)]
             if args.tolerance_scale is not None:
                 argv += ["--tolerance-scale", str(args.tolerance_scale)]
+            if args.compile_cache is not None:
+                argv += ["--compile-cache", str(args.compile_cache)]
+            argv += ["--fail-fast"] * args.fail_fast + ["--all-bugs"] * args.all_bugs
             return argv + [x for p in props for x in ("--property", p)]
         return build
 
@@ -198,6 +218,7 @@ def _run_supervised(args: argparse.Namespace, runnable: list[Any], skipped: list
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness check``."""
+    cache_note = compile_cache.enable(args.compile_cache)
     families = common.families(args.family)
     profile = common.profile(args.profile)
     backend = common.backend(args.backend)
@@ -231,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
         f"kernel-harness check: backend {backend.name} ({backend.note}), profile {args.profile}, "
         f"jax {jax.__version__}, families {', '.join(f.name for f in runnable) or '-'}"
     )
+    print(f"  {cache_note}; shrink budget {shrink_budget(args.profile)}", flush=True)
     for fam in runnable:
         for line in describe_adjustments(fam):
             print(f"  {fam.name}: {line}")
@@ -238,8 +260,15 @@ def run(args: argparse.Namespace) -> int:
         return _run_supervised(args, runnable, skipped, backend)
     outcomes: list[PropertyOutcome] = []
     not_applicable: list[list[Any]] = []
+    not_run: list[list[Any]] = []
     for fam in runnable:
+        failed_first: str | None = None
         for name in args.property or list(PROPERTIES):
+            if args.fail_fast and failed_first is not None:
+                why = f"NOT RUN (--fail-fast: {failed_first} failed)"
+                not_run.append([fam.name, name, backend.name, 0, 0, 0, "-", why])
+                print(f"  {fam.name:<12} {name:<20} {why}", flush=True)
+                continue
             observer = Observer()
             watched = watch.instrument(fam, name, heartbeat=args.heartbeat_file, progress=watch.
                                        Progress(fam.name, name, observer, args.progress_every))
@@ -256,6 +285,8 @@ def run(args: argparse.Namespace) -> int:
             outcome = run_property(
                 name, watched, prop, backend=backend, observer=observer, profile=profile,
                 max_examples=args.max_examples, seed=args.seed,
+                shrink_budget=shrink_budget(args.profile), on_first_failure=_first_failure,
+                all_bugs=args.all_bugs,
             )
             watch.emit_record(args.heartbeat_file, results.outcome_record(outcome))
             outcomes.append(outcome)
@@ -263,6 +294,8 @@ def run(args: argparse.Namespace) -> int:
             if args.plot_dir is not None and not outcome.passed and failed is not None:
                 path = args.plot_dir / f"{fam.name}-{name}.png"
                 print(f"  picture: {plot.plot_case(fam, failed.case, backend, impl, path)}")
+            if not outcome.passed and failed_first is None:
+                failed_first = name
             _print_outcome(outcome)
             print(
                 f"  {fam.name:<12} {name:<20} {_verdict(outcome)} "
@@ -280,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
          o.observer.failed, f"{o.wall_seconds:.1f}s", _verdict(o)]
         for o in outcomes
     ]
-    rows += _collapse_skips(not_applicable)
+    rows += not_run + _collapse_skips(not_applicable)
     rows += [[f.name, "-", backend.name, 0, 0, 0, "-", f"SKIP ({why})"] for f, why in skipped]
     print()
     print(report.format_table(
@@ -291,7 +324,8 @@ def run(args: argparse.Namespace) -> int:
     for fam in runnable:
         for line in describe_adjustments(fam):
             print(f"{fam.name}: {line}")
-    _write_results(args, backend, outcomes, not_applicable, skipped)
+    # NOT RUN rows (--fail-fast) go into the results as skips whose reason says so.
+    _write_results(args, backend, outcomes, not_applicable + not_run, skipped)
     ok = all(o.passed for o in outcomes) and bool(outcomes)
     print(f"\n{'PASS' if ok else 'FAIL'}: {sum(o.passed for o in outcomes)}/{len(outcomes)} "
           f"properties passed on backend {backend.name}")

@@ -21,6 +21,7 @@ from kernel_harness.regression.gate import (
     section_key,
     table,
 )
+from kernel_harness.run import compile_cache
 from kernel_harness.run.runner import ensure_supported, impl_name
 from kernel_harness.spec.impl import load_impl
 
@@ -42,11 +43,17 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--across-versions", action="store_true",
                    help="with no baseline of this jax version, gate against the nearest other "
                         "version's (its table is always printed as a version-drift warning)")
+    p.add_argument("--compile-cache", default=None, metavar="DIR|off",
+                   help="persistent compile cache (default $KERNEL_HARNESS_COMPILE_CACHE, "
+                   "else ~/.cache/kernel-harness/jax-compile-cache)")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="stop at the first family that fails; list the rest NOT RUN")
 
 
 def run(args: Any) -> int:
     """Runs ``kernel-harness gate``: 0 pass, 1 a case got worse or fails, 2 no usable baseline."""
 
+    print(f"kernel-harness gate: {compile_cache.enable(args.compile_cache)}")
     families = common.families(args.family)
     backend = common.backend(args.backend)
     impl = load_impl(args.impl) if args.impl else None
@@ -55,7 +62,11 @@ def run(args: Any) -> int:
     if not args.factor > 1 or not args.floor > 0:
         raise UsageError("--factor must be > 1 and --floor > 0")
     worst = 0
+    failed_family: str | None = None
     for family in families:
+        if args.fail_fast and failed_family is not None:
+            print(f"{family.name}: NOT RUN (--fail-fast: {failed_family} failed the gate)")
+            continue
         path = args.baseline or default_path(family.name, args.golden_dir)
         try:
             ensure_supported(family, backend)
@@ -110,6 +121,8 @@ def run(args: Any) -> int:
         if any(r.verdict == "better" for r in rows) and not failed:
             print(f"  some errors shrank by more than {args.factor:g}x: consider --record")
         worst = max(worst, 1 if failed else 0)
+        if failed and failed_family is None:
+            failed_family = family.name
     return worst
 
 

@@ -10,9 +10,17 @@ namespaced (``kernel-harness-ci``...) so they cannot collide with a project's
 own ``ci`` profile; the harness applies them to its own properties
 (:func:`pytest_profile` maps pytest's options to one) and never touches
 ``settings.default``.
+
+Every profile stops generating at the first failing example
+(``report_multiple_bugs=False``: one bug per property is enough to act on, and
+Hypothesis would otherwise keep drawing, compiling a kernel per draw, for up to as many
+examples again). Shrinking is bounded by the profile's :class:`ShrinkBudget` (Hypothesis
+has no per-run shrink time limit; ``kernel_harness.checks.shrinking`` enforces it).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from hypothesis import HealthCheck, Phase, settings
 
@@ -26,7 +34,8 @@ _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 _PROFILES = {
     "dev": settings(
-        max_examples=6, deadline=None, suppress_health_check=_SLOW_OK, print_blob=True
+        max_examples=6, deadline=None, suppress_health_check=_SLOW_OK, print_blob=True,
+        report_multiple_bugs=False,
     ),
     "ci": settings(
         max_examples=30,
@@ -35,11 +44,13 @@ _PROFILES = {
         database=None,
         suppress_health_check=_SLOW_OK,
         print_blob=True,
+        report_multiple_bugs=False,
         # No "explain": it reruns failing examples many times, which is slow here.
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
     ),
     "nightly": settings(
-        max_examples=300, deadline=None, suppress_health_check=_SLOW_OK, print_blob=True
+        max_examples=300, deadline=None, suppress_health_check=_SLOW_OK, print_blob=True,
+        report_multiple_bugs=False,
     ),
 }
 
@@ -55,6 +66,32 @@ def short_name(name: str) -> str | None:
     if name.startswith(HYPOTHESIS_PREFIX):
         name = name[len(HYPOTHESIS_PREFIX):]
     return name if name in _PROFILES else None
+
+
+@dataclasses.dataclass(frozen=True)
+class ShrinkBudget:
+    """How long a property may shrink after its first failing example: at most ``seconds``
+    of wall time and ``steps`` test calls (each call may compile a kernel). When either runs
+    out, the smallest failing example found so far is reported, marked as not minimal."""
+
+    seconds: float
+    steps: int
+
+    def __post_init__(self) -> None:
+        if self.seconds < 0 or self.steps < 0:
+            raise ValueError(f"a shrink budget needs seconds >= 0 and steps >= 0, got {self!r}")
+
+    def __str__(self) -> str:
+        return f"{self.seconds:g}s / {self.steps} steps"
+
+
+#: Per profile. ci: a failing property costs at most about this much beyond finding the
+#: failure, so a red CI check stays within about 2x a green one (README, "Speed").
+SHRINK_BUDGETS: dict[str, ShrinkBudget] = {
+    "dev": ShrinkBudget(seconds=20.0, steps=25),
+    "ci": ShrinkBudget(seconds=30.0, steps=40),
+    "nightly": ShrinkBudget(seconds=300.0, steps=500),
+}
 
 
 def register_profiles() -> None:
@@ -92,3 +129,9 @@ def pytest_profile(kh_profile: str | None, hypothesis_profile: str | None) -> st
         if short is not None:
             return short
     return "dev"
+
+
+def shrink_budget(name: str) -> ShrinkBudget:
+    """The shrink budget of profile ``name``; an unknown name is a clear ValueError."""
+    get_profile(name)
+    return SHRINK_BUDGETS[short_name(name)]

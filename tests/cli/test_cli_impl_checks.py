@@ -51,7 +51,11 @@ def test_undeclared_crash_is_a_fail_with_summary_frames_and_repro(capsys):
     assert ("[kernel-harness] CRASH toyopt float32 x=(8,) backend=interpret: "
             "NotImplementedError: short_only: length 8 is not supported") in out
     assert "toy_narrow.py:" in out and "in short_only_undeclared" in out
-    assert out.count("reproduce: kernel-harness repro toyopt") == 1
+    # One replay line as soon as the first crash is found, one in the final report.
+    first, _, final = out.partition("=== toyopt / matches-reference FAILED")
+    assert first.count("reproduce: kernel-harness repro toyopt") == 1
+    assert final.count("reproduce: kernel-harness repro toyopt") == 1
+    assert "watch.py" not in final  # harness frames are not the implementation's
     assert "Traceback" not in out and "ExceptionGroup" not in out
     row = next(line for line in out.splitlines() if line.startswith("toyopt"))
     cells = row.split()
@@ -61,11 +65,16 @@ def test_undeclared_crash_is_a_fail_with_summary_frames_and_repro(capsys):
 
 
 def test_two_crash_kinds_are_two_reports_with_counts(capsys):
+    """By default a property stops at its first failure (one kind is reported, the first
+    replay line printed at once); --all-bugs keeps drawing and reports every kind."""
     code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:two_crashes")
+    assert code == 1 and "crash kind 1 of 1" in out
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:two_crashes", "--all-bugs")
     assert code == 1
     assert "crash kind 1 of 2" in out and "crash kind 2 of 2" in out
     assert "NotImplementedError: two_crashes: length 8" in out and "TypeError" in out
-    assert out.count("reproduce: kernel-harness repro toyopt") == 2
+    final = out.partition("=== toyopt / matches-reference FAILED")[2]
+    assert final.count("reproduce: kernel-harness repro toyopt") == 2
     assert len(out.splitlines()) < 60, out  # not a dump of Hypothesis's ExceptionGroup
 
 

@@ -1,0 +1,193 @@
+"""Benchmark of the harness itself (not a test): what a kernel author waits for.
+
+    .venv/bin/python benchmarks/harness.py [--family splash] [--profile ci] [--examples 30]
+                                           [--skip bare,cache,planted] [--out FILE.json]
+
+Every measurement runs in a fresh process (JAX caches compiled programs in memory, so two
+measurements in one process would flatter the second). It prints one table:
+
+- harness vs bare loop: the ``matches-reference`` property (Hypothesis, events, judging,
+  reporting) against a bare loop that calls only the family's kernel run and reference on
+  the same drawn cases (read back from the property run); cache off on both sides.
+  Target: the harness costs at most 25% over the bare loop.
+- ``check FAMILY --profile P``, pristine, with a cold then a warm compile cache.
+- the same check with a planted splash backward bug (segment ids ignored in the dk/dv
+  kernel; the ``dkv-ignores-segments`` mutant) and a cold cache: seconds to the first failure
+  report (printed as soon as the failing example is found) and in total. Target: the first
+  report within 60 s of the failing example, the whole check within 2x the pristine one.
+
+Takes a few minutes on an idle 2-core machine (much longer when the machine is shared:
+compare figures measured back to back only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_HARNESS_CHILD = """
+import json, sys, time
+from kernel_harness import get_family, resolve_backend
+from kernel_harness.checks.properties import Observer, matches_reference, run_property
+from kernel_harness.run.profiles import get_profile
+family = get_family(sys.argv[1]); backend = resolve_backend("interpret")
+cases = []
+class Collect(Observer):
+    def record(self, result):
+        cases.append(result.case.to_json()); super().record(result)
+obs = Collect()
+prop = matches_reference(family, backend=backend, observer=obs)
+t = time.perf_counter()
+out = run_property("matches-reference", family, prop, backend=backend, observer=obs,
+                   profile=get_profile(sys.argv[2]), max_examples=int(sys.argv[3]))
+print(json.dumps({"seconds": time.perf_counter() - t, "cases": cases, "passed": out.passed}))
+"""
+
+_BARE_CHILD = """
+import json, sys, time
+import numpy as np
+from kernel_harness import get_family, resolve_backend
+family = get_family(sys.argv[1]); backend = resolve_backend("interpret")
+cases = [family.case_type.from_json(c) for c in json.load(open(sys.argv[2]))]
+t = time.perf_counter()
+for case in cases:
+    inputs = case.materialize()
+    out = family.run(family.kernel, case, inputs, backend)
+    ref = family.reference(case, inputs)
+    [np.asarray(v) for v in (*out.values(), *ref.values())]
+print(json.dumps({"seconds": time.perf_counter() - t}))
+"""
+
+
+def _child(code: str, *args: str, env: dict[str, str]) -> dict:
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark child failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _check(argv: list[str], env: dict[str, str]) -> dict:
+    """Runs ``kernel-harness check`` streaming its output; seconds to the first failure
+    report, to the end, and the exit code."""
+    cmd = [sys.executable, "-m", "kernel_harness.cli", "check", *argv]
+    start = time.perf_counter()
+    first = None
+    lines = []
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=env, cwd=ROOT) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if first is None and line.startswith("--- first failing example"):
+                first = time.perf_counter() - start
+    total = time.perf_counter() - start
+    return {"seconds": total, "first_report": first, "exit": proc.returncode,
+            "tail": "".join(lines[-40:])}
+
+
+def _planted_module(where: Path) -> str:
+    """Writes the splash kernel with the dkv-ignores-segments mutant as a module; returns
+    its ``--impl`` spec."""
+    from kernel_harness.families.splash.mutants import MUTANTS
+    from kernel_harness.regression.mutate import module_origin
+    from kernel_harness.spec.mutant import apply
+
+    mutant = next(m for m in MUTANTS if m.name == "dkv-ignores-segments")
+    source = module_origin(mutant.module).read_text()
+    (where / "planted_splash.py").write_text(apply(mutant, source))
+    return "planted_splash:make_splash_mha"
+
+
+def main() -> None:
+    """Runs the benchmark and prints the table."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--family", default="splash")
+    p.add_argument("--profile", default="ci")
+    p.add_argument("--examples", type=int, default=30, help="for harness vs bare loop")
+    p.add_argument("--skip", default="", help="comma list of: bare, cache, planted")
+    p.add_argument("--out", type=Path, default=None, help="also write the figures as JSON")
+    args = p.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    tmp = Path(tempfile.mkdtemp(prefix="kh-bench-"))
+    env = {**os.environ, "PYTHONPATH": f"{tmp}{os.pathsep}{ROOT}",
+           "KERNEL_HARNESS_COMPILE_CACHE": "off"}
+    rows: list[tuple[str, str, str]] = []
+    figures: dict = {"machine": f"{os.cpu_count()} CPUs, {sys.platform}",
+                     "loadavg": os.getloadavg()}
+    import jax
+
+    figures["jax"] = jax.__version__
+
+    if "bare" not in skip:
+        h = _child(_HARNESS_CHILD, args.family, args.profile, str(args.examples), env=env)
+        cases = tmp / "cases.json"
+        cases.write_text(json.dumps(h["cases"]))
+        b = _child(_BARE_CHILD, args.family, str(cases), env=env)
+        n = len(h["cases"])
+        over = h["seconds"] / b["seconds"] - 1
+        from kernel_harness import get_family
+
+        case_type = get_family(args.family).case_type
+        static = len({case_type.from_json(c).static_key() for c in h["cases"]})
+        figures["bare"] = {"examples": n, "harness_s": h["seconds"], "bare_s": b["seconds"],
+                           "static_configurations": static}
+        rows += [
+            ("matches-reference, harness (cache off)", f"{n / h['seconds']:.3f} ex/s",
+             f"{n} examples in {h['seconds']:.1f}s"),
+            ("same cases, bare kernel+reference loop", f"{n / b['seconds']:.3f} ex/s",
+             f"{b['seconds']:.1f}s"),
+            ("harness overhead over the bare loop", f"{100 * over:+.0f}%",
+             "target <= +25%: " + ("met" if over <= 0.25 else "NOT met")),
+            ("distinct static configurations (compiles)", f"{static} of {n}",
+             "examples that could not reuse a compiled program"),
+        ]
+
+    base = ["--profile", args.profile, args.family]
+    pristine = None
+    if "cache" not in skip:
+        cache = tmp / "cache"
+        cold = _check([*base, "--compile-cache", str(cache)], env)
+        warm = _check([*base, "--compile-cache", str(cache)], env)
+        pristine = cold["seconds"]
+        figures["cache"] = {"cold_s": cold["seconds"], "warm_s": warm["seconds"],
+                            "exit": [cold["exit"], warm["exit"]]}
+        rows += [
+            (f"check {args.family} --profile {args.profile}, cold cache",
+             f"{cold['seconds']:.1f}s", f"exit {cold['exit']}"),
+            (f"check {args.family} --profile {args.profile}, warm cache",
+             f"{warm['seconds']:.1f}s",
+             f"exit {warm['exit']}, {cold['seconds'] / warm['seconds']:.2f}x faster"),
+        ]
+    if "planted" not in skip and args.family == "splash":
+        impl = _planted_module(tmp)
+        bug = _check([*base, "--impl", impl, "--compile-cache", str(tmp / "cache-bug")], env)
+        figures["planted"] = {k: bug[k] for k in ("seconds", "first_report", "exit")}
+        first = "never" if bug["first_report"] is None else f"{bug['first_report']:.1f}s"
+        ratio = "" if pristine is None else f", {bug['seconds'] / pristine:.2f}x the pristine"
+        rows += [
+            ("planted dkv-ignores-segments: first failure report", first,
+             "printed when the failing example is found"),
+            ("planted dkv-ignores-segments: whole check", f"{bug['seconds']:.1f}s",
+             f"exit {bug['exit']}{ratio} (target <= 2x)"),
+        ]
+        figures["planted_tail"] = bug["tail"]
+    width = max(len(r[0]) for r in rows) if rows else 10
+    print(f"kernel-harness benchmark: jax {figures['jax']}, {figures['machine']}, "
+          f"load average at start {figures['loadavg'][0]:.1f}")
+    for name, value, note in rows:
+        print(f"  {name:<{width}}  {value:>12}  {note}")
+    if args.out:
+        args.out.write_text(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()
