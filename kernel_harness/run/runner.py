@@ -96,17 +96,21 @@ def nonfinite_reference(family: Family, case: Any, reference: Arrays) -> str:
 
 
 def judge_outputs(
-    family: Family, case: Any, actual: Arrays, expected: Arrays
+    family: Family, case: Any, actual: Arrays, expected: Arrays, *, same_as: bool = True
 ) -> tuple[tuple[Verdict, ...], dict[str, int]]:
     """Compares and judges every output the family declares, globally and per slice
-    (see :func:`~kernel_harness.core.compare.compare`)."""
-    missing = [name for name in (*family.output_axes, *family.same_as) if name not in actual]
+    (see :func:`~kernel_harness.core.compare.compare`), and the adapter's extra outputs
+    of ``Family.same_as``. ``same_as=False`` is for programs that compute the declared
+    outputs only (a family's ``traceable`` hook, as sharding runs it): matches-reference
+    judges the extras through the adapter."""
+    extras = family.same_as if same_as else {}
+    missing = [name for name in (*family.output_axes, *extras) if name not in actual]
     if missing:
         raise ValueError(f"{family.name}: the kernel adapter returned no {missing}")
     valid = family.valid(case)
     verdicts, excluded = [], {}
     judged = [(name, name) for name in family.output_axes]
-    judged += list(family.same_as.items())
+    judged += list(extras.items())
     for name, ref_name in judged:
         axes = family.output_axes[ref_name]
         tol = family.tolerances.lookup(case.dtype, ref_name)
