@@ -142,6 +142,7 @@ def check_golden(
     kernel, _ = judge_outputs(family, case, actual, stored.reference)
     fresh = family.reference(case, stored.inputs)
     valid = family.valid(case)
+
     def drift_tol(o: str) -> Any:
         if versions is None:
             return REFERENCE_DRIFT_TOL
@@ -150,7 +151,7 @@ def check_golden(
     drift = tuple(
         judge(compare(fresh[o], stored.reference[o], output=o, axes=axes, valid=valid.get(o),
                       mismatch_threshold_rel=drift_tol(o).max_rel_err),
-              drift_tol(o))
+              drift_tol(o), nonfinite_reference_ok=o in family.nonfinite_reference_ok)
         for o, axes in family.output_axes.items()
     )
     problems = [f"kernel {v.stats.output}: {'; '.join(v.problems)}" for v in kernel
