@@ -53,3 +53,21 @@ def test_family_strategy_draws_lowerable_cases(name):
     assert results
     bad = [r.describe() for r in results if not r.ok]
     assert not bad, "\n".join(bad)
+
+
+def test_a_case_that_needs_a_tpu_device_kind_is_not_checkable_not_passed(capsys):
+    """A splash configuration whose tracing asks the TPU generation (block_kv 384 with a
+    128 compute block) cannot be lowered on a CPU machine: reported NOT CHECKED (exit 1),
+    never lowered and never a lowering failure of the kernel."""
+    from pathlib import Path
+
+    from kernel_harness import cli
+    from kernel_harness.checks.lowering import lower_case
+    from kernel_harness.families.splash.cases import SplashCase
+    from kernel_harness.spec.registry import get_family
+
+    case_json = (Path(__file__).with_name("splash_needs_tpu_case.json")).read_text().strip()
+    result = lower_case(get_family("splash"), SplashCase.from_json(case_json))
+    assert not result.ok and result.needs_tpu and "NOT CHECKABLE" in result.describe()
+    assert cli.main(["lower", "splash", "--case", case_json]) == 1
+    assert "NOT CHECKED" in capsys.readouterr().out
