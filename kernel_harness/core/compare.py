@@ -106,6 +106,7 @@ def compare(
     mismatch_threshold_rel: float = 0.0,
     slice_axes: tuple[str, ...] | None = None,
     slice_floor: float = 1.0,
+    magnitude: np.ndarray | None = None,
 ) -> OutputStats:
     """Measures ``actual`` against ``expected``.
 
@@ -123,6 +124,10 @@ def compare(
         largest reference magnitude of its own slice, floored at ``slice_floor`` times
         the output's scale (so an all-but-zero slice does not turn rounding into a
         failure). ``slice_floor=1`` makes the slice measure the global one.
+      magnitude: optional, same shape: the size of what each element sums (e.g. the sum
+        of |terms| of a reduction that cancels); an element's scale is then the larger of
+        |expected| and its magnitude, since rounding error follows the summed terms,
+        not the (possibly tiny) result.
 
     NaN and Inf are compared by position: the same non-finite value on both sides is no
     error; anything else against a non-finite value (a kernel NaN against a reference
@@ -145,6 +150,8 @@ def compare(
     n = int(mask.sum())
     finite_e = np.isfinite(e) & mask
     abs_e = np.where(finite_e, np.abs(e), 0.0)
+    if magnitude is not None:
+        abs_e = np.where(finite_e, np.maximum(abs_e, np.abs(np.asarray(magnitude, float))), 0.0)
     scale = max(float(abs_e.max()) if abs_e.size else 0.0, TINY_SCALE)
     both_finite = np.isfinite(a) & np.isfinite(e)
     same_nonfinite = (np.isnan(a) & np.isnan(e)) | (np.isinf(a) & (a == e))

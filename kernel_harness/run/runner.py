@@ -95,6 +95,12 @@ def nonfinite_reference(family: Family, case: Any, reference: Arrays) -> str:
     return "; ".join(found)
 
 
+#: A reference may return ``<output>:magnitude`` beside an output that is a cancelling
+#: sum: the size of the summed terms, used as that output's scale where it is larger
+#: (:func:`kernel_harness.core.compare.compare`).
+MAGNITUDE_SUFFIX = ":magnitude"
+
+
 def judge_outputs(
     family: Family, case: Any, actual: Arrays, expected: Arrays, *, same_as: bool = True
 ) -> tuple[tuple[Verdict, ...], dict[str, int]]:
@@ -128,6 +134,7 @@ def judge_outputs(
             mismatch_threshold_rel=tol.max_rel_err,
             slice_axes=family.slice_axes.get(ref_name),
             slice_floor=tol.floor_for(case.dtype, ref_name),
+            magnitude=expected.get(f"{ref_name}{MAGNITUDE_SUFFIX}"),
         )
         verdicts.append(
             judge(stats, tol, nonfinite_reference_ok=ref_name in family.nonfinite_reference_ok)

@@ -97,3 +97,17 @@ def test_slice_axes_default_to_all_but_dim_and_rows_of_query_key_outputs():
     assert derive_slice_axes(("batch", "head", "query", "dim")) == ("batch", "head", "query")
     assert derive_slice_axes(("batch", "head", "query", "key")) == ("batch", "head", "query")
     assert derive_slice_axes(("head",)) == ("head",)
+
+
+def test_magnitude_scales_a_cancelling_sum_by_its_terms():
+    """A sum of terms of size 60 that cancels to 0.16 is judged against 60: a rounding-
+    sized miss passes, a dropped result (0 for 0.16) still shows as 0.16 / 60."""
+    expected = np.array([0.16])
+    near = compare(np.array([0.142]), expected, output="dsinks", axes=("head",),
+                   magnitude=np.array([60.0]))
+    assert near.max_rel_err == pytest.approx(0.018 / 60)
+    dropped = compare(np.array([0.0]), expected, output="dsinks", axes=("head",),
+                      magnitude=np.array([60.0]))
+    assert dropped.max_rel_err == pytest.approx(0.16 / 60)
+    plain = compare(np.array([0.142]), expected, output="dsinks", axes=("head",))
+    assert plain.max_rel_err == pytest.approx(0.018 / 0.16)

@@ -153,12 +153,12 @@ def _tolerances() -> ToleranceTable:
         ("bfloat16", "dq"): t(max_rel_err=2.5e-2, reason=bf16 + "6.0e-3"),
         ("bfloat16", "dk"): t(max_rel_err=2.5e-2, reason=bf16 + "5.4e-3"),
         ("bfloat16", "dv"): t(max_rel_err=2.5e-2, reason=bf16 + "4.5e-3"),
-        ("bfloat16", "dsinks"): t(max_rel_err=3e-2, reason=bf16 + "8.2e-3 (a bf16 product "
-                                  "summed over query rows); per head the error follows the "
-                                  "summed |terms|, not the (cancelling) sum: 2.4e-2 of its "
-                                  "own value seen on a head at 0.11 x the largest, so a "
-                                  "head's own scale is floored at 1/4 of the largest",
-                                  slice_floor=0.25),
+        ("bfloat16", "dsinks"): t(max_rel_err=4e-3, reason="judged against the size of the "
+                                  "terms it sums (reference's dsinks:magnitude = sum over rows "
+                                  "of |p_sink * (do . out)|), not its own cancelling value "
+                                  "(a pristine case summed 61 to 0.16): at most one bf16 "
+                                  "rounding (2^-8) per summed term; worst seen 3.0e-4 on "
+                                  "that case"),
     })
 
 

@@ -64,7 +64,12 @@ def _program(soft_cap: float | None, has_sinks: bool):
 
         (out, lse), vjp = jax.vjp(f, q, k, v, sinks)
         dq, dk, dv, dsinks = vjp((do, jnp.zeros_like(lse)))
-        return {"out": out, "dq": dq, "dk": dk, "dv": dv, "lse": lse, "dsinks": dsinks}
+        # dsinks = -sum over rows of p_sink * (do . out): a sum that can cancel hundreds of
+        # times over, so its rounding error follows the summed terms' size, not its own.
+        p_sink = jnp.exp(sinks[None, :, None] - lse)
+        terms = jnp.sum(jnp.abs(p_sink * jnp.sum(do * out, axis=-1)), axis=(0, 2))
+        return {"out": out, "dq": dq, "dk": dk, "dv": dv, "lse": lse, "dsinks": dsinks,
+                "dsinks:magnitude": terms}
 
     return jax.jit(program)
 
@@ -81,4 +86,5 @@ def reference(case: SplashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.n
         res = {name: np.asarray(x, np.float32) for name, x in res.items()}
     if not case.sinks:
         res["dsinks"] = np.zeros((0,), np.float32)
+        res["dsinks:magnitude"] = np.zeros((0,), np.float32)
     return res
