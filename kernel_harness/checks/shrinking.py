@@ -28,6 +28,7 @@ from typing import Any
 
 import hypothesis
 from hypothesis.control import current_build_context
+from hypothesis.errors import UnsatisfiedAssumption
 
 from kernel_harness.run.profiles import ShrinkBudget
 from kernel_harness.run.report import PREFIX
@@ -125,6 +126,8 @@ def bounded_shrinking(
             report.steps += 1
         try:
             inner(*args, **kwargs)
+        except UnsatisfiedAssumption:
+            raise  # assume()/reject(): Hypothesis draws another example; not a failure
         except Exception as e:
             if not first:
                 first.append(clock())

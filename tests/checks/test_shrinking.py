@@ -141,3 +141,27 @@ def test_wrapping_keeps_the_derandomized_draws():
         return seen
 
     assert draws(True) == draws(False)
+
+
+def test_a_rejected_example_is_not_a_first_failure():
+    """assume()/reject() is Hypothesis drawing another example, never a failure report."""
+    import hypothesis
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from kernel_harness.checks.shrinking import bounded_shrinking
+
+    seen: list[str] = []
+
+    @hypothesis.settings(max_examples=20, database=None, derandomize=True)
+    @given(st.integers(0, 10))
+    def prop(x: int) -> None:
+        hypothesis.assume(x % 2 == 0)
+
+    restore, report = bounded_shrinking(prop, budget=None, label="toy",
+                                        on_first_failure=seen.append)
+    try:
+        prop()
+    finally:
+        restore()
+    assert seen == [] and report.first_failure_text is None
