@@ -34,6 +34,9 @@ TPU flash attention (jax.experimental.pallas.ops.tpu.flash_attention), forward a
 - Shapes: heads equal for q, k, v (no GQA); kv blocks multiples of 128; head_dim <= 128 or
   a multiple of 128; backward blocks must divide their sequence; forward block_b need
   not divide batch.
+- Not drawn: a bias together with a q block that does not divide q_len. The kernel then
+  reads a bias block past the end of ab, which TPU interpret mode rejects (IndexError:
+  out-of-bounds block index) where a compiled TPU pads it; untested on a TPU here.
 """
 
 
