@@ -62,9 +62,7 @@ def add_parser(sub: Any) -> None:
                        help="a picture of each failing case: DIR/FAMILY-PROPERTY.png")
     check.add_argument("--heartbeat-file", default=None, help=argparse.SUPPRESS)
     common.add_adjustment_flags(check, without=True)
-    check.add_argument("--compile-cache", default=None, metavar="DIR|off",
-                       help="persistent compile cache (default $KERNEL_HARNESS_COMPILE_CACHE, "
-                       "else ~/.cache/kernel-harness/jax-compile-cache)")
+    common.add_compile_cache_flag(check)
     check.add_argument("--all-bugs", action="store_true",
                        help="keep drawing after a property's first failure to report every "
                        "distinct failure and crash kind (slower; default: stop at the first)")

@@ -54,3 +54,10 @@ def add_adjustment_flags(parser: Any, *, without: bool) -> None:
         "--tolerance-scale", type=float, default=None, metavar="F",
         help="multiply every default tolerance by F (before --tolerance overrides)",
     )
+
+
+def add_compile_cache_flag(parser: Any) -> None:
+    """``--compile-cache DIR|off`` on ``parser`` (see :mod:`kernel_harness.run.compile_cache`)."""
+    parser.add_argument("--compile-cache", default=None, metavar="DIR|off",
+                        help="persistent compile cache (default $KERNEL_HARNESS_COMPILE_CACHE, "
+                        "else ~/.cache/kernel-harness/jax-compile-cache)")

@@ -43,9 +43,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--across-versions", action="store_true",
                    help="with no baseline of this jax version, gate against the nearest other "
                         "version's (its table is always printed as a version-drift warning)")
-    p.add_argument("--compile-cache", default=None, metavar="DIR|off",
-                   help="persistent compile cache (default $KERNEL_HARNESS_COMPILE_CACHE, "
-                   "else ~/.cache/kernel-harness/jax-compile-cache)")
+    common.add_compile_cache_flag(p)
     p.add_argument("--fail-fast", action="store_true",
                    help="stop at the first family that fails; list the rest NOT RUN")
 
