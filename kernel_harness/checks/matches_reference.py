@@ -81,7 +81,8 @@ def matches_reference(
 ) -> Callable[[], None]:
     """The property "every output and gradient matches the reference within tolerance".
 
-    Returns a zero-argument Hypothesis test. Settings come from the loaded
+    Returns a zero-argument Hypothesis test that first tries the family's
+    ``seed_cases`` (explicit examples), then draws. Settings come from the loaded
     profile unless the caller wraps it in ``hypothesis.settings``.
     """
     ensure_supported(family, backend)
@@ -110,4 +111,6 @@ def matches_reference(
             raise HarnessFailure(result)
 
     prop.__name__ = f"{family.name}_matches_reference"
+    for case in family.seed_cases(family.without):
+        prop = hypothesis.example(case=case)(prop)
     return prop

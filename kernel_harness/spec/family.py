@@ -9,7 +9,7 @@ The registry of families lives in :mod:`kernel_harness.spec.registry`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -76,6 +76,10 @@ class Family:
         ``dim``; rows of a ``[query, key]`` output) would be wrong.
       nonfinite_reference_ok: outputs whose contract allows non-finite reference
         values inside ``valid`` (compared by position); elsewhere one is an error.
+      seed_cases: ``seed_cases(without) -> cases``: hand-made cases reaching paths that a
+        short random run can miss (a partial last batch block...); every matches-reference
+        run tries them first, as Hypothesis explicit examples, in every profile. They must
+        not use the features in ``without`` (the family's :attr:`without`).
       same_as: extra outputs the adapter returns that must equal another output, judged
         against that output's reference, axes and tolerance, e.g. ``{"out_vjp": "out"}``
         (the primal of ``jax.vjp``): everything the kernel produces is checked.
@@ -105,6 +109,7 @@ class Family:
     slice_axes: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     nonfinite_reference_ok: frozenset[str] = frozenset()
     same_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    seed_cases: Callable[[frozenset[str]], Sequence[Any]] = lambda without: ()
 
     def __post_init__(self) -> None:
         unknown = self.capabilities - CAPABILITIES

@@ -15,7 +15,7 @@ from kernel_harness.families.flash.kernel import (
 )
 from kernel_harness.families.flash.metamorphic import METAMORPHIC
 from kernel_harness.families.flash.reference import reference
-from kernel_harness.families.flash.strategy import OPTIONAL, flash_cases
+from kernel_harness.families.flash.strategy import OPTIONAL, flash_cases, flash_seed_cases
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -82,6 +82,7 @@ FAMILY = Family(
     "forward and vjp incl. the bias gradient; interpret backends force TPU interpret mode",
     case_type=FlashCase,
     cases=flash_cases,
+    seed_cases=flash_seed_cases,
     optional=OPTIONAL,
     kernel=flash_attention,
     impl_signature=IMPL_SIGNATURE,

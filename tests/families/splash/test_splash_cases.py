@@ -146,7 +146,7 @@ def test_adapter_masks_agree_with_reference_masks(case):
 def test_strategy_reaches_the_hard_paths():
     seen: set[str] = set()
 
-    @settings(max_examples=150, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
     @given(splash_cases())
     def collect(case):
