@@ -1,0 +1,131 @@
+"""Cases of the Pallas GPU (Triton) ``layer_norm`` / ``rms_norm`` kernels and the strategy.
+
+A case names the op, the shape (the kernels take x as [a, b, n] exactly: their forward is
+vmapped twice over the leading axes), eps, and how the rows are drawn: ``spread`` (their
+standard deviation) and ``offset`` (their mean, in units of ``spread``); the arrays come
+from the seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.core.case import DTYPES, Case, cast
+
+OPS: tuple[str, ...] = ("layer_norm", "rms_norm")
+
+#: Row lengths around the kernels' block boundaries: the forward and dx kernels loop over
+#: blocks of clamp(next_pow2(n), 128, 4096) columns (so n <= 128, n not a power of two, and
+#: n > 4096 with a partial second block); dweight/dbias take 16-column blocks (32 x 128
+#: above n = 10240) over 16-row blocks.
+ROW_LENGTHS: tuple[int, ...] = (100, 1, 7, 16, 127, 128, 129, 200, 256, 257, 1000, 4095,
+                                4096, 4097, 5000)
+#: Leading shapes (a, b): rows a*b of 1, below one 16-row block, exactly one, several
+#: with a partial last block.
+LEADING: tuple[tuple[int, int], ...] = ((2, 3), (1, 1), (1, 16), (1, 17), (3, 11), (5, 8))
+EPS_VALUES: tuple[float, ...] = (1e-5, 1e-6, 1e-3, 1e-1)
+#: Row standard deviations: ordinary, near sqrt(eps) (eps matters), large magnitude.
+SPREADS: tuple[float, ...] = (1.0, 1e-2, 30.0)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NormCase(Case):
+    """One ``layer_norm`` or ``rms_norm`` call and its vjp.
+
+    Attributes:
+      op: ``layer_norm`` or ``rms_norm``.
+      leading: (a, b); x is [a, b, n], weight and bias [n]; rows = a * b.
+      n: row length (the normalized axis).
+      eps: the kernel's ``eps`` (a static argument).
+      spread: standard deviation of each row's data.
+      offset: each row's mean in units of ``spread`` (plus a small per-row jitter); a large
+        offset makes layer_norm's variance a cancelling difference.
+    """
+
+    op: str
+    leading: tuple[int, int]
+    n: int
+    eps: float = 1e-5
+    spread: float = 1.0
+    offset: float = 0.0
+
+    #: Data only: spread and offset shape the arrays, not the program.
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed", "spread", "offset"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.op not in OPS:
+            raise ValueError(f"op must be one of {OPS}, got {self.op!r}")
+        if len(self.leading) != 2 or min(self.leading) < 1:
+            raise ValueError(f"leading must be two positive sizes (x is [a, b, n]), got "
+                             f"{self.leading!r}")
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+        if not self.eps > 0:
+            raise ValueError(f"eps must be > 0, got {self.eps}")
+        if not self.spread > 0:
+            raise ValueError(f"spread must be > 0, got {self.spread}")
+
+    @property
+    def rows(self) -> int:
+        return self.leading[0] * self.leading[1]
+
+    @property
+    def block_size(self) -> int:
+        """The forward/dx kernels' column block (their heuristic, restated)."""
+        return min(max(1 << (self.n - 1).bit_length(), 128), 4096)
+
+    def static_key(self) -> tuple[Any, ...]:
+        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
+                     if f.name not in self.DYNAMIC_FIELDS)
+
+    def shape_summary(self) -> str:
+        return f"{self.op} x=({self.leading[0]},{self.leading[1]},{self.n}) eps={self.eps:g}"
+
+    def materialize(self) -> dict[str, np.ndarray]:
+        """x (rows of mean ~offset*spread, std ~spread), weight ~1 + N(0, 0.5), bias, the
+        cotangent ``do``; all in the case's dtype (the reference sees the rounded values)."""
+        rng = self.rng()
+        a, b = self.leading
+        jitter = rng.standard_normal((a, b, 1)) * 0.1
+        x = self.spread * (self.offset + jitter + rng.standard_normal((a, b, self.n)))
+        weight = 1.0 + 0.5 * rng.standard_normal(self.n)
+        bias = 0.5 * rng.standard_normal(self.n)
+        do = rng.standard_normal((a, b, self.n))
+        return {"x": cast(x, self.dtype), "weight": cast(weight, self.dtype),
+                "bias": cast(bias, self.dtype), "do": cast(do, self.dtype)}
+
+
+#: Offsets (in spreads) drawn per dtype. float32: up to 300 standard deviations, where a
+#: one-pass variance (E[x^2] - mean^2) loses ~2e-3 of its value. Low precision: the kernel's
+#: backward reads mean and rstd rounded to the input dtype (its residuals' dtype), so an
+#: offset costs dx/dweight ~offset * 2^-9 (bf16) relative; drawn up to 2 (contract).
+OFFSETS: dict[str, tuple[float, ...]] = {
+    "float32": (0.0, 3.0, 300.0, -40.0),
+    "bfloat16": (0.0, 2.0, -1.0),
+    "float16": (0.0, 2.0, -1.0),
+}
+
+
+@st.composite
+def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
+               ops: tuple[str, ...] = OPS) -> NormCase:
+    """Valid :class:`NormCase` s: both ops, all three dtypes, row lengths around every
+    block boundary of the kernels, 1-40 rows (partial 16-row blocks), eps from 1e-6 to
+    0.1, spreads near sqrt(eps) and large ones, mean offsets up to 300 spreads (float32).
+    Shrinks towards float32 layer_norm, n=100, 2x3 rows."""
+    dtype = draw(st.sampled_from(dtypes))
+    return NormCase(
+        dtype=dtype,
+        seed=draw(st.integers(0, 2**31 - 1)),
+        op=draw(st.sampled_from(ops)),
+        leading=draw(st.sampled_from(LEADING)),
+        n=draw(st.sampled_from(ROW_LENGTHS)),
+        eps=draw(st.sampled_from(EPS_VALUES)),
+        spread=draw(st.sampled_from(SPREADS)),
+        offset=draw(st.sampled_from(OFFSETS[dtype])),
+    )

@@ -1,0 +1,83 @@
+"""Mutant catalog for gpu-norm: realistic bugs planted in the installed Pallas GPU
+``layer_norm`` and ``rms_norm`` sources.
+
+``kernel-harness mutate gpu-norm`` loads each mutated copy of
+``jax.experimental.pallas.ops.gpu.layer_norm`` (or ``rms_norm``) in place of the original
+and runs the family's properties; every mutant must be killed. They cover eps placement,
+the variance formula and its column mask, the mean terms of the dx kernels, the row and
+column bounds of the dweight/dbias kernel, and xhat vs x in dweight.
+"""
+
+from __future__ import annotations
+
+from kernel_harness.spec.mutant import Mutant
+
+LN = "jax.experimental.pallas.ops.gpu.layer_norm"
+RMS = "jax.experimental.pallas.ops.gpu.rms_norm"
+
+
+def _m(name: str, description: str, old: str, new: str, *, module: str,
+       occurrence: int | None = None, tags: tuple[str, ...] = ()) -> Mutant:
+    return Mutant(name=name, description=description, module=module, old=old, new=new,
+                  occurrence=occurrence, tags=tags)
+
+
+MUTANTS: list[Mutant] = [
+    _m("ln-eps-outside-sqrt", "layer_norm forward: rstd = 1 / (sqrt(var) + eps)",
+       "rstd = 1 / jnp.sqrt(var + eps)", "rstd = 1 / (jnp.sqrt(var) + eps)", module=LN,
+       tags=("ci",)),
+    _m("ln-one-pass-variance",
+       "layer_norm forward: variance as E[x^2] - mean^2 (cancels for rows far from 0)",
+       "    a = jnp.where(mask, a - mean, 0.)\n    return acc + a * a",
+       "    return acc + a * a", module=LN, tags=("ci",)),
+    _m("ln-one-pass-variance-finish",
+       "layer_norm forward: E[x^2] - mean^2 with the variance loop left as it is "
+       "(a half-done refactor: the mean is subtracted twice)",
+       "  var /= n_col\n  rstd", "  var = var / n_col - mean * mean\n  rstd", module=LN),
+    _m("ln-var-mask-dropped",
+       "layer_norm forward: the variance loop drops its column mask, so the padding lanes "
+       "of a partial block add (0 - mean)^2", "a = jnp.where(mask, a - mean, 0.)",
+       "a = a - mean", module=LN, tags=("ci",)),
+    _m("ln-dx-drops-mean-term",
+       "layer_norm dx: the mean(weight * do) term is dropped",
+       "da = (wdout - (a_hat * mean1 + mean2)) * rstd_ref[...]",
+       "da = (wdout - a_hat * mean1) * rstd_ref[...]", module=LN, tags=("ci",)),
+    _m("ln-dx-drops-projection",
+       "layer_norm dx: the xhat * mean(xhat * weight * do) term is dropped",
+       "da = (wdout - (a_hat * mean1 + mean2)) * rstd_ref[...]",
+       "da = (wdout - mean2) * rstd_ref[...]", module=LN),
+    _m("ln-dx-mean-over-block",
+       "layer_norm dx: the row means divide by the padded block width instead of n",
+       "  mean1 = mean1.sum() / n_col\n  mean2 = mean2.sum() / n_col",
+       "  mean1 = mean1.sum() / block_size\n  mean2 = mean2.sum() / block_size", module=LN),
+    _m("ln-dwdb-drops-partial-row-block",
+       "layer_norm dweight/dbias: the row loop runs m // block_m blocks, dropping a "
+       "partial last block of rows", "pl.cdiv(m, block_m)", "m // block_m", module=LN,
+       tags=("ci",)),
+    _m("ln-dweight-uses-x",
+       "layer_norm dweight sums do * x instead of do * xhat",
+       "dw_acc_ref + (dout * a_hat).sum(axis=0)", "dw_acc_ref + (dout * a).sum(axis=0)",
+       module=LN),
+    _m("ln-dwdb-col-mask-off-by-one",
+       "layer_norm dweight/dbias: the column mask keeps one column past n",
+       "col_mask = col_idx < n_col", "col_mask = col_idx <= n_col", module=LN),
+    _m("ln-mean-mask-off-by-one",
+       "layer_norm forward: the mean loop's column mask keeps one lane past n",
+       "mask = col_idx < n_col", "mask = col_idx <= n_col", module=LN, occurrence=1),
+    _m("rms-eps-outside-sqrt", "rms_norm forward: rstd = 1 / (sqrt(mean(x^2)) + eps)",
+       "rstd = 1 / jnp.sqrt(var + eps)", "rstd = 1 / (jnp.sqrt(var) + eps)", module=RMS,
+       tags=("ci",)),
+    _m("rms-mean-over-block",
+       "rms_norm forward: mean(x^2) divides by the padded block width instead of n",
+       "  var /= n_col\n", "  var /= block_size\n", module=RMS),
+    _m("rms-dx-drops-projection",
+       "rms_norm dx: the xhat * mean(xhat * weight * do) term is dropped",
+       "da = (wdout - (a_hat * c1)) * rstd_ref[...]", "da = wdout * rstd_ref[...]",
+       module=RMS, tags=("ci",)),
+    _m("rms-dx-rstd-once",
+       "rms_norm dx: the final rstd factor is dropped",
+       "da = (wdout - (a_hat * c1)) * rstd_ref[...]", "da = wdout - (a_hat * c1)",
+       module=RMS),
+    _m("rms-dweight-uses-x", "rms_norm dweight sums do * x instead of do * xhat",
+       "a_hat = a * rstd[:, None]", "a_hat = a", module=RMS),
+]

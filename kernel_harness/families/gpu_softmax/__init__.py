@@ -1,0 +1,1 @@
+"""gpu-softmax: the Pallas GPU (Triton) softmax kernel over the last axis."""

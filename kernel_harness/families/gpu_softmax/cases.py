@@ -1,0 +1,82 @@
+"""Cases of the Pallas GPU (Triton) ``softmax`` kernel (last axis) and the strategy."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.core.case import DTYPES, Case, cast
+
+#: Row lengths: powers of two and lengths one past / short of one (the kernel loads one
+#: block of next_pow2(n) lanes and masks the rest with -inf), 1 and odd sizes.
+ROW_LENGTHS: tuple[int, ...] = (100, 1, 2, 3, 31, 32, 33, 127, 128, 129, 1000, 1024, 1025)
+#: Leading shapes: the kernel is vmapped once per leading axis (none: one row, no vmap).
+LEADING: tuple[tuple[int, ...], ...] = ((2, 3), (), (1,), (5,), (2, 1, 3))
+#: (offset, scale) of the logits per dtype: O(1), large spreads (near one-hot rows) and
+#: large offsets (every exp overflows without the max subtraction).
+LOGITS: dict[str, tuple[tuple[float, float], ...]] = {
+    "float32": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 1e4)),
+    "bfloat16": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 1e4)),
+    "float16": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 3e3)),
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SoftmaxCase(Case):
+    """One ``softmax(x)`` over the last axis of x [*leading, n].
+
+    Attributes:
+      leading: the leading shape (``()``: x is one row).
+      n: row length.
+      offset, scale: x = offset + scale * (standard normal), rounded to the dtype.
+    """
+
+    leading: tuple[int, ...]
+    n: int
+    offset: float = 0.0
+    scale: float = 1.0
+
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed", "offset", "scale"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if any(d < 1 for d in self.leading):
+            raise ValueError(f"leading sizes must be >= 1, got {self.leading!r}")
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+        if not self.scale > 0:
+            raise ValueError(f"scale must be > 0, got {self.scale}")
+        big = abs(self.offset) + 6 * self.scale
+        if self.dtype == "float16" and big > 6e4:
+            raise ValueError(f"float16 logits up to {big:g} overflow (max 65504)")
+
+    @property
+    def rows(self) -> int:
+        return int(np.prod(self.leading, dtype=np.int64))
+
+    def static_key(self) -> tuple[Any, ...]:
+        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
+                     if f.name not in self.DYNAMIC_FIELDS)
+
+    def shape_summary(self) -> str:
+        return f"x={(*self.leading, self.n)} logits~{self.offset:g}+{self.scale:g}z"
+
+    def materialize(self) -> dict[str, np.ndarray]:
+        """x [*leading, n] in the case's dtype (the reference sees the rounded values)."""
+        z = self.rng().standard_normal((*self.leading, self.n))
+        return {"x": cast(self.offset + self.scale * z, self.dtype)}
+
+
+@st.composite
+def softmax_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES) -> SoftmaxCase:
+    """Valid :class:`SoftmaxCase` s: all three dtypes, row lengths at and around powers of
+    two, 0-3 leading axes, logits O(1), spread by up to 1e4 or offset by +-1000.
+    Shrinks towards float32, n=100, 2x3 rows, O(1) logits."""
+    dtype = draw(st.sampled_from(dtypes))
+    offset, scale = draw(st.sampled_from(LOGITS[dtype]))
+    return SoftmaxCase(dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)),
+                       leading=draw(st.sampled_from(LEADING)),
+                       n=draw(st.sampled_from(ROW_LENGTHS)), offset=offset, scale=scale)

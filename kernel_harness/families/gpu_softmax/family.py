@@ -1,0 +1,74 @@
+"""The gpu-softmax family: the Pallas GPU (Triton) softmax kernel (forward only).
+
+Kept apart from ``gpu-norm`` (layer_norm, rms_norm) because a family's outputs are the
+same for every case: softmax produces one output and has no backward kernel, while the
+norms produce out, dx, dweight and dbias.
+"""
+
+from __future__ import annotations
+
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2
+from kernel_harness.families.gpu_softmax import kernel as _kernel
+from kernel_harness.families.gpu_softmax.cases import SoftmaxCase, softmax_cases
+from kernel_harness.families.gpu_softmax.reference import reference
+from kernel_harness.spec.family import Family
+
+_SEEN = "worst seen {} over 200 interpret cases, each row against its own max"
+
+TOLERANCES = ToleranceTable({
+    ("float32", "out"): Tolerance(max_rel_err=5e-6, reason=(
+        "float32 exp and sum, one division; " + _SEEN.format("2.9e-7") + "; a float32 "
+        "kernel storing bfloat16 probabilities errs ~2e-3")),
+    ("bfloat16", "out"): Tolerance(max_rel_err=1e-2, reason=(
+        "x - max is taken in bfloat16 (exact for logits within a factor 2 of the max, "
+        "else 2^-9 |x - max| in the exponent, where p <= e^-|x-max|), exp/sum/divide in "
+        "float32, stored in bfloat16 (2^-9); " + _SEEN.format("3.5e-3"))),
+    ("float16", "out"): Tolerance(max_rel_err=1.5e-3, reason=(
+        "as bfloat16 with float16's 2^-11 rounding; " + _SEEN.format("4.2e-4"))),
+})
+
+CONTRACT = """\
+softmax.softmax(x, axis=-1) (jax.experimental.pallas.ops.gpu): x [*leading, n], any
+number of leading axes (one vmap each; none: the row is the whole call), the softmax
+over the last axis only (another axis raises NotImplementedError).
+- One block of next_pow2(n) lanes per row; lanes past n load -inf (they add exp(-inf)
+  = 0 and cannot be the max) and are not stored. Rows of any length are drawn, 1 to 1025.
+- The max is subtracted before exp, so logits offset by +-1000 or spread by 1e4 are
+  exact; x - max is computed in the input dtype, then exp, sum and the division in
+  float32, and the result stored in the input dtype.
+- Every element of out is compared (out comes back as [rows, n], a reshape); each row
+  is judged against its own largest probability as well as the global one.
+- Forward only: the module has no backward kernel (jax.vjp of the pallas_call is not
+  defined), so there are no gradients to compare.
+"""
+
+
+def _events(case: SoftmaxCase) -> list[str]:
+    ev = [case.dtype, f"rank-{len(case.leading) + 1}"]
+    ev.append("pow2-n" if is_pow2(case.n) else "partial-block")
+    if case.n == 1:
+        ev.append("n=1")
+    if abs(case.offset) >= 300:
+        ev.append("large-offset")
+    if case.scale >= 30:
+        ev.append("large-logits")
+    return sorted(set(ev))
+
+
+FAMILY = Family(
+    name="gpu-softmax",
+    summary="Pallas GPU (Triton) softmax over the last axis (forward; no backward kernel)",
+    case_type=SoftmaxCase,
+    cases=softmax_cases,
+    kernel=_kernel.softmax,
+    impl_signature=_kernel.IMPL_SIGNATURE,
+    run=_kernel.run,
+    reference=reference,
+    output_axes={"out": ("row", "dim")},
+    tolerances=TOLERANCES,
+    capabilities=frozenset(),
+    backends=GPU_BACKENDS,
+    events=_events,
+    contract=CONTRACT,
+)

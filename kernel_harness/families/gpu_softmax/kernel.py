@@ -1,0 +1,50 @@
+"""Adapter running the Pallas GPU ``softmax`` kernel (forward only: it has no backward
+kernel and no custom VJP) on a backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+from jax.experimental.pallas.ops.gpu import softmax as _softmax
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.families import gpu_common
+from kernel_harness.families.gpu_softmax.cases import SoftmaxCase
+
+
+def softmax(x: jax.Array, *, axis: int = -1, interpret: Any = False) -> jax.Array:
+    """The default implementation: ``softmax.softmax`` (looked up at call time, so a
+    mutated kernel module is the one that runs)."""
+    return _softmax.softmax(x, axis=axis, interpret=interpret)
+
+
+IMPL_SIGNATURE = (
+    "softmax(x, *, axis=-1, interpret) -> probabilities like x; x: [*leading, n] "
+    "(0-3 leading axes), softmax over the last axis"
+)
+
+
+def _build(impl: Callable[..., Any], case: SoftmaxCase, interpret: Any) -> Callable[..., Any]:
+    def fn(x):
+        return {"out": impl(x, axis=-1, interpret=interpret)}
+
+    return gpu_common.jit(fn, cpu=interpret is True)
+
+
+def run(impl: Callable[..., Any], case: SoftmaxCase, inputs: dict[str, np.ndarray],
+        backend: Backend) -> dict[str, np.ndarray]:
+    """Runs ``impl`` on x [*leading, n]; ``out`` comes back as [rows, n] (a reshape of the
+    kernel's result, so one axis layout serves every leading rank)."""
+    gpu_common.check_backend("gpu-softmax", backend)
+    arrays = gpu_common.put({"x": inputs["x"]}, backend)
+    fn = gpu_common.cached_program(impl, case, backend, _build)
+    with gpu_common.kernel_context(backend):
+        outs = fn(arrays["x"])
+    out = gpu_common.to_numpy(outs)["out"]
+    if out.shape != (*case.leading, case.n):
+        raise ValueError(f"gpu-softmax: the kernel returned shape {out.shape}, expected "
+                         f"{(*case.leading, case.n)}")
+    return {"out": out.reshape(case.rows, case.n)}

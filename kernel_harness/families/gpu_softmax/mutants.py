@@ -1,0 +1,26 @@
+"""Mutant catalog for gpu-softmax: realistic bugs planted in the installed Pallas GPU
+``softmax`` source (``kernel-harness mutate gpu-softmax`` must kill every one): the max
+subtraction, the padding value of a partial block, the lane mask."""
+
+from __future__ import annotations
+
+from kernel_harness.spec.mutant import Mutant
+
+SM = "jax.experimental.pallas.ops.gpu.softmax"
+
+MUTANTS: list[Mutant] = [
+    Mutant(name="no-max-subtraction",
+           description="exp(x) without subtracting the row max (overflows for logits > 88)",
+           module=SM, old="numerator = jnp.exp((row - row_max).astype(jnp.float32))",
+           new="numerator = jnp.exp(row.astype(jnp.float32))", tags=("ci",)),
+    Mutant(name="subtracts-first-logit",
+           description="stabilizes with the row's first logit instead of its max",
+           module=SM, old="row_max = jnp.max(row, axis=0)", new="row_max = row[0]"),
+    Mutant(name="padding-zero-not-neg-inf",
+           description="lanes past n load 0.0 instead of -inf (they enter the max and the "
+           "sum)", module=SM, old='other=-float("inf")', new="other=0.0", tags=("ci",)),
+    Mutant(name="lane-mask-off-by-one",
+           description="the lane mask keeps one lane past n",
+           module=SM, old="mask = jnp.arange(block_row) < row_len",
+           new="mask = jnp.arange(block_row) <= row_len"),
+]
