@@ -1,6 +1,6 @@
 """Mutant catalog for gpu-softmax: realistic bugs planted in the installed Pallas GPU
 ``softmax`` source (``kernel-harness mutate gpu-softmax`` must kill every one): the max
-subtraction, the padding value of a partial block, the lane mask."""
+subtraction, the padding value of a partial block, the lane mask, the block size."""
 
 from __future__ import annotations
 
@@ -23,4 +23,9 @@ MUTANTS: list[Mutant] = [
            description="the lane mask keeps one lane past n",
            module=SM, old="mask = jnp.arange(block_row) < row_len",
            new="mask = jnp.arange(block_row) <= row_len"),
+    Mutant(name="block-one-short",
+           description="the block is sized from n - 1, so a row one past a power of two "
+           "loses its last lane", module=SM,
+           old="block_row = pl.next_power_of_2(row_len)",
+           new="block_row = pl.next_power_of_2(row_len - 1)"),
 ]
