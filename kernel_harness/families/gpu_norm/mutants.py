@@ -24,20 +24,26 @@ def _m(name: str, description: str, old: str, new: str, *, module: str,
 
 MUTANTS: list[Mutant] = [
     _m("ln-eps-outside-sqrt", "layer_norm forward: rstd = 1 / (sqrt(var) + eps)",
-       "rstd = 1 / jnp.sqrt(var + eps)", "rstd = 1 / (jnp.sqrt(var) + eps)", module=LN,
-       tags=("ci",)),
-    _m("ln-one-pass-variance",
-       "layer_norm forward: variance as E[x^2] - mean^2 (cancels for rows far from 0)",
+       "rstd = 1 / jnp.sqrt(var + eps)", "rstd = 1 / (jnp.sqrt(var) + eps)", module=LN),
+    _m("ln-variance-uncentred",
+       "layer_norm forward: the variance loop squares x instead of x - mean (E[x^2])",
        "    a = jnp.where(mask, a - mean, 0.)\n    return acc + a * a",
-       "    return acc + a * a", module=LN, tags=("ci",)),
-    _m("ln-one-pass-variance-finish",
-       "layer_norm forward: E[x^2] - mean^2 with the variance loop left as it is "
-       "(a half-done refactor: the mean is subtracted twice)",
-       "  var /= n_col\n  rstd", "  var = var / n_col - mean * mean\n  rstd", module=LN),
+       "    return acc + a * a", module=LN),
+    _m("ln-one-pass-variance",
+       "layer_norm forward: variance as E[x^2] - mean^2 in float32 (cancels for rows far "
+       "from 0)",
+       "    a = jnp.where(mask, a - mean, 0.)\n    return acc + a * a\n\n"
+       "  var = lax.fori_loop(\n      0,\n      pl.cdiv(n_col, block_size),\n"
+       "      var_body,\n      init_val=jnp.zeros(block_size),\n  ).sum()\n"
+       "  var /= n_col\n",
+       "    return acc + a * a\n\n"
+       "  var = lax.fori_loop(\n      0,\n      pl.cdiv(n_col, block_size),\n"
+       "      var_body,\n      init_val=jnp.zeros(block_size),\n  ).sum()\n"
+       "  var = var / n_col - mean * mean\n", module=LN, tags=("ci",)),
     _m("ln-var-mask-dropped",
        "layer_norm forward: the variance loop drops its column mask, so the padding lanes "
        "of a partial block add (0 - mean)^2", "a = jnp.where(mask, a - mean, 0.)",
-       "a = a - mean", module=LN, tags=("ci",)),
+       "a = a - mean", module=LN),
     _m("ln-dx-drops-mean-term",
        "layer_norm dx: the mean(weight * do) term is dropped",
        "da = (wdout - (a_hat * mean1 + mean2)) * rstd_ref[...]",
@@ -58,9 +64,9 @@ MUTANTS: list[Mutant] = [
        "layer_norm dweight sums do * x instead of do * xhat",
        "dw_acc_ref + (dout * a_hat).sum(axis=0)", "dw_acc_ref + (dout * a).sum(axis=0)",
        module=LN),
-    _m("ln-dwdb-col-mask-off-by-one",
-       "layer_norm dweight/dbias: the column mask keeps one column past n",
-       "col_mask = col_idx < n_col", "col_mask = col_idx <= n_col", module=LN),
+    _m("ln-dwdb-row-mask-off-by-one",
+       "layer_norm dweight/dbias: the row mask keeps one row past m",
+       "row_mask = row_idx < m", "row_mask = row_idx <= m", module=LN),
     _m("ln-mean-mask-off-by-one",
        "layer_norm forward: the mean loop's column mask keeps one lane past n",
        "mask = col_idx < n_col", "mask = col_idx <= n_col", module=LN, occurrence=1),

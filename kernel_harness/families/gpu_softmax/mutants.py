@@ -1,6 +1,7 @@
 """Mutant catalog for gpu-softmax: realistic bugs planted in the installed Pallas GPU
 ``softmax`` source (``kernel-harness mutate gpu-softmax`` must kill every one): the max
-subtraction, the padding value of a partial block, the lane mask, the block size."""
+subtraction, the padding value of a partial block, the lane mask,
+the block size, the stored precision."""
 
 from __future__ import annotations
 
@@ -28,4 +29,8 @@ MUTANTS: list[Mutant] = [
            "loses its last lane", module=SM,
            old="block_row = pl.next_power_of_2(row_len)",
            new="block_row = pl.next_power_of_2(row_len - 1)"),
+    Mutant(name="stores-bf16",
+           description="the probabilities are rounded to bfloat16 whatever the input dtype",
+           module=SM, old="(numerator / denominator).astype(probs_ref.dtype)",
+           new="(numerator / denominator).astype(jnp.bfloat16).astype(probs_ref.dtype)"),
 ]
