@@ -34,13 +34,14 @@ number of leading axes (one vmap each; none: the row is the whole call), the sof
 over the last axis only (another axis raises NotImplementedError).
 - One block of next_pow2(n) lanes per row; lanes past n load -inf (they add exp(-inf)
   = 0 and cannot be the max) and are not stored. Rows of any length are drawn, 1 to 1025.
-- The max is subtracted before exp, so logits offset by +-1000 or spread by 1e4 are
-  exact; x - max is computed in the input dtype, then exp, sum and the division in
+- The max is subtracted before exp, so logits offset by +-1000 or spread by 1e4 do not
+  overflow; x - max is computed in the input dtype, then exp, sum and the division in
   float32, and the result stored in the input dtype.
 - Every element of out is compared (out comes back as [rows, n], a reshape); each row
   is judged against its own largest probability as well as the global one.
-- Forward only: the module has no backward kernel (jax.vjp of the pallas_call is not
-  defined), so there are no gradients to compare.
+- Forward only: the module has no backward kernel, and jax.vjp of it fails (jax 0.10.2:
+  "Linearization failed to produce known values for all output primals"), so there are
+  no gradients to compare.
 """
 
 
