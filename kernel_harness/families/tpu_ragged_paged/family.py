@@ -1,0 +1,140 @@
+"""The tpu-ragged-paged family: ``jax.experimental.pallas.ops.tpu.ragged_paged_attention``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase, ragged_cases
+from kernel_harness.families.tpu_ragged_paged.kernel import (
+    IMPL_SIGNATURE,
+    RAGGED_BACKENDS,
+    ragged_paged_attention,
+    run,
+)
+from kernel_harness.families.tpu_ragged_paged.reference import reference
+from kernel_harness.spec.family import Family
+
+TOLERANCES = ToleranceTable(
+    {
+        ("float32", "out"): Tolerance(max_rel_err=1e-4, reason=(
+            "float32 q, K, V and float32 online softmax (interpret on CPU: exact f32 "
+            "dots); worst observed {obs} over {n} random interpret cases; a kernel rounding "
+            "its float32 operands or probabilities to bfloat16 errs ~4e-3, 40x over this")),
+        ("bfloat16", "out"): Tolerance(max_rel_err=1e-2, reason=(
+            "bfloat16 q, K, V are exact in the float32 logits, the probabilities stay float32 "
+            "(f32 x bf16 dot promotes to f32), so the error is the bfloat16 rounding of the "
+            "stored output: 2^-9 relative per element; worst observed {obs} over {n} random "
+            "interpret cases")),
+    }
+)
+
+CONTRACT = """\
+TPU ragged paged attention (jax.experimental.pallas.ops.tpu.ragged_paged_attention,
+forward only), from the kernel source:
+- Sequence i (i < num_seqs) owns query rows cu_q_lens[i]:cu_q_lens[i+1] and kv_lens[i]
+  keys; its queries are its LAST q_len positions (query j sits at kv_len - q_len + j),
+  so a decode step is q_len 1 and a prefill chunk any q_len <= kv_len. Key t of the
+  sequence is token t % page_size of page page_indices[i, t // page_size]; kv_pages
+  interleaves heads: combined head 2h is K of kv head h, 2h+1 its V. Query head h reads
+  kv head h // (num_q_heads // num_kv_heads).
+- Query j sees key t iff t <= its position and, with sliding_window w, t > position - w
+  (w keys counting itself). Logits: sm_scale * q.k, then soft_cap * tanh(./soft_cap),
+  then the mask (an additive mask_value, -0.7 * float32 max); every query sees at least
+  its own key, so no row is fully masked.
+- Padding: rows of q/out at or past cu_q_lens[num_seqs] are never stored by a sequence;
+  the kernel copies its accumulator scratch there (stale values of earlier query
+  blocks, or uninitialized scratch): OUTSIDE the contract, excluded. Slots past num_seqs
+  of kv_lens, cu_q_lens and page_indices are ignored (the harness fills them with junk
+  lengths and valid pages, so a kernel reading them shows); page-table entries past a
+  sequence's last page are never used (the harness fills them with valid pages).
+- q_len > kv_len is invalid (dynamic_validate_inputs raises; the kernel itself does not
+  check): never drawn. q_len 0 sequences are not drawn (not examined).
+- bfloat16: logits and probabilities in float32, output rounded to the input dtype.
+- Interpreting it needs two extensions of jax's TPU interpreter (jax 0.10.2 and
+  0.12.0.1): reads through ref.reshape/ref.bitcast (the interpreter assumes only index
+  transforms) and masked stores to 3-D refs (the interpreter's in-bounds check indexes
+  axis 0 for every axis and rejects valid stores): kernel_harness/core/compat_ext.py.
+  Without them the kernel does not run under interpret mode at all.
+- Not covered: k_scale/v_scale and quantized (int8/fp8) K/V, mask_value other than the
+  default, the tuned block sizes (num_kv_pages_per_block/num_queries_per_block left None:
+  the tuned table asks for the TPU generation), more than 4 kv heads (one head block
+  only: num_heads_blks > 1 is never reached), q_len 0 sequences.
+"""
+
+
+def valid(case: RaggedCase) -> dict[str, np.ndarray]:
+    """Rows past the active sequences' tokens (padding) are outside the contract."""
+    rows = np.arange(case.max_tokens) < case.total_tokens
+    if rows.all():
+        return {}
+    return {"out": rows[:, None, None]}
+
+
+def events(case: RaggedCase) -> list[str]:
+    """What the case reaches: decode/prefill mixes, padding, block spans, GQA, window, cap."""
+    ev = [case.dtype]
+    decode = sum(1 for q in case.q_lens if q == 1)
+    if decode:
+        ev.append("decode-seq")
+    if decode < case.num_seqs:
+        ev.append("prefill-seq")
+    if 0 < decode < case.num_seqs:
+        ev.append("mixed-prefill-decode")
+    if case.num_seqs > 1:
+        ev.append("multi-seq")
+    if case.num_seqs < case.max_num_seqs:
+        ev.append("num-seqs-below-max")
+    if case.total_tokens < case.max_tokens:
+        ev.append("padding-q-rows")
+    if any(kv % case.page_size for kv in case.kv_lens):
+        ev.append("kv-len-mid-page")
+    if any(kv < q_len + 1 for q_len, kv in zip(case.q_lens, case.kv_lens, strict=True)
+           if q_len > 1):
+        ev.append("prefill-from-empty-cache")
+    block_kv = case.kv_pages_per_block * case.page_size
+    if any(kv > block_kv for kv in case.kv_lens):
+        ev.append("multi-kv-block")
+    ends = np.cumsum(case.q_lens)
+    starts = ends - np.asarray(case.q_lens)
+    qb = case.queries_per_block
+    if any(s // qb != (e - 1) // qb for s, e in zip(starts, ends, strict=True)):
+        ev.append("seq-spans-q-blocks")
+    if any(np.bincount(starts // qb) > 1):
+        ev.append("q-block-shared-by-seqs")
+    if case.num_q_heads == case.num_kv_heads:
+        ev.append("mha")
+    elif case.num_kv_heads == 1:
+        ev.append("mqa")
+    else:
+        ev.append("gqa")
+    if case.sliding_window is not None:
+        ev.append("sliding-window")
+        if any(kv > case.sliding_window for kv in case.kv_lens):
+            ev.append("window-cuts-keys")
+    if case.soft_cap is not None:
+        ev.append("soft-cap")
+    if case.logit_scale > 1:
+        ev.append("large-logits")
+    return sorted(set(ev))
+
+
+FAMILY = Family(
+    name="tpu-ragged-paged",
+    summary="TPU Pallas ragged paged attention (mixed prefill and decode over a paged KV "
+    "cache; TPU interpret mode on CPU, extended by kernel_harness.core.compat_ext)",
+    case_type=RaggedCase,
+    cases=ragged_cases,
+    kernel=ragged_paged_attention,
+    impl_signature=IMPL_SIGNATURE,
+    run=run,
+    reference=reference,
+    output_axes={"out": ("token", "head", "dim")},
+    tolerances=TOLERANCES,
+    capabilities=frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
+                            "q-len-ne-kv-len", "ragged-lengths", "decode", "paged"}),
+    backends=RAGGED_BACKENDS,
+    valid=valid,
+    events=events,
+    contract=CONTRACT,
+)
