@@ -42,6 +42,9 @@ class RaggedCase(Case):
       sm_scale: the logit scale.
       logit_scale: the queries are drawn with this standard deviation times
         head_dim**-0.25 (large values: large logits).
+      poison: cache slots no active sequence owns (token slots past kv_len in a
+        sequence's last page, the pages of padding slots, the spare page) hold NaN, as
+        stale or uninitialized cache memory may; the kernel must not let them in.
     """
 
     q_lens: tuple[int, ...]
@@ -59,9 +62,11 @@ class RaggedCase(Case):
     soft_cap: float | None = None
     sm_scale: float = 1.0
     logit_scale: float = 1.0
+    poison: bool = False
 
     #: Lengths and data are operands; everything else selects the program.
-    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed", "q_lens", "kv_lens"})
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"seed", "q_lens", "kv_lens", "poison", "logit_scale"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -130,6 +135,15 @@ class RaggedCase(Case):
         return perm[: self.max_num_seqs * self.pages_per_seq].reshape(
             self.max_num_seqs, self.pages_per_seq).astype(np.int32)
 
+    def owned_slots(self) -> np.ndarray:
+        """bool [total_pages, page_size]: cache slots holding a token of an active sequence."""
+        owned = np.zeros((self.total_pages, self.page_size), bool)
+        table = self.page_indices()
+        for i, kv_len in enumerate(self.kv_lens):
+            t = np.arange(kv_len)
+            owned[table[i, t // self.page_size], t % self.page_size] = True
+        return owned
+
     def static_key(self) -> tuple[Any, ...]:
         """Program-selecting fields: the number of active sequences is a traced operand."""
         return tuple(
@@ -151,6 +165,8 @@ class RaggedCase(Case):
         kv = rng.standard_normal((self.total_pages, self.page_size, 2 * self.num_kv_heads,
                                   self.head_dim))
         kv[:, :, 0::2] *= self.head_dim**-0.25
+        if self.poison:
+            kv[~self.owned_slots()] = np.nan
         return {
             "q": cast(q, self.dtype),
             "kv_pages": cast(kv, self.dtype),
@@ -183,7 +199,8 @@ def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
     query rows, MHA/GQA/MQA heads (1-4 kv heads, 1-4 queries per kv head), pages of 4 or
     8 tokens, 1-4 pages per sequence, kv blocks of 1..pages_per_seq pages and query
     blocks of 2-16 rows (so sequences span query blocks and share them), sliding
-    windows, soft caps, large logits, float32/bfloat16. Shrinks towards float32, one
+    windows, soft caps, large logits, NaN in the cache slots no sequence owns,
+    float32/bfloat16. Shrinks towards float32, one
     decode sequence, no window or cap.
     """
     dtype = draw(st.sampled_from(dtypes))
@@ -214,4 +231,24 @@ def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
         soft_cap=cap,
         sm_scale=draw(st.sampled_from((0.5, 1.0))),
         logit_scale=draw(st.sampled_from((1.0, 4.0))),
+        poison=draw(st.booleans()),
+    )
+
+
+def ragged_seed_cases(without: frozenset[str] = frozenset()) -> tuple[RaggedCase, ...]:
+    """The cases every matches-reference run tries first (a short random run can miss
+    each of these paths): sequences ending exactly at a query block's end (the prefetch of
+    the next sequence), a sequence spanning query blocks, decode and prefill sharing a
+    block, several kv blocks with a partial last page, GQA, a window cutting keys, NaN in
+    unowned cache slots, padding rows and sequence slots; float32 and bfloat16."""
+    del without  # the family declares no optional features
+    return (
+        RaggedCase(dtype="float32", seed=7, q_lens=(1, 5, 2, 1), kv_lens=(7, 12, 5, 16),
+                   max_num_seqs=6, max_tokens=11, num_q_heads=4, num_kv_heads=2,
+                   page_size=4, pages_per_seq=4, kv_pages_per_block=2, queries_per_block=4,
+                   sliding_window=6, sm_scale=0.5, logit_scale=4.0, poison=True),
+        RaggedCase(dtype="bfloat16", seed=8, q_lens=(2, 1, 3), kv_lens=(2, 9, 8),
+                   max_num_seqs=4, max_tokens=8, num_q_heads=8, num_kv_heads=4,
+                   page_size=8, pages_per_seq=2, kv_pages_per_block=1, queries_per_block=2,
+                   soft_cap=2.0, logit_scale=4.0, poison=True),
     )

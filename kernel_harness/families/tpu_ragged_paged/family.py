@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
-from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase, ragged_cases
+from kernel_harness.families.tpu_ragged_paged.cases import (
+    RaggedCase,
+    ragged_cases,
+    ragged_seed_cases,
+)
 from kernel_harness.families.tpu_ragged_paged.kernel import (
     IMPL_SIGNATURE,
     RAGGED_BACKENDS,
@@ -18,14 +22,15 @@ from kernel_harness.spec.family import Family
 TOLERANCES = ToleranceTable(
     {
         ("float32", "out"): Tolerance(max_rel_err=1e-4, reason=(
-            "float32 q, K, V and float32 online softmax (interpret on CPU: exact f32 "
-            "dots); worst observed {obs} over {n} random interpret cases; a kernel rounding "
-            "its float32 operands or probabilities to bfloat16 errs ~4e-3, 40x over this")),
-        ("bfloat16", "out"): Tolerance(max_rel_err=1e-2, reason=(
-            "bfloat16 q, K, V are exact in the float32 logits, the probabilities stay float32 "
-            "(f32 x bf16 dot promotes to f32), so the error is the bfloat16 rounding of the "
-            "stored output: 2^-9 relative per element; worst observed {obs} over {n} random "
-            "interpret cases")),
+            "float32 q, K, V, float32 logits and online softmax (interpret on CPU: exact "
+            "f32 dots); worst observed 8.4e-7 over 60 random interpret cases (both dtypes, "
+            "jax 0.10.2); a kernel rounding its float32 operands to bfloat16 errs ~4e-3, "
+            "40x over this limit")),
+        ("bfloat16", "out"): Tolerance(max_rel_err=6e-3, reason=(
+            "bfloat16 q, K, V are exact in the float32 logits and the probabilities stay "
+            "float32 (the f32 x bf16 dot promotes), so the error is the bfloat16 rounding of "
+            "the stored output: at most 2^-8 = 3.9e-3 of an element; worst observed 3.2e-3 "
+            "over 60 random interpret cases (jax 0.10.2); limit 1.5x the rounding bound")),
     }
 )
 
@@ -48,6 +53,10 @@ forward only), from the kernel source:
   of kv_lens, cu_q_lens and page_indices are ignored (the harness fills them with junk
   lengths and valid pages, so a kernel reading them shows); page-table entries past a
   sequence's last page are never used (the harness fills them with valid pages).
+- Cache slots no active sequence owns may hold anything, NaN included: the kernel zeroes
+  K and V past kv_len before its dots ("we should mask out the NaNs"), so NaN in the
+  tail of a last page, in pages of padding slots or in unused pages must not reach out.
+  Drawn (poison=True: those slots are NaN) and checked.
 - q_len > kv_len is invalid (dynamic_validate_inputs raises; the kernel itself does not
   check): never drawn. q_len 0 sequences are not drawn (not examined).
 - bfloat16: logits and probabilities in float32, output rounded to the input dtype.
@@ -100,6 +109,8 @@ def events(case: RaggedCase) -> list[str]:
     qb = case.queries_per_block
     if any(s // qb != (e - 1) // qb for s, e in zip(starts, ends, strict=True)):
         ev.append("seq-spans-q-blocks")
+    if any(e % qb == 0 for e in ends[:-1]):
+        ev.append("seq-ends-at-q-block-end")
     if any(np.bincount(starts // qb) > 1):
         ev.append("q-block-shared-by-seqs")
     if case.num_q_heads == case.num_kv_heads:
@@ -116,6 +127,8 @@ def events(case: RaggedCase) -> list[str]:
         ev.append("soft-cap")
     if case.logit_scale > 1:
         ev.append("large-logits")
+    if case.poison:
+        ev.append("nan-in-unowned-cache-slots")
     return sorted(set(ev))
 
 
@@ -137,4 +150,5 @@ FAMILY = Family(
     valid=valid,
     events=events,
     contract=CONTRACT,
+    seed_cases=ragged_seed_cases,
 )
