@@ -65,6 +65,12 @@ forward only), from the kernel source:
   transforms) and masked stores to 3-D refs (the interpreter's in-bounds check indexes
   axis 0 for every axis and rejects valid stores): kernel_harness/core/compat_ext.py.
   Without them the kernel does not run under interpret mode at all.
+- tpu-interpret finding (not waived): load_with_init is jnp.where(kv_blk_idx == 0, init,
+  ref[...]), so a sequence's first kv block reads the never-written m, l and acc scratch
+  and discards it; the TPU interpreter reports uninitialized reads at
+  ragged_paged_attention/kernel.py:498 (load_with_init), 3 per kernel at grid point
+  (0, 0). Benign by design as far as the source shows; until a reviewer waives it,
+  `check --backend tpu-interpret` fails on it.
 - Not covered: k_scale/v_scale and quantized (int8/fp8) K/V, mask_value other than the
   default, the tuned block sizes (num_kv_pages_per_block/num_queries_per_block left None:
   the tuned table asks for the TPU generation), more than 4 kv heads (one head block

@@ -25,7 +25,6 @@ import numpy as np
 from jax.experimental.pallas.ops.tpu.ragged_paged_attention import kernel as _rpa
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
-from kernel_harness.core.compat import JAX_VERSION
 from kernel_harness.core.compat_ext import tpu_interpreter_extensions
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 
@@ -43,6 +42,10 @@ IMPL_SIGNATURE = (
 
 RAGGED_BACKENDS = frozenset({"interpret", "tpu-interpret", "tpu"})
 
+class KernelSignatureError(RuntimeError):
+    """The kernel's keyword arguments are not the layout this adapter knows."""
+
+
 #: Keyword arguments the adapter passes; the installed kernel must take all of them.
 _KWARGS = ("sm_scale", "sliding_window", "soft_cap", "num_kv_pages_per_block",
            "num_queries_per_block")
@@ -59,9 +62,9 @@ def check_signature(impl: Callable[..., Any]) -> None:
         return
     missing = [k for k in _KWARGS if k not in params]
     if missing:
-        raise BackendUnavailable(
+        raise KernelSignatureError(
             f"tpu-ragged-paged: the ragged_paged_attention of jax "
-            f"{'.'.join(map(str, JAX_VERSION))} takes no {missing}; the harness knows the "
+            f"{jax.__version__} takes no {missing}; the harness knows the "
             "signature of jax 0.10.2/0.12.0.1 (kernel_harness/families/tpu_ragged_paged/"
             "kernel.py) - adapt the adapter to this jax"
         )

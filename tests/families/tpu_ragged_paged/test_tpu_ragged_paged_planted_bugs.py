@@ -96,3 +96,20 @@ def test_garbage_in_padding_rows_passes():
     """Padding rows are excluded, not compared: NaN there is no failure."""
     strategy = ragged_cases().filter(lambda c: c.total_tokens < c.max_tokens)
     _property(rpa_nan_padding, strategy, max_examples=2)()
+
+
+def test_unknown_kernel_signature_is_a_loud_error():
+    """A kernel without the keywords the adapter passes is an error naming the jax
+    version, never a call with arguments dropped."""
+    import jax
+
+    from kernel_harness.families.tpu_ragged_paged.cases import ragged_seed_cases
+
+    def old_kernel(q, kv_pages, kv_lens, page_indices, cu_q_lens, num_seqs, *, sm_scale,
+                   sliding_window, soft_cap, num_kv_pages_per_block):
+        raise AssertionError("must not be called")
+
+    case = ragged_seed_cases()[0]
+    with pytest.raises(kernel.KernelSignatureError) as err:
+        kernel.run(old_kernel, case, case.materialize(), BACKEND)
+    assert "num_queries_per_block" in str(err.value) and jax.__version__ in str(err.value)
