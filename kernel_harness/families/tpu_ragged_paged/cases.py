@@ -25,10 +25,12 @@ class RaggedCase(Case):
     """One ragged paged attention call over ``num_seqs`` active sequences.
 
     Attributes:
-      q_lens: query tokens of each active sequence (1: decode; more: prefill chunk); the
-        sequences' tokens are consecutive rows of q, from row 0.
+      q_lens: query tokens of each active sequence (1: decode; more: prefill chunk; 0: a
+        sequence with no queries in this step); the sequences' tokens are consecutive rows
+        of q, from row 0.
       kv_lens: kv length of each active sequence, >= its q_len (the queries are its last
-        q_len positions).
+        q_len positions). 0 is accepted (the kernel's validator allows it) but never
+        drawn: see the family contract (a kv_len 0 sequence corrupts the next one).
       max_num_seqs: rows of the page table (and of kv_lens, cu_q_lens - 1), >= num_seqs;
         the slots past num_seqs hold junk the kernel must ignore.
       max_tokens: rows of q and out, >= sum(q_lens); rows past it are padding.
@@ -75,8 +77,8 @@ class RaggedCase(Case):
                              f"got {self.dtype!r}")
         if not self.q_lens or len(self.q_lens) != len(self.kv_lens):
             raise ValueError("q_lens and kv_lens need one entry per active sequence")
-        if any(q < 1 for q in self.q_lens):
-            raise ValueError("every active sequence needs q_len >= 1")
+        if any(q < 0 for q in self.q_lens) or self.total_tokens < 1:
+            raise ValueError("q_lens must be >= 0 with at least one query token in all")
         if any(kv < q for q, kv in zip(self.q_lens, self.kv_lens, strict=True)):
             raise ValueError("kv_len must be >= q_len for every sequence (the kernel "
                              "requires it: the queries are the sequence's last tokens)")
@@ -184,8 +186,11 @@ def _sequence(draw: st.DrawFn, capacity: int, page_size: int) -> tuple[int, int]
     edges = [e + d for e in range(page_size, capacity + 1, page_size) for d in (-1, 0, 1)]
     kv_len = draw(st.one_of(st.integers(1, capacity),
                             st.sampled_from([e for e in edges if 1 <= e <= capacity])))
-    if draw(st.booleans()):
+    kind = draw(st.integers(0, 7))
+    if kind < 4:
         return 1, kv_len
+    if kind == 7:
+        return 0, kv_len  # a sequence with cached keys but no queries this step
     return draw(st.one_of(st.integers(1, kv_len), st.just(kv_len))), kv_len
 
 
@@ -194,14 +199,14 @@ def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
                  max_seqs: int = 4) -> RaggedCase:
     """Valid :class:`RaggedCase` s.
 
-    Draws 1-4 active sequences mixing decode (q_len 1) and prefill chunks (q_len up to
-    kv_len, kv_len on and off page edges), 0-2 padding sequence slots and 0-5 padding
-    query rows, MHA/GQA/MQA heads (1-4 kv heads, 1-4 queries per kv head), pages of 4 or
-    8 tokens, 1-4 pages per sequence, kv blocks of 1..pages_per_seq pages and query
-    blocks of 2-16 rows (so sequences span query blocks and share them), sliding
-    windows, soft caps, large logits, NaN in the cache slots no sequence owns,
-    float32/bfloat16. Shrinks towards float32, one
-    decode sequence, no window or cap.
+    Draws 1-4 active sequences mixing decode (q_len 1), prefill chunks (q_len up to
+    kv_len, kv_len on and off page edges) and sequences with no queries (q_len 0), 0-2
+    padding sequence slots and 0-5 padding query rows, MHA/GQA/MQA heads (1-4 kv heads,
+    1-4 queries per kv head), pages of 4 or 8 tokens, 1-4 pages per sequence, kv blocks
+    of 1..pages_per_seq pages and query blocks of 2-16 rows (so sequences span query
+    blocks and share them), sliding windows, soft caps, large logits, NaN in the cache
+    slots no sequence owns, float32/bfloat16. Shrinks towards float32, one decode
+    sequence, no window or cap.
     """
     dtype = draw(st.sampled_from(dtypes))
     page_size = draw(st.sampled_from((4, 8)))
@@ -209,6 +214,8 @@ def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
     capacity = page_size * pages_per_seq
     n = draw(st.integers(1, max_seqs))
     seqs = [draw(_sequence(capacity, page_size)) for _ in range(n)]
+    if all(q == 0 for q, _ in seqs):
+        seqs[0] = (1, seqs[0][1])
     q_lens, kv_lens = (tuple(x) for x in zip(*seqs, strict=True))
     num_kv_heads = draw(st.sampled_from((1, 2, 4)))
     ratio = draw(st.sampled_from((1, 2, 4)))

@@ -58,7 +58,15 @@ forward only), from the kernel source:
   tail of a last page, in pages of padding slots or in unused pages must not reach out.
   Drawn (poison=True: those slots are NaN) and checked.
 - q_len > kv_len is invalid (dynamic_validate_inputs raises; the kernel itself does not
-  check): never drawn. q_len 0 sequences are not drawn (not examined).
+  check): never drawn. q_len 0 sequences (cached keys, no queries this step) are drawn.
+- KERNEL FINDING, not drawn: a sequence with kv_len 0 (q_len 0; dynamic_validate_inputs
+  accepts it) inside num_seqs corrupts the NEXT sequence's output. Its kv loop runs no
+  block, so the K/V block the previous sequence prefetched for it is never waited on and
+  the double-buffer index is not flipped; the next sequence then reads that buffer (the
+  empty sequence's pages) as its own first block. Seen on jax 0.10.2: q_lens (0, 3),
+  kv_lens (0, 7) -> sequence 1 wrong by 2.8 (NaN with poisoned unowned slots); (1, 0, 3) /
+  (1, 0, 7) likewise; an empty sequence last, or followed only by q_len 0 ones, is
+  harmless. Replay: tests/families/tpu_ragged_paged/test_tpu_ragged_paged_findings.py.
 - bfloat16: logits and probabilities in float32, output rounded to the input dtype.
 - Interpreting it needs two extensions of jax's TPU interpreter (jax 0.10.2 and
   0.12.0.1): reads through ref.reshape/ref.bitcast (the interpreter assumes only index
@@ -74,7 +82,7 @@ forward only), from the kernel source:
 - Not covered: k_scale/v_scale and quantized (int8/fp8) K/V, mask_value other than the
   default, the tuned block sizes (num_kv_pages_per_block/num_queries_per_block left None:
   the tuned table asks for the TPU generation), more than 4 kv heads (one head block
-  only: num_heads_blks > 1 is never reached), q_len 0 sequences.
+  only: num_heads_blks > 1 is never reached), kv_len 0 sequences (the finding above).
 """
 
 
@@ -90,12 +98,15 @@ def events(case: RaggedCase) -> list[str]:
     """What the case reaches: decode/prefill mixes, padding, block spans, GQA, window, cap."""
     ev = [case.dtype]
     decode = sum(1 for q in case.q_lens if q == 1)
+    prefill = sum(1 for q in case.q_lens if q > 1)
     if decode:
         ev.append("decode-seq")
-    if decode < case.num_seqs:
+    if prefill:
         ev.append("prefill-seq")
-    if 0 < decode < case.num_seqs:
+    if decode and prefill:
         ev.append("mixed-prefill-decode")
+    if 0 in case.q_lens:
+        ev.append("seq-without-queries")
     if case.num_seqs > 1:
         ev.append("multi-seq")
     if case.num_seqs < case.max_num_seqs:
@@ -110,8 +121,9 @@ def events(case: RaggedCase) -> list[str]:
     block_kv = case.kv_pages_per_block * case.page_size
     if any(kv > block_kv for kv in case.kv_lens):
         ev.append("multi-kv-block")
-    ends = np.cumsum(case.q_lens)
-    starts = ends - np.asarray(case.q_lens)
+    q_lens = np.asarray(case.q_lens)
+    ends = np.cumsum(q_lens)[q_lens > 0]
+    starts = ends - q_lens[q_lens > 0]
     qb = case.queries_per_block
     if any(s // qb != (e - 1) // qb for s, e in zip(starts, ends, strict=True)):
         ev.append("seq-spans-q-blocks")
