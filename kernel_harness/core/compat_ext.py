@@ -1,0 +1,191 @@
+"""Part of :mod:`kernel_harness.core.compat`: two extensions of jax's TPU interpreter that
+kernels needing them switch on explicitly (split off only to keep compat.py short).
+
+jax 0.10.2 and 0.12.0.1 cannot interpret the TPU ragged paged attention kernel:
+
+- **reads through reshaped or bitcast refs**: the interpreter's ``get`` callback turns a
+  ref's transforms into an index range and assumes every transform is an ``NDIndexer``
+  (``interpret/utils.py`` ``to_range``: "For now, assume only NDIndexer transforms"); a
+  load from ``ref.reshape(...)`` or ``ref.bitcast(...)`` fails with
+  ``AttributeError: 'ReshapeTransform' object has no attribute 'indices'``. The extension
+  reads the range of the leading ``NDIndexer`` s with the interpreter's own ``get`` (its
+  race detection and access records see that read) and applies the rest on the host with
+  the semantics of ``jax._src.state.discharge.transform_array`` (reshape, the TPU bitcast
+  that packs along the second-minor axis, strided/int indexing).
+- **masked stores to refs of rank >= 2**: ``SharedMemory.swap_buffer_content`` builds its
+  in-bounds mask with ``in_bounds_mask[in_bounds_shape[i]:] = False`` for every axis ``i``,
+  i.e. always along axis 0, so a fully in-bounds masked store of shape (8, 2, 128) is
+  rejected as "Out-of-bounds masked swap" whenever the mask is set in rows >= 2. For a
+  store whose range lies fully in bounds the extension merges the masked value with the
+  current contents and hands the interpreter an unmasked store of the merged block; any
+  other store goes to the interpreter unchanged.
+
+Neither changes a result the interpreter already produces: each handles only inputs the
+interpreter crashes on or wrongly rejects. An interpreter not laid out as expected is an
+:class:`~kernel_harness.core.compat.InterpreterLayoutError` naming the piece.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from kernel_harness.core.compat import InterpreterLayoutError
+
+_LOCK = threading.RLock()
+_DEPTH = [0]
+_SAVED: list[tuple[Any, str, Any]] = []
+_MISSING = object()
+
+
+def _pieces() -> tuple[Any, Any, Any, Any]:
+    """(interpret_pallas_call module, SharedMemory, state types module, indexing module)."""
+    try:
+        from jax._src.pallas.mosaic.interpret import interpret_pallas_call as ipc
+        from jax._src.pallas.mosaic.interpret import shared_memory as shm
+        from jax._src.state import indexing
+        from jax._src.state import types as state_types
+    except ImportError as e:
+        raise InterpreterLayoutError(f"cannot import the interpreter modules: {e}") from None
+    get = getattr(ipc, "get", None)
+    if get is None or not callable(getattr(get, "__wrapped__", None)):
+        raise InterpreterLayoutError("interpret_pallas_call.get (a wrapped callback) is missing")
+    params = tuple(inspect.signature(get.__wrapped__).parameters)[:6]
+    if params != ("token", "device_id", "local_core_id", "memory_space", "buffer_id",
+                  "transforms"):
+        raise InterpreterLayoutError(f"interpret_pallas_call.get takes {params}")
+    mem = getattr(shm, "SharedMemory", None)
+    swap = getattr(mem, "swap_buffer_content", None)
+    if swap is None or tuple(inspect.signature(swap).parameters)[:5] != (
+            "self", "key", "rnge", "value", "mask"):
+        raise InterpreterLayoutError("SharedMemory.swap_buffer_content(self, key, rnge, value, "
+                                     "mask, ...) is missing")
+    for module, names in ((state_types, ("ReshapeTransform", "BitcastTransform")),
+                          (indexing, ("NDIndexer", "Slice"))):
+        for name in names:
+            if not hasattr(module, name):
+                raise InterpreterLayoutError(f"{module.__name__}.{name} is missing")
+    return ipc, mem, state_types, indexing
+
+
+def host_bitcast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """TPU ref bitcast on the host: a bitwidth change scales the second-minor axis, the
+    narrower elements of one wide element lying in consecutive second-minor rows, the
+    first in the low bits (``jax._src.state.utils.bitcast``, little-endian host)."""
+    xb, yb = x.dtype.itemsize, np.dtype(dtype).itemsize
+    if xb == yb:
+        return x.view(dtype)
+    if x.ndim < 2 or (x.shape[-2] * xb) % yb:
+        raise ValueError(f"cannot bitcast {x.shape} {x.dtype} to {dtype}")
+    lead, rows, cols = x.shape[:-2], x.shape[-2], x.shape[-1]
+    if xb < yb:
+        r = yb // xb
+        packed = np.ascontiguousarray(x.reshape(*lead, rows // r, r, cols).swapaxes(-1, -2))
+        return packed.view(dtype)[..., 0]
+    r = xb // yb
+    split = np.ascontiguousarray(x)[..., None].view(dtype)  # [..., rows, cols, r]
+    return np.ascontiguousarray(split.swapaxes(-1, -2)).reshape(*lead, rows * r, cols)
+
+
+def _apply(value: np.ndarray, transforms: list[Any], state_types: Any, indexing: Any
+           ) -> np.ndarray:
+    for t in transforms:
+        if isinstance(t, state_types.ReshapeTransform):
+            value = value.reshape(t.shape)
+        elif isinstance(t, state_types.BitcastTransform):
+            value = host_bitcast(value, np.dtype(t.dtype))
+        elif isinstance(t, indexing.NDIndexer):
+            index = []
+            for i in t.indices:
+                if isinstance(i, indexing.Slice):
+                    start, size, stride = int(i.start), int(i.size), int(i.stride)
+                    index.append(slice(start, start + size * stride, stride))
+                elif np.ndim(i) == 0:
+                    index.append(int(i))
+                else:
+                    raise NotImplementedError("advanced indexing after a reshape/bitcast")
+            value = value[tuple(index)]
+        else:
+            raise NotImplementedError(f"ref transform {type(t).__name__} in a TPU-interpreted "
+                                      "read (kernel_harness.core.compat_ext)")
+    return value
+
+
+def _reading_through_transforms(fn: Any, state_types: Any, indexing: Any) -> Any:
+    def get(token, device_id, local_core_id, memory_space, buffer_id, transforms, *args,
+            **kwargs):
+        if isinstance(transforms, (tuple, list)):
+            ts = list(transforms)
+            n = 0
+            while n < len(ts) and isinstance(ts[n], indexing.NDIndexer):
+                n += 1
+            if n < len(ts):
+                token, value = fn(token, device_id, local_core_id, memory_space, buffer_id,
+                                  tuple(ts[:n]), *args, **kwargs)
+                return token, _apply(np.asarray(value), ts[n:], state_types, indexing)
+        return fn(token, device_id, local_core_id, memory_space, buffer_id, transforms,
+                  *args, **kwargs)
+
+    return get
+
+
+def _fixed_masked_swap(orig: Any) -> Any:
+    def swap_buffer_content(self, key, rnge, value, mask, *args, **kwargs):
+        if mask is None or np.ndim(mask) < 2:
+            return orig(self, key, rnge, value, mask, *args, **kwargs)
+        with self.lock:
+            try:
+                current = np.array(self.mem[key][rnge])
+            except IndexError:
+                current = None
+        if current is None or current.shape != np.shape(value):
+            return orig(self, key, rnge, value, mask, *args, **kwargs)  # not fully in bounds
+        # Fully in bounds: one unmasked store of the merged block. (Read and store are two
+        # lock sections; the kernels that need this run their grid on one core.)
+        mask = np.asarray(mask)
+        result, shape_and_dtype, clock = orig(self, key, rnge, np.where(mask, value, current),
+                                              None, *args, **kwargs)
+        if result is not None:
+            result = np.where(mask, result, value)
+        return result, shape_and_dtype, clock
+
+    return swap_buffer_content
+
+
+@contextlib.contextmanager
+def tpu_interpreter_extensions() -> Iterator[None]:
+    """Within the context (re-entrant), the TPU interpreter reads through reshaped and
+    bitcast refs and accepts in-bounds masked stores to refs of rank >= 2 (module doc).
+
+    Programs traced inside keep the extended read (it is part of their trace) and are
+    correct outside too; the masked-store fix is undone on exit.
+    """
+    with _LOCK:
+        if _DEPTH[0] == 0:
+            ipc, mem, state_types, indexing = _pieces()
+            get = _reading_through_transforms(ipc.get, state_types, indexing)
+            get.__wrapped__ = _reading_through_transforms(ipc.get.__wrapped__, state_types,
+                                                          indexing)
+            _SAVED.extend([(ipc, "get", ipc.get),
+                           (mem, "swap_buffer_content",
+                            mem.__dict__.get("swap_buffer_content", _MISSING))])
+            ipc.get = get
+            mem.swap_buffer_content = _fixed_masked_swap(mem.swap_buffer_content)
+        _DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _DEPTH[0] -= 1
+            if _DEPTH[0] == 0:
+                while _SAVED:
+                    owner, name, old = _SAVED.pop()
+                    if old is _MISSING:
+                        delattr(owner, name)
+                    else:
+                        setattr(owner, name, old)

@@ -1,0 +1,261 @@
+"""Cases of TPU ragged paged attention and the strategy.
+
+A case describes one call: the active sequences (their query and kv lengths, in order),
+the padded maximum of sequences and of query tokens, heads, page geometry, the kernel's
+block sizes, sliding window, soft cap and scale. The page table, the queries, the paged
+K/V cache and the contents of every padding slot come from the seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.core.case import Case, cast
+
+#: dtypes the harness draws (q and the K/V pages share it; no quantized K/V scales).
+RAGGED_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RaggedCase(Case):
+    """One ragged paged attention call over ``num_seqs`` active sequences.
+
+    Attributes:
+      q_lens: query tokens of each active sequence (1: decode; more: prefill chunk; 0: a
+        sequence with no queries in this step); the sequences' tokens are consecutive rows
+        of q, from row 0.
+      kv_lens: kv length of each active sequence, >= its q_len (the queries are its last
+        q_len positions). 0 is accepted (the kernel's validator allows it) but never
+        drawn: see the family contract (a kv_len 0 sequence corrupts the next one).
+      max_num_seqs: rows of the page table (and of kv_lens, cu_q_lens - 1), >= num_seqs;
+        the slots past num_seqs hold junk the kernel must ignore.
+      max_tokens: rows of q and out, >= sum(q_lens); rows past it are padding.
+      num_q_heads, num_kv_heads: query heads, K/V heads (GQA when they differ).
+      head_dim: the head dimension.
+      page_size, pages_per_seq: tokens per page, page-table width.
+      kv_pages_per_block, queries_per_block: the kernel's num_kv_pages_per_block and
+        num_queries_per_block.
+      sliding_window: keys a query sees, counting itself (None: all earlier keys).
+      soft_cap: logits become soft_cap * tanh(logits / soft_cap) (None: off).
+      sm_scale: the logit scale.
+      logit_scale: the queries are drawn with this standard deviation times
+        head_dim**-0.25 (large values: large logits).
+      poison: cache slots no active sequence owns (token slots past kv_len in a
+        sequence's last page, the pages of padding slots, the spare page) hold NaN, as
+        stale or uninitialized cache memory may; the kernel must not let them in.
+    """
+
+    q_lens: tuple[int, ...]
+    kv_lens: tuple[int, ...]
+    max_num_seqs: int
+    max_tokens: int
+    num_q_heads: int
+    num_kv_heads: int
+    head_dim: int = 128
+    page_size: int = 4
+    pages_per_seq: int = 4
+    kv_pages_per_block: int = 1
+    queries_per_block: int = 8
+    sliding_window: int | None = None
+    soft_cap: float | None = None
+    sm_scale: float = 1.0
+    logit_scale: float = 1.0
+    poison: bool = False
+
+    #: Lengths and data are operands; everything else selects the program.
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"seed", "q_lens", "kv_lens", "poison", "logit_scale"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.dtype not in RAGGED_DTYPES:
+            raise ValueError(f"ragged paged attention cases take {RAGGED_DTYPES}, "
+                             f"got {self.dtype!r}")
+        if not self.q_lens or len(self.q_lens) != len(self.kv_lens):
+            raise ValueError("q_lens and kv_lens need one entry per active sequence")
+        if any(q < 0 for q in self.q_lens) or self.total_tokens < 1:
+            raise ValueError("q_lens must be >= 0 with at least one query token in all")
+        if any(kv < q for q, kv in zip(self.q_lens, self.kv_lens, strict=True)):
+            raise ValueError("kv_len must be >= q_len for every sequence (the kernel "
+                             "requires it: the queries are the sequence's last tokens)")
+        if max(self.kv_lens) > self.page_size * self.pages_per_seq:
+            raise ValueError(f"kv_len {max(self.kv_lens)} does not fit pages_per_seq="
+                             f"{self.pages_per_seq} pages of {self.page_size}")
+        if self.max_num_seqs < self.num_seqs:
+            raise ValueError("max_num_seqs must be >= the number of active sequences")
+        if self.max_tokens < self.total_tokens:
+            raise ValueError(f"max_tokens={self.max_tokens} < sum(q_lens)={self.total_tokens}")
+        if self.num_q_heads % self.num_kv_heads:
+            raise ValueError("num_q_heads must be a multiple of num_kv_heads")
+        if not 1 <= self.kv_pages_per_block <= self.pages_per_seq:
+            raise ValueError("kv_pages_per_block must be in [1, pages_per_seq]")
+        if self.queries_per_block < 1 or self.head_dim < 1:
+            raise ValueError("queries_per_block and head_dim must be >= 1")
+        if self.sliding_window is not None and self.sliding_window < 1:
+            raise ValueError("sliding_window must be >= 1 (or None)")
+        if self.soft_cap is not None and self.soft_cap <= 0:
+            raise ValueError("soft_cap must be > 0 (or None)")
+
+    @property
+    def num_seqs(self) -> int:
+        return len(self.q_lens)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.q_lens)
+
+    @property
+    def total_pages(self) -> int:
+        """Pages in the cache: one table's worth per slot plus a spare (never referenced
+        by an active sequence)."""
+        return self.max_num_seqs * self.pages_per_seq + 1
+
+    def cu_q_lens(self) -> np.ndarray:
+        """int32 [max_num_seqs + 1]: 0, then cumulative q_lens; past num_seqs, junk that
+        keeps growing (the kernel must read cu_q_lens[num_seqs] as the end)."""
+        rng = self.rng(1)
+        cu = np.concatenate([[0], np.cumsum(self.q_lens)])
+        extra = cu[-1] + np.cumsum(rng.integers(1, 4, self.max_num_seqs - self.num_seqs))
+        return np.concatenate([cu, extra]).astype(np.int32)
+
+    def kv_lens_array(self) -> np.ndarray:
+        """int32 [max_num_seqs]: kv_lens, then junk lengths up to the table's capacity."""
+        rng = self.rng(2)
+        junk = rng.integers(1, self.page_size * self.pages_per_seq + 1,
+                            self.max_num_seqs - self.num_seqs)
+        return np.concatenate([self.kv_lens, junk]).astype(np.int32)
+
+    def page_indices(self) -> np.ndarray:
+        """int32 [max_num_seqs, pages_per_seq]: a shuffled assignment of distinct pages
+        (every entry a valid page, the unused ones too)."""
+        rng = self.rng(3)
+        perm = rng.permutation(self.total_pages)
+        return perm[: self.max_num_seqs * self.pages_per_seq].reshape(
+            self.max_num_seqs, self.pages_per_seq).astype(np.int32)
+
+    def owned_slots(self) -> np.ndarray:
+        """bool [total_pages, page_size]: cache slots holding a token of an active sequence."""
+        owned = np.zeros((self.total_pages, self.page_size), bool)
+        table = self.page_indices()
+        for i, kv_len in enumerate(self.kv_lens):
+            t = np.arange(kv_len)
+            owned[table[i, t // self.page_size], t % self.page_size] = True
+        return owned
+
+    def static_key(self) -> tuple[Any, ...]:
+        """Program-selecting fields: the number of active sequences is a traced operand."""
+        return tuple(
+            (f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
+            if f.name not in self.DYNAMIC_FIELDS
+        )
+
+    def shape_summary(self) -> str:
+        return (f"q=({self.max_tokens},{self.num_q_heads},{self.head_dim}) "
+                f"pages=({self.total_pages},{self.page_size},{2 * self.num_kv_heads},"
+                f"{self.head_dim}) seqs={self.num_seqs}/{self.max_num_seqs}")
+
+    def materialize(self) -> dict[str, np.ndarray]:
+        """q (padding rows hold data too), kv_pages (combined heads: K at even, V at odd
+        head slots), kv_lens, page_indices, cu_q_lens, num_seqs."""
+        rng = self.rng()
+        q = rng.standard_normal((self.max_tokens, self.num_q_heads, self.head_dim))
+        q *= self.logit_scale * self.head_dim**-0.25
+        kv = rng.standard_normal((self.total_pages, self.page_size, 2 * self.num_kv_heads,
+                                  self.head_dim))
+        kv[:, :, 0::2] *= self.head_dim**-0.25
+        if self.poison:
+            kv[~self.owned_slots()] = np.nan
+        return {
+            "q": cast(q, self.dtype),
+            "kv_pages": cast(kv, self.dtype),
+            "kv_lens": self.kv_lens_array(),
+            "page_indices": self.page_indices(),
+            "cu_q_lens": self.cu_q_lens(),
+            "num_seqs": np.asarray([self.num_seqs], np.int32),
+        }
+
+
+@st.composite
+def _sequence(draw: st.DrawFn, capacity: int, page_size: int) -> tuple[int, int]:
+    """(q_len, kv_len): decode (q_len 1) or a prefill chunk; kv_len ending on a page edge,
+    one off it, or anywhere."""
+    edges = [e + d for e in range(page_size, capacity + 1, page_size) for d in (-1, 0, 1)]
+    kv_len = draw(st.one_of(st.integers(1, capacity),
+                            st.sampled_from([e for e in edges if 1 <= e <= capacity])))
+    kind = draw(st.integers(0, 7))
+    if kind < 4:
+        return 1, kv_len
+    if kind == 7:
+        return 0, kv_len  # a sequence with cached keys but no queries this step
+    return draw(st.one_of(st.integers(1, kv_len), st.just(kv_len))), kv_len
+
+
+@st.composite
+def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
+                 max_seqs: int = 4) -> RaggedCase:
+    """Valid :class:`RaggedCase` s.
+
+    Draws 1-4 active sequences mixing decode (q_len 1), prefill chunks (q_len up to
+    kv_len, kv_len on and off page edges) and sequences with no queries (q_len 0), 0-2
+    padding sequence slots and 0-5 padding query rows, MHA/GQA/MQA heads (1-4 kv heads,
+    1-4 queries per kv head), pages of 4 or 8 tokens, 1-4 pages per sequence, kv blocks
+    of 1..pages_per_seq pages and query blocks of 2-16 rows (so sequences span query
+    blocks and share them), sliding windows, soft caps, large logits, NaN in the cache
+    slots no sequence owns, float32/bfloat16. Shrinks towards float32, one decode
+    sequence, no window or cap.
+    """
+    dtype = draw(st.sampled_from(dtypes))
+    page_size = draw(st.sampled_from((4, 8)))
+    pages_per_seq = draw(st.integers(1, 4))
+    capacity = page_size * pages_per_seq
+    n = draw(st.integers(1, max_seqs))
+    seqs = [draw(_sequence(capacity, page_size)) for _ in range(n)]
+    if all(q == 0 for q, _ in seqs):
+        seqs[0] = (1, seqs[0][1])
+    q_lens, kv_lens = (tuple(x) for x in zip(*seqs, strict=True))
+    num_kv_heads = draw(st.sampled_from((1, 2, 4)))
+    ratio = draw(st.sampled_from((1, 2, 4)))
+    window = draw(st.one_of(st.none(), st.integers(1, capacity)))
+    cap = draw(st.sampled_from((None, 2.0, 20.0)))
+    return RaggedCase(
+        dtype=dtype,
+        seed=draw(st.integers(0, 2**31 - 1)),
+        q_lens=q_lens,
+        kv_lens=kv_lens,
+        max_num_seqs=n + draw(st.integers(0, 2)),
+        max_tokens=sum(q_lens) + draw(st.integers(0, 5)),
+        num_q_heads=num_kv_heads * ratio,
+        num_kv_heads=num_kv_heads,
+        page_size=page_size,
+        pages_per_seq=pages_per_seq,
+        kv_pages_per_block=draw(st.integers(1, pages_per_seq)),
+        queries_per_block=draw(st.sampled_from((8, 2, 4, 16))),
+        sliding_window=window,
+        soft_cap=cap,
+        sm_scale=draw(st.sampled_from((0.5, 1.0))),
+        logit_scale=draw(st.sampled_from((1.0, 4.0))),
+        poison=draw(st.booleans()),
+    )
+
+
+def ragged_seed_cases(without: frozenset[str] = frozenset()) -> tuple[RaggedCase, ...]:
+    """The cases every matches-reference run tries first (a short random run can miss
+    each of these paths): sequences ending exactly at a query block's end (the prefetch of
+    the next sequence), a sequence spanning query blocks, decode and prefill sharing a
+    block, several kv blocks with a partial last page, GQA, a window cutting keys, NaN in
+    unowned cache slots, padding rows and sequence slots; float32 and bfloat16."""
+    del without  # the family declares no optional features
+    return (
+        RaggedCase(dtype="float32", seed=7, q_lens=(1, 5, 2, 1), kv_lens=(7, 12, 5, 16),
+                   max_num_seqs=6, max_tokens=11, num_q_heads=4, num_kv_heads=2,
+                   page_size=4, pages_per_seq=4, kv_pages_per_block=2, queries_per_block=4,
+                   sliding_window=6, sm_scale=0.5, logit_scale=4.0, poison=True),
+        RaggedCase(dtype="bfloat16", seed=8, q_lens=(2, 1, 3), kv_lens=(2, 9, 8),
+                   max_num_seqs=4, max_tokens=8, num_q_heads=8, num_kv_heads=4,
+                   page_size=8, pages_per_seq=2, kv_pages_per_block=1, queries_per_block=2,
+                   soft_cap=2.0, logit_scale=4.0, poison=True),
+    )

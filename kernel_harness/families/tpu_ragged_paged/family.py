@@ -1,0 +1,173 @@
+"""The tpu-ragged-paged family: ``jax.experimental.pallas.ops.tpu.ragged_paged_attention``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.families.tpu_ragged_paged.cases import (
+    RaggedCase,
+    ragged_cases,
+    ragged_seed_cases,
+)
+from kernel_harness.families.tpu_ragged_paged.kernel import (
+    IMPL_SIGNATURE,
+    RAGGED_BACKENDS,
+    ragged_paged_attention,
+    run,
+)
+from kernel_harness.families.tpu_ragged_paged.reference import reference
+from kernel_harness.spec.family import Family
+
+TOLERANCES = ToleranceTable(
+    {
+        ("float32", "out"): Tolerance(max_rel_err=1e-4, reason=(
+            "float32 q, K, V, float32 logits and online softmax (interpret on CPU: exact "
+            "f32 dots); worst observed 8.4e-7 (jax 0.10.2) and 1.3e-6 (jax 0.12.0.1, with "
+            "q_len 0 and NaN-poisoned cases) over 60 random interpret cases each; a kernel "
+            "rounding its float32 operands to bfloat16 errs ~4e-3, 40x over this limit")),
+        ("bfloat16", "out"): Tolerance(max_rel_err=6e-3, reason=(
+            "bfloat16 q, K, V are exact in the float32 logits and the probabilities stay "
+            "float32 (the f32 x bf16 dot promotes), so the error is the bfloat16 rounding of "
+            "the stored output: at most 2^-8 = 3.9e-3 of an element; worst observed 3.2e-3 "
+            "over 60 random interpret cases on each of jax 0.10.2 and 0.12.0.1; limit 1.5x "
+            "the rounding bound")),
+    }
+)
+
+CONTRACT = """\
+TPU ragged paged attention (jax.experimental.pallas.ops.tpu.ragged_paged_attention,
+forward only), from the kernel source:
+- Sequence i (i < num_seqs) owns query rows cu_q_lens[i]:cu_q_lens[i+1] and kv_lens[i]
+  keys; its queries are its LAST q_len positions (query j sits at kv_len - q_len + j),
+  so a decode step is q_len 1 and a prefill chunk any q_len <= kv_len. Key t of the
+  sequence is token t % page_size of page page_indices[i, t // page_size]; kv_pages
+  interleaves heads: combined head 2h is K of kv head h, 2h+1 its V. Query head h reads
+  kv head h // (num_q_heads // num_kv_heads).
+- Query j sees key t iff t <= its position and, with sliding_window w, t > position - w
+  (w keys counting itself). Logits: sm_scale * q.k, then soft_cap * tanh(./soft_cap),
+  then the mask (an additive mask_value, -0.7 * float32 max); every query sees at least
+  its own key, so no row is fully masked.
+- Padding: rows of q/out at or past cu_q_lens[num_seqs] are never stored by a sequence;
+  the kernel copies its accumulator scratch there (stale values of earlier query
+  blocks, or uninitialized scratch): OUTSIDE the contract, excluded. Slots past num_seqs
+  of kv_lens, cu_q_lens and page_indices are ignored (the harness fills them with junk
+  lengths and valid pages, so a kernel reading them shows); page-table entries past a
+  sequence's last page are never used (the harness fills them with valid pages).
+- Cache slots no active sequence owns may hold anything, NaN included: the kernel zeroes
+  K and V past kv_len before its dots ("we should mask out the NaNs"), so NaN in the
+  tail of a last page, in pages of padding slots or in unused pages must not reach out.
+  Drawn (poison=True: those slots are NaN) and checked.
+- q_len > kv_len is invalid (dynamic_validate_inputs raises; the kernel itself does not
+  check): never drawn. q_len 0 sequences (cached keys, no queries this step) are drawn.
+- KERNEL FINDING, not drawn: a sequence with kv_len 0 (q_len 0; dynamic_validate_inputs
+  accepts it) inside num_seqs corrupts the NEXT sequence's output. Its kv loop runs no
+  block, so the K/V block the previous sequence prefetched for it is never waited on and
+  the double-buffer index is not flipped; the next sequence then reads that buffer (the
+  empty sequence's pages) as its own first block. Seen on jax 0.10.2: q_lens (0, 3),
+  kv_lens (0, 7) -> sequence 1 wrong by 2.8 (NaN with poisoned unowned slots); (1, 0, 3) /
+  (1, 0, 7) likewise; an empty sequence last, or followed only by q_len 0 ones, is
+  harmless. Replay: tests/families/tpu_ragged_paged/test_tpu_ragged_paged_findings.py.
+- bfloat16: logits and probabilities in float32, output rounded to the input dtype.
+- Interpreting it needs two extensions of jax's TPU interpreter (jax 0.10.2 and
+  0.12.0.1): reads through ref.reshape/ref.bitcast (the interpreter assumes only index
+  transforms) and masked stores to 3-D refs (the interpreter's in-bounds check indexes
+  axis 0 for every axis and rejects valid stores): kernel_harness/core/compat_ext.py.
+  Without them the kernel does not run under interpret mode at all.
+- tpu-interpret finding (not waived): load_with_init is jnp.where(kv_blk_idx == 0, init,
+  ref[...]), so a sequence's first kv block reads the never-written m, l and acc scratch
+  and discards it; the TPU interpreter reports uninitialized reads at
+  ragged_paged_attention/kernel.py:498 (load_with_init), 3 per kernel at grid point
+  (0, 0). Benign by design as far as the source shows; until a reviewer waives it,
+  `check --backend tpu-interpret` fails on it.
+- Not covered: k_scale/v_scale and quantized (int8/fp8) K/V, mask_value other than the
+  default, the tuned block sizes (num_kv_pages_per_block/num_queries_per_block left None:
+  the tuned table asks for the TPU generation), more than 4 kv heads (one head block
+  only: num_heads_blks > 1 is never reached), kv_len 0 sequences (the finding above).
+"""
+
+
+def valid(case: RaggedCase) -> dict[str, np.ndarray]:
+    """Rows past the active sequences' tokens (padding) are outside the contract."""
+    rows = np.arange(case.max_tokens) < case.total_tokens
+    if rows.all():
+        return {}
+    return {"out": rows[:, None, None]}
+
+
+def events(case: RaggedCase) -> list[str]:
+    """What the case reaches: decode/prefill mixes, padding, block spans, GQA, window, cap."""
+    ev = [case.dtype]
+    decode = sum(1 for q in case.q_lens if q == 1)
+    prefill = sum(1 for q in case.q_lens if q > 1)
+    if decode:
+        ev.append("decode-seq")
+    if prefill:
+        ev.append("prefill-seq")
+    if decode and prefill:
+        ev.append("mixed-prefill-decode")
+    if 0 in case.q_lens:
+        ev.append("seq-without-queries")
+    if case.num_seqs > 1:
+        ev.append("multi-seq")
+    if case.num_seqs < case.max_num_seqs:
+        ev.append("num-seqs-below-max")
+    if case.total_tokens < case.max_tokens:
+        ev.append("padding-q-rows")
+    if any(kv % case.page_size for kv in case.kv_lens):
+        ev.append("kv-len-mid-page")
+    if any(kv < q_len + 1 for q_len, kv in zip(case.q_lens, case.kv_lens, strict=True)
+           if q_len > 1):
+        ev.append("prefill-from-empty-cache")
+    block_kv = case.kv_pages_per_block * case.page_size
+    if any(kv > block_kv for kv in case.kv_lens):
+        ev.append("multi-kv-block")
+    q_lens = np.asarray(case.q_lens)
+    ends = np.cumsum(q_lens)[q_lens > 0]
+    starts = ends - q_lens[q_lens > 0]
+    qb = case.queries_per_block
+    if any(s // qb != (e - 1) // qb for s, e in zip(starts, ends, strict=True)):
+        ev.append("seq-spans-q-blocks")
+    if any(e % qb == 0 for e in ends[:-1]):
+        ev.append("seq-ends-at-q-block-end")
+    if any(np.bincount(starts // qb) > 1):
+        ev.append("q-block-shared-by-seqs")
+    if case.num_q_heads == case.num_kv_heads:
+        ev.append("mha")
+    elif case.num_kv_heads == 1:
+        ev.append("mqa")
+    else:
+        ev.append("gqa")
+    if case.sliding_window is not None:
+        ev.append("sliding-window")
+        if any(kv > case.sliding_window for kv in case.kv_lens):
+            ev.append("window-cuts-keys")
+    if case.soft_cap is not None:
+        ev.append("soft-cap")
+    if case.logit_scale > 1:
+        ev.append("large-logits")
+    if case.poison:
+        ev.append("nan-in-unowned-cache-slots")
+    return sorted(set(ev))
+
+
+FAMILY = Family(
+    name="tpu-ragged-paged",
+    summary="TPU Pallas ragged paged attention (mixed prefill and decode over a paged KV "
+    "cache; TPU interpret mode on CPU, extended by kernel_harness.core.compat_ext)",
+    case_type=RaggedCase,
+    cases=ragged_cases,
+    kernel=ragged_paged_attention,
+    impl_signature=IMPL_SIGNATURE,
+    run=run,
+    reference=reference,
+    output_axes={"out": ("token", "head", "dim")},
+    tolerances=TOLERANCES,
+    capabilities=frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
+                            "q-len-ne-kv-len", "ragged-lengths", "decode", "paged"}),
+    backends=RAGGED_BACKENDS,
+    valid=valid,
+    events=events,
+    contract=CONTRACT,
+    seed_cases=ragged_seed_cases,
+)
