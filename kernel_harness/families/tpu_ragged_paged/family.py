@@ -72,7 +72,7 @@ forward only), from the kernel source:
 - Interpreting it needs two extensions of jax's TPU interpreter (jax 0.10.2 and
   0.12.0.1): reads through ref.reshape/ref.bitcast (the interpreter assumes only index
   transforms) and masked stores to 3-D refs (the interpreter's in-bounds check indexes
-  axis 0 for every axis and rejects valid stores): kernel_harness/core/compat_ext.py.
+  axis 0 for every axis and rejects valid stores): kernel_harness/core/compat/interpreter_ext.py.
   Without them the kernel does not run under interpret mode at all.
 - tpu-interpret finding (not waived): load_with_init is jnp.where(kv_blk_idx == 0, init,
   ref[...]), so a sequence's first kv block reads the never-written m, l and acc scratch
@@ -154,7 +154,7 @@ def events(case: RaggedCase) -> list[str]:
 FAMILY = Family(
     name="tpu-ragged-paged",
     summary="TPU Pallas ragged paged attention (mixed prefill and decode over a paged KV "
-    "cache; TPU interpret mode on CPU, extended by kernel_harness.core.compat_ext)",
+    "cache; TPU interpret mode on CPU, extended by kernel_harness.core.compat.interpreter_ext)",
     case_type=RaggedCase,
     cases=ragged_cases,
     kernel=ragged_paged_attention,

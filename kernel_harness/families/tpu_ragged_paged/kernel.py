@@ -8,7 +8,7 @@ plain settings (zeroed scratch, no race detection, one core; what
 harness's diagnostic settings. Either way the TPU interpreter of jax 0.10.2 and 0.12.0.1
 cannot run this kernel unextended (reads through a reshaped/bitcast ref, masked stores
 to 3-D refs), so interpreted runs happen inside
-:func:`kernel_harness.core.compat_ext.tpu_interpreter_extensions`; on ``tpu`` the kernel
+:func:`kernel_harness.core.compat.interpreter_ext.tpu_interpreter_extensions`; on ``tpu`` the kernel
 compiles to Mosaic with nothing extended.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 from jax.experimental.pallas.ops.tpu.ragged_paged_attention import kernel as _rpa
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
-from kernel_harness.core.compat_ext import tpu_interpreter_extensions
+from kernel_harness.core.compat.interpreter_ext import tpu_interpreter_extensions
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 
 #: The default implementation: the kernel's public (jitted) entry point.

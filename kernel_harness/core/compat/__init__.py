@@ -33,7 +33,7 @@ class InterpreterLayoutError(RuntimeError):
         super().__init__(
             f"jax {jax.__version__}: TPU interpret mode's internals are not laid out as "
             f"kernel_harness expects ({missing}); the harness knows jax 0.10.x and 0.12.x. "
-            f"Adapt kernel_harness/core/compat.py to this jax, or use --backend interpret."
+            f"Adapt kernel_harness/core/compat/ to this jax, or use --backend interpret."
         )
         self.missing = missing
 
@@ -155,7 +155,7 @@ def record_grid_point(*args: Any) -> Any:
 
 def _is_jax_internal(file_name: str) -> bool:
     name = file_name.replace("\\", "/")
-    return "/jax/_src/" in name or name.endswith("/kernel_harness/core/compat.py")
+    return "/jax/_src/" in name or "/kernel_harness/core/compat/" in name
 
 
 def _frame_of(source_info: Any) -> tuple[str, str]:

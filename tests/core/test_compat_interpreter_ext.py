@@ -15,7 +15,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from kernel_harness.core import compat
-from kernel_harness.core.compat_ext import host_bitcast, tpu_interpreter_extensions
+from kernel_harness.core.compat.interpreter_ext import host_bitcast, tpu_interpreter_extensions
 
 _PLAIN = functools.partial(compat.tpu_interpret_params, detect_races=False,
                            uninitialized_memory="zero", num_cores_or_threads=1)

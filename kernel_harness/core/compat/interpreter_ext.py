@@ -1,5 +1,5 @@
 """Part of :mod:`kernel_harness.core.compat`: two extensions of jax's TPU interpreter that
-kernels needing them switch on explicitly (split off only to keep compat.py short).
+kernels needing them switch on explicitly (a module of its own to keep each module short).
 
 jax 0.10.2 and 0.12.0.1 cannot interpret the TPU ragged paged attention kernel:
 
@@ -112,7 +112,7 @@ def _apply(value: np.ndarray, transforms: list[Any], state_types: Any, indexing:
             value = value[tuple(index)]
         else:
             raise NotImplementedError(f"ref transform {type(t).__name__} in a TPU-interpreted "
-                                      "read (kernel_harness.core.compat_ext)")
+                                      "read (kernel_harness.core.compat.interpreter_ext)")
     return value
 
 
