@@ -49,6 +49,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "gpu-decode": "kernel_harness.families.gpu_decode.family:FAMILY",
     "gpu-paged": "kernel_harness.families.gpu_paged.family:FAMILY",
     "megablox-gmm": "kernel_harness.families.megablox_gmm.family:FAMILY",
+    "tpu-paged": "kernel_harness.families.tpu_paged.family:FAMILY",
 }
 
 # Families registered by load_family_modules (explicit calls only; empty at import).
