@@ -91,7 +91,7 @@ def test_cli_prints_the_kill_matrix_and_fails_on_survivors(toy_registry, capsys,
 
 # ---------------------------------------------------------------- real families
 
-FAMILIES_WITH_CATALOGS = ["splash", "hstu", "flash", "megablox-gmm"]
+FAMILIES_WITH_CATALOGS = ["splash", "hstu", "flash", "megablox-gmm", "tpu-paged"]
 
 
 def _catalog(name):

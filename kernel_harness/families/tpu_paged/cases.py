@@ -220,7 +220,7 @@ def tpu_paged_cases(
     dtypes: tuple[str, ...] = TPU_PAGED_DTYPES,
     max_batch: int = 4,
     groups: tuple[int, ...] = (1, 8, 2, 4, 3),
-    kv_head_counts: tuple[int, ...] = (1, 2),
+    kv_head_counts: tuple[int, ...] = (2, 1),
     page_sizes: tuple[int, ...] = (16, 8, 32),
     head_dims: tuple[int, ...] = (128, 64),
     quantized: tuple[bool, ...] = (False, True),
@@ -243,8 +243,10 @@ def tpu_paged_cases(
     pages_per_seq = ppcb * draw(st.integers(1, max(1, 3 if ppcb < 4 else 2)))
     capacity = pages_per_seq * page_size
     lengths = draw(_lengths(batch, capacity, page_size, ppcb * page_size))
-    modes = [m for m in megacore if m is None or (m == "batch" and batch % 2 == 0)
+    # Megacore cases run with two simulated cores (several times slower): one in four.
+    modes = [m for m in megacore if (m == "batch" and batch % 2 == 0)
              or (m == "kv_head" and kv_heads % 2 == 0)]
+    mode = draw(st.sampled_from(modes)) if modes and draw(st.integers(0, 3)) == 3 else None
     return TpuPagedCase(
         dtype=draw(st.sampled_from(dtypes)),
         seed=draw(st.integers(0, 2**31 - 1)),
@@ -261,6 +263,6 @@ def tpu_paged_cases(
         shuffle=draw(st.booleans()),
         soft_cap=draw(st.sampled_from((None, None, 1.0, 5.0))),
         quantized=draw(st.sampled_from(quantized)),
-        megacore_mode=draw(st.sampled_from(modes)),
+        megacore_mode=mode,
         inline_seq_dim=draw(st.booleans()) is False,
     )
