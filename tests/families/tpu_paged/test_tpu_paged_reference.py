@@ -27,7 +27,8 @@ def test_tiny_case_by_hand():
     # physical page 1 holds tokens 0-1, page 0 holds tokens 2-3 (table row [1, 0])
     k = np.zeros((1, 2, 2, 2), np.float32)
     v = np.zeros((1, 2, 2, 2), np.float32)
-    k[0, 1, 0], k[0, 1, 1], k[0, 0, 0], k[0, 0, 1] = [0, 0], [np.log(2), 0], [np.log(4), 9], [50, 50]
+    k[0, 1, 0], k[0, 1, 1] = [0, 0], [np.log(2), 0]
+    k[0, 0, 0], k[0, 0, 1] = [np.log(4), 9], [50, 50]
     v[0, 1, 0], v[0, 1, 1], v[0, 0, 0], v[0, 0, 1] = [7, 1], [14, 2], [0, 3], [1e3, 1e3]
     # log 2 and log 4 are rounded to bfloat16 by the contract: use the rounded logits.
     kb = np.asarray(jnp.asarray(k).astype(jnp.bfloat16).astype(jnp.float32))
