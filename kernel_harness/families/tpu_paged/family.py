@@ -122,6 +122,9 @@ def events(case: TpuPagedCase) -> list[str]:
         ev.append("length-0")
         if lengths.index(0) < len(lengths) - 1 and any(lengths):
             ev.append("length-0-before-a-row")
+        if any(lengths[i] and not lengths[i + 1] and not lengths[i + 2] and any(lengths[i + 3:])
+               for i in range(len(lengths) - 3)):
+            ev.append("empty-run-between-rows")
     if case.capacity in lengths:
         ev.append("full-row")
     if any(case.shares(b, j) and case.shares(c, j) for j in range(case.shared_pages)
@@ -139,13 +142,14 @@ def events(case: TpuPagedCase) -> list[str]:
 
 
 def seed_cases(without: frozenset[str]) -> list[TpuPagedCase]:
-    """Hand-made cases every run tries first: float32 GQA with zero-length rows around a
-    shared prefix and lengths ending mid-page over multi-page blocks (grid axis), and a
-    bfloat16 group-of-8 int8 megacore case (batch mode, inline loop)."""
+    """Hand-made cases every run tries first: float32 GQA with a run of two zero-length
+    rows (the prefetch chain's skip loop), a shared prefix and lengths ending mid-page
+    over multi-page blocks (grid axis), and a bfloat16 group-of-8 int8 megacore case (batch
+    mode, inline loop)."""
     return [
-        TpuPagedCase(dtype="float32", seed=1, batch=3, q_heads=4, kv_heads=2, head_dim=128,
+        TpuPagedCase(dtype="float32", seed=1, batch=4, q_heads=4, kv_heads=2, head_dim=128,
                      page_size=16, pages_per_seq=4, pages_per_compute_block=2,
-                     lengths=(37, 0, 64), shared_pages=2, soft_cap=5.0,
+                     lengths=(37, 0, 0, 64), shared_pages=2, soft_cap=5.0,
                      inline_seq_dim=False),
         TpuPagedCase(dtype="bfloat16", seed=2, batch=2, q_heads=8, kv_heads=1, head_dim=128,
                      page_size=16, pages_per_seq=4, pages_per_compute_block=2,
