@@ -52,6 +52,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "gpu-norm": "kernel_harness.families.gpu_norm.family:FAMILY",
     "gpu-softmax": "kernel_harness.families.gpu_softmax.family:FAMILY",
     "tpu-ragged-paged": "kernel_harness.families.tpu_ragged_paged.family:FAMILY",
+    "tpu-paged": "kernel_harness.families.tpu_paged.family:FAMILY",
 }
 
 # Families registered by load_family_modules (explicit calls only; empty at import).

@@ -93,6 +93,7 @@ def test_cli_prints_the_kill_matrix_and_fails_on_survivors(toy_registry, capsys,
 
 FAMILIES_WITH_CATALOGS = [
     "splash", "hstu", "flash", "megablox-gmm", "gpu-norm", "gpu-softmax", "tpu-ragged-paged",
+    "tpu-paged",
 ]
 
 

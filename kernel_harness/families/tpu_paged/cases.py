@@ -1,0 +1,272 @@
+"""Cases of the TPU paged attention (``jax.experimental.pallas.ops.tpu.paged_attention``)
+and the strategy drawing them.
+
+A case describes the page layout (page size, pages per sequence, shared prefix pages,
+spare pages, shuffling), the lengths and the kernel options; :meth:`TpuPagedCase.materialize`
+builds the page pool and the page table and poisons every slot a correct kernel must not use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.core.case import Case, cast
+
+#: dtypes drawn for q (and for K/V when they are not int8).
+TPU_PAGED_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
+#: The kernel's megacore modes (``None``: off).
+MEGACORE_MODES: tuple[str | None, ...] = (None, "batch", "kv_head")
+#: The int8 dequantization divisor of the kernel's quantization_utils (MAX_INT8 = 127.5:
+#: ``from_int8`` is ``x * scale / 127.5``).
+INT8_DIVISOR = 127.5
+#: V value of slots the kernel reads but must mask (finite: it multiplies them by 0).
+MASKED_V = 1e3
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TpuPagedCase(Case):
+    """One paged decode step: one query per batch row.
+
+    Attributes:
+      batch, q_heads, kv_heads, head_dim: q is [batch, q_heads, head_dim]; pages are
+        [kv_heads, total_pages, page_size, head_dim]; q head h reads kv head h // group.
+      page_size, pages_per_seq: page geometry; a page-table row lists pages_per_seq pages.
+      pages_per_compute_block: pages one kernel block loads (divides pages_per_seq).
+      lengths: tokens per row (0 allowed, up to pages_per_seq * page_size).
+      shared_pages: the first ``shared_pages`` table entries point to one physical page
+        each, shared by every row whose tokens reach into that entry (a shared prefix).
+      spare_pages: physical pages no table names (NaN-filled).
+      shuffle: physical pages in random order (else in table order).
+      soft_cap: ``attn_logits_soft_cap`` (``None``: none).
+      quantized: int8 K/V pages with float32 per-token scales (``QuantizedTensor``).
+      megacore_mode: ``None``, ``"batch"`` (batch even) or ``"kv_head"`` (kv_heads even).
+      inline_seq_dim: the kernel's loop over compute blocks inside one grid step (True)
+        or a grid axis (False).
+    """
+
+    batch: int
+    q_heads: int
+    kv_heads: int
+    head_dim: int
+    page_size: int
+    pages_per_seq: int
+    pages_per_compute_block: int
+    lengths: tuple[int, ...]
+    shared_pages: int = 0
+    spare_pages: int = 1
+    shuffle: bool = True
+    soft_cap: float | None = None
+    quantized: bool = False
+    megacore_mode: str | None = None
+    inline_seq_dim: bool = True
+
+    #: Only the data changes with these: the program is the same.
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed", "shuffle"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.dtype not in TPU_PAGED_DTYPES:
+            raise ValueError(f"tpu-paged draws {TPU_PAGED_DTYPES} only, got {self.dtype!r}")
+        for name in ("batch", "q_heads", "kv_heads", "head_dim", "page_size",
+                     "pages_per_seq", "pages_per_compute_block"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.q_heads % self.kv_heads:
+            raise ValueError(f"q_heads={self.q_heads} must be a multiple of kv_heads")
+        if self.pages_per_seq % self.pages_per_compute_block:
+            raise ValueError("pages_per_compute_block must divide pages_per_seq (kernel raises)")
+        if len(self.lengths) != self.batch:
+            raise ValueError(f"lengths needs one entry per batch row ({self.batch})")
+        if any(not 0 <= n <= self.capacity for n in self.lengths):
+            raise ValueError(f"lengths must lie in [0, {self.capacity}]")
+        if not 0 <= self.shared_pages <= self.pages_per_seq:
+            raise ValueError("shared_pages must lie in [0, pages_per_seq]")
+        if self.spare_pages < 0:
+            raise ValueError("spare_pages must be >= 0")
+        if self.soft_cap is not None and self.soft_cap <= 0:
+            raise ValueError("soft_cap must be positive")
+        if self.megacore_mode not in MEGACORE_MODES:
+            raise ValueError(f"megacore_mode must be one of {MEGACORE_MODES}")
+        if self.megacore_mode == "batch" and self.batch % 2:
+            raise ValueError("megacore_mode='batch' needs an even batch (kernel raises)")
+        if self.megacore_mode == "kv_head" and self.kv_heads % 2:
+            raise ValueError("megacore_mode='kv_head' needs even kv_heads (kernel raises)")
+
+    @property
+    def group(self) -> int:
+        return self.q_heads // self.kv_heads
+
+    @property
+    def capacity(self) -> int:
+        """Tokens a page-table row can hold."""
+        return self.pages_per_seq * self.page_size
+
+    @property
+    def block_tokens(self) -> int:
+        """Tokens per compute block."""
+        return self.pages_per_compute_block * self.page_size
+
+    def read_entries(self, b: int) -> int:
+        """Table entries of row b the kernel loads: whole compute blocks up to the block
+        holding the row's last token (none for length 0)."""
+        blocks = -(-self.lengths[b] // self.block_tokens)
+        return blocks * self.pages_per_compute_block
+
+    def shares(self, b: int, j: int) -> bool:
+        """Entry j of row b is the shared prefix page j (the row's tokens reach into it)."""
+        return j < self.shared_pages and self.lengths[b] > j * self.page_size
+
+    @property
+    def total_pages(self) -> int:
+        own = sum(not self.shares(b, j) for b in range(self.batch)
+                  for j in range(self.pages_per_seq))
+        return self.shared_pages + own + self.spare_pages
+
+    def shape_summary(self) -> str:
+        return (
+            f"q=({self.batch},{self.q_heads},{self.head_dim}) pages=({self.kv_heads},"
+            f"{self.total_pages},{self.page_size},{self.head_dim}) table=({self.batch},"
+            f"{self.pages_per_seq}) lengths={list(self.lengths)}"
+        )
+
+    def page_table(self, rng: np.random.Generator) -> np.ndarray:
+        """int32 [batch, pages_per_seq]: distinct physical pages, except the shared prefix."""
+        order = rng.permutation(self.total_pages) if self.shuffle else np.arange(self.total_pages)
+        table = np.empty((self.batch, self.pages_per_seq), np.int64)
+        nxt = self.shared_pages
+        for b in range(self.batch):
+            for j in range(self.pages_per_seq):
+                if self.shares(b, j):
+                    table[b, j] = order[j]
+                else:
+                    table[b, j] = order[nxt]
+                    nxt += 1
+        return table.astype(np.int32)
+
+    def slot_masks(self, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """bool [total_pages, page_size] twice: slots the kernel loads, slots some row sees."""
+        read = np.zeros((self.total_pages, self.page_size), bool)
+        visible = np.zeros_like(read)
+        for b in range(self.batch):
+            for j in range(self.read_entries(b)):
+                read[table[b, j]] = True
+            tokens = np.arange(self.capacity) < self.lengths[b]
+            visible[table[b]] |= tokens.reshape(self.pages_per_seq, self.page_size)
+        return read, visible
+
+    def materialize(self) -> dict[str, np.ndarray]:
+        """q (pre-scaled by 1/sqrt(head_dim)), K/V pages (int8 + scales when quantized),
+        lengths and the page table.
+
+        Loaded slots no row sees hold K = 0 and V = +-MASKED_V (int8: V = +-127 with a
+        scale making it about MASKED_V); pages never loaded hold NaN (NaN scales).
+        """
+        rng = self.rng()
+        shape = (self.kv_heads, self.total_pages, self.page_size, self.head_dim)
+        q = rng.standard_normal((self.batch, self.q_heads, self.head_dim)) * self.head_dim**-0.5
+        table = self.page_table(rng)
+        read, visible = self.slot_masks(table)
+        masked = read & ~visible
+        sign = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+        arrays: dict[str, np.ndarray] = {"q": cast(q, self.dtype)}
+        if self.quantized:
+            k = rng.integers(-127, 128, shape)
+            v = rng.integers(-127, 128, shape)
+            ks = rng.uniform(0.5, 2.0, (*shape[:3], 1))
+            vs = rng.uniform(0.5, 2.0, (*shape[:3], 1))
+            k[:, masked] = 0
+            v[:, masked] = (127 * sign[:, masked]).astype(v.dtype)
+            vs[:, masked] = MASKED_V * INT8_DIVISOR / 127
+            ks[:, ~read] = np.nan
+            vs[:, ~read] = np.nan
+            arrays.update(k_pages=k.astype(np.int8), v_pages=v.astype(np.int8),
+                          k_scales=ks.astype(np.float32), v_scales=vs.astype(np.float32))
+        else:
+            k, v = rng.standard_normal(shape), rng.standard_normal(shape)
+            k[:, masked] = 0.0
+            v[:, masked] = MASKED_V * sign[:, masked]
+            k[:, ~read] = np.nan
+            v[:, ~read] = np.nan
+            arrays.update(k_pages=cast(k, self.dtype), v_pages=cast(v, self.dtype))
+        arrays["lengths"] = np.asarray(self.lengths, np.int32)
+        arrays["page_indices"] = table
+        return arrays
+
+    def static_key(self) -> tuple[Any, ...]:
+        """Every field but seed and shuffle; lengths only through total_pages (a shape)."""
+        return tuple(
+            (f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
+            if f.name not in self.DYNAMIC_FIELDS | {"lengths"}
+        ) + (("total_pages", self.total_pages),)
+
+
+@st.composite
+def _lengths(draw: st.DrawFn, batch: int, capacity: int, page: int, block: int):
+    """Lengths on and next to page and block edges (0 and full included), or anywhere."""
+    edges = {*range(0, capacity + 1, page), *range(0, capacity + 1, block)}
+    near = sorted({e + d for e in edges for d in (-1, 0, 1) if 0 <= e + d <= capacity})
+    value = st.one_of(st.sampled_from(near), st.integers(0, capacity))
+    return tuple(draw(value) for _ in range(batch))
+
+
+@st.composite
+def tpu_paged_cases(
+    draw: st.DrawFn,
+    *,
+    dtypes: tuple[str, ...] = TPU_PAGED_DTYPES,
+    max_batch: int = 4,
+    groups: tuple[int, ...] = (1, 8, 2, 4, 3),
+    kv_head_counts: tuple[int, ...] = (2, 1),
+    page_sizes: tuple[int, ...] = (16, 8, 32),
+    head_dims: tuple[int, ...] = (128, 64),
+    quantized: tuple[bool, ...] = (False, True),
+    megacore: tuple[str | None, ...] = MEGACORE_MODES,
+) -> TpuPagedCase:
+    """Valid :class:`TpuPagedCase` s.
+
+    Draws 1-4 rows with lengths on and next to page and compute-block edges (0 and full
+    included, zero-length rows anywhere in the batch), page sizes 8-32, 1-4 pages per
+    compute block and 1-3 blocks per sequence, MHA/GQA/MQA heads (groups of 8, where the
+    kernel keeps q and its running output in q's dtype, and groups that are not), shared
+    prefix pages, spare pages, shuffled tables, soft caps, int8 K/V, the three megacore
+    modes and both inline_seq_dim settings. Shrinks towards float32, one row, MHA, no
+    megacore, the inline loop.
+    """
+    batch = draw(st.integers(1, max_batch))
+    kv_heads = draw(st.sampled_from(kv_head_counts))
+    page_size = draw(st.sampled_from(page_sizes))
+    ppcb = draw(st.sampled_from((1, 2, 4)))
+    pages_per_seq = ppcb * draw(st.integers(1, max(1, 3 if ppcb < 4 else 2)))
+    capacity = pages_per_seq * page_size
+    lengths = draw(_lengths(batch, capacity, page_size, ppcb * page_size))
+    if batch == 4 and draw(st.integers(0, 2)) == 2:
+        # A run of empty rows between two rows with tokens: the kernel's prefetch chain
+        # must skip every empty row (a single empty row does not reach that loop).
+        lengths = (max(lengths[0], 1), 0, 0, max(lengths[3], 1))
+    # Megacore cases run with two simulated cores (several times slower): one in four.
+    modes = [m for m in megacore if (m == "batch" and batch % 2 == 0)
+             or (m == "kv_head" and kv_heads % 2 == 0)]
+    mode = draw(st.sampled_from(modes)) if modes and draw(st.integers(0, 3)) == 3 else None
+    return TpuPagedCase(
+        dtype=draw(st.sampled_from(dtypes)),
+        seed=draw(st.integers(0, 2**31 - 1)),
+        batch=batch,
+        q_heads=draw(st.sampled_from(groups)) * kv_heads,
+        kv_heads=kv_heads,
+        head_dim=draw(st.sampled_from(head_dims)),
+        page_size=page_size,
+        pages_per_seq=pages_per_seq,
+        pages_per_compute_block=ppcb,
+        lengths=lengths,
+        shared_pages=draw(st.integers(0, pages_per_seq)) if batch > 1 else 0,
+        spare_pages=draw(st.integers(0, 2)),
+        shuffle=draw(st.booleans()),
+        soft_cap=draw(st.sampled_from((None, None, 1.0, 5.0))),
+        quantized=draw(st.sampled_from(quantized)),
+        megacore_mode=mode,
+        inline_seq_dim=not draw(st.booleans()),  # shrinks towards the inline loop
+    )

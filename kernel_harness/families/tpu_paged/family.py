@@ -1,0 +1,180 @@
+"""The tpu-paged family: ``jax.experimental.pallas.ops.tpu.paged_attention``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.families.tpu_paged import kernel as _kernel
+from kernel_harness.families.tpu_paged.cases import TpuPagedCase, tpu_paged_cases
+from kernel_harness.families.tpu_paged.reference import reference
+from kernel_harness.spec.family import Family
+
+TOLERANCES = ToleranceTable(
+    {
+        ("float32", "out"): Tolerance(
+            max_rel_err=2e-5,
+            reason="float32 q, logits, softmax and sums against a reference that rounds "
+            "K/V to bfloat16 exactly as the kernel's contract does (int8 K/V: dequantized "
+            "in float32, no rounding); interpret worst seen 7.9e-7 (int8 K/V; 4.8e-7 float "
+            "K/V) over 52 random cases and 3 goldens (jax 0.10.2). Not "
+            "loosened for the bfloat16 K/V: a float32 kernel that also rounds q or its "
+            "output to bfloat16 errs >= 1e-3 (least of 6 float32 cases: q 1.05e-3, output "
+            "1.8e-3, K/V truncated instead of rounded 6.3e-3), 50x over this limit",
+        ),
+        ("bfloat16", "out"): Tolerance(
+            max_rel_err=1.5e-2,
+            reason="bfloat16 q and K/V are exact in the float32 arithmetic; the output is "
+            "stored in bfloat16 and, when q_heads/kv_heads is a multiple of 8, so is the "
+            "running output after every compute block (the kernel keeps o_ref in q's "
+            "dtype there); interpret worst seen 3.7e-3 over 52 random cases and 3 goldens, "
+            "limit ~4x that",
+        ),
+    }
+)
+
+CONTRACT = """\
+TPU paged attention (jax.experimental.pallas.ops.tpu.paged_attention), one decode query
+per row: q [batch, q_heads, head_dim] against K/V pages [kv_heads, total_pages,
+page_size, head_dim] gathered through page_indices [batch, pages_per_seq]; q head h reads
+kv head h // (q_heads // kv_heads). No sm_scale: logits are q.k (the harness pre-scales
+q by 1/sqrt(head_dim)). Forward only (no VJP). From the kernel source (jax 0.10.2 and
+0.12.0.1 agree on all of this):
+- Row b sees tokens t < lengths[b]; token t is slot t % page_size of page
+  page_indices[b, t // page_size]. Soft cap: logits = cap * tanh(q.k / cap) before masking.
+- K/V precision, a kernel finding written as the contract: every loaded K/V block is
+  converted to bfloat16 before both dots, whatever the pages' dtype.
+  paged_attention_kernel.py (0.10.2): MultiPageAsyncCopyDescriptor._maybe_dequantize
+  (line 94) defaults to dtype=jnp.bfloat16 and returns x.astype(dtype) when there are no
+  scales (line 96); wait_and_get_loaded (line 109) calls it without a dtype, so float32
+  K/V are rounded to bfloat16 (0.12.0.1: the same at lines 90-94 and 115). q is raised to
+  float32 (line 261), the logits/softmax/running sums are float32 (lines 263-287). The
+  rounding is deliberate by construction (a defaulted dtype argument of a method named
+  "maybe dequantize", the MXU's native operand type), and jax's own kernel test
+  (tests/pallas/tpu_paged_attention_kernel_test.py) compares float32 runs with atol 1e-2
+  (GQA) / 2e-1 (MHA) against a float32 reference, so it is the kernel's contract, not a
+  bug. Against a float32 reference this costs ~2e-3..6e-2 relative error. The harness does
+  NOT loosen the float32 tolerance for it: the reference rounds K/V to bfloat16 the same
+  way and keeps q, logits, softmax and sums in float32, so the float32 tolerance stays at
+  float32 level (2e-5) and a kernel that rounds anything else (q, softmax weights, the
+  output) to bfloat16 fails (planted bugs in tests/families/tpu_paged). An --impl that
+  keeps float32 K/V is a different (more precise) contract and fails here by about the
+  bfloat16 rounding of K/V: check it with --tolerance out:float32=... and say so.
+- int8 K/V (QuantizedTensor, per-token float32 scales [.., page_size, 1]): K = w * scale
+  / 127.5 (quantization_utils.from_int8, MAX_INT8 = 127.5), computed in float32 (the int8
+  weights are exact in bfloat16 and the scale is float32), no bfloat16 rounding.
+- Output dtype: q's. bfloat16 q with q_heads/kv_heads a multiple of 8 keeps the running
+  output in bfloat16 between compute blocks (q_dtype_for_kernel_launch = q.dtype, line
+  522); other groupings run in float32 and round once at the end.
+- Length 0: with inline_seq_dim=True the kernel zeroes its outputs first (lines 319-323):
+  out = 0, checked. With inline_seq_dim=False such a row's output block is never written
+  (every grid step is skipped by pl.when(i * bk < length)): uninitialized memory,
+  OUTSIDE the contract, excluded. jax's own test compares only lengths > 0.
+- Memory contract: the kernel loads whole compute blocks (pages_per_compute_block pages)
+  up to the block holding a row's last token and masks the slots past the length (logit
+  + mask_value, then weight 0 times V), so those slots must hold finite data: the harness
+  puts K = 0 and V = +-1e3 there (a leak shows as a large error). Table entries after that
+  block, and spare pages, are never loaded: they hold NaN (NaN scales for int8), so a read
+  shows as NaN. Shared prefix pages are one physical page in several rows.
+- Megacore: 'batch' (even batch) and 'kv_head' (even kv_heads) split the grid over two
+  cores; per the kernel's docstring it may hang with one core. The interpret backend
+  (one simulated core) hangs on them, so the adapter runs megacore cases there with two
+  simulated cores (plain settings otherwise); tpu-interpret always simulates two.
+- Limits (checked by the case): pages_per_compute_block divides pages_per_seq; int8 for
+  both K and V or neither (the kernel needs both scales). Not covered: mask_value (the
+  default only), per-element scales, float16 q, scales in bfloat16, shapes a TPU compile
+  rejects (page sizes 8-32 and head_dim 64/128 were only interpreted), compiled TPU runs
+  (on a TPU, float32 dots inside the kernel use the MXU's default precision: untested).
+"""
+
+
+def valid(case: TpuPagedCase) -> dict[str, np.ndarray]:
+    """Length-0 rows are outside the contract with inline_seq_dim=False (never written)."""
+    if case.inline_seq_dim or 0 not in case.lengths:
+        return {}
+    return {"out": (np.asarray(case.lengths) > 0)[:, None, None]}
+
+
+def events(case: TpuPagedCase) -> list[str]:
+    """What the case reaches: head grouping, page/block edges, sharing, options."""
+    ev = [case.dtype, f"page-size-{case.page_size}",
+          f"megacore-{case.megacore_mode or 'off'}",
+          "inline-seq-dim" if case.inline_seq_dim else "seq-grid-axis"]
+    if case.kv_heads == 1 and case.group > 1:
+        ev.append("mqa")
+    elif case.group > 1:
+        ev.append("gqa")
+    else:
+        ev.append("mha-heads")
+    ev.append("group-multiple-of-8" if case.group % 8 == 0 else "group-not-multiple-of-8")
+    if case.pages_per_compute_block > 1:
+        ev.append("pages-per-compute-block>1")
+    lengths = case.lengths
+    if any(n > case.block_tokens for n in lengths):
+        ev.append("multi-compute-block")
+    if any(n % case.page_size for n in lengths):
+        ev.append("length-mid-page")
+    if any(case.read_entries(b) * case.page_size > n for b, n in enumerate(lengths)):
+        ev.append("loads-masked-slots")
+    if any(case.read_entries(b) > -(-n // case.page_size) for b, n in enumerate(lengths)):
+        ev.append("loads-pages-past-last-token")
+    if 0 in lengths:
+        ev.append("length-0")
+        if lengths.index(0) < len(lengths) - 1 and any(lengths):
+            ev.append("length-0-before-a-row")
+        if any(lengths[i] and not lengths[i + 1] and not lengths[i + 2] and any(lengths[i + 3:])
+               for i in range(len(lengths) - 3)):
+            ev.append("empty-run-between-rows")
+    if case.capacity in lengths:
+        ev.append("full-row")
+    if any(case.shares(b, j) and case.shares(c, j) for j in range(case.shared_pages)
+           for b in range(case.batch) for c in range(b)):
+        ev.append("shared-pages")
+    if case.spare_pages:
+        ev.append("spare-pages")
+    if case.shuffle:
+        ev.append("shuffled")
+    if case.soft_cap is not None:
+        ev.append("soft-cap")
+    if case.quantized:
+        ev.append("int8-kv")
+    return sorted(set(ev))
+
+
+def seed_cases(without: frozenset[str]) -> list[TpuPagedCase]:
+    """Hand-made cases every run tries first: float32 GQA with a run of two zero-length
+    rows (the prefetch chain's skip loop), a shared prefix and lengths ending mid-page
+    over multi-page blocks (grid axis), and a bfloat16 group-of-8 int8 megacore case (batch
+    mode, inline loop)."""
+    return [
+        TpuPagedCase(dtype="float32", seed=1, batch=4, q_heads=4, kv_heads=2, head_dim=128,
+                     page_size=16, pages_per_seq=4, pages_per_compute_block=2,
+                     lengths=(37, 0, 0, 64), shared_pages=2, soft_cap=5.0,
+                     inline_seq_dim=False),
+        TpuPagedCase(dtype="bfloat16", seed=2, batch=2, q_heads=8, kv_heads=1, head_dim=128,
+                     page_size=16, pages_per_seq=4, pages_per_compute_block=2,
+                     lengths=(0, 45), quantized=True, megacore_mode="batch"),
+    ]
+
+
+FAMILY = Family(
+    name="tpu-paged",
+    summary="TPU Pallas paged attention (decode over a paged KV cache): page tables, "
+    "lengths, GQA/MQA, compute blocks, megacore, int8 K/V",
+    case_type=TpuPagedCase,
+    cases=tpu_paged_cases,
+    kernel=_kernel.paged_attention,
+    impl_signature=_kernel.IMPL_SIGNATURE,
+    run=_kernel.run,
+    reference=reference,
+    output_axes={"out": ("batch", "head", "dim")},
+    tolerances=TOLERANCES,
+    capabilities=frozenset(
+        {"decode", "paged", "gqa", "mqa", "ragged-lengths", "soft-cap", "full"}
+    ),
+    backends=_kernel.TPU_PAGED_BACKENDS,
+    valid=valid,
+    events=events,
+    contract=CONTRACT,
+    seed_cases=seed_cases,
+)
