@@ -107,3 +107,30 @@ def test_one_head_dsinks_dropped_fails():
     # is a 2.6% error on the global scale, under the bf16 tolerance 3e-2.
     result = _check("splash", _splash("bfloat16", 0, 8), "smallest_head_dsinks_dropped")
     _only_slice_catches(result, "dsinks")
+
+
+def test_no_max_subtraction_fails_at_large_logits_only():
+    # A drawn 16x case (the strategy draws logit_scale from LOGIT_SCALES): the softmax
+    # without max-subtraction overflows in its backward (sum exp(s) squared); at 1x it
+    # passed, so the old O(1)-only cases could not tell it from a correct kernel.
+    import dataclasses
+
+    case = SdpaCase(dtype="float32", seed=5, batch=1, q_len=128, kv_len=128, heads=2,
+                    kv_heads=2, head_dim=64, is_causal=True, logit_scale=16.0)
+    fam = registry.get_family("sdpa")
+    assert check_case(fam, case, resolve_backend("interpret")).passed
+    assert _check("sdpa", dataclasses.replace(case, logit_scale=1.0),
+                  "no_max_subtraction").passed
+    bad = {v.stats.output for v in _check("sdpa", case, "no_max_subtraction").failures}
+    assert {"dq", "dk"} <= bad, bad
+
+
+def test_no_max_subtraction_fails_through_the_cli_check(capsys):
+    code = cli.main(["check", "sdpa", "--profile", "dev", "--property", "matches-reference",
+                     "--seed", "1", "--max-examples", "12",
+                     "--without", "bias,mask,window,q-lengths,kv-lengths,gqa",
+                     "--impl", f"{PLANTED}:no_max_subtraction"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    # The failure (shrunk) is a large-logit case; every 1x example passed.
+    assert '"logit_scale":1.0' not in out.split("reproduce:")[1].splitlines()[0], out
