@@ -53,3 +53,12 @@ def test_old_case_json_loads_as_1x(name):
 def test_bad_logit_scale_is_a_clear_error(bad):
     with pytest.raises(ValueError, match="logit_scale must be a positive finite number"):
         check_logit_scale(bad)
+
+
+def test_low_precision_draws_1x_only_until_the_calibrated_bound():
+    # Pristine bfloat16 flash dk / sdpa dq exceed the fixed tables (measured at O(1)
+    # logits) at 4x/16x; the README's "Large logits" says why this is not loosened.
+    from kernel_harness.core.case import logit_scales_for
+
+    assert logit_scales_for("float32") == LOGIT_SCALES
+    assert logit_scales_for("bfloat16") == logit_scales_for("float16") == (1.0,)

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import (
     DTYPES,
-    LOGIT_SCALES,
     Case,
     cast,
     check_logit_scale,
+    logit_scales_for,
     standard_normal,
 )
 from kernel_harness.families.gpu_common import is_pow2
@@ -207,8 +207,9 @@ def decode_cases(
         start, end = (
             tuple(map(min, start, end)), tuple(map(max, start, end))
         )
+    dtype = draw(st.sampled_from(dtypes))
     return DecodeCase(
-        dtype=draw(st.sampled_from(dtypes)),
+        dtype=dtype,
         seed=draw(st.integers(0, 2**31 - 1)),
         batch=batch,
         q_heads=group * kv_heads,
@@ -218,7 +219,7 @@ def decode_cases(
         start=start,
         end=end,
         scale_mode=draw(st.sampled_from(SCALE_MODES)),
-        logit_scale=draw(st.sampled_from(LOGIT_SCALES)),
+        logit_scale=draw(st.sampled_from(logit_scales_for(dtype))),
         entry=draw(st.sampled_from(ENTRIES)) if kv_heads == 1 else "gqa",
         normalize_output=draw(st.booleans()),
         block_h=draw(st.sampled_from((16, 32))),

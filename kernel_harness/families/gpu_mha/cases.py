@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import (
     DTYPES,
-    LOGIT_SCALES,
     Case,
     cast,
     check_logit_scale,
+    logit_scales_for,
     standard_normal,
 )
 from kernel_harness.families.gpu_common import TILE_SIZES, is_pow2
@@ -242,7 +242,7 @@ def mha_cases(
         causal=causal,
         segment_runs=runs,
         scale_mode=draw(st.sampled_from(SCALE_MODES)),
-        logit_scale=draw(st.sampled_from(LOGIT_SCALES)),
+        logit_scale=draw(st.sampled_from(logit_scales_for(dtype))),
         block_q=draw(_block(q_len)),
         block_k=draw(_block(kv_len)),
         block_q_dkv=draw(_block(q_len)),

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import DTYPES, LOGIT_SCALES, Case, cast, check_logit_scale
+from kernel_harness.core.case import DTYPES, Case, cast, check_logit_scale, logit_scales_for
 from kernel_harness.families.gpu_common import is_pow2
 
 #: V value of tokens the kernel reads but must mask (finite: it multiplies them by 0).
@@ -266,8 +266,9 @@ def paged_cases(
     lengths = draw(st.one_of(st.none(), _lengths(batch, capacity, edges)))
     full = min(n // page_size for n in lengths) if lengths is not None else pages_per_seq
     shared = draw(st.integers(0, full)) if batch > 1 and full else 0
+    dtype = draw(st.sampled_from(dtypes))
     return PagedCase(
-        dtype=draw(st.sampled_from(dtypes)),
+        dtype=dtype,
         seed=draw(st.integers(0, 2**31 - 1)),
         batch=batch,
         q_heads=draw(st.sampled_from(groups)) * kv_heads,
@@ -280,7 +281,7 @@ def paged_cases(
         spare_pages=draw(st.integers(0, 2)),
         shuffle=draw(st.booleans()),
         soft_cap=draw(st.sampled_from((None, None, 2.0, 0.5))),
-        logit_scale=draw(st.sampled_from(LOGIT_SCALES)),
+        logit_scale=draw(st.sampled_from(logit_scales_for(dtype))),
         quantized=draw(st.booleans()),
         block_h=draw(st.sampled_from((16, 32))),
         pages_per_compute_block=compute,

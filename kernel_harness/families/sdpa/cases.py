@@ -15,7 +15,13 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import LOGIT_SCALES, Case, cast, check_logit_scale, standard_normal
+from kernel_harness.core.case import (
+    Case,
+    cast,
+    check_logit_scale,
+    logit_scales_for,
+    standard_normal,
+)
 
 #: Broadcast shapes of bias/mask: full (B,N,T,S), shared over batch (1,N,T,S), shared over
 #: heads (B,1,T,S).
@@ -37,7 +43,7 @@ class SdpaCase(Case):
       window: ``(left, right)`` for ``local_window_size``, or None.
       q_lengths, kv_lengths: per-batch ``query_seq_lengths`` / ``key_value_seq_lengths``.
       logit_scale: multiple of the O(1) logit scale: q is drawn so that the logits
-        (``scale * q.k``) are ~N(0, logit_scale**2); see :data:`LOGIT_SCALES`.
+        (``scale * q.k``) are ~N(0, logit_scale**2); see ``core.case.LOGIT_SCALES``.
     """
 
     batch: int
@@ -224,7 +230,7 @@ def sdpa_cases(
     """Draws an :class:`SdpaCase`.
 
     Causal attention and q_len != kv_len are drawn 3 times in 4, every other option
-    half the time, the logit scale uniformly from :data:`LOGIT_SCALES`; an option, when
+    half the time, the logit scale from :func:`logit_scales_for` (dtype); an option, when
     on, is drawn so that it changes what some row sees (a window narrower than the
     sequence, lengths shorter than it, a mask with False entries): an implementation
     ignoring an option fails.
@@ -266,7 +272,7 @@ def sdpa_cases(
         fields["kv_lengths"] = _short_lengths(draw, batch, kv_len, lowest=1)
     if on["q_lengths"] and q_len > 1:
         fields["q_lengths"] = _short_lengths(draw, batch, q_len, lowest=0)
-    fields["logit_scale"] = draw(st.sampled_from(LOGIT_SCALES))
+    fields["logit_scale"] = draw(st.sampled_from(logit_scales_for(dtype)))
     case = SdpaCase(
         dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch, q_len=q_len,
         kv_len=kv_len, heads=heads, kv_heads=kv_heads, head_dim=head_dim, **fields,
