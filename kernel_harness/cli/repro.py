@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     if result.passed:
         print(f"PASS {fam.name} on {backend.name}: {case!r}")
         print(report.stats_table(result.verdicts))
+        for name, why in result.not_compared.items():
+            print(f"not compared: {name} ({why}; the adapter supplies it on both sides)")
         return 0
     print(report.failure_report(result))
     return 1
