@@ -164,6 +164,6 @@ def test_flash_and_splash_declare_their_adapter_constants():
     for name, field, output in (("flash", "bias", "dab"), ("splash", "sinks", "dsinks")):
         fam = registry.get_family(name)
         for on in (False, True):
-            case = find(fam.cases(), lambda c, on=on: bool(getattr(c, field)) == on,
+            case = find(fam.cases(), lambda c, on=on, field=field: bool(getattr(c, field)) == on,
                         settings=settings(database=None, max_examples=500))
             assert (output in fam.not_compared(case)) == (not on), (name, on)
