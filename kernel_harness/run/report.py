@@ -106,6 +106,8 @@ def failure_report(result: CaseResult) -> str:
     ]
     if result.excluded:
         lines.append(f"  excluded (outside the kernel's contract): {result.excluded}")
+    for name, why in result.not_compared.items():
+        lines.append(f"  not compared: {name} ({why}; the adapter supplies it on both sides)")
     if result.adjustments:
         lines.append(f"  tolerances NOT the family's defaults: {' '.join(result.adjustments)}")
     lines.append(stats_table(result.verdicts))

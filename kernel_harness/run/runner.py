@@ -30,6 +30,8 @@ class CaseResult:
     excluded: dict[str, int]
     seconds: float
     adjustments: tuple[str, ...] = ()
+    #: Outputs not compared for this case, with why (``Family.not_compared``).
+    not_compared: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -115,8 +117,9 @@ def judge_outputs(
         raise ValueError(f"{family.name}: the kernel adapter returned no {missing}")
     valid = family.valid(case)
     verdicts, excluded = [], {}
-    judged = [(name, name) for name in family.output_axes]
-    judged += list(extras.items())
+    skip = family.not_compared(case)
+    judged = [(name, name) for name in family.output_axes if name not in skip]
+    judged += [(n, ref) for n, ref in extras.items() if ref not in skip]
     for name, ref_name in judged:
         axes = family.output_axes[ref_name]
         tol = family.tolerances.lookup(case.dtype, ref_name)
@@ -173,4 +176,5 @@ def check_case(
         excluded=excluded,
         seconds=time.perf_counter() - start,
         adjustments=family.adjustments,
+        not_compared=dict(family.not_compared(case)),
     )

@@ -83,6 +83,9 @@ class Family:
       same_as: extra outputs the adapter returns that must equal another output, judged
         against that output's reference, axes and tolerance, e.g. ``{"out_vjp": "out"}``
         (the primal of ``jax.vjp``): everything the kernel produces is checked.
+      not_compared: ``not_compared(case) -> {output: reason}``: outputs that for this case
+        exist only as constants the adapter supplies on both sides (e.g. ``dbias`` of a
+        case without bias); they are reported as not compared, never as a passed check.
     """
 
     name: str
@@ -110,6 +113,7 @@ class Family:
     nonfinite_reference_ok: frozenset[str] = frozenset()
     same_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
     seed_cases: Callable[[frozenset[str]], Sequence[Any]] = lambda without: ()
+    not_compared: Callable[[Any], Mapping[str, str]] = lambda case: {}
 
     def __post_init__(self) -> None:
         unknown = self.capabilities - CAPABILITIES

@@ -101,4 +101,5 @@ FAMILY = Family(
     bench=BENCH,
     optional=OPTIONAL,
     export=export,
+    not_compared=lambda case: {} if case.bias is not None else {"dbias": "no bias in this case"},
 )

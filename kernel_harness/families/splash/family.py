@@ -69,6 +69,7 @@ def events(case: SplashCase) -> Iterable[str]:
     ev: set[str] = set()
     ev.add("mqa" if case.mqa else "gqa" if case.num_kv_heads < case.num_q_heads else "mha")
     ev.add("bf16" if case.dtype == "bfloat16" else "f32")
+    ev.add(f"logits-{case.logit_scale:g}x")
     if case.q_len // case.block_q > 1:
         ev.add("multi-q-block")
     if case.kv_len // case.block_kv > 1:
@@ -194,4 +195,5 @@ FAMILY = Family(
     bench=BENCH,
     optional=OPTIONAL,
     export=export,
+    not_compared=lambda case: {} if case.sinks else {"dsinks": "no sinks in this case"},
 )

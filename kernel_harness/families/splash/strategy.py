@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from kernel_harness.core.case import logit_scales_for
 from kernel_harness.families.splash.cases import (
     DTYPES,
     HEAD_DIMS,
@@ -342,5 +343,6 @@ def splash_cases(
         block_kv_dq=None if fused else _blocks(draw, kv_len),
         fused_bwd=fused,
         q_layout=layouts[0], k_layout=layouts[1], v_layout=layouts[2],
+        logit_scale=draw(st.sampled_from(logit_scales_for(dtype))),
     )
     return case
