@@ -79,14 +79,14 @@ TARGET_CAP = 1e6
 
 
 def worst_ratio(result: CaseResult) -> float:
-    """The largest ``error / tolerance`` over the outputs of ``result``: the global
-    relative error and the worst slice's, each over the output's ``max_rel_err``. Above 1 is
+    """The largest ``error / tolerance`` over the outputs of ``result``
+    (``Verdict.usage``): the global relative error and the worst slice's, each over the
+    output's ``max_rel_err``, or the calibrated judge's usage of its bound. Above 1 is
     a failure; a NaN or infinite error gives :data:`TARGET_CAP`."""
     worst = 0.0
     for v in result.verdicts:
-        for err in (v.stats.max_rel_err, v.stats.slice_rel_err):
-            ratio = err / v.tolerance.max_rel_err
-            worst = max(worst, TARGET_CAP if not math.isfinite(ratio) else min(ratio, TARGET_CAP))
+        ratio = v.usage
+        worst = max(worst, TARGET_CAP if not math.isfinite(ratio) else min(ratio, TARGET_CAP))
     return worst
 
 

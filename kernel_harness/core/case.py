@@ -91,13 +91,14 @@ class Case:
 LOGIT_SCALES: tuple[float, ...] = (1.0, 4.0, 16.0)
 
 
-def logit_scales_for(dtype: str) -> tuple[float, ...]:
-    """The logit scales drawn for ``dtype``: all of :data:`LOGIT_SCALES` for float32, 1x
-    only for low precision. The fixed low-precision tolerance tables were measured at O(1)
-    logits; at 4x/16x a pristine bfloat16 flash dk (and sdpa dq) exceeds them by ~10%, as a
-    plain-jnp bfloat16 computation does by more (README, "Large logits"). Judging those
-    needs the calibrated bound, not a looser table, so they are not drawn until it exists."""
-    return LOGIT_SCALES if dtype == "float32" else (1.0,)
+def logit_scales_for(dtype: str, *, calibrated: bool = False) -> tuple[float, ...]:
+    """The logit scales drawn for ``dtype``: all of :data:`LOGIT_SCALES` for float32, or
+    where the family judges ``dtype`` by the calibrated bound (``calibrated``: sdpa, flash
+    in bfloat16); else 1x only. The fixed low-precision tolerance tables were measured at
+    O(1) logits; at 4x/16x a pristine bfloat16 flash dk (and sdpa dq) exceeds them by ~10%,
+    as a plain-jnp bfloat16 computation does by more (README, "Large logits"): judging
+    those takes the calibrated bound (README, "Calibrated bounds"), not a looser table."""
+    return LOGIT_SCALES if dtype == "float32" or calibrated else (1.0,)
 
 
 def check_logit_scale(value: float) -> None:
