@@ -55,10 +55,22 @@ def test_bad_logit_scale_is_a_clear_error(bad):
         check_logit_scale(bad)
 
 
-def test_low_precision_draws_1x_only_until_the_calibrated_bound():
+def test_low_precision_draws_large_logits_only_where_the_calibrated_bound_judges():
     # Pristine bfloat16 flash dk / sdpa dq exceed the fixed tables (measured at O(1)
-    # logits) at 4x/16x; the README's "Large logits" says why this is not loosened.
+    # logits) at 4x/16x; families judging bfloat16 by the calibrated bound (README
+    # "Calibrated bounds") draw them there, the others keep 1x in low precision.
     from kernel_harness.core.case import logit_scales_for
 
     assert logit_scales_for("float32") == LOGIT_SCALES
     assert logit_scales_for("bfloat16") == logit_scales_for("float16") == (1.0,)
+    assert logit_scales_for("bfloat16", calibrated=True) == LOGIT_SCALES
+
+
+@pytest.mark.parametrize("name", ["sdpa", "flash"])
+def test_calibrated_families_draw_large_bfloat16_logits(name):
+    fam = registry.get_family(name)
+    assert fam.calibrated_dtypes() == {"bfloat16"}
+    case = find(fam.cases(), lambda c: c.dtype == "bfloat16" and c.logit_scale == 16.0,
+                settings=settings(database=None, max_examples=500,
+                                  suppress_health_check=list(HealthCheck)))
+    assert case.logit_scale == 16.0
