@@ -33,6 +33,10 @@ jax.nn.dot_product_attention(implementation="xla"), forward and vjp (incl. the b
   the contract, excluded from out/dq; the case's cotangent is zero there so it cannot leak
   into dk/dv.
 - bfloat16: probabilities are cast to bfloat16 before the PV product (by design).
+- Judges: float32 by the fixed table; bfloat16 by the calibrated bound (error at most 2x
+  that of the same plain-jnp math in bfloat16 at the backend's default matmul precision,
+  + 2^-8, globally and per slice; README "Calibrated bounds"), so bfloat16 draws 4x/16x
+  logits too.
 - float32 tolerances assume full-precision float32 matmuls (the CPU). On TPU (and GPUs
   with TF32) XLA's default precision is lower, so float32 cases are expected to fail there
   unless run with jax_default_matmul_precision="highest"; that is the op's behaviour,
