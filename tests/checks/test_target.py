@@ -45,6 +45,7 @@ def test_non_finite_errors_are_capped():
         def __init__(self, err):
             self.stats = type("S", (), {"max_rel_err": err, "slice_rel_err": 0.0})()
             self.tolerance = type("T", (), {"max_rel_err": 1e-5})()
+            self.usage = err / 1e-5  # Verdict.usage of a fixed-table verdict
 
     result = type("R", (), {"verdicts": (_V(math.nan), _V(1e-6))})()
     assert mr.worst_ratio(result) == mr.TARGET_CAP
