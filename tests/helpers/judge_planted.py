@@ -234,3 +234,20 @@ def acc_rounded_6bits(query, key, value, bias=None, mask=None, **opts):
 def fp32_coarse_free(query, key, value, bias=None, mask=None, **opts):
     """The same float32 computation with nothing rounded (the control: must pass)."""
     return _coarse_sdpa(query, key, value, **opts)
+
+
+def splash_out_quarter_5pct(mask, **kw):
+    """Splash whose plain forward output is 5% off in the last quarter of query rows (the
+    ``save_residuals`` kernel is pristine): for the calibrated bfloat16 judge."""
+    from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel
+
+    good = splash_attention_kernel.make_splash_mha(mask, **kw)
+    if kw["save_residuals"]:
+        return good
+
+    def kernel(q, k, v, segment_ids=None, sinks=None):
+        out = good(q, k, v, segment_ids, sinks)
+        n = out.shape[-2]
+        return out.at[..., 3 * n // 4:, :].multiply(1.05)
+
+    return kernel

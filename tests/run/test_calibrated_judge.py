@@ -111,3 +111,24 @@ def test_the_low_precision_reference_is_the_same_math_in_bfloat16():
         assert set(low) == set(ref) and all(low[k].shape == ref[k].shape for k in ref)
         errs.append(float(np.abs(low["dq"] - ref["dq"]).max() / np.abs(ref["dq"]).max()))
     assert 1e-3 < errs[0] < 3e-2 and errs[1] > 2 * errs[0], errs
+
+
+@pytest.mark.parametrize("logit_scale", [1.0, 4.0])
+def test_splash_bfloat16_out_is_judged_by_the_calibrated_bound(logit_scale):
+    from kernel_harness.families.splash.cases import SplashCase
+
+    case = SplashCase(dtype="bfloat16", seed=0, batch=1, num_q_heads=2, num_kv_heads=2,
+                      q_len=256, kv_len=256, masks=("causal",) * 2, sinks=True,
+                      logit_scale=logit_scale)
+    fam = registry.get_family("splash")
+    good = check_case(fam, case, resolve_backend("interpret"))
+    assert good.passed, [v.problems for v in good.verdicts]
+    judged = {v.stats.output: v.judged_by for v in good.verdicts}
+    assert judged == {"out": "calibrated", "dq": "calibrated", "dk": "calibrated",
+                      "dv": "calibrated", "lse": "fixed", "dsinks": "fixed",
+                      "out_residuals": "calibrated", "out_vjp": "calibrated"}, judged
+    spec = f"{PLANTED}:splash_out_quarter_5pct"
+    bad = check_case(fam, case, resolve_backend("interpret"), load_impl(spec), impl_spec=spec)
+    failed = {v.stats.output: v for v in bad.failures}
+    assert "out" in failed and "out_residuals" not in failed, list(failed)
+    assert failed["out"].problems[0].startswith("calibrated: rel err")
