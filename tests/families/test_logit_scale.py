@@ -66,7 +66,7 @@ def test_low_precision_draws_large_logits_only_where_the_calibrated_bound_judges
     assert logit_scales_for("bfloat16", calibrated=True) == LOGIT_SCALES
 
 
-@pytest.mark.parametrize("name", ["sdpa", "flash"])
+@pytest.mark.parametrize("name", ["sdpa", "flash", "splash"])
 def test_calibrated_families_draw_large_bfloat16_logits(name):
     fam = registry.get_family(name)
     assert fam.calibrated_dtypes() == {"bfloat16"}
