@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     "Case": "kernel_harness.core.case",
     "OutputStats": "kernel_harness.core.compare",
     "compare": "kernel_harness.core.compare",
+    "Calibrated": "kernel_harness.core.tolerance",
     "Tolerance": "kernel_harness.core.tolerance",
     "ToleranceTable": "kernel_harness.core.tolerance",
     "Verdict": "kernel_harness.core.tolerance",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -71,6 +72,24 @@ def _note_events(family: Family, case: Any, observer: Observer | None) -> None:
             observer.events[label] += 1
 
 
+#: The label of the ``hypothesis.target`` observation made by ``matches-reference``.
+TARGET_LABEL = "worst error / tolerance"
+#: Where a non-finite ratio (NaN, inf: a kernel NaN) is clamped to (``target`` wants finite).
+TARGET_CAP = 1e6
+
+
+def worst_ratio(result: CaseResult) -> float:
+    """The largest ``error / tolerance`` over the outputs of ``result``
+    (``Verdict.usage``): the global relative error and the worst slice's, each over the
+    output's ``max_rel_err``, or the calibrated judge's usage of its bound. Above 1 is
+    a failure; a NaN or infinite error gives :data:`TARGET_CAP`."""
+    worst = 0.0
+    for v in result.verdicts:
+        ratio = v.usage
+        worst = max(worst, TARGET_CAP if not math.isfinite(ratio) else min(ratio, TARGET_CAP))
+    return worst
+
+
 def matches_reference(
     family: Family,
     *,
@@ -105,6 +124,8 @@ def matches_reference(
                 observer.record_crash(crash)
             raise KernelCrash(crash) from e
         _note_events(family, case, observer)
+        # Guides the search towards the worst case (Phase.target is on in the profiles).
+        hypothesis.target(worst_ratio(result), label=TARGET_LABEL)
         if observer is not None:
             observer.record(result)
         if not result.passed:

@@ -80,7 +80,7 @@ def run_sharded(family: Any, case: Any, mesh_shape: Mapping[str, int],
 
     from kernel_harness.checks.metamorphic import roles_of
     from kernel_harness.core.backends import resolve_backend
-    from kernel_harness.run.runner import judge_outputs
+    from kernel_harness.run.runner import judge_outputs, low_precision_outputs
 
     hooks = family.metamorphic
     local = hooks.local_case(case, mesh_shape)
@@ -117,7 +117,9 @@ def run_sharded(family: Any, case: Any, mesh_shape: Mapping[str, int],
     outputs = jax.jit(sharded)({k: np.asarray(v) for k, v in inputs.items()})
     actual = {k: np.asarray(v, np.float32) for k, v in outputs.items()}
     # The traceable program computes the declared outputs only (no same_as extras).
-    verdicts, _ = judge_outputs(family, case, actual, expected, same_as=False)
+    verdicts, _ = judge_outputs(family, case, actual, expected, same_as=False,
+                                low_precision=low_precision_outputs(family, case, inputs,
+                                                                    backend))
     bad = [f"{v.stats.output}: {'; '.join(v.problems)} at {v.stats.worst_location}"
            for v in verdicts if not v.passed]
     return ShardResult(case=case, mesh=dict(mesh_shape), passed=not bad,

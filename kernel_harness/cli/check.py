@@ -12,6 +12,7 @@ from typing import Any
 
 import jax
 
+from kernel_harness.checks.metamorphic import MetamorphicFailure
 from kernel_harness.checks.properties import (
     PROPERTIES,
     HarnessFailure,
@@ -95,9 +96,12 @@ def _print_outcome(outcome: PropertyOutcome) -> None:
         return
     print(f"\n=== {outcome.family} / {outcome.prop} FAILED on {outcome.backend.name} ===")
     leaves = _leaves(outcome.error) if outcome.error is not None else []
-    failures = [e for e in leaves if isinstance(e, HarnessFailure)]
+    # A metamorphic failure is a failure (its report ends with one reproduce command), not
+    # an error with a traceback.
+    failures = [e for e in leaves if isinstance(e, HarnessFailure | MetamorphicFailure)]
     crashes = [e for e in leaves if isinstance(e, KernelCrash)]
-    others = [e for e in leaves if not isinstance(e, HarnessFailure | KernelCrash)]
+    others = [e for e in leaves
+              if not isinstance(e, HarnessFailure | MetamorphicFailure | KernelCrash)]
     for failure in failures:
         print(str(failure))
     if not failures and obs.last_failure is not None:

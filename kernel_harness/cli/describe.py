@@ -83,11 +83,17 @@ def describe(family: Family, samples: int = 4) -> str:
            f"{getattr(family.kernel, '__qualname__', family.kernel)}", ""]
     out.append("outputs (every one compared, forward and gradients):")
     out += [f"  {name:<8} ({', '.join(axes)})" for name, axes in family.output_axes.items()]
-    out += ["", "tolerances (max error relative to the output's scale):"]
-    rows = [[d, o, f"{t.max_rel_err:g}", t.reason or "-"]
+    out += ["", "tolerances (max error relative to the output's scale; judge: 'fixed' = "
+            "max_rel, globally and per slice, or 'calibrated' = at most N x the error of "
+            "the same plain math in the case's dtype at the default precision + a floor, "
+            "README \"Calibrated bounds\"):"]
+    rows = [[d, o, f"{t.max_rel_err:g}",
+             "fixed" if t.calibrated is None
+             else f"calibrated {t.calibrated.multiple:g}x + {t.calibrated.floor:.3g}",
+             t.reason or "-"]
             for (d, o), t in sorted(family.tolerances.entries.items())]
-    out.append(textwrap.indent(report.format_table(["dtype", "output", "max_rel", "reason"],
-                                                   rows), "  "))
+    out.append(textwrap.indent(report.format_table(
+        ["dtype", "output", "max_rel", "judge", "reason"], rows), "  "))
     out += ["", "contract:", textwrap.indent(family.contract.strip() or "(none written)", "  ")]
     out += ["", f"capabilities: {', '.join(sorted(family.capabilities))}"]
     out += [f"backends: {', '.join(sorted(family.backends))}", ""]

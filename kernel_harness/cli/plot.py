@@ -17,7 +17,7 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import UsageError
-from kernel_harness.run.runner import judge_outputs, run_on_backend
+from kernel_harness.run.runner import judge_outputs, low_precision_outputs, run_on_backend
 from kernel_harness.spec.family import Family
 
 _ROW_AXES = ("query", "row", "key", "index")
@@ -63,7 +63,8 @@ def plot_case(family: Family, case: Any, backend: Backend, impl: Any, path: Path
     inputs = case.materialize()
     actual = run_on_backend(family, impl or family.kernel, case, inputs, backend)
     expected = family.reference(case, inputs)
-    verdicts, _ = judge_outputs(family, case, actual, expected)
+    verdicts, _ = judge_outputs(family, case, actual, expected,
+                                low_precision=low_precision_outputs(family, case, inputs, backend))
     shown = [v for v in verdicts if not v.passed] or list(verdicts)
     hooks = family.metamorphic
     visible = hooks.visible(case) if hooks is not None and hooks.visible is not None else None

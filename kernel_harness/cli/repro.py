@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from kernel_harness.checks.metamorphic import MetamorphicFailure
+from kernel_harness.checks.metamorphic.repro import replay
 from kernel_harness.cli import common, plot
 from kernel_harness.core.backends import BackendUnavailable
 from kernel_harness.core.errors import UsageError
@@ -22,6 +24,11 @@ def add_parser(sub: Any) -> None:
     repro.add_argument("--case", required=True, help="the case as one JSON line")
     repro.add_argument("--backend", default="interpret")
     repro.add_argument("--impl", default=None)
+    repro.add_argument("--property", default="matches-reference",
+                       help="the property to replay (a metamorphic one needs --draws)")
+    repro.add_argument("--draws", default=None, metavar="JSON",
+                       help="what a metamorphic example drew besides its case, as printed "
+                            "by its failure")
     repro.add_argument("--plot", type=Path, default=None, metavar="PATH.png",
                        help="draw where the error lives (needs the [plot] extra: matplotlib)")
     common.add_adjustment_flags(repro, without=False)
@@ -41,6 +48,10 @@ def run(args: argparse.Namespace) -> int:
         ensure_supported(fam, backend)
     except BackendUnavailable as e:
         raise UsageError(str(e)) from None
+    if args.property != "matches-reference":
+        return _replay_metamorphic(args, fam, case, backend, impl)
+    if args.draws is not None:
+        raise UsageError("--draws belongs to a metamorphic --property")
     if args.plot is not None:
         plot.require_matplotlib()  # before the run: a missing extra is one line, not a late crash
     result = check_case(fam, case, backend, impl, impl_spec=args.impl)
@@ -51,6 +62,24 @@ def run(args: argparse.Namespace) -> int:
     if result.passed:
         print(f"PASS {fam.name} on {backend.name}: {case!r}")
         print(report.stats_table(result.verdicts))
+        for name, why in result.not_compared.items():
+            print(f"not compared: {name} ({why}; the adapter supplies it on both sides)")
         return 0
     print(report.failure_report(result))
     return 1
+
+
+def _replay_metamorphic(args: argparse.Namespace, fam: Any, case: Any, backend: Any,
+                        impl: Any) -> int:
+    """Replays one metamorphic example: 0 the relation holds, 1 it does not."""
+    if args.draws is None:
+        raise UsageError(f"--property {args.property} needs --draws (printed by its failure)")
+    try:
+        replay(fam, args.property, case, backend, args.draws, impl, impl_spec=args.impl)
+    except MetamorphicFailure as e:
+        print(e)
+        return 1
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(f"PASS {fam.name} {args.property} on {backend.name}: {case!r}")
+    return 0

@@ -81,6 +81,10 @@ def _failure(outcome: PropertyOutcome) -> dict[str, Any] | None:
             "nan_expected": s.nan_expected, "inf_expected": s.inf_expected,
             "worst_location": s.worst_location, "worst_index": list(s.worst_index),
             "worst_actual": _number(s.worst_actual), "worst_expected": _number(s.worst_expected),
+            "judged_by": v.judged_by, "usage": _number(v.usage),
+            "calibrated": None if v.calibration is None else {
+                k: _number(x) if isinstance(x, float) else x
+                for k, x in dataclasses.asdict(v.calibration).items()},
         })
     return {
         "case": dataclasses.asdict(result.case), "case_json": result.case.to_json(),

@@ -11,7 +11,27 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
+from kernel_harness.core.calibrate import CalibratedStats
 from kernel_harness.core.compare import OutputStats
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Calibrated:
+    """The calibrated judge of one (dtype, output): the kernel's error may be at most
+    ``multiple`` x the error of the same plain math computed in the case's own dtype at
+    the backend's default precision (the family's ``low_precision_reference``) plus
+    ``floor`` (a fraction of the scale), globally and in every slice. See
+    :mod:`kernel_harness.core.calibrate` and README "Calibrated bounds"."""
+
+    multiple: float
+    floor: float
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not 0 < self.multiple <= 100:
+            raise ValueError(f"multiple must be in (0, 100], got {self.multiple}")
+        if not 0 < self.floor < 0.1:
+            raise ValueError(f"floor must be in (0, 0.1), got {self.floor}")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -25,6 +45,9 @@ class Tolerance:
     #: on small slices; too small turns the rounding noise of an all-but-zero slice into
     #: a failure.
     slice_floor: float | None = None
+    #: The calibrated judge, where it replaces ``max_rel_err`` (the fixed bound) for
+    #: matches-reference and every check that has the low-precision computation at hand.
+    calibrated: Calibrated | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.max_rel_err < 1:
@@ -110,10 +133,28 @@ class Verdict:
     tolerance: Tolerance
     passed: bool
     problems: tuple[str, ...]
+    #: The calibrated measure where the calibrated judge decided (None: the fixed table).
+    calibration: CalibratedStats | None = None
+
+    @property
+    def judged_by(self) -> str:
+        """``calibrated`` or ``fixed``."""
+        return "fixed" if self.calibration is None else "calibrated"
+
+    @property
+    def usage(self) -> float:
+        """The largest measured error over what the judge allows (above 1 fails): the
+        fixed bound's global and slice errors over ``max_rel_err``, or the calibrated
+        usage."""
+        if self.calibration is not None:
+            return self.calibration.usage
+        worst = max(self.stats.max_rel_err, self.stats.slice_rel_err)
+        return worst / self.tolerance.max_rel_err
 
 
 def judge(
-    stats: OutputStats, tolerance: Tolerance, *, nonfinite_reference_ok: bool = False
+    stats: OutputStats, tolerance: Tolerance, *, nonfinite_reference_ok: bool = False,
+    calibration: CalibratedStats | None = None,
 ) -> Verdict:
     """Decides whether ``stats`` are within ``tolerance``.
 
@@ -123,7 +164,17 @@ def judge(
     elements in a non-empty output, any NaN/Inf the reference does not have, a
     max error relative to the global scale above ``tolerance.max_rel_err``, and a
     max error relative to its own slice's (floored) scale above the same bound.
+
+    With ``calibration`` (the kernel measured next to the low-precision computation,
+    :func:`~kernel_harness.core.calibrate.measure_calibrated`, for an output whose
+    ``tolerance.calibrated`` is set) the two error bounds are replaced by the calibrated
+    one: kernel error <= multiple x low-precision error + floor, globally and per slice;
+    the other failures stay. A calibration for a tolerance without ``calibrated`` is an
+    error.
     """
+    if calibration is not None and tolerance.calibrated is None:
+        raise ValueError(f"output {stats.output!r}: a calibration was given but the "
+                         "tolerance declares no calibrated judge")
     problems: list[str] = []
     if stats.nonfinite_expected and not nonfinite_reference_ok:
         problems.append(
@@ -143,7 +194,17 @@ def judge(
         problems.append(f"{extra_nan} NaN not in the reference")
     if extra_inf > 0:
         problems.append(f"{extra_inf} Inf not in the reference")
-    if not stats.max_rel_err <= tolerance.max_rel_err:
+    if calibration is not None:
+        c = calibration
+        where = "globally" if c.worst_where == "global" else f"in slice {c.worst_where}"
+        if not c.passed:
+            problems.append(
+                f"calibrated: rel err {c.worst_kernel_err:.3g} > {c.multiple:g} x "
+                f"low-precision err {c.worst_lowp_err:.3g} + {c.floor:.3g} {where} "
+                f"(kernel/low-precision ratio {_ratio(c.worst_kernel_err, c.worst_lowp_err)}; "
+                f"global rel err {c.kernel_rel_err:.3g} vs low-precision {c.lowp_rel_err:.3g})"
+            )
+    elif not stats.max_rel_err <= tolerance.max_rel_err:
         problems.append(
             f"max rel err {stats.max_rel_err:.3g} > tolerance {tolerance.max_rel_err:.3g}"
         )
@@ -154,7 +215,12 @@ def judge(
             f"scale {stats.worst_slice_scale:.3g}, global {stats.scale:.3g}, floor "
             f"{stats.slice_floor:.3g} x global)"
         )
-    return Verdict(stats=stats, tolerance=tolerance, passed=not problems, problems=tuple(problems))
+    return Verdict(stats=stats, tolerance=tolerance, passed=not problems,
+                   problems=tuple(problems), calibration=calibration)
+
+
+def _ratio(kernel: float, lowp: float) -> str:
+    return f"{kernel / lowp:.3g}" if lowp > 0 else "inf (low-precision err 0)"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -177,7 +243,9 @@ def merge_tolerances(
     """The family's defaults, multiplied by ``scale``, then replaced by ``overrides``
     (later ones win); each changed entry's reason names the default it replaced.
 
-    Only ``max_rel_err`` changes (an entry's per-slice floor is kept).
+    Only ``max_rel_err`` changes (an entry's per-slice floor is kept); ``scale`` also
+    multiplies a calibrated judge's ``multiple``, and an override replaces a calibrated
+    judge by the fixed bound it names.
     Pure: ``table`` is not changed. An override naming an output or dtype the table
     does not have, a non-positive scale, or no matching entry is a ValueError.
     """
@@ -189,6 +257,8 @@ def merge_tolerances(
             key: dataclasses.replace(
                 tol,
                 max_rel_err=min(tol.max_rel_err * scale, 0.999),
+                calibrated=None if tol.calibrated is None else dataclasses.replace(
+                    tol.calibrated, multiple=min(tol.calibrated.multiple * scale, 100.0)),
                 reason=f"--tolerance-scale {scale:g} x default {tol.max_rel_err:g} ({tol.reason})",
             )
             for key, tol in entries.items()
@@ -208,6 +278,7 @@ def merge_tolerances(
             entries[key] = dataclasses.replace(
                 entries[key],
                 max_rel_err=ov.max_rel_err,
+                calibrated=None,
                 reason=f"--tolerance {ov} (default {default.max_rel_err:g}: {default.reason})",
             )
     return ToleranceTable(entries)

@@ -72,19 +72,31 @@ def summary_line(result: CaseResult, verdict: Verdict) -> str:
     ).replace("  ", " ")
 
 
+def _judge_cells(v: Verdict) -> tuple[str, str]:
+    """The ``tol`` and ``lowp`` cells: the fixed bound and "-", or for the calibrated
+    judge ``cal`` and the kernel/low-precision error ratio where it is worst."""
+    c = v.calibration
+    if c is None:
+        return f"{v.tolerance.max_rel_err:.2g}", "-"
+    ratio = c.worst_kernel_err / c.worst_lowp_err if c.worst_lowp_err > 0 else float("inf")
+    return f"{c.multiple:g}xlowp", f"{ratio:.3g}"
+
+
 def stats_table(verdicts: Sequence[Verdict]) -> str:
-    """One row per output: errors, tolerance, mismatch fraction, NaN/Inf, worst place."""
+    """One row per output: errors, tolerance (or the calibrated judge and its
+    kernel/low-precision ratio), mismatch fraction, NaN/Inf, worst place."""
     header = (
-        f"  {'output':<8}{'max_abs':>11}{'max_rel':>11}{'tol':>10}{'mismatch':>10}"
+        f"  {'output':<8}{'max_abs':>11}{'max_rel':>11}{'tol':>10}{'k/lowp':>8}{'mismatch':>10}"
         f"{'nan':>6}{'inf':>6}{'slice_rel':>11}  {'worst slice':<28}"
         f"{'worst (actual vs expected)'}"
     )
     rows = [header]
     for v in verdicts:
         s = v.stats
+        tol, ratio = _judge_cells(v)
         rows.append(
             f"  {s.output:<8}{s.max_abs_err:>11.3g}{s.max_rel_err:>11.3g}"
-            f"{v.tolerance.max_rel_err:>10.2g}{100 * s.mismatch_fraction:>9.2f}%"
+            f"{tol:>10}{ratio:>8}{100 * s.mismatch_fraction:>9.2f}%"
             f"{s.nan_actual:>6}{s.inf_actual:>6}{s.slice_rel_err:>11.3g}  "
             f"{s.worst_slice_location:<28}{s.worst_location} "
             f"({s.worst_actual:.6g} vs {s.worst_expected:.6g})"
@@ -104,8 +116,15 @@ def failure_report(result: CaseResult) -> str:
         "tol x scale; slice_rel = worst error over its own slice's max |reference| (floored "
         "at a fraction of the scale), judged against the same tol",
     ]
+    if any(v.calibration is not None for v in result.verdicts):
+        lines.append(
+            "  calibrated: tol 'Nxlowp' = error at most N x that of the same plain math in "
+            f"{result.case.dtype} at the default precision (+ a floor), globally and per "
+            "slice; k/lowp = kernel error / that error where the bound is tightest")
     if result.excluded:
         lines.append(f"  excluded (outside the kernel's contract): {result.excluded}")
+    for name, why in result.not_compared.items():
+        lines.append(f"  not compared: {name} ({why}; the adapter supplies it on both sides)")
     if result.adjustments:
         lines.append(f"  tolerances NOT the family's defaults: {' '.join(result.adjustments)}")
     lines.append(stats_table(result.verdicts))

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
+from kernel_harness.core.calibrate import measure_calibrated
 from kernel_harness.core.case import Arrays
 from kernel_harness.core.compare import compare
 from kernel_harness.core.tolerance import Verdict, judge
@@ -30,6 +31,8 @@ class CaseResult:
     excluded: dict[str, int]
     seconds: float
     adjustments: tuple[str, ...] = ()
+    #: Outputs not compared for this case, with why (``Family.not_compared``).
+    not_compared: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -101,22 +104,43 @@ def nonfinite_reference(family: Family, case: Any, reference: Arrays) -> str:
 MAGNITUDE_SUFFIX = ":magnitude"
 
 
+def low_precision_outputs(
+    family: Family, case: Any, inputs: Arrays, backend: Backend
+) -> Arrays | None:
+    """The family's low-precision computation of ``case`` on ``backend`` (the yardstick of
+    the calibrated judge), or None where no output of the case's dtype is judged that way."""
+    if case.dtype not in family.calibrated_dtypes():
+        return None
+    assert family.low_precision_reference is not None  # Family.__post_init__ checks it
+    return {k: np.asarray(v) for k, v in
+            family.low_precision_reference(case, inputs, backend).items()}
+
+
 def judge_outputs(
-    family: Family, case: Any, actual: Arrays, expected: Arrays, *, same_as: bool = True
+    family: Family, case: Any, actual: Arrays, expected: Arrays, *, same_as: bool = True,
+    low_precision: Arrays | None = None,
 ) -> tuple[tuple[Verdict, ...], dict[str, int]]:
     """Compares and judges every output the family declares, globally and per slice
     (see :func:`~kernel_harness.core.compare.compare`), and the adapter's extra outputs
     of ``Family.same_as``. ``same_as=False`` is for programs that compute the declared
     outputs only (a family's ``traceable`` hook, as sharding runs it): matches-reference
-    judges the extras through the adapter."""
+    judges the extras through the adapter.
+
+    Outputs whose tolerance declares the calibrated judge are judged against
+    ``low_precision`` (:func:`low_precision_outputs`); leaving it out for such a case is
+    an error, never a quiet switch to the fixed table."""
+    if low_precision is None and case.dtype in family.calibrated_dtypes():
+        raise ValueError(f"{family.name}: {case.dtype} outputs are judged by the calibrated "
+                         "bound; pass low_precision=low_precision_outputs(...)")
     extras = family.same_as if same_as else {}
     missing = [name for name in (*family.output_axes, *extras) if name not in actual]
     if missing:
         raise ValueError(f"{family.name}: the kernel adapter returned no {missing}")
     valid = family.valid(case)
     verdicts, excluded = [], {}
-    judged = [(name, name) for name in family.output_axes]
-    judged += list(extras.items())
+    skip = family.not_compared(case)
+    judged = [(name, name) for name in family.output_axes if name not in skip]
+    judged += [(n, ref) for n, ref in extras.items() if ref not in skip]
     for name, ref_name in judged:
         axes = family.output_axes[ref_name]
         tol = family.tolerances.lookup(case.dtype, ref_name)
@@ -136,8 +160,19 @@ def judge_outputs(
             slice_floor=tol.floor_for(case.dtype, ref_name),
             magnitude=expected.get(f"{ref_name}{MAGNITUDE_SUFFIX}"),
         )
+        calibration = None
+        if tol.calibrated is not None:
+            assert low_precision is not None
+            calibration = measure_calibrated(
+                actual[name], low_precision[ref_name], expected[ref_name], output=name,
+                axes=axes, multiple=tol.calibrated.multiple, floor=tol.calibrated.floor,
+                valid=mask, slice_axes=family.slice_axes.get(ref_name),
+                slice_floor=tol.floor_for(case.dtype, ref_name),
+                magnitude=expected.get(f"{ref_name}{MAGNITUDE_SUFFIX}"),
+            )
         verdicts.append(
-            judge(stats, tol, nonfinite_reference_ok=ref_name in family.nonfinite_reference_ok)
+            judge(stats, tol, nonfinite_reference_ok=ref_name in family.nonfinite_reference_ok,
+                  calibration=calibration)
         )
     return tuple(verdicts), excluded
 
@@ -162,7 +197,9 @@ def check_case(
     inputs = case.materialize()
     actual = run_on_backend(family, impl, case, inputs, backend)
     expected = family.reference(case, inputs)
-    verdicts, excluded = judge_outputs(family, case, actual, expected)
+    verdicts, excluded = judge_outputs(
+        family, case, actual, expected,
+        low_precision=low_precision_outputs(family, case, inputs, backend))
     return CaseResult(
         family=family.name,
         case=case,
@@ -173,4 +210,5 @@ def check_case(
         excluded=excluded,
         seconds=time.perf_counter() - start,
         adjustments=family.adjustments,
+        not_compared=dict(family.not_compared(case)),
     )

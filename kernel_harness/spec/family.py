@@ -83,6 +83,9 @@ class Family:
       same_as: extra outputs the adapter returns that must equal another output, judged
         against that output's reference, axes and tolerance, e.g. ``{"out_vjp": "out"}``
         (the primal of ``jax.vjp``): everything the kernel produces is checked.
+      not_compared: ``not_compared(case) -> {output: reason}``: outputs that for this case
+        exist only as constants the adapter supplies on both sides (e.g. ``dbias`` of a
+        case without bias); they are reported as not compared, never as a passed check.
     """
 
     name: str
@@ -110,8 +113,18 @@ class Family:
     nonfinite_reference_ok: frozenset[str] = frozenset()
     same_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
     seed_cases: Callable[[frozenset[str]], Sequence[Any]] = lambda without: ()
+    not_compared: Callable[[Any], Mapping[str, str]] = lambda case: {}
+    low_precision_reference: Callable[[Any, Arrays, Backend], Arrays] | None = None
+
+    def calibrated_dtypes(self) -> frozenset[str]:
+        """The dtypes for which some output is judged by the calibrated bound."""
+        return frozenset(d for (d, _), t in self.tolerances.entries.items()
+                         if t.calibrated is not None)
 
     def __post_init__(self) -> None:
+        if self.calibrated_dtypes() and self.low_precision_reference is None:
+            raise ValueError(f"family {self.name!r}: its tolerances declare the calibrated "
+                             "judge but it has no low_precision_reference")
         unknown = self.capabilities - CAPABILITIES
         if unknown:
             raise ValueError(f"family {self.name!r}: unknown capabilities {sorted(unknown)}")

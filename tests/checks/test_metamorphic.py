@@ -82,7 +82,11 @@ def test_gqa_property_not_applicable_without_hook():
         ("invisible-inputs-ignored", pk.ignores_causal, "changed that must not"),
         # A leak of 1e-6 x scale passed the old within-tolerance check; exact now.
         ("invisible-inputs-ignored", tiny_future_leak, "perturbed (keys|queries); bitwise"),
-        ("option-effect", pk.ignores_causal, "is the option ignored"),
+        # Ignoring causal shows either as causal's toggle changing nothing or as another
+        # toggle (segments) changing rows it must not; which one the derandomized search
+        # meets first depends on the property's source (its seed is a digest of it).
+        ("option-effect", pk.ignores_causal,
+         "is the option ignored|turning off segments leaves their visible keys"),
         ("block-size-invariance", pk.block_dependent, "only block sizes differ"),
         ("deterministic", pk.nondeterministic, "rerunning changed"),
         ("finite-out", pk.nan_for_large_logits, "non-finite"),

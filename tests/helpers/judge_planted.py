@@ -169,3 +169,85 @@ def smallest_head_dsinks_dropped(mask, **kw):
         return f(q, k, v, sinks)
 
     return kernel
+
+
+# --- coarse intermediates (the calibrated judge, README "Calibrated bounds") -------------
+
+
+def _round_bits(x, bits: int):
+    """``x`` rounded to ``bits`` significant bits (bfloat16 has 8, float8_e4m3 4), with
+    the exponent range of float32; the gradient passes straight through."""
+    mant, exp = jnp.frexp(x)
+    rounded = jnp.ldexp(jnp.round(mant * 2.0**bits) / 2.0**bits, exp)
+    return x + jax.lax.stop_gradient(rounded - x)
+
+
+def _coarse_sdpa(query, key, value, *, p_bits: int | None = None, acc_bits: int | None = None,
+                 block: int = 64, **opts):
+    """Causal/full sdpa in float32 (no bias, mask, window or lengths: for hand-made cases)
+    whose probabilities are rounded to ``p_bits`` significant bits and/or whose output
+    accumulator is rounded to ``acc_bits`` bits after every block of ``block`` keys; the
+    output in the inputs' dtype."""
+    scale = opts["scale"] or 1.0 / float(query.shape[-1]) ** 0.5
+    group = query.shape[2] // key.shape[2]
+    q = query.astype(jnp.float32)
+    k = jnp.repeat(key, group, axis=2).astype(jnp.float32)
+    v = jnp.repeat(value, group, axis=2).astype(jnp.float32)
+    s = jnp.einsum("btnh,bsnh->bnts", q, k, precision="highest") * scale
+    t, n = s.shape[-2:]
+    if opts["is_causal"]:
+        s = jnp.where(jnp.arange(n)[None, :] <= jnp.arange(t)[:, None], s, -jnp.inf)
+    p = jax.nn.softmax(s, axis=-1)
+    if p_bits is not None:
+        p = _round_bits(p, p_bits)
+    acc = jnp.zeros(q.shape, jnp.float32)
+    for start in range(0, n, block):
+        part = jnp.einsum("bnts,bsnh->btnh", p[..., start:start + block],
+                          v[:, start:start + block], precision="highest")
+        acc = acc + part
+        if acc_bits is not None:
+            acc = _round_bits(acc, acc_bits)
+    return acc.astype(query.dtype)
+
+
+def p_rounded_4bits(query, key, value, bias=None, mask=None, **opts):
+    """The softmax probabilities rounded to 4 significant bits (float8_e4m3's mantissa:
+    coarser than bfloat16's 8) before the PV product; everything else float32."""
+    return _coarse_sdpa(query, key, value, p_bits=4, **opts)
+
+
+def p_rounded_6bits(query, key, value, bias=None, mask=None, **opts):
+    """The probabilities rounded to 6 significant bits (4x coarser than bfloat16)."""
+    return _coarse_sdpa(query, key, value, p_bits=6, **opts)
+
+
+def acc_rounded_4bits(query, key, value, bias=None, mask=None, **opts):
+    """The output accumulator rounded to 4 significant bits after every 64 keys."""
+    return _coarse_sdpa(query, key, value, acc_bits=4, **opts)
+
+
+def acc_rounded_6bits(query, key, value, bias=None, mask=None, **opts):
+    """The output accumulator rounded to 6 significant bits after every 64 keys."""
+    return _coarse_sdpa(query, key, value, acc_bits=6, **opts)
+
+
+def fp32_coarse_free(query, key, value, bias=None, mask=None, **opts):
+    """The same float32 computation with nothing rounded (the control: must pass)."""
+    return _coarse_sdpa(query, key, value, **opts)
+
+
+def splash_out_quarter_5pct(mask, **kw):
+    """Splash whose plain forward output is 5% off in the last quarter of query rows (the
+    ``save_residuals`` kernel is pristine): for the calibrated bfloat16 judge."""
+    from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel
+
+    good = splash_attention_kernel.make_splash_mha(mask, **kw)
+    if kw["save_residuals"]:
+        return good
+
+    def kernel(q, k, v, segment_ids=None, sinks=None):
+        out = good(q, k, v, segment_ids, sinks)
+        n = out.shape[-2]
+        return out.at[..., 3 * n // 4:, :].multiply(1.05)
+
+    return kernel

@@ -22,10 +22,12 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kernel_harness.checks.metamorphic.replay import Recorder, Replayer
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import standard_normal
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
+from kernel_harness.run.report import case_repro_command
 from kernel_harness.run.runner import ensure_supported, run_on_backend
 from kernel_harness.spec.family import Arrays, Family
 from kernel_harness.spec.hooks import (
@@ -217,6 +219,8 @@ class Check:
     problems: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
     runs: int = 0
+    #: What the example drew besides its case (set by the property; None when replayed).
+    recorder: Recorder | Replayer | None = None
 
     @property
     def hooks(self) -> Metamorphic:
@@ -275,11 +279,21 @@ class Check:
             f"  impl: {self.impl_spec or getattr(self.impl, '__qualname__', self.impl)}",
             f"  case: {self.case!r}",
             f"  case json: {self.case.to_json()}",
-            f"  rerun: kernel-harness check {self.family.name} --property {self.prop} "
-            f"--backend {self.backend.name}" + (f" --impl {self.impl_spec}" if self.impl_spec
-                                                else ""),
+            self.reproduce_line(),
         ]
         raise MetamorphicFailure("\n".join(lines))
+
+    def reproduce_line(self) -> str:
+        """``  reproduce: kernel-harness repro FAMILY ... --property P --draws JSON``: this
+        example exactly (its case and every value it drew), or why it cannot be."""
+        rec = self.recorder
+        if rec is not None and rec.replayable is not None:
+            return f"  reproduce: not replayable ({rec.replayable})"
+        draws = "[]" if rec is None else rec.to_json()
+        command = case_repro_command(
+            self.family.name, self.backend.name, self.case, self.impl_spec,
+            (*self.family.adjustments, "--property", self.prop, "--draws", draws))
+        return f"  reproduce: {command}"
 
 
 Body = Callable[[Check, st.DataObject], None]
@@ -310,7 +324,8 @@ def example_cap(prop: Callable[..., Any], max_examples: int) -> int:
     return max(MIN_EXAMPLES, min(max_examples, round(max_examples * fraction)))
 
 
-def _applicable(family: Family, spec: Spec) -> Metamorphic:
+def applicable(family: Family, spec: Spec) -> Metamorphic:
+    """The family's hooks, or PropertyNotApplicable when ``spec`` needs one it lacks."""
     hooks = family.metamorphic
     if hooks is None:
         raise PropertyNotApplicable(
@@ -327,17 +342,18 @@ def build(spec: Spec) -> Callable[..., Callable[[], None]]:
     def builder(family: Family, *, backend: Backend, impl: Callable[..., Any] | None = None,
                 impl_spec: str | None = None, observer: Any = None) -> Callable[[], None]:
         ensure_supported(family, backend)
-        _applicable(family, spec)
+        applicable(family, spec)
         kernel = family.kernel if impl is None else impl
 
         @given(case=family.cases(), data=st.data())
         def prop(case: Any, data: st.DataObject) -> None:
             start = time.perf_counter()
             check = Check(family=family, prop=spec.name, case=case, backend=backend,
-                          impl=kernel, impl_spec=impl_spec, inputs=case.materialize())
+                          impl=kernel, impl_spec=impl_spec, inputs=case.materialize(),
+                          recorder=Recorder(data))
             ok = rejected = False
             try:
-                spec.body(check, data)
+                spec.body(check, check.recorder)
                 check.fail_if_problems()
                 ok = True
             except TpuInterpretCannotRun as e:

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from kernel_harness.core.case import Case, cast, standard_normal
+from kernel_harness.core.case import Case, cast, check_logit_scale, standard_normal
 
 #: Every kv-axis block of the kernel must be a multiple of this (its softmax lane width).
 KV_TILE = 128
@@ -56,6 +56,8 @@ class FlashCase(Case):
       batch, heads, q_len, kv_len, head_dim: shapes (q is ``(batch, heads, q_len, head_dim)``).
       causal: the kernel's causal flag (top-left aligned, see the family contract).
       sm_scale: the kernel's ``sm_scale``; ``q`` is pre-scaled so logits stay O(1).
+      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
+        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
       bias: whether an attention bias ``ab`` of shape ``(batch, heads, q_len, kv_len)``
         is passed.
       q_segments, kv_segments: per batch row, ``(id, length)`` runs; both None or both set.
@@ -69,6 +71,7 @@ class FlashCase(Case):
     head_dim: int
     causal: bool
     sm_scale: float
+    logit_scale: float = 1.0
     bias: bool
     q_segments: tuple[Runs, ...] | None = None
     kv_segments: tuple[Runs, ...] | None = None
@@ -86,6 +89,7 @@ class FlashCase(Case):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_logit_scale(self.logit_scale)
         for name in ("batch", "heads", "q_len", "kv_len", "head_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
@@ -170,8 +174,9 @@ class FlashCase(Case):
         ``segment_ids_q``/``segment_ids_kv`` if segmented."""
         rng = self.rng()
         b, h, d = self.batch, self.heads, self.head_dim
-        # sm_scale * q.k ~ N(0, 1) whatever sm_scale is, so softmax is neither flat nor one-hot.
-        q_scale = 1.0 / (math.sqrt(d) * self.sm_scale)
+        # sm_scale * q.k ~ N(0, logit_scale**2) whatever sm_scale is (at 1x softmax is
+        # neither flat nor one-hot; at 16x nearly one-hot, for the max-subtraction paths).
+        q_scale = self.logit_scale / (math.sqrt(d) * self.sm_scale)
         out = {
             "q": cast(rng.standard_normal((b, h, self.q_len, d)) * q_scale, self.dtype),
             "k": standard_normal(rng, (b, h, self.kv_len, d), self.dtype),
@@ -239,4 +244,5 @@ def flash_events(case: FlashCase) -> list[str]:
         ev.append("dq-multi-block")
     if case.rows_without_keys().any():
         ev.append("rows-without-keys")
+    ev.append(f"logits-{case.logit_scale:g}x")
     return ev

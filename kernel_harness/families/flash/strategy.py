@@ -8,6 +8,7 @@ import math
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from kernel_harness.core.case import logit_scales_for
 from kernel_harness.families.flash.cases import (
     KV_TILE,
     Q_TILE,
@@ -15,6 +16,10 @@ from kernel_harness.families.flash.cases import (
     Runs,
     expand_runs,
 )
+
+#: The dtypes whose outputs the family judges by the calibrated bound (family.py builds
+#: its tolerance table from this): they draw large logits too (``logit_scales_for``).
+CALIBRATED_DTYPES: frozenset[str] = frozenset({"bfloat16"})
 
 
 def _cuts(draw: st.DrawFn, length: int, max_segments: int) -> list[int]:
@@ -195,6 +200,8 @@ def flash_cases(
         dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch, heads=heads,
         q_len=q_len, kv_len=kv_len, head_dim=head_dim, causal=causal, sm_scale=sm_scale,
         bias=bias, q_segments=q_segments, kv_segments=kv_segments, **blocks,
+        logit_scale=draw(st.sampled_from(
+            logit_scales_for(dtype, calibrated=dtype in CALIBRATED_DTYPES))),
     )
     # A row that sees one key has exactly zero dq and dab; when nearly all rows are like
     # that, the rounding noise of those rows dominates the (tiny) scale of dq and no

@@ -8,7 +8,14 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import DTYPES, Case, cast, standard_normal
+from kernel_harness.core.case import (
+    DTYPES,
+    Case,
+    cast,
+    check_logit_scale,
+    logit_scales_for,
+    standard_normal,
+)
 from kernel_harness.families.gpu_common import is_pow2
 
 SCALE_MODES: tuple[str, ...] = ("default", "arg", "prescaled-q")
@@ -22,6 +29,8 @@ class DecodeCase(Case):
     """One decode step: a single query token per batch row against a kv cache.
 
     Attributes:
+      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
+        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
       batch, q_heads, kv_heads, kv_len, head_dim: q is [batch, q_heads, head_dim], k and v
         are [batch, kv_len, kv_heads, head_dim]; q head h uses kv head h // (q_heads //
         kv_heads).
@@ -44,6 +53,7 @@ class DecodeCase(Case):
     start: Bound = None
     end: Bound = None
     scale_mode: str = "default"
+    logit_scale: float = 1.0
     entry: str = "gqa"
     normalize_output: bool = True
     block_h: int = 16
@@ -54,6 +64,7 @@ class DecodeCase(Case):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_logit_scale(self.logit_scale)
         for name in ("batch", "q_heads", "kv_heads", "kv_len", "k_splits"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -113,7 +124,7 @@ class DecodeCase(Case):
         return tuple(
             (f.name, getattr(self, f.name))
             for f in dataclasses.fields(self)
-            if f.name not in ("seed", "start", "end")
+            if f.name not in ("seed", "start", "end", "logit_scale")
         ) + (("start", form(self.start)), ("end", form(self.end)))
 
     def shape_summary(self) -> str:
@@ -125,7 +136,7 @@ class DecodeCase(Case):
     def materialize(self) -> dict[str, np.ndarray]:
         """q, k, v in ``dtype`` and the int32 ``start_idx``/``kv_seq_len`` when given."""
         rng = self.rng()
-        q = rng.standard_normal((self.batch, self.q_heads, self.head_dim))
+        q = rng.standard_normal((self.batch, self.q_heads, self.head_dim)) * self.logit_scale
         if self.scale_mode == "prescaled-q":
             q = q * self.head_dim**-0.5
         kv_shape = (self.batch, self.kv_len, self.kv_heads, self.head_dim)
@@ -196,8 +207,9 @@ def decode_cases(
         start, end = (
             tuple(map(min, start, end)), tuple(map(max, start, end))
         )
+    dtype = draw(st.sampled_from(dtypes))
     return DecodeCase(
-        dtype=draw(st.sampled_from(dtypes)),
+        dtype=dtype,
         seed=draw(st.integers(0, 2**31 - 1)),
         batch=batch,
         q_heads=group * kv_heads,
@@ -207,6 +219,7 @@ def decode_cases(
         start=start,
         end=end,
         scale_mode=draw(st.sampled_from(SCALE_MODES)),
+        logit_scale=draw(st.sampled_from(logit_scales_for(dtype))),
         entry=draw(st.sampled_from(ENTRIES)) if kv_heads == 1 else "gqa",
         normalize_output=draw(st.booleans()),
         block_h=draw(st.sampled_from((16, 32))),

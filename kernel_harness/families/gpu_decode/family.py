@@ -32,7 +32,8 @@ def _tolerances() -> ToleranceTable:
 
 
 def _events(case: DecodeCase) -> list[str]:
-    ev = [case.dtype, f"scale-{case.scale_mode}", f"entry-{case.entry}"]
+    ev = [case.dtype, f"scale-{case.scale_mode}", f"entry-{case.entry}",
+          f"logits-{case.logit_scale:g}x"]
     if case.kv_heads == 1 and case.group > 1:
         ev.append("mqa")
     elif case.group > 1:

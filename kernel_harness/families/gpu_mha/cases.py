@@ -8,7 +8,14 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import DTYPES, Case, cast, standard_normal
+from kernel_harness.core.case import (
+    DTYPES,
+    Case,
+    cast,
+    check_logit_scale,
+    logit_scales_for,
+    standard_normal,
+)
 from kernel_harness.families.gpu_common import TILE_SIZES, is_pow2
 
 BLOCK_FIELDS: tuple[str, ...] = (
@@ -24,6 +31,8 @@ class MhaCase(Case):
     """One call of ``mha`` forward and backward.
 
     Attributes:
+      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
+        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
       batch, heads, q_len, kv_len, head_dim: shapes; q is [batch, q_len, heads, head_dim].
       causal: top-left aligned causal mask (query i sees keys j <= i).
       segment_runs: per batch row, ``(segment id, run length)`` pairs laying out the
@@ -43,6 +52,7 @@ class MhaCase(Case):
     causal: bool = False
     segment_runs: tuple[tuple[tuple[int, int], ...], ...] | None = None
     scale_mode: str = "arg"
+    logit_scale: float = 1.0
     block_q: int = 32
     block_k: int = 32
     block_q_dkv: int = 32
@@ -54,6 +64,7 @@ class MhaCase(Case):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_logit_scale(self.logit_scale)
         for name in ("batch", "heads", "q_len", "kv_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -107,7 +118,7 @@ class MhaCase(Case):
         return tuple(
             (f.name, getattr(self, f.name))
             for f in dataclasses.fields(self)
-            if f.name not in ("seed", "segment_runs")
+            if f.name not in ("seed", "segment_runs", "logit_scale")
         ) + (("segments", self.segment_runs is not None),)
 
     def shape_summary(self) -> str:
@@ -128,7 +139,7 @@ class MhaCase(Case):
         rng = self.rng()
         q_shape = (self.batch, self.q_len, self.heads, self.head_dim)
         kv_shape = (self.batch, self.kv_len, self.heads, self.head_dim)
-        q = rng.standard_normal(q_shape)
+        q = rng.standard_normal(q_shape) * self.logit_scale
         if self.scale_mode == "prescaled-q":
             q = q * float(self.head_dim) ** -0.5
         arrays = {
@@ -231,6 +242,7 @@ def mha_cases(
         causal=causal,
         segment_runs=runs,
         scale_mode=draw(st.sampled_from(SCALE_MODES)),
+        logit_scale=draw(st.sampled_from(logit_scales_for(dtype))),
         block_q=draw(_block(q_len)),
         block_k=draw(_block(kv_len)),
         block_q_dkv=draw(_block(q_len)),

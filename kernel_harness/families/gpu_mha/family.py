@@ -36,7 +36,7 @@ def _tolerances() -> ToleranceTable:
 
 
 def _events(case: MhaCase) -> list[str]:
-    ev = [case.dtype, f"scale-{case.scale_mode}"]
+    ev = [case.dtype, f"scale-{case.scale_mode}", f"logits-{case.logit_scale:g}x"]
     if case.q_len // case.effective_block("block_q") > 1:
         ev.append("multi-q-block")
     if case.kv_len // case.effective_block("block_k") > 1:

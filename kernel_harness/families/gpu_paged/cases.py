@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import DTYPES, Case, cast
+from kernel_harness.core.case import DTYPES, Case, cast, check_logit_scale, logit_scales_for
 from kernel_harness.families.gpu_common import is_pow2
 
 #: V value of tokens the kernel reads but must mask (finite: it multiplies them by 0).
@@ -27,6 +27,8 @@ class PagedCase(Case):
     """One paged decode step.
 
     Attributes:
+      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
+        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
       batch, q_heads, kv_heads, head_dim: q is [batch, q_heads, head_dim]; pages are
         [kv_heads, total_pages, page_size, head_dim]; q head h reads kv head h // group.
       page_size, pages_per_seq: page geometry; a block table row lists pages_per_seq pages.
@@ -50,6 +52,7 @@ class PagedCase(Case):
     spare_pages: int = 1
     shuffle: bool = True
     soft_cap: float | None = None
+    logit_scale: float = 1.0
     quantized: bool = False
     block_h: int = 16
     pages_per_compute_block: int = 1
@@ -59,6 +62,7 @@ class PagedCase(Case):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_logit_scale(self.logit_scale)
         for name in ("batch", "q_heads", "kv_heads", "pages_per_seq", "k_splits",
                      "pages_per_compute_block"):
             if getattr(self, name) < 1:
@@ -143,7 +147,7 @@ class PagedCase(Case):
         return tuple(
             (f.name, getattr(self, f.name))
             for f in dataclasses.fields(self)
-            if f.name not in ("seed", "shuffle", "lengths")
+            if f.name not in ("seed", "shuffle", "lengths", "logit_scale")
         ) + (("lengths", self.lengths is not None),)
 
     def shape_summary(self) -> str:
@@ -176,7 +180,8 @@ class PagedCase(Case):
         """
         rng = self.rng()
         shape = (self.kv_heads, self.total_pages, self.page_size, self.head_dim)
-        q = rng.standard_normal((self.batch, self.q_heads, self.head_dim)) * self.head_dim**-0.5
+        q = rng.standard_normal((self.batch, self.q_heads, self.head_dim))
+        q = q * (self.logit_scale * self.head_dim**-0.5)
         tables = self.block_tables(rng)
         if self.quantized:
             k = rng.integers(-127, 128, shape).astype(np.float64)
@@ -261,8 +266,9 @@ def paged_cases(
     lengths = draw(st.one_of(st.none(), _lengths(batch, capacity, edges)))
     full = min(n // page_size for n in lengths) if lengths is not None else pages_per_seq
     shared = draw(st.integers(0, full)) if batch > 1 and full else 0
+    dtype = draw(st.sampled_from(dtypes))
     return PagedCase(
-        dtype=draw(st.sampled_from(dtypes)),
+        dtype=dtype,
         seed=draw(st.integers(0, 2**31 - 1)),
         batch=batch,
         q_heads=draw(st.sampled_from(groups)) * kv_heads,
@@ -275,6 +281,7 @@ def paged_cases(
         spare_pages=draw(st.integers(0, 2)),
         shuffle=draw(st.booleans()),
         soft_cap=draw(st.sampled_from((None, None, 2.0, 0.5))),
+        logit_scale=draw(st.sampled_from(logit_scales_for(dtype))),
         quantized=draw(st.booleans()),
         block_h=draw(st.sampled_from((16, 32))),
         pages_per_compute_block=compute,

@@ -42,7 +42,7 @@ def _valid(case: PagedCase) -> dict[str, np.ndarray]:
 
 
 def _events(case: PagedCase) -> list[str]:
-    ev = [case.dtype, f"page-size-{case.page_size}"]
+    ev = [case.dtype, f"page-size-{case.page_size}", f"logits-{case.logit_scale:g}x"]
     if case.kv_heads == 1 and case.group > 1:
         ev.append("mqa")
     elif case.group > 1:

@@ -15,7 +15,18 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import Case, cast, standard_normal
+from kernel_harness.core.case import (
+    Case,
+    cast,
+    check_logit_scale,
+    logit_scales_for,
+    standard_normal,
+)
+
+#: The dtypes whose outputs the family judges by the calibrated bound (family.py builds
+#: its tolerance table from this): they draw large logits too (``logit_scales_for``).
+CALIBRATED_DTYPES: frozenset[str] = frozenset({"bfloat16"})
+
 
 #: Broadcast shapes of bias/mask: full (B,N,T,S), shared over batch (1,N,T,S), shared over
 #: heads (B,1,T,S).
@@ -36,6 +47,8 @@ class SdpaCase(Case):
       scale: explicit ``scale``, or None for the default ``1/sqrt(head_dim)``.
       window: ``(left, right)`` for ``local_window_size``, or None.
       q_lengths, kv_lengths: per-batch ``query_seq_lengths`` / ``key_value_seq_lengths``.
+      logit_scale: multiple of the O(1) logit scale: q is drawn so that the logits
+        (``scale * q.k``) are ~N(0, logit_scale**2); see ``core.case.LOGIT_SCALES``.
     """
 
     batch: int
@@ -52,9 +65,11 @@ class SdpaCase(Case):
     window: tuple[int, int] | None = None
     q_lengths: tuple[int, ...] | None = None
     kv_lengths: tuple[int, ...] | None = None
+    logit_scale: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_logit_scale(self.logit_scale)
         for name in ("batch", "q_len", "kv_len", "heads", "kv_heads", "head_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
@@ -85,11 +100,13 @@ class SdpaCase(Case):
         for name in ("bias", "mask", "window", "scale", "q_lengths", "kv_lengths"):
             if getattr(self, name) is not None:
                 parts.append(f"{name}={getattr(self, name)}")
+        if self.logit_scale != 1.0:
+            parts.append(f"logits={self.logit_scale:g}x")
         return " ".join(str(p).replace(" ", "") for p in parts)
 
     def static_key(self) -> tuple[object, ...]:
         """What selects a compiled program: shapes, dtype, which options are on, scale,
-        window (not the data, the mask's values or the lengths' values)."""
+        window (not the data, the mask's values, the lengths' values or the logit scale)."""
         return (
             self.dtype, self.batch, self.q_len, self.kv_len, self.heads, self.kv_heads,
             self.head_dim, self.is_causal, self.bias, self.mask, self.scale, self.window,
@@ -146,8 +163,8 @@ class SdpaCase(Case):
         rng = self.rng()
         b, t, s, n, k, h = (self.batch, self.q_len, self.kv_len, self.heads, self.kv_heads,
                             self.head_dim)
-        # scale * q.k ~ N(0, 1) whatever the scale is.
-        q_scale = 1.0 / (math.sqrt(h) * self.effective_scale)
+        # scale * q.k ~ N(0, logit_scale**2) whatever the scale is.
+        q_scale = self.logit_scale / (math.sqrt(h) * self.effective_scale)
         out = {
             "query": cast(rng.standard_normal((b, t, n, h)) * q_scale, self.dtype),
             "key": standard_normal(rng, (b, s, k, h), self.dtype),
@@ -218,9 +235,10 @@ def sdpa_cases(
     """Draws an :class:`SdpaCase`.
 
     Causal attention and q_len != kv_len are drawn 3 times in 4, every other option
-    half the time; an option, when on, is drawn so that it
-    changes what some row sees (a window narrower than the sequence, lengths shorter
-    than it, a mask with False entries): an implementation ignoring an option fails.
+    half the time, the logit scale from :func:`logit_scales_for` (dtype); an option, when
+    on, is drawn so that it changes what some row sees (a window narrower than the
+    sequence, lengths shorter than it, a mask with False entries): an implementation
+    ignoring an option fails.
     Shrinks towards float32, batch 1, equal lengths 16, 1 head, no options.
     ``without`` names :data:`OPTIONAL` features never drawn (an unknown name is an error).
     """
@@ -259,6 +277,8 @@ def sdpa_cases(
         fields["kv_lengths"] = _short_lengths(draw, batch, kv_len, lowest=1)
     if on["q_lengths"] and q_len > 1:
         fields["q_lengths"] = _short_lengths(draw, batch, q_len, lowest=0)
+    fields["logit_scale"] = draw(st.sampled_from(
+        logit_scales_for(dtype, calibrated=dtype in CALIBRATED_DTYPES)))
     case = SdpaCase(
         dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch, q_len=q_len,
         kv_len=kv_len, heads=heads, kv_heads=kv_heads, head_dim=head_dim, **fields,
@@ -298,4 +318,5 @@ def sdpa_events(case: SdpaCase) -> list[str]:
             ev.append("padding-rows")
     if case.rows_outside_contract().any():
         ev.append("rows-without-keys")
+    ev.append(f"logits-{case.logit_scale:g}x")
     return ev

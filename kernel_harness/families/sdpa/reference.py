@@ -1,5 +1,9 @@
 """Independent plain-jnp reference for the SDPA family (float32, HIGHEST precision).
 
+:func:`low_precision_reference` is the same math with the inputs in the case's own dtype
+at the backend's default matmul precision, on the backend's device: the yardstick of the
+calibrated judge (README "Calibrated bounds").
+
 ``logits = scale * q.k^T + bias``; key j is visible to query i iff the mask allows it,
 (causal) ``j <= i``, (window (l, r)) ``i - l <= j <= i + r``, ``j < kv_length`` and
 ``i < q_length``; masked keys get exactly zero weight; padding rows (``i >= q_length``)
@@ -15,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from kernel_harness.core.backends import Backend
 from kernel_harness.families.sdpa.cases import SdpaCase
 
 _HI = jax.lax.Precision.HIGHEST
@@ -39,12 +44,13 @@ def dense_mask(case: SdpaCase, mask, q_lengths, kv_lengths) -> jax.Array:
     return vis
 
 
-def attention(case: SdpaCase, query, key, value, bias, vis):
-    """Grouped-query softmax attention in float32 with exact zeros on masked keys."""
+def attention(case: SdpaCase, query, key, value, bias, vis, precision=_HI):
+    """Grouped-query softmax attention with exact zeros on masked keys, in the inputs'
+    dtype at ``precision`` (the reference: float32 inputs, HIGHEST)."""
     group = case.heads // case.kv_heads
     k = jnp.repeat(key, group, axis=2)  # kv head n // group serves query head n
     v = jnp.repeat(value, group, axis=2)
-    logits = jnp.einsum("btnh,bsnh->bnts", query, k, precision=_HI) * case.effective_scale
+    logits = jnp.einsum("btnh,bsnh->bnts", query, k, precision=precision) * case.effective_scale
     if bias is not None:
         logits = logits + bias
     row_max = jnp.max(jnp.where(vis, logits, -jnp.inf), axis=-1, keepdims=True)
@@ -52,18 +58,19 @@ def attention(case: SdpaCase, query, key, value, bias, vis):
     weights = jnp.where(vis, jnp.exp(jnp.where(vis, logits, 0.0) - row_max), 0.0)
     denom = jnp.sum(weights, axis=-1, keepdims=True)
     probs = weights / jnp.where(denom == 0.0, 1.0, denom)
-    return jnp.einsum("bnts,bsnh->btnh", probs, v, precision=_HI)
+    return jnp.einsum("bnts,bsnh->btnh", probs, v, precision=precision)
 
 
 @functools.lru_cache(maxsize=128)
-def _program(case: SdpaCase, static_key: tuple[object, ...]):
+def _program(case: SdpaCase, static_key: tuple[object, ...], precision=_HI):
     del static_key  # the cache key; ``case`` (any case with that key) supplies the values
 
     def program(query, key, value, bias, mask, q_lengths, kv_lengths, do):
         vis = dense_mask(case, mask, q_lengths, kv_lengths)
 
         def f(query, key, value, bias):
-            return attention(case, query, key, value, bias if case.bias else None, vis)
+            return attention(case, query, key, value, bias if case.bias else None, vis,
+                             precision)
 
         out, vjp = jax.vjp(f, query, key, value, bias)
         return (out, *vjp(do))
@@ -73,20 +80,32 @@ def _program(case: SdpaCase, static_key: tuple[object, ...]):
 
 def _key_case(case: SdpaCase) -> SdpaCase:
     """The case with its data-only fields normalized, so the lru cache hits."""
-    return dataclasses.replace(case, seed=0, mask_keep=1.0, q_lengths=None, kv_lengths=None)
+    return dataclasses.replace(case, seed=0, mask_keep=1.0, q_lengths=None, kv_lengths=None,
+                               logit_scale=1.0)
+
+
+def _run(case: SdpaCase, inputs: dict[str, np.ndarray], dtype, device: jax.Device,
+         precision) -> dict[str, np.ndarray]:
+    x = {k: np.asarray(v, dtype) for k, v in inputs.items()
+         if k in ("query", "key", "value", "bias", "do")}
+    with jax.default_device(device):
+        out, dq, dk, dv, dbias = _program(_key_case(case), case.static_key(), precision)(
+            x["query"], x["key"], x["value"], x.get("bias", np.zeros((1, 1, 1, 1), dtype)),
+            inputs.get("mask"), inputs.get("q_lengths"), inputs.get("kv_lengths"), x["do"],
+        )
+    if case.bias is None:
+        dbias = np.zeros((1, 1, 1, 1), np.float32)
+    return {name: np.asarray(val, np.float32) for name, val in
+            (("out", out), ("dq", dq), ("dk", dk), ("dv", dv), ("dbias", dbias))}
 
 
 def reference(case: SdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """out, dq, dk, dv, dbias (zeros (1, 1, 1, 1) without bias), all float32."""
-    f32 = {k: np.asarray(v, np.float32) for k, v in inputs.items()
-           if k in ("query", "key", "value", "bias", "do")}
-    with jax.default_device(jax.devices("cpu")[0]):
-        out, dq, dk, dv, dbias = _program(_key_case(case), case.static_key())(
-            f32["query"], f32["key"], f32["value"],
-            f32.get("bias", np.zeros((1, 1, 1, 1), np.float32)),
-            inputs.get("mask"), inputs.get("q_lengths"), inputs.get("kv_lengths"), f32["do"],
-        )
-    if case.bias is None:
-        dbias = np.zeros((1, 1, 1, 1), np.float32)
-    return {"out": np.asarray(out), "dq": np.asarray(dq), "dk": np.asarray(dk),
-            "dv": np.asarray(dv), "dbias": np.asarray(dbias)}
+    return _run(case, inputs, np.float32, jax.devices("cpu")[0], _HI)
+
+
+def low_precision_reference(case: SdpaCase, inputs: dict[str, np.ndarray],
+                            backend: Backend) -> dict[str, np.ndarray]:
+    """The same outputs computed in ``case.dtype`` at the default matmul precision on
+    ``backend``'s device (returned as float32 arrays)."""
+    return _run(case, inputs, jnp.dtype(case.dtype), backend.device, None)

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from kernel_harness.core.case import Case, cast, standard_normal
+from kernel_harness.core.case import Case, cast, check_logit_scale, standard_normal
 from kernel_harness.families.splash.masks import (
     empty_rows,
     parse_mask,
@@ -43,6 +43,8 @@ class SplashCase(Case):
       q_segments, kv_segments: run-length segment ids, both or neither.
       soft_cap: logits soft cap (``cap * tanh(logits / cap)``) or None.
       sinks: one learned sink logit per query head.
+      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
+        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
       block_*: the kernel's BlockSizes; ``block_q_dq``/``block_kv_dq`` are None
         exactly when ``fused_bwd`` (the fused dq+dkv backward kernel).
       q_layout, k_layout, v_layout: ``head_dim_minor`` or ``seq_minor``.
@@ -61,6 +63,7 @@ class SplashCase(Case):
     kv_segments: tuple[tuple[int, int], ...] | None = None
     soft_cap: float | None = None
     sinks: bool = False
+    logit_scale: float = 1.0
     block_q: int = 128
     block_kv: int = 128
     block_kv_compute: int = 128
@@ -74,10 +77,11 @@ class SplashCase(Case):
     k_layout: str = "head_dim_minor"
     v_layout: str = "head_dim_minor"
 
-    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed"})
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed", "logit_scale"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_logit_scale(self.logit_scale)
         if self.dtype not in DTYPES:
             raise ValueError(f"splash runs {DTYPES}, not {self.dtype!r}")
         for name in ("batch", "num_q_heads", "num_kv_heads"):
@@ -155,7 +159,7 @@ class SplashCase(Case):
         b, hq, hkv = self.batch, self.num_q_heads, self.num_kv_heads
         q = self.rng(0).standard_normal((b, hq, self.q_len, self.head_dim))
         out = {
-            "q": cast(q / np.sqrt(self.head_dim), self.dtype),
+            "q": cast(q * (self.logit_scale / np.sqrt(self.head_dim)), self.dtype),
             "k": standard_normal(self.rng(1), (b, hkv, self.kv_len, self.head_dim), self.dtype),
             "v": standard_normal(self.rng(2), (b, hkv, self.kv_len, self.head_dim_v), self.dtype),
         }

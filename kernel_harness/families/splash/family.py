@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.core.tolerance import Calibrated, Tolerance, ToleranceTable
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.bench import BENCH
 from kernel_harness.families.splash.cases import SplashCase
@@ -20,7 +20,7 @@ from kernel_harness.families.splash.masks import (
     segment_ids,
 )
 from kernel_harness.families.splash.metamorphic import METAMORPHIC
-from kernel_harness.families.splash.reference import reference
+from kernel_harness.families.splash.reference import low_precision_reference, reference
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases
 from kernel_harness.spec.family import Family
 
@@ -37,6 +37,10 @@ With sinks such a row is well defined (out 0, lse = sink) and is checked.
 lse is the kernel's save_residuals logsumexp (natural log, sink included).
 dsinks is empty (shape (0,)) when a case has no sinks; k/v/dk/dv of MQA cases
 carry a kv-head axis of size 1.
+Judges: float32, and bfloat16 lse and dsinks, by the fixed table; bfloat16 out, dq, dk,
+dv (and out_residuals, out_vjp) by the calibrated bound (error at most 2x that of the
+same plain-jnp math in bfloat16 at the default matmul precision, + 2^-8, globally and
+per slice; README "Calibrated bounds"), so bfloat16 draws 4x/16x logits too.
 """
 
 
@@ -69,6 +73,7 @@ def events(case: SplashCase) -> Iterable[str]:
     ev: set[str] = set()
     ev.add("mqa" if case.mqa else "gqa" if case.num_kv_heads < case.num_q_heads else "mha")
     ev.add("bf16" if case.dtype == "bfloat16" else "f32")
+    ev.add(f"logits-{case.logit_scale:g}x")
     if case.q_len // case.block_q > 1:
         ev.add("multi-q-block")
     if case.kv_len // case.block_kv > 1:
@@ -132,6 +137,18 @@ def events(case: SplashCase) -> Iterable[str]:
     return sorted(ev)
 
 
+#: The calibrated judge (README "Calibrated bounds") of bfloat16 out, dq, dk, dv (and the
+#: out_residuals/out_vjp judged like out): at most 2x the error of the same plain-jnp math
+#: in bfloat16 at the default matmul precision, plus 2^-8 of the (slice) scale. lse (f32 on
+#: both sides) and dsinks (judged against its summed terms) keep their fixed bounds.
+CALIBRATED = Calibrated(
+    multiple=2.0, floor=2.0**-8,
+    reason="2x: FlashAttention's tests' multiple (the kernel rounds differently, not more: "
+    "pristine splash ratios up to ~1.2, usage <= 0.43 over 1x/4x/16x, README); floor 2^-8: "
+    "one bfloat16 unit roundoff of the slice's scale",
+)
+
+
 def _tolerances() -> ToleranceTable:
     """Worst errors seen on the interpret backend (about 100 drawn cases per dtype) are in
     each reason. float32 bounds sit far above those but well below the ~3e-3 of a kernel
@@ -140,6 +157,7 @@ def _tolerances() -> ToleranceTable:
     bf16 = ("bfloat16: output rounded to bf16, the backward rounds p and ds to bf16 before "
             "its matmuls; worst seen ")
     t = Tolerance
+    cal = {"calibrated": CALIBRATED}
     return ToleranceTable({
         ("float32", "out"): t(max_rel_err=2e-4, reason=f32 + "1.2e-6"),
         ("float32", "lse"): t(max_rel_err=2e-4, reason=f32 + "1.7e-7"),
@@ -147,12 +165,12 @@ def _tolerances() -> ToleranceTable:
         ("float32", "dk"): t(max_rel_err=3e-4, reason=f32 + "1.5e-6"),
         ("float32", "dv"): t(max_rel_err=3e-4, reason=f32 + "7.3e-7"),
         ("float32", "dsinks"): t(max_rel_err=3e-4, reason=f32 + "2.4e-6"),
-        ("bfloat16", "out"): t(max_rel_err=1.5e-2, reason=bf16 + "3.3e-3"),
+        ("bfloat16", "out"): t(max_rel_err=1.5e-2, reason=bf16 + "3.3e-3", **cal),
         ("bfloat16", "lse"): t(max_rel_err=2e-4, reason="bfloat16 inputs, lse in f32 on both "
                                "sides; worst seen 1.7e-7 (bound as for float32)"),
-        ("bfloat16", "dq"): t(max_rel_err=2.5e-2, reason=bf16 + "6.0e-3"),
-        ("bfloat16", "dk"): t(max_rel_err=2.5e-2, reason=bf16 + "5.4e-3"),
-        ("bfloat16", "dv"): t(max_rel_err=2.5e-2, reason=bf16 + "4.5e-3"),
+        ("bfloat16", "dq"): t(max_rel_err=2.5e-2, reason=bf16 + "6.0e-3", **cal),
+        ("bfloat16", "dk"): t(max_rel_err=2.5e-2, reason=bf16 + "5.4e-3", **cal),
+        ("bfloat16", "dv"): t(max_rel_err=2.5e-2, reason=bf16 + "4.5e-3", **cal),
         ("bfloat16", "dsinks"): t(max_rel_err=4e-3, reason="judged against the size of the "
                                   "terms it sums (reference's dsinks:magnitude = sum over rows "
                                   "of |p_sink * (do . out)|), not its own cancelling value "
@@ -194,4 +212,6 @@ FAMILY = Family(
     bench=BENCH,
     optional=OPTIONAL,
     export=export,
+    low_precision_reference=low_precision_reference,
+    not_compared=lambda case: {} if case.sinks else {"dsinks": "no sinks in this case"},
 )

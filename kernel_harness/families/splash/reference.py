@@ -3,6 +3,10 @@ in float32, over dense masks built from the case description.
 
 Nothing here uses splash's own masks, mask info or reference function: every
 mask kind is an index formula on a dense grid (:mod:`kernel_harness.families.splash.masks`).
+
+:func:`low_precision_reference` is the same math with the inputs in the case's own dtype
+at the backend's default matmul precision, on the backend's device: the yardstick of the
+calibrated judge (README "Calibrated bounds").
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from kernel_harness.core.backends import Backend
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.masks import allowed_mask
 
@@ -27,8 +32,10 @@ def attention(
     allowed: jax.Array,
     *,
     soft_cap: float | None,
+    precision: jax.lax.Precision | None = _HIGHEST,
 ) -> tuple[jax.Array, jax.Array]:
-    """Masked softmax attention with optional soft cap and sinks, in float32.
+    """Masked softmax attention with optional soft cap and sinks, in the inputs' dtype
+    at ``precision`` (the reference: float32, HIGHEST).
 
     q: [b, hq, q, d]; k, v: [b, hkv, kv, d] (query head h uses kv head
     h // (hq // hkv)); allowed: [hq, q, kv]; sinks: [hq] or None. Returns
@@ -38,7 +45,7 @@ def attention(
     group = q.shape[1] // k.shape[1]
     k = jnp.repeat(k, group, axis=1)
     v = jnp.repeat(v, group, axis=1)
-    s = jnp.einsum("bhqd,bhkd->bhqk", q, k, precision=_HIGHEST)
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k, precision=precision)
     if soft_cap is not None:
         s = soft_cap * jnp.tanh(s / soft_cap)
     s = jnp.where(allowed[None], s, -jnp.inf)
@@ -51,16 +58,17 @@ def attention(
     if sinks is not None:
         denom = denom + jnp.exp(sinks[None, :, None] - m)
     safe = jnp.where(denom > 0, denom, 1.0)
-    out = jnp.einsum("bhqk,bhkd->bhqd", p, v, precision=_HIGHEST) / safe[..., None]
+    out = jnp.einsum("bhqk,bhkd->bhqd", p, v, precision=precision) / safe[..., None]
     lse = jnp.where(denom > 0, m + jnp.log(safe), -jnp.inf)
     return out, lse
 
 
 @functools.lru_cache(maxsize=64)
-def _program(soft_cap: float | None, has_sinks: bool):
+def _program(soft_cap: float | None, has_sinks: bool, precision=_HIGHEST):
     def program(q, k, v, sinks, allowed, do):
         def f(q, k, v, sinks):
-            return attention(q, k, v, sinks if has_sinks else None, allowed, soft_cap=soft_cap)
+            return attention(q, k, v, sinks if has_sinks else None, allowed, soft_cap=soft_cap,
+                             precision=precision)
 
         (out, lse), vjp = jax.vjp(f, q, k, v, sinks)
         dq, dk, dv, dsinks = vjp((do, jnp.zeros_like(lse)))
@@ -74,17 +82,29 @@ def _program(soft_cap: float | None, has_sinks: bool):
     return jax.jit(program)
 
 
-def reference(case: SplashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Every checked output (out, dq, dk, dv, lse, dsinks) from the dtype-rounded inputs,
-    computed in float32; ``dsinks`` is empty (shape (0,)) when the case has no sinks."""
-    f32 = lambda name: jnp.asarray(inputs[name], jnp.float32)  # noqa: E731
-    sinks = f32("sinks") if case.sinks else jnp.zeros((case.num_q_heads,), jnp.float32)
-    with jax.default_device(jax.devices("cpu")[0]):
-        res = _program(case.soft_cap, case.sinks)(
-            f32("q"), f32("k"), f32("v"), sinks, jnp.asarray(allowed_mask(case)), f32("do")
+def _run(case: SplashCase, inputs: dict[str, np.ndarray], dtype, device: jax.Device,
+         precision) -> dict[str, np.ndarray]:
+    cast = lambda name: jnp.asarray(inputs[name], dtype)  # noqa: E731
+    with jax.default_device(device):
+        sinks = cast("sinks") if case.sinks else jnp.zeros((case.num_q_heads,), dtype)
+        res = _program(case.soft_cap, case.sinks, precision)(
+            cast("q"), cast("k"), cast("v"), sinks, jnp.asarray(allowed_mask(case)), cast("do")
         )
         res = {name: np.asarray(x, np.float32) for name, x in res.items()}
     if not case.sinks:
         res["dsinks"] = np.zeros((0,), np.float32)
         res["dsinks:magnitude"] = np.zeros((0,), np.float32)
     return res
+
+
+def reference(case: SplashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every checked output (out, dq, dk, dv, lse, dsinks) from the dtype-rounded inputs,
+    computed in float32; ``dsinks`` is empty (shape (0,)) when the case has no sinks."""
+    return _run(case, inputs, jnp.float32, jax.devices("cpu")[0], _HIGHEST)
+
+
+def low_precision_reference(case: SplashCase, inputs: dict[str, np.ndarray],
+                            backend: Backend) -> dict[str, np.ndarray]:
+    """The same outputs computed in ``case.dtype`` at the default matmul precision on
+    ``backend``'s device (returned as float32 arrays)."""
+    return _run(case, inputs, jnp.dtype(case.dtype), backend.device, None)

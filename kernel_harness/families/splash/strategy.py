@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from kernel_harness.core.case import logit_scales_for
 from kernel_harness.families.splash.cases import (
     DTYPES,
     HEAD_DIMS,
@@ -26,6 +27,10 @@ from kernel_harness.families.splash.masks import (
     segment_ids,
     visible_keys,
 )
+
+#: The dtypes whose out/dq/dk/dv the family judges by the calibrated bound (family.py
+#: sets it on those entries): they draw large logits too (``logit_scales_for``).
+CALIBRATED_DTYPES: frozenset[str] = frozenset({"bfloat16"})
 
 
 def _divisors(n: int, cap: int | None = None) -> tuple[int, ...]:
@@ -342,5 +347,7 @@ def splash_cases(
         block_kv_dq=None if fused else _blocks(draw, kv_len),
         fused_bwd=fused,
         q_layout=layouts[0], k_layout=layouts[1], v_layout=layouts[2],
+        logit_scale=draw(st.sampled_from(
+            logit_scales_for(dtype, calibrated=dtype in CALIBRATED_DTYPES))),
     )
     return case

@@ -45,6 +45,7 @@ from kernel_harness.run.runner import (
     ensure_supported,
     impl_name,
     judge_outputs,
+    low_precision_outputs,
     nonfinite_reference,
     run_on_backend,
 )
@@ -98,7 +99,9 @@ def record_case(
         return GoldenOutcome(family=family.name, name=gcase.name, status="ERROR",
                              detail=f"not recorded: non-finite reference ({bad_ref})")
     actual = run_on_backend(family, impl, gcase.case, inputs, backend)
-    verdicts, _ = judge_outputs(family, gcase.case, actual, reference)
+    verdicts, _ = judge_outputs(
+        family, gcase.case, actual, reference,
+        low_precision=low_precision_outputs(family, gcase.case, inputs, backend))
     if not all(v.passed for v in verdicts):
         bad = ", ".join(f"{v.stats.output}: {'; '.join(v.problems)}" for v in verdicts
                         if not v.passed)
@@ -144,7 +147,10 @@ def check_golden(
     # Scales a reference supplies beside its outputs (``<output>:magnitude``) come from the
     # fresh run: they are measuring aids, not stored results.
     scales = {k: v for k, v in fresh.items() if k.endswith(MAGNITUDE_SUFFIX)}
-    kernel, _ = judge_outputs(family, case, actual, {**stored.reference, **scales})
+    # The yardstick of the calibrated judge is computed fresh too.
+    kernel, _ = judge_outputs(
+        family, case, actual, {**stored.reference, **scales},
+        low_precision=low_precision_outputs(family, case, stored.inputs, backend))
     valid = family.valid(case)
 
     def drift_tol(o: str) -> Any:

@@ -1,0 +1,56 @@
+"""Replaying one metamorphic example exactly (``kernel-harness repro --property P
+--draws JSON``): the failure's case and the values it drew, run once, no search."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from kernel_harness.checks.metamorphic.machinery import Check, applicable
+from kernel_harness.checks.metamorphic.relations import SPECS
+from kernel_harness.checks.metamorphic.replay import Replayer
+from kernel_harness.core.backends import Backend
+from kernel_harness.run.runner import ensure_supported
+from kernel_harness.spec.family import Family
+
+
+def replay(family: Family, prop: str, case: Any, backend: Backend, draws_json: str,
+           impl: Callable[..., Any] | None = None, impl_spec: str | None = None) -> Check:
+    """Runs metamorphic property ``prop`` once on ``case`` with the recorded draws.
+
+    Returns the check (no problems: the relation held); raises
+    :class:`~kernel_harness.checks.metamorphic.MetamorphicFailure` with the same report
+    as the original failure when it does not, ValueError for an unknown property or draws
+    that do not fit it.
+    """
+    specs = {s.name: s for s in SPECS}
+    if prop not in specs:
+        raise ValueError(f"unknown metamorphic property {prop!r}; known: {sorted(specs)}")
+    spec = specs[prop]
+    ensure_supported(family, backend)
+    applicable(family, spec)
+    check = Check(family=family, prop=prop, case=case, backend=backend,
+                  impl=family.kernel if impl is None else impl, impl_spec=impl_spec,
+                  inputs=case.materialize())
+    Replayer(draws_json, family.case_type)  # malformed --draws: an error before any run
+
+    # Inside a one-example Hypothesis test, so the bodies' hypothesis.event calls work;
+    # nothing is drawn from Hypothesis (the draws come from ``data``).
+    @settings(max_examples=1, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(st.none())
+    def once(_: None) -> None:
+        # Hypothesis runs a failing example again to report it: start over each time.
+        data = Replayer(draws_json, family.case_type)
+        check.recorder = data  # a failure prints the same reproduce command
+        check.problems.clear()
+        check.notes.clear()
+        spec.body(check, data)
+        data.finished()
+        check.fail_if_problems()
+
+    once()
+    return check

@@ -1,0 +1,111 @@
+"""Every metamorphic failure prints one command that replays exactly that example (issue
+11): the case and every value the property drew (perturbed side and positions, block
+variant, toggle...). Shown by running the printed command on planted kernels and seeing
+the very same failure."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from hypothesis import strategies as st
+
+from kernel_harness import cli
+from kernel_harness.checks.metamorphic.replay import Recorder, Replayer
+from kernel_harness.spec import registry
+from tests.helpers import planted_kernels as pk
+
+PK = "tests.helpers.planted_kernels"
+
+
+@pytest.fixture
+def toy_attention(monkeypatch):
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy-attention", f"{PK}:TOY_ATTENTION")
+
+
+def _first(out: str) -> str:
+    return next(line for line in out.splitlines() if "[kernel-harness] FAIL" in line)
+
+
+@pytest.mark.parametrize(
+    ("prop", "impl"),
+    [
+        ("invisible-inputs-ignored", "ignores_causal"),  # draws side, positions, seed
+        ("segment-isolation", "leaky_second_segment"),   # draws a segment id
+        ("option-effect", "ignores_causal"),             # draws a Toggle (by index)
+        ("block-size-invariance", "block_dependent"),    # draws a case (block variant)
+    ],
+)
+def test_printed_command_replays_the_same_failure(toy_attention, capsys, prop, impl):
+    code = cli.main(["check", "toy-attention", "--profile", "dev", "--property", prop,
+                     "--seed", "3", "--max-examples", "15", "--impl", f"{PK}:{impl}"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    commands = [line.split("reproduce: ", 1)[1] for line in out.splitlines()
+                if "reproduce: kernel-harness repro" in line]
+    assert len(commands) == 1, out  # one command, and it is a repro of one example
+    argv = shlex.split(commands[0])
+    assert argv[:3] == ["kernel-harness", "repro", "toy-attention"]
+    assert "--draws" in argv and argv[argv.index("--property") + 1] == prop
+    original = _first(out)
+
+    assert cli.main(argv[1:]) == 1
+    replayed = capsys.readouterr().out
+    # The same example: the same first line (kernel, output, worst change and where,
+    # with its numbers) and the same reproduce command.
+    assert _first(replayed) == original
+    assert commands[0] in replayed
+
+
+def test_replay_of_a_correct_kernel_passes(toy_attention, capsys):
+    # The same draws against the pristine kernel: the relation holds, exit 0.
+    code = cli.main(["check", "toy-attention", "--profile", "dev", "--property",
+                     "invisible-inputs-ignored", "--seed", "3", "--max-examples", "15",
+                     "--impl", f"{PK}:ignores_causal"])
+    out = capsys.readouterr().out
+    assert code == 1
+    argv = shlex.split(next(line.split("reproduce: ", 1)[1] for line in out.splitlines()
+                            if "reproduce: kernel-harness repro" in line))
+    i = argv.index("--impl")
+    del argv[i:i + 2]
+    assert cli.main(argv[1:]) == 0
+    assert "PASS toy-attention invisible-inputs-ignored" in capsys.readouterr().out
+
+
+def test_draws_that_do_not_fit_are_a_usage_error(toy_attention, capsys):
+    case = pk.ToyAttentionCase.__name__  # noqa: F841 - the family's case type exists
+    good = cli.main(["check", "toy-attention", "--profile", "dev", "--property",
+                     "segment-isolation", "--seed", "3", "--max-examples", "15",
+                     "--impl", f"{PK}:leaky_second_segment"])
+    out = capsys.readouterr().out
+    assert good == 1
+    argv = shlex.split(next(line.split("reproduce: ", 1)[1] for line in out.splitlines()
+                            if "reproduce: kernel-harness repro" in line))
+    argv[argv.index("--property") + 1] = "invisible-inputs-ignored"  # other draws
+    assert cli.main(argv[1:]) == 2
+    assert "--draws value 1 is for" in capsys.readouterr().err
+
+
+def test_recorder_round_trip():
+    class Data:
+        def __init__(self, values):
+            self.values = list(values)
+
+        def draw(self, strategy, label=None):
+            return self.values.pop(0)
+
+    toggles = [object(), object()]
+    strategy = st.sampled_from(toggles)
+    rec = Recorder(Data([3, "keys", toggles[1]]))
+    assert rec.draw(st.integers(), label="n") == 3
+    assert rec.draw(st.sampled_from(["keys", "queries"]), label="side") == "keys"
+    assert rec.draw(strategy, label="toggle") is toggles[1]
+    assert json.loads(rec.to_json())[2] == {"label": "toggle", "index": 1}
+    rep = Replayer(rec.to_json(), case_type=object)
+    assert rep.draw(st.integers(), label="n") == 3
+    assert rep.draw(st.sampled_from(["keys", "queries"]), label="side") == "keys"
+    assert rep.draw(strategy, label="toggle") is toggles[1]
+    rep.finished()
+    with pytest.raises(ValueError, match="asked for another"):
+        rep.draw(st.integers(), label="n")
