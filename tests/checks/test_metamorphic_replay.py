@@ -25,7 +25,7 @@ def toy_attention(monkeypatch):
 
 
 def _first(out: str) -> str:
-    return next(line for line in out.splitlines() if "[kernel-harness] FAIL" in line)
+    return next(line.strip() for line in out.splitlines() if "[kernel-harness] FAIL" in line)
 
 
 @pytest.mark.parametrize(
@@ -42,20 +42,35 @@ def test_printed_command_replays_the_same_failure(toy_attention, capsys, prop, i
                      "--seed", "3", "--max-examples", "15", "--impl", f"{PK}:{impl}"])
     out = capsys.readouterr().out
     assert code == 1, out
-    commands = [line.split("reproduce: ", 1)[1] for line in out.splitlines()
-                if "reproduce: kernel-harness repro" in line]
-    assert len(commands) == 1, out  # one command, and it is a repro of one example
-    argv = shlex.split(commands[0])
-    assert argv[:3] == ["kernel-harness", "repro", "toy-attention"]
-    assert "--draws" in argv and argv[argv.index("--property") + 1] == prop
-    original = _first(out)
+    # Report-first: the first failing example is printed at once, the shrunk one after
+    # shrinking (the same example when nothing shrank). Each carries one command that
+    # replays exactly its own example.
+    failures = _failures_with_commands(out)
+    assert 1 <= len(failures) <= 2, out
+    for fail_line, command in failures:
+        argv = shlex.split(command)
+        assert argv[:3] == ["kernel-harness", "repro", "toy-attention"]
+        assert "--draws" in argv and argv[argv.index("--property") + 1] == prop
+        assert cli.main(argv[1:]) == 1
+        replayed = capsys.readouterr().out
+        # The same example: the same first line (kernel, output, worst change and where,
+        # with its numbers) and the same reproduce command.
+        assert _first(replayed) == fail_line
+        assert command in replayed
 
-    assert cli.main(argv[1:]) == 1
-    replayed = capsys.readouterr().out
-    # The same example: the same first line (kernel, output, worst change and where,
-    # with its numbers) and the same reproduce command.
-    assert _first(replayed) == original
-    assert commands[0] in replayed
+
+def _failures_with_commands(out: str) -> list[tuple[str, str]]:
+    """(FAIL line, reproduce command) pairs, one per distinct reported example."""
+    pairs, fail_line = [], None
+    for line in out.splitlines():
+        if "[kernel-harness] FAIL" in line:
+            fail_line = line.strip()
+        elif "reproduce: kernel-harness repro" in line and fail_line is not None:
+            pair = (fail_line, line.split("reproduce: ", 1)[1])
+            if pair not in pairs:
+                pairs.append(pair)
+            fail_line = None
+    return pairs
 
 
 def test_replay_of_a_correct_kernel_passes(toy_attention, capsys):
