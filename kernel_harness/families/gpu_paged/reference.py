@@ -10,9 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.families import gpu_common
+from kernel_harness.families.decode_math import grouped_decode_attention
 from kernel_harness.families.gpu_paged.cases import PagedCase
-
-_HI = jax.lax.Precision.HIGHEST
 
 
 def visible(case: PagedCase) -> np.ndarray:
@@ -34,20 +33,7 @@ def paged_attention(q, k_pages, v_pages, tables, mask, soft_cap):
         # Non-visible slots may hold NaN poison: zero them before any arithmetic.
         return jnp.where(mask[None, :, :, None], seq, 0.0)
 
-    k, v = gather(k_pages), gather(v_pages)
-    group = q.shape[1] // kv_heads
-    qg = q.reshape(batch, kv_heads, group, dim)
-    s = jnp.einsum("bkgd,kbtd->bkgt", qg, k, precision=_HI)
-    if soft_cap is not None:
-        s = soft_cap * jnp.tanh(s / soft_cap)
-    vis = mask[:, None, None, :]
-    s = jnp.where(vis, s, -jnp.inf)
-    m = jnp.max(s, axis=-1, keepdims=True)
-    p = jnp.where(vis, jnp.exp(s - jnp.where(jnp.isfinite(m), m, 0.0)), 0.0)
-    denom = jnp.sum(p, axis=-1, keepdims=True)
-    p = p / jnp.where(denom > 0, denom, 1.0)
-    out = jnp.einsum("bkgt,kbtd->bkgd", p, v, precision=_HI)
-    return out.reshape(batch, kv_heads * group, dim)
+    return grouped_decode_attention(q, gather(k_pages), gather(v_pages), mask, soft_cap)
 
 
 @functools.lru_cache(maxsize=64)

@@ -17,9 +17,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from kernel_harness.families.decode_math import grouped_decode_attention
 from kernel_harness.families.tpu_paged.cases import INT8_DIVISOR, TpuPagedCase
-
-_HI = jax.lax.Precision.HIGHEST
 
 
 def visible(case: TpuPagedCase) -> np.ndarray:
@@ -35,28 +34,9 @@ def token_index(case: TpuPagedCase, table: np.ndarray) -> tuple[np.ndarray, np.n
                                                           + t.shape)
 
 
-def attend(q, k, v, mask, soft_cap):
-    """q [batch, q_heads, dim]; k, v [kv_heads, batch, tokens, dim] (gathered, non-visible
-    tokens already zeroed); mask [batch, tokens]. A row with no visible token gives 0."""
-    kv_heads, batch, _, dim = k.shape
-    group = q.shape[1] // kv_heads
-    qg = q.reshape(batch, kv_heads, group, dim)
-    s = jnp.einsum("bkgd,kbtd->bkgt", qg, k, precision=_HI)
-    if soft_cap is not None:
-        s = soft_cap * jnp.tanh(s / soft_cap)
-    vis = mask[:, None, None, :]
-    s = jnp.where(vis, s, -jnp.inf)
-    m = jnp.max(s, axis=-1, keepdims=True)
-    p = jnp.where(vis, jnp.exp(s - jnp.where(jnp.isfinite(m), m, 0.0)), 0.0)
-    denom = jnp.sum(p, axis=-1, keepdims=True)
-    p = p / jnp.where(denom > 0, denom, 1.0)
-    out = jnp.einsum("bkgt,kbtd->bkgd", p, v, precision=_HI)
-    return out.reshape(batch, kv_heads * group, dim)
-
-
 @functools.lru_cache(maxsize=64)
 def _compiled(soft_cap: float | None):
-    return jax.jit(lambda q, k, v, m: {"out": attend(q, k, v, m, soft_cap)})
+    return jax.jit(lambda q, k, v, m: {"out": grouped_decode_attention(q, k, v, m, soft_cap)})
 
 
 def kv_values(case: TpuPagedCase, inputs: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
