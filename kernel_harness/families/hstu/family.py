@@ -116,6 +116,7 @@ FAMILY = Family(
     summary="HSTU pointwise (SiLU, 1/q_len) attention: block-sparse Pallas TPU kernel + custom VJP",
     case_type=cases.HstuCase,
     cases=cases.hstu_cases,
+    seed_cases=cases.hstu_seed_cases,
     kernel=hstu_attention,
     impl_signature=kernel.IMPL_SIGNATURE,
     run=kernel.run,
