@@ -10,6 +10,7 @@ family passed, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -80,5 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"kernel-harness: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`kernel-harness list | head`): no traceback; the exit status
+        # of a process a SIGPIPE ended, as shells report it. stdout goes to devnull so the
+        # interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
