@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Calibrated, Tolerance, ToleranceTable
+from kernel_harness.core.tolerance import Tolerance
+from kernel_harness.families.calibration import with_calibrated
 from kernel_harness.families.flash.bench import BENCH
 from kernel_harness.families.flash.cases import FlashCase, flash_events
 from kernel_harness.families.flash.kernel import (
@@ -70,28 +71,7 @@ _BF16 = (
     "{obs} over ~80 calibration cases, limit ~3-4x that"
 )
 
-#: The calibrated judge (README "Calibrated bounds"): in the dtypes of CALIBRATED_DTYPES
-#: the kernel's error may be at most 2x that of the same plain-jnp math in the case's
-#: dtype at the default matmul precision, plus 2^-8 of the (slice) scale.
-CALIBRATED = Calibrated(
-    multiple=2.0, floor=2.0**-8,
-    reason="2x: FlashAttention's tests' multiple (the kernel rounds differently, not more: "
-    "pristine ratios seen up to ~1.4 (sdpa) / see README (flash)); floor 2^-8: one bfloat16 "
-    "unit roundoff of the slice's scale, for slices where the yardstick happens to be exact",
-)
-
-
-def _calibrated(entries: dict) -> ToleranceTable:
-    """The fixed entries, with the calibrated judge on those of CALIBRATED_DTYPES (their
-    fixed bounds stay for the checks without the low-precision computation at hand)."""
-    return ToleranceTable({
-        key: (Tolerance(max_rel_err=t.max_rel_err, reason=t.reason, calibrated=CALIBRATED)
-              if key[0] in CALIBRATED_DTYPES else t)
-        for key, t in entries.items()
-    })
-
-
-TOLERANCES = _calibrated(
+TOLERANCES = with_calibrated(
     {
         ("float32", "out"): _tol(1e-4, _F32.format(obs="8.5e-7")),
         ("float32", "dq"): _tol(2e-4, _F32.format(obs="9.1e-7")),
@@ -103,7 +83,8 @@ TOLERANCES = _calibrated(
         ("bfloat16", "dk"): _tol(2.5e-2, _BF16.format(obs="6.2e-3")),
         ("bfloat16", "dv"): _tol(1.5e-2, _BF16.format(obs="4.4e-3")),
         ("bfloat16", "dab"): _tol(4e-2, _BF16.format(obs="1.04e-2")),
-    }
+    },
+    CALIBRATED_DTYPES,
 )
 
 FAMILY = Family(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Calibrated, Tolerance, ToleranceTable
+from kernel_harness.core.tolerance import Tolerance
+from kernel_harness.families.calibration import with_calibrated
 from kernel_harness.families.sdpa.bench import BENCH
 from kernel_harness.families.sdpa.cases import (
     CALIBRATED_DTYPES,
@@ -66,28 +67,7 @@ _BF16 = (
     "over ~80 calibration cases, limit ~3-4x that"
 )
 
-#: The calibrated judge (README "Calibrated bounds"): in the dtypes of CALIBRATED_DTYPES
-#: the kernel's error may be at most 2x that of the same plain-jnp math in the case's
-#: dtype at the default matmul precision, plus 2^-8 of the (slice) scale.
-CALIBRATED = Calibrated(
-    multiple=2.0, floor=2.0**-8,
-    reason="2x: FlashAttention's tests' multiple (the kernel rounds differently, not more: "
-    "pristine ratios seen up to ~1.4 (sdpa) / see README (flash)); floor 2^-8: one bfloat16 "
-    "unit roundoff of the slice's scale, for slices where the yardstick happens to be exact",
-)
-
-
-def _calibrated(entries: dict) -> ToleranceTable:
-    """The fixed entries, with the calibrated judge on those of CALIBRATED_DTYPES (their
-    fixed bounds stay for the checks without the low-precision computation at hand)."""
-    return ToleranceTable({
-        key: (Tolerance(max_rel_err=t.max_rel_err, reason=t.reason, calibrated=CALIBRATED)
-              if key[0] in CALIBRATED_DTYPES else t)
-        for key, t in entries.items()
-    })
-
-
-TOLERANCES = _calibrated(
+TOLERANCES = with_calibrated(
     {
         ("float32", "out"): _tol(1e-4, _F32.format(obs="1.3e-7")),
         ("float32", "dq"): _tol(2e-4, _F32.format(obs="1.1e-7")),
@@ -99,7 +79,8 @@ TOLERANCES = _calibrated(
         ("bfloat16", "dk"): _tol(2e-2, _BF16.format(obs="5.8e-3")),
         ("bfloat16", "dv"): _tol(1.5e-2, _BF16.format(obs="4.5e-3")),
         ("bfloat16", "dbias"): _tol(2e-2, _BF16.format(obs="5.0e-3")),
-    }
+    },
+    CALIBRATED_DTYPES,
 )
 
 FAMILY = Family(
