@@ -189,9 +189,15 @@ def evaluate(
     for g in cases:
         errs, tols, passed = after[g.name]
         recorded = before.get(g.name)
-        if recorded is not None and recorded["case"] != json.loads(g.case.to_json()):
-            raise GateError(f"baseline case {g.name!r} was recorded for a different case "
-                            f"description; re-record with --record")
+        if recorded is not None:
+            try:
+                same = golden.same_case(recorded["case"], g.case)
+            except (ValueError, TypeError) as e:
+                raise GateError(f"baseline case {g.name!r}: its stored case does not load ({e}); "
+                                f"re-record with --record") from None
+            if not same:
+                raise GateError(f"baseline case {g.name!r} was recorded for a different case "
+                                f"description; re-record with --record")
         for out, err in errs.items():
             prior = None if recorded is None else recorded["max_rel_err"].get(out)
             limit = None if prior is None else factor * max(prior, floor)

@@ -157,3 +157,23 @@ def test_evaluate_rule():
     after = {"a": ({"y": 1e-5}, {"y": 1e-3}, {"y": True})}
     (row,) = gate.evaluate(before, after, CASES[:1])
     assert row.verdict == "better" and not row.failed
+
+
+def test_a_baseline_without_a_later_defaulted_field_is_the_same_case():
+    """A field added to a case type later, with a default (splash's logit_scale), is absent
+    from older baselines; the gate must read them as the same case, and still refuse a
+    baseline whose case really differs."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Grown(ToyCase):
+        scale: float = 1.0
+
+    g = golden.GoldenCase(name="a", case=Grown(dtype="float32", seed=1, length=4))
+    after = {"a": ({"y": 1e-7}, {"y": 1e-5}, {"y": True})}
+    old = {"dtype": "float32", "seed": 1, "length": 4}  # recorded before `scale` existed
+    rows = gate.evaluate({"a": {"case": old, "max_rel_err": {"y": 1e-7}}}, after, [g])
+    assert [r.verdict for r in rows] == ["ok"]
+    with pytest.raises(gate.GateError, match="different case"):
+        gate.evaluate({"a": {"case": {**old, "length": 8}, "max_rel_err": {"y": 1e-7}}},
+                      after, [g])

@@ -303,6 +303,15 @@ def write_golden(
     return npz_path, json_path
 
 
+def same_case(stored: Any, case: Any) -> bool:
+    """Whether a case description stored as JSON (a golden file, a gate baseline) is ``case``.
+
+    Compared as cases, not as JSON text: a field added later with a default (logit_scale)
+    is absent from older files and means the same case. A stored description that does not
+    load raises the case type's ValueError/TypeError."""
+    return type(case).from_json(json.dumps(stored)) == case
+
+
 def load_golden(family: Family, gcase: GoldenCase, root: Path | None = None) -> StoredGolden:
     """Loads and verifies one golden case; any inconsistency is a :class:`GoldenError`."""
     npz_path, json_path = paths(family.name, gcase.name, root)
@@ -323,13 +332,11 @@ def load_golden(family: Family, gcase: GoldenCase, root: Path | None = None) -> 
         )
     if meta.get("family") != family.name or meta.get("name") != gcase.name:
         raise GoldenError(f"{json_path}: holds {meta.get('family')}/{meta.get('name')}")
-    # Compared as cases, not as JSON text: a field added later with a default (logit_scale)
-    # is absent from older files and means the same case.
     try:
-        stored = type(gcase.case).from_json(json.dumps(meta.get("case")))
+        same = same_case(meta.get("case"), gcase.case)
     except (ValueError, TypeError) as e:
         raise GoldenError(f"{json_path}: stored case does not load: {e}") from None
-    if stored != gcase.case:
+    if not same:
         raise GoldenError(
             f"{json_path}: stored case {json.dumps(meta.get('case'))} differs from the manifest's "
             f"{gcase.case.to_json()}; re-record with --force"
