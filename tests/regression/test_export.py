@@ -45,6 +45,19 @@ SPLASH_CASE = ('{"dtype":"float32","seed":5,"batch":2,"num_q_heads":4,"num_kv_he
 SPLASH_SMALL = ('{"dtype":"float32","seed":6,"num_q_heads":2,"q_len":256,"kv_len":256,'
                 '"masks":["causal(offset=0)"],"soft_cap":5.0}')
 
+# A planted bug confined to one small slice: the last query row of head 1 (which averages
+# 64 value rows, so its magnitude is a fraction of row 0's) is 0.1% too large. Against the
+# global scale that is below the float32 tolerance; against its own row it is 5x over.
+PLANTED_MHA_ONE_ROW = '''
+from jax.experimental.pallas.ops.gpu import attention
+
+def mha(q, k, v, segment_ids, **kwargs):
+    res = attention.mha(q, k, v, segment_ids, **kwargs)
+    if kwargs.get("return_residuals"):
+        return res[0].at[:, -1, 1, :].multiply(1.001), res[1]
+    return res.at[:, -1, 1, :].multiply(1.001)
+'''
+
 # A planted splash factory (no BlockSizes of its own) that silently drops the soft cap.
 PLANTED_SPLASH = '''
 from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_kernel as sk
@@ -89,6 +102,22 @@ def test_gpu_mha_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
     assert good.returncode == 0, good.stdout + good.stderr
     assert "jax " in good.stdout and "interpret=True" in good.stdout
     assert good.stdout.count("ok  ") == 5  # out, lse, dq, dk, dv
+
+
+def test_an_error_in_one_small_row_fails_the_script_as_it_fails_the_harness(
+    tmp_path: Path,
+) -> None:
+    fam = get_family("gpu-mha")
+    case = build_case(fam, MHA_CASE)
+    kernels = _plant(tmp_path, "planted_mha_row", PLANTED_MHA_ONE_ROW)
+    planted, _ = export_repro(fam, case, tmp_path / "repro.py", impl_spec="planted_mha_row:mha")
+    bad = run_standalone(planted, extra_path=kernels)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    (line,) = [ln for ln in bad.stdout.splitlines() if ln.startswith("FAIL out")]
+    rel = float(line.split("max rel err ")[1].split(",")[0])
+    own = float(line.split("in its own slice ")[1].split()[0])
+    assert rel < 2e-4 < own, line  # the global judge alone would have passed it
+    assert "query=63 head=1" in line
 
 
 def test_sdpa_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
