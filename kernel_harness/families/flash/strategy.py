@@ -49,14 +49,16 @@ def matched_runs(draw: st.DrawFn, length: int, kv_runs: Runs, *, causal: bool,
                  max_segments: int = 5, max_id: int = 3) -> Runs:
     """A q layout for kv layout ``kv_runs``: each q run takes an id that its first row can
     see (under ``causal``, one of the kv ids at positions <= that row), except about one
-    run in eight, whose id is drawn from ``[0, max_id + 1]`` and may see no key at all.
-    Shrinks towards one run with the first visible id."""
+    run in eight after the first, whose id is drawn from ``[0, max_id + 1]`` and may see no
+    key at all. The first run always sees a key: a layout in which no row does leaves
+    nothing inside the contract to compare. Shrinks towards one run with the first
+    visible id."""
     kv_ids = expand_runs(kv_runs)
     bounds = _cuts(draw, length, max_segments)
     runs = []
     for lo, hi in zip(bounds, bounds[1:], strict=False):
         seen = kv_ids[: lo + 1] if causal else kv_ids
-        if weighted(draw, ((True, 7), (False, 1))):
+        if weighted(draw, ((True, 7), (False, 1))) or lo == 0:
             i = draw(st.sampled_from(sorted({int(x) for x in seen})))
         else:
             i = draw(st.integers(0, max_id + 1))
