@@ -15,6 +15,7 @@ from kernel_harness.core.calibrate import measure_calibrated
 from kernel_harness.core.case import Arrays
 from kernel_harness.core.compare import compare
 from kernel_harness.core.tolerance import Verdict, judge
+from kernel_harness.run import memory_maps
 from kernel_harness.spec.family import Family
 
 
@@ -59,7 +60,9 @@ def run_on_backend(
     kernel and fails on unwaived races
     (:class:`~kernel_harness.core.errors.KernelRaceDetected`) or uninitialized reads
     (see :mod:`kernel_harness.run.diagnostics`), resetting the simulator state before
-    and after, also after a failure."""
+    and after, also after a failure. Drops jax's compiled programs first when the process
+    nears its limit on memory mappings (:mod:`kernel_harness.run.memory_maps`)."""
+    memory_maps.relieve()
     if backend.name != "tpu-interpret":
         return family.run(impl, case, inputs, backend)
     from kernel_harness.run import diagnostics
