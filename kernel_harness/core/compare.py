@@ -32,6 +32,19 @@ def derive_slice_axes(axes: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(a for a in axes if a not in drop)
 
 
+def slice_layout(
+    output: str, axes: tuple[str, ...], slice_axes: tuple[str, ...] | None
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """``(slice axes, positions of the axes a slice spans)`` of an output with ``axes``;
+    ``slice_axes=None`` derives them (:func:`derive_slice_axes`). An axis not in ``axes``
+    is a ValueError naming the output."""
+    s_axes = derive_slice_axes(axes) if slice_axes is None else tuple(slice_axes)
+    unknown = set(s_axes) - set(axes)
+    if unknown:
+        raise ValueError(f"output {output!r}: slice axes {sorted(unknown)} not in {axes}")
+    return s_axes, tuple(i for i, name in enumerate(axes) if name not in s_axes)
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class OutputStats:
     """Error statistics of one output (``out``, ``dq``, ...) against its reference."""
@@ -167,11 +180,7 @@ def compare(
     else:
         worst, max_abs = (), 0.0
     mismatches = int(np.count_nonzero(err > mismatch_threshold_rel * scale))
-    s_axes = derive_slice_axes(tuple(axes)) if slice_axes is None else tuple(slice_axes)
-    unknown = set(s_axes) - set(axes)
-    if unknown:
-        raise ValueError(f"output {output!r}: slice axes {sorted(unknown)} not in {axes}")
-    within = tuple(i for i, name in enumerate(axes) if name not in s_axes)
+    s_axes, within = slice_layout(output, tuple(axes), slice_axes)
     slice_scale = abs_e.max(axis=within, keepdims=True) if within else abs_e
     floored = np.maximum(slice_scale, max(slice_floor * scale, TINY_SCALE))
     slice_rel = err / floored

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_harness.core.compare import derive_slice_axes
+from kernel_harness.core.compare import TINY_SCALE, slice_layout
 from kernel_harness.spec.family import Family
 
 #: Backends a script can name: the Pallas interpreter on CPU, or compiled on a device.
@@ -111,6 +111,7 @@ INTERPRET = {interpret}
 TOL = {tol}
 AXES = {axes}
 SLICES = {slices}
+TINY = {tiny}  # scales below this are taken as this (all-but-zero outputs and slices)
 # Outputs kernel-harness judges with its calibrated bound instead (the kernel's error at most
 # a multiple of the same plain-jnp math's error in {dtype}); this script applies the fixed
 # table above to them, which is a different (usually looser) bound.
@@ -145,10 +146,10 @@ def main():
         err = np.where(keep, np.abs(a - b), 0.0)
         nan = int(np.sum(keep & ~np.isfinite(a)))
         mag = np.abs(np.where(keep, b, 0.0))
-        scale = max(float(np.max(mag, initial=0.0)), 1e-6)
+        scale = max(float(np.max(mag, initial=0.0)), TINY)
         within, floor = SLICES[name]
         own = np.max(mag, axis=within, keepdims=True) if within else mag
-        slice_err = np.where(np.isnan(err), np.inf, err) / np.maximum(own, max(floor * scale, 1e-6))
+        slice_err = np.where(np.isnan(err), np.inf, err) / np.maximum(own, max(floor * scale, TINY))
         worst = np.unravel_index(int(np.argmax(slice_err)), b.shape)
         rel = float("inf") if nan else float(np.max(err, initial=0.0)) / scale
         own_rel = float("inf") if nan else float(slice_err[worst])
@@ -186,11 +187,8 @@ def render_script(fam: Family, case: Any, *, backend: str, impl_spec: str | None
     tols = {o: fam.tolerances.lookup(case.dtype, o) for o in snippet.outputs}
     tol = {o: t.max_rel_err for o, t in tols.items()}
     axes = {o: tuple(fam.output_axes[o]) for o in snippet.outputs}
-    slices = {}
-    for o, t in tols.items():
-        s_axes = fam.slice_axes.get(o) or derive_slice_axes(axes[o])
-        within = tuple(i for i, a in enumerate(axes[o]) if a not in s_axes)
-        slices[o] = (within, t.floor_for(case.dtype, o))
+    slices = {o: (slice_layout(o, axes[o], fam.slice_axes.get(o))[1],
+                  t.floor_for(case.dtype, o)) for o, t in tols.items()}
     calibrated = sorted(o for o, t in tols.items() if t.calibrated is not None)
     interpret = EXPORT_BACKENDS[backend]
     platform_line = ""
@@ -201,7 +199,7 @@ def render_script(fam: Family, case: Any, *, backend: str, impl_spec: str | None
         platform_line=platform_line,
         kernel_import=_impl_import(impl_spec) if impl_spec else snippet.default_import.strip(),
         interpret=interpret, dtype=case.dtype, tol=repr(tol), axes=repr(axes),
-        slices=repr(slices), calibrated=repr(calibrated),
+        slices=repr(slices), tiny=repr(TINY_SCALE), calibrated=repr(calibrated),
     )
     body = "\n\n".join(textwrap.dedent(s).strip() for s in (snippet.run_kernel, snippet.reference))
     return header + "\n\n" + body + "\n" + _MAIN

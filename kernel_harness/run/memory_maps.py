@@ -12,6 +12,7 @@ the persistent compile cache) when next needed, and results do not change.
 
 from __future__ import annotations
 
+import functools
 import gc
 from pathlib import Path
 
@@ -31,8 +32,10 @@ def mapping_count() -> int | None:
         return None
 
 
+@functools.cache
 def mapping_limit() -> int | None:
-    """The kernel's per-process limit on mappings (None where /proc does not say)."""
+    """The kernel's per-process limit on mappings (None where /proc does not say); read
+    once per process, since :func:`relieve` runs before every kernel call."""
     try:
         return int(_LIMIT.read_text())
     except (OSError, ValueError):
