@@ -6,7 +6,7 @@ and the kernel's own package, calls the kernel with the case's exact static opti
 on the named backend, computes the family's short plain-jnp reference for that case
 (:class:`~kernel_harness.spec.export.ExportSnippet`), prints versions, per-output
 errors and the worst location, and exits 1 when an output is outside its tolerance
-(NaN included), 2 when the kernel raises, 0 otherwise.
+(NaN included) or compares no element, 2 when the kernel raises, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ _HEADER = '''\
 
 Needs only jax, numpy and the kernel's package (not the harness). Inputs: {npz}.
 Exit 0: every output within tolerance of the float32 HIGHEST-precision reference
-below; 1: an output is outside it (NaN counts as outside); 2: the kernel raised.
+below; 1: an output is outside it (NaN counts as outside) or none of its elements is
+compared; 2: the kernel raised.
 case: {case_json}
 """
 import os
@@ -153,12 +154,13 @@ def main():
         worst = np.unravel_index(int(np.argmax(slice_err)), b.shape)
         rel = float("inf") if nan else float(np.max(err, initial=0.0)) / scale
         own_rel = float("inf") if nan else float(slice_err[worst])
-        bad = nan > 0 or not max(rel, own_rel) <= tol
+        compared = int(np.sum(keep))
+        bad = nan > 0 or not compared or not max(rel, own_rel) <= tol
         failed |= bad
         where = " ".join(f"{axis}={i}" for axis, i in zip(AXES[name], worst, strict=True))
         print(f"{'FAIL' if bad else 'ok  '} {name:<6} max rel err {rel:.3g}, in its own slice "
-              f"{own_rel:.3g} (tol {tol:g}) non-finite {nan}  worst at {where}: "
-              f"{a[worst]:.6g} vs {b[worst]:.6g}"
+              f"{own_rel:.3g} (tol {tol:g}) non-finite {nan} compared {compared}  worst at "
+              f"{where}: {a[worst]:.6g} vs {b[worst]:.6g}"
               + ("  [kernel-harness: calibrated judge]" if name in CALIBRATED else ""))
     return 1 if failed else 0
 

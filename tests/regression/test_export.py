@@ -120,6 +120,19 @@ def test_an_error_in_one_small_row_fails_the_script_as_it_fails_the_harness(
     assert "query=63 head=1" in line
 
 
+def test_an_output_with_no_element_compared_fails_the_script(tmp_path: Path) -> None:
+    fam = get_family("gpu-mha")
+    script, npz = export_repro(fam, build_case(fam, MHA_CASE), tmp_path / "repro.py")
+    with np.load(npz) as data:
+        arrays = dict(data)
+    arrays["valid:out"] = np.zeros(np.broadcast_shapes(arrays["q"].shape), bool)
+    np.savez_compressed(npz, **arrays)
+    res = run_standalone(script)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert any(ln.startswith("FAIL out") and "compared 0" in ln for ln in res.stdout.splitlines())
+    assert "ok   lse" in res.stdout  # the other outputs are still judged
+
+
 def test_sdpa_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
     fam = get_family("sdpa")
     case = build_case(fam, SDPA_CASE)
