@@ -18,6 +18,7 @@ from kernel_harness.cli import (
     bad_input,
     bench,
     check,
+    common,
     describe,
     export_repro,
     gate,
@@ -30,6 +31,7 @@ from kernel_harness.cli import (
 )
 from kernel_harness.core.errors import UsageError
 from kernel_harness.spec import registry
+from kernel_harness.spec.config import load_config
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,10 +75,21 @@ COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": che
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``kernel-harness`` console script."""
+    """Entry point of the ``kernel-harness`` console script.
+
+    The user's ``[tool.kernel-harness]`` (:func:`kernel_harness.spec.config.load_config`,
+    from the working directory up) is read first: its ``family-modules`` are registered
+    before ``--family-module``'s, and it supplies ``--backend`` / ``--profile`` where the
+    command line leaves them unset (:func:`kernel_harness.cli.common.apply_config`)."""
     args = parse_args(argv)
     try:
+        args.config = load_config()
+        if args.config.family_modules:
+            registry.load_family_modules(args.config.family_modules,
+                                         search_path=args.config.root,
+                                         origin=args.config.where("family-modules"))
         registry.load_family_modules(args.family_module)
+        common.apply_config(args, args.config)
         return COMMANDS[args.command](args)
     except UsageError as e:
         print(f"kernel-harness: error: {e}", file=sys.stderr)

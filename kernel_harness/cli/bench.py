@@ -15,7 +15,6 @@ from typing import Any
 from kernel_harness.checks import bench_report
 from kernel_harness.checks.bench import BenchRow, BenchSettings, bench_family, defaults_for
 from kernel_harness.cli import common
-from kernel_harness.core.backends import BACKEND_NAMES
 from kernel_harness.core.case import DTYPES
 from kernel_harness.core.errors import UsageError
 from kernel_harness.spec.bench import MODES
@@ -30,7 +29,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("bench", help="time and measure kernels, each checked against its "
                        "reference first")
     p.add_argument("family", nargs="*", help="families (default: all)")
-    p.add_argument("--backend", default="interpret", help=f"one of {', '.join(BACKEND_NAMES)}")
+    common.add_backend_flag(p)
     p.add_argument("--seq-lens", default=None,
                    help="comma-separated lengths (default per backend: interpret 256,512)")
     p.add_argument("--dtype", default="bfloat16", help="bf16|f32|f16 or the full name")

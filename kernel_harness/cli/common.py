@@ -6,9 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
+from kernel_harness.core.backends import (
+    BACKEND_NAMES,
+    Backend,
+    BackendUnavailable,
+    resolve_backend,
+)
 from kernel_harness.core.errors import UsageError
-from kernel_harness.run.profiles import get_profile
+from kernel_harness.run.profiles import PROFILE_NAMES, get_profile
+from kernel_harness.spec.config import HarnessConfig
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.registry import UnknownFamily, family_names, get_family
 
@@ -61,3 +67,38 @@ def add_compile_cache_flag(parser: Any) -> None:
     parser.add_argument("--compile-cache", default=None, metavar="DIR|off",
                         help="persistent compile cache (default $KERNEL_HARNESS_COMPILE_CACHE, "
                         "else ~/.cache/kernel-harness/jax-compile-cache)")
+
+
+def add_backend_flag(parser: Any, *, builtin: str = "interpret") -> None:
+    """``--backend NAME`` whose default is the user's configured ``backend``
+    (``[tool.kernel-harness]``), else ``builtin`` (filled in by :func:`apply_config`)."""
+    parser.add_argument("--backend", default=None, metavar="NAME",
+                        help=f"one of {', '.join(BACKEND_NAMES)} (default: backend in "
+                        f"[tool.kernel-harness] of your pyproject.toml, else {builtin})")
+    parser.set_defaults(kh_builtin_backend=builtin)
+
+
+def add_profile_flag(parser: Any, *, builtin: str) -> None:
+    """``--profile NAME`` whose default is the user's configured ``profile``, else
+    ``builtin`` (filled in by :func:`apply_config`)."""
+    parser.add_argument("--profile", default=None, metavar="NAME",
+                        help=f"one of {', '.join(PROFILE_NAMES)} (default: profile in "
+                        f"[tool.kernel-harness] of your pyproject.toml, else {builtin})")
+    parser.set_defaults(kh_builtin_profile=builtin)
+
+
+def apply_config(args: Any, config: HarnessConfig) -> None:
+    """Fills ``--backend`` and ``--profile`` left unset (flags made by
+    :func:`add_backend_flag` / :func:`add_profile_flag`) from ``config``, else their
+    built-in defaults: an explicit flag beats the configuration, which beats the default.
+    A configured name that is not one the harness knows is a UsageError naming the key
+    and the file."""
+    for key, known in (("backend", BACKEND_NAMES), ("profile", PROFILE_NAMES)):
+        builtin = getattr(args, f"kh_builtin_{key}", None)
+        if builtin is None or getattr(args, key, None) is not None:
+            continue
+        configured = getattr(config, key)
+        if configured is not None and configured not in known:
+            raise UsageError(f"{config.where(key)}: {configured!r} is not one of "
+                             f"{', '.join(known)}")
+        setattr(args, key, configured or builtin)

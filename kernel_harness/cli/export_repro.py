@@ -20,7 +20,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("family")
     p.add_argument("--case", required=True, help="the case as one JSON line")
     p.add_argument("--impl", default=None, help="MODULE:ATTR the script imports as the kernel")
-    p.add_argument("--backend", default="interpret", help="interpret (default), gpu or tpu")
+    common.add_backend_flag(p)
     p.add_argument("--out", required=True, help="PATH.py; the inputs go to PATH.npz")
     p.add_argument(
         "--outside-contract", action="store_true",

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_harness.cli import common
+from kernel_harness.cli.golden import GOLDEN_DIR_HELP
 from kernel_harness.core.errors import UsageError
 from kernel_harness.regression import golden
 from kernel_harness.regression.gate import (
@@ -31,15 +32,15 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("gate", help="fail if a kernel change made any golden case less accurate")
     p.add_argument("family", nargs="*", help="families (default: all)")
     p.add_argument("--baseline", type=Path, default=None,
-                   help="baseline JSON (default golden/<family>/baseline.json)")
+                   help="baseline JSON (default <golden root>/<family>/baseline.json)")
     p.add_argument("--impl", default=None, help="MODULE:ATTR: the candidate kernel")
     p.add_argument("--factor", type=float, default=DEFAULT_FACTOR,
                    help=f"allowed error growth (default {DEFAULT_FACTOR})")
     p.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
                    help=f"errors below this count as this (default {DEFAULT_FLOOR})")
     p.add_argument("--record", action="store_true", help="write the baseline instead")
-    p.add_argument("--backend", default="interpret")
-    p.add_argument("--golden-dir", type=Path, default=None)
+    common.add_backend_flag(p)
+    p.add_argument("--golden-dir", type=Path, default=None, help=GOLDEN_DIR_HELP)
     p.add_argument("--across-versions", action="store_true",
                    help="with no baseline of this jax version, gate against the nearest other "
                         "version's (its table is always printed as a version-drift warning)")

@@ -20,9 +20,16 @@ from kernel_harness.regression.golden import (
     run_family,
     save_manifest,
     summary_rows,
+    writable_root,
 )
+from kernel_harness.regression.golden.location import resolve
 from kernel_harness.run import report
 from kernel_harness.spec.impl import load_impl
+
+#: Help text of ``--golden-dir`` (golden and gate).
+GOLDEN_DIR_HELP = ("the golden root holding FAMILY/ (default: $KERNEL_HARNESS_GOLDEN_DIR, else "
+                   "golden-dir in [tool.kernel-harness] of your pyproject.toml, else for a "
+                   "built-in family the goldens installed with the harness, else ./golden)")
 
 
 def add_parser(sub: Any) -> None:
@@ -35,8 +42,8 @@ def add_parser(sub: Any) -> None:
         p.add_argument("family", nargs="*", help="families (default: all)")
         p.add_argument("--case", action="append", default=[], help="only these named cases")
         p.add_argument("--tag", action="append", default=[], help="only cases with a tag")
-        p.add_argument("--backend", default="interpret")
-        p.add_argument("--golden-dir", type=Path, default=None)
+        common.add_backend_flag(p)
+        p.add_argument("--golden-dir", type=Path, default=None, help=GOLDEN_DIR_HELP)
         if name == "record":
             p.add_argument("--force", action="store_true", help="overwrite existing files")
         else:
@@ -50,8 +57,8 @@ def add_parser(sub: Any) -> None:
     add.add_argument("--case", required=True, help="the case as one JSON line")
     add.add_argument("--tag", action="append", default=[])
     add.add_argument("--why", default="", help="which path or bug this case pins")
-    add.add_argument("--backend", default="interpret")
-    add.add_argument("--golden-dir", type=Path, default=None)
+    common.add_backend_flag(add)
+    add.add_argument("--golden-dir", type=Path, default=None, help=GOLDEN_DIR_HELP)
 
 
 def run(args: Any) -> int:
@@ -61,6 +68,7 @@ def run(args: Any) -> int:
     root = args.golden_dir
     if args.golden_command == "add":
         (family,) = common.families([args.family])
+        _writable(family.name, root)
         try:
             case = family.case_type.from_json(args.case)
             gcase = GoldenCase(name=args.name, case=case, tags=tuple(args.tag), why=args.why)
@@ -86,6 +94,10 @@ def run(args: Any) -> int:
             raise UsageError("--impl replaces one family's kernel: name exactly one family")
         outcomes = []
         for family in families:
+            if args.golden_command == "record":
+                _writable(family.name, root)
+            where = resolve(family.name, root)
+            print(f"{family.name}: goldens in {where.path} ({where.source})")
             outcomes += run_family(
                 family, backend, mode=args.golden_command, names=args.case, tags=args.tag,
                 impl=impl, root=root, force=getattr(args, "force", False),
@@ -106,6 +118,13 @@ def run(args: Any) -> int:
         print(f"  not a pass: {nothing}")
         return 1
     return 0 if ok else 1
+
+
+def _writable(family: str, root: Path | None) -> None:
+    try:
+        writable_root(family, root)
+    except GoldenError as e:
+        raise UsageError(f"golden: {e}") from None
 
 
 def jax_version() -> str:

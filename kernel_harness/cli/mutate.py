@@ -7,6 +7,7 @@ from typing import Any
 
 from kernel_harness.checks.properties import PROPERTIES
 from kernel_harness.cli import common
+from kernel_harness.cli.golden import GOLDEN_DIR_HELP
 from kernel_harness.core.errors import UsageError
 from kernel_harness.regression.mutate import (
     DEFAULT_MAX_EXAMPLES,
@@ -27,12 +28,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--tag", action="append", default=[], help="only mutants with a tag (ci)")
     p.add_argument("--list", action="store_true", help="list the catalog and exit")
     p.add_argument("--max-examples", type=int, default=DEFAULT_MAX_EXAMPLES)
-    p.add_argument("--profile", default="ci")
-    p.add_argument("--backend", default="interpret")
+    common.add_profile_flag(p, builtin="ci")
+    common.add_backend_flag(p)
     p.add_argument("--property", action="append", default=None, help="only these properties")
     p.add_argument("--no-golden", action="store_true",
                    help="leave out the golden and gate columns")
-    p.add_argument("--golden-dir", type=Path, default=None)
+    p.add_argument("--golden-dir", type=Path, default=None, help=GOLDEN_DIR_HELP)
     p.add_argument("--catalog", default=None, help="MODULE:ATTR of the mutant list")
     p.add_argument("--timeout", type=float, default=900, help="seconds per mutant")
     p.add_argument("--skip-control", action="store_true",

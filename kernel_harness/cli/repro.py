@@ -22,7 +22,7 @@ def add_parser(sub: Any) -> None:
     repro = sub.add_parser("repro", help="rerun one case printed by a failure")
     repro.add_argument("family")
     repro.add_argument("--case", required=True, help="the case as one JSON line")
-    repro.add_argument("--backend", default="interpret")
+    common.add_backend_flag(repro)
     repro.add_argument("--impl", default=None)
     repro.add_argument("--property", default="matches-reference",
                        help="the property to replay (a metamorphic one needs --draws)")

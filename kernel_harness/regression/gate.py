@@ -25,6 +25,7 @@ from typing import Any
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.regression import golden
+from kernel_harness.regression.golden import location
 from kernel_harness.run.runner import check_case, ensure_supported, impl_name
 from kernel_harness.spec.family import Family
 
@@ -42,7 +43,7 @@ class GateError(Exception):
 
 
 def default_path(family_name: str, root: Path | None = None) -> Path:
-    """``golden/<family>/baseline.json``."""
+    """``<golden root>/<family>/baseline.json`` (the root: :mod:`.golden.location`)."""
     return golden.family_dir(family_name, root) / "baseline.json"
 
 
@@ -112,6 +113,11 @@ def record(
     passing kernel's errors.
     """
     ensure_supported(family, backend)
+    where = location.resolve(family.name, root)
+    if not where.writable and path.resolve().is_relative_to(where.path.resolve()):
+        raise GateError(f"{family.name}: not writing {path}: the goldens installed with the "
+                        f"package are never written; name your own --golden-dir DIR (or "
+                        f"--baseline PATH)")
     cases = golden.load_manifest(family, root)
     measured = measure(family, backend, cases, impl)
     failing = [f"{n}/{o}" for n, (_, _, ok) in measured.items() for o, p in ok.items() if not p]

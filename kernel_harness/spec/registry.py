@@ -5,7 +5,8 @@ Three sources, all treated alike by every command and by the pytest properties:
 - the built-in families (:data:`BUILTIN_FAMILIES`);
 - installed packages declaring an entry point in the group ``kernel_harness.families``
   (``name = "package.module:FAMILY"``; see ``examples/rmsnorm_family``);
-- modules named with ``--family-module MODULE`` (CLI), ``--kh-family-module`` (pytest) or
+- modules named with ``--family-module MODULE`` (CLI), ``--kh-family-module`` (pytest),
+  ``family-modules`` in the user's ``[tool.kernel-harness]`` (:mod:`.config`) or
   ``$KERNEL_HARNESS_FAMILY_MODULES`` (comma-separated), registered by
   :func:`load_family_modules`: every module-level :class:`Family` counts. Loading one
   adds it to that variable, so child processes (``shard``, ``mutate``) see it too.
@@ -21,6 +22,7 @@ import importlib.metadata
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from kernel_harness.core.errors import UsageError
 from kernel_harness.spec.family import Family
@@ -126,10 +128,20 @@ def get_family(name: str) -> Family:
     return import_target(family_target(name))
 
 
-def load_family_modules(modules: Sequence[str]) -> list[str]:
-    """Imports each module (the working directory is importable, as for ``--impl``) and
-    registers every module-level :class:`Family` in it; returns the names registered.
-    A module that does not import or declares no Family is a UsageError."""
+def load_family_modules(modules: Sequence[str], *, search_path: Path | None = None,
+                        origin: str = "--family-module") -> list[str]:
+    """Imports each module (the working directory is importable, as for ``--impl``; and
+    ``search_path`` first, e.g. the folder of the user's pyproject.toml, also for child
+    processes through ``$PYTHONPATH``) and registers every module-level :class:`Family`
+    in it; returns the names registered. A module that does not import or declares no
+    Family is a UsageError naming ``origin`` (the flag or configuration key)."""
+    if search_path is not None:
+        folder = str(search_path)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+        inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if folder not in inherited:
+            os.environ["PYTHONPATH"] = os.pathsep.join([folder, *inherited])
     names = []
     for module_name in modules:
         if os.getcwd() not in sys.path:
@@ -138,12 +150,12 @@ def load_family_modules(modules: Sequence[str]) -> list[str]:
             module = importlib.import_module(module_name)
         except Exception as e:  # noqa: BLE001 - any import failure is the user's to see
             raise UsageError(
-                f"--family-module {module_name}: cannot import it: {type(e).__name__}: {e}"
+                f"{origin} {module_name}: cannot import it: {type(e).__name__}: {e}"
             ) from None
         found = {attr: obj for attr, obj in vars(module).items() if isinstance(obj, Family)}
         if not found:
             raise UsageError(
-                f"--family-module {module_name}: the module defines no kernel_harness Family "
+                f"{origin} {module_name}: the module defines no kernel_harness Family "
                 "at module level (e.g. FAMILY = Family(...))"
             )
         for attr, family in found.items():
@@ -151,7 +163,7 @@ def load_family_modules(modules: Sequence[str]) -> list[str]:
             builtin = BUILTIN_FAMILIES.get(family.name)
             if builtin is not None and builtin != target:
                 raise UsageError(
-                    f"--family-module {module_name}: family {family.name!r} clashes with the "
+                    f"{origin} {module_name}: family {family.name!r} clashes with the "
                     f"built-in family of that name; rename it"
                 )
             _from_modules[family.name] = target

@@ -227,5 +227,5 @@ def test_pytest_force_regen_flag(root):
 
 def test_default_root_is_the_checkouts_golden_folder(monkeypatch):
     monkeypatch.delenv("KERNEL_HARNESS_GOLDEN_DIR", raising=False)
-    assert golden.default_root() == REPO / "golden"
-    assert (golden.default_root() / "splash" / "cases.json").is_file()
+    assert golden.default_root("splash") == REPO / "golden"
+    assert (golden.default_root("splash") / "splash" / "cases.json").is_file()

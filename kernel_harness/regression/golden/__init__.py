@@ -1,5 +1,6 @@
 """Golden files: named regression cases stored as arrays plus metadata
-(:mod:`.store`), recorded and checked against the kernel (:mod:`.check`)."""
+(:mod:`.store`), recorded and checked against the kernel (:mod:`.check`), under a
+golden root resolved by :mod:`.location`."""
 
 from kernel_harness.regression.golden.check import (
     SUMMARY_HEADERS,
@@ -34,6 +35,7 @@ from kernel_harness.regression.golden.store import (
     select,
     version_difference,
     version_key,
+    writable_root,
     write_golden,
 )
 
@@ -68,5 +70,6 @@ __all__ = [
     "summary_rows",
     "version_difference",
     "version_key",
+    "writable_root",
     "write_golden",
 ]

@@ -38,6 +38,7 @@ from kernel_harness.regression.golden.store import (
     paths,
     select,
     version_difference,
+    writable_root,
     write_golden,
 )
 from kernel_harness.run.runner import (
@@ -219,6 +220,8 @@ def run_family(
     except Exception as e:  # noqa: BLE001 - BackendUnavailable, reported as a skip
         return [GoldenOutcome(family=family.name, name="*", status="SKIP", detail=str(e))]
     try:
+        if mode == "record":
+            writable_root(family.name, root)
         cases = load_manifest(family, root)
         chosen = select(cases, names=names, tags=tags)
     except GoldenError as e:

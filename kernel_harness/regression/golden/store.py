@@ -1,6 +1,8 @@
 """Storing golden files: named regression cases as ``.npz`` arrays plus JSON metadata.
 
-Layout, per family, under the golden root (``golden/`` at the repository root)::
+Layout, per family, under its golden root (:mod:`kernel_harness.regression.golden.location`:
+``--golden-dir``, ``$KERNEL_HARNESS_GOLDEN_DIR``, the user's ``golden-dir``, else for a
+built-in family the goldens shipped with the harness)::
 
     golden/<family>/cases.json     the manifest: named cases, their tags and why each exists
     golden/<family>/<name>.npz     inputs and reference outputs (gradients included)
@@ -20,7 +22,6 @@ import dataclasses
 import datetime
 import hashlib
 import json
-import os
 import zipfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays
 from kernel_harness.core.tolerance import Tolerance
+from kernel_harness.regression.golden import location
 from kernel_harness.spec.family import Family
 
 SCHEMA_VERSION = 1
@@ -51,15 +53,25 @@ class GoldenError(Exception):
     """A golden file is missing, corrupt, or does not match its metadata or manifest."""
 
 
-def default_root() -> Path:
-    """``$KERNEL_HARNESS_GOLDEN_DIR``, else ``golden/`` at the root of the source checkout
-    holding the package (it holds ``splash/``), else ``./golden``."""
-    env = os.environ.get("KERNEL_HARNESS_GOLDEN_DIR")
-    if env:
-        return Path(env)
-    # kernel_harness/regression/golden/store.py -> the checkout root's golden/
-    beside = Path(__file__).resolve().parents[3] / "golden"
-    return beside if (beside / "splash").is_dir() else Path("golden")
+def default_root(family_name: str) -> Path:
+    """The golden root of ``family_name`` when no ``--golden-dir`` is given (``$KERNEL_HARNESS_
+    GOLDEN_DIR``, the user's ``golden-dir``, the harness's own goldens for a built-in family,
+    else ``./golden``: :func:`kernel_harness.regression.golden.location.resolve`)."""
+    return location.resolve(family_name).path
+
+
+def writable_root(family_name: str, root: Path | None = None) -> Path:
+    """The golden root that recording ``family_name`` writes to; a GoldenError when that is
+    the goldens installed with the package (never written: name a directory)."""
+    where = location.resolve(family_name, root)
+    if not where.writable:
+        raise GoldenError(
+            f"{family_name}: its goldens come from {where.source} ({where.path}), which is "
+            f"never written; record into your own directory with --golden-dir DIR, "
+            f"${location.GOLDEN_DIR_ENV} or golden-dir in [tool.kernel-harness] of your "
+            f"pyproject.toml"
+        )
+    return where.path
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -85,8 +97,8 @@ class GoldenCase:
 
 
 def family_dir(family_name: str, root: Path | None = None) -> Path:
-    """The folder holding one family's golden files."""
-    return (root or default_root()) / family_name
+    """The folder holding one family's golden files (``root``: an explicit golden root)."""
+    return location.resolve(family_name, root).path / family_name
 
 
 def load_manifest(family: Family, root: Path | None = None) -> list[GoldenCase]:
@@ -94,7 +106,8 @@ def load_manifest(family: Family, root: Path | None = None) -> list[GoldenCase]:
     path = family_dir(family.name, root) / MANIFEST
     if not path.is_file():
         raise GoldenError(
-            f"{family.name}: no golden manifest {path}; pin cases with "
+            f"{family.name}: no golden manifest {path} (golden root from "
+            f"{location.resolve(family.name, root).source}); pin cases with "
             f"`kernel-harness golden add {family.name} NAME --case JSON`"
         )
     try:
@@ -126,7 +139,7 @@ def load_manifest(family: Family, root: Path | None = None) -> list[GoldenCase]:
 
 def save_manifest(family: Family, cases: Sequence[GoldenCase], root: Path | None = None) -> Path:
     """Writes the manifest (stable order and formatting, one case per block)."""
-    path = family_dir(family.name, root) / MANIFEST
+    path = writable_root(family.name, root) / family.name / MANIFEST
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "schema_version": SCHEMA_VERSION,
@@ -272,7 +285,7 @@ def write_golden(
     *, backend: Backend, kernel_stats: dict[str, float], impl: str, root: Path | None = None,
 ) -> tuple[Path, Path]:
     """Writes one golden case's ``.npz`` and ``.json`` (overwriting)."""
-    npz_path, json_path = paths(family.name, gcase.name, root)
+    npz_path, json_path = paths(family.name, gcase.name, writable_root(family.name, root))
     npz_path.parent.mkdir(parents=True, exist_ok=True)
     stored, arrays_meta = {}, {}
     for prefix, group in ((_INPUT, inputs), (_REF, reference)):

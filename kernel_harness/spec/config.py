@@ -1,0 +1,145 @@
+"""The user's configuration: ``[tool.kernel-harness]`` in their ``pyproject.toml``.
+
+:func:`load_config` walks up from a directory (the working directory by default) and
+reads the first ``pyproject.toml`` that has the table; it stops at a version-control
+root (a folder holding ``.git`` or ``.hg``) or the filesystem root, so a checkout never
+reads a table from a folder above it. Keys::
+
+    [tool.kernel-harness]
+    family-modules = ["mykernels.family"]  # registered like --family-module
+    golden-dir = "tests/golden"            # goldens and gate baselines of your families
+    profile = "ci"                          # default --profile
+    backend = "interpret"                   # default --backend
+    corpus = "tests/corpus"                 # where the saved-failure corpus lives
+
+Paths are relative to the folder of that ``pyproject.toml``. Reading it imports
+neither jax nor the harness (the pytest plugin reads it at start-up); the profile and
+backend names are checked where they are used (:meth:`HarnessConfig.where` names the
+key and file in that error). An explicit flag beats
+the table, which beats the built-in default. An unknown key or a value of the wrong
+type is a :class:`~kernel_harness.core.errors.UsageError` naming the file, the key and
+what is accepted; a ``pyproject.toml`` on the way that is not valid TOML is one too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from kernel_harness.core.errors import UsageError
+
+#: The table's name under ``[tool]``.
+TABLE = "kernel-harness"
+
+#: Folders that end the walk up (the root of a checkout).
+VCS_MARKERS = (".git", ".hg")
+
+#: Key -> what it accepts, in words (for errors and ``docs/your-repository.md``).
+KEYS: dict[str, str] = {
+    "family-modules": "a list of module names (strings)",
+    "golden-dir": "a path (string), relative to the pyproject.toml's folder",
+    "profile": "a profile name (string): dev, ci or nightly",
+    "backend": "a backend name (string): auto, interpret, tpu-interpret, tpu or gpu",
+    "corpus": "a location (string): a path relative to the pyproject.toml's folder, "
+              "or a URL (SCHEME://...) kept as written",
+}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HarnessConfig:
+    """The ``[tool.kernel-harness]`` table of one ``pyproject.toml`` (all unset when no
+    file has it).
+
+    Attributes:
+      source: the ``pyproject.toml`` read, or None when none had the table.
+      family_modules: modules whose Family objects are registered (like
+        ``--family-module``); importable from :attr:`root`.
+      golden_dir: the golden root (absolute), or None.
+      profile: the default profile name, or None.
+      backend: the default backend name, or None.
+      corpus: the corpus location: an absolute path as a string, or a URL as written.
+    """
+
+    source: Path | None = None
+    family_modules: tuple[str, ...] = ()
+    golden_dir: Path | None = None
+    profile: str | None = None
+    backend: str | None = None
+    corpus: str | None = None
+
+    @property
+    def root(self) -> Path | None:
+        """The folder holding :attr:`source` (where relative paths start)."""
+        return None if self.source is None else self.source.parent
+
+    def where(self, key: str) -> str:
+        """``KEY in /path/pyproject.toml [tool.kernel-harness]``, for messages."""
+        return f"{key} in {self.source} [tool.{TABLE}]"
+
+
+def find_pyproject(start: Path | None = None) -> Path | None:
+    """The first ``pyproject.toml`` with a ``[tool.kernel-harness]`` table from ``start``
+    (default: the working directory) upwards, stopping at a VCS or filesystem root."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file() and TABLE in _read(candidate).get("tool", {}):
+            return candidate
+        if any((folder / marker).exists() for marker in VCS_MARKERS):
+            return None
+    return None
+
+
+def load_config(start: Path | None = None) -> HarnessConfig:
+    """The configuration that applies in ``start`` (default: the working directory)."""
+    path = find_pyproject(start)
+    if path is None:
+        return HarnessConfig()
+    return parse_table(_read(path)["tool"][TABLE], path)
+
+
+def parse_table(table: Any, source: Path) -> HarnessConfig:
+    """Validates one ``[tool.kernel-harness]`` table read from ``source``."""
+    if not isinstance(table, dict):
+        raise UsageError(f"{source}: [tool.{TABLE}] must be a table, got {_kind(table)}")
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise UsageError(f"{source}: unknown key(s) {unknown} in [tool.{TABLE}]; accepted: "
+                         f"{', '.join(KEYS)}")
+    for key, value in table.items():
+        ok = (isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+              if key == "family-modules" else isinstance(value, str) and value != "")
+        if not ok:
+            raise UsageError(f"{source}: [tool.{TABLE}] {key} = {value!r}: expected "
+                             f"{KEYS[key]}, got {_kind(value)}")
+    root = source.parent
+    golden = table.get("golden-dir")
+    corpus = table.get("corpus")
+    if corpus is not None and "://" not in corpus:
+        corpus = str((root / corpus).resolve())
+    return HarnessConfig(
+        source=source,
+        family_modules=tuple(table.get("family-modules", ())),
+        golden_dir=None if golden is None else (root / golden).resolve(),
+        profile=table.get("profile"),
+        backend=table.get("backend"),
+        corpus=corpus,
+    )
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise UsageError(f"{path}: cannot read it as TOML: {e}") from None
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list with a non-string or empty item" if value else "an empty list"
+    if value == "":
+        return "an empty string"
+    return f"a {type(value).__name__}"
