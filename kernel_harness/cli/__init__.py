@@ -23,6 +23,7 @@ from kernel_harness.cli import (
     export_repro,
     gate,
     golden,
+    init,
     listing,
     lower,
     mutate,
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     listing.add_parsers(sub)
     for module in (check, describe, repro, export_repro, golden, gate, mutate, lower,
-                   bad_input, shard, bench):
+                   bad_input, shard, bench, init):
         module.add_parser(sub)
     return parser
 
@@ -71,7 +72,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": check.run,
             "describe": describe.run, "repro": repro.run, "export-repro": export_repro.run,
             "golden": golden.run, "gate": gate.run, "mutate": mutate.run, "lower": lower.run,
-            "bad-input": bad_input.run, "shard": shard.run, "bench": bench.run}
+            "bad-input": bad_input.run, "shard": shard.run, "bench": bench.run,
+            "init": init.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -84,7 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         args.config = load_config()
-        if args.config.family_modules:
+        # init uses no registry: a family module of the configuration that does not
+        # import (a skeleton being filled in) must not stop it.
+        if args.config.family_modules and args.command != "init":
             registry.load_family_modules(args.config.family_modules,
                                          search_path=args.config.root,
                                          origin=args.config.where("family-modules"))

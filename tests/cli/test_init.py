@@ -1,0 +1,115 @@
+"""``kernel-harness init NAME --kernel MODULE:FUNC``: the skeleton passes ``check NAME`` as
+written (found through the [tool.kernel-harness] table it writes), a bug planted in its
+kernel fails it, existing files are never overwritten, and bad input is exit 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_harness import cli
+from kernel_harness.spec import registry
+from kernel_harness.spec.scaffold import TODO
+
+NAME, KERNEL = "my-scale", "mykernels.scale:scale"
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """An empty working directory; the registry and sys.path restored afterwards."""
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(registry, "_from_modules", {})
+    monkeypatch.setattr(registry, "_loaded_modules", set())
+    monkeypatch.delenv(registry.FAMILY_MODULES_ENV, raising=False)
+    yield project
+    for name in [m for m in sys.modules if m.split(".")[0] in _GENERATED]:
+        del sys.modules[name]
+
+
+_GENERATED = ("my_scale_family", "other_family", "mykernels", "kh_init_user_ops")
+
+
+def _check(project: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != registry.FAMILY_MODULES_ENV}
+    return subprocess.run(
+        [sys.executable, "-m", "kernel_harness.cli", "check", NAME, "--profile", "dev",
+         "--max-examples", "3", "--property", "matches-reference", *extra],
+        cwd=project, capture_output=True, text=True, env=env, timeout=600, check=False)
+
+
+def _init(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(["init", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_the_skeleton_passes_check_as_written_and_marks_the_places_to_fill(here, capsys):
+    code, out, _ = _init(capsys, NAME, "--kernel", KERNEL)
+    assert code == 0, out
+    package = here / "my_scale_family"
+    for rel in ("pyproject.toml", "tests/test_my_scale_family.py", "mykernels/scale.py",
+                "mykernels/__init__.py"):
+        assert (here / rel).is_file(), rel
+    for part in ("cases", "reference", "family"):
+        assert TODO in (package / f"{part}.py").read_text(), part
+    pyproject = (here / "pyproject.toml").read_text()
+    assert f'{NAME} = "my_scale_family.family:FAMILY"' in pyproject
+    assert 'family-modules = ["my_scale_family.family"]' in pyproject
+    assert "placeholder Pallas kernel" in out
+    ran = _check(here)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "PASS: 1/1 properties passed on backend interpret" in ran.stdout
+
+
+@pytest.mark.slow
+def test_a_bug_planted_in_the_generated_kernel_fails_the_check(here, capsys):
+    assert _init(capsys, NAME, "--kernel", KERNEL)[0] == 0
+    kernel = here / "mykernels" / "scale.py"
+    source = kernel.read_text()
+    planted = source.replace("* 2.0 + 1.0", "* 2.0 + 1.001")
+    assert planted != source
+    kernel.write_text(planted)
+    ran = _check(here, "--fail-fast")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert f"[kernel-harness] FAIL {NAME} y" in ran.stdout
+
+
+def test_existing_files_are_never_overwritten(here, capsys):
+    assert _init(capsys, NAME, "--kernel", KERNEL)[0] == 0
+    (here / "my_scale_family" / "cases.py").write_text("# mine\n")
+    code, _, err = _init(capsys, NAME, "--kernel", KERNEL)
+    assert code == 2 and "not overwriting existing file(s)" in err and "cases.py" in err
+    assert (here / "my_scale_family" / "cases.py").read_text() == "# mine\n"
+
+
+def test_an_existing_kernel_is_wired_in_and_not_rewritten(here, capsys):
+    user = here / "kh_init_user_ops.py"
+    user.write_text("def triple(x, *, interpret=False):\n    return 3 * x\n")
+    code, out, _ = _init(capsys, NAME, "--kernel", "kh_init_user_ops:triple")
+    assert code == 0
+    assert "from kh_init_user_ops import triple as kernel" in (
+        here / "my_scale_family" / "family.py").read_text()
+    assert user.read_text().startswith("def triple(")
+    assert "the check fails until reference.py" in out
+    code, _, err = _init(capsys, "other", "--kernel", "kh_init_user_ops:missing")
+    assert code == 2 and "defines no 'missing'" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["Bad_Name", "--kernel", KERNEL], "must be lowercase letters"),
+    (["splash", "--kernel", KERNEL], "is a built-in family's name"),
+    ([NAME, "--kernel", "mykernels.scale"], "must look like MODULE:FUNC"),
+    ([NAME, "--kernel", "my-kernels:scale"], "is not a dotted Python name"),
+    ([NAME, "--kernel", "mykernels:a.b"], "FUNC must be a function name"),
+])
+def test_bad_input_is_exit_2_and_writes_nothing(here, capsys, argv, message):
+    code, _, err = _init(capsys, *argv)
+    assert code == 2 and message in err
+    assert not list(here.iterdir())
