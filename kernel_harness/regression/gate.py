@@ -115,7 +115,7 @@ def record(
     ensure_supported(family, backend)
     where = location.resolve(family.name, root)
     if not where.writable and path.resolve().is_relative_to(where.path.resolve()):
-        raise GateError(f"{family.name}: not writing {path}: the goldens installed with the "
+        raise GateError(f"not writing {path}: the goldens installed with the "
                         f"package are never written; name your own --golden-dir DIR (or "
                         f"--baseline PATH)")
     cases = golden.load_manifest(family, root)

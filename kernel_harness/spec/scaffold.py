@@ -78,6 +78,7 @@ def plan(name: str, kernel: str, target: Path) -> Skeleton:
         Path("tests", f"test_{package}.py"): templates.TEST,
     }
     placeholder = _module_missing(parts, target)
+    subs["setuptools"] = _setuptools(package, parts if placeholder else None)
     if placeholder:
         files[Path(*parts[:-1], parts[-1] + ".py")] = templates.KERNEL
         for i in range(1, len(parts)):
@@ -91,6 +92,25 @@ def plan(name: str, kernel: str, target: Path) -> Skeleton:
         name=name, package=package, kernel=kernel, placeholder_kernel=placeholder,
         files={p: string.Template(t).substitute(subs) for p, t in files.items()},
     )
+
+
+def _setuptools(package: str, placeholder: list[str] | None) -> str:
+    """``[tool.setuptools]`` lines: the family package, and the placeholder kernel's
+    module (so an installed family imports it); a user's own kernel ships elsewhere."""
+    packages = [package]
+    modules = []
+    if placeholder is not None:
+        packages += [".".join(placeholder[:i]) for i in range(1, len(placeholder))]
+        if len(placeholder) == 1:
+            modules.append(placeholder[0])
+    lines = [f"packages = {_toml_list(packages)}"]
+    if modules:
+        lines.append(f"py-modules = {_toml_list(modules)}")
+    return "\n".join(lines)
+
+
+def _toml_list(items: list[str]) -> str:
+    return "[" + ", ".join(f'"{i}"' for i in items) + "]"
 
 
 def _module_missing(parts: list[str], target: Path) -> bool:

@@ -1,5 +1,6 @@
 """The text of ``kernel-harness init``'s files (:mod:`string.Template`: ``$name`` is the
-family, ``$package`` its package, ``$module``/``$func`` the kernel, ``$todo`` the marker)."""
+family, ``$package`` its package, ``$module``/``$func`` the kernel, ``$todo`` the marker,
+``$setuptools`` the lines saying what the distribution ships)."""
 
 PYPROJECT = '''\
 [build-system]
@@ -11,7 +12,7 @@ name = "$name-family"
 version = "0.1.0"
 description = "The kernel-harness family $name: checks $kernel against its reference."
 requires-python = ">=3.11"
-# $todo the package that provides $module, if it is not in this folder.
+# $todo the package that provides $module, if this one does not.
 dependencies = ["kernel-harness"]
 
 # Installed (pip install .), the family is found through this entry point.
@@ -19,7 +20,7 @@ dependencies = ["kernel-harness"]
 $name = "$package.family:FAMILY"
 
 [tool.setuptools]
-packages = ["$package"]
+$setuptools
 
 # Not installed, `kernel-harness check $name` run in this folder (or below it) finds the
 # family through this table; golden-dir is where `kernel-harness golden` and `gate` keep

@@ -62,6 +62,8 @@ def test_the_skeleton_passes_check_as_written_and_marks_the_places_to_fill(here,
     pyproject = (here / "pyproject.toml").read_text()
     assert f'{NAME} = "my_scale_family.family:FAMILY"' in pyproject
     assert 'family-modules = ["my_scale_family.family"]' in pyproject
+    # Installed, the family imports its placeholder kernel from the same distribution.
+    assert 'packages = ["my_scale_family", "mykernels"]' in pyproject
     assert "placeholder Pallas kernel" in out
     ran = _check(here)
     assert ran.returncode == 0, ran.stdout + ran.stderr
