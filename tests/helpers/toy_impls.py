@@ -11,3 +11,8 @@ def slightly_worse(x):
 def within_noise(x):
     """Relative error 5e-7: below the gate's floor x factor, so not a regression."""
     return softplus(x) * (1 + 5e-7)
+
+
+def off_by_a_thousandth(x):
+    """Relative error 1e-3: far outside the toy tolerance (1e-5): must fail."""
+    return softplus(x) * (1 + 1e-3)
