@@ -126,3 +126,16 @@ def test_kernel_harness_testing_check_in_a_users_test(tmp_path):
     (tmp_path / "test_mine.py").write_text(TESTING_TEST)
     proc = _pytest(tmp_path, "test_mine.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_repro_of_a_crash_prints_the_crash_report_not_a_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernel_harness.cli", "--family-module", "tests.helpers.toy_family",
+         "repro", "toy", "--case", '{"dtype":"float32","length":8,"seed":1}', "--impl",
+         "tests.helpers.crashing_impls:raises"],
+        capture_output=True, text=True, timeout=300, env=_env(), cwd=ROOT)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("[kernel-harness] CRASH toy float32 x=(8,) backend=interpret: "
+                                  "NotImplementedError: lengths other than 4")
+    assert "crashing_impls.py" in proc.stdout and "reproduce: kernel-harness repro" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr

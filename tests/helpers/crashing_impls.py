@@ -48,3 +48,8 @@ def _families():
 #: The toy family with a kernel that segfaults (aborts) on its second call
 #: (``--family-module tests.helpers.crashing_impls``), and the passing toy family itself.
 SEGFAULT_FAMILY, ABORT_FAMILY = _families()
+
+
+def raises(x):
+    """Raises on every call, from the implementation's own code."""
+    raise NotImplementedError("lengths other than 4 are not supported")
