@@ -133,5 +133,6 @@ def _replay(args: Any, entries: list[CorpusEntry]) -> int:
               f"{', '.join(names) or 'any family'})")
         return 0
     print(f"\n{'FAIL' if failed else 'PASS'}: corpus replay on {backend.name}: {tally} "
-          f"({len(results)} entries in {time.perf_counter() - start:.1f}s)")
+          f"({len(results)} entr{'y' if len(results) == 1 else 'ies'} in "
+          f"{time.perf_counter() - start:.1f}s)")
     return 1 if failed else 0
