@@ -20,9 +20,11 @@ from kernel_harness.checks.corpus import (
     corpus_mode,
     entry_from_failure,
     entry_id,
+    failure_of,
     open_corpus,
     replay_entries,
 )
+from kernel_harness.checks.metamorphic import MetamorphicFailure
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import UsageError
 from kernel_harness.spec import registry
@@ -262,3 +264,28 @@ def test_a_metamorphic_failure_is_stored_with_its_draws_and_replayed(tmp_path, m
     assert f"--property {prop} --draws" in bad.report
     (good,) = replay_entries([entry], fam, backend)
     assert good.status == "PASS", good.report
+
+
+def test_a_crash_found_by_the_search_is_stored_and_replayed_as_a_crash(tmp_path, toy):
+    crashes = "tests.helpers.toy_impls:crashes_at_length_8"
+    corpus = open_corpus(str(tmp_path), writable=True)
+    found = run_unit(corpus, "toy", "matches-reference", impl_spec=crashes, seed=2,
+                     max_examples=20)
+    assert found.failed and found.recorded
+    (entry,) = corpus.entries()
+    assert entry.first_line.startswith("[kernel-harness] CRASH toy")
+    assert "NotImplementedError" in entry.first_line and entry.case["length"] == 8
+    later = run_unit(corpus, "toy", "matches-reference", impl_spec=crashes, seed=9,
+                     max_examples=1)
+    assert [r.status for r in later.replayed] == ["CRASH"] and not later.searched
+    assert "reproduce: kernel-harness repro toy" in later.replayed[0].report
+
+
+def test_failure_of_stores_failing_examples_only():
+    assert failure_of(ValueError("a harness error")) is None
+    case = ToyCase(dtype="float32", seed=0, length=4)
+    failure = MetamorphicFailure("[kernel-harness] FAIL toy p\n  more", case=case,
+                                 draws_json='[{"value": 1}]')
+    assert failure_of(failure) == (case, '[{"value": 1}]', "[kernel-harness] FAIL toy p")
+    # Not replayable (a drawn value with no JSON form): not storable, never half-stored.
+    assert failure_of(MetamorphicFailure("x", case=case, draws_json=None)) is None

@@ -13,9 +13,9 @@ from kernel_harness.checks.corpus import (
     Corpus,
     ReplayResult,
     entry_from_failure,
-    failure_of,
     open_corpus,
-    replay_entries,
+    record_failure,
+    replay_unit,
 )
 from kernel_harness.checks.properties import PROPERTIES, Observer, run_property
 from kernel_harness.core.backends import resolve_backend
@@ -40,26 +40,19 @@ def run_unit(corpus: Corpus | None, family_name: str, prop: str, *, impl_spec: s
     family = get_family(family_name)
     backend = resolve_backend("interpret")
     impl = load_impl(impl_spec) if impl_spec else None
-    replayed = []
-    if corpus is not None:
-        replayed = replay_entries(corpus.entries(family.name, prop), family, backend, impl,
-                                  impl_spec)
-        if any(r.failed for r in replayed):
-            return UnitRun(replayed=replayed, searched=False, failed=True, recorded=[])
+    replayed = replay_unit(corpus, family, prop, backend, impl, impl_spec)
+    if any(r.failed for r in replayed):
+        return UnitRun(replayed=replayed, searched=False, failed=True, recorded=[])
     observer = Observer()
     test = PROPERTIES[prop](family, backend=backend, impl=impl, impl_spec=impl_spec,
                             observer=observer)
     outcome = run_property(prop, family, test, backend=backend, observer=observer,
                            profile=get_profile(profile), max_examples=max_examples, seed=seed)
     recorded = []
-    if outcome.error is not None and corpus is not None and corpus.writable:
-        found = failure_of(outcome.error)
-        assert found is not None, f"not a failing example: {outcome.error!r}"
-        case, draws, first = found
-        entry = entry_from_failure(family=family.name, prop=prop, case=case, draws_json=draws,
-                                   first_line=first, backend=backend, impl_spec=impl_spec)
-        corpus.record(entry)
-        recorded.append(entry.id)
+    if outcome.error is not None:
+        entry = record_failure(corpus, family, prop, outcome.error, backend, impl_spec)
+        if entry is not None:
+            recorded.append(entry.id)
     return UnitRun(replayed=replayed, searched=True, failed=outcome.error is not None,
                    recorded=recorded)
 

@@ -24,3 +24,10 @@ def wrong_at_length_4(x):
     """The same bug at length 4 only: it passes every case ``wrong_at_length_8`` fails."""
     y = softplus(x)
     return y.at[0].multiply(0.99) if x.shape[0] == 4 else y
+
+
+def crashes_at_length_8(x):
+    """Raises on length 8 only (a crash the search finds and the corpus keeps)."""
+    if x.shape[0] == 8:
+        raise NotImplementedError("length 8 is not supported")
+    return softplus(x)

@@ -1,11 +1,11 @@
 """The failure corpus: failing examples kept across runs and machines, replayed first.
 
-A run with a corpus (``corpus_mode``) replays every stored entry of each (family,
-property) unit it runs before that unit's Hypothesis search (``replay_entries``), and
-records the unit's shrunk failure (``failure_of``, ``entry_from_failure``,
-``Corpus.record``). Entries are the harness's readable case JSON (:mod:`.entry`) stored
-through Hypothesis's example databases (:mod:`.store`): a directory, a shared Redis, a
-GitHub Actions artifact, read-only or not.
+A run with a corpus (``corpus_mode``, ``open_corpus``) replays every stored entry of each
+(family, property) unit it runs before that unit's Hypothesis search (``replay_unit``,
+over ``replay_entries``), and records the unit's shrunk failure (``record_failure``, over
+``failure_of``, ``entry_from_failure`` and ``Corpus.record``). Entries are the harness's
+readable case JSON (:mod:`.entry`) stored through Hypothesis's example databases
+(:mod:`.store`): a directory, a shared Redis, a GitHub Actions artifact, read-only or not.
 """
 
 from kernel_harness.checks.corpus.entry import (
@@ -24,6 +24,7 @@ from kernel_harness.checks.corpus.store import (
     corpus_mode,
     open_corpus,
 )
+from kernel_harness.checks.corpus.unit import record_failure, replay_unit
 
 __all__ = [
     "ACCEPTED",
@@ -38,6 +39,8 @@ __all__ = [
     "entry_id",
     "failure_of",
     "open_corpus",
+    "record_failure",
     "replay_entries",
+    "replay_unit",
     "repro_command",
 ]
