@@ -289,3 +289,27 @@ def test_failure_of_stores_failing_examples_only():
     assert failure_of(failure) == (case, '[{"value": 1}]', "[kernel-harness] FAIL toy p")
     # Not replayable (a drawn value with no JSON form): not storable, never half-stored.
     assert failure_of(MetamorphicFailure("x", case=case, draws_json=None)) is None
+
+
+def test_record_failure_stores_every_failure_of_a_group(tmp_path, toy):
+    from kernel_harness.checks.corpus import record_failure
+    from kernel_harness.run.crash import Crash, KernelCrash
+
+    backend = resolve_backend("interpret")
+
+    def crash(length: int) -> KernelCrash:
+        return KernelCrash(Crash(family="toy", case=ToyCase(dtype="float32", seed=1,
+                                                            length=length),
+                                 backend=backend, impl="m:f", impl_spec="m:f",
+                                 adjustments=(), error=RuntimeError(f"boom {length}")))
+
+    group = ExceptionGroup("two bugs", [crash(4), ValueError("not an example"),
+                                        ExceptionGroup("nested", [crash(8)])])
+    corpus = open_corpus(str(tmp_path), writable=True)
+    stored = record_failure(corpus, toy, "matches-reference", group, backend, "m:f")
+    assert sorted(e.case["length"] for e in stored) == [4, 8]
+    assert record_failure(corpus, toy, "matches-reference", group, backend, "m:f") == []
+    ro = open_corpus(str(tmp_path), writable=False)
+    assert record_failure(ro, toy, "matches-reference", crash(16), backend, "m:f") == []
+    assert record_failure(None, toy, "matches-reference", crash(16), backend, "m:f") == []
+    assert len(corpus.entries()) == 2

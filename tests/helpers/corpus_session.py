@@ -50,9 +50,8 @@ def run_unit(corpus: Corpus | None, family_name: str, prop: str, *, impl_spec: s
                            profile=get_profile(profile), max_examples=max_examples, seed=seed)
     recorded = []
     if outcome.error is not None:
-        entry = record_failure(corpus, family, prop, outcome.error, backend, impl_spec)
-        if entry is not None:
-            recorded.append(entry.id)
+        recorded = [e.id for e in record_failure(corpus, family, prop, outcome.error,
+                                                 backend, impl_spec)]
     return UnitRun(replayed=replayed, searched=True, failed=outcome.error is not None,
                    recorded=recorded)
 

@@ -25,17 +25,26 @@ def replay_unit(corpus: Corpus | None, family: Family, prop: str, backend: Backe
 
 
 def record_failure(corpus: Corpus | None, family: Family, prop: str, error: BaseException,
-                   backend: Backend, impl_spec: str | None) -> CorpusEntry | None:
-    """After the unit's search failed with ``error`` (``PropertyOutcome.error``, the
-    shrunk example's): stores it when the corpus is writable. Returns the entry stored
-    (None: no writable corpus, the error is no failing example, or it is stored
-    already)."""
+                   backend: Backend, impl_spec: str | None) -> list[CorpusEntry]:
+    """After the unit's search failed with ``error`` (``PropertyOutcome.error``: the
+    shrunk example's; with ``all_bugs`` an exception group of several): stores each
+    failing example when the corpus is writable. Returns the entries newly stored (none:
+    no writable corpus, no failing example in ``error``, or all stored already)."""
     if corpus is None or not corpus.writable:
-        return None
-    found = failure_of(error)
-    if found is None:
-        return None
-    case, draws, first_line = found
-    entry = entry_from_failure(family=family.name, prop=prop, case=case, draws_json=draws,
-                               first_line=first_line, backend=backend, impl_spec=impl_spec)
-    return entry if corpus.record(entry) else None
+        return []
+    errors = list(error.exceptions) if isinstance(error, BaseExceptionGroup) else [error]
+    stored = []
+    for one in errors:
+        if isinstance(one, BaseExceptionGroup):
+            stored += record_failure(corpus, family, prop, one, backend, impl_spec)
+            continue
+        found = failure_of(one)
+        if found is None:
+            continue
+        case, draws, first_line = found
+        entry = entry_from_failure(family=family.name, prop=prop, case=case,
+                                   draws_json=draws, first_line=first_line, backend=backend,
+                                   impl_spec=impl_spec)
+        if corpus.record(entry):
+            stored.append(entry)
+    return stored
