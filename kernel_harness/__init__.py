@@ -35,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     "without": "kernel_harness.spec.narrow",
     "Bench": "kernel_harness.spec.bench",
     "Timed": "kernel_harness.spec.bench",
-    "CheckRequest": "kernel_harness.checks.session",
+    "CheckRequest": "kernel_harness.checks.request",
     "CheckSession": "kernel_harness.checks.session",
     "SessionResult": "kernel_harness.checks.session",
     "UnitResult": "kernel_harness.checks.session",

@@ -87,6 +87,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="replace one output's tolerance")
     group.addoption("--kh-tolerance-scale", type=float, default=None, metavar="F",
                     help="multiply every default tolerance by F")
+    group.addoption("--kh-corpus", default=None, metavar="LOCATION",
+                    help="a failure corpus: its stored failures replay first (ci: read only)")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,

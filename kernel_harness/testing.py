@@ -46,6 +46,7 @@ def check(
     timeout: float | None = None,
     isolate: bool = False,
     fail_fast: bool = False,
+    corpus: str | None = None,
 ) -> SessionResult:
     """Checks ``family`` (a name, a :class:`Family`, or several) with every property, or
     ``properties``; raises :class:`HarnessCheckFailed` (an AssertionError) carrying the
@@ -56,7 +57,7 @@ def check(
         families=tuple(families), properties=tuple(properties or ()), profile=profile,
         backend=backend or "interpret", impl=impl, max_examples=max_examples, seed=seed,
         without=tuple(without), tolerance=tuple(tolerance), tolerance_scale=tolerance_scale,
-        timeout=timeout, isolate=isolate, fail_fast=fail_fast,
+        timeout=timeout, isolate=isolate, fail_fast=fail_fast, corpus=corpus,
     )
     result = CheckSession(request).run()
     if not result.ok:
@@ -122,6 +123,7 @@ class _Plan:
                     tolerance=tuple(opt("--kh-tolerance")),
                     tolerance_scale=opt("--kh-tolerance-scale"), timeout=opt("--kh-timeout"),
                     isolate=opt("--kh-isolate"), fail_fast=opt("--kh-fail-fast"),
+                    corpus=opt("--kh-corpus"),
                 )
                 self.sessions[name] = CheckSession(request)
         except (UsageError, ValueError) as e:

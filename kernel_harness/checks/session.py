@@ -17,22 +17,26 @@ import dataclasses
 import functools
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import jax
 
 from kernel_harness.checks import outcome_text, results, watch
+from kernel_harness.checks.corpus import corpus_mode, open_corpus, record_failure, replay_unit
+from kernel_harness.checks.corpus.unit import record_supervised, replayed_failure
 from kernel_harness.checks.properties import PROPERTIES, Observer, run_property
+from kernel_harness.checks.request import CheckRequest
 from kernel_harness.checks.supervisor import Supervisor
 from kernel_harness.checks.units import Unit, UnitResult, verdict_line
 from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run import compile_cache
 from kernel_harness.run.impl_probe import bind_impl, impl_spec_of
-from kernel_harness.run.profiles import PROFILE_NAMES, ShrinkBudget, get_profile, short_name
+from kernel_harness.run.profiles import PROFILE_NAMES, get_profile, short_name
 from kernel_harness.run.profiles import shrink_budget as profile_shrink_budget
 from kernel_harness.run.runner import ensure_supported
+from kernel_harness.run.shard import shard_seed, shard_units
 from kernel_harness.spec import registry
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.impl import load_impl
@@ -49,77 +53,6 @@ Emit = Callable[[str], None]
 
 def _print(line: str) -> None:
     print(line, flush=True)
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class CheckRequest:
-    """What to check, as every front end spells it (the CLI's flags, ``--kh-*`` options,
-    :func:`kernel_harness.testing.check` arguments).
-
-    ``families``: names or :class:`Family` objects (empty: every registered family; then a
-    family the backend cannot run is skipped with the reason, while a named one is a usage
-    error). ``impl``: ``MODULE:ATTR`` or a callable, replacing the kernel of exactly one
-    family. ``without``: features the implementation lacks, for every family
-    (``FEATURE[,FEATURE]``); ``without_by_family``: the same per family. ``isolate``: run the
-    units in a worker process (a native crash is a report); ``timeout`` (seconds per example,
-    implies ``isolate``).
-    """
-
-    families: Sequence[str | Family] = ()
-    properties: Sequence[str] = ()
-    profile: str = "dev"
-    backend: str = "interpret"
-    impl: str | Callable[..., Any] | None = None
-    max_examples: int | None = None
-    seed: int | None = None
-    without: Sequence[str] = ()
-    without_by_family: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
-    tolerance: Sequence[str] = ()
-    tolerance_scale: float | None = None
-    timeout: float | None = None
-    isolate: bool = False
-    fail_fast: bool = False
-    all_bugs: bool = False
-    shrink_budget: ShrinkBudget | None = None
-    progress_every: float = 30.0
-    compile_cache: str | None = None
-    heartbeat_file: str | None = None
-
-    def to_json_dict(self) -> dict[str, Any]:
-        """The request as plain data, for a worker process (families by name, the impl by
-        ``MODULE:ATTR``; an object that cannot be named there is a usage error)."""
-        if self.impl is not None and not isinstance(self.impl, str):
-            spec = impl_spec_of(self.impl)
-            if spec is None:
-                raise UsageError(
-                    f"implementation {self.impl!r} cannot run in a worker process: it has no "
-                    "importable MODULE:ATTR; define it at module level, or run without "
-                    "isolation (no --timeout)")
-        else:
-            spec = self.impl
-        names = []
-        for fam in self.families:
-            names.append(fam if isinstance(fam, str) else registry.register_family(fam))
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        data.update(families=names, impl=spec, isolate=False, heartbeat_file=None,
-                    properties=list(self.properties), without=list(self.without),
-                    tolerance=list(self.tolerance),
-                    without_by_family={k: sorted(v) for k, v in self.without_by_family.items()},
-                    shrink_budget=None if self.shrink_budget is None
-                    else dataclasses.asdict(self.shrink_budget))
-        return data
-
-    @classmethod
-    def from_json_dict(cls, data: dict[str, Any]) -> CheckRequest:
-        """The inverse of :meth:`to_json_dict`."""
-        data = dict(data)
-        data["without_by_family"] = {k: frozenset(v)
-                                     for k, v in data["without_by_family"].items()}
-        if data.get("shrink_budget") is not None:
-            data["shrink_budget"] = ShrinkBudget(**data["shrink_budget"])
-        for key in ("families", "properties", "without", "tolerance"):
-            data[key] = tuple(data[key])
-        return cls(**data)
 
 
 class CheckSession:
@@ -177,6 +110,14 @@ class CheckSession:
             bind_impl(self.families[0], self.impl, self.backend)
         props = list(request.properties) or list(PROPERTIES)
         self.units = [Unit(fam, p) for fam in self.families for p in props]
+        self.seed = request.seed
+        if request.shard is not None:
+            self.units = shard_units(self.units, request.shard)
+            self.seed = shard_seed(request.seed, request.shard)
+        self.corpus_mode = corpus_mode(self.profile_name, request.corpus,
+                                       write=request.corpus_write)
+        self.corpus = (None if self.corpus_mode == "off" else
+                       open_corpus(request.corpus, writable=self.corpus_mode == "read-write"))
 
     def _families(self) -> list[Family]:
         """The requested families; a Family object is used as given (and registered, so
@@ -227,6 +168,12 @@ class CheckSession:
         ]
         if self.impl_label is not None:
             lines.append(f"  impl: {self.impl_label}")
+        if self.request.shard is not None:
+            lines.append(f"  shard {self.request.shard}: {len(self.units)} units, seed "
+                         f"{self.seed}")
+        if self.corpus is not None:
+            lines.append(f"  corpus {self.request.corpus} ({self.corpus_mode}): its entries "
+                         "replay first, before each unit's search")
         if self.isolated:
             limit = f"--timeout {self.timeout:g}s per example; " if self.timeout else ""
             lines.append(f"  ({limit}units run in a worker process: a hang or a native crash "
@@ -268,12 +215,22 @@ class CheckSession:
                               record=results.skip_record(fam.name, name, self.backend.name,
                                                          str(e)),
                               line=verdict_line(fam.name, name, "SKIP", why))
+        replays = replay_unit(self.corpus, fam, name, self.backend, self.impl, self.impl_spec)
+        for replay in replays:
+            self.emit(f"  {replay.line()}")
+        replayed = replayed_failure(replays, fam, name, self.backend)
+        if replayed is not None:
+            return replayed
         outcome = run_property(
             name, watched, prop, backend=self.backend, observer=observer,
             profile=self.profile, max_examples=self.request.max_examples,
-            seed=self.request.seed, shrink_budget=self.shrink_budget,
+            seed=self.seed, shrink_budget=self.shrink_budget,
             on_first_failure=self._first_failure, all_bugs=self.request.all_bugs,
         )
+        if outcome.error is not None:
+            for entry in record_failure(self.corpus, fam, name, outcome.error, self.backend,
+                                        self.impl_spec):
+                self.emit(f"  corpus: stored {entry.id} ({entry.first_line[:80]})")
         label = outcome_text.verdict(outcome)
         verdict = label.split(" ")[0]
         record = results.outcome_record(outcome) | {"verdict": verdict}
@@ -306,6 +263,9 @@ class CheckSession:
                     result = self.not_run(unit, f"--fail-fast: {first} failed")
                 else:
                     result = run_one(unit)
+                    for entry in record_supervised(self.corpus, unit.family, unit.prop, result,
+                                                   self.backend, self.impl_spec):
+                        self.emit(f"  corpus: stored {entry.id} (the case the worker died on)")
                     if result.verdict in ("FAIL", "ERROR"):
                         failed_first.setdefault(unit.family.name, unit.prop)
                         if result.text:

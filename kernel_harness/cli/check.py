@@ -52,6 +52,15 @@ def add_parser(sub: Any) -> None:
     check.add_argument("--all-bugs", action="store_true",
                        help="keep drawing after a property's first failure to report every "
                        "distinct failure and crash kind (slower; default: stop at the first)")
+    check.add_argument("--corpus", default=None, metavar="LOCATION",
+                       help="a failure corpus (DIR, redis://HOST:PORT[/DB], github:OWNER/REPO, "
+                       "ro:...): its stored failures replay first, whatever --max-examples and "
+                       "--seed say; new failures are stored (ci profile: read only)")
+    check.add_argument("--corpus-write", action=argparse.BooleanOptionalAction, default=None,
+                       help="store new failures in --corpus (default: all profiles but ci)")
+    check.add_argument("--shard", default=None, metavar="I/N",
+                       help="run shard I of N of the (family, property) units, with seeds of "
+                       "its own (merge the shards' --json with `kernel-harness merge`)")
     check.add_argument("--fail-fast", action="store_true",
                        help="once a family fails a property, list its other properties NOT RUN")
 
@@ -66,6 +75,7 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         timeout=args.timeout,
         isolate=args.isolate, fail_fast=args.fail_fast, all_bugs=args.all_bugs,
         progress_every=args.progress_every, compile_cache=args.compile_cache,
+        corpus=args.corpus, corpus_write=args.corpus_write, shard=args.shard,
     )
 
 

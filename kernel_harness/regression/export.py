@@ -68,8 +68,8 @@ def _impl_import(impl_spec: str) -> str:
             f"try:\n"
             f"    from {module} import {attr} as kernel\n"
             f"except ImportError as _e:\n"
-            f"    raise SystemExit(f\"cannot import {module} (--impl {impl_spec}): {{_e}}; run this "
-            f"script from the directory that holds {top}, or add that directory to "
+            f"    raise SystemExit(f\"cannot import {module} (--impl {impl_spec}): {{_e}}; "
+            f"run this script from the directory that holds {top}, or add that directory to "
             f"PYTHONPATH\") from None")
 
 

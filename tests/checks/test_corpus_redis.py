@@ -129,3 +129,28 @@ def test_two_processes_record_at_once_and_a_later_run_replays_first(redis_url, m
     (again,) = replay_entries([at_8], toy, backend, load_impl(AT_8), AT_8)
     assert again.status == "FAIL", again.report
     assert all(r.status == "PASS" for r in replay_entries(entries, toy, backend))
+
+
+def test_check_with_a_redis_corpus_replays_a_found_failure_first(redis_url):
+    """Through the CLI: a ci-profile search with --corpus finds the length-8 bug and (with
+    --corpus-write) stores it; a later one-example run with another seed passes without the
+    corpus and fails with it, on the replayed case; the pristine kernel passes the replay."""
+    env = {k: v for k, v in os.environ.items() if k != registry.FAMILY_MODULES_ENV}
+    env["PYTHONPATH"] = str(ROOT)
+
+    def check(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kernel_harness.cli", "check", "toy", "--family-module",
+             "tests.helpers.toy_family", "--profile", "ci", "--property", "matches-reference",
+             *args], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+
+    found = check("--impl", AT_8, "--corpus", redis_url, "--corpus-write")
+    assert found.returncode == 1 and "corpus: stored " in found.stdout, found.stdout
+    later = ("--impl", AT_8, "--max-examples", "1", "--seed", "4242")
+    assert check(*later).returncode == 0
+    replayed = check(*later, "--corpus", redis_url)
+    assert replayed.returncode == 1, replayed.stdout
+    assert "FAIL (corpus)" in replayed.stdout
+    pristine = check("--max-examples", "1", "--corpus", redis_url)
+    assert pristine.returncode == 0, pristine.stdout
+    assert "[kernel-harness] corpus PASS toy matches-reference" in pristine.stdout

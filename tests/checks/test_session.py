@@ -139,3 +139,37 @@ def test_repro_of_a_crash_prints_the_crash_report_not_a_traceback():
                                   "NotImplementedError: lengths other than 4")
     assert "crashing_impls.py" in proc.stdout and "reproduce: kernel-harness repro" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_a_failure_found_with_a_corpus_is_replayed_first_by_a_later_run(tmp_path):
+    corpus = str(tmp_path / "corpus")
+    base = ["toy", "--family-module", "tests.helpers.toy_family", "--property",
+            "matches-reference"]
+    bug = ["--impl", "tests.helpers.toy_impls:wrong_at_length_8"]
+    found = _check(*base, *bug, "--profile", "dev", "--max-examples", "20", "--seed", "1",
+                   "--corpus", corpus)
+    assert found.returncode == 1 and "corpus: stored " in found.stdout, found.stdout
+    later = [*base, *bug, "--profile", "ci", "--max-examples", "1", "--seed", "771"]
+    assert _check(*later).returncode == 0  # the later run alone does not reach length 8
+    again = _check(*later, "--corpus", corpus)
+    assert again.returncode == 1 and "FAIL (corpus)" in again.stdout, again.stdout
+    assert "reproduce: kernel-harness repro toy" in again.stdout
+    assert _check(*base, "--profile", "ci", "--max-examples", "1", "--corpus",
+                  corpus).returncode == 0  # the pristine kernel passes the replayed corpus
+
+
+def test_shards_run_every_unit_exactly_once(tmp_path):
+    names = []
+    # toy runs matches-reference only: shard 1 gets it (PASS), shard 2 only properties toy has
+    # no hook for, so it compared nothing and is not green.
+    for shard, code in (("1/2", 0), ("2/2", 1)):
+        out = tmp_path / f"{shard[0]}.json"
+        proc = _check("toy", "--family-module", "tests.helpers.toy_family", "--max-examples",
+                      "1", "--shard", shard, "--json", str(out), "--no-isolate")
+        assert proc.returncode == code, proc.stdout + proc.stderr
+        assert f"shard {shard}: " in proc.stdout
+        names.append([r["property"] for r in json.loads(out.read_text())["properties"]])
+    from kernel_harness.checks.properties import PROPERTIES
+
+    assert sorted(names[0] + names[1]) == sorted(PROPERTIES)
+    assert not set(names[0]) & set(names[1])
