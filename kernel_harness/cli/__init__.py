@@ -19,6 +19,7 @@ from kernel_harness.cli import (
     bench,
     check,
     common,
+    corpus,
     describe,
     export_repro,
     gate,
@@ -44,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     listing.add_parsers(sub)
     for module in (check, describe, repro, export_repro, golden, gate, mutate, lower,
-                   bad_input, shard, bench, init):
+                   bad_input, shard, bench, corpus, init):
         module.add_parser(sub)
     return parser
 
@@ -73,7 +74,7 @@ COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": che
             "describe": describe.run, "repro": repro.run, "export-repro": export_repro.run,
             "golden": golden.run, "gate": gate.run, "mutate": mutate.run, "lower": lower.run,
             "bad-input": bad_input.run, "shard": shard.run, "bench": bench.run,
-            "init": init.run}
+            "corpus": corpus.run, "init": init.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
