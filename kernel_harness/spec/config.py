@@ -10,7 +10,7 @@ reads a table from a folder above it. Keys::
     golden-dir = "tests/golden"            # goldens and gate baselines of your families
     profile = "ci"                          # default --profile
     backend = "interpret"                   # default --backend
-    corpus = "tests/corpus"                 # where the saved-failure corpus lives
+    corpus = "tests/corpus"                 # the failure corpus (as --corpus takes it)
 
 Paths are relative to the folder of that ``pyproject.toml``. Reading it imports
 neither jax nor the harness (the pytest plugin reads it at start-up); the profile and
@@ -42,8 +42,9 @@ KEYS: dict[str, str] = {
     "golden-dir": "a path (string), relative to the pyproject.toml's folder",
     "profile": "a profile name (string): dev, ci or nightly",
     "backend": "a backend name (string): auto, interpret, tpu-interpret, tpu or gpu",
-    "corpus": "a location (string): a path relative to the pyproject.toml's folder, "
-              "or a URL (SCHEME://...) kept as written",
+    "corpus": "a corpus location (string) as --corpus takes it: a directory (relative to "
+              "the pyproject.toml's folder), redis://..., github:OWNER/REPO, ro: before any, "
+              "several joined by ','",
 }
 
 
@@ -59,7 +60,7 @@ class HarnessConfig:
       golden_dir: the golden root (absolute), or None.
       profile: the default profile name, or None.
       backend: the default backend name, or None.
-      corpus: the corpus location: an absolute path as a string, or a URL as written.
+      corpus: the corpus location as ``--corpus`` takes it, its directories made absolute.
     """
 
     source: Path | None = None
@@ -117,16 +118,26 @@ def parse_table(table: Any, source: Path) -> HarnessConfig:
     root = source.parent
     golden = table.get("golden-dir")
     corpus = table.get("corpus")
-    if corpus is not None and "://" not in corpus:
-        corpus = str((root / corpus).resolve())
     return HarnessConfig(
         source=source,
         family_modules=tuple(table.get("family-modules", ())),
         golden_dir=None if golden is None else (root / golden).resolve(),
         profile=table.get("profile"),
         backend=table.get("backend"),
-        corpus=corpus,
+        corpus=None if corpus is None else _resolve_location(corpus, root),
     )
+
+
+def _resolve_location(location: str, root: Path) -> str:
+    """A corpus LOCATION with each directory part made absolute from ``root``; the
+    ``ro:`` prefix, ``redis://`` and ``github:`` parts are kept as written."""
+    parts = []
+    for part in (p.strip() for p in location.split(",")):
+        prefix, rest = ("ro:", part[3:]) if part.startswith("ro:") else ("", part)
+        if rest and not rest.startswith("github:") and "://" not in rest:
+            rest = str((root / Path(rest).expanduser()).resolve())
+        parts.append(prefix + rest)
+    return ",".join(parts)
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -55,9 +55,12 @@ def test_found_walking_up_past_a_pyproject_without_the_table(tmp_path):
     assert config.where("profile") == f"profile in {top.resolve()} [tool.kernel-harness]"
 
 
-def test_a_url_corpus_is_kept_as_written(tmp_path):
-    _pyproject(tmp_path, '[tool.kernel-harness]\ncorpus = "gs://bucket/corpus"\n')
-    assert load_config(tmp_path).corpus == "gs://bucket/corpus"
+def test_corpus_directories_are_made_absolute_and_other_locations_kept(tmp_path):
+    _pyproject(tmp_path, '[tool.kernel-harness]\n'
+               'corpus = "ro:shared, redis://db:6379/0,github:org/repo,mine"\n')
+    root = tmp_path.resolve()
+    assert load_config(tmp_path).corpus == (
+        f"ro:{root / 'shared'},redis://db:6379/0,github:org/repo,{root / 'mine'}")
 
 
 def test_the_walk_stops_at_a_vcs_root(tmp_path):
