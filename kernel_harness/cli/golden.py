@@ -13,6 +13,7 @@ from kernel_harness.regression.golden import (
     GoldenCase,
     GoldenError,
     compared_nothing,
+    default_root,
     family_dir,
     guarded,
     load_manifest,
@@ -22,6 +23,7 @@ from kernel_harness.regression.golden import (
     summary_rows,
 )
 from kernel_harness.run import report
+from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.spec.impl import load_impl
 
 
@@ -56,6 +58,8 @@ def run(args: Any) -> int:
 
     backend = common.backend(args.backend)
     root = args.golden_dir
+    if args.golden_command in ("record", "add"):
+        ensure_writable({"--golden-dir": root or default_root()})
     if args.golden_command == "add":
         (family,) = common.families([args.family])
         try:

@@ -16,11 +16,10 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from kernel_harness.core.errors import UsageError
+from kernel_harness.run import compile_cache
 
 #: Flags whose value is a folder the command writes into (the others name one file).
-DIRECTORY_FLAGS: frozenset[str] = frozenset({"--plot-dir", "--compile-cache"})
-#: Values of ``--compile-cache`` that turn the cache off (nothing is written).
-_OFF = ("off", "none", "0", "")
+DIRECTORY_FLAGS: frozenset[str] = frozenset({"--plot-dir", "--compile-cache", "--golden-dir"})
 
 
 _PROBE = ".kernel-harness-probe-"
@@ -45,13 +44,21 @@ def ensure_writable(paths: Mapping[str, Path | str | None], *,
                     directories: Collection[str] = DIRECTORY_FLAGS) -> None:
     """Raises :class:`UsageError` naming the first flag whose path cannot be written.
 
-    ``paths`` maps a flag (``"--json"``) to its value; ``None`` (flag not given) and, for
-    ``--compile-cache``, ``off`` are skipped. Flags in ``directories`` name folders, the
-    rest files. The message is one line:
+    ``paths`` maps a flag (``"--json"``) to its value; ``None`` (flag not given) is
+    skipped, except for ``--compile-cache``, whose value is resolved as the run will
+    resolve it (:func:`kernel_harness.run.compile_cache.resolve`: the flag, else
+    ``$KERNEL_HARNESS_COMPILE_CACHE``, else the default folder; ``off``: nothing written).
+    Flags in ``directories`` name folders, the rest files. The message is one line:
     ``--json /proc/no/such/r.json: cannot write: No such file or directory (/proc/no)``.
     """
     for flag, value in paths.items():
-        if value is None or (flag == "--compile-cache" and str(value).strip().lower() in _OFF):
+        if flag == "--compile-cache":
+            resolved = compile_cache.resolve(None if value is None else str(value))
+            if resolved is not None and value is None:
+                flag = f"compile cache (${compile_cache.ENV_VAR} or its default)"
+                directories = {*directories, flag}
+            value = resolved
+        if value is None:
             continue
         path = Path(value).expanduser()
         try:
