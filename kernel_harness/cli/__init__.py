@@ -27,6 +27,7 @@ from kernel_harness.cli import (
     init,
     listing,
     lower,
+    merge,
     mutate,
     repro,
     shard,
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     listing.add_parsers(sub)
     for module in (check, describe, repro, export_repro, golden, gate, mutate, lower,
-                   bad_input, shard, bench, corpus, init):
+                   bad_input, shard, bench, corpus, merge, init):
         module.add_parser(sub)
     return parser
 
@@ -74,7 +75,7 @@ COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": che
             "describe": describe.run, "repro": repro.run, "export-repro": export_repro.run,
             "golden": golden.run, "gate": gate.run, "mutate": mutate.run, "lower": lower.run,
             "bad-input": bad_input.run, "shard": shard.run, "bench": bench.run,
-            "corpus": corpus.run, "init": init.run}
+            "corpus": corpus.run, "merge": merge.run, "init": init.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,6 +13,7 @@ from kernel_harness.core.backends import BackendUnavailable
 from kernel_harness.core.errors import UsageError
 from kernel_harness.run import report
 from kernel_harness.run.crash import Crash
+from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.run.runner import check_case, ensure_supported, impl_name
 from kernel_harness.spec.impl import load_impl
 from kernel_harness.spec.narrow import adjust_tolerances, describe_adjustments
@@ -37,6 +38,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness repro``: 0 pass, 1 fail."""
+    ensure_writable({"--plot": args.plot})
     (fam,) = common.families([args.family])
     fam = adjust_tolerances(fam, args.tolerance, args.tolerance_scale)
     backend = common.backend(args.backend)

@@ -15,6 +15,7 @@ from kernel_harness.regression.golden.check import (
 )
 from kernel_harness.regression.golden.store import (
     COMPARABLE_FIELDS,
+    CROSS_DEVICE_DRIFT_TOL,
     MANIFEST,
     REFERENCE_DRIFT_TOL,
     SCHEMA_VERSION,
@@ -31,6 +32,7 @@ from kernel_harness.regression.golden.store import (
     not_comparable_reason,
     paths,
     same_case,
+    same_device,
     save_manifest,
     select,
     version_difference,
@@ -41,6 +43,7 @@ from kernel_harness.regression.golden.store import (
 
 __all__ = [
     "COMPARABLE_FIELDS",
+    "CROSS_DEVICE_DRIFT_TOL",
     "GoldenCase",
     "GoldenError",
     "GoldenOutcome",
@@ -63,6 +66,7 @@ __all__ = [
     "orphans",
     "paths",
     "same_case",
+    "same_device",
     "record_case",
     "run_family",
     "save_manifest",
