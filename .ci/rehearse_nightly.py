@@ -35,7 +35,10 @@ ROOT = Path(__file__).resolve().parents[1]
 EXPRESSION = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 #: What the rehearsal sets instead of the workflow's KH_* variables.
 OVERRIDES = {"KH_BACKEND": "interpret", "KH_PROFILE": "ci",
-             "KH_CHECK_FLAGS": "--max-examples 1 --seed 1"}
+             "KH_CHECK_FLAGS": "--max-examples 1 --seed 1",
+             # A directory corpus in the scratch folder: the recipe's --corpus path runs
+             # (replaying an empty corpus: the ci profile reads only).
+             "KH_CORPUS": "corpus"}
 
 
 class RecipeError(Exception):
@@ -100,6 +103,7 @@ def rehearse(workflow: Path, families: dict[str, str], scratch: Path) -> list[li
     """Runs the steps; returns one row per step: job, entry, step, status, seconds."""
     doc = yaml.safe_load(workflow.read_text())
     (scratch / ".venv").symlink_to(ROOT / ".venv")
+    (scratch / OVERRIDES["KH_CORPUS"]).mkdir()  # read by the rehearsal's ci profile
     rows: list[list[str]] = []
     failed_jobs: set[str] = set()
     for name in job_order(doc["jobs"]):

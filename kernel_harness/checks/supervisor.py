@@ -26,12 +26,15 @@ from typing import Any
 
 from kernel_harness.checks import results
 from kernel_harness.checks.units import Unit, UnitResult
+from kernel_harness.core.errors import UsageError
 from kernel_harness.run.report import PREFIX, case_repro_command
 
 POLL_SECONDS = 0.05
 #: The line a worker writes to its stdout after each unit: everything it printed for the
 #: unit has been passed on once the supervisor has read it.
 UNIT_DONE = "\x00kernel-harness unit done"
+#: How the worker says it cannot take the request (a usage error, never a crash report).
+WORKER_ERROR = "kernel-harness worker: error:"
 #: Lines of the worker's stderr kept, and shown in a crash report.
 STDERR_TAIL = 400
 SHOWN_LINES = 12
@@ -152,6 +155,9 @@ class Supervisor:
                         running = event
                 self._proc = None
                 time.sleep(POLL_SECONDS)  # let the stderr pump catch the last lines
+                refused = [line for line in self._stderr if line.startswith(WORKER_ERROR)]
+                if proc.returncode == 2 and refused:  # the request, not the kernel
+                    raise UsageError(refused[-1].removeprefix(WORKER_ERROR).strip())
                 return self._died(unit, running, proc.returncode, time.time() - start)
             if timeout and running is not None and time.time() - running["time"] > timeout:
                 os.killpg(proc.pid, signal.SIGKILL)

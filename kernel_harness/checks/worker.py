@@ -16,7 +16,7 @@ import sys
 
 from kernel_harness.checks import watch
 from kernel_harness.checks.session import CheckRequest, CheckSession
-from kernel_harness.checks.supervisor import UNIT_DONE
+from kernel_harness.checks.supervisor import UNIT_DONE, WORKER_ERROR
 from kernel_harness.core.errors import UsageError
 
 
@@ -28,7 +28,8 @@ def main(argv: list[str]) -> int:
     try:
         session = CheckSession(dataclasses.replace(request, heartbeat_file=events))
     except UsageError as e:
-        print(f"kernel-harness worker: error: {e}", file=sys.stderr)
+        print(f"{WORKER_ERROR} {e} (in the worker process: a family or impl given as an "
+              "object must be importable there; or run with --no-isolate)", file=sys.stderr)
         return 2
     units = {unit.name: unit for unit in session.units}
     for line in sys.stdin:

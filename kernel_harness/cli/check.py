@@ -16,6 +16,7 @@ from kernel_harness.checks.session import CheckRequest, CheckSession, SessionRes
 from kernel_harness.cli import common, plot
 from kernel_harness.core.backends import BACKEND_NAMES
 from kernel_harness.run import report
+from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.run.profiles import PROFILE_NAMES
 from kernel_harness.spec.narrow import describe_adjustments
 
@@ -152,6 +153,9 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness check``: a :class:`CheckSession` and its summary."""
     if args.plot_dir is not None:
         plot.require_matplotlib()
+    # Before any work: a six-hour nightly must not lose its results at the last second.
+    ensure_writable({"--json": args.json, "--junit": args.junit, "--plot-dir": args.plot_dir,
+                     "--compile-cache": args.compile_cache})
     session = CheckSession(request_from_args(args))
     result = session.run()
     if args.plot_dir is not None:

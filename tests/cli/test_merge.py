@@ -29,8 +29,8 @@ def runs(tmp_path_factory):
         mp.setitem(registry.BUILTIN_FAMILIES, "toy", "tests.helpers.toy_family:FAMILY")
         for name, extra in (("pass", []), ("fail", ["--impl",
                                                     "tests.helpers.toy_family:wrong_softplus"])):
-            cli.main(["check", "toy", "--profile", "ci", "--max-examples", "3", "--seed", "1",
-                      "--json", str(d / f"{name}.json"), *extra])
+            cli.main(["check", "--no-isolate", "toy", "--profile", "ci", "--max-examples", "3",
+                      "--seed", "1", "--json", str(d / f"{name}.json"), *extra])
     return {n: json.loads((d / f"{n}.json").read_text()) for n in ("pass", "fail")}
 
 
