@@ -11,7 +11,8 @@ like ``hstu::matches-reference``, in any directory; each runs one unit of a
 :class:`~kernel_harness.checks.session.CheckSession` (:mod:`kernel_harness.testing`),
 and a failure shows the harness's report with its repro command.
 
-Options: ``--kh-check``, ``--kh-backend`` (default ``interpret``), ``--kh-impl
+Options: ``--kh-check``, ``--kh-backend`` (default ``interpret``, or the project's
+configured backend under ``--kh-check``), ``--kh-impl
 [FAMILY=]MODULE:ATTR`` (repeatable), ``--kh-without [FAMILY=]FEATURE[,FEATURE]``
 (repeatable: optional features the implementation lacks; an implementation's own
 ``kernel_harness_without`` counts too), ``--kh-family`` (repeatable, restricts the families
@@ -43,7 +44,9 @@ if TYPE_CHECKING:
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Registers the ``--kh-*`` options (the plugin's only effect at start-up)."""
     group = parser.getgroup("kernel-harness")
-    group.addoption("--kh-backend", default="interpret", help="backend the properties run on")
+    group.addoption("--kh-backend", default=None,
+                    help="backend the properties run on (default: backend in [tool.kernel-harness]"
+                    " of your pyproject.toml, else interpret)")
     group.addoption(
         "--kh-impl", action="append", default=[], metavar="FAMILY=MODULE:ATTR",
         help="replace a family's kernel with your own implementation",
@@ -148,7 +151,7 @@ def kh_backend(request: pytest.FixtureRequest) -> Backend:
     """The backend asked for with ``--kh-backend``; skipped, with the reason, if absent."""
     from kernel_harness.core.backends import BackendUnavailable, resolve_backend
 
-    name = request.config.getoption("--kh-backend")
+    name = request.config.getoption("--kh-backend") or "interpret"
     try:
         return resolve_backend(name)
     except BackendUnavailable as e:

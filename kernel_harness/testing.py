@@ -15,6 +15,7 @@ Hypothesis's internals::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from kernel_harness.checks.session import CheckRequest, CheckSession, SessionRes
 from kernel_harness.checks.units import UnitResult
 from kernel_harness.core.errors import UsageError
 from kernel_harness.run.profiles import pytest_profile
+from kernel_harness.spec.config import load_config
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.registry import family_names, load_family_modules
 
@@ -100,12 +102,19 @@ class _Plan:
     def __init__(self, config: pytest.Config, names: Sequence[str]) -> None:
         opt = config.getoption
         try:
+            # The project's [tool.kernel-harness]: an explicit --kh-* option beats it.
+            cfg = load_config(Path(config.invocation_params.dir))
+            if cfg.family_modules:
+                load_family_modules(cfg.family_modules, search_path=cfg.root,
+                                    origin=cfg.where("family-modules"))
             load_family_modules(opt("--kh-family-module"))
             chosen = _split(names)
             if chosen == ["all"]:
                 chosen = family_names()
-            profile = pytest_profile(opt("--kh-profile"),
+            profile = pytest_profile(opt("--kh-profile") or cfg.profile,
                                      opt("--hypothesis-profile", default=None))
+            backend = opt("--kh-backend") or cfg.backend or "interpret"
+            corpus = opt("--kh-corpus") or cfg.corpus
             impls, impl_by_family = _scoped(opt("--kh-impl"), "--kh-impl")
             without, without_by_family = _scoped(opt("--kh-without"), "--kh-without")
             if impls and len(chosen) != 1:
@@ -116,14 +125,14 @@ class _Plan:
                 impl = impl_by_family.get(name, impls)
                 request = CheckRequest(
                     families=(name,), properties=tuple(opt("--kh-property")),
-                    profile=profile, backend=opt("--kh-backend"),
+                    profile=profile, backend=backend,
                     impl=impl[-1] if impl else None, max_examples=opt("--kh-max-examples"),
                     seed=opt("--kh-seed"),
                     without=tuple([*without, *without_by_family.get(name, [])]),
                     tolerance=tuple(opt("--kh-tolerance")),
                     tolerance_scale=opt("--kh-tolerance-scale"), timeout=opt("--kh-timeout"),
                     isolate=opt("--kh-isolate"), fail_fast=opt("--kh-fail-fast"),
-                    corpus=opt("--kh-corpus"),
+                    corpus=corpus,
                 )
                 self.sessions[name] = CheckSession(request)
         except (UsageError, ValueError) as e:

@@ -14,10 +14,8 @@ from kernel_harness.checks import results
 from kernel_harness.checks.properties import PROPERTIES
 from kernel_harness.checks.session import CheckRequest, CheckSession, SessionResult
 from kernel_harness.cli import common, plot
-from kernel_harness.core.backends import BACKEND_NAMES
 from kernel_harness.run import report
 from kernel_harness.run.outputs import ensure_writable
-from kernel_harness.run.profiles import PROFILE_NAMES
 from kernel_harness.spec.narrow import describe_adjustments
 
 
@@ -25,8 +23,8 @@ def add_parser(sub: Any) -> None:
     """Adds ``kernel-harness check``."""
     check = sub.add_parser("check", help="run the properties of families, print a summary")
     check.add_argument("family", nargs="*", help="families to check (default: all)")
-    check.add_argument("--profile", default="dev", help=f"one of {', '.join(PROFILE_NAMES)}")
-    check.add_argument("--backend", default="interpret", help=f"one of {', '.join(BACKEND_NAMES)}")
+    common.add_profile_flag(check, builtin="dev")
+    common.add_backend_flag(check)
     check.add_argument("--max-examples", type=int, default=None)
     check.add_argument("--seed", type=int, default=None)
     check.add_argument("--impl", default=None, help="MODULE:ATTR replacing the family's kernel")
@@ -76,7 +74,9 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         timeout=args.timeout,
         isolate=args.isolate, fail_fast=args.fail_fast, all_bugs=args.all_bugs,
         progress_every=args.progress_every, compile_cache=args.compile_cache,
-        corpus=args.corpus, corpus_write=args.corpus_write, shard=args.shard,
+        # an explicit --corpus beats the project's configured one ([tool.kernel-harness])
+        corpus=args.corpus or getattr(getattr(args, "config", None), "corpus", None),
+        corpus_write=args.corpus_write, shard=args.shard,
     )
 
 

@@ -48,8 +48,10 @@ def test_parse_features_and_declarations():
 
 def test_sdpa_unnarrowed_draws_bias_and_windows():
     # The control for the next test: without narrowing both features are reachable.
-    find(SDPA.cases(), lambda c: c.bias is not None, settings=settings(database=None))
-    find(SDPA.cases(), lambda c: c.window is not None, settings=settings(database=None))
+    # derandomized: a random find failed now and then (seen once in a full run)
+    fixed = settings(database=None, derandomize=True, max_examples=2000)
+    find(SDPA.cases(), lambda c: c.bias is not None, settings=fixed)
+    find(SDPA.cases(), lambda c: c.window is not None, settings=fixed)
 
 
 def test_sdpa_narrowed_never_draws_what_was_excluded_and_still_draws_the_rest():
