@@ -21,6 +21,7 @@ from kernel_harness.families.splash.masks import (
 )
 from kernel_harness.families.splash.metamorphic import METAMORPHIC
 from kernel_harness.families.splash.reference import low_precision_reference, reference
+from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases
 from kernel_harness.spec.family import Family
 
@@ -133,7 +134,7 @@ def events(case: SplashCase) -> Iterable[str]:
         ev.add("head-dim-v!=head-dim")
     if case.batch > 1:
         ev.add("batch>1")
-    ev |= _structure_events(case)
+    ev |= _structure_events(case) | runtime_skip_events(case)
     return sorted(ev)
 
 
@@ -214,4 +215,5 @@ FAMILY = Family(
     export=export,
     low_precision_reference=low_precision_reference,
     not_compared=lambda case: {} if case.sinks else {"dsinks": "no sinks in this case"},
+    seed_cases=splash_seed_cases,
 )
