@@ -23,7 +23,7 @@ from kernel_harness.checks.properties import (
 from kernel_harness.cli import common, plot, results, watch
 from kernel_harness.core.backends import BACKEND_NAMES, BackendUnavailable
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
-from kernel_harness.run import compile_cache, diagnostics, report
+from kernel_harness.run import compile_cache, diagnostics, kernel_coverage, report
 from kernel_harness.run.crash import KernelCrash
 from kernel_harness.run.profiles import PROFILE_NAMES, short_name, shrink_budget
 from kernel_harness.run.runner import ensure_supported
@@ -69,6 +69,8 @@ def add_parser(sub: Any) -> None:
                        "distinct failure and crash kind (slower; default: stop at the first)")
     check.add_argument("--fail-fast", action="store_true",
                        help="once a family fails a property, list its other properties NOT RUN")
+    check.add_argument("--kernel-coverage", action="store_true",  # docs/kernel-coverage.md
+                       help="probe interpreted kernels; print which branches the cases ran")
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
@@ -258,12 +260,15 @@ def run(args: argparse.Namespace) -> int:
     for fam in runnable:
         for line in describe_adjustments(fam):
             print(f"  {fam.name}: {line}")
+    coverage = kernel_coverage.PerFamily(args.kernel_coverage, backend=backend.name,
+                                         supervised=bool(args.timeout and not args.heartbeat_file))
     if args.timeout and args.heartbeat_file is None:
         return _run_supervised(args, runnable, skipped, backend)
     outcomes: list[PropertyOutcome] = []
     not_applicable: list[list[Any]] = []
     not_run: list[list[Any]] = []
     for fam in runnable:
+        coverage.start(fam)
         failed_first: str | None = None
         for name in args.property or list(PROPERTIES):
             if args.fail_fast and failed_first is not None:
@@ -304,12 +309,15 @@ def run(args: argparse.Namespace) -> int:
                 f"({outcome.observer.examples} examples, {outcome.wall_seconds:.1f}s)",
                 flush=True,
             )
+        coverage.stop()
     for fam in runnable:
         events = [o.observer.events for o in outcomes if o.family == fam.name]
         total = sum(events, start=type(events[0])()) if events else {}
         if total:
             print(f"\ncases reached by {fam.name} (examples per event):")
             print("  " + ", ".join(f"{k}={v}" for k, v in sorted(total.items())))
+        if coverage.table(fam):
+            print(coverage.table(fam))
     rows = [
         [o.family, o.prop, o.backend.name, o.observer.examples, o.observer.passed,
          o.observer.failed, f"{o.wall_seconds:.1f}s", _verdict(o)]
