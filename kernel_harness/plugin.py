@@ -5,12 +5,21 @@ this module registers command-line options only: it imports neither jax nor
 the harness, registers no Hypothesis profile and loads none. The fixtures
 import the harness when a harness test asks for them.
 
-Options: ``--kh-backend`` (default ``interpret``), ``--kh-impl FAMILY=MODULE:ATTR``
-(repeatable), ``--kh-without FAMILY=FEATURE[,FEATURE]`` (repeatable: optional
-features the implementation lacks; an implementation's own ``kernel_harness_without``
-counts too), ``--kh-family`` (repeatable, restricts the families checked),
-``--kh-family-module MODULE`` (repeatable, out-of-tree families),
-``--kh-profile dev|ci|nightly`` and ``--force-regen`` (regenerate golden files).
+``pytest --kh-check FAMILY[,FAMILY...]`` collects the harness's properties of those
+families (``all``: every registered one) as tests, one per family and property, with ids
+like ``hstu::matches-reference``, in any directory; each runs one unit of a
+:class:`~kernel_harness.checks.session.CheckSession` (:mod:`kernel_harness.testing`),
+and a failure shows the harness's report with its repro command.
+
+Options: ``--kh-check``, ``--kh-backend`` (default ``interpret``), ``--kh-impl
+[FAMILY=]MODULE:ATTR`` (repeatable), ``--kh-without [FAMILY=]FEATURE[,FEATURE]``
+(repeatable: optional features the implementation lacks; an implementation's own
+``kernel_harness_without`` counts too), ``--kh-family`` (repeatable, restricts the families
+checked), ``--kh-family-module MODULE`` (repeatable, out-of-tree families), ``--kh-property``
+(repeatable), ``--kh-profile dev|ci|nightly``, ``--kh-max-examples``, ``--kh-seed``,
+``--kh-timeout SECONDS`` (units in a worker process: a hang or a native crash is a
+failure), ``--kh-isolate``, ``--kh-fail-fast``, ``--kh-tolerance OUTPUT[:DTYPE]=X``,
+``--kh-tolerance-scale F`` and ``--force-regen`` (regenerate golden files).
 
 Profiles: the harness properties run under the harness profile chosen by
 ``--kh-profile``, else by ``--hypothesis-profile`` when it names one (``ci`` or
@@ -60,6 +69,53 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--force-regen", action="store_true", default=False,
         help="rewrite the golden files of the selected families before checking them",
     )
+    group.addoption(
+        "--kh-check", action="append", default=[], metavar="FAMILY[,FAMILY]",
+        help="collect the harness properties of these families as tests (all: every one)",
+    )
+    group.addoption("--kh-property", action="append", default=[], metavar="PROPERTY",
+                    help="only these harness properties (default: all)")
+    group.addoption("--kh-max-examples", type=int, default=None, metavar="N")
+    group.addoption("--kh-seed", type=int, default=None, metavar="SEED")
+    group.addoption("--kh-timeout", type=float, default=None, metavar="SECONDS",
+                    help="per-example limit on the kernel run; units run in a worker process")
+    group.addoption("--kh-isolate", action="store_true", default=False,
+                    help="run the units in a worker process (a native crash is a failure)")
+    group.addoption("--kh-fail-fast", action="store_true", default=False,
+                    help="once a family fails a property, its other properties are NOT RUN")
+    group.addoption("--kh-tolerance", action="append", default=[], metavar="OUTPUT[:DTYPE]=X",
+                    help="replace one output's tolerance")
+    group.addoption("--kh-tolerance-scale", type=float, default=None, metavar="F",
+                    help="multiply every default tolerance by F")
+    group.addoption("--kh-corpus", default=None, metavar="LOCATION",
+                    help="a failure corpus: its stored failures replay first (ci: read only)")
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    """With ``--kh-check``: appends one test per family and property (nothing otherwise)."""
+    if not config.getoption("--kh-check"):
+        return
+    from kernel_harness import testing
+
+    items.extend(testing.collect(session, config))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test asking for the ``kh_unit`` fixture runs once per family and property."""
+    if "kh_unit" in metafunc.fixturenames:
+        from kernel_harness import testing
+
+        testing.parametrize(metafunc)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Ends the worker process of an isolated harness session, if one ran."""
+    import sys
+
+    testing = sys.modules.get("kernel_harness.testing")
+    if testing is not None:
+        testing.finish(session.config)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -4,6 +4,7 @@ line of the current CLI parser."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from pathlib import Path
@@ -12,8 +13,13 @@ import pytest
 import yaml
 
 from kernel_harness import cli
+from kernel_harness.spec import registry
 
 ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("rehearse_nightly",
+                                               ROOT / ".ci" / "rehearse_nightly.py")
+rehearse = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rehearse)
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 COMMAND = re.compile(r"(?:^|&&|\|\||;|\|)\s*(?:\S*/)?kernel-harness\s+([^&|;]*)")
 
@@ -41,9 +47,22 @@ def _without_redirections(tokens: list[str]) -> list[str]:
     return out
 
 
-def _run_scripts(path: Path) -> list[str]:
+def _run_scripts(path: Path, jobs: tuple[str, ...] = ()) -> list[str]:
+    """The ``run`` scripts of a workflow as the runner executes them: once per matrix entry
+    with ``${{ matrix.* }}`` filled in, and the workflow's own ``KH_*`` variables expanded."""
     doc = yaml.safe_load(path.read_text())
-    return [step["run"] for job in doc["jobs"].values() for step in job["steps"] if "run" in step]
+    env = {k: str(v) for k, v in doc.get("env", {}).items()}
+    scripts = []
+    for name, job in doc["jobs"].items():
+        if jobs and name not in jobs:
+            continue
+        for entry in rehearse.matrix_entries(job, {}):
+            for step in job["steps"]:
+                if "run" in step:
+                    text = rehearse.fill(step["run"], entry)
+                    scripts.append(re.sub(r"\$\{?(KH_\w+)\}?",
+                                          lambda m: env.get(m.group(1), m.group(0)), text))
+    return scripts
 
 
 def test_the_three_recipes_exist():
@@ -63,16 +82,64 @@ def test_every_kernel_harness_command_parses(path):
         cli.parse_args(argv)  # SystemExit (argparse's error) fails the test
 
 
+NIGHTLY = ROOT / ".github/workflows/nightly-tpu.yml"
+
+
 def test_nightly_is_hang_proof_and_uploads_its_results():
-    doc = yaml.safe_load((ROOT / ".github/workflows/nightly-tpu.yml").read_text())
-    (job,) = doc["jobs"].values()
-    checks = [cli.parse_args(c) for s in _run_scripts(ROOT / ".github/workflows/nightly-tpu.yml")
-              for c in _commands(s) if c[0] == "check"]
-    (check,) = checks
-    assert check.backend == "tpu" and check.profile == "nightly" and check.timeout > 0
-    assert check.json is not None
-    upload = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
-    assert upload and upload[0]["if"] == "always()"
+    doc = yaml.safe_load(NIGHTLY.read_text())
+    checks = [cli.parse_args(c) for s in _run_scripts(NIGHTLY) for c in _commands(s)
+              if c[0] == "check"]
+    assert len(checks) == len(doc["jobs"]["tpu"]["strategy"]["matrix"]["include"]) == 2
+    for check in checks:
+        assert check.backend == "tpu" and check.profile == "nightly" and check.timeout > 0
+        assert check.seed is None and check.max_examples is None  # 300 fresh examples a night
+    # every shard writes its own results where the verdict job's merge reads them
+    assert len({c.json for c in checks}) == 2 and all(
+        c.json.match("results/nightly-*.json") for c in checks)
+    for job in doc["jobs"].values():
+        upload = [s for s in job["steps"]
+                  if s.get("uses", "").startswith("actions/upload-artifact")]
+        assert upload and upload[0]["if"] == "always()"
+
+
+def test_nightly_compares_goldens_and_gives_one_verdict():
+    doc = yaml.safe_load(NIGHTLY.read_text())
+    goldens = [cli.parse_args(c) for s in _run_scripts(NIGHTLY) for c in _commands(s)
+               if c[:2] == ["golden", "check"]]
+    assert [g.backend for g in goldens] == ["tpu", "tpu"]
+    verdict = doc["jobs"]["verdict"]
+    assert verdict["needs"] == "tpu" and verdict["if"] == "always()"
+    (merge,) = [cli.parse_args(c) for s in _run_scripts(NIGHTLY, ("verdict",))
+                for c in _commands(s)]
+    assert merge.command == "merge" and [str(p) for p in merge.inputs] == [
+        "results/nightly-*.json"]
+    assert merge.json is not None and merge.junit is not None
+
+
+def test_the_nightly_shards_cover_every_tpu_family_once():
+    include = yaml.safe_load(NIGHTLY.read_text())["jobs"]["tpu"]["strategy"]["matrix"][
+        "include"]
+    listed = [f for e in include for f in e["families"].split()]
+    on_tpu = sorted(n for n in registry.family_names()
+                    if "tpu" in registry.get_family(n).backends)
+    assert sorted(listed) == on_tpu, "a family that runs on a TPU belongs to exactly one shard"
+
+
+def test_the_rehearsal_refuses_what_it_cannot_rehearse_honestly():
+    with pytest.raises(rehearse.RecipeError, match="cannot fill in"):
+        rehearse.fill("kernel-harness check ${{ secrets.TOKEN }}", {})
+    with pytest.raises(rehearse.RecipeError, match="does not override"):
+        rehearse.environment({"env": {"KH_NEW": "x"}}, {}, {})
+    job = {"strategy": {"matrix": {"include": [{"shard": 1, "families": "a b"}]}}}
+    assert rehearse.matrix_entries(job, {"1": "c"}) == [{"shard": "1", "families": "c"}]
+    with pytest.raises(rehearse.RecipeError, match="shards the matrix lacks"):
+        rehearse.matrix_entries(job, {"3": "c"})
+    assert rehearse.job_order({"b": {"needs": "a"}, "a": {}}) == ["a", "b"]
+
+
+def test_ci_rehearses_the_nightly():
+    text = (ROOT / ".ci" / "run").read_text()
+    assert ".venv/bin/python .ci/rehearse_nightly.py" in text
 
 
 def test_gate_runs_on_kernel_changes():
@@ -94,3 +161,17 @@ def test_ci_run_commands_parse_too():
 def test_a_stale_command_is_caught():
     with pytest.raises(SystemExit):
         cli.parse_args(_commands("kernel-harness check --no-such-flag")[0])
+
+
+def test_the_accelerator_script_parses_and_runs_what_a_gpu_host_needs():
+    import subprocess
+
+    script = ROOT / "scripts" / "accelerator-check.sh"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    text = script.read_text()
+    assert "pip install --no-deps --no-build-isolation --no-index -q -e ." in text
+    assert 'FAMILIES="gpu-mha gpu-decode gpu-paged gpu-norm gpu-softmax sdpa"' in text
+    gpu_families = sorted(n for n in registry.family_names()
+                          if "gpu" in registry.get_family(n).backends)
+    assert sorted(text.split('FAMILIES="')[1].split('"')[0].split()) == gpu_families
+    assert "set -e" not in text  # one failing step never stops the next

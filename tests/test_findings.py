@@ -56,6 +56,9 @@ def test_finding_is_complete_and_linked(folder: Path) -> None:
     assert not imports_harness, "a finding's script must not import the harness"
     rel = folder.relative_to(ROOT).as_posix()
     assert f"({rel}/)" in (ROOT / "README.md").read_text(), f"README must link {rel}/"
+    # The manual cannot link outside docs/ (mkdocs checks its links), so it names the folder.
+    manual = (ROOT / "docs" / "findings.md").read_text()
+    assert f"`{rel}/`" in manual, f"docs/findings.md must name {rel}/"
 
 
 def exit_mismatch(folder: Path) -> str | None:

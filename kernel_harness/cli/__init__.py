@@ -18,12 +18,14 @@ from kernel_harness.cli import (
     bad_input,
     bench,
     check,
+    corpus,
     describe,
     export_repro,
     gate,
     golden,
     listing,
     lower,
+    merge,
     mutate,
     repro,
     shard,
@@ -41,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     listing.add_parsers(sub)
     for module in (check, describe, repro, export_repro, golden, gate, mutate, lower,
-                   bad_input, shard, bench):
+                   bad_input, shard, bench, corpus, merge):
         module.add_parser(sub)
     return parser
 
@@ -69,7 +71,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": check.run,
             "describe": describe.run, "repro": repro.run, "export-repro": export_repro.run,
             "golden": golden.run, "gate": gate.run, "mutate": mutate.run, "lower": lower.run,
-            "bad-input": bad_input.run, "shard": shard.run, "bench": bench.run}
+            "bad-input": bad_input.run, "shard": shard.run, "bench": bench.run,
+            "corpus": corpus.run, "merge": merge.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,6 +18,7 @@ from kernel_harness.cli import common
 from kernel_harness.core.backends import BACKEND_NAMES
 from kernel_harness.core.case import DTYPES
 from kernel_harness.core.errors import UsageError
+from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.spec.bench import MODES
 from kernel_harness.spec.impl import load_impl
 
@@ -83,6 +84,7 @@ def _progress(row: BenchRow) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness bench``."""
+    ensure_writable({"--json": args.json, "--plot": args.plot})
     settings = settings_of(args)
     families = common.families(args.family)  # one without a hook is a SKIP row, not dropped
     impl = load_impl(args.impl) if args.impl else None

@@ -86,7 +86,7 @@ def describe(family: Family, samples: int = 4) -> str:
     out += ["", "tolerances (max error relative to the output's scale; judge: 'fixed' = "
             "max_rel, globally and per slice, or 'calibrated' = at most N x the error of "
             "the same plain math in the case's dtype at the default precision + a floor, "
-            "README \"Calibrated bounds\"):"]
+            "docs/judge.md \"Calibrated bounds\"):"]
     rows = [[d, o, f"{t.max_rel_err:g}",
              "fixed" if t.calibrated is None
              else f"calibrated {t.calibrated.multiple:g}x + {t.calibrated.floor:.3g}",

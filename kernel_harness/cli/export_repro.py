@@ -8,6 +8,7 @@ from typing import Any
 from kernel_harness.cli import common
 from kernel_harness.core.errors import UsageError
 from kernel_harness.regression.export import ExportError, build_case, export_repro
+from kernel_harness.run.outputs import ensure_writable
 
 
 def add_parser(sub: Any) -> None:
@@ -31,6 +32,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness export-repro``: 0 written, 2 bad input."""
+    ensure_writable({"--out": args.out})
     (fam,) = common.families([args.family])
     if fam.export is None:
         raise UsageError(f"family {fam.name!r} has no export hook (Family.export)")

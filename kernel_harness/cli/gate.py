@@ -22,6 +22,7 @@ from kernel_harness.regression.gate import (
     table,
 )
 from kernel_harness.run import compile_cache
+from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.run.runner import ensure_supported, impl_name
 from kernel_harness.spec.impl import load_impl
 
@@ -51,6 +52,8 @@ def add_parser(sub: Any) -> None:
 def run(args: Any) -> int:
     """Runs ``kernel-harness gate``: 0 pass, 1 a case got worse or fails, 2 no usable baseline."""
 
+    ensure_writable({"--compile-cache": args.compile_cache,
+                     "--baseline": args.baseline if args.record else None})
     print(f"kernel-harness gate: {compile_cache.enable(args.compile_cache)}")
     families = common.families(args.family)
     backend = common.backend(args.backend)

@@ -12,7 +12,9 @@ from kernel_harness.cli import common, plot
 from kernel_harness.core.backends import BackendUnavailable
 from kernel_harness.core.errors import UsageError
 from kernel_harness.run import report
-from kernel_harness.run.runner import check_case, ensure_supported
+from kernel_harness.run.crash import Crash
+from kernel_harness.run.outputs import ensure_writable
+from kernel_harness.run.runner import check_case, ensure_supported, impl_name
 from kernel_harness.spec.impl import load_impl
 from kernel_harness.spec.narrow import adjust_tolerances, describe_adjustments
 
@@ -36,6 +38,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness repro``: 0 pass, 1 fail."""
+    ensure_writable({"--plot": args.plot})
     (fam,) = common.families([args.family])
     fam = adjust_tolerances(fam, args.tolerance, args.tolerance_scale)
     backend = common.backend(args.backend)
@@ -54,7 +57,15 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--draws belongs to a metamorphic --property")
     if args.plot is not None:
         plot.require_matplotlib()  # before the run: a missing extra is one line, not a late crash
-    result = check_case(fam, case, backend, impl, impl_spec=args.impl)
+    try:
+        result = check_case(fam, case, backend, impl, impl_spec=args.impl)
+    except UsageError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a crash replays as the same CRASH report
+        print(Crash(family=fam.name, case=case, backend=backend,
+                    impl=args.impl or impl_name(fam.kernel), impl_spec=args.impl,
+                    adjustments=fam.adjustments, error=e).report())
+        return 1
     if args.plot is not None:
         print(f"picture: {plot.plot_case(fam, case, backend, impl, args.plot)}")
     for line in describe_adjustments(fam):

@@ -62,7 +62,15 @@ def _impl_import(impl_spec: str) -> str:
     module, sep, attr = impl_spec.partition(":")
     if not sep or not module or not attr.isidentifier():
         raise ExportError(f"--impl must be MODULE:ATTR, got {impl_spec!r}")
-    return f"from {module} import {attr} as kernel  # --impl {impl_spec}"
+    top = module.partition(".")[0]
+    return (f"# --impl {impl_spec}: run this script where `import {module}` works (from the\n"
+            f"# directory that holds {top}/ or {top}.py, with it on PYTHONPATH, or installed).\n"
+            f"try:\n"
+            f"    from {module} import {attr} as kernel\n"
+            f"except ImportError as _e:\n"
+            f"    raise SystemExit(f\"cannot import {module} (--impl {impl_spec}): {{_e}}; "
+            f"run this script from the directory that holds {top}, or add that directory to "
+            f"PYTHONPATH\") from None")
 
 
 def _npz_arrays(fam: Family, case: Any, extra: Any) -> dict[str, np.ndarray]:

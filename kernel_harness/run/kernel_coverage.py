@@ -26,7 +26,7 @@ import dataclasses
 import fnmatch
 import linecache
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kernel_harness.core.compat.kernel_probes import ProbeSite, clear_compiled, kernel_probes
@@ -201,50 +201,39 @@ def recording() -> Iterator[KernelCoverage]:
 INTERPRETED_BACKENDS = frozenset({"interpret", "tpu-interpret"})
 
 
-class PerFamily:
-    """One :func:`recording` per family for a CLI run (``check --kernel-coverage``).
+@contextlib.contextmanager
+def for_check(enabled: bool, *, backend: str, isolated: bool) -> Iterator[KernelCoverage | None]:
+    """``check --kernel-coverage``: a :func:`recording` around the run (None when not
+    ``enabled``). A backend that compiles its kernels, or units run in worker processes
+    (whose kernels this process cannot see), is a
+    :class:`~kernel_harness.core.errors.UsageError`, raised before anything runs."""
+    from kernel_harness.core.errors import UsageError
 
-    ``start(family)`` before a family's properties, ``stop()`` after them, ``table(family)``
-    for its printed table (with the family's ``coverage_expected_missing``); all three do
-    nothing when not ``enabled``. A backend that compiles its kernels, or a run in worker
-    processes (``--timeout``), is a :class:`~kernel_harness.core.errors.UsageError`.
-    """
-
-    def __init__(self, enabled: bool, *, backend: str, supervised: bool = False) -> None:
-        from kernel_harness.core.errors import UsageError
-
-        self.enabled = enabled
-        if enabled and backend not in INTERPRETED_BACKENDS:
-            raise UsageError(f"--kernel-coverage needs an interpreted backend "
-                             f"({', '.join(sorted(INTERPRETED_BACKENDS))}), not {backend!r}")
-        if enabled and supervised:
-            raise UsageError("--kernel-coverage records in this process: it cannot be "
-                             "combined with --timeout (worker processes)")
-        self.coverage: dict[str, KernelCoverage] = {}
-        self._stack = contextlib.ExitStack()
-
-    def start(self, family: Any) -> None:
-        """Starts recording ``family``'s kernels."""
-        if self.enabled:
-            self.coverage[family.name] = self._stack.enter_context(recording())
-
-    def stop(self) -> None:
-        """Stops the current recording."""
-        self._stack.close()
-
-    def table(self, family: Any) -> str:
-        """``family``'s coverage table ('' when disabled or not recorded)."""
-        cov = self.coverage.get(family.name)
-        if cov is None:
-            return ""
-        expected = getattr(family, "coverage_expected_missing", {})
-        return f"\nkernel-branch coverage of {family.name}:\n{cov.table(expected)}"
-
-    def to_json(self, family: Any) -> dict[str, Any] | None:
-        """``family``'s coverage as JSON, None when not recorded."""
-        cov = self.coverage.get(family.name)
-        return None if cov is None else cov.to_json(
-            getattr(family, "coverage_expected_missing", {}))
+    if not enabled:
+        yield None
+        return
+    if backend not in INTERPRETED_BACKENDS:
+        raise UsageError(f"--kernel-coverage needs an interpreted backend "
+                         f"({', '.join(sorted(INTERPRETED_BACKENDS))}), not {backend!r}")
+    if isolated:
+        raise UsageError("--kernel-coverage records the kernels run in this process: add "
+                         "--no-isolate (and no --timeout); worker processes are not recorded")
+    with recording() as coverage:
+        yield coverage
 
 
-__all__ = ["INTERPRETED_BACKENDS", "KernelCoverage", "PerFamily", "SiteCoverage", "recording"]
+def family_tables(coverage: KernelCoverage | None, families: Iterable[Any]) -> list[str]:
+    """The coverage table of a run, judged against the expected misses of every family in
+    it (``Family.coverage_expected_missing``); [] when there is no coverage."""
+    if coverage is None:
+        return []
+    families = list(families)
+    expected: dict[str, str] = {}
+    for fam in families:
+        expected.update(getattr(fam, "coverage_expected_missing", {}))
+    names = ", ".join(f.name for f in families)
+    return [f"\nkernel-branch coverage of {names}:", coverage.table(expected)]
+
+
+__all__ = ["INTERPRETED_BACKENDS", "KernelCoverage", "SiteCoverage", "family_tables", "for_check",
+           "recording"]

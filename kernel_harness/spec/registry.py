@@ -58,6 +58,9 @@ BUILTIN_FAMILIES: dict[str, str] = {
 # Families registered by load_family_modules (explicit calls only; empty at import).
 _from_modules: dict[str, str] = {}
 _loaded_modules: set[str] = set()
+# Family objects handed over directly (register_family) that no module attribute holds:
+# found by name in this process only.
+_objects: dict[str, Family] = {}
 
 
 def _env_modules() -> list[str]:
@@ -123,7 +126,48 @@ def import_target(target: str) -> Family:
 
 def get_family(name: str) -> Family:
     """The registered family ``name``; an unknown name is :class:`UnknownFamily`."""
+    if name in _objects:
+        return _objects[name]
     return import_target(family_target(name))
+
+
+def _module_attribute(family: Family) -> str | None:
+    """``module:attribute`` of a module-level variable holding ``family``, if any."""
+    for module_name, module in list(sys.modules.items()):
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        for attr, value in items:
+            if value is family and not attr.startswith("_"):
+                return f"{module_name}:{attr}"
+    return None
+
+
+def register_family(family: Family) -> str:
+    """Registers a :class:`Family` object handed over directly (``testing.check(FAMILY)``)
+    and returns its name. A module-level family is registered through its module, so a
+    printed repro command finds it (``--family-module``); one defined elsewhere is known to
+    this process only. A different family under a registered name is a UsageError."""
+    if not isinstance(family, Family):
+        raise UsageError(f"{family!r} is a {type(family).__name__}, not a kernel_harness Family")
+    name = family.name
+    try:
+        known = get_family(name)
+    except (UnknownFamily, UsageError):
+        known = None
+    if known is not None:
+        if known is not family and (known.kernel is not family.kernel
+                                    or known.reference is not family.reference):
+            raise UsageError(f"family {name!r} is already registered as a different family; "
+                             "rename one of them")
+        return name
+    target = _module_attribute(family)
+    if target is not None and name not in BUILTIN_FAMILIES:
+        load_family_modules([target.partition(":")[0]])
+    else:
+        _objects[name] = family
+    return name
 
 
 def load_family_modules(modules: Sequence[str]) -> list[str]:
@@ -165,5 +209,7 @@ def load_family_modules(modules: Sequence[str]) -> list[str]:
 def family_module_args(name: str) -> list[str]:
     """``["--family-module", MODULE]`` when family ``name`` came from a module (so a printed
     repro command finds it again); ``[]`` for built-in and entry-point families."""
+    if name in _objects:
+        return []
     target = _from_modules.get(name)
     return [] if target is None else ["--family-module", target.partition(":")[0]]

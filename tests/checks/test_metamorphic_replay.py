@@ -38,7 +38,8 @@ def _first(out: str) -> str:
     ],
 )
 def test_printed_command_replays_the_same_failure(toy_attention, capsys, prop, impl):
-    code = cli.main(["check", "toy-attention", "--profile", "dev", "--property", prop,
+    code = cli.main(["check", "--no-isolate",
+                     "toy-attention", "--profile", "dev", "--property", prop,
                      "--seed", "3", "--max-examples", "15", "--impl", f"{PK}:{impl}"])
     out = capsys.readouterr().out
     assert code == 1, out
@@ -75,7 +76,7 @@ def _failures_with_commands(out: str) -> list[tuple[str, str]]:
 
 def test_replay_of_a_correct_kernel_passes(toy_attention, capsys):
     # The same draws against the pristine kernel: the relation holds, exit 0.
-    code = cli.main(["check", "toy-attention", "--profile", "dev", "--property",
+    code = cli.main(["check", "--no-isolate", "toy-attention", "--profile", "dev", "--property",
                      "invisible-inputs-ignored", "--seed", "3", "--max-examples", "15",
                      "--impl", f"{PK}:ignores_causal"])
     out = capsys.readouterr().out
@@ -90,7 +91,7 @@ def test_replay_of_a_correct_kernel_passes(toy_attention, capsys):
 
 def test_draws_that_do_not_fit_are_a_usage_error(toy_attention, capsys):
     case = pk.ToyAttentionCase.__name__  # noqa: F841 - the family's case type exists
-    good = cli.main(["check", "toy-attention", "--profile", "dev", "--property",
+    good = cli.main(["check", "--no-isolate", "toy-attention", "--profile", "dev", "--property",
                      "segment-isolation", "--seed", "3", "--max-examples", "15",
                      "--impl", f"{PK}:leaky_second_segment"])
     out = capsys.readouterr().out

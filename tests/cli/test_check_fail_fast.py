@@ -20,7 +20,8 @@ def toy_registry(monkeypatch):
 
 
 def _check(capsys, *extra):
-    code = cli.main(["check", "toy", "--profile", "ci", "--max-examples", "5", "--impl", BUG,
+    code = cli.main(["check", "--no-isolate",
+                     "toy", "--profile", "ci", "--max-examples", "5", "--impl", BUG,
                      *extra])
     return code, capsys.readouterr().out
 

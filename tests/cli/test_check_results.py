@@ -11,7 +11,7 @@ import junitparser
 import pytest
 
 from kernel_harness import cli
-from kernel_harness.cli import results
+from kernel_harness.checks import results
 from kernel_harness.spec import registry
 
 TOY = "tests.helpers.toy_family:FAMILY"
@@ -31,7 +31,7 @@ def schema():
 
 def _check(tmp_path, *extra):
     j, x = tmp_path / "out" / "r.json", tmp_path / "out" / "r.xml"
-    code = cli.main(["check", "toy", "--profile", "ci", "--max-examples", "5",
+    code = cli.main(["check", "--no-isolate", "toy", "--profile", "ci", "--max-examples", "5",
                      "--json", str(j), "--junit", str(x), *extra])
     return code, json.loads(j.read_text()), junitparser.JUnitXml.fromfile(str(x))
 

@@ -49,12 +49,13 @@ def test_unavailable_accelerator_backend_is_an_error_not_a_substitute(capsys, to
 
     if availability()["gpu"] is None:
         pytest.skip("a GPU is attached")
-    code, _, err = _run(capsys, "check", "toy", "--backend", "gpu")
+    code, _, err = _run(capsys, "check", "--no-isolate", "toy", "--backend", "gpu")
     assert code == 2 and "backend 'gpu' is not available: no GPU" in err
 
 
 def test_passing_check_prints_summary_and_exits_0(capsys, toy_registry):
-    code, out, _ = _run(capsys, "check", "toy", "--profile", "ci", "--max-examples", "5")
+    code, out, _ = _run(capsys, "check", "--no-isolate",
+                        "toy", "--profile", "ci", "--max-examples", "5")
     assert code == 0, out
     assert "backend interpret (requested explicitly)" in out
     assert "cases reached by toy" in out and "length=" in out
@@ -66,7 +67,7 @@ def test_passing_check_prints_summary_and_exits_0(capsys, toy_registry):
 
 def test_planted_bug_fails_with_summary_detail_and_repro(capsys, toy_registry):
     code, out, _ = _run(
-        capsys, "check", "toy", "--profile", "ci", "--max-examples", "5",
+        capsys, "check", "--no-isolate", "toy", "--profile", "ci", "--max-examples", "5",
         "--impl", "tests.helpers.toy_family:wrong_softplus",
     )
     assert code == 1
@@ -89,7 +90,7 @@ def test_planted_bug_fails_with_summary_detail_and_repro(capsys, toy_registry):
 
 def test_impl_needs_exactly_one_family(capsys, toy_registry, monkeypatch):
     monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy2", TOY)
-    code, _, err = _run(capsys, "check", "toy", "toy2",
+    code, _, err = _run(capsys, "check", "--no-isolate", "toy", "toy2",
                         "--impl", "tests.helpers.toy_family:softplus")
     assert code == 2 and "name exactly one family" in err
 

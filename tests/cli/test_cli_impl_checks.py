@@ -21,7 +21,7 @@ def _run(capsys, *argv):
     return code, out, err
 
 
-CHECK = ["check", "toyopt", "--profile", "ci", "--max-examples", "12",
+CHECK = ["check", "--no-isolate", "toyopt", "--profile", "ci", "--max-examples", "12",
          "--property", "matches-reference"]
 
 
@@ -79,7 +79,8 @@ def test_two_crash_kinds_are_two_reports_with_counts(capsys):
 
 
 def test_tolerance_override_is_in_summary_and_repro_line(capsys):
-    code, out, _ = _run(capsys, "check", "toy", "--profile", "ci", "--max-examples", "3",
+    code, out, _ = _run(capsys, "check", "--no-isolate",
+                        "toy", "--profile", "ci", "--max-examples", "3",
                         "--property", "matches-reference",
                         "--impl", "tests.helpers.toy_family:wrong_softplus",
                         "--tolerance", "dx=0.5", "--tolerance-scale", "2")

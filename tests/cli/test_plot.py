@@ -38,7 +38,8 @@ def test_repro_plot_draws_the_planted_bug(tmp_path, toy_registry, capsys):
 
 
 def test_check_plot_dir_draws_each_failing_property(tmp_path, toy_registry, capsys):
-    code = cli.main(["check", "toy", "--profile", "ci", "--max-examples", "3", "--impl", BUG,
+    code = cli.main(["check", "--no-isolate",
+                     "toy", "--profile", "ci", "--max-examples", "3", "--impl", BUG,
                      "--property", "matches-reference", "--plot-dir", str(tmp_path)])
     assert code == 1
     assert (tmp_path / "toy-matches-reference.png").stat().st_size > 10_000

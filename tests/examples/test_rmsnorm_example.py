@@ -95,7 +95,8 @@ def test_installed_example_is_listed_passes_ci_and_its_planted_bug_fails(tmp_pat
 def test_family_module_check_fails_on_the_eps_bug_and_repro_finds_the_family(
     example_on_path, capsys
 ):
-    code = cli.main(["check", "rmsnorm", "--family-module", MODULE, "--profile", "ci",
+    code = cli.main(["check", "--no-isolate",
+                     "rmsnorm", "--family-module", MODULE, "--profile", "ci",
                      "--max-examples", "20", "--property", "matches-reference",
                      "--impl", "rmsnorm_family.bugs:rmsnorm_eps_outside_sqrt"])
     out = capsys.readouterr().out

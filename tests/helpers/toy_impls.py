@@ -11,3 +11,28 @@ def slightly_worse(x):
 def within_noise(x):
     """Relative error 5e-7: below the gate's floor x factor, so not a regression."""
     return softplus(x) * (1 + 5e-7)
+
+
+def off_by_a_thousandth(x):
+    """Relative error 1e-3: far outside the toy tolerance (1e-5): must fail."""
+    return softplus(x) * (1 + 1e-3)
+
+
+def wrong_at_length_8(x):
+    """A planted bug only some cases reach: off by 1% on the last element when length is 8
+    (a one-example run that draws length 4 passes it)."""
+    y = softplus(x)
+    return y.at[-1].multiply(1.01) if x.shape[0] == 8 else y
+
+
+def wrong_at_length_4(x):
+    """The same bug at length 4 only: it passes every case ``wrong_at_length_8`` fails."""
+    y = softplus(x)
+    return y.at[0].multiply(0.99) if x.shape[0] == 4 else y
+
+
+def crashes_at_length_8(x):
+    """Raises on length 8 only (a crash the search finds and the corpus keeps)."""
+    if x.shape[0] == 8:
+        raise NotImplementedError("length 8 is not supported")
+    return softplus(x)

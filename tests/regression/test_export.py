@@ -243,3 +243,27 @@ def test_failure_report_prints_the_export_command() -> None:
     assert command.startswith("kernel-harness export-repro gpu-mha --backend interpret --case ")
     assert "--impl my_mod:mha --out repro_gpu_mha.py" in command
     assert export_command(result("hstu", case)) is None  # no hook: no command that would fail
+
+
+# A top-level module with splash's own names (as a vendored copy of splash_attention_kernel.py
+# is): the script used to derive its mask module as ".splash_attention_mask" (a TypeError).
+TOP_LEVEL_SPLASH = '''
+from jax.experimental.pallas.ops.tpu.splash_attention.splash_attention_kernel import (
+    BlockSizes, QKVLayout, SegmentIds, make_splash_mha)
+'''
+
+
+def test_splash_impl_from_a_top_level_module_and_what_to_do_when_it_does_not_import(
+        tmp_path: Path) -> None:
+    fam = get_family("splash")
+    case = build_case(fam, SPLASH_SMALL)
+    kernels = _plant(tmp_path, "vendored_splash", TOP_LEVEL_SPLASH)
+    script, _ = export_repro(fam, case, tmp_path / "vendored.py",
+                             impl_spec="vendored_splash:make_splash_mha")
+    assert "run this script where `import vendored_splash` works" in script.read_text()
+    good = run_standalone(script, extra_path=kernels)
+    assert good.returncode == 0, good.stdout + good.stderr
+    lost = run_standalone(script)
+    assert lost.returncode != 0
+    assert "cannot import vendored_splash (--impl vendored_splash:make_splash_mha)" in lost.stderr
+    assert "PYTHONPATH" in lost.stderr

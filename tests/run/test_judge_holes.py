@@ -129,7 +129,8 @@ def test_no_max_subtraction_fails_at_large_logits_only():
 
 
 def test_no_max_subtraction_fails_through_the_cli_check(capsys):
-    code = cli.main(["check", "sdpa", "--profile", "dev", "--property", "matches-reference",
+    code = cli.main(["check", "--no-isolate",
+                     "sdpa", "--profile", "dev", "--property", "matches-reference",
                      "--seed", "1", "--max-examples", "12",
                      "--without", "bias,mask,window,q-lengths,kv-lengths,gqa",
                      "--impl", f"{PLANTED}:no_max_subtraction"])

@@ -40,7 +40,16 @@ from kernel_harness.spec.hooks import (
 
 
 class MetamorphicFailure(AssertionError):
-    """A metamorphic relation between kernel runs does not hold; the message says where."""
+    """A metamorphic relation between kernel runs does not hold; the message says where.
+
+    ``case`` is the failing example's case and ``draws_json`` what it drew besides (the
+    ``--draws`` of its repro line; None when the example cannot be replayed), so a
+    failure corpus can store it without parsing the message."""
+
+    def __init__(self, message: str, *, case: Any = None, draws_json: str | None = None):
+        super().__init__(message)
+        self.case = case
+        self.draws_json = draws_json
 
 
 # --- array bookkeeping --------------------------------------------------------------------------
@@ -281,7 +290,10 @@ class Check:
             f"  case json: {self.case.to_json()}",
             self.reproduce_line(),
         ]
-        raise MetamorphicFailure("\n".join(lines))
+        rec = self.recorder
+        draws = None if rec is not None and rec.replayable is not None else (
+            "[]" if rec is None else rec.to_json())
+        raise MetamorphicFailure("\n".join(lines), case=self.case, draws_json=draws)
 
     def reproduce_line(self) -> str:
         """``  reproduce: kernel-harness repro FAMILY ... --property P --draws JSON``: this

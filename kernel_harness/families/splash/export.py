@@ -78,9 +78,10 @@ def export(case: SplashCase) -> ExportSnippet:
         _own = sys.modules[_target.__module__]  # a copy of splash brings its own BlockSizes etc.
         if all(hasattr(_own, n) for n in ("BlockSizes", "QKVLayout", "SegmentIds")):
             sk = _own
-            try:  # ... and its own mask classes, next to it
-                ml = importlib.import_module(_own.__name__.rpartition(".")[0]
-                                             + ".splash_attention_mask")
+            _package = _own.__name__.rpartition(".")[0]
+            try:  # ... and its own mask classes, next to it (a top-level module has no package)
+                if _package:
+                    ml = importlib.import_module(_package + ".splash_attention_mask")
             except ImportError:
                 pass
         SHAPE = {shape!r}

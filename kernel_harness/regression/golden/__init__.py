@@ -14,6 +14,7 @@ from kernel_harness.regression.golden.check import (
 )
 from kernel_harness.regression.golden.store import (
     COMPARABLE_FIELDS,
+    CROSS_DEVICE_DRIFT_TOL,
     MANIFEST,
     REFERENCE_DRIFT_TOL,
     SCHEMA_VERSION,
@@ -30,6 +31,7 @@ from kernel_harness.regression.golden.store import (
     not_comparable_reason,
     paths,
     same_case,
+    same_device,
     save_manifest,
     select,
     version_difference,
@@ -39,6 +41,7 @@ from kernel_harness.regression.golden.store import (
 
 __all__ = [
     "COMPARABLE_FIELDS",
+    "CROSS_DEVICE_DRIFT_TOL",
     "GoldenCase",
     "GoldenError",
     "GoldenOutcome",
@@ -61,6 +64,7 @@ __all__ = [
     "orphans",
     "paths",
     "same_case",
+    "same_device",
     "record_case",
     "run_family",
     "save_manifest",

@@ -44,6 +44,16 @@ REFERENCE_DRIFT_TOL = Tolerance(
     max_rel_err=1e-5, reason="same reference code, same jax and backend: only rounding noise"
 )
 
+#: The reference recomputed on another platform or device kind than the one a golden was
+#: recorded on (interpret on CPU -> a TPU or a GPU): the same float32 HIGHEST code, but the
+#: order of summation and the rounding of exp/log/tanh differ, a few ulp each, growing with
+#: the length of a reduction. Ten times the one-device bound, still far below every family's
+#: kernel tolerance, so a reference that moves by more is news, not noise.
+CROSS_DEVICE_DRIFT_TOL = Tolerance(
+    max_rel_err=1e-4, reason="same reference code on another platform or device kind: "
+    "summation order and transcendental rounding differ"
+)
+
 _INPUT, _REF = "input.", "reference."
 
 
@@ -181,14 +191,24 @@ VERSION_FIELDS = ("jax_version", "jaxlib_version")
 
 
 def not_comparable_reason(recorded: dict[str, str], current: dict[str, str]) -> str | None:
-    """``None`` if results recorded in ``recorded`` can be compared here, else why not
-    (another backend or device; a jax version difference alone is comparable)."""
+    """``None`` if results recorded in ``recorded`` can be compared here as numbers, else
+    why not (another backend or device; a jax version difference alone is comparable).
+    A golden check then judges the kernel against the reference recomputed here instead
+    (:func:`kernel_harness.regression.golden.check.check_golden`); a gate baseline from
+    there is not used."""
     diffs = [k for k in COMPARABLE_FIELDS if recorded.get(k) != current.get(k)]
     if not diffs:
         return None
     was = ", ".join(f"{k}={recorded.get(k)}" for k in diffs)
     now = ", ".join(f"{k}={current.get(k)}" for k in diffs)
     return f"not comparable: recorded on {was}; this run has {now}"
+
+
+def same_device(recorded: dict[str, str], current: dict[str, str]) -> bool:
+    """Whether the reference ran on the same platform and device kind in both (the backend
+    name alone, e.g. interpret vs tpu-interpret, does not change how the plain-jnp
+    reference computes)."""
+    return all(recorded.get(k) == current.get(k) for k in ("platform", "device_kind"))
 
 
 def version_difference(recorded: dict[str, str], current: dict[str, str]) -> str | None:

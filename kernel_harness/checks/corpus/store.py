@@ -1,0 +1,280 @@
+"""Where corpus entries live: Hypothesis's example databases, holding the harness's JSON.
+
+Each (family, property) unit has its own database key; its values are the entries'
+canonical JSON (:class:`~kernel_harness.checks.corpus.entry.CorpusEntry`). One more key,
+the index, names the units that have entries, so a corpus can be listed on every
+database kind (none of them enumerates its keys). A database keeps a set of values per
+key and writes each value atomically (a file renamed into place; a Redis ``SADD``), so
+several processes may record into one corpus at once.
+
+LOCATION (``open_corpus``), one or several joined by ``,`` (read through
+``MultiplexedDatabase``; a record goes to every writable one):
+
+- ``PATH``: a directory (``DirectoryBasedExampleDatabase``); created when writing;
+- ``redis://HOST[:PORT][/DB]``: a shared Redis (``RedisExampleDatabase``);
+- ``github:OWNER/REPO[/ARTIFACT]``: the newest GitHub Actions artifact of that name
+  (default ``kernel-harness-corpus``) holding a corpus directory
+  (``GitHubArtifactDatabase``; needs ``GITHUB_TOKEN`` for a private repository; cached
+  under ``$KERNEL_HARNESS_CORPUS_CACHE`` or ``~/.cache/kernel-harness/corpus-artifacts``
+  for a day); always read-only;
+- ``ro:`` before any of them: read it, never write it (``ReadOnlyDatabase``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import urllib.parse
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+from hypothesis.database import (
+    DirectoryBasedExampleDatabase,
+    ExampleDatabase,
+    GitHubArtifactDatabase,
+    MultiplexedDatabase,
+    ReadOnlyDatabase,
+)
+from hypothesis.errors import HypothesisWarning
+
+from kernel_harness.checks.corpus.entry import CorpusEntry, CorpusError
+
+_PREFIX = b"kernel-harness-corpus/v1/"
+_INDEX = _PREFIX + b"index"
+#: A Redis key expires this long after its last read or write (RedisExampleDatabase
+#: always sets one); every replay reads it, so entries stay until dropped.
+REDIS_EXPIRY = datetime.timedelta(days=3650)
+DEFAULT_ARTIFACT = "kernel-harness-corpus"
+
+ACCEPTED = ("a directory PATH, redis://HOST[:PORT][/DB], github:OWNER/REPO[/ARTIFACT], "
+            "any of them after ro: (read-only), or several joined by ','")
+
+#: What a run does with a corpus: nothing, replay its entries, or also record failures.
+CorpusMode = Literal["off", "read", "read-write"]
+
+
+def corpus_mode(profile_name: str, location: str | None, *,
+                write: bool | None = None) -> CorpusMode:
+    """The one rule for what a run does with a corpus.
+
+    Nothing unless a corpus is configured (``location`` None or empty: ``off``, so no
+    hidden state makes two runs differ). With one: the ``ci`` profile reads (replays
+    its entries first), ``nightly`` and ``dev`` read and write (record each unit's
+    shrunk failure). ``write`` (an explicit flag) overrides the profile's choice."""
+    if not location:
+        if write:
+            raise CorpusError("writing to a corpus needs a corpus: give --corpus LOCATION")
+        return "off"
+    if write is None:
+        write = profile_name != "ci"
+    return "read-write" if write else "read"
+
+
+def _unit_key(family: str, prop: str) -> bytes:
+    return _PREFIX + f"unit/{family}/{prop}".encode()
+
+
+class Corpus:
+    """A failure corpus over one (possibly multiplexed) example database."""
+
+    def __init__(self, db: ExampleDatabase, *, location: str, writable: bool):
+        self.db = db
+        self.location = location
+        self.writable = writable
+
+    def __repr__(self) -> str:
+        return f"Corpus({self.location!r}, writable={self.writable})"
+
+    def _fetch(self, key: bytes) -> list[bytes]:
+        with _loud(self.location):
+            return list(self.db.fetch(key))
+
+    def _require_writable(self, what: str) -> None:
+        if not self.writable:
+            raise CorpusError(f"corpus {self.location} is open read-only; {what} needs a "
+                              "writable one")
+
+    def units(self) -> list[tuple[str, str]]:
+        """The (family, property) units holding entries, sorted."""
+        out = set()
+        for raw in self._fetch(_INDEX):
+            try:
+                family, prop = json.loads(raw)
+            except (ValueError, TypeError):
+                raise CorpusError(f"corpus {self.location}: a malformed index value "
+                                  f"{raw[:80]!r}") from None
+            out.add((family, prop))
+        return sorted(out)
+
+    def _stored(self, family: str, prop: str) -> list[tuple[bytes, CorpusEntry]]:
+        out = []
+        for raw in self._fetch(_unit_key(family, prop)):
+            try:
+                entry = CorpusEntry.from_json(raw)
+            except CorpusError as e:
+                raise CorpusError(f"corpus {self.location}, {family} {prop}: {e}") from None
+            if (entry.family, entry.prop) != (family, prop):
+                raise CorpusError(f"corpus {self.location}: entry {entry.id} of "
+                                  f"{entry.family} {entry.prop} is stored under {family} {prop}")
+            out.append((raw, entry))
+        return out
+
+    def entries(self, family: str | None = None, prop: str | None = None) -> list[CorpusEntry]:
+        """The stored entries (of ``family`` and ``prop`` where given), one per id (the
+        earliest recorded where two processes stored the same failure at once), in a
+        stable order: unit, then date, then id."""
+        found: dict[str, CorpusEntry] = {}
+        for fam, p in self.units():
+            if (family is not None and fam != family) or (prop is not None and p != prop):
+                continue
+            for _, entry in self._stored(fam, p):
+                if entry.id not in found or entry.date < found[entry.id].date:
+                    found[entry.id] = entry
+        return sorted(found.values(), key=lambda e: (e.family, e.prop, e.date, e.id))
+
+    def record(self, entry: CorpusEntry) -> bool:
+        """Stores ``entry``; False when its failure (its id) is stored already."""
+        self._require_writable("recording a failure")
+        if any(e.id == entry.id for _, e in self._stored(entry.family, entry.prop)):
+            return False
+        with _loud(self.location):
+            self.db.save(_unit_key(entry.family, entry.prop), entry.to_json().encode())
+            self.db.save(_INDEX, json.dumps([entry.family, entry.prop]).encode())
+        return True
+
+    def find(self, id_or_prefix: str) -> CorpusEntry:
+        """The entry whose id is or starts with ``id_or_prefix`` (at least 4 characters);
+        none or several is a :class:`CorpusError`."""
+        if len(id_or_prefix) < 4:
+            raise CorpusError(f"entry id {id_or_prefix!r}: give at least 4 characters")
+        hits = [e for e in self.entries() if e.id.startswith(id_or_prefix)]
+        if len(hits) != 1:
+            what = "no entry" if not hits else f"{len(hits)} entries"
+            raise CorpusError(f"corpus {self.location}: {what} with id {id_or_prefix!r} "
+                              "(`kernel-harness corpus list` shows them)")
+        return hits[0]
+
+    def drop(self, id_or_prefix: str) -> CorpusEntry:
+        """Removes one entry (every stored copy of it) and returns it."""
+        self._require_writable("dropping an entry")
+        entry = self.find(id_or_prefix)
+        with _loud(self.location):
+            for raw, stored in self._stored(entry.family, entry.prop):
+                if stored.id == entry.id:
+                    self.db.delete(_unit_key(entry.family, entry.prop), raw)
+            if not self._stored(entry.family, entry.prop):
+                self.db.delete(_INDEX, json.dumps([entry.family, entry.prop]).encode())
+        return entry
+
+
+@contextlib.contextmanager
+def _loud(location: str) -> Iterator[None]:
+    """Hypothesis's databases warn and carry on empty (an artifact that cannot be had, a
+    corrupt zip): for a corpus that would replay nothing and call it a pass."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HypothesisWarning)
+        try:
+            yield
+        except HypothesisWarning as e:
+            raise CorpusError(f"corpus {location}: {e}") from None
+        except OSError as e:
+            raise CorpusError(f"corpus {location}: {type(e).__name__}: {e}") from None
+        except Exception as e:
+            if type(e).__module__.startswith("redis"):
+                raise CorpusError(f"corpus {location}: redis: {e}") from None
+            raise
+
+
+def open_corpus(location: str, *, writable: bool) -> Corpus:
+    """Opens the corpus at ``location`` (see the module docstring for the forms). With
+    ``writable`` at least one part must be writable, and a directory is created; without
+    it every part is read-only. Each part is reached now (a directory checked, a Redis
+    pinged, an artifact fetched), so a bad LOCATION is a :class:`CorpusError`, one line
+    saying what is accepted, before any kernel runs."""
+    parts = [p.strip() for p in str(location).split(",")]
+    if not location or not all(parts):
+        raise CorpusError(f"--corpus {location!r}: empty; give {ACCEPTED}")
+    opened = [_open_part(p, writable=writable) for p in parts]
+    if writable and not any(w for _, w in opened):
+        raise CorpusError(f"--corpus {location}: read-only, but this run records failures "
+                          "(give a writable directory or redis:// as well)")
+    dbs = [db for db, _ in opened]
+    db = dbs[0] if len(dbs) == 1 else MultiplexedDatabase(*dbs)
+    corpus = Corpus(db, location=location, writable=writable)
+    corpus.units()  # reach every part now
+    return corpus
+
+
+def _open_part(part: str, *, writable: bool) -> tuple[ExampleDatabase, bool]:
+    read_only = part.startswith("ro:")
+    spec = part[3:] if read_only else part
+    if spec.startswith("github:"):
+        db, can_write = _github(spec), False
+    elif spec.startswith("redis://"):
+        db, can_write = _redis(spec), True
+    elif "://" in spec or spec.startswith("ro:") or not spec:
+        raise CorpusError(f"--corpus {part!r}: not a corpus location; give {ACCEPTED}")
+    else:
+        db, can_write = _directory(spec, create=writable and not read_only), True
+    can_write = can_write and writable and not read_only
+    return (db if can_write else ReadOnlyDatabase(db)), can_write
+
+
+def _directory(spec: str, *, create: bool) -> ExampleDatabase:
+    path = Path(spec).expanduser()
+    if path.exists() and not path.is_dir():
+        raise CorpusError(f"--corpus {spec}: exists and is not a directory")
+    if create:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise CorpusError(f"--corpus {spec}: cannot create it: {e.strerror}") from None
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise CorpusError(f"--corpus {spec}: not writable")
+    elif not path.is_dir():
+        raise CorpusError(f"--corpus {spec}: no such directory (a corpus read-only must "
+                          "exist; a run that writes creates it)")
+    return DirectoryBasedExampleDatabase(path)
+
+
+def _redis(spec: str) -> ExampleDatabase:
+    url = urllib.parse.urlsplit(spec)
+    try:
+        port = url.port or 6379
+        db_path = url.path.strip("/")
+        db = int(db_path) if db_path else 0
+    except ValueError:
+        raise CorpusError(f"--corpus {spec}: give redis://HOST[:PORT][/DB] with numbers "
+                          "for PORT and DB") from None
+    if not url.hostname or url.query or url.fragment or url.username or url.password:
+        raise CorpusError(f"--corpus {spec}: give redis://HOST[:PORT][/DB] (no user, "
+                          "password or query)")
+    try:
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+    except ImportError:
+        raise CorpusError(f"--corpus {spec}: the redis client is not installed "
+                          "(pip install 'kernel-harness[redis]')") from None
+    client = redis.Redis(host=url.hostname, port=port, db=db, socket_connect_timeout=5,
+                         socket_timeout=30)
+    try:
+        client.ping()
+    except redis.RedisError as e:
+        raise CorpusError(f"--corpus {spec}: cannot reach Redis: {e}") from None
+    return RedisExampleDatabase(client, expire_after=REDIS_EXPIRY, key_prefix=b"")
+
+
+def _github(spec: str) -> ExampleDatabase:
+    fields = spec[len("github:"):].split("/")
+    if len(fields) not in (2, 3) or not all(fields):
+        raise CorpusError(f"--corpus {spec}: give github:OWNER/REPO[/ARTIFACT]")
+    owner, repo = fields[:2]
+    artifact = fields[2] if len(fields) == 3 else DEFAULT_ARTIFACT
+    root = os.environ.get("KERNEL_HARNESS_CORPUS_CACHE")
+    cache = (Path(root) if root else Path.home() / ".cache" / "kernel-harness"
+             / "corpus-artifacts") / owner / repo / artifact
+    return GitHubArtifactDatabase(owner, repo, artifact_name=artifact, path=cache)

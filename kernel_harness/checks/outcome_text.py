@@ -1,0 +1,83 @@
+"""The text of a property's outcome, one rendering for every front end: its verdict and
+its failure report (harness reports, crash reports grouped by kind, other errors), never
+Hypothesis's own internals."""
+
+from __future__ import annotations
+
+import functools
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from kernel_harness.checks.metamorphic import MetamorphicFailure
+from kernel_harness.checks.properties import HarnessFailure, PropertyOutcome
+from kernel_harness.run import report
+from kernel_harness.run.crash import KernelCrash
+from kernel_harness.run.runner import impl_name
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside an exception group (or the exception itself)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for e in error.exceptions for leaf in leaves(e)]
+    return [error]
+
+
+def verdict(outcome: PropertyOutcome) -> str:
+    """PASS; FAIL (with the crash kinds); ERROR when no example failed yet the run did
+    not pass (a health check, a flaky test): never "passed 2, failed 1"."""
+    if outcome.passed:
+        return "PASS"
+    obs = outcome.observer
+    if obs.failed == 0 and not obs.crashes:
+        return "ERROR"
+    kinds = len(obs.crashes)
+    return f"FAIL ({kinds} crash kind{'s' * (kinds != 1)})" if kinds else "FAIL"
+
+
+def _crash_text(outcome: PropertyOutcome, crashes: list[KernelCrash]) -> list[str]:
+    """One report per crash kind (the smallest example Hypothesis found), with a count."""
+    obs = outcome.observer
+    shown: dict[str, str] = {}
+    for leaf in crashes:
+        shown[leaf.crash.kind] = str(leaf)
+    for kind, (_, crash) in obs.crashes.items():
+        shown.setdefault(kind, crash.report())
+    lines = []
+    for i, (kind, text) in enumerate(shown.items(), 1):
+        count = obs.crashes.get(kind, (0, None))[0]
+        lines += [f"--- crash kind {i} of {len(shown)}: {kind} ({count} examples) ---", text]
+    return lines
+
+
+def failure_text(outcome: PropertyOutcome) -> str:
+    """The report of a property that did not pass ("" if it passed): each failure's own
+    report (summary line first, reproduce command last), crash kinds, other errors."""
+    if outcome.passed:
+        return ""
+    obs = outcome.observer
+    found = leaves(outcome.error) if outcome.error is not None else []
+    failures = [e for e in found if isinstance(e, HarnessFailure | MetamorphicFailure)]
+    crashes = [e for e in found if isinstance(e, KernelCrash)]
+    others = [e for e in found
+              if not isinstance(e, HarnessFailure | MetamorphicFailure | KernelCrash)]
+    lines = [str(f) for f in failures]
+    if not failures and obs.last_failure is not None:
+        lines.append(report.failure_report(obs.last_failure))
+    if crashes or obs.crashes:
+        lines += _crash_text(outcome, crashes)
+    for err in others:
+        lines.append(f"{report.PREFIX} ERROR {outcome.family}: {type(err).__name__}: {err}")
+        lines.append("".join(traceback.format_exception(err, limit=-3)).rstrip())
+    if outcome.shrink is not None and outcome.shrink.failed:
+        lines.append(f"  {outcome.shrink.describe()}")
+    return "\n".join(lines)
+
+
+def impl_label(impl: Callable[..., Any]) -> str:
+    """How reports name an implementation that was passed as an object: ``module:qualname``,
+    marked when that path cannot be imported back (a factory's product, a lambda)."""
+    while isinstance(impl, functools.partial):
+        impl = impl.func
+    name = impl_name(impl)
+    return name if "<" not in name else f"{name} (not importable as MODULE:ATTR)"

@@ -1,0 +1,91 @@
+"""What a check session is asked to do (:class:`CheckRequest`), as plain data that a
+worker process can be handed."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kernel_harness.core.errors import UsageError
+from kernel_harness.run.impl_probe import impl_spec_of
+from kernel_harness.run.profiles import ShrinkBudget
+from kernel_harness.spec import registry
+from kernel_harness.spec.family import Family
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CheckRequest:
+    """What to check, as every front end spells it (the CLI's flags, ``--kh-*`` options,
+    :func:`kernel_harness.testing.check` arguments).
+
+    ``families``: names or :class:`Family` objects (empty: every registered family; then a
+    family the backend cannot run is skipped with the reason, while a named one is a usage
+    error). ``impl``: ``MODULE:ATTR`` or a callable, replacing the kernel of exactly one
+    family. ``without``: features the implementation lacks, for every family
+    (``FEATURE[,FEATURE]``); ``without_by_family``: the same per family. ``isolate``: run the
+    units in a worker process (a native crash is a report); ``timeout`` (seconds per example,
+    implies ``isolate``).
+    """
+
+    families: Sequence[str | Family] = ()
+    properties: Sequence[str] = ()
+    profile: str = "dev"
+    backend: str = "interpret"
+    impl: str | Callable[..., Any] | None = None
+    max_examples: int | None = None
+    seed: int | None = None
+    without: Sequence[str] = ()
+    without_by_family: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    tolerance: Sequence[str] = ()
+    tolerance_scale: float | None = None
+    timeout: float | None = None
+    isolate: bool = False
+    fail_fast: bool = False
+    all_bugs: bool = False
+    shrink_budget: ShrinkBudget | None = None
+    progress_every: float = 30.0
+    compile_cache: str | None = None
+    heartbeat_file: str | None = None
+    #: A failure corpus LOCATION (``kernel_harness.checks.corpus``) and whether to write to
+    #: it (None: the profile decides: ci reads, dev and nightly read and write).
+    corpus: str | None = None
+    corpus_write: bool | None = None
+    #: ``I/N``: run this shard's 1/N of the units (each shard with its own seeds).
+    shard: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The request as plain data, for a worker process (families by name, the impl by
+        ``MODULE:ATTR``; an object that cannot be named there is a usage error)."""
+        if self.impl is not None and not isinstance(self.impl, str):
+            spec = impl_spec_of(self.impl)
+            if spec is None:
+                raise UsageError(
+                    f"implementation {self.impl!r} cannot run in a worker process: it has no "
+                    "importable MODULE:ATTR; define it at module level, or run without "
+                    "isolation (no --timeout)")
+        else:
+            spec = self.impl
+        names = []
+        for fam in self.families:
+            names.append(fam if isinstance(fam, str) else registry.register_family(fam))
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data.update(families=names, impl=spec, isolate=False, heartbeat_file=None,
+                    properties=list(self.properties), without=list(self.without),
+                    tolerance=list(self.tolerance),
+                    without_by_family={k: sorted(v) for k, v in self.without_by_family.items()},
+                    shrink_budget=None if self.shrink_budget is None
+                    else dataclasses.asdict(self.shrink_budget))
+        return data
+
+    @classmethod
+    def from_json_dict(cls, data: dict[str, Any]) -> CheckRequest:
+        """The inverse of :meth:`to_json_dict`."""
+        data = dict(data)
+        data["without_by_family"] = {k: frozenset(v)
+                                     for k, v in data["without_by_family"].items()}
+        if data.get("shrink_budget") is not None:
+            data["shrink_budget"] = ShrinkBudget(**data["shrink_budget"])
+        for key in ("families", "properties", "without", "tolerance"):
+            data[key] = tuple(data[key])
+        return cls(**data)

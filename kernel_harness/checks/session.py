@@ -1,0 +1,355 @@
+"""One check session under every front end: ``kernel-harness check``, ``pytest --kh-check``
+and :func:`kernel_harness.testing.check` all run a :class:`CheckSession`.
+
+A session resolves a :class:`CheckRequest` once (families, narrowing, tolerance
+overrides, backend support with skips as data, the implementation and its signature,
+the profile and shrink budget), then runs *units* (one family x one property) and
+returns a :class:`UnitResult` per unit: a verdict, the JSON record of the results
+schema, the failure report text and one summary line, identical whichever front end
+asked. Units run in this process, or in a worker process (``CheckRequest.isolate``,
+``timeout``: :mod:`kernel_harness.checks.supervisor`) where a hang or a native crash of the
+kernel becomes a report like any other failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from kernel_harness.checks import outcome_text, results, watch
+from kernel_harness.checks.corpus import corpus_mode, open_corpus, record_failure, replay_unit
+from kernel_harness.checks.corpus.unit import record_supervised, replayed_failure
+from kernel_harness.checks.properties import PROPERTIES, Observer, run_property
+from kernel_harness.checks.request import CheckRequest
+from kernel_harness.checks.supervisor import Supervisor
+from kernel_harness.checks.units import Unit, UnitResult, verdict_line
+from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
+from kernel_harness.core.errors import PropertyNotApplicable, UsageError
+from kernel_harness.run import compile_cache
+from kernel_harness.run.impl_probe import bind_impl, impl_spec_of
+from kernel_harness.run.profiles import PROFILE_NAMES, get_profile, short_name
+from kernel_harness.run.profiles import shrink_budget as profile_shrink_budget
+from kernel_harness.run.runner import ensure_supported
+from kernel_harness.run.shard import shard_seed, shard_units
+from kernel_harness.spec import registry
+from kernel_harness.spec.family import Family
+from kernel_harness.spec.impl import load_impl
+from kernel_harness.spec.narrow import (
+    adjust_tolerances,
+    declared_without,
+    describe_adjustments,
+    narrow,
+    parse_features,
+)
+
+Emit = Callable[[str], None]
+
+
+def _print(line: str) -> None:
+    print(line, flush=True)
+
+
+class CheckSession:
+    """A resolved :class:`CheckRequest`: its backend, families, implementation and units.
+
+    Constructing it does all checking of the request (a bad name, an impossible impl
+    signature, a backend that cannot run a named family: :class:`UsageError`) before any
+    kernel runs."""
+
+    def __init__(self, request: CheckRequest, *, emit: Emit = _print) -> None:
+        self.request = request
+        self.emit = emit
+        if request.max_examples is not None and request.max_examples < 1:
+            raise UsageError("--max-examples must be at least 1")
+        if request.timeout is not None and request.timeout < 0:
+            raise UsageError("--timeout must be positive (0 turns the limit off)")
+        unknown = [p for p in request.properties if p not in PROPERTIES]
+        if unknown:
+            raise UsageError(f"unknown property {unknown[0]!r}; choose from: "
+                             f"{', '.join(PROPERTIES)}")
+        if short_name(request.profile) is None:
+            raise UsageError(f"unknown profile {request.profile!r}; choose one of: "
+                             f"{', '.join(PROFILE_NAMES)}")
+        self.profile_name = short_name(request.profile)
+        self.profile = get_profile(request.profile)
+        self.shrink_budget = request.shrink_budget or profile_shrink_budget(request.profile)
+        self.timeout = request.timeout
+        if self.timeout is None and self.profile_name == "nightly":
+            self.timeout = 900.0
+        self.cache_note = compile_cache.enable(request.compile_cache)
+        try:
+            self.backend: Backend = resolve_backend(request.backend)
+        except (ValueError, BackendUnavailable) as e:
+            raise UsageError(str(e)) from None
+        families = self._families()
+        self.impl, self.impl_spec = self._impl(len(families))
+        self.impl_label = (None if self.impl is None
+                           else self.impl_spec or outcome_text.impl_label(self.impl))
+        self.without = parse_features(request.without) | declared_without(self.impl)
+        self.families: list[Family] = []
+        self.skipped: list[tuple[Family, str]] = []
+        for fam in families:
+            extra = request.without_by_family.get(fam.name, frozenset())
+            fam = adjust_tolerances(narrow(fam, self.without | extra), list(request.tolerance),
+                                    request.tolerance_scale)
+            try:
+                ensure_supported(fam, self.backend)
+            except BackendUnavailable as e:
+                if request.families:
+                    raise UsageError(str(e)) from None
+                self.skipped.append((fam, str(e)))
+                continue
+            self.families.append(fam)
+        if self.impl is not None and self.families:
+            bind_impl(self.families[0], self.impl, self.backend)
+        props = list(request.properties) or list(PROPERTIES)
+        self.units = [Unit(fam, p) for fam in self.families for p in props]
+        self.seed = request.seed
+        if request.shard is not None:
+            self.units = shard_units(self.units, request.shard)
+            self.seed = shard_seed(request.seed, request.shard)
+        self.corpus_mode = corpus_mode(self.profile_name, request.corpus,
+                                       write=request.corpus_write)
+        self.corpus = (None if self.corpus_mode == "off" else
+                       open_corpus(request.corpus, writable=self.corpus_mode == "read-write"))
+
+    def _families(self) -> list[Family]:
+        """The requested families; a Family object is used as given (and registered, so
+        its repro command can find it by name)."""
+        names = self.request.families or registry.family_names()
+        out = []
+        for fam in names:
+            if isinstance(fam, Family):
+                registry.register_family(fam)
+                out.append(fam)
+                continue
+            try:
+                out.append(registry.get_family(fam))
+            except registry.UnknownFamily as e:
+                raise UsageError(str(e)) from None
+        return out
+
+    def _impl(self, n_families: int) -> tuple[Callable[..., Any] | None, str | None]:
+        impl = self.request.impl
+        if impl is None:
+            return None, None
+        if n_families != 1:
+            raise UsageError("--impl replaces one family's kernel: name exactly one family")
+        if isinstance(impl, str):
+            return load_impl(impl), impl
+        if not callable(impl):
+            raise UsageError(f"impl {impl!r} is a {type(impl).__name__}, not callable")
+        return impl, impl_spec_of(impl)
+
+    @property
+    def isolated(self) -> bool:
+        """Whether units run in a worker process (``isolate``, or a time limit)."""
+        return bool(self.timeout) or self.request.isolate
+
+    def supervisor(self) -> Supervisor:
+        """A worker process for this session's units (:mod:`kernel_harness.checks.supervisor`)."""
+        return Supervisor(json.dumps(self.request.to_json_dict()), backend=self.backend.name,
+                          timeout=self.timeout, impl_spec=self.impl_spec,
+                          impl_label=self.impl_label)
+
+    def header_lines(self) -> list[str]:
+        """What runs: backend, profile, jax, families, the implementation, the adjustments."""
+        lines = [
+            f"kernel-harness check: backend {self.backend.name} ({self.backend.note}), profile "
+            f"{self.request.profile}, jax {jax.__version__}, families "
+            f"{', '.join(f.name for f in self.families) or '-'}",
+            f"  {self.cache_note}; shrink budget {self.shrink_budget}",
+        ]
+        if self.impl_label is not None:
+            lines.append(f"  impl: {self.impl_label}")
+        if self.request.shard is not None:
+            lines.append(f"  shard {self.request.shard}: {len(self.units)} units, seed "
+                         f"{self.seed}")
+        if self.corpus is not None:
+            lines.append(f"  corpus {self.request.corpus} ({self.corpus_mode}): its entries "
+                         "replay first, before each unit's search")
+        if self.isolated:
+            limit = f"--timeout {self.timeout:g}s per example; " if self.timeout else ""
+            lines.append(f"  ({limit}units run in a worker process: a hang or a native crash "
+                         "is reported and the run goes on)")
+        for fam in self.families:
+            lines += [f"  {fam.name}: {line}" for line in describe_adjustments(fam)]
+        return lines
+
+    def skip_results(self) -> list[UnitResult]:
+        """One SKIP result per family the backend cannot run (never silent)."""
+        return [UnitResult(family=f.name, prop="-", backend=self.backend.name, verdict="SKIP",
+                           record=results.skip_record(f.name, "-", self.backend.name, why),
+                           line=verdict_line(f.name, "-", "SKIP", why))
+                for f, why in self.skipped]
+
+    def not_run(self, unit: Unit, why: str) -> UnitResult:
+        """A unit left out on purpose (``--fail-fast``), listed with the reason."""
+        reason = f"NOT RUN ({why})"
+        return UnitResult(family=unit.family.name, prop=unit.prop, backend=self.backend.name,
+                          verdict="NOT RUN",
+                          record=results.skip_record(unit.family.name, unit.prop,
+                                                     self.backend.name, reason),
+                          line=verdict_line(unit.family.name, unit.prop, reason, ""))
+
+    def run_unit(self, unit: Unit) -> UnitResult:
+        """Runs one unit in this process (the worker runs this too)."""
+        name, fam = unit.prop, unit.family
+        observer = Observer()
+        progress = watch.Progress(fam.name, name, observer, self.request.progress_every)
+        watched = watch.instrument(fam, name, heartbeat=self.request.heartbeat_file,
+                                   progress=progress)
+        try:
+            prop = PROPERTIES[name](watched, backend=self.backend, impl=self.impl,
+                                    impl_spec=self.impl_spec, observer=observer)
+        except PropertyNotApplicable as e:
+            why = f"not applicable: {e}"
+            return UnitResult(family=fam.name, prop=name, backend=self.backend.name,
+                              verdict="SKIP",
+                              record=results.skip_record(fam.name, name, self.backend.name,
+                                                         str(e)),
+                              line=verdict_line(fam.name, name, "SKIP", why))
+        replays = replay_unit(self.corpus, fam, name, self.backend, self.impl, self.impl_spec)
+        for replay in replays:
+            self.emit(f"  {replay.line()}")
+        replayed = replayed_failure(replays, fam, name, self.backend)
+        if replayed is not None:
+            return replayed
+        outcome = run_property(
+            name, watched, prop, backend=self.backend, observer=observer,
+            profile=self.profile, max_examples=self.request.max_examples,
+            seed=self.seed, shrink_budget=self.shrink_budget,
+            on_first_failure=self._first_failure, all_bugs=self.request.all_bugs,
+        )
+        if outcome.error is not None:
+            for entry in record_failure(self.corpus, fam, name, outcome.error, self.backend,
+                                        self.impl_spec):
+                self.emit(f"  corpus: stored {entry.id} ({entry.first_line[:80]})")
+        label = outcome_text.verdict(outcome)
+        verdict = label.split(" ")[0]
+        record = results.outcome_record(outcome) | {"verdict": verdict}
+        detail = f"{observer.examples} examples, {outcome.wall_seconds:.1f}s"
+        return UnitResult(family=fam.name, prop=name, backend=self.backend.name,
+                          verdict=verdict, record=record, label=label,
+                          text=outcome_text.failure_text(outcome),
+                          line=verdict_line(fam.name, name, verdict, detail), outcome=outcome)
+
+    def _first_failure(self, text: str) -> None:
+        self.emit(f"\n--- first failing example (the full report follows shrinking) ---\n{text}")
+
+    def run(self) -> SessionResult:
+        """Runs every unit in order (``--fail-fast``: a family's units after its first
+        failure are NOT RUN), printing each unit's report and verdict line as it ends."""
+        for line in self.header_lines():
+            self.emit(line)
+        run_one = self.run_unit
+        supervisor = None
+        if self.isolated:
+            supervisor = self.supervisor()
+            run_one = supervisor.run_unit
+        out: list[UnitResult] = []
+        failed_first: dict[str, str] = {}
+        start = time.monotonic()
+        try:
+            for i, unit in enumerate(self.units, 1):
+                first = failed_first.get(unit.family.name)
+                if self.request.fail_fast and first is not None:
+                    result = self.not_run(unit, f"--fail-fast: {first} failed")
+                else:
+                    result = run_one(unit)
+                    for entry in record_supervised(self.corpus, unit.family, unit.prop, result,
+                                                   self.backend, self.impl_spec):
+                        self.emit(f"  corpus: stored {entry.id} (the case the worker died on)")
+                    if result.verdict in ("FAIL", "ERROR"):
+                        failed_first.setdefault(unit.family.name, unit.prop)
+                        if result.text:
+                            what = ("TIMED OUT" if result.label == "FAIL (timeout)" else
+                                    "CRASHED" if result.label.startswith("CRASH") else "FAILED")
+                            self.emit(f"\n=== {unit.family.name} / {unit.prop} {what} on "
+                                      f"{self.backend.name} ===\n{result.text}")
+                out.append(result)
+                self.emit(result.line + _position(i, len(self.units), start))
+        finally:
+            if supervisor is not None:
+                supervisor.close()
+        notes = supervisor.notes if supervisor is not None else self.closing_notes()
+        return SessionResult(session=self, results=out + self.skip_results(), notes=notes)
+
+    def closing_notes(self) -> list[str]:
+        """Lines for the end of the summary: tpu-interpret's diagnostics totals."""
+        if self.backend.name != "tpu-interpret":
+            return []
+        from kernel_harness.run import diagnostics
+
+        return [diagnostics.summary_line()]
+
+
+def _position(done: int, total: int, start: float) -> str:
+    """``  [3/40, 1m02s elapsed, ETA 4m10s]`` once a run is long enough to want one."""
+    elapsed = time.monotonic() - start
+    if total <= 1 or elapsed < 20:
+        return ""
+    eta = elapsed / done * (total - done)
+    return f"  [{done}/{total}, {_clock(elapsed)} elapsed, ETA {_clock(eta)}]"
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionResult:
+    """Every unit's result, in order, then the SKIP results of unrunnable families."""
+
+    session: CheckSession
+    results: list[UnitResult]
+    #: Lines for the end of the summary (tpu-interpret diagnostics).
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def ran(self) -> list[UnitResult]:
+        """The units that ran (not SKIP, not NOT RUN)."""
+        return [r for r in self.results if r.ran]
+
+    @property
+    def ok(self) -> bool:
+        """At least one unit ran and every unit that ran passed: a run that compared
+        nothing is never green."""
+        return bool(self.ran) and all(r.verdict == "PASS" for r in self.ran)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The records of the results schema, one per unit."""
+        return [r.record for r in self.results]
+
+    def document(self) -> dict[str, Any]:
+        """The whole ``check --json`` document."""
+        s = self.session
+        adjustments = {"without": sorted(s.without), "tolerance": list(s.request.tolerance),
+                       "tolerance_scale": s.request.tolerance_scale}
+        env = results.environment(s.backend, profile=s.request.profile, seed=s.request.seed,
+                                  max_examples=s.request.max_examples, impl=s.impl_label,
+                                  adjustments=adjustments)
+        return results.document(env, self.records())
+
+    def final_line(self) -> str:
+        """``PASS: 40/40 properties passed on backend interpret``."""
+        passed = sum(r.verdict == "PASS" for r in self.ran)
+        return (f"{'PASS' if self.ok else 'FAIL'}: {passed}/{len(self.ran)} properties passed "
+                f"on backend {self.session.backend.name}")
+
+
+@functools.cache
+def property_names() -> tuple[str, ...]:
+    """Every property a session can run, in order."""
+    return tuple(PROPERTIES)
+
+
+__all__ = ["CheckRequest", "CheckSession", "SessionResult", "Unit", "UnitResult",
+           "property_names"]

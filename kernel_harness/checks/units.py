@@ -1,0 +1,57 @@
+"""A unit of a check session (one family x one property) and what it produced."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from kernel_harness.spec.family import Family
+
+
+@dataclasses.dataclass(frozen=True)
+class Unit:
+    """One family x one property."""
+
+    family: Family
+    prop: str
+
+    @property
+    def name(self) -> str:
+        """``hstu::matches-reference`` (the pytest id, the worker's unit name)."""
+        return f"{self.family.name}::{self.prop}"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class UnitResult:
+    """What one unit produced, the same under every front end."""
+
+    family: str
+    prop: str
+    backend: str
+    #: PASS, FAIL, ERROR, SKIP or NOT RUN.
+    verdict: str
+    #: The unit's record in the results schema (``check --json``).
+    record: dict[str, Any]
+    #: The failure report (summary line first, detail, reproduce commands); "" on PASS.
+    text: str = ""
+    #: One line: ``family  property  VERDICT (n examples, t s)`` or the skip reason.
+    line: str = ""
+    #: The verdict as the summary shows it: ``FAIL (2 crash kinds)``, ``CRASH``...
+    label: str = ""
+    #: The property run itself (in-process runs only; None from a worker).
+    outcome: Any = None
+
+    @property
+    def ran(self) -> bool:
+        """Whether the unit ran (SKIP and NOT RUN did not)."""
+        return self.verdict not in ("SKIP", "NOT RUN")
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Everything but the in-process outcome (what a worker sends back)."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "outcome"} | {
+            "outcome": None}
+
+
+def verdict_line(family: str, prop: str, verdict: str, detail: str) -> str:
+    """``  hstu         matches-reference    PASS (6 examples, 3.1s)``."""
+    return f"  {family:<12} {prop:<20} {verdict}{f' ({detail})' if detail else ''}"

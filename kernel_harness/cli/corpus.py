@@ -1,0 +1,138 @@
+"""``kernel-harness corpus list|show|replay|drop|promote --corpus LOCATION``: the stored
+failures (see :mod:`kernel_harness.checks.corpus`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from kernel_harness.checks.corpus import (
+    ACCEPTED,
+    CorpusEntry,
+    ReplayResult,
+    open_corpus,
+    replay_entries,
+    repro_command,
+)
+from kernel_harness.cli import common
+from kernel_harness.core.backends import BackendUnavailable
+from kernel_harness.core.errors import UsageError
+from kernel_harness.regression.promote import promote
+from kernel_harness.run.runner import ensure_supported
+from kernel_harness.spec.impl import load_impl
+from kernel_harness.spec.registry import UnknownFamily, get_family
+
+
+def add_parser(sub: Any) -> None:
+    """Adds ``kernel-harness corpus ...``."""
+    corpus = sub.add_parser("corpus", help="list, replay, drop or promote stored failures")
+    csub = corpus.add_subparsers(dest="corpus_command", required=True)
+
+    def command(name: str, text: str) -> Any:
+        p = csub.add_parser(name, help=text)
+        p.add_argument("--corpus", required=True, metavar="LOCATION", help=ACCEPTED)
+        return p
+
+    ls = command("list", "one line per stored failure")
+    ls.add_argument("family", nargs="*", help="only these families")
+    ls.add_argument("--property", default=None, help="only this property")
+    show = command("show", "one entry whole, and its repro command")
+    show.add_argument("id", help="the entry's id (or its first 4+ characters)")
+    show.add_argument("--backend", default=None, help="for the repro command "
+                      "(default: the backend it was found on)")
+    replay = command("replay", "run every stored case once; exit 1 if any fails")
+    replay.add_argument("family", nargs="*", help="only these families (default: all stored)")
+    replay.add_argument("--property", default=None, help="only this property")
+    replay.add_argument("--backend", default="interpret")
+    replay.add_argument("--impl", default=None, help="MODULE:ATTR replacing one family's "
+                        "kernel (name that family)")
+    drop = command("drop", "remove one entry (a case that now passes stays until dropped)")
+    drop.add_argument("id")
+    prom = command("promote", "make an entry a golden case of its family's manifest")
+    prom.add_argument("id")
+    prom.add_argument("--why", required=True, help="which path or bug this case pins")
+    prom.add_argument("--name", default=None, help="golden case name (default corpus-ID8)")
+    prom.add_argument("--tag", action="append", default=[])
+    prom.add_argument("--backend", default="interpret", help="the backend it is recorded on")
+    prom.add_argument("--golden-dir", type=Path, default=None)
+
+
+def run(args: Any) -> int:
+    """Runs ``kernel-harness corpus ...``: 0 ok, 1 a replay or promotion failed."""
+    command = args.corpus_command
+    corpus = open_corpus(args.corpus, writable=command == "drop")
+    if command == "list":
+        entries = [e for e in corpus.entries(prop=args.property)
+                   if not args.family or e.family in args.family]
+        for e in entries:
+            print(e.line())
+        print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} in {args.corpus}")
+        return 0
+    if command == "show":
+        entry = corpus.find(args.id)
+        print(json.dumps(json.loads(entry.to_json()), indent=1, sort_keys=True))
+        print(f"reproduce: {_command(entry, args.backend or entry.backend)}")
+        return 0
+    if command == "drop":
+        entry = corpus.drop(args.id)
+        print(f"dropped {entry.id} ({entry.family} {entry.prop}, found {entry.date})")
+        return 0
+    if command == "promote":
+        entry = corpus.find(args.id)
+        (family,) = common.families([entry.family])
+        outcome = promote(entry, family, why=args.why, backend=common.backend(args.backend),
+                          name=args.name, tags=tuple(args.tag), root=args.golden_dir)
+        print(f"{outcome.status} golden {outcome.family}/{outcome.name}: {outcome.detail}")
+        if outcome.ok:
+            print(f"  the corpus keeps {entry.id}; `kernel-harness corpus drop {entry.id[:8]} "
+                  f"--corpus {args.corpus}` removes it")
+        return 0 if outcome.ok else 1
+    return _replay(args, corpus.entries(prop=args.property))
+
+
+def _command(entry: CorpusEntry, backend: str) -> str:
+    try:
+        family = get_family(entry.family)
+        case = family.case_type.from_json(entry.case_json)
+    except (UnknownFamily, ValueError, TypeError) as e:
+        return f"none ({e})"
+    return repro_command(entry, case, backend, entry.impl, family.adjustments)
+
+
+def _replay(args: Any, entries: list[CorpusEntry]) -> int:
+    names = list(args.family) or sorted({e.family for e in entries})
+    if args.impl and len(names) != 1:
+        raise UsageError("--impl replaces one family's kernel: name exactly one family")
+    families = common.families(names)  # an unknown family named or stored: exit 2
+    backend = common.backend(args.backend)
+    impl = load_impl(args.impl) if args.impl else None
+    results: list[ReplayResult] = []
+    start = time.perf_counter()
+    for family in families:
+        mine = [e for e in entries if e.family == family.name]
+        try:
+            ensure_supported(family, backend)
+        except BackendUnavailable as e:
+            if mine:
+                print(f"[kernel-harness] corpus SKIP {family.name}: {len(mine)} entries not "
+                      f"replayed: {e}")
+            continue
+        for result in replay_entries(mine, family, backend, impl, args.impl):
+            print(result.line())
+            if result.failed:
+                print(result.report)
+            results.append(result)
+    counts = {s: sum(r.status == s for r in results)
+              for s in ("PASS", "FAIL", "CRASH", "ERROR", "SKIP")}
+    failed = sum(r.failed for r in results)
+    tally = ", ".join(f"{v} {k.lower()}" for k, v in counts.items() if v) or "nothing"
+    if not results:
+        print(f"no entry replayed from {args.corpus} on {backend.name} (none stored for "
+              f"{', '.join(names) or 'any family'})")
+        return 0
+    print(f"\n{'FAIL' if failed else 'PASS'}: corpus replay on {backend.name}: {tally} "
+          f"({len(results)} entr{'y' if len(results) == 1 else 'ies'} in "
+          f"{time.perf_counter() - start:.1f}s)")
+    return 1 if failed else 0

@@ -1,0 +1,253 @@
+"""The harness in a user's own tests: :func:`check` for a test function, and the pytest
+collection behind ``pytest --kh-check FAMILY`` and the ``kh_unit`` fixture.
+
+Every way in runs a :class:`~kernel_harness.checks.session.CheckSession`, so a failure
+reads the same as under ``kernel-harness check``: the harness's report (summary line
+first, the per-output detail, a repro command that replays exactly that example), never
+Hypothesis's internals::
+
+    import kernel_harness.testing
+
+    def test_my_kernel():
+        kernel_harness.testing.check("hstu", impl="mykernels.hstu:attention", profile="ci")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+
+from kernel_harness.checks.session import CheckRequest, CheckSession, SessionResult
+from kernel_harness.checks.units import UnitResult
+from kernel_harness.core.errors import UsageError
+from kernel_harness.run.profiles import pytest_profile
+from kernel_harness.spec.family import Family
+from kernel_harness.spec.registry import family_names, load_family_modules
+
+
+class HarnessCheckFailed(AssertionError):
+    """A harness check that did not pass; the message is the harness's report."""
+
+
+def check(
+    family: str | Family | Sequence[str | Family],
+    *,
+    impl: str | Callable[..., Any] | None = None,
+    profile: str = "dev",
+    properties: Sequence[str] | None = None,
+    backend: str | None = None,
+    max_examples: int | None = None,
+    seed: int | None = None,
+    without: Sequence[str] = (),
+    tolerance: Sequence[str] = (),
+    tolerance_scale: float | None = None,
+    timeout: float | None = None,
+    isolate: bool = False,
+    fail_fast: bool = False,
+    corpus: str | None = None,
+) -> SessionResult:
+    """Checks ``family`` (a name, a :class:`Family`, or several) with every property, or
+    ``properties``; raises :class:`HarnessCheckFailed` (an AssertionError) carrying the
+    harness's report when any unit did not pass, or when nothing was compared at all.
+    A bad argument is a :class:`~kernel_harness.core.errors.UsageError`."""
+    families = [family] if isinstance(family, str | Family) else list(family)
+    request = CheckRequest(
+        families=tuple(families), properties=tuple(properties or ()), profile=profile,
+        backend=backend or "interpret", impl=impl, max_examples=max_examples, seed=seed,
+        without=tuple(without), tolerance=tuple(tolerance), tolerance_scale=tolerance_scale,
+        timeout=timeout, isolate=isolate, fail_fast=fail_fast, corpus=corpus,
+    )
+    result = CheckSession(request).run()
+    if not result.ok:
+        failed = [r for r in result.results if r.verdict in ("FAIL", "ERROR")]
+        text = "\n\n".join(f"=== {r.family} / {r.prop}: {r.label or r.verdict} ===\n{r.text}"
+                           for r in failed)
+        raise HarnessCheckFailed(f"{result.final_line()}\n{text}" if text
+                                 else f"{result.final_line()} (no property ran)")
+    return result
+
+
+# --- pytest collection -------------------------------------------------------------------
+
+_PLAN_KEY = pytest.StashKey["_Plan"]()
+
+
+def _split(values: Sequence[str]) -> list[str]:
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def _scoped(values: Sequence[str], option: str) -> tuple[list[str], dict[str, list[str]]]:
+    """``--kh-impl X`` / ``--kh-impl FAMILY=X`` as (unscoped values, per-family values)."""
+    plain: list[str] = []
+    scoped: dict[str, list[str]] = {}
+    for item in values:
+        family, sep, value = item.partition("=")
+        if sep and ":" not in family and "," not in family:
+            if not value:
+                raise pytest.UsageError(f"{option} {item!r}: nothing after '='")
+            scoped.setdefault(family, []).append(value)
+        else:
+            plain.append(item)
+    return plain, scoped
+
+
+class _Plan:
+    """This pytest run's harness sessions (one per family, since ``--kh-impl`` may differ
+    per family), built from the ``--kh-*`` options on first use."""
+
+    def __init__(self, config: pytest.Config, names: Sequence[str]) -> None:
+        opt = config.getoption
+        try:
+            load_family_modules(opt("--kh-family-module"))
+            chosen = _split(names)
+            if chosen == ["all"]:
+                chosen = family_names()
+            profile = pytest_profile(opt("--kh-profile"),
+                                     opt("--hypothesis-profile", default=None))
+            impls, impl_by_family = _scoped(opt("--kh-impl"), "--kh-impl")
+            without, without_by_family = _scoped(opt("--kh-without"), "--kh-without")
+            if impls and len(chosen) != 1:
+                raise UsageError("--kh-impl MODULE:ATTR replaces one family's kernel: check "
+                                 "exactly one family, or write --kh-impl FAMILY=MODULE:ATTR")
+            self.sessions: dict[str, CheckSession] = {}
+            for name in chosen:
+                impl = impl_by_family.get(name, impls)
+                request = CheckRequest(
+                    families=(name,), properties=tuple(opt("--kh-property")),
+                    profile=profile, backend=opt("--kh-backend"),
+                    impl=impl[-1] if impl else None, max_examples=opt("--kh-max-examples"),
+                    seed=opt("--kh-seed"),
+                    without=tuple([*without, *without_by_family.get(name, [])]),
+                    tolerance=tuple(opt("--kh-tolerance")),
+                    tolerance_scale=opt("--kh-tolerance-scale"), timeout=opt("--kh-timeout"),
+                    isolate=opt("--kh-isolate"), fail_fast=opt("--kh-fail-fast"),
+                    corpus=opt("--kh-corpus"),
+                )
+                self.sessions[name] = CheckSession(request)
+        except (UsageError, ValueError) as e:
+            raise pytest.UsageError(str(e)) from None
+        self.failed_first: dict[str, str] = {}
+        self._supervisors: dict[str, Any] = {}
+
+    def run(self, session: CheckSession, unit: Any) -> UnitResult:
+        """The unit's result (in a worker process when the session is isolated)."""
+        family = unit.family.name
+        first = self.failed_first.get(family)
+        if session.request.fail_fast and first is not None:
+            return session.not_run(unit, f"--kh-fail-fast: {first} failed")
+        if session.isolated:
+            supervisor = self._supervisors.get(family)
+            if supervisor is None:
+                supervisor = self._supervisors[family] = session.supervisor()
+            result = supervisor.run_unit(unit)
+        else:
+            result = session.run_unit(unit)
+        if result.verdict in ("FAIL", "ERROR"):
+            self.failed_first.setdefault(family, unit.prop)
+        return result
+
+    def close(self) -> None:
+        """Ends any worker process."""
+        for supervisor in self._supervisors.values():
+            supervisor.close()
+
+
+def _plan(config: pytest.Config, names: Sequence[str]) -> _Plan:
+    plan = config.stash.get(_PLAN_KEY, None)
+    if plan is None:
+        plan = config.stash[_PLAN_KEY] = _Plan(config, names)
+    return plan
+
+
+class _UnitFailed(Exception):
+    """Carries a unit's report to :meth:`HarnessUnit.repr_failure`."""
+
+
+class HarnessUnit(pytest.Item):
+    """One family x property of a harness session, as a pytest test."""
+
+    def __init__(self, *, check_session: CheckSession, unit: Any, plan: _Plan, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.check_session, self.unit, self.plan = check_session, unit, plan
+
+    def runtest(self) -> None:
+        """Runs the unit; SKIP and NOT RUN are pytest skips with the reason."""
+        result = self.plan.run(self.check_session, self.unit)
+        if result.verdict in ("SKIP", "NOT RUN"):
+            pytest.skip(result.line.strip())
+        if result.verdict != "PASS":
+            raise _UnitFailed(result.text or result.line)
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
+        """The harness's report, not a traceback through the harness and Hypothesis."""
+        if isinstance(excinfo.value, _UnitFailed):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        """Where pytest says the test lives: the family and property."""
+        return self.path, None, f"kernel-harness {self.name}"
+
+
+class _UnrunnableFamily(pytest.Item):
+    """A family the backend cannot run, shown as a skip with the reason (never silent)."""
+
+    def __init__(self, *, why: str, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.why = why
+
+    def runtest(self) -> None:
+        """Skips with the reason."""
+        pytest.skip(self.why)
+
+
+def collect(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]:
+    """The tests of ``--kh-check``: one per family and property (``hstu::matches-reference``)."""
+    plan = _plan(config, config.getoption("--kh-check"))
+    items: list[pytest.Item] = []
+    for check_session in plan.sessions.values():
+        for unit in check_session.units:
+            items.append(HarnessUnit.from_parent(
+                session, name=unit.name, nodeid=f"kernel-harness::{unit.name}",
+                check_session=check_session, unit=unit, plan=plan))
+        for fam, why in check_session.skipped:
+            items.append(_UnrunnableFamily.from_parent(
+                session, name=f"{fam.name}::-", nodeid=f"kernel-harness::{fam.name}::-",
+                why=why))
+    return items
+
+
+class UnitCheck:
+    """What the ``kh_unit`` fixture gives a test: :meth:`check` runs its unit."""
+
+    def __init__(self, plan: _Plan, session: CheckSession, unit: Any) -> None:
+        self.plan, self.session, self.unit = plan, session, unit
+
+    def check(self) -> UnitResult:
+        """Runs the unit; fails the test with the harness's report unless it passed."""
+        result = self.plan.run(self.session, self.unit)
+        if result.verdict in ("SKIP", "NOT RUN"):
+            pytest.skip(result.line.strip())
+        if result.verdict != "PASS":
+            pytest.fail(result.text or result.line, pytrace=False)
+        return result
+
+
+def parametrize(metafunc: pytest.Metafunc) -> None:
+    """Parametrizes a test asking for ``kh_unit`` over the units of ``--kh-family`` (every
+    registered family by default) under the other ``--kh-*`` options."""
+    config = metafunc.config
+    names = config.getoption("--kh-family") or ["all"]
+    plan = _plan(config, config.getoption("--kh-check") or names)
+    units = [(s, u) for s in plan.sessions.values() for u in s.units]
+    metafunc.parametrize("kh_unit", [UnitCheck(plan, s, u) for s, u in units],
+                         ids=[u.name for _, u in units])
+
+
+def finish(config: pytest.Config) -> None:
+    """Ends the worker processes of this pytest run's harness sessions."""
+    plan = config.stash.get(_PLAN_KEY, None)
+    if plan is not None:
+        plan.close()

@@ -1,0 +1,12 @@
+"""Every family's harness properties (matches-reference, the metamorphic relations, TPU
+lowering), one test per family and property, through the same session and collection as
+``pytest --kh-check`` and ``kernel-harness check`` (``kh_unit``: kernel_harness.testing).
+
+Options: ``--kh-family`` narrows the families, ``--kh-property`` the properties, and the
+other ``--kh-*`` options apply (profile, backend, impl, without, tolerance...). A property a
+family has no hook for is a skip with the reason, never a pass.
+"""
+
+
+def test_unit(kh_unit):
+    kh_unit.check()
