@@ -71,6 +71,7 @@ class KernelCoverage:
         self.sites: dict[tuple[str, str, int, str], SiteCoverage] = {}
         self._by_id: list[tuple[SiteCoverage, tuple[str, ...]]] = []
         self.uninstrumented_kernels: dict[str, str] = {}
+        self.kernels: set[str] = set()
 
     # The ProbeSink protocol (called by the compat layer).
     def site(self, site: ProbeSite) -> int:
@@ -93,6 +94,11 @@ class KernelCoverage:
         with self._lock:
             entry, outcomes = self._by_id[site_id]
             entry.counts[outcomes[code]] += 1
+
+    def instrumented(self, kernel: str) -> None:
+        """Notes a kernel lowered with probes (one without branches has no site)."""
+        with self._lock:
+            self.kernels.add(kernel)
 
     def uninstrumented(self, kernel: str, why: str) -> None:
         """Notes a kernel that ran without probes (a compiled kernel)."""
@@ -133,10 +139,13 @@ class KernelCoverage:
         misses with their reasons (and listed ones that were seen after all), then every
         site with its outcome counts."""
         rows = self.outcomes(expected_missing)
-        kernels = sorted({s.kernel for s in self.sites.values()})
+        kernels = sorted(self.kernels | {s.kernel for s in self.sites.values()})
+        bare = sorted(set(kernels) - {s.kernel for s in self.sites.values()})
         lines = [f"kernel coverage: {len(kernels)} kernel(s) ({', '.join(kernels) or '-'}), "
                  f"{len(self.sites)} sites, {len(rows)} outcomes, "
                  f"{sum(n > 0 for _, _, n, _ in rows)} seen"]
+        if bare:
+            lines.append(f"  instrumented, no branch to probe: {', '.join(bare)}")
         for kernel, why in sorted(self.uninstrumented_kernels.items()):
             lines.append(f"  NOT INSTRUMENTED {kernel}: {why}")
         missing = [(s, o) for s, o, n, why in rows if n == 0 and why is None]
@@ -167,6 +176,7 @@ class KernelCoverage:
             "expected_missing": [{"label": s.label(o), "count": n, "reason": why}
                                  for s, o, n, why in self.outcomes(expected_missing)
                                  if why is not None],
+            "kernels": sorted(self.kernels),
             "uninstrumented_kernels": dict(self.uninstrumented_kernels),
         }
 

@@ -99,6 +99,7 @@ def _run_known(backend: str) -> tuple[np.ndarray, KernelCoverage]:
 @pytest.mark.parametrize("backend", ["interpret", "tpu-interpret"])
 def test_known_kernel_hit_and_missed_sets_exactly(backend):
     _, cov = _run_known(backend)
+    assert cov.kernels == {"_known_kernel"} and not cov.uninstrumented_kernels
     assert _observed(cov) == EXPECTED
     counts = {(s.detail, _fragment(s.source)): s.counts for s in cov.sites.values()}
     assert counts[("cond/2", "@pl.when(i == 0)")] == {"false": 1, "true": 1}

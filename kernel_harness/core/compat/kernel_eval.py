@@ -69,6 +69,8 @@ class ProbeSink(Protocol):
 
     def uninstrumented(self, kernel: str, why: str) -> None: ...  # noqa: D102
 
+    def instrumented(self, kernel: str) -> None: ...  # noqa: D102
+
 
 # --- source lines ---------------------------------------------------------------------------
 

@@ -131,6 +131,7 @@ def _wrapped_lowering(jx: dict[str, Any], original: Callable[..., Any],
         ctx = ProbeContext(jx=jx, sink=sink, kernel=kernel, kernel_file=file, hit=hit)
         with trace_env():
             params = dict(params, jaxpr=instrument_open(ctx, params["jaxpr"], "pallas_call"))
+        sink.instrumented(kernel)
         return original(lctx, *in_nodes, **params)
 
     return lowering
