@@ -200,3 +200,19 @@ def test_unknown_layout_is_a_loud_error_naming_jax(monkeypatch):
     with pytest.raises(kernel_probes.KernelProbeLayoutError, match=jax.__version__), \
             recording():
         pass
+
+
+def test_check_flag_refuses_what_it_cannot_record():
+    from kernel_harness.core.errors import UsageError
+    from kernel_harness.run.kernel_coverage import for_check
+
+    with for_check(False, backend="tpu", isolated=True) as none:
+        assert none is None
+    for backend, isolated, says in (("tpu", False, "interpreted backend"),
+                                    ("interpret", True, "--no-isolate")):
+        with pytest.raises(UsageError, match=says), \
+                for_check(True, backend=backend, isolated=isolated):
+            pass
+    with for_check(True, backend="interpret", isolated=False) as cov:
+        jax.jit(_known)(X, N)
+    assert cov.total_hits() > 0
