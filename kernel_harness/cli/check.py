@@ -14,7 +14,7 @@ from kernel_harness.checks import results
 from kernel_harness.checks.properties import PROPERTIES
 from kernel_harness.checks.session import CheckRequest, CheckSession, SessionResult
 from kernel_harness.cli import common, plot
-from kernel_harness.run import report
+from kernel_harness.run import kernel_coverage, report
 from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.spec.narrow import describe_adjustments
 
@@ -62,6 +62,9 @@ def add_parser(sub: Any) -> None:
                        "its own (merge the shards' --json with `kernel-harness merge`)")
     check.add_argument("--fail-fast", action="store_true",
                        help="once a family fails a property, list its other properties NOT RUN")
+    check.add_argument("--kernel-coverage", action="store_true",  # docs/kernel-coverage.md
+                       help="probe interpreted kernels, print which branches the cases ran "
+                       "(needs --no-isolate)")
 
 
 def request_from_args(args: argparse.Namespace) -> CheckRequest:
@@ -157,10 +160,12 @@ def run(args: argparse.Namespace) -> int:
     ensure_writable({"--json": args.json, "--junit": args.junit, "--plot-dir": args.plot_dir,
                      "--compile-cache": args.compile_cache})
     session = CheckSession(request_from_args(args))
-    result = session.run()
+    with kernel_coverage.for_check(args.kernel_coverage, backend=session.backend.name,
+                                   isolated=session.isolated) as coverage:
+        result = session.run()
     if args.plot_dir is not None:
         _plots(args, result)
-    for line in _events(result):
+    for line in _events(result) + kernel_coverage.family_tables(coverage, session.families):
         print(line)
     print()
     print(summary_table(result))

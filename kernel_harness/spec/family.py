@@ -86,6 +86,10 @@ class Family:
       not_compared: ``not_compared(case) -> {output: reason}``: outputs that for this case
         exist only as constants the adapter supplies on both sides (e.g. ``dbias`` of a
         case without bias); they are reported as not compared, never as a passed check.
+      coverage_expected_missing: kernel-branch outcomes this family's cases are not expected
+        to reach, ``{pattern: reason}`` (an ``fnmatch`` glob over an outcome's label, see
+        :mod:`kernel_harness.run.kernel_coverage`); ``check --kernel-coverage`` lists any
+        other never-seen outcome as MISSING.
     """
 
     name: str
@@ -115,6 +119,7 @@ class Family:
     seed_cases: Callable[[frozenset[str]], Sequence[Any]] = lambda without: ()
     not_compared: Callable[[Any], Mapping[str, str]] = lambda case: {}
     low_precision_reference: Callable[[Any, Arrays, Backend], Arrays] | None = None
+    coverage_expected_missing: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def calibrated_dtypes(self) -> frozenset[str]:
         """The dtypes for which some output is judged by the calibrated bound."""

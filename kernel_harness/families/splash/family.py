@@ -21,6 +21,7 @@ from kernel_harness.families.splash.masks import (
 )
 from kernel_harness.families.splash.metamorphic import METAMORPHIC
 from kernel_harness.families.splash.reference import low_precision_reference, reference
+from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases
 from kernel_harness.spec.family import Family
 
@@ -133,7 +134,7 @@ def events(case: SplashCase) -> Iterable[str]:
         ev.add("head-dim-v!=head-dim")
     if case.batch > 1:
         ev.add("batch>1")
-    ev |= _structure_events(case)
+    ev |= _structure_events(case) | runtime_skip_events(case)
     return sorted(ev)
 
 
@@ -180,6 +181,17 @@ def _tolerances() -> ToleranceTable:
     })
 
 
+_FLOOR_DIVIDE = ("jnp's floor division (q_ids // chunk_size) corrects the quotient of operands "
+                 "of opposite sign with a select; ids and chunk sizes are never negative, so "
+                 "that select is all-false every time (jax's code, not a kernel branch)")
+
+#: Kernel-branch outcomes splash's cases cannot reach (``check --kernel-coverage``).
+COVERAGE_EXPECTED_MISSING = {
+    "*same_chunk = (q_ids // self.chunk_size)*-> all-true": _FLOOR_DIVIDE,
+    "*same_chunk = (q_ids // self.chunk_size)*-> mixed": _FLOOR_DIVIDE,
+}
+
+
 FAMILY = Family(
     name="splash",
     summary="jax's TPU splash (sparse flash) attention: static block-sparse masks, "
@@ -214,4 +226,6 @@ FAMILY = Family(
     export=export,
     low_precision_reference=low_precision_reference,
     not_compared=lambda case: {} if case.sinks else {"dsinks": "no sinks in this case"},
+    seed_cases=splash_seed_cases,
+    coverage_expected_missing=COVERAGE_EXPECTED_MISSING,
 )
