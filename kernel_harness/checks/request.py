@@ -53,6 +53,8 @@ class CheckRequest:
     corpus_write: bool | None = None
     #: ``I/N``: run this shard's 1/N of the units (each shard with its own seeds).
     shard: str | None = None
+    #: Record which branches of the interpreted kernels the cases ran (docs/kernel-coverage.md).
+    kernel_coverage: bool = False
 
     def to_json_dict(self) -> dict[str, Any]:
         """The request as plain data, for a worker process (families by name, the impl by

@@ -13,6 +13,7 @@ kernel becomes a report like any other failure.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -31,7 +32,7 @@ from kernel_harness.checks.supervisor import Supervisor
 from kernel_harness.checks.units import Unit, UnitResult, verdict_line
 from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
-from kernel_harness.run import compile_cache
+from kernel_harness.run import compile_cache, kernel_coverage
 from kernel_harness.run.impl_probe import bind_impl, impl_spec_of
 from kernel_harness.run.profiles import PROFILE_NAMES, get_profile, short_name
 from kernel_harness.run.profiles import shrink_budget as profile_shrink_budget
@@ -87,6 +88,8 @@ class CheckSession:
             self.backend: Backend = resolve_backend(request.backend)
         except (ValueError, BackendUnavailable) as e:
             raise UsageError(str(e)) from None
+        if request.kernel_coverage:
+            kernel_coverage.check_backend(self.backend.name)
         families = self._families()
         self.impl, self.impl_spec = self._impl(len(families))
         self.impl_label = (None if self.impl is None
@@ -256,6 +259,22 @@ class CheckSession:
         out: list[UnitResult] = []
         failed_first: dict[str, str] = {}
         start = time.monotonic()
+        coverage = None
+        with contextlib.ExitStack() as stack:
+            if self.request.kernel_coverage:
+                coverage = (kernel_coverage.KernelCoverage() if supervisor is not None
+                            else stack.enter_context(kernel_coverage.recording()))
+            self._run_units(run_one, out, failed_first, start, supervisor)
+        if supervisor is not None and coverage is not None:
+            for data in supervisor.coverage:
+                coverage.absorb(data)
+        notes = supervisor.notes if supervisor is not None else self.closing_notes()
+        return SessionResult(session=self, results=out + self.skip_results(), notes=notes,
+                             coverage=coverage)
+
+    def _run_units(self, run_one: Callable[[Unit], UnitResult], out: list[UnitResult],
+                   failed_first: dict[str, str], start: float,
+                   supervisor: Supervisor | None) -> None:
         try:
             for i, unit in enumerate(self.units, 1):
                 first = failed_first.get(unit.family.name)
@@ -278,8 +297,6 @@ class CheckSession:
         finally:
             if supervisor is not None:
                 supervisor.close()
-        notes = supervisor.notes if supervisor is not None else self.closing_notes()
-        return SessionResult(session=self, results=out + self.skip_results(), notes=notes)
 
     def closing_notes(self) -> list[str]:
         """Lines for the end of the summary: tpu-interpret's diagnostics totals."""
@@ -312,6 +329,8 @@ class SessionResult:
     results: list[UnitResult]
     #: Lines for the end of the summary (tpu-interpret diagnostics).
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: Kernel-branch coverage (``kernel_coverage``; :mod:`kernel_harness.run.kernel_coverage`).
+    coverage: Any = None
 
     @property
     def ran(self) -> list[UnitResult]:

@@ -73,8 +73,10 @@ class Supervisor:
         self._offset = 0
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
         self._starts = 0
-        #: Lines the workers leave for the summary (tpu-interpret diagnostics).
+        #: Lines the workers leave for the summary (tpu-interpret diagnostics), and their
+        #: kernel-branch coverage (``--kernel-coverage``; a worker that died leaves none).
         self.notes: list[str] = []
+        self.coverage: list[dict[str, Any]] = []
 
     def _start(self) -> None:
         self._starts += 1
@@ -233,7 +235,10 @@ class Supervisor:
                 proc.wait(timeout=60)
             except (BrokenPipeError, subprocess.TimeoutExpired):
                 os.killpg(proc.pid, signal.SIGKILL)
-            self.notes += [line for event in self._read_events() if event["event"] == "notes"
-                           for line in event["lines"]]
+            for event in self._read_events():
+                if event["event"] == "notes":
+                    self.notes += event["lines"]
+                    if event.get("coverage") is not None:
+                        self.coverage.append(event["coverage"])
         self._proc = None
         self._tmp.cleanup()

@@ -9,6 +9,7 @@ of its input.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import faulthandler
 import json
@@ -18,6 +19,7 @@ from kernel_harness.checks import watch
 from kernel_harness.checks.session import CheckRequest, CheckSession
 from kernel_harness.checks.supervisor import UNIT_DONE, WORKER_ERROR
 from kernel_harness.core.errors import UsageError
+from kernel_harness.run import kernel_coverage
 
 
 def main(argv: list[str]) -> int:
@@ -32,14 +34,18 @@ def main(argv: list[str]) -> int:
               "object must be importable there; or run with --no-isolate)", file=sys.stderr)
         return 2
     units = {unit.name: unit for unit in session.units}
-    for line in sys.stdin:
-        name = line.strip()
-        if not name:
-            continue
-        result = session.run_unit(units[name])
-        print(UNIT_DONE, flush=True)
-        watch.beat(events, event="result", unit=name, result=result.to_json_dict())
-    watch.beat(events, event="notes", lines=session.closing_notes())
+    with contextlib.ExitStack() as stack:
+        coverage = (stack.enter_context(kernel_coverage.recording())
+                    if request.kernel_coverage else None)
+        for line in sys.stdin:
+            name = line.strip()
+            if not name:
+                continue
+            result = session.run_unit(units[name])
+            print(UNIT_DONE, flush=True)
+            watch.beat(events, event="result", unit=name, result=result.to_json_dict())
+    watch.beat(events, event="notes", lines=session.closing_notes(),
+               coverage=None if coverage is None else coverage.to_json())
     return 0
 
 

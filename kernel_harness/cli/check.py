@@ -63,8 +63,7 @@ def add_parser(sub: Any) -> None:
     check.add_argument("--fail-fast", action="store_true",
                        help="once a family fails a property, list its other properties NOT RUN")
     check.add_argument("--kernel-coverage", action="store_true",  # docs/kernel-coverage.md
-                       help="probe interpreted kernels, print which branches the cases ran "
-                       "(needs --no-isolate)")
+                       help="probe interpreted kernels, print which branches the cases ran")
 
 
 def request_from_args(args: argparse.Namespace) -> CheckRequest:
@@ -79,7 +78,7 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         progress_every=args.progress_every, compile_cache=args.compile_cache,
         # an explicit --corpus beats the project's configured one ([tool.kernel-harness])
         corpus=args.corpus or getattr(getattr(args, "config", None), "corpus", None),
-        corpus_write=args.corpus_write, shard=args.shard,
+        corpus_write=args.corpus_write, shard=args.shard, kernel_coverage=args.kernel_coverage,
     )
 
 
@@ -160,12 +159,11 @@ def run(args: argparse.Namespace) -> int:
     ensure_writable({"--json": args.json, "--junit": args.junit, "--plot-dir": args.plot_dir,
                      "--compile-cache": args.compile_cache})
     session = CheckSession(request_from_args(args))
-    with kernel_coverage.for_check(args.kernel_coverage, backend=session.backend.name,
-                                   isolated=session.isolated) as coverage:
-        result = session.run()
+    result = session.run()
     if args.plot_dir is not None:
         _plots(args, result)
-    for line in _events(result) + kernel_coverage.family_tables(coverage, session.families):
+    for line in _events(result) + kernel_coverage.family_tables(result.coverage,
+                                                                session.families):
         print(line)
     print()
     print(summary_table(result))

@@ -105,6 +105,22 @@ class KernelCoverage:
         with self._lock:
             self.uninstrumented_kernels[kernel] = why
 
+    def absorb(self, data: Mapping[str, Any]) -> None:
+        """Adds another recording's :meth:`to_json` (a worker process's) to this one."""
+        with self._lock:
+            for d in data["sites"]:
+                key = (d["kernel"], d["file"], d["line"], d["detail"])
+                entry = self.sites.get(key)
+                if entry is None:
+                    entry = self.sites[key] = SiteCoverage(
+                        kernel=d["kernel"], file=d["file"], line=d["line"],
+                        function=d["function"], kind=d["kind"], detail=d["detail"],
+                        source=d["source"], counts={})
+                for outcome, n in d["counts"].items():
+                    entry.counts[outcome] = entry.counts.get(outcome, 0) + n
+            self.kernels.update(data["kernels"])
+            self.uninstrumented_kernels.update(data["uninstrumented_kernels"])
+
     # Queries.
     def total_hits(self) -> int:
         """All probe reports so far."""
@@ -211,25 +227,14 @@ def recording() -> Iterator[KernelCoverage]:
 INTERPRETED_BACKENDS = frozenset({"interpret", "tpu-interpret"})
 
 
-@contextlib.contextmanager
-def for_check(enabled: bool, *, backend: str, isolated: bool) -> Iterator[KernelCoverage | None]:
-    """``check --kernel-coverage``: a :func:`recording` around the run (None when not
-    ``enabled``). A backend that compiles its kernels, or units run in worker processes
-    (whose kernels this process cannot see), is a
-    :class:`~kernel_harness.core.errors.UsageError`, raised before anything runs."""
+def check_backend(backend: str) -> None:
+    """``--kernel-coverage`` needs kernels that are interpreted (a compiled kernel carries no
+    probes): any other backend is a :class:`~kernel_harness.core.errors.UsageError`."""
     from kernel_harness.core.errors import UsageError
 
-    if not enabled:
-        yield None
-        return
     if backend not in INTERPRETED_BACKENDS:
         raise UsageError(f"--kernel-coverage needs an interpreted backend "
                          f"({', '.join(sorted(INTERPRETED_BACKENDS))}), not {backend!r}")
-    if isolated:
-        raise UsageError("--kernel-coverage records the kernels run in this process: add "
-                         "--no-isolate (and no --timeout); worker processes are not recorded")
-    with recording() as coverage:
-        yield coverage
 
 
 def family_tables(coverage: KernelCoverage | None, families: Iterable[Any]) -> list[str]:
@@ -245,5 +250,5 @@ def family_tables(coverage: KernelCoverage | None, families: Iterable[Any]) -> l
     return [f"\nkernel-branch coverage of {names}:", coverage.table(expected)]
 
 
-__all__ = ["INTERPRETED_BACKENDS", "KernelCoverage", "SiteCoverage", "family_tables", "for_check",
-           "recording"]
+__all__ = ["INTERPRETED_BACKENDS", "KernelCoverage", "SiteCoverage", "check_backend",
+           "family_tables", "recording"]

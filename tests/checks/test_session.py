@@ -173,3 +173,13 @@ def test_shards_run_every_unit_exactly_once(tmp_path):
 
     assert sorted(names[0] + names[1]) == sorted(PROPERTIES)
     assert not set(names[0]) & set(names[1])
+
+
+def test_kernel_coverage_is_recorded_in_the_worker_process():
+    proc = _check("hstu", "--profile", "ci", "--property", "matches-reference",
+                  "--max-examples", "1", "--kernel-coverage")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "units run in a worker process" in proc.stdout
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("kernel coverage: ")]
+    kernels = int(line.split("kernel coverage: ")[1].split(" ")[0])
+    assert kernels >= 2 and " 0 seen" not in line, line  # hstu's forward and backward

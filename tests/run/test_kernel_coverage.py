@@ -202,17 +202,18 @@ def test_unknown_layout_is_a_loud_error_naming_jax(monkeypatch):
         pass
 
 
-def test_check_flag_refuses_what_it_cannot_record():
+def test_coverage_refuses_a_compiled_backend_and_merges_worker_recordings():
     from kernel_harness.core.errors import UsageError
-    from kernel_harness.run.kernel_coverage import for_check
+    from kernel_harness.run.kernel_coverage import KernelCoverage, check_backend
 
-    with for_check(False, backend="tpu", isolated=True) as none:
-        assert none is None
-    for backend, isolated, says in (("tpu", False, "interpreted backend"),
-                                    ("interpret", True, "--no-isolate")):
-        with pytest.raises(UsageError, match=says), \
-                for_check(True, backend=backend, isolated=isolated):
-            pass
-    with for_check(True, backend="interpret", isolated=False) as cov:
+    check_backend("interpret")
+    with pytest.raises(UsageError, match="interpreted backend"):
+        check_backend("tpu")
+    with recording() as cov:
         jax.jit(_known)(X, N)
     assert cov.total_hits() > 0
+    merged = KernelCoverage()
+    merged.absorb(cov.to_json())
+    merged.absorb(cov.to_json())  # two workers that ran the same kernel add up
+    assert merged.total_hits() == 2 * cov.total_hits()
+    assert merged.missing() == cov.missing()
