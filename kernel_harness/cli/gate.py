@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kernel_harness.checks.corpus import open_corpus, replay_entries
 from kernel_harness.cli import common
 from kernel_harness.cli.golden import GOLDEN_DIR_HELP
 from kernel_harness.core.errors import UsageError
@@ -48,6 +49,9 @@ def add_parser(sub: Any) -> None:
     common.add_compile_cache_flag(p)
     p.add_argument("--fail-fast", action="store_true",
                    help="stop at the first family that fails; list the rest NOT RUN")
+    p.add_argument("--corpus", default=None, metavar="LOCATION",
+                   help="a failure corpus (what the nightly found): each gated family's stored "
+                   "failures are replayed too, and one that fails again fails the gate")
 
 
 def run(args: Any) -> int:
@@ -63,12 +67,18 @@ def run(args: Any) -> int:
         raise UsageError("--impl and --baseline apply to one family: name exactly one")
     if not args.factor > 1 or not args.floor > 0:
         raise UsageError("--factor must be > 1 and --floor > 0")
+    location = args.corpus or getattr(getattr(args, "config", None), "corpus", None)
+    corpus = open_corpus(location, writable=False) if location else None
     worst = 0
     failed_family: str | None = None
     for family in families:
         if args.fail_fast and failed_family is not None:
             print(f"{family.name}: NOT RUN (--fail-fast: {failed_family} failed the gate)")
             continue
+        if corpus is not None and not args.record and _corpus_fails(corpus, family, backend,
+                                                                   impl, args.impl):
+            worst = max(worst, 1)
+            failed_family = failed_family or family.name
         path = args.baseline or default_path(family.name, args.golden_dir)
         try:
             ensure_supported(family, backend)
@@ -126,6 +136,26 @@ def run(args: Any) -> int:
         if failed and failed_family is None:
             failed_family = family.name
     return worst
+
+
+def _corpus_fails(corpus: Any, family: Any, backend: Any, impl: Any,
+                  impl_spec: str | None) -> bool:
+    """Replays the family's stored corpus entries (read only); True when one fails again."""
+    entries = corpus.entries(family.name)
+    if not entries:
+        print(f"{family.name}: corpus {corpus.location}: no stored failure of this family")
+        return False
+    replays = replay_entries(entries, family, backend, impl, impl_spec)
+    print(f"\n{family.name}: {len(replays)} stored failure(s) replayed from corpus "
+          f"{corpus.location}")
+    for r in replays:
+        print(f"  {r.line()}")
+        if r.failed:
+            print(r.report)
+    failed = [r for r in replays if r.failed]
+    print(f"{'FAIL' if failed else 'PASS'}: {family.name}: {len(failed)} of {len(replays)} "
+          "stored failures fail again")
+    return bool(failed)
 
 
 def print_drift(family: str, other: dict[str, Any], here: str, rows: list[Row],

@@ -156,6 +156,12 @@ def test_a_failure_found_with_a_corpus_is_replayed_first_by_a_later_run(tmp_path
     assert "reproduce: kernel-harness repro toy" in again.stdout
     assert _check(*base, "--profile", "ci", "--max-examples", "1", "--corpus",
                   corpus).returncode == 0  # the pristine kernel passes the replayed corpus
+    # The gate reads the corpus too: the stored failure fails it again.
+    gate = subprocess.run([sys.executable, "-m", "kernel_harness.cli", "gate", "toy",
+                           "--family-module", "tests.helpers.toy_family", "--corpus", corpus,
+                           *bug], capture_output=True, text=True, timeout=300, env=_env(),
+                          cwd=ROOT)
+    assert gate.returncode != 0 and "FAIL: toy: 1 of 1 stored failures fail again" in gate.stdout
 
 
 def test_shards_run_every_unit_exactly_once(tmp_path):
