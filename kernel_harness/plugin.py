@@ -90,6 +90,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="replace one output's tolerance")
     group.addoption("--kh-tolerance-scale", type=float, default=None, metavar="F",
                     help="multiply every default tolerance by F")
+    group.addoption("--kh-kernel-coverage", action="store_true", default=False,
+                    help="record which branches of the interpreted kernels the cases ran; "
+                    "the table follows the test summary")
     group.addoption("--kh-corpus", default=None, metavar="LOCATION",
                     help="a failure corpus: its stored failures replay first (ci: read only)")
 
@@ -110,6 +113,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         from kernel_harness import testing
 
         testing.parametrize(metafunc)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The kernel-branch coverage table of ``--kh-kernel-coverage`` (nothing otherwise)."""
+    import sys
+
+    testing = sys.modules.get("kernel_harness.testing")
+    if testing is not None:
+        for line in testing.summary_lines(terminalreporter.config):
+            terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

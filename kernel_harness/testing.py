@@ -132,13 +132,20 @@ class _Plan:
                     tolerance=tuple(opt("--kh-tolerance")),
                     tolerance_scale=opt("--kh-tolerance-scale"), timeout=opt("--kh-timeout"),
                     isolate=opt("--kh-isolate"), fail_fast=opt("--kh-fail-fast"),
-                    corpus=corpus,
+                    corpus=corpus, kernel_coverage=opt("--kh-kernel-coverage"),
                 )
                 self.sessions[name] = CheckSession(request)
         except (UsageError, ValueError) as e:
             raise pytest.UsageError(str(e)) from None
         self.failed_first: dict[str, str] = {}
         self._supervisors: dict[str, Any] = {}
+        self.coverage: Any = None
+        self._recording: Any = None
+        self._closed = False
+        if opt("--kh-kernel-coverage") and self.sessions:
+            from kernel_harness.run import kernel_coverage
+
+            self.coverage = kernel_coverage.KernelCoverage()
 
     def run(self, session: CheckSession, unit: Any) -> UnitResult:
         """The unit's result (in a worker process when the session is isolated)."""
@@ -152,15 +159,28 @@ class _Plan:
                 supervisor = self._supervisors[family] = session.supervisor()
             result = supervisor.run_unit(unit)
         else:
+            if self.coverage is not None and self._recording is None:
+                from kernel_harness.run import kernel_coverage
+
+                self._recording = kernel_coverage.recording()
+                self.coverage = self._recording.__enter__()
             result = session.run_unit(unit)
         if result.verdict in ("FAIL", "ERROR"):
             self.failed_first.setdefault(family, unit.prop)
         return result
 
     def close(self) -> None:
-        """Ends any worker process."""
+        """Ends any worker process (adding its kernel-branch coverage) and the recording."""
+        if self._closed:
+            return
+        self._closed = True
         for supervisor in self._supervisors.values():
             supervisor.close()
+            if self.coverage is not None:
+                for data in supervisor.coverage:
+                    self.coverage.absorb(data)
+        if self._recording is not None:
+            self._recording.__exit__(None, None, None)
 
 
 def _plan(config: pytest.Config, names: Sequence[str]) -> _Plan:
@@ -253,6 +273,18 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
     units = [(s, u) for s in plan.sessions.values() for u in s.units]
     metafunc.parametrize("kh_unit", [UnitCheck(plan, s, u) for s, u in units],
                          ids=[u.name for _, u in units])
+
+
+def summary_lines(config: pytest.Config) -> list[str]:
+    """The kernel-branch coverage table of ``--kh-kernel-coverage`` ([] without it)."""
+    plan = config.stash.get(_PLAN_KEY, None)
+    if plan is None or plan.coverage is None:
+        return []
+    from kernel_harness.run import kernel_coverage
+
+    plan.close()
+    families = [fam for s in plan.sessions.values() for fam in s.families]
+    return kernel_coverage.family_tables(plan.coverage, families)
 
 
 def finish(config: pytest.Config) -> None:

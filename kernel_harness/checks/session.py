@@ -355,7 +355,10 @@ class SessionResult:
         env = results.environment(s.backend, profile=s.request.profile, seed=s.request.seed,
                                   max_examples=s.request.max_examples, impl=s.impl_label,
                                   adjustments=adjustments)
-        return results.document(env, self.records())
+        doc = results.document(env, self.records())
+        if self.coverage is not None:
+            doc["kernel_coverage"] = kernel_coverage.run_json(self.coverage, s.families)
+        return doc
 
     def final_line(self) -> str:
         """``PASS: 40/40 properties passed on backend interpret``."""

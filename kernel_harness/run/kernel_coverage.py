@@ -237,18 +237,32 @@ def check_backend(backend: str) -> None:
                          f"({', '.join(sorted(INTERPRETED_BACKENDS))}), not {backend!r}")
 
 
+def expected_missing_of(families: Iterable[Any]) -> dict[str, str]:
+    """The expected misses of every family of a run (``Family.coverage_expected_missing``)."""
+    expected: dict[str, str] = {}
+    for fam in families:
+        expected.update(getattr(fam, "coverage_expected_missing", {}))
+    return expected
+
+
+def run_json(coverage: KernelCoverage, families: Iterable[Any]) -> dict[str, Any]:
+    """The ``kernel_coverage`` section of ``check --json``: the run's recording judged
+    against its families' expected misses."""
+    families = list(families)
+    return {"families": [f.name for f in families],
+            **coverage.to_json(expected_missing_of(families))}
+
+
 def family_tables(coverage: KernelCoverage | None, families: Iterable[Any]) -> list[str]:
     """The coverage table of a run, judged against the expected misses of every family in
     it (``Family.coverage_expected_missing``); [] when there is no coverage."""
     if coverage is None:
         return []
     families = list(families)
-    expected: dict[str, str] = {}
-    for fam in families:
-        expected.update(getattr(fam, "coverage_expected_missing", {}))
     names = ", ".join(f.name for f in families)
-    return [f"\nkernel-branch coverage of {names}:", coverage.table(expected)]
+    return [f"\nkernel-branch coverage of {names}:",
+            coverage.table(expected_missing_of(families))]
 
 
 __all__ = ["INTERPRETED_BACKENDS", "KernelCoverage", "SiteCoverage", "check_backend",
-           "family_tables", "recording"]
+           "expected_missing_of", "family_tables", "recording", "run_json"]

@@ -181,11 +181,28 @@ def test_shards_run_every_unit_exactly_once(tmp_path):
     assert not set(names[0]) & set(names[1])
 
 
-def test_kernel_coverage_is_recorded_in_the_worker_process():
+def test_kernel_coverage_is_recorded_in_the_worker_process(tmp_path):
+    import jsonschema
+
+    from kernel_harness.checks import results
+
+    out = tmp_path / "r.json"
     proc = _check("hstu", "--profile", "ci", "--property", "matches-reference",
-                  "--max-examples", "1", "--kernel-coverage")
+                  "--max-examples", "1", "--kernel-coverage", "--json", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, json.loads(results.SCHEMA_PATH.read_text()))
+    cov = doc["kernel_coverage"]
+    assert cov["families"] == ["hstu"] and len(cov["kernels"]) >= 2 and cov["sites"]
     assert "units run in a worker process" in proc.stdout
     (line,) = [x for x in proc.stdout.splitlines() if x.startswith("kernel coverage: ")]
     kernels = int(line.split("kernel coverage: ")[1].split(" ")[0])
     assert kernels >= 2 and " 0 seen" not in line, line  # hstu's forward and backward
+
+
+def test_pytest_kh_kernel_coverage_prints_the_table_after_the_summary(tmp_path):
+    proc = _pytest(tmp_path, "--kh-check", "hstu", "--kh-property", "matches-reference",
+                   "--kh-max-examples", "1", "--kh-kernel-coverage")
+    assert proc.returncode == 0, proc.stdout
+    assert "kernel-branch coverage of hstu:" in proc.stdout
+    assert "kernel coverage: 2 kernel(s) (_bwd_kernel, _fwd_kernel)" in proc.stdout
