@@ -18,6 +18,7 @@ from kernel_harness.checks.properties import (
     HarnessFailure,
     Observer,
     PropertyOutcome,
+    build_property,
     run_property,
 )
 from kernel_harness.cli import common, plot, results, watch
@@ -25,7 +26,12 @@ from kernel_harness.core.backends import BACKEND_NAMES, BackendUnavailable
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run import compile_cache, diagnostics, report
 from kernel_harness.run.crash import KernelCrash
-from kernel_harness.run.profiles import PROFILE_NAMES, short_name, shrink_budget
+from kernel_harness.run.profiles import (
+    PROFILE_NAMES,
+    draws_per_compile,
+    short_name,
+    shrink_budget,
+)
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec import registry
 from kernel_harness.spec.impl import load_impl
@@ -46,6 +52,8 @@ def add_parser(sub: Any) -> None:
     check.add_argument("--backend", default="interpret", help=f"one of {', '.join(BACKEND_NAMES)}")
     check.add_argument("--max-examples", type=int, default=None)
     check.add_argument("--seed", type=int, default=None)
+    check.add_argument("--draws-per-compile", type=int, default=None, metavar="K",
+                       help="data draws judged per compiled program (default: the profile's)")
     check.add_argument("--impl", default=None, help="MODULE:ATTR replacing the family's kernel")
     check.add_argument(
         "--property", action="append", choices=list(PROPERTIES), help="only these properties"
@@ -182,6 +190,7 @@ def _run_supervised(args: argparse.Namespace, runnable: list[Any], skipped: list
             argv = ["check", family, "--profile", args.profile, "--backend", backend.name,
                     "--heartbeat-file", heartbeat, "--progress-every", str(args.progress_every)]
             for flag, value in (("--max-examples", args.max_examples), ("--seed", args.seed),
+                                ("--draws-per-compile", args.draws_per_compile),
                                 ("--impl", args.impl), ("--plot-dir", args.plot_dir)):
                 if value is not None:
                     argv += [flag, str(value)]
@@ -229,6 +238,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--impl replaces one family's kernel: name exactly one family")
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError("--max-examples must be at least 1")
+    if args.draws_per_compile is None:
+        args.draws_per_compile = draws_per_compile(args.profile)
+    elif args.draws_per_compile < 1:
+        raise UsageError("--draws-per-compile must be at least 1")
     if args.timeout is None and short_name(args.profile) == "nightly":
         args.timeout = 900.0
     if args.plot_dir is not None:
@@ -275,9 +288,9 @@ def run(args: argparse.Namespace) -> int:
             watched = watch.instrument(fam, name, heartbeat=args.heartbeat_file, progress=watch.
                                        Progress(fam.name, name, observer, args.progress_every))
             try:
-                prop = PROPERTIES[name](
-                    watched, backend=backend, impl=impl, impl_spec=args.impl, observer=observer
-                )
+                prop = build_property(
+                    name, watched, backend=backend, impl=impl, impl_spec=args.impl,
+                    observer=observer, draws_per_compile=args.draws_per_compile)
             except PropertyNotApplicable as e:
                 not_applicable.append([fam.name, name, backend.name, 0, 0, 0, "-", f"SKIP ({e})"])
                 watch.emit_record(args.heartbeat_file,

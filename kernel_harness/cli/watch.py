@@ -10,8 +10,9 @@ the case with its repro command, and a fresh worker for the family's remaining
 properties. Cost: one worker start (jax import, about 3-5 s here) per family and
 per timeout, and compiled programs are not shared between families' workers.
 
-Progress: ``Progress`` prints ``examples done, rate, failures so far`` for the running
-property at most once per interval (default 30 s), checked when an example starts.
+Progress: ``Progress`` prints ``examples done (checks), rate, failed and rejected so far``
+for the running property at most once per interval (default 30 s), checked when an example
+starts. A rejected example (``assume()``) is never counted as failed.
 """
 
 from __future__ import annotations
@@ -55,9 +56,9 @@ class Progress:
         self.last = now
         obs = self.observer
         rate = obs.examples / max(now - self.start, 1e-9) * 60
-        print(f"  progress {self.family} {self.prop}: {obs.examples} examples in "
-              f"{now - self.start:.0f}s ({rate:.1f}/min), {obs.examples - obs.passed} "
-              f"failed so far", flush=True)
+        print(f"  progress {self.family} {self.prop}: {obs.examples} examples "
+              f"({obs.checks} checks) in {now - self.start:.0f}s ({rate:.1f}/min), "
+              f"{obs.failed} failed, {obs.rejected} rejected so far", flush=True)
 
 
 def _beat(path: str | None, **event: Any) -> None:
@@ -105,7 +106,8 @@ def _timeout_record(family: str, prop: str, backend: str, case_json: str, second
                "summary": [message], "outputs": [], "excluded": {}, "repro": repro,
                "timeout_seconds": timeout}
     return {"family": family, "property": prop, "backend": backend, "verdict": "FAIL",
-            "examples": 1, "passed_examples": 0, "seconds": round(seconds, 3), "events": {},
+            "examples": 1, "passed_examples": 0, "checks": 1, "compiles": 1, "rejected": 0,
+            "seconds": round(seconds, 3), "events": {},
             "failure": failure, "error": None, "reason": None}
 
 

@@ -86,6 +86,12 @@ class Family:
       not_compared: ``not_compared(case) -> {output: reason}``: outputs that for this case
         exist only as constants the adapter supplies on both sides (e.g. ``dbias`` of a
         case without bias); they are reported as not compared, never as a passed check.
+      data_draws: ``data_draws(case) -> strategy`` of cases that share ``case``'s compiled
+        programs (equal ``static_key()``) and are valid draws of :attr:`cases`: other data
+        seeds, logit scales, any data-only field. ``matches-reference`` judges
+        ``draws_per_compile`` of them per compiled configuration. None: only the seed
+        varies, which is valid unless the strategy's filters (``assume``) read values the
+        seed makes (a random mask): such a family must give ``data_draws``.
     """
 
     name: str
@@ -115,6 +121,7 @@ class Family:
     seed_cases: Callable[[frozenset[str]], Sequence[Any]] = lambda without: ()
     not_compared: Callable[[Any], Mapping[str, str]] = lambda case: {}
     low_precision_reference: Callable[[Any, Arrays, Backend], Arrays] | None = None
+    data_draws: Callable[[Any], SearchStrategy[Any]] | None = None
 
     def calibrated_dtypes(self) -> frozenset[str]:
         """The dtypes for which some output is judged by the calibrated bound."""
