@@ -210,14 +210,16 @@ def _run_supervised(args: argparse.Namespace, runnable: list[Any], skipped: list
             fam.name, args.property or list(PROPERTIES), child_args=child_args(fam.name),
             timeout=args.timeout, backend=backend.name, impl=args.impl,
             extra_repro=registry.family_module_args(fam.name))
-    rows = [[r["family"], r["property"], r["backend"], r["examples"], r["passed_examples"],
-             r["examples"] - r["passed_examples"], f"{r['seconds']:.1f}s",
+    rows = [[r["family"], r["property"], r["backend"], r["examples"], r.get("checks", "-"),
+             r["passed_examples"], r["examples"] - r["passed_examples"], r.get("rejected", "-"),
+             f"{r['seconds']:.1f}s",
              r["verdict"] if r["verdict"] != "SKIP" else f"SKIP ({r['reason']})"]
             for r in records]
-    rows += [[f.name, "-", backend.name, 0, 0, 0, "-", f"SKIP ({why})"] for f, why in skipped]
+    rows += [[f.name, "-", backend.name, 0, 0, 0, 0, 0, "-", f"SKIP ({why})"] for f, why in skipped]
     print("\nall families (supervised):")
     print(report.format_table(
-        ["family", "property", "backend", "examples", "passed", "failed", "time", "verdict"], rows
+        ["family", "property", "backend", "examples", "checks", "passed", "failed",
+         "rejected", "time", "verdict"], rows
     ))
     _write_results(args, backend, [], [], skipped, records=records)
     ran = [r for r in records if r["verdict"] != "SKIP"]
@@ -281,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
         for name in args.property or list(PROPERTIES):
             if args.fail_fast and failed_first is not None:
                 why = f"NOT RUN (--fail-fast: {failed_first} failed)"
-                not_run.append([fam.name, name, backend.name, 0, 0, 0, "-", why])
+                not_run.append([fam.name, name, backend.name, 0, 0, 0, 0, 0, "-", why])
                 print(f"  {fam.name:<12} {name:<20} {why}", flush=True)
                 continue
             observer = Observer()
@@ -292,7 +294,8 @@ def run(args: argparse.Namespace) -> int:
                     name, watched, backend=backend, impl=impl, impl_spec=args.impl,
                     observer=observer, draws_per_compile=args.draws_per_compile)
             except PropertyNotApplicable as e:
-                not_applicable.append([fam.name, name, backend.name, 0, 0, 0, "-", f"SKIP ({e})"])
+                not_applicable.append([fam.name, name, backend.name, 0, 0, 0, 0, 0, "-",
+                                       f"SKIP ({e})"])
                 watch.emit_record(args.heartbeat_file,
                                   results.skip_record(fam.name, name, backend.name, str(e)))
                 print(f"  {fam.name:<12} {name:<20} SKIP (not applicable: {e})", flush=True)
@@ -324,15 +327,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"\ncases reached by {fam.name} (examples per event):")
             print("  " + ", ".join(f"{k}={v}" for k, v in sorted(total.items())))
     rows = [
-        [o.family, o.prop, o.backend.name, o.observer.examples, o.observer.passed,
-         o.observer.failed, f"{o.wall_seconds:.1f}s", _verdict(o)]
+        [o.family, o.prop, o.backend.name, o.observer.examples, o.observer.checks,
+         o.observer.passed, o.observer.failed, o.observer.rejected, f"{o.wall_seconds:.1f}s",
+         _verdict(o)]
         for o in outcomes
     ]
     rows += not_run + _collapse_skips(not_applicable)
-    rows += [[f.name, "-", backend.name, 0, 0, 0, "-", f"SKIP ({why})"] for f, why in skipped]
+    rows += [[f.name, "-", backend.name, 0, 0, 0, 0, 0, "-", f"SKIP ({why})"] for f, why in skipped]
     print()
     print(report.format_table(
-        ["family", "property", "backend", "examples", "passed", "failed", "time", "verdict"], rows
+        ["family", "property", "backend", "examples", "checks", "passed", "failed",
+         "rejected", "time", "verdict"], rows
     ))
     if backend.name == "tpu-interpret":
         print(diagnostics.summary_line())

@@ -11,3 +11,10 @@ def slightly_worse(x):
 def within_noise(x):
     """Relative error 5e-7: below the gate's floor x factor, so not a regression."""
     return softplus(x) * (1 + 5e-7)
+
+
+def wrong_when_first_above_1(x):
+    """A planted bug that only some data draws expose: wrong (x 1.01) when ``x[0] > 1``."""
+    import jax.numpy as jnp
+
+    return jnp.where(x[0] > 1.0, softplus(x) * 1.01, softplus(x))
