@@ -9,7 +9,9 @@ measurements in one process would flatter the second). It prints one table:
 
 - harness vs bare loop: the ``matches-reference`` property (Hypothesis, events, judging,
   reporting) against a bare loop that calls only the family's kernel run and reference on
-  the same drawn cases (every judged data draw, read back from the property run); cache off
+  the same drawn cases (every judged data draw, read back from the property run; the bare
+  loop also computes the calibrated judge's low-precision yardstick where the case's dtype
+  is judged by it: a second reference, not harness overhead); cache off
   on both sides. Reports checks (judged draws) per second and per compile (distinct static
   configuration); ``--draws-per-compile`` K (default: the profile's) draws per compile.
   Target: the harness costs at most 10% over the bare loop.
@@ -61,6 +63,7 @@ _BARE_CHILD = """
 import json, sys, time
 import numpy as np
 from kernel_harness import get_family, resolve_backend
+from kernel_harness.run.runner import low_precision_outputs
 family = get_family(sys.argv[1]); backend = resolve_backend("interpret")
 cases = [family.case_type.from_json(c) for c in json.load(open(sys.argv[2]))]
 t = time.perf_counter()
@@ -68,7 +71,8 @@ for case in cases:
     inputs = case.materialize()
     out = family.run(family.kernel, case, inputs, backend)
     ref = family.reference(case, inputs)
-    [np.asarray(v) for v in (*out.values(), *ref.values())]
+    low = low_precision_outputs(family, case, inputs, backend) or {}
+    [np.asarray(v) for v in (*out.values(), *ref.values(), *low.values())]
 print(json.dumps({"seconds": time.perf_counter() - t}))
 """
 

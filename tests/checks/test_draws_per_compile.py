@@ -192,3 +192,41 @@ def test_check_json_counts_per_property(tmp_path, monkeypatch, capsys):
     assert (ref["examples"], ref["checks"], ref["rejected"]) == (4, 12, 0)
     assert 1 <= ref["compiles"] <= 2
     assert cli.main(["check", "toy", "--draws-per-compile", "0"]) == 2
+
+
+# --- every registered family's data draws ----------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(registry.BUILTIN_FAMILIES))
+def test_each_familys_data_draws_share_the_compiled_program(name):
+    family = registry.get_family(name)
+
+    @hypothesis.settings(max_examples=4, database=None, derandomize=True, deadline=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(cases=draws.checked_cases(family, 3))
+    def prop(cases):
+        first = cases[0]
+        for case in cases[1:]:
+            assert case.static_key() == first.static_key()
+            assert type(case).from_json(case.to_json()) == case
+        if name == "sdpa":  # its filters read the random mask the seed makes
+            from kernel_harness.families.sdpa.cases import drawable
+
+            assert all(drawable(c) for c in cases)
+
+    prop()
+
+
+def test_splash_and_sdpa_draw_other_logit_scales_too():
+    for name in ("splash", "sdpa"):
+        family = registry.get_family(name)
+        seen = set()
+
+        @hypothesis.settings(max_examples=15, database=None, derandomize=True, deadline=None,
+                             suppress_health_check=list(hypothesis.HealthCheck))
+        @hypothesis.given(cases=draws.checked_cases(family, 4))
+        def prop(cases):
+            if cases[0].dtype == "float32":
+                seen.update(c.logit_scale for c in cases)
+
+        prop()
+        assert len(seen) > 1, name
