@@ -224,7 +224,7 @@ def test_splash_and_sdpa_draw_other_logit_scales_too():
         @hypothesis.settings(max_examples=15, database=None, derandomize=True, deadline=None,
                              suppress_health_check=list(hypothesis.HealthCheck))
         @hypothesis.given(cases=draws.checked_cases(family, 4))
-        def prop(cases):
+        def prop(cases, seen=seen):
             if cases[0].dtype == "float32":
                 seen.update(c.logit_scale for c in cases)
 
