@@ -80,6 +80,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="only these harness properties (default: all)")
     group.addoption("--kh-max-examples", type=int, default=None, metavar="N")
     group.addoption("--kh-seed", type=int, default=None, metavar="SEED")
+    group.addoption("--kh-draws-per-compile", type=int, default=None, metavar="K",
+                    help="data draws judged per compiled program (default: the profile's)")
     group.addoption("--kh-timeout", type=float, default=None, metavar="SECONDS",
                     help="per-example limit on the kernel run; units run in a worker process")
     group.addoption("--kh-isolate", action="store_true", default=False,

@@ -42,6 +42,7 @@ def check(
     backend: str | None = None,
     max_examples: int | None = None,
     seed: int | None = None,
+    draws_per_compile: int | None = None,
     without: Sequence[str] = (),
     tolerance: Sequence[str] = (),
     tolerance_scale: float | None = None,
@@ -58,6 +59,7 @@ def check(
     request = CheckRequest(
         families=tuple(families), properties=tuple(properties or ()), profile=profile,
         backend=backend or "interpret", impl=impl, max_examples=max_examples, seed=seed,
+        draws_per_compile=draws_per_compile,
         without=tuple(without), tolerance=tuple(tolerance), tolerance_scale=tolerance_scale,
         timeout=timeout, isolate=isolate, fail_fast=fail_fast, corpus=corpus,
     )
@@ -127,7 +129,7 @@ class _Plan:
                     families=(name,), properties=tuple(opt("--kh-property")),
                     profile=profile, backend=backend,
                     impl=impl[-1] if impl else None, max_examples=opt("--kh-max-examples"),
-                    seed=opt("--kh-seed"),
+                    seed=opt("--kh-seed"), draws_per_compile=opt("--kh-draws-per-compile"),
                     without=tuple([*without, *without_by_family.get(name, [])]),
                     tolerance=tuple(opt("--kh-tolerance")),
                     tolerance_scale=opt("--kh-tolerance-scale"), timeout=opt("--kh-timeout"),

@@ -107,12 +107,13 @@ def lowers_for_tpu(family: Family, *, backend: Backend, impl: Callable[..., Any]
         result = lower_case(family, case, impl)
         if result.needs_tpu:  # not checkable without a TPU: counted, never passed
             hypothesis.event("not checkable here: tracing asks the TPU device kind")
+            if observer is not None:
+                observer.rejected += 1
             hypothesis.reject()
         hypothesis.event("lowers" if result.ok else "does not lower")
         if observer is not None:  # every example that ran counts; passed only if it did
-            observer.examples += 1
-            observer.passed += result.ok
-            observer.seconds += result.seconds
+            observer.record_check(case, result.seconds)
+            observer.end_example(result.ok)
         if not result.ok:
             raise LoweringFailure(
                 f"[kernel-harness] FAIL {family.name} lowers-for-tpu: the strategy drew a "

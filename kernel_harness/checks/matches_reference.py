@@ -13,6 +13,7 @@ from typing import Any
 import hypothesis
 from hypothesis import given
 
+from kernel_harness.checks.draws import check_draws_per_compile, checked_cases
 from kernel_harness.core.backends import Backend
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
@@ -31,11 +32,20 @@ class HarnessFailure(AssertionError):
 
 @dataclasses.dataclass
 class Observer:
-    """Collects what a property run did: examples that ran (shrinking included), events
-    of those examples, failures, crashes grouped by kind, time."""
+    """Collects what a property run did: examples that ran (shrinking included), the
+    checks they judged, events of those examples, failures, crashes grouped by kind, time.
+
+    An *example* is one Hypothesis example; with ``draws_per_compile`` K it judges up to
+    K *checks* (data draws of one static configuration, on the same compiled programs).
+    ``compiles`` counts the distinct static configurations judged (each compiles the
+    kernel and the reference once in a process). ``rejected`` counts examples the
+    property discarded (``assume()``, ``reject()``, a case TPU interpret mode cannot run,
+    a draw past Hypothesis's data limit): they are neither passed nor failed."""
 
     examples: int = 0
     passed: int = 0
+    checks: int = 0
+    rejected: int = 0
     events: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     last_failure: CaseResult | None = None
     last_error: BaseException | None = None
@@ -43,26 +53,57 @@ class Observer:
     #: crash kind -> (examples that crashed that way, the latest such crash: after
     #: shrinking, the smallest).
     crashes: dict[str, tuple[int, Crash]] = dataclasses.field(default_factory=dict)
+    static_keys: set[Any] = dataclasses.field(default_factory=set)
 
     @property
     def failed(self) -> int:
-        """Examples that ran and did not pass (wrong outputs or a crash)."""
+        """Examples that ran and did not pass (wrong outputs or a crash); never a
+        rejected one."""
         return self.examples - self.passed
 
-    def record(self, result: CaseResult) -> None:
-        """Counts one example that ran to a verdict."""
+    @property
+    def compiles(self) -> int:
+        """Distinct static configurations (compiled programs) judged."""
+        return len(self.static_keys)
+
+    def record_check(self, case: Any, seconds: float = 0.0) -> None:
+        """Counts one judged data draw of ``case`` (and its static configuration)."""
+        self.checks += 1
+        self.seconds += seconds
+        self.static_keys.add(static_identity(case))
+
+    def end_example(self, passed: bool) -> None:
+        """Counts one example that ran to a verdict (after its checks)."""
         self.examples += 1
-        self.seconds += result.seconds
-        if result.passed:
-            self.passed += 1
-        else:
+        self.passed += passed
+
+    def record(self, result: CaseResult) -> None:
+        """Counts one judged draw; an example's only one (``draws_per_compile`` 1)."""
+        self.record_result(result)
+        self.end_example(result.passed)
+
+    def record_result(self, result: CaseResult) -> None:
+        """Counts one judged draw of an example, keeping it if it failed."""
+        self.record_check(result.case, result.seconds)
+        if not result.passed:
             self.last_failure = result
 
     def record_crash(self, crash: Crash) -> None:
-        """Counts one example whose implementation raised."""
-        self.examples += 1
+        """Counts one example whose implementation raised (on its last check)."""
+        self.record_check(crash.case)
+        self.end_example(False)
         count, _ = self.crashes.get(crash.kind, (0, crash))
         self.crashes[crash.kind] = (count + 1, crash)
+
+
+def static_identity(case: Any) -> Any:
+    """What identifies the compiled programs of ``case``: its type and ``static_key()``."""
+    key = case.static_key() if hasattr(case, "static_key") else case
+    try:
+        hash(key)
+    except TypeError:
+        key = repr(key)
+    return (type(case).__name__, key)
 
 
 def _note_events(family: Family, case: Any, observer: Observer | None) -> None:
@@ -97,14 +138,21 @@ def matches_reference(
     impl: Callable[..., Any] | None = None,
     impl_spec: str | None = None,
     observer: Observer | None = None,
+    draws_per_compile: int = 1,
 ) -> Callable[[], None]:
     """The property "every output and gradient matches the reference within tolerance".
 
     Returns a zero-argument Hypothesis test that first tries the family's
     ``seed_cases`` (explicit examples), then draws. Settings come from the loaded
-    profile unless the caller wraps it in ``hypothesis.settings``.
+    profile unless the caller wraps it in ``hypothesis.settings``. With
+    ``draws_per_compile`` K > 1 each drawn example judges K cases of one static
+    configuration (:mod:`kernel_harness.checks.draws`) on the same compiled programs,
+    stopping at the first that fails; explicit examples judge their one case.
     """
     ensure_supported(family, backend)
+    if check_draws_per_compile(draws_per_compile) > 1:
+        return _with_draws(family, backend=backend, impl=impl, impl_spec=impl_spec,
+                           observer=observer, k=draws_per_compile)
 
     @given(case=family.cases())
     def prop(case: Any) -> None:
@@ -134,4 +182,55 @@ def matches_reference(
     prop.__name__ = f"{family.name}_matches_reference"
     for case in family.seed_cases(family.without):
         prop = hypothesis.example(case=case)(prop)
+    return prop
+
+
+def _with_draws(family: Family, *, backend: Backend, impl: Callable[..., Any] | None,
+                impl_spec: str | None, observer: Observer | None, k: int
+                ) -> Callable[[], None]:
+    """``matches_reference`` judging ``k`` data draws per example."""
+
+    def judge_one(case: Any) -> CaseResult:
+        try:
+            result = check_case(family, case, backend, impl, impl_spec=impl_spec)
+        except TpuInterpretCannotRun as e:
+            note_cannot_run(e, observer)
+            raise
+        except Exception as e:  # noqa: BLE001 - a crash is a failure, reported as one
+            crash = Crash(
+                family=family.name, case=case, backend=backend,
+                impl=impl_name(family.kernel if impl is None else impl), impl_spec=impl_spec,
+                adjustments=family.adjustments, error=e,
+            )
+            _note_events(family, case, observer)
+            if observer is not None:
+                observer.record_crash(crash)
+            raise KernelCrash(crash) from e
+        _note_events(family, case, observer)
+        if observer is not None:
+            observer.record_result(result)
+        return result
+
+    def run_draws(cases: tuple[Any, ...]) -> None:
+        worst, failed = 0.0, None
+        for case in cases:
+            result = judge_one(case)
+            worst = max(worst, worst_ratio(result))
+            if not result.passed:
+                failed = result
+                break
+        hypothesis.target(worst, label=TARGET_LABEL)
+        if observer is not None:
+            observer.end_example(failed is None)
+        if failed is not None:
+            raise HarnessFailure(failed)
+
+    @given(cases=checked_cases(family, k))
+    def prop(cases: tuple[Any, ...]) -> None:
+        run_draws(cases)
+
+    prop.__name__ = f"{family.name}_matches_reference"
+    prop.kh_draws_per_compile = k
+    for case in family.seed_cases(family.without):
+        prop = hypothesis.example(cases=(case,))(prop)
     return prop

@@ -16,6 +16,7 @@ from typing import Any
 import hypothesis
 
 from kernel_harness.checks import metamorphic
+from kernel_harness.checks.draws import check_draws_per_compile
 from kernel_harness.checks.lowering import lowers_for_tpu
 from kernel_harness.checks.matches_reference import HarnessFailure, Observer, matches_reference
 from kernel_harness.checks.shrinking import ShrinkReport, bounded_shrinking
@@ -105,5 +106,26 @@ PROPERTIES: dict[str, Callable[..., Callable[[], None]]] = {
     "lowers-for-tpu": lowers_for_tpu,
 }
 
+#: The properties that judge several data draws per compiled program
+#: (``draws_per_compile``). The metamorphic relations compile their own variants and
+#: draw their own perturbations per example, and lowering runs no data at all: they
+#: judge one draw per example (their ``checks`` equal their ``examples``).
+DRAWS_PER_COMPILE_PROPERTIES: frozenset[str] = frozenset({"matches-reference"})
 
-__all__ = ["PROPERTIES", "HarnessFailure", "Observer", "PropertyOutcome", "run_property"]
+
+def build_property(name: str, family: Family, *, backend: Backend,
+                   impl: Callable[..., Any] | None = None, impl_spec: str | None = None,
+                   observer: Observer | None = None, draws_per_compile: int = 1
+                   ) -> Callable[[], None]:
+    """Builds property ``name`` for ``family`` (:data:`PROPERTIES`), handing
+    ``draws_per_compile`` to the properties that take it
+    (:data:`DRAWS_PER_COMPILE_PROPERTIES`); raises PropertyNotApplicable as the builders do."""
+    extra: dict[str, Any] = {}
+    if name in DRAWS_PER_COMPILE_PROPERTIES:
+        extra["draws_per_compile"] = check_draws_per_compile(draws_per_compile)
+    return PROPERTIES[name](family, backend=backend, impl=impl, impl_spec=impl_spec,
+                            observer=observer, **extra)
+
+
+__all__ = ["DRAWS_PER_COMPILE_PROPERTIES", "PROPERTIES", "HarnessFailure", "Observer",
+           "PropertyOutcome", "build_property", "run_property"]

@@ -35,6 +35,8 @@ class CheckRequest:
     impl: str | Callable[..., Any] | None = None
     max_examples: int | None = None
     seed: int | None = None
+    #: Data draws judged per compiled program (None: the profile's; docs/draws-per-compile.md).
+    draws_per_compile: int | None = None
     without: Sequence[str] = ()
     without_by_family: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     tolerance: Sequence[str] = ()

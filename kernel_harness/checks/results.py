@@ -95,8 +95,10 @@ def _failure(outcome: PropertyOutcome) -> dict[str, Any] | None:
 
 
 def outcome_record(outcome: PropertyOutcome) -> dict[str, Any]:
-    """One property's record: verdict (PASS, FAIL or ERROR), examples, time, events, and the
-    failing case with per-output statistics and its repro command."""
+    """One property's record: verdict (PASS, FAIL or ERROR), examples (those that ran to a
+    verdict; ``passed_examples`` of them passed), checks (judged data draws), compiles
+    (distinct static configurations), rejected (examples discarded by ``assume()``, never
+    failed), time, events, and the failing case with per-output statistics and its repro."""
     obs = outcome.observer
     failure = None if outcome.passed else _failure(outcome)
     verdict = "PASS" if outcome.passed else ("FAIL" if failure is not None else "ERROR")
@@ -106,6 +108,7 @@ def outcome_record(outcome: PropertyOutcome) -> dict[str, Any]:
     return {
         "family": outcome.family, "property": outcome.prop, "backend": outcome.backend.name,
         "verdict": verdict, "examples": obs.examples, "passed_examples": obs.passed,
+        "checks": obs.checks, "compiles": obs.compiles, "rejected": obs.rejected,
         "seconds": round(outcome.wall_seconds, 3), "events": dict(sorted(obs.events.items())),
         "failure": failure, "error": error, "reason": None,
     }
@@ -114,8 +117,8 @@ def outcome_record(outcome: PropertyOutcome) -> dict[str, Any]:
 def skip_record(family: str, prop: str, backend: str, reason: str) -> dict[str, Any]:
     """A property (or ``-`` for a whole family) that did not run, with the reason."""
     return {"family": family, "property": prop, "backend": backend, "verdict": "SKIP",
-            "examples": 0, "passed_examples": 0, "seconds": 0.0, "events": {},
-            "failure": None, "error": None, "reason": reason}
+            "examples": 0, "passed_examples": 0, "checks": 0, "compiles": 0, "rejected": 0,
+            "seconds": 0.0, "events": {}, "failure": None, "error": None, "reason": reason}
 
 
 def document(env: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ import jax
 from kernel_harness.checks import outcome_text, results, watch
 from kernel_harness.checks.corpus import corpus_mode, open_corpus, record_failure, replay_unit
 from kernel_harness.checks.corpus.unit import record_supervised, replayed_failure
-from kernel_harness.checks.properties import PROPERTIES, Observer, run_property
+from kernel_harness.checks.properties import PROPERTIES, Observer, build_property, run_property
 from kernel_harness.checks.request import CheckRequest
 from kernel_harness.checks.supervisor import Supervisor
 from kernel_harness.checks.units import Unit, UnitResult, verdict_line
@@ -34,7 +34,7 @@ from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_ba
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run import compile_cache, kernel_coverage
 from kernel_harness.run.impl_probe import bind_impl, impl_spec_of
-from kernel_harness.run.profiles import PROFILE_NAMES, get_profile, short_name
+from kernel_harness.run.profiles import PROFILE_NAMES, draws_per_compile, get_profile, short_name
 from kernel_harness.run.profiles import shrink_budget as profile_shrink_budget
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.run.shard import shard_seed, shard_units
@@ -80,6 +80,11 @@ class CheckSession:
         self.profile_name = short_name(request.profile)
         self.profile = get_profile(request.profile)
         self.shrink_budget = request.shrink_budget or profile_shrink_budget(request.profile)
+        self.draws_per_compile = (request.draws_per_compile
+                                  if request.draws_per_compile is not None
+                                  else draws_per_compile(request.profile))
+        if self.draws_per_compile < 1:
+            raise UsageError("--draws-per-compile must be at least 1")
         self.timeout = request.timeout
         if self.timeout is None and self.profile_name == "nightly":
             self.timeout = 900.0
@@ -167,7 +172,8 @@ class CheckSession:
             f"kernel-harness check: backend {self.backend.name} ({self.backend.note}), profile "
             f"{self.request.profile}, jax {jax.__version__}, families "
             f"{', '.join(f.name for f in self.families) or '-'}",
-            f"  {self.cache_note}; shrink budget {self.shrink_budget}",
+            f"  {self.cache_note}; shrink budget {self.shrink_budget}; "
+            f"{self.draws_per_compile} data draws per compiled program",
         ]
         if self.impl_label is not None:
             lines.append(f"  impl: {self.impl_label}")
@@ -209,8 +215,9 @@ class CheckSession:
         watched = watch.instrument(fam, name, heartbeat=self.request.heartbeat_file,
                                    progress=progress)
         try:
-            prop = PROPERTIES[name](watched, backend=self.backend, impl=self.impl,
-                                    impl_spec=self.impl_spec, observer=observer)
+            prop = build_property(name, watched, backend=self.backend, impl=self.impl,
+                                  impl_spec=self.impl_spec, observer=observer,
+                                  draws_per_compile=self.draws_per_compile)
         except PropertyNotApplicable as e:
             why = f"not applicable: {e}"
             return UnitResult(family=fam.name, prop=name, backend=self.backend.name,

@@ -189,7 +189,8 @@ class Supervisor:
                        "outputs": [], "excluded": {}, "repro": repro, **extra}
         record = {**results.skip_record(unit.family.name, unit.prop, backend, ""),
                   "verdict": "FAIL" if failure is not None else "ERROR", "reason": None,
-                  "examples": 1, "seconds": round(seconds, 3), "failure": failure,
+                  "examples": 1, "checks": 1, "rejected": 0,
+                  "seconds": round(seconds, 3), "failure": failure,
                   "error": None if failure is not None else {"type": "WorkerDied",
                                                              "message": summary}}
         verdict = record["verdict"]

@@ -4,8 +4,9 @@ A worker process (:mod:`kernel_harness.checks.worker`) writes a line to its even
 when each example's kernel starts (with the case) and ends, so its supervisor
 (:mod:`kernel_harness.checks.supervisor`) knows which case a hang or a crash hit.
 
-Progress: ``Progress`` prints ``examples done, rate, failures so far`` for the running
-property at most once per interval (default 30 s), checked when an example starts.
+Progress: ``Progress`` prints ``examples done (checks), rate, failed and rejected so far``
+for the running property at most once per interval (default 30 s), checked when an example
+starts. A rejected example (``assume()``) is never counted as failed.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ class Progress:
         self.last = now
         obs = self.observer
         rate = obs.examples / max(now - self.start, 1e-9) * 60
-        print(f"  progress {self.family} {self.prop}: {obs.examples} examples in "
-              f"{now - self.start:.0f}s ({rate:.1f}/min), {obs.examples - obs.passed} "
-              f"failed so far", flush=True)
+        print(f"  progress {self.family} {self.prop}: {obs.examples} examples "
+              f"({obs.checks} checks) in {now - self.start:.0f}s ({rate:.1f}/min), "
+              f"{obs.failed} failed, {obs.rejected} rejected so far", flush=True)
 
 
 def beat(path: str | None, **event: Any) -> None:

@@ -27,6 +27,8 @@ def add_parser(sub: Any) -> None:
     common.add_backend_flag(check)
     check.add_argument("--max-examples", type=int, default=None)
     check.add_argument("--seed", type=int, default=None)
+    check.add_argument("--draws-per-compile", type=int, default=None, metavar="K",
+                       help="data draws judged per compiled program (default: the profile's)")
     check.add_argument("--impl", default=None, help="MODULE:ATTR replacing the family's kernel")
     check.add_argument(
         "--property", action="append", choices=list(PROPERTIES), help="only these properties"
@@ -71,7 +73,8 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
     return CheckRequest(
         families=tuple(args.family), properties=tuple(args.property or ()),
         profile=args.profile, backend=args.backend, impl=args.impl,
-        max_examples=args.max_examples, seed=args.seed, without=tuple(args.without),
+        max_examples=args.max_examples, seed=args.seed,
+        draws_per_compile=args.draws_per_compile, without=tuple(args.without),
         tolerance=tuple(args.tolerance), tolerance_scale=args.tolerance_scale,
         timeout=args.timeout,
         isolate=args.isolate, fail_fast=args.fail_fast, all_bugs=args.all_bugs,
@@ -107,7 +110,8 @@ def _collapse_skips(rows: list[list[Any]]) -> list[list[Any]]:
     return out
 
 
-HEADERS = ["family", "property", "backend", "examples", "passed", "failed", "time", "verdict"]
+HEADERS = ["family", "property", "backend", "examples", "checks", "passed", "failed", "rejected",
+           "time", "verdict"]
 
 
 def summary_table(result: SessionResult) -> str:
@@ -116,13 +120,14 @@ def summary_table(result: SessionResult) -> str:
     for r in result.results:
         rec = r.record
         if r.verdict == "SKIP":
-            skips.append([r.family, r.prop, r.backend, 0, 0, 0, "-",
+            skips.append([r.family, r.prop, r.backend, 0, 0, 0, 0, 0, "-",
                           f"SKIP ({rec['reason']})"])
             continue
         failed = rec["examples"] - rec["passed_examples"]
         verdict = (r.label or r.verdict) if r.verdict != "NOT RUN" else rec["reason"]
-        ran.append([r.family, r.prop, r.backend, rec["examples"], rec["passed_examples"],
-                    failed, f"{rec['seconds']:.1f}s" if r.ran else "-", verdict])
+        ran.append([r.family, r.prop, r.backend, rec["examples"], rec.get("checks", "-"),
+                    rec["passed_examples"], failed, rec.get("rejected", "-"),
+                    f"{rec['seconds']:.1f}s" if r.ran else "-", verdict])
     return report.format_table(HEADERS, ran + _collapse_skips(skips))
 
 

@@ -38,6 +38,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--timeout", type=float, default=900, help="seconds per mutant")
     p.add_argument("--skip-control", action="store_true",
                    help="do not first check that the unmutated kernel passes")
+    p.add_argument("--draws-per-compile", type=int, default=1, metavar="K",
+                   help="data draws judged per compiled program by matches-reference")
     p.add_argument("--first-kill", action="store_true",
                    help="stop a mutant's properties at the first one that kills it (faster)")
 
@@ -65,13 +67,16 @@ def run(args: Any) -> int:
         raise UsageError("no mutants selected")
     if args.max_examples < 1:
         raise UsageError("--max-examples must be at least 1")
+    if args.draws_per_compile < 1:
+        raise UsageError("--draws-per-compile must be at least 1")
     props = args.property or list(PROPERTIES)
     bad = sorted(set(props) - set(PROPERTIES))
     if bad:
         raise UsageError(f"unknown properties {bad}; known: {list(PROPERTIES)}")
     kw = dict(properties=props, backend=args.backend, profile=args.profile,
               max_examples=args.max_examples, golden=not args.no_golden,
-              golden_root=args.golden_dir, timeout=args.timeout)
+              golden_root=args.golden_dir, timeout=args.timeout,
+              draws_per_compile=args.draws_per_compile)
     kw_mutants = dict(kw, first_kill=args.first_kill)
     columns = props + ([] if args.no_golden else [GOLDEN_COLUMN, GATE_COLUMN])
     print(f"kernel-harness mutate {family.name}: {len(chosen)} mutants, backend {args.backend}, "

@@ -109,19 +109,21 @@ def _import_family(target: str) -> Family:
     return getattr(importlib.import_module(module), attr)
 
 
-def _run_column(family: Family, prop_name: str, backend: Any, settings: Any) -> dict[str, Any]:
+def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
+                draws_per_compile: int = 1) -> dict[str, Any]:
     import hypothesis
 
-    from kernel_harness.checks.properties import PROPERTIES, Observer
+    from kernel_harness.checks.properties import Observer, build_property
 
     start = time.perf_counter()
     first: dict[str, Any] = {}
 
     class FirstFailure(Observer):
-        def record(self, result: Any) -> None:
-            super().record(result)
+        def record_result(self, result: Any) -> None:  # every judged draw comes here
+            super().record_result(result)
             if not result.passed and not first:
-                first.update(seconds=time.perf_counter() - start, examples=self.examples,
+                first.update(seconds=time.perf_counter() - start, examples=self.examples + 1,
+                             checks=self.checks,
                              how="wrong " + ",".join(v.stats.output for v in result.failures))
 
     def timed_run(impl: Any, case: Any, inputs: Any, b: Any) -> Any:
@@ -137,7 +139,8 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any) -> 
     observer = FirstFailure()
     timed = dataclasses.replace(family, run=timed_run)
     try:
-        prop = PROPERTIES[prop_name](timed, backend=backend, observer=observer)
+        prop = build_property(prop_name, timed, backend=backend, observer=observer,
+                              draws_per_compile=draws_per_compile)
     except Exception as e:  # noqa: BLE001 - PropertyNotApplicable: a column that cannot run
         if type(e).__name__ != "PropertyNotApplicable":
             raise
@@ -154,6 +157,7 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any) -> 
         first.update(seconds=time.perf_counter() - start, examples=max(observer.examples, 1),
                      how=f"{type(error).__name__}: {str(error)[:80]}")
     return {"killed": error is not None, "examples": observer.examples,
+            "checks": observer.checks, "compiles": observer.compiles,
             "wall_s": time.perf_counter() - start, **first}
 
 
@@ -250,7 +254,8 @@ def child_main(config_path: str) -> None:
             if config.get("first_kill") and any(c["killed"] for c in result["columns"].values()):
                 result["columns"][name] = {"killed": False, "skipped": "not run", "wall_s": 0.0}
                 continue
-            result["columns"][name] = _run_column(family, name, backend, run_settings)
+            result["columns"][name] = _run_column(family, name, backend, run_settings,
+                                                  config.get("draws_per_compile", 1))
         if config["golden"]:
             result["columns"][GOLDEN_COLUMN] = _golden_column(family, backend,
                                                               config.get("golden_root"))
@@ -288,9 +293,10 @@ def run_one(
     family_name: str, mutant: Mutant | None, *, properties: Sequence[str],
     backend: str = "interpret", profile: str = "ci", max_examples: int = DEFAULT_MAX_EXAMPLES,
     golden: bool = True, golden_root: Path | None = None, timeout: float = 900,
-    first_kill: bool = False,
+    first_kill: bool = False, draws_per_compile: int = 1,
 ) -> MutantResult:
-    """Runs the family's properties in a child process with ``mutant`` installed."""
+    """Runs the family's properties in a child process with ``mutant`` installed
+    (``draws_per_compile``: data draws per compiled program of matches-reference)."""
     name = None if mutant is None else mutant.name
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kh-mutant-") as tmp:
@@ -298,6 +304,7 @@ def run_one(
             "family_target": family_target(family_name), "mutant": name,
             "properties": list(properties), "backend": backend, "profile": profile,
             "max_examples": max_examples, "golden": golden, "first_kill": first_kill,
+            "draws_per_compile": draws_per_compile,
             "golden_root": str(golden_root) if golden_root else None,
             "result_path": str(Path(tmp) / "result.json"),
         }

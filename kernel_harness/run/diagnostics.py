@@ -288,11 +288,13 @@ def summary_line() -> str:
 
 def note_cannot_run(error: TpuInterpretCannotRun, observer: Any = None) -> None:
     """Counts an example TPU interpret mode could not run and rejects it (Hypothesis
-    draws another): it is reported, never passed."""
+    draws another): it is reported (an event, and ``observer.rejected``), never passed
+    nor failed."""
     import hypothesis
 
     label = f"tpu-interpret cannot run: {error.reason[:60]}"
     hypothesis.event(label)
     if observer is not None:
         observer.events[label] += 1
+        observer.rejected += 1
     hypothesis.reject()

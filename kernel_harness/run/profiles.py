@@ -94,6 +94,19 @@ SHRINK_BUDGETS: dict[str, ShrinkBudget] = {
 }
 
 
+#: Per profile: data draws ``matches-reference`` judges per compiled static configuration
+#: (``kernel_harness.checks.draws``). A draw costs milliseconds of running beside the
+#: seconds of compiling its configuration (docs/draws-per-compile.md has the measurements).
+DRAWS_PER_COMPILE: dict[str, int] = {"dev": 4, "ci": 4, "nightly": 4}
+
+
+def draws_per_compile(name: str) -> int:
+    """The data draws per compiled program of profile ``name``; an unknown name is a clear
+    ValueError."""
+    get_profile(name)
+    return DRAWS_PER_COMPILE[short_name(name)]
+
+
 def register_profiles() -> None:
     """Registers the namespaced profiles (``kernel-harness-dev|ci|nightly``) with
     Hypothesis (idempotent). Never registers a bare ``ci`` and never loads a profile."""

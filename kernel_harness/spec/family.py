@@ -90,6 +90,12 @@ class Family:
         to reach, ``{pattern: reason}`` (an ``fnmatch`` glob over an outcome's label, see
         :mod:`kernel_harness.run.kernel_coverage`); ``check --kernel-coverage`` lists any
         other never-seen outcome as MISSING.
+      data_draws: ``data_draws(case) -> strategy`` of cases that share ``case``'s compiled
+        programs (equal ``static_key()``) and are valid draws of :attr:`cases`: other data
+        seeds, logit scales, any data-only field. ``matches-reference`` judges
+        ``draws_per_compile`` of them per compiled configuration. None: only the seed
+        varies, which is valid unless the strategy's filters (``assume``) read values the
+        seed makes (a random mask): such a family must give ``data_draws``.
     """
 
     name: str
@@ -120,6 +126,7 @@ class Family:
     not_compared: Callable[[Any], Mapping[str, str]] = lambda case: {}
     low_precision_reference: Callable[[Any, Arrays, Backend], Arrays] | None = None
     coverage_expected_missing: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    data_draws: Callable[[Any], SearchStrategy[Any]] | None = None
 
     def calibrated_dtypes(self) -> frozenset[str]:
         """The dtypes for which some output is judged by the calibrated bound."""

@@ -52,11 +52,14 @@ def test_progress_prints_at_the_cadence_not_per_example(monkeypatch, capsys):
     for _ in range(200):  # 200 examples, one every 0.5 s: 100 s in all
         clock[0] += 0.5
         obs.examples += 1
+        obs.checks += 2
         obs.passed += 1 if obs.examples % 50 else 0
+        obs.rejected += obs.examples % 40 == 0
         progress.tick()
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3, lines  # at 30 s, 60 s, 90 s
-    assert lines[0] == "  progress fam prop: 60 examples in 30s (120.0/min), 1 failed so far"
+    assert lines[0] == ("  progress fam prop: 60 examples (120 checks) in 30s (120.0/min), "
+                        "1 failed, 1 rejected so far")
 
 
 def test_negative_timeout_is_a_usage_error(capsys):

@@ -36,3 +36,10 @@ def crashes_at_length_8(x):
     if x.shape[0] == 8:
         raise NotImplementedError("length 8 is not supported")
     return softplus(x)
+
+
+def wrong_when_first_above_1(x):
+    """A planted bug that only some data draws expose: wrong (x 1.01) when ``x[0] > 1``."""
+    import jax.numpy as jnp
+
+    return jnp.where(x[0] > 1.0, softplus(x) * 1.01, softplus(x))

@@ -2,12 +2,11 @@
 visibility and influence of a perturbation, comparing two runs, and turning a
 relation into a Hypothesis property (:func:`build`).
 
-Equality with a reference misses bugs the reference shares. The properties
-compare the kernel with itself: perturb inputs a query must not see, change
-block sizes, rerun, drop an option, regroup heads, and check what must (not)
-change. A family opts in with a :class:`~kernel_harness.spec.hooks.Metamorphic`
-of hooks (``Family.metamorphic``); a property whose hook is missing is not
-applicable (:class:`~kernel_harness.core.errors.PropertyNotApplicable`), never a pass.
+Equality with a reference misses bugs the reference shares. The properties compare the kernel
+with itself: perturb inputs a query must not see, change block sizes, rerun, drop an option,
+regroup heads, and check what must (not) change. A family opts in with hooks
+(``Family.metamorphic``); a property whose hook is missing is not applicable
+(:class:`~kernel_harness.core.errors.PropertyNotApplicable`), never a pass.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import hypothesis
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.errors import StopTest, UnsatisfiedAssumption
 
 from kernel_harness.checks.metamorphic.replay import Recorder, Replayer
 from kernel_harness.core.backends import Backend
@@ -370,19 +370,25 @@ def build(spec: Spec) -> Callable[..., Callable[[], None]]:
                 ok = True
             except TpuInterpretCannotRun as e:
                 rejected = True
-                note_cannot_run(e, observer)
+                note_cannot_run(e, observer)  # counts it as rejected
+            except (UnsatisfiedAssumption, StopTest):
+                # assume()/reject() in the relation, or a draw past Hypothesis's data
+                # limit: Hypothesis discards the example; it neither passed nor failed.
+                rejected = True
+                if observer is not None:
+                    observer.rejected += 1
+                raise
             finally:
                 # Events and counts describe examples that ran (failing ones included),
-                # never one TPU interpret mode could not run.
+                # never a rejected one.
                 if not rejected:
                     for label in family.events(case):
                         hypothesis.event(label)
                         if observer is not None:
                             observer.events[label] += 1
                 if observer is not None and not rejected:
-                    observer.examples += 1
-                    observer.passed += ok
-                    observer.seconds += time.perf_counter() - start
+                    observer.record_check(case, time.perf_counter() - start)
+                    observer.end_example(ok)
 
         prop.__name__ = f"{family.name}_{spec.name.replace('-', '_')}"
         prop.__doc__ = spec.doc

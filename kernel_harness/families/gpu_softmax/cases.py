@@ -80,3 +80,13 @@ def softmax_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES) -> Softm
     return SoftmaxCase(dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)),
                        leading=draw(st.sampled_from(LEADING)),
                        n=draw(st.sampled_from(ROW_LENGTHS)), offset=offset, scale=scale)
+
+
+def softmax_data_draws(case: SoftmaxCase) -> st.SearchStrategy[SoftmaxCase]:
+    """Cases of ``case``'s compiled program (``Family.data_draws``): another data seed and
+    logit offset/scale, drawn as :func:`softmax_cases` draws them for the case's dtype."""
+    return st.builds(
+        lambda seed, logits: dataclasses.replace(case, seed=seed, offset=logits[0],
+                                                 scale=logits[1]),
+        st.integers(0, 2**31 - 1), st.sampled_from(LOGITS[case.dtype]))
+

@@ -10,7 +10,11 @@ from __future__ import annotations
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2
 from kernel_harness.families.gpu_softmax import kernel as _kernel
-from kernel_harness.families.gpu_softmax.cases import SoftmaxCase, softmax_cases
+from kernel_harness.families.gpu_softmax.cases import (
+    SoftmaxCase,
+    softmax_cases,
+    softmax_data_draws,
+)
 from kernel_harness.families.gpu_softmax.reference import reference
 from kernel_harness.spec.family import Family
 
@@ -62,6 +66,7 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) softmax over the last axis (forward; no backward kernel)",
     case_type=SoftmaxCase,
     cases=softmax_cases,
+    data_draws=softmax_data_draws,
     kernel=_kernel.softmax,
     impl_signature=_kernel.IMPL_SIGNATURE,
     run=_kernel.run,

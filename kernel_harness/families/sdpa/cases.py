@@ -286,11 +286,26 @@ def sdpa_cases(
     # Options drawn but without effect (a window wider than the causal reach, lengths
     # equal to the sequence...) would hide an implementation ignoring them; and at least
     # one row must see two keys, or dq/dk/dbias are identically zero.
+    assume(drawable(case))
+    return case
+
+
+def drawable(case: SdpaCase) -> bool:
+    """Whether :func:`sdpa_cases` keeps ``case``: every option drawn has an effect (a
+    window wider than the causal reach, lengths equal to the sequence... would hide an
+    implementation ignoring it), and some row sees two keys (else dq/dk/dbias are zero)."""
     used = {o for o in OPTIONS if (o == "causal" and case.is_causal)
             or (o != "causal" and getattr(case, o) is not None)}
-    assume(used <= set(effective_options(case)))
-    assume(bool((case.visible().sum(-1) >= 2).any()))
-    return case
+    return used <= set(effective_options(case)) and bool((case.visible().sum(-1) >= 2).any())
+
+
+def sdpa_data_draws(case: SdpaCase) -> st.SearchStrategy[SdpaCase]:
+    """Cases of ``case``'s compiled program (``Family.data_draws``): another data seed and
+    logit scale. The seed also draws a random mask's values, so a draw must still be one
+    :func:`sdpa_cases` keeps (:func:`drawable`)."""
+    scales = logit_scales_for(case.dtype, calibrated=case.dtype in CALIBRATED_DTYPES)
+    return st.builds(lambda seed, scale: dataclasses.replace(case, seed=seed, logit_scale=scale),
+                     st.integers(0, 2**31 - 1), st.sampled_from(scales)).filter(drawable)
 
 
 def sdpa_events(case: SdpaCase) -> list[str]:

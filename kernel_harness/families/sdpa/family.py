@@ -12,6 +12,7 @@ from kernel_harness.families.sdpa.cases import (
     OPTIONAL,
     SdpaCase,
     sdpa_cases,
+    sdpa_data_draws,
     sdpa_events,
 )
 from kernel_harness.families.sdpa.export import export
@@ -89,6 +90,7 @@ FAMILY = Family(
     "'interpret' = plain XLA on the CPU), forward and vjp incl. the bias gradient",
     case_type=SdpaCase,
     cases=sdpa_cases,
+    data_draws=sdpa_data_draws,
     kernel=xla_sdpa,
     impl_signature=IMPL_SIGNATURE,
     run=run,

@@ -22,7 +22,7 @@ from kernel_harness.families.splash.masks import (
 from kernel_harness.families.splash.metamorphic import METAMORPHIC
 from kernel_harness.families.splash.reference import low_precision_reference, reference
 from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
-from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases
+from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, splash_data_draws
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -198,6 +198,7 @@ FAMILY = Family(
     "MHA/GQA/MQA, segments, soft cap, sinks, residuals",
     case_type=SplashCase,
     cases=splash_cases,
+    data_draws=splash_data_draws,
     kernel=_kernel.make_splash_mha,
     impl_signature=_kernel.IMPL_SIGNATURE,
     run=_kernel.run,

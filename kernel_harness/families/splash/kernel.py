@@ -194,7 +194,8 @@ def run(impl: Callable[..., Any], case: SplashCase, inputs: dict[str, np.ndarray
             f"splash: the TPU splash kernel cannot run on backend {backend.name!r}; "
             f"use one of {sorted(SPLASH_BACKENDS)}"
         )
-    program = _program(impl, dataclasses.replace(case, seed=0), backend)
+    # The data fields (seed, logit_scale: only materialize reads it) are not the program's.
+    program = _program(impl, dataclasses.replace(case, seed=0, logit_scale=1.0), backend)
     no_ids = np.zeros((0,), np.int32)
     args = [
         inputs["q"], inputs["k"], inputs["v"], inputs["do"],

@@ -3,6 +3,7 @@ masks in the mask language, segments, blocks, soft cap, sinks, layouts."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -354,3 +355,14 @@ def splash_cases(
             dtype, calibrated=dtype in CALIBRATED_DTYPES and not has_sinks))),
     )
     return case
+
+
+def splash_data_draws(case: SplashCase) -> st.SearchStrategy[SplashCase]:
+    """Cases of ``case``'s compiled program (``Family.data_draws``): another data seed and
+    logit scale, drawn as :func:`splash_cases` draws them (bfloat16 with sinks: 1x only);
+    masks and segments are static and keep their own seeds."""
+    scales = logit_scales_for(case.dtype,
+                              calibrated=case.dtype in CALIBRATED_DTYPES and not case.sinks)
+    return st.builds(lambda seed, scale: dataclasses.replace(case, seed=seed, logit_scale=scale),
+                     st.integers(0, 2**31 - 1), st.sampled_from(scales))
+
