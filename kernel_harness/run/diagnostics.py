@@ -56,6 +56,9 @@ class Waiver:
     reason: str
     #: jax versions the finding was derived on, e.g. ``"<0.12"`` or ``">=0.12"``; empty: all.
     jax: str = ""
+    #: A regular expression the offending access's source line (``Finding.line``,
+    #: ``file:line (function)``) must match; empty: any line.
+    line: str = ""
 
     def applies_to_jax(self, version: tuple[int, ...] | None = None) -> bool:
         """Whether this waiver holds on ``version`` (default: the installed jax)."""
@@ -68,6 +71,7 @@ class Waiver:
             and self.kind == finding.kind
             and re.search(self.kernel, finding.kernel) is not None
             and re.search(self.buffer, finding.buffer) is not None
+            and (not self.line or re.search(self.line, finding.line) is not None)
         )
 
 
@@ -111,9 +115,9 @@ def load_waivers(path: pathlib.Path | str | None = None) -> tuple[Waiver, ...]:
             raise ValueError(f"{path}: waiver #{i} has unknown kind {entry['kind']!r}")
         if not str(entry["reason"]).strip():
             raise ValueError(f"{path}: waiver #{i} needs a reason")
-        for field in ("kernel", "buffer"):
+        for field in ("kernel", "buffer", "line"):
             try:
-                re.compile(str(entry[field]))
+                re.compile(str(entry.get(field, "")))
             except re.error as e:
                 raise ValueError(f"{path}: waiver #{i} {field}: bad pattern: {e}") from None
         try:

@@ -4,6 +4,7 @@ are caught and named; clean kernels are not flagged; waivers and limitations are
 from __future__ import annotations
 
 import json
+import re
 
 import jax
 import jax.numpy as jnp
@@ -133,3 +134,23 @@ def test_shipped_splash_waiver_is_version_scoped():
     (splash,) = [w for w in diagnostics.load_waivers() if w.family == "splash"]
     assert splash.jax == "<0.12"
     assert splash.applies_to_jax((0, 10, 2)) and not splash.applies_to_jax((0, 12, 0, 1))
+
+
+def test_waiver_line_pattern_scopes_it_to_one_access(tmp_path):
+    """A waiver with ``line`` waives only findings whose offending access is on that line:
+    the same race with another line pattern still fails."""
+    def run(line):
+        path = tmp_path / "waivers.json"
+        path.write_text(json.dumps({"waivers": [{
+            "family": "planted", "kind": "race", "kernel": "_copy_kernel",
+            "buffer": r"^\[output 0\]", "line": line, "reason": "test: scoped by line"}]}))
+        _, diagnosis = diagnose(lambda: pk.racy_copy(X, interpret=PARAMS),
+                                waivers=diagnostics.load_waivers(path))
+        return diagnosis
+
+    seen = run("")
+    assert len(seen.waived) == 1
+    ((finding, _),) = seen.waived
+    assert len(run("^" + re.escape(finding.line) + "$").waived) == 1
+    with pytest.raises(KernelRaceDetected, match="race in kernel #0 _copy_kernel"):
+        run(r"no_such_file\.py:\d+")
