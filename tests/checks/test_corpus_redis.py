@@ -168,8 +168,9 @@ def test_two_shards_at_once_share_one_redis_and_merge_into_one_verdict(redis_url
             "--family-module", "tests.helpers.two_toys", "--profile", "ci",
             "--corpus", redis_url, "--corpus-write"]
     shards = [subprocess.Popen([*base, "--shard", f"{i}/2", "--json",
-                                str(tmp_path / f"{i}.json")], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True) for i in (1, 2)]
+                                str(tmp_path / f"{i}.json")], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for i in (1, 2)]
     outs = [p.communicate(timeout=600) for p in shards]
     units = []
     for i in (1, 2):
