@@ -131,6 +131,29 @@ def worst_ratio(result: CaseResult) -> float:
     return worst
 
 
+def _judge(family: Family, case: Any, backend: Backend, impl: Callable[..., Any] | None,
+           impl_spec: str | None, observer: Observer | None) -> CaseResult:
+    """One case against the reference, its events noted; a crash is recorded and raised as
+    :class:`KernelCrash` (TPU interpret mode's cannot-run is noted and re-raised)."""
+    try:
+        result = check_case(family, case, backend, impl, impl_spec=impl_spec)
+    except TpuInterpretCannotRun as e:
+        note_cannot_run(e, observer)
+        raise
+    except Exception as e:  # noqa: BLE001 - a crash is a failure, reported as one
+        crash = Crash(
+            family=family.name, case=case, backend=backend,
+            impl=impl_name(family.kernel if impl is None else impl), impl_spec=impl_spec,
+            adjustments=family.adjustments, error=e,
+        )
+        _note_events(family, case, observer)  # it ran, up to the crash
+        if observer is not None:
+            observer.record_crash(crash)
+        raise KernelCrash(crash) from e
+    _note_events(family, case, observer)
+    return result
+
+
 def matches_reference(
     family: Family,
     *,
@@ -156,22 +179,7 @@ def matches_reference(
 
     @given(case=family.cases())
     def prop(case: Any) -> None:
-        try:
-            result = check_case(family, case, backend, impl, impl_spec=impl_spec)
-        except TpuInterpretCannotRun as e:
-            note_cannot_run(e, observer)
-            raise
-        except Exception as e:  # noqa: BLE001 - a crash is a failure, reported as one
-            crash = Crash(
-                family=family.name, case=case, backend=backend,
-                impl=impl_name(family.kernel if impl is None else impl), impl_spec=impl_spec,
-                adjustments=family.adjustments, error=e,
-            )
-            _note_events(family, case, observer)  # it ran, up to the crash
-            if observer is not None:
-                observer.record_crash(crash)
-            raise KernelCrash(crash) from e
-        _note_events(family, case, observer)
+        result = _judge(family, case, backend, impl, impl_spec, observer)
         # Guides the search towards the worst case (Phase.target is on in the profiles).
         hypothesis.target(worst_ratio(result), label=TARGET_LABEL)
         if observer is not None:
@@ -191,22 +199,7 @@ def _with_draws(family: Family, *, backend: Backend, impl: Callable[..., Any] | 
     """``matches_reference`` judging ``k`` data draws per example."""
 
     def judge_one(case: Any) -> CaseResult:
-        try:
-            result = check_case(family, case, backend, impl, impl_spec=impl_spec)
-        except TpuInterpretCannotRun as e:
-            note_cannot_run(e, observer)
-            raise
-        except Exception as e:  # noqa: BLE001 - a crash is a failure, reported as one
-            crash = Crash(
-                family=family.name, case=case, backend=backend,
-                impl=impl_name(family.kernel if impl is None else impl), impl_spec=impl_spec,
-                adjustments=family.adjustments, error=e,
-            )
-            _note_events(family, case, observer)
-            if observer is not None:
-                observer.record_crash(crash)
-            raise KernelCrash(crash) from e
-        _note_events(family, case, observer)
+        result = _judge(family, case, backend, impl, impl_spec, observer)
         if observer is not None:
             observer.record_result(result)
         return result
