@@ -19,8 +19,10 @@ from kernel_harness.checks import metamorphic
 from kernel_harness.checks.draws import check_draws_per_compile
 from kernel_harness.checks.lowering import lowers_for_tpu
 from kernel_harness.checks.matches_reference import HarnessFailure, Observer, matches_reference
+from kernel_harness.checks.metamorphic.op_relations import build_relation
 from kernel_harness.checks.shrinking import ShrinkReport, bounded_shrinking
 from kernel_harness.core.backends import Backend
+from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.run.profiles import ShrinkBudget
 from kernel_harness.spec.family import Family
 
@@ -113,13 +115,36 @@ PROPERTIES: dict[str, Callable[..., Callable[[], None]]] = {
 DRAWS_PER_COMPILE_PROPERTIES: frozenset[str] = frozenset({"matches-reference"})
 
 
+def properties_of(family: Family) -> tuple[str, ...]:
+    """Every property ``family`` has, in order: the built-in ones (:data:`PROPERTIES`;
+    those it lacks hooks for report SKIP) then its op's relations."""
+    clash = [r.name for r in family.relations if r.name in PROPERTIES]
+    if clash:
+        raise ValueError(f"{family.name}: relation names {clash} are built-in properties")
+    return (*PROPERTIES, *(r.name for r in family.relations))
+
+
+def is_property(name: str, families: list[Family] | tuple[Family, ...]) -> bool:
+    """Whether ``name`` is a built-in property or a relation of one of ``families``."""
+    return name in PROPERTIES or any(f.relation(name) is not None for f in families)
+
+
 def build_property(name: str, family: Family, *, backend: Backend,
                    impl: Callable[..., Any] | None = None, impl_spec: str | None = None,
                    observer: Observer | None = None, draws_per_compile: int = 1
                    ) -> Callable[[], None]:
     """Builds property ``name`` for ``family`` (:data:`PROPERTIES`), handing
     ``draws_per_compile`` to the properties that take it
-    (:data:`DRAWS_PER_COMPILE_PROPERTIES`); raises PropertyNotApplicable as the builders do."""
+    (:data:`DRAWS_PER_COMPILE_PROPERTIES`); raises PropertyNotApplicable as the builders do,
+    and when ``name`` is neither a built-in property nor one of the family's relations."""
+    if name not in PROPERTIES:
+        relation = family.relation(name)
+        if relation is None:
+            raise PropertyNotApplicable(
+                f"{name} is a relation of another op; {family.name}'s relations: "
+                f"{', '.join(r.name for r in family.relations) or 'none'}")
+        return build_relation(relation)(family, backend=backend, impl=impl,
+                                        impl_spec=impl_spec, observer=observer)
     extra: dict[str, Any] = {}
     if name in DRAWS_PER_COMPILE_PROPERTIES:
         extra["draws_per_compile"] = check_draws_per_compile(draws_per_compile)
@@ -128,4 +153,4 @@ def build_property(name: str, family: Family, *, backend: Backend,
 
 
 __all__ = ["DRAWS_PER_COMPILE_PROPERTIES", "PROPERTIES", "HarnessFailure", "Observer",
-           "PropertyOutcome", "build_property", "run_property"]
+           "PropertyOutcome", "build_property", "is_property", "properties_of", "run_property"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import json
 import time
 from collections.abc import Callable
@@ -26,7 +25,14 @@ import jax
 from kernel_harness.checks import outcome_text, results, watch
 from kernel_harness.checks.corpus import corpus_mode, open_corpus, record_failure, replay_unit
 from kernel_harness.checks.corpus.unit import record_supervised, replayed_failure
-from kernel_harness.checks.properties import PROPERTIES, Observer, build_property, run_property
+from kernel_harness.checks.properties import (
+    PROPERTIES,
+    Observer,
+    build_property,
+    is_property,
+    properties_of,
+    run_property,
+)
 from kernel_harness.checks.request import CheckRequest
 from kernel_harness.checks.supervisor import Supervisor
 from kernel_harness.checks.units import Unit, UnitResult, verdict_line
@@ -70,10 +76,6 @@ class CheckSession:
             raise UsageError("--max-examples must be at least 1")
         if request.timeout is not None and request.timeout < 0:
             raise UsageError("--timeout must be positive (0 turns the limit off)")
-        unknown = [p for p in request.properties if p not in PROPERTIES]
-        if unknown:
-            raise UsageError(f"unknown property {unknown[0]!r}; choose from: "
-                             f"{', '.join(PROPERTIES)}")
         if short_name(request.profile) is None:
             raise UsageError(f"unknown profile {request.profile!r}; choose one of: "
                              f"{', '.join(PROFILE_NAMES)}")
@@ -96,6 +98,11 @@ class CheckSession:
         if request.kernel_coverage:
             kernel_coverage.check_backend(self.backend.name)
         families = self._families()
+        unknown = [p for p in request.properties if not is_property(p, families)]
+        if unknown:
+            relations = sorted({r.name for f in families for r in f.relations})
+            raise UsageError(f"unknown property {unknown[0]!r}; choose from: "
+                             f"{', '.join([*PROPERTIES, *relations])}")
         self.impl, self.impl_spec = self._impl(len(families))
         self.impl_label = (None if self.impl is None
                            else self.impl_spec or outcome_text.impl_label(self.impl))
@@ -116,8 +123,8 @@ class CheckSession:
             self.families.append(fam)
         if self.impl is not None and self.families:
             bind_impl(self.families[0], self.impl, self.backend)
-        props = list(request.properties) or list(PROPERTIES)
-        self.units = [Unit(fam, p) for fam in self.families for p in props]
+        self.units = [Unit(fam, p) for fam in self.families
+                      for p in (list(request.properties) or properties_of(fam))]
         self.seed = request.seed
         if request.shard is not None:
             self.units = shard_units(self.units, request.shard)
@@ -374,11 +381,4 @@ class SessionResult:
                 f"on backend {self.session.backend.name}")
 
 
-@functools.cache
-def property_names() -> tuple[str, ...]:
-    """Every property a session can run, in order."""
-    return tuple(PROPERTIES)
-
-
-__all__ = ["CheckRequest", "CheckSession", "SessionResult", "Unit", "UnitResult",
-           "property_names"]
+__all__ = ["CheckRequest", "CheckSession", "SessionResult", "Unit", "UnitResult"]

@@ -31,7 +31,9 @@ def add_parser(sub: Any) -> None:
                        help="data draws judged per compiled program (default: the profile's)")
     check.add_argument("--impl", default=None, help="MODULE:ATTR replacing the family's kernel")
     check.add_argument(
-        "--property", action="append", choices=list(PROPERTIES), help="only these properties"
+        "--property", action="append", metavar="NAME",
+        help=f"only these properties ({', '.join(PROPERTIES)}, or an op's relation: describe "
+             "FAMILY lists them)"
     )
     check.add_argument("--json", type=Path, default=None, metavar="PATH",
                        help="write machine-readable results (schema: check-results-v1.json)")

@@ -104,6 +104,9 @@ def describe(family: Family, samples: int = 4) -> str:
     else:
         out.append("optional features: none declared (every case the strategy draws is "
                    "part of the contract)")
+    if family.relations:
+        out += ["", "the op's relations (each a property of its own name):"]
+        out += [wrap(f"{r.name}: {r.doc}") for r in family.relations]
     out += ["", "what the strategy draws:", textwrap.indent(_strategy_doc(family), "  ")]
     drawn = sample_cases(family, samples)
     if drawn:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernel_harness.checks.properties import PROPERTIES
+from kernel_harness.checks.properties import properties_of
 from kernel_harness.cli import common
 from kernel_harness.cli.golden import GOLDEN_DIR_HELP
 from kernel_harness.core.errors import UsageError
@@ -69,10 +69,11 @@ def run(args: Any) -> int:
         raise UsageError("--max-examples must be at least 1")
     if args.draws_per_compile < 1:
         raise UsageError("--draws-per-compile must be at least 1")
-    props = args.property or list(PROPERTIES)
-    bad = sorted(set(props) - set(PROPERTIES))
+    known = properties_of(family)
+    props = args.property or list(known)
+    bad = sorted(set(props) - set(known))
     if bad:
-        raise UsageError(f"unknown properties {bad}; known: {list(PROPERTIES)}")
+        raise UsageError(f"unknown properties {bad}; known for {family.name}: {list(known)}")
     kw = dict(properties=props, backend=args.backend, profile=args.profile,
               max_examples=args.max_examples, golden=not args.no_golden,
               golden_root=args.golden_dir, timeout=args.timeout,

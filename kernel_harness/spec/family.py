@@ -21,6 +21,7 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.spec.bench import Bench
 from kernel_harness.spec.export import ExportSnippet
 from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.spec.relations import Relation
 
 #: Capability names a family may declare (``kernel-harness list`` prints them).
 CAPABILITIES: frozenset[str] = frozenset(
@@ -96,6 +97,8 @@ class Family:
         ``draws_per_compile`` of them per compiled configuration. None: only the seed
         varies, which is valid unless the strategy's filters (``assume``) read values the
         seed makes (a random mask): such a family must give ``data_draws``.
+      relations: the op's metamorphic relations (:class:`~kernel_harness.spec.relations.
+        Relation`), each run as a property of its own name, besides the built-in ones.
     """
 
     name: str
@@ -127,6 +130,11 @@ class Family:
     low_precision_reference: Callable[[Any, Arrays, Backend], Arrays] | None = None
     coverage_expected_missing: Mapping[str, str] = dataclasses.field(default_factory=dict)
     data_draws: Callable[[Any], SearchStrategy[Any]] | None = None
+    relations: tuple[Relation, ...] = ()
+
+    def relation(self, name: str) -> Relation | None:
+        """The relation called ``name``, or None."""
+        return next((r for r in self.relations if r.name == name), None)
 
     def calibrated_dtypes(self) -> frozenset[str]:
         """The dtypes for which some output is judged by the calibrated bound."""
@@ -140,6 +148,9 @@ class Family:
         unknown = self.capabilities - CAPABILITIES
         if unknown:
             raise ValueError(f"family {self.name!r}: unknown capabilities {sorted(unknown)}")
+        names = [r.name for r in self.relations]
+        if len(set(names)) != len(names):
+            raise ValueError(f"family {self.name!r}: relation names repeat: {names}")
         unknown = self.without - set(self.optional)
         if unknown:
             raise ValueError(f"family {self.name!r}: cannot draw without {sorted(unknown)}")

@@ -69,7 +69,9 @@ class Metamorphic:
         Floating inputs with a ``query`` axis (q, do) are query-side, those
         with a ``key`` axis (k, v) key-side; others are never perturbed.
       visible: ``visible(case)`` -> bool ``[batch, head, query, key]`` (size-1
-        axes broadcast): which keys each query sees (mask, window, segments).
+        axes broadcast): which keys each query sees (mask, window, segments); None for
+        an op without queries and keys (a norm, a matmul: then only ``deterministic``,
+        ``finite-out`` and the op's own relations apply).
       segments: ``segments(case)`` -> ``(q_ids [batch|1, q], kv_ids [batch|1, kv])``
         or None when the case has no segments; no hook: the family has no segments.
       block_variants: ``block_variants(case)`` -> strategy of cases differing
@@ -95,7 +97,7 @@ class Metamorphic:
     """
 
     roles: Mapping[str, tuple[str | None, ...]]
-    visible: Callable[[Any], np.ndarray]
+    visible: Callable[[Any], np.ndarray] | None = None
     segments: Callable[[Any], tuple[np.ndarray, np.ndarray] | None] | None = None
     block_variants: Callable[[Any], SearchStrategy[Any]] | None = None
     option_toggles: Callable[[Any], Sequence[Toggle]] = _no_toggles

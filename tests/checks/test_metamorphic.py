@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, Phase
 
 from kernel_harness.checks import metamorphic as mm
-from kernel_harness.checks.metamorphic import machinery
+from kernel_harness.checks.metamorphic import arrays as machinery
 from kernel_harness.checks.properties import PROPERTIES, Observer
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable
@@ -71,8 +71,12 @@ def test_gqa_property_not_applicable_without_hook():
     with pytest.raises(PropertyNotApplicable, match="as_mha"):
         PROPERTIES["gqa-equals-mha"](pk.TOY_ATTENTION, backend=INTERPRET)
     with pytest.raises(PropertyNotApplicable, match="no metamorphic hooks"):
-        PROPERTIES["deterministic"](dataclasses.replace(pk.TOY_ATTENTION, metamorphic=None),
-                                    backend=INTERPRET)
+        PROPERTIES["finite-out"](dataclasses.replace(pk.TOY_ATTENTION, metamorphic=None),
+                                 backend=INTERPRET)
+    no_visibility = dataclasses.replace(pk.TOY_ATTENTION, metamorphic=dataclasses.replace(
+        pk.TOY_ATTENTION.metamorphic, visible=None))
+    with pytest.raises(PropertyNotApplicable, match="visible"):
+        PROPERTIES["invisible-inputs-ignored"](no_visibility, backend=INTERPRET)
 
 
 @pytest.mark.parametrize(

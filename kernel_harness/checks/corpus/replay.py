@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from kernel_harness.checks.corpus.entry import CorpusEntry
-from kernel_harness.checks.metamorphic import SPECS, MetamorphicFailure
+from kernel_harness.checks.metamorphic import MetamorphicFailure
 from kernel_harness.checks.metamorphic.machinery import applicable
+from kernel_harness.checks.metamorphic.op_relations import spec_for
 from kernel_harness.checks.metamorphic.replay import Replayer
 from kernel_harness.checks.metamorphic.repro import replay
 from kernel_harness.core.backends import Backend
@@ -122,12 +123,12 @@ def _unreplayable(entry: CorpusEntry, family: Family) -> str:
     before the run, so an exception during the run is always the implementation's."""
     if entry.prop == "matches-reference":
         return "" if entry.draws is None else "a matches-reference entry with draws"
-    specs = {s.name: s for s in SPECS}
-    if entry.prop not in specs:
+    spec = spec_for(family, entry.prop)
+    if spec is None:
         return (f"{entry.prop!r} is neither matches-reference nor a metamorphic property "
-                f"({', '.join(sorted(specs))})")
+                f"of {family.name}")
     try:
-        applicable(family, specs[entry.prop])
+        applicable(family, spec)
         Replayer(entry.draws_json or "[]", family.case_type)
     except (PropertyNotApplicable, ValueError) as e:
         return str(e)

@@ -1,6 +1,7 @@
 """Metamorphic properties: relations between kernel runs that need no reference
 (:mod:`.relations`), and the machinery that runs them (:mod:`.machinery`)."""
 
+from kernel_harness.checks.metamorphic.arrays import problem_sizes, roles_of
 from kernel_harness.checks.metamorphic.machinery import (
     MIN_EXAMPLES,
     Check,
@@ -8,8 +9,6 @@ from kernel_harness.checks.metamorphic.machinery import (
     Spec,
     build,
     example_cap,
-    problem_sizes,
-    roles_of,
 )
 from kernel_harness.checks.metamorphic.relations import PROPERTIES, SPECS
 

@@ -12,11 +12,8 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from kernel_harness.checks.metamorphic.machinery import (
-    Check,
+from kernel_harness.checks.metamorphic.arrays import (
     Influence,
-    Spec,
-    build,
     differences,
     influence,
     is_float,
@@ -26,6 +23,7 @@ from kernel_harness.checks.metamorphic.machinery import (
     roles_of,
     visibility,
 )
+from kernel_harness.checks.metamorphic.machinery import ANY_FAMILY, Check, Spec, build
 
 # --- the properties -----------------------------------------------------------------------------
 
@@ -256,7 +254,7 @@ def _gqa_equals_mha(check: Check, data: st.DataObject) -> None:
 
 
 SPECS: tuple[Spec, ...] = (
-    Spec("invisible-inputs-ignored", _invisible_inputs_ignored, None, 0.1,
+    Spec("invisible-inputs-ignored", _invisible_inputs_ignored, "visible", 0.1,
          "Perturbing keys/values a query cannot see (mask, causality, window, segments) "
          "leaves its output and dq unchanged; perturbing queries leaves dk/dv of keys no "
          "changed query sees unchanged."),
@@ -264,12 +262,12 @@ SPECS: tuple[Spec, ...] = (
          "Perturbing every token of one segment changes no output of another segment."),
     Spec("block-size-invariance", _block_size_invariance, "block_variants", 0.1,
          "Two valid block configurations agree within twice the tolerance."),
-    Spec("deterministic", _deterministic, None, 0.07,
+    Spec("deterministic", _deterministic, ANY_FAMILY, 0.07,
          "Rerunning forward and backward gives bitwise identical outputs."),
     Spec("finite-out", _finite_out, None, 0.1,
          "Finite inputs (logits scaled up to 32x) give finite outputs and gradients, "
          "except where the contract says otherwise."),
-    Spec("option-effect", _option_effect, None, 0.1,
+    Spec("option-effect", _option_effect, "visible", 0.1,
          "Turning an option off changes rows whose visibility it changes (or some row, for "
          "value options like soft cap), and no other row."),
     Spec("gqa-equals-mha", _gqa_equals_mha, "as_mha", 0.07,

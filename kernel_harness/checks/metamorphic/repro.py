@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from kernel_harness.checks.metamorphic.machinery import Check, applicable
-from kernel_harness.checks.metamorphic.relations import SPECS
+from kernel_harness.checks.metamorphic.op_relations import builtin_names, spec_for
 from kernel_harness.checks.metamorphic.replay import Replayer
 from kernel_harness.core.backends import Backend
 from kernel_harness.run.runner import ensure_supported
@@ -26,10 +26,11 @@ def replay(family: Family, prop: str, case: Any, backend: Backend, draws_json: s
     as the original failure when it does not, ValueError for an unknown property or draws
     that do not fit it.
     """
-    specs = {s.name: s for s in SPECS}
-    if prop not in specs:
-        raise ValueError(f"unknown metamorphic property {prop!r}; known: {sorted(specs)}")
-    spec = specs[prop]
+    spec = spec_for(family, prop)
+    if spec is None:
+        known = sorted(builtin_names() | {r.name for r in family.relations})
+        raise ValueError(f"unknown metamorphic property {prop!r} of {family.name}; "
+                         f"known: {known}")
     ensure_supported(family, backend)
     applicable(family, spec)
     check = Check(family=family, prop=prop, case=case, backend=backend,
