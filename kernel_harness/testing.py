@@ -196,6 +196,20 @@ class _UnitFailed(Exception):
     """Carries a unit's report to :meth:`HarnessUnit.repr_failure`."""
 
 
+def _settle(result: UnitResult, fail: Callable[[str], Any]) -> UnitResult:
+    """A unit's result as a pytest outcome: SKIP and NOT RUN skip with the reason, any
+    verdict but PASS calls ``fail`` with the harness's report."""
+    if result.verdict in ("SKIP", "NOT RUN"):
+        pytest.skip(result.line.strip())
+    if result.verdict != "PASS":
+        fail(result.text or result.line)
+    return result
+
+
+def _raise_unit_failed(report: str) -> None:
+    raise _UnitFailed(report)
+
+
 class HarnessUnit(pytest.Item):
     """One family x property of a harness session, as a pytest test."""
 
@@ -205,11 +219,7 @@ class HarnessUnit(pytest.Item):
 
     def runtest(self) -> None:
         """Runs the unit; SKIP and NOT RUN are pytest skips with the reason."""
-        result = self.plan.run(self.check_session, self.unit)
-        if result.verdict in ("SKIP", "NOT RUN"):
-            pytest.skip(result.line.strip())
-        if result.verdict != "PASS":
-            raise _UnitFailed(result.text or result.line)
+        _settle(self.plan.run(self.check_session, self.unit), _raise_unit_failed)
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> Any:
         """The harness's report, not a traceback through the harness and Hypothesis."""
@@ -258,12 +268,8 @@ class UnitCheck:
 
     def check(self) -> UnitResult:
         """Runs the unit; fails the test with the harness's report unless it passed."""
-        result = self.plan.run(self.session, self.unit)
-        if result.verdict in ("SKIP", "NOT RUN"):
-            pytest.skip(result.line.strip())
-        if result.verdict != "PASS":
-            pytest.fail(result.text or result.line, pytrace=False)
-        return result
+        return _settle(self.plan.run(self.session, self.unit),
+                       lambda report: pytest.fail(report, pytrace=False))
 
 
 def parametrize(metafunc: pytest.Metafunc) -> None:

@@ -18,6 +18,7 @@ import json
 import math
 import platform
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +175,14 @@ def write_junit(path: Path, doc: dict[str, Any]) -> None:
                 f"{k}={v}" for k, v in r["events"].items())
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def write_outputs(doc: dict[str, Any], *, json_path: Path | None, junit_path: Path | None,
+                  say: Callable[[str], None] = print) -> None:
+    """Writes ``doc`` as ``--json`` and/or ``--junit`` asked, saying where each went."""
+    if json_path is not None:
+        write_json(json_path, doc)
+        say(f"results: {json_path} (JSON, schema version {SCHEMA_VERSION})")
+    if junit_path is not None:
+        write_junit(junit_path, doc)
+        say(f"results: {junit_path} (JUnit XML)")

@@ -136,13 +136,7 @@ def summary_table(result: SessionResult) -> str:
 def _write_results(args: argparse.Namespace, result: SessionResult) -> None:
     if args.json is None and args.junit is None:
         return
-    doc = result.document()
-    if args.json is not None:
-        results.write_json(args.json, doc)
-        print(f"results: {args.json} (JSON, schema version {results.SCHEMA_VERSION})")
-    if args.junit is not None:
-        results.write_junit(args.junit, doc)
-        print(f"results: {args.junit} (JUnit XML)")
+    results.write_outputs(result.document(), json_path=args.json, junit_path=args.junit)
 
 
 def _plots(args: argparse.Namespace, result: SessionResult) -> None:

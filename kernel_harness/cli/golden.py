@@ -8,17 +8,12 @@ from typing import Any
 from kernel_harness.cli import common
 from kernel_harness.core.errors import UsageError
 from kernel_harness.regression.golden import (
-    MANIFEST,
     SUMMARY_HEADERS,
     GoldenCase,
     GoldenError,
+    add_case,
     compared_nothing,
-    family_dir,
-    guarded,
-    load_manifest,
-    record_case,
     run_family,
-    save_manifest,
     summary_rows,
     writable_root,
 )
@@ -73,17 +68,9 @@ def run(args: Any) -> int:
         except ValueError as e:
             raise UsageError(f"golden add: {e}") from None
         try:
-            cases = load_manifest(family, root)
-        except GoldenError:
-            if (family_dir(family.name, root) / MANIFEST).exists():
-                raise
-            cases = []
-        if any(c.name == args.name for c in cases):
-            raise UsageError(f"golden add: {family.name} already has a case {args.name!r}")
-        outcome = guarded(family, gcase, lambda: record_case(family, gcase, backend, root=root,
-                                                            force=True))
-        if outcome.ok:
-            save_manifest(family, [*cases, gcase], root)
+            outcome = add_case(family, gcase, backend, root=root)
+        except ValueError as e:
+            raise UsageError(f"golden add: {e}") from None
         outcomes = [outcome]
     else:
         families = common.families(args.family)

@@ -42,10 +42,5 @@ def run(args: Any) -> int:
     print(f"\n{'PASS' if s['ok'] else 'FAIL'}: {len(inputs)} results merged (backend "
           f"{env['backend']}, jax {env['jax']}): {counts or 'no records'}"
           + ("" if s["pass"] + s["fail"] + s["error"] else "; nothing ran, which is not a pass"))
-    if args.json is not None:
-        results.write_json(args.json, doc)
-        print(f"results: {args.json} (JSON, schema version {results.SCHEMA_VERSION})")
-    if args.junit is not None:
-        results.write_junit(args.junit, doc)
-        print(f"results: {args.junit} (JUnit XML)")
+    results.write_outputs(doc, json_path=args.json, junit_path=args.junit)
     return 0 if s["ok"] else 1

@@ -14,15 +14,9 @@ from kernel_harness.checks.corpus import CorpusEntry
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import UsageError
 from kernel_harness.regression.golden import (
-    MANIFEST,
     GoldenCase,
-    GoldenError,
     GoldenOutcome,
-    family_dir,
-    guarded,
-    load_manifest,
-    record_case,
-    save_manifest,
+    add_case,
 )
 from kernel_harness.spec.family import Family
 
@@ -52,16 +46,6 @@ def promote(
     except (ValueError, TypeError) as e:
         raise UsageError(f"promote {entry.id}: {e}") from None
     try:
-        cases = load_manifest(family, root)
-    except GoldenError:
-        if (family_dir(family.name, root) / MANIFEST).exists():
-            raise
-        cases = []
-    if any(c.name == name for c in cases):
-        raise UsageError(f"promote: {family.name} already has a golden case {name!r} "
-                         "(give another --name)")
-    outcome = guarded(family, gcase,
-                      lambda: record_case(family, gcase, backend, root=root, force=True))
-    if outcome.ok:
-        save_manifest(family, [*cases, gcase], root)
-    return outcome
+        return add_case(family, gcase, backend, root=root)
+    except ValueError as e:
+        raise UsageError(f"promote: {e} (give another --name)") from None

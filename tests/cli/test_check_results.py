@@ -58,15 +58,18 @@ def test_failing_run_json_validates_and_names_the_case(tmp_path, toy_registry, s
     assert len(cases) == len(doc["properties"])
     (fail,) = cases["matches-reference"].result
     assert isinstance(fail, junitparser.Failure) and "reproduce: kernel-harness repro" in fail.text
+    # The toy family has no hooks: of the other properties only deterministic runs (and
+    # passes: the planted bug is deterministic); the rest are skips with their reason.
+    assert not cases["deterministic"].result
     assert all(isinstance(c.result[0], junitparser.Skipped)
-               for n, c in cases.items() if n != "matches-reference")
+               for n, c in cases.items() if n not in ("matches-reference", "deterministic"))
 
 
 def test_passing_run_is_ok_in_both(tmp_path, toy_registry, schema, capsys):
     code, doc, xml = _check(tmp_path)
     assert code == 0
     jsonschema.validate(doc, schema)
-    assert doc["summary"]["ok"] is True and doc["summary"]["pass"] == 1
+    assert doc["summary"]["ok"] is True and doc["summary"]["pass"] == 2  # + deterministic
     (suite,) = list(xml)
     assert suite.failures == 0 and suite.errors == 0
     assert not cases_with_results(suite, "matches-reference")

@@ -266,7 +266,7 @@ def test_cli_add_record_check(capsys, toy_registry, tmp_path):
                      "--impl", "tests.helpers.toy_family:wrong_softplus"])
     assert code == 1 and "FAIL: golden check" in capsys.readouterr().out
     assert cli.main(["golden", "add", "toy", "pinned", "--case", case, *d]) == 2
-    assert "already has a case 'pinned'" in capsys.readouterr().err
+    assert "already has a golden case 'pinned'" in capsys.readouterr().err
 
 
 def test_pytest_force_regen_flag(root):

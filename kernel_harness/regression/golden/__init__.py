@@ -5,6 +5,7 @@ golden root resolved by :mod:`.location`."""
 from kernel_harness.regression.golden.check import (
     SUMMARY_HEADERS,
     GoldenOutcome,
+    add_case,
     check_golden,
     compared_nothing,
     guarded,
@@ -42,6 +43,7 @@ from kernel_harness.regression.golden.store import (
 )
 
 __all__ = [
+    "add_case",
     "COMPARABLE_FIELDS",
     "CROSS_DEVICE_DRIFT_TOL",
     "GoldenCase",

@@ -41,6 +41,7 @@ from kernel_harness.regression.golden.store import (
     not_comparable_reason,
     paths,
     same_device,
+    save_manifest,
     select,
     version_difference,
     writable_root,
@@ -278,3 +279,23 @@ def summary_rows(outcomes: Sequence[GoldenOutcome]) -> list[list[str]]:
 
 
 SUMMARY_HEADERS = ["family", "case", "status", "kernel err/tol (worst)", "ref drift", "detail"]
+
+
+def add_case(family: Family, gcase: GoldenCase, backend: Backend, *,
+             root: Path | None = None) -> GoldenOutcome:
+    """Adds ``gcase`` to ``family``'s manifest and records its golden files on ``backend``
+    (``golden add`` and ``corpus promote``). The manifest changes only when the recording
+    succeeded (``outcome.ok``); a name the manifest already has is a ValueError."""
+    try:
+        cases = load_manifest(family, root)
+    except GoldenError:
+        if (family_dir(family.name, root) / MANIFEST).exists():
+            raise
+        cases = []
+    if any(c.name == gcase.name for c in cases):
+        raise ValueError(f"{family.name} already has a golden case {gcase.name!r}")
+    outcome = guarded(family, gcase,
+                      lambda: record_case(family, gcase, backend, root=root, force=True))
+    if outcome.ok:
+        save_manifest(family, [*cases, gcase], root)
+    return outcome

@@ -23,7 +23,7 @@ import datetime
 import hashlib
 import json
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -209,12 +209,10 @@ def not_comparable_reason(recorded: dict[str, str], current: dict[str, str]) -> 
     A golden check then judges the kernel against the reference recomputed here instead
     (:func:`kernel_harness.regression.golden.check.check_golden`); a gate baseline from
     there is not used."""
-    diffs = [k for k in COMPARABLE_FIELDS if recorded.get(k) != current.get(k)]
-    if not diffs:
+    diff = _differing(COMPARABLE_FIELDS, recorded, current, lambda k: f"{k}=")
+    if diff is None:
         return None
-    was = ", ".join(f"{k}={recorded.get(k)}" for k in diffs)
-    now = ", ".join(f"{k}={current.get(k)}" for k in diffs)
-    return f"not comparable: recorded on {was}; this run has {now}"
+    return f"not comparable: recorded on {diff[0]}; this run has {diff[1]}"
 
 
 def same_device(recorded: dict[str, str], current: dict[str, str]) -> bool:
@@ -226,12 +224,18 @@ def same_device(recorded: dict[str, str], current: dict[str, str]) -> bool:
 
 def version_difference(recorded: dict[str, str], current: dict[str, str]) -> str | None:
     """``None`` if recorded on this jax/jaxlib, else a note naming both versions."""
-    diffs = [k for k in VERSION_FIELDS if recorded.get(k) != current.get(k)]
+    diff = _differing(VERSION_FIELDS, recorded, current, lambda k: f"{k.split('_')[0]} ")
+    return None if diff is None else f"versions differ: recorded on {diff[0]}, this run {diff[1]}"
+
+
+def _differing(fields: Sequence[str], recorded: dict[str, str], current: dict[str, str],
+               label: Callable[[str], str]) -> tuple[str, str] | None:
+    """``(recorded values, current values)`` of the ``fields`` that differ, as text."""
+    diffs = [k for k in fields if recorded.get(k) != current.get(k)]
     if not diffs:
         return None
-    was = ", ".join(f"{k.split('_')[0]} {recorded.get(k)}" for k in diffs)
-    now = ", ".join(f"{k.split('_')[0]} {current.get(k)}" for k in diffs)
-    return f"versions differ: recorded on {was}, this run {now}"
+    return (", ".join(f"{label(k)}{recorded.get(k)}" for k in diffs),
+            ", ".join(f"{label(k)}{current.get(k)}" for k in diffs))
 
 
 def version_key(version: str) -> tuple[int, ...]:
