@@ -62,7 +62,7 @@ def test_passing_check_prints_summary_and_exits_0(capsys, toy_registry):
     summary = [line for line in out.splitlines() if line.startswith("toy ")]
     (reference_row,) = [line for line in summary if "matches-reference" in line]
     assert reference_row.split()[-1] == "PASS"
-    assert out.rstrip().endswith("1/1 properties passed on backend interpret")
+    assert out.rstrip().endswith("2/2 properties passed on backend interpret")  # + deterministic
 
 
 def test_planted_bug_fails_with_summary_detail_and_repro(capsys, toy_registry):
