@@ -163,10 +163,11 @@ def torch_sdpa_cases(
     lengths: tuple[int, ...] = (16, 32, 8, 40, 64),
     head_dims: tuple[int, ...] = (32, 16, 64),
 ) -> TorchSdpaCase:
-    """Draws a :class:`TorchSdpaCase`; shrinks towards float32, math, batch 1, equal
-    lengths 16, one head, no mask, causal off."""
-    masked = draw(st.sampled_from((None, *MASKS)))
-    causal = masked is None and draw(st.integers(0, 3)) >= 1
+    """Draws a :class:`TorchSdpaCase`; shrinks towards causal off, no mask, math, float32,
+    batch 1, equal lengths 16, one head."""
+    # torch refuses a mask with is_causal: causal half the time, else a mask 2 times in 3.
+    causal = draw(st.booleans())
+    masked = None if causal else draw(st.sampled_from((None, *MASKS)))
     backend = draw(st.sampled_from(SDPA_KERNELS))
     dtype = draw(st.sampled_from(dtypes))
     batch = draw(st.integers(1, 2))
