@@ -29,3 +29,12 @@ def sdpa_no_gqa_flag(query, key, value, attn_mask=None, *, is_causal, scale, ena
         key, value = key.repeat_interleave(group, 1), value.repeat_interleave(group, 1)
     return torch.nn.functional.scaled_dot_product_attention(
         query, key, value, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
+
+
+def ignores_is_causal(query, key, value, attn_mask=None, *, is_causal, scale, enable_gqa):
+    """SDPA with ``is_causal`` dropped (the scale kept): only causal cases can catch it."""
+    import torch  # noqa: PLC0415
+
+    del is_causal
+    return torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=attn_mask, scale=scale, enable_gqa=enable_gqa)

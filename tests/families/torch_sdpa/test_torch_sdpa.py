@@ -26,7 +26,11 @@ from kernel_harness.families.torch_sdpa.kernel import run, torch_sdpa  # noqa: E
 from kernel_harness.families.torch_sdpa.reference import reference  # noqa: E402
 from kernel_harness.run.profiles import get_profile  # noqa: E402
 from kernel_harness.run.runner import check_case  # noqa: E402
-from tests.helpers.torch_impls import sdpa_no_gqa_flag, xla_flash_defaults  # noqa: E402
+from tests.helpers.torch_impls import (  # noqa: E402
+    ignores_is_causal,
+    sdpa_no_gqa_flag,
+    xla_flash_defaults,
+)
 
 FAMILY = get_family("torch-sdpa")
 BACKEND = resolve_backend("interpret")
@@ -113,11 +117,14 @@ def test_a_wrapper_expanding_kv_heads_itself_passes():
     assert result.passed
 
 
-def test_seed_000_flash_defaults_fail_ci_profile():
+@pytest.mark.parametrize("impl", [xla_flash_defaults, ignores_is_causal],
+                         ids=lambda f: f.__name__)
+def test_seed_000_flash_defaults_fail_ci_profile(impl):
     """torch_xla's flash_attention(q, k, v) defaults (causal=False, sm_scale=1.0) in place of
-    the causal, scaled SDPA call: the family must fail it within the ci profile."""
+    the causal, scaled SDPA call, and is_causal alone dropped: the family must fail both
+    within the ci profile."""
     observer = Observer()
-    prop = matches_reference(FAMILY, backend=BACKEND, impl=xla_flash_defaults,
+    prop = matches_reference(FAMILY, backend=BACKEND, impl=impl,
                              observer=observer)
     settings = hypothesis.settings(
         get_profile("ci"), phases=(hypothesis.Phase.explicit, hypothesis.Phase.generate))
