@@ -9,6 +9,7 @@ from kernel_harness.families.torch_sdpa.cases import (
     torch_sdpa_cases,
     torch_sdpa_data_draws,
     torch_sdpa_events,
+    torch_sdpa_seed_cases,
 )
 from kernel_harness.families.torch_sdpa.kernel import (
     IMPL_SIGNATURE,
@@ -97,4 +98,5 @@ FAMILY = Family(
     events=torch_sdpa_events,
     contract=CONTRACT,
     not_compared=_not_compared,
+    seed_cases=torch_sdpa_seed_cases,
 )
