@@ -48,8 +48,9 @@ class UnitResult:
 
     def to_json_dict(self) -> dict[str, Any]:
         """Everything but the in-process outcome (what a worker sends back)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "outcome"} | {
-            "outcome": None}
+        # Not asdict(self): it deep-copies the outcome, and a HarnessFailure in it cannot be
+        # rebuilt from its message (the worker died on every failing matches-reference).
+        return dataclasses.asdict(dataclasses.replace(self, outcome=None))
 
 
 def verdict_line(family: str, prop: str, verdict: str, detail: str) -> str:

@@ -49,7 +49,7 @@ def ensure_supported(family: Family, backend: Backend) -> None:
     if backend.name not in family.backends:
         raise BackendUnavailable(
             f"family {family.name!r} cannot run on backend {backend.name!r}; "
-            f"it supports: {', '.join(sorted(family.backends))}"
+            f"it supports: {', '.join(sorted(family.backends)) or 'none here: ' + family.summary}"
         )
 
 

@@ -47,6 +47,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "hstu": "kernel_harness.families.hstu.family:FAMILY",
     "flash": "kernel_harness.families.flash.family:FAMILY",
     "sdpa": "kernel_harness.families.sdpa.family:FAMILY",
+    "torch-sdpa": "kernel_harness.families.torch_sdpa.family:FAMILY",
     "gpu-mha": "kernel_harness.families.gpu_mha.family:FAMILY",
     "gpu-decode": "kernel_harness.families.gpu_decode.family:FAMILY",
     "gpu-paged": "kernel_harness.families.gpu_paged.family:FAMILY",
