@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from typing import Any
 
@@ -48,8 +49,9 @@ class UnitResult:
 
     def to_json_dict(self) -> dict[str, Any]:
         """Everything but the in-process outcome (what a worker sends back)."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "outcome"} | {
-            "outcome": None}
+        # Not dataclasses.asdict(self): it deep-copies the outcome (exceptions, arrays).
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if f.name != "outcome"} | {"outcome": None}
 
 
 def verdict_line(family: str, prop: str, verdict: str, detail: str) -> str:
