@@ -56,7 +56,7 @@ def _from_text(text: str) -> Origin | None:
     """The last exception of a Python traceback printed in ``text`` (a callback's error as
     the jax runtime carries it in its message), or None if there is none."""
     lines = text.splitlines()
-    starts = [i for i, ln in enumerate(lines) if ln.strip().startswith("Traceback (most recent")]
+    starts = [i for i, ln in enumerate(lines) if "Traceback (most recent call last)" in ln]
     if not starts:
         return None
     frames: list[traceback.FrameSummary] = []
@@ -169,8 +169,8 @@ class Crash:
                  *(f"  {n}" for n in self.notes)]
         found = origin(self.error).found
         if found:
-            lines.append(f"  (jax raised {type(self.error).__name__}: {_first_line(self.error)[:120]}"
-                         f"; the exception named above is from {found})")
+            raised = f"{type(self.error).__name__}: {_first_line(self.error)[:120]}"
+            lines.append(f"  (jax raised {raised}; the exception named above is from {found})")
         if raised_in_implementation(self.error):
             lines.append("  raised in (last frames of the implementation's code):")
         else:
