@@ -25,8 +25,7 @@ from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from kernel_harness.checks.metamorphic.arrays import differences, location
 from kernel_harness.checks.metamorphic.replay import Recorder, Replayer
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.errors import PropertyNotApplicable
-from kernel_harness.core.errors import UsageError
+from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.report import case_repro_command
