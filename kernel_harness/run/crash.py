@@ -91,7 +91,12 @@ def origin(error: BaseException) -> Origin:
             return dataclasses.replace(inner, found="the exception chain")
         seen.add(id(link))
         link = link.__cause__ or link.__context__
-    return _from_text(str(error)) or own
+    inner = _from_text(str(error))
+    if inner is None:
+        return own
+    # The callback ran inside the call that raised: its frames follow the caller's (the
+    # TPU interpreter's own frames are jax's, so the kernel's call site is what remains).
+    return dataclasses.replace(inner, frames=own.frames + inner.frames)
 
 
 def _first_line(error: BaseException) -> str:
@@ -99,9 +104,20 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else ""
 
 
+#: The standard library (threading, concurrent.futures: a callback's worker thread);
+#: installed packages live under it too, in site-packages, and stay the kernel's own.
+_STDLIB = os.path.dirname(os.__file__) + os.sep
+
+
+def _not_own(filename: str) -> bool:
+    if any(p in filename for p in _NOT_OWN):
+        return True
+    return filename.startswith(_STDLIB) and "-packages" not in filename
+
+
 def _own(error: BaseException) -> tuple[list[traceback.FrameSummary], bool]:
     frames = list(origin(error).frames)
-    own = [f for f in frames if not any(p in f.filename for p in _NOT_OWN)]
+    own = [f for f in frames if not _not_own(f.filename)]
     return (own, True) if own else (frames, False)
 
 

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax.experimental import pallas as pl
 
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.run.crash import Crash, crash_kind, origin, own_frames
@@ -48,3 +49,27 @@ class _Case:
 
     def to_json(self) -> str:
         return "{}"
+
+
+def _oob_kernel(x_ref, i_ref, o_ref):
+    o_ref[...] = x_ref[pl.ds(i_ref[0], 8), :]  # reads rows 40..47 of a 16-row buffer
+
+
+def _reads_out_of_bounds(x, i):
+    return pl.pallas_call(_oob_kernel, out_shape=jax.ShapeDtypeStruct((8, 128), x.dtype),
+                          interpret=resolve_backend("tpu-interpret").pallas_interpret())(x, i)
+
+
+def test_tpu_interpreter_error_is_named_at_the_kernels_call_site():
+    """The TPU interpreter raises IndexError in its callback thread; jax re-raises a
+    runtime error. The report names the IndexError and the kernel's own call site, not
+    jax's or the thread pool's frames."""
+    with pytest.raises(Exception) as info:  # noqa: PT011 - jax's runtime error type varies
+        np.asarray(_reads_out_of_bounds(jnp.ones((16, 128)), jnp.array([40], jnp.int32)))
+    error = info.value
+    assert type(error).__name__ != "IndexError"  # what jax raises wraps it
+    found = origin(error)
+    assert found.type_name == "IndexError" and "Out-of-bounds read" in found.message
+    frames = own_frames(error)
+    assert frames[-1].name == "_reads_out_of_bounds", frames
+    assert not any("threading" in f.filename or "/jax/" in f.filename for f in frames)
