@@ -101,7 +101,10 @@ def outcome_record(outcome: PropertyOutcome) -> dict[str, Any]:
     failed), time, events, and the failing case with per-output statistics and its repro."""
     obs = outcome.observer
     failure = None if outcome.passed else _failure(outcome)
-    verdict = "PASS" if outcome.passed else ("FAIL" if failure is not None else "ERROR")
+    # The rule of outcome_text.verdict (the text table): an example that failed or
+    # crashed is a FAIL, a run that did not pass without one is an ERROR.
+    verdict = "PASS" if outcome.passed else (
+        "FAIL" if failure is not None or obs.failed or obs.crashes else "ERROR")
     error = None
     if outcome.error is not None:
         error = {"type": type(outcome.error).__name__, "message": str(outcome.error)}

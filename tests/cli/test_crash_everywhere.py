@@ -51,6 +51,9 @@ def test_every_property_reports_the_crash_with_a_replaying_command(toy_attention
     # Causal cases are drawn half the time: every property that runs one crashes.
     assert {"matches-reference", "option-effect", "deterministic"} <= failing, verdicts
     assert all(v in ("FAIL", "SKIP") for v in verdicts.values()), verdicts
+    for record in doc["properties"]:
+        if record["verdict"] == "FAIL":  # the JSON carries the same report and command
+            assert "reproduce: kernel-harness " in record["error"]["message"], record
     sections = _sections(out)
     for prop in failing:
         text = sections[prop]
