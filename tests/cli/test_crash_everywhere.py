@@ -32,6 +32,7 @@ def _sections(out: str) -> dict[str, str]:
     return found
 
 
+@pytest.mark.slow  # every property of a family through the CLI: about a minute
 def test_every_property_reports_the_crash_with_a_replaying_command(toy_attention, capsys,
                                                                    tmp_path):
     results = tmp_path / "r.json"
