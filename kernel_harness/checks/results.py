@@ -161,7 +161,14 @@ def write_junit(path: Path, doc: dict[str, Any]) -> None:
         for r in records:
             case = ET.SubElement(suite, "testcase", classname=family, name=r["property"],
                                  time=f"{r['seconds']:.3f}")
-            if r["verdict"] == "FAIL":
+            if r["verdict"] == "FAIL" and r["failure"] is None:
+                # A crash or a metamorphic failure: its report (with the reproduce
+                # command) is the error's message.
+                error = r["error"] or {"type": "Failure", "message": "failed"}
+                node = ET.SubElement(case, "failure", type=error["type"],
+                                     message=error["message"].split("\n", 1)[0][:500])
+                node.text = error["message"]
+            elif r["verdict"] == "FAIL":
                 f = r["failure"]
                 node = ET.SubElement(case, "failure", message=f["summary"][0] if f["summary"]
                                      else "outputs outside tolerance", type="HarnessFailure")

@@ -38,7 +38,7 @@ def test_every_property_reports_the_crash_with_a_replaying_command(toy_attention
     results = tmp_path / "r.json"
     code = cli.main(["check", "--no-isolate", "toy-attention", "--profile", "dev",
                      "--seed", "1", "--max-examples", "6", "--impl", IMPL,
-                     "--json", str(results)])
+                     "--json", str(results), "--junit", str(tmp_path / "r.xml")])
     out = capsys.readouterr().out
     assert code == 1, out
     assert "Flaky" not in out and "Inconsistent data generation" not in out, out
@@ -55,6 +55,8 @@ def test_every_property_reports_the_crash_with_a_replaying_command(toy_attention
     for record in doc["properties"]:
         if record["verdict"] == "FAIL":  # the JSON carries the same report and command
             assert "reproduce: kernel-harness " in record["error"]["message"], record
+    junit = (tmp_path / "r.xml").read_text()
+    assert junit.count("<failure ") == len(failing) and "reproduce: kernel-harness" in junit
     sections = _sections(out)
     for prop in failing:
         text = sections[prop]
