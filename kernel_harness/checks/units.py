@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Any
 
@@ -49,9 +48,9 @@ class UnitResult:
 
     def to_json_dict(self) -> dict[str, Any]:
         """Everything but the in-process outcome (what a worker sends back)."""
-        # Not dataclasses.asdict(self): it deep-copies the outcome (exceptions, arrays).
-        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)
-                if f.name != "outcome"} | {"outcome": None}
+        # Not asdict(self): it deep-copies the outcome, and a HarnessFailure in it cannot be
+        # rebuilt from its message (the worker died on every failing matches-reference).
+        return dataclasses.asdict(dataclasses.replace(self, outcome=None))
 
 
 def verdict_line(family: str, prop: str, verdict: str, detail: str) -> str:
