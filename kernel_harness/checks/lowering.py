@@ -15,6 +15,7 @@ prints a table of the configurations drawn and why any failed.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,7 @@ from hypothesis import given
 from kernel_harness.core import compat
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import PropertyNotApplicable
+from kernel_harness.spec import registry
 from kernel_harness.spec.family import Family
 
 #: The backend handed to ``traceable`` for lowering: compiled (``interpret=False``).
@@ -115,10 +117,14 @@ def lowers_for_tpu(family: Family, *, backend: Backend, impl: Callable[..., Any]
             observer.record_check(case, result.seconds)
             observer.end_example(result.ok)
         if not result.ok:
+            command = ["kernel-harness", "lower", family.name, "--case", case.to_json(),
+                       *(["--impl", impl_spec] if impl_spec else []),
+                       *registry.family_module_args(family.name)]
             raise LoweringFailure(
                 f"[kernel-harness] FAIL {family.name} lowers-for-tpu: the strategy drew a "
                 f"configuration that does not lower for TPU: {result.error}\n"
-                f"  case: {case!r}\n  case json: {case.to_json()}"
+                f"  case: {case!r}\n  case json: {case.to_json()}\n"
+                f"  reproduce: {shlex.join(command)}"
             )
 
     prop.__name__ = f"{family.name}_lowers_for_tpu"

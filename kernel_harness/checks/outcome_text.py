@@ -9,6 +9,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from kernel_harness.checks.lowering import LoweringFailure
 from kernel_harness.checks.metamorphic import MetamorphicFailure
 from kernel_harness.checks.properties import HarnessFailure, PropertyOutcome
 from kernel_harness.run import report
@@ -57,10 +58,10 @@ def failure_text(outcome: PropertyOutcome) -> str:
         return ""
     obs = outcome.observer
     found = leaves(outcome.error) if outcome.error is not None else []
-    failures = [e for e in found if isinstance(e, HarnessFailure | MetamorphicFailure)]
+    reported = HarnessFailure | MetamorphicFailure | LoweringFailure  # messages are reports
+    failures = [e for e in found if isinstance(e, reported)]
     crashes = [e for e in found if isinstance(e, KernelCrash)]
-    others = [e for e in found
-              if not isinstance(e, HarnessFailure | MetamorphicFailure | KernelCrash)]
+    others = [e for e in found if not isinstance(e, reported | KernelCrash)]
     lines = [str(f) for f in failures]
     if not failures and obs.last_failure is not None:
         lines.append(report.failure_report(obs.last_failure))

@@ -80,6 +80,7 @@ def run_property(
     restore, shrink = bounded_shrinking(
         test, budget=shrink_budget, label=f"{family.name} {name}",
         on_first_failure=on_first_failure,
+        draws_in_test=getattr(prop, "kh_draws_in_test", False),
     )
     start = time.perf_counter()
     error: BaseException | None = None

@@ -102,7 +102,10 @@ def outcome_record(outcome: PropertyOutcome) -> dict[str, Any]:
     failed), time, events, and the failing case with per-output statistics and its repro."""
     obs = outcome.observer
     failure = None if outcome.passed else _failure(outcome)
-    verdict = "PASS" if outcome.passed else ("FAIL" if failure is not None else "ERROR")
+    # The rule of outcome_text.verdict (the text table): an example that failed or
+    # crashed is a FAIL, a run that did not pass without one is an ERROR.
+    verdict = "PASS" if outcome.passed else (
+        "FAIL" if failure is not None or obs.failed or obs.crashes else "ERROR")
     error = None
     if outcome.error is not None:
         error = {"type": type(outcome.error).__name__, "message": str(outcome.error)}
@@ -159,7 +162,14 @@ def write_junit(path: Path, doc: dict[str, Any]) -> None:
         for r in records:
             case = ET.SubElement(suite, "testcase", classname=family, name=r["property"],
                                  time=f"{r['seconds']:.3f}")
-            if r["verdict"] == "FAIL":
+            if r["verdict"] == "FAIL" and r["failure"] is None:
+                # A crash or a metamorphic failure: its report (with the reproduce
+                # command) is the error's message.
+                error = r["error"] or {"type": "Failure", "message": "failed"}
+                node = ET.SubElement(case, "failure", type=error["type"],
+                                     message=error["message"].split("\n", 1)[0][:500])
+                node.text = error["message"]
+            elif r["verdict"] == "FAIL":
                 f = r["failure"]
                 node = ET.SubElement(case, "failure", message=f["summary"][0] if f["summary"]
                                      else "outputs outside tolerance", type="HarnessFailure")

@@ -14,6 +14,12 @@ setting for less. :func:`bounded_shrinking` wraps a ``@given`` test's
 - the final replay of the reported example (``is_final``) always runs for real, so the
   reported case and its traceback are genuine.
 
+A test that draws inside its body (``st.data()``: the metamorphic properties, marked
+``kh_draws_in_test``) cannot just return: the skipped call would stop drawing where an
+earlier run of the same prefix drew on, and Hypothesis raises ``FlakyStrategyDefinition``
+("Inconsistent data generation"). Its skipped candidates are marked as having run out
+of data instead (an overrun, which Hypothesis discards without checking the draws).
+
 The :class:`ShrinkReport` says whether the shown case is minimal (Hypothesis finished
 shrinking within the budget) or the budget ran out.
 """
@@ -48,6 +54,9 @@ class ShrinkReport:
     skipped: int = 0  # shrink candidates not run because the budget was spent
     seconds: float = 0.0  # wall time from the first failure to the last shrink step
     exhausted: str | None = None  # "time" or "steps" when the budget ran out
+    #: The first failing example was an explicit one (a family's seed case): Hypothesis
+    #: reports an explicit example as it is, it never shrinks one.
+    explicit: bool = False
 
     @property
     def failed(self) -> bool:
@@ -58,6 +67,10 @@ class ShrinkReport:
         """One line: minimal, or the budget ran out (and which part of it)."""
         if not self.failed:
             return "no failing example"
+        if self.explicit:
+            return ("not shrunk: the failing example is one of the family's seed cases (an "
+                    "explicit example, which Hypothesis reports as it is and never shrinks); "
+                    "the case shown is NOT necessarily minimal")
         spent = f"{self.steps} shrink steps in {self.seconds:.1f}s"
         if self.exhausted is not None:
             b = self.budget
@@ -98,10 +111,12 @@ def bounded_shrinking(
     label: str,
     on_first_failure: Callable[[str], None] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    draws_in_test: bool = False,
 ) -> tuple[Callable[[], None], ShrinkReport]:
     """Wraps the inner test of the ``@given`` test ``test`` (in place); returns a function
     that restores it and the :class:`ShrinkReport` the wrapped calls fill in. ``budget``
-    None leaves shrinking to Hypothesis's own limits (still reported)."""
+    None leaves shrinking to Hypothesis's own limits (still reported). ``draws_in_test``:
+    the test draws inside its body (skipped candidates are overruns, see above)."""
     handle = test.hypothesis  # type: ignore[attr-defined]
     inner = handle.inner_test
     report = ShrinkReport(budget=budget)
@@ -122,6 +137,8 @@ def bounded_shrinking(
                     report.exhausted = "time"
             if report.exhausted is not None:
                 report.skipped += 1
+                if draws_in_test:
+                    current_build_context().data.mark_overrun()  # raises StopTest
                 return
             report.steps += 1
         try:
@@ -132,6 +149,7 @@ def bounded_shrinking(
             if not first:
                 first.append(clock())
                 report.first_failure_seconds = first[0] - start
+                report.explicit = final  # only an explicit example's first run is final
                 report.first_failure_text = first_failure_text(e, label)
                 if on_first_failure is not None:
                     on_first_failure(report.first_failure_text)

@@ -24,6 +24,7 @@ from kernel_harness.regression.gate import (
     table,
 )
 from kernel_harness.run import compile_cache
+from kernel_harness.run.crash import KernelCrash
 from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.run.runner import ensure_supported, impl_name
 from kernel_harness.spec.impl import load_impl
@@ -97,7 +98,7 @@ def run(args: Any) -> int:
                 continue
             same, other = baseline_sections(family, backend, path)
             cases = golden.load_manifest(family, args.golden_dir)
-            measured = measure(family, backend, cases, impl)
+            measured = measure(family, backend, cases, impl, impl_spec=args.impl)
             here = golden.environment(backend)["jax_version"]
             drift = None
             if other is not None and (same is None or golden.version_key(
@@ -110,6 +111,11 @@ def run(args: Any) -> int:
         except (GateError, golden.GoldenError) as e:
             print(f"kernel-harness gate: {family.name}: {e}")
             worst = max(worst, 2)
+            continue
+        except KernelCrash as e:  # the CRASH report, no traceback: the gate fails
+            print(f"kernel-harness gate: {family.name}: the kernel crashed on a golden case\n{e}")
+            worst = max(worst, 1)
+            failed_family = failed_family or family.name
             continue
         if drift is not None:
             print_drift(family.name, other, here, drift, args.factor)

@@ -12,7 +12,7 @@ from kernel_harness.cli import common, plot
 from kernel_harness.core.backends import BackendUnavailable
 from kernel_harness.core.errors import UsageError
 from kernel_harness.run import report
-from kernel_harness.run.crash import Crash
+from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.run.runner import check_case, ensure_supported, impl_name
 from kernel_harness.spec.impl import load_impl
@@ -87,7 +87,7 @@ def _replay_metamorphic(args: argparse.Namespace, fam: Any, case: Any, backend: 
         raise UsageError(f"--property {args.property} needs --draws (printed by its failure)")
     try:
         replay(fam, args.property, case, backend, args.draws, impl, impl_spec=args.impl)
-    except MetamorphicFailure as e:
+    except (MetamorphicFailure, KernelCrash) as e:  # a crash replays as its CRASH report
         print(e)
         return 1
     except ValueError as e:

@@ -26,6 +26,7 @@ from typing import Any
 from kernel_harness.core.backends import Backend
 from kernel_harness.regression import golden
 from kernel_harness.regression.golden import location
+from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.runner import check_case, ensure_supported, impl_name
 from kernel_harness.spec.family import Family
 
@@ -66,12 +67,20 @@ class Row:
 
 def measure(
     family: Family, backend: Backend, cases: Sequence[golden.GoldenCase],
-    impl: Callable[..., Any] | None = None,
+    impl: Callable[..., Any] | None = None, impl_spec: str | None = None,
 ) -> dict[str, tuple[dict[str, float], dict[str, float], dict[str, bool]]]:
-    """``{case name: (max_rel_err, tolerance, passed)}`` per output, kernel vs reference."""
+    """``{case name: (max_rel_err, tolerance, passed)}`` per output, kernel vs reference;
+    a case the kernel crashes on raises :class:`KernelCrash` (the crash report)."""
     out = {}
     for g in cases:
-        result = check_case(family, g.case, backend, impl)
+        try:
+            result = check_case(family, g.case, backend, impl)
+        except Exception as e:  # noqa: BLE001 - a crash is reported as one (KernelCrash)
+            raise KernelCrash(Crash(
+                family=family.name, case=g.case, backend=backend,
+                impl=impl_name(family.kernel if impl is None else impl), impl_spec=impl_spec,
+                adjustments=family.adjustments, error=e,
+                notes=(f"golden case: {g.name}",))) from e
         out[g.name] = (
             {v.stats.output: float(v.stats.max_rel_err) for v in result.verdicts},
             {v.stats.output: v.tolerance.max_rel_err for v in result.verdicts},

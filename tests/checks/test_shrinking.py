@@ -165,3 +165,50 @@ def test_a_rejected_example_is_not_a_first_failure():
     finally:
         restore()
     assert seen == [] and report.first_failure_text is None
+
+
+def test_a_failing_seed_case_says_it_is_not_shrunk():
+    """Issue 25: a failing explicit example (a family's seed case) is reported as it is;
+    the report must not call it minimal ("0 shrink steps ... minimal" for a batch-3,
+    length-512 seed case that also fails at length 256)."""
+
+    @SETTINGS
+    @hypothesis.example(x=512)
+    @given(x=st.integers(0, 10_000))
+    def prop(x: int) -> None:
+        if x >= 10:
+            raise AssertionError(f"[kernel-harness] FAIL toy x={x}")
+
+    restore, report = bounded_shrinking(prop, budget=ShrinkBudget(60, 100), label="toy")
+    with pytest.raises(AssertionError, match="x=512"):
+        prop()
+    restore()
+    assert report.explicit and report.steps == 0
+    assert "not shrunk" in report.describe() and "NOT necessarily minimal" in report.describe()
+    assert "the case shown is minimal" not in report.describe()
+
+
+def test_a_data_drawing_test_never_turns_a_spent_budget_into_flaky():
+    """A test that draws in its body (the metamorphic properties) cannot skip a shrink
+    candidate by returning early: Hypothesis raised FlakyStrategyDefinition ("Inconsistent
+    data generation"). Skipped candidates are overruns instead; the failure is reported."""
+
+    @SETTINGS
+    @given(x=st.integers(0, 10_000), data=st.data())
+    def prop(x: int, data: st.DataObject) -> None:
+        y = data.draw(st.integers(0, 10_000), label="y")
+        if x + y >= 10:
+            raise AssertionError(f"[kernel-harness] FAIL toy x={x} y={y}")
+
+    for draws_in_test, expect in ((False, hypothesis.errors.FlakyStrategyDefinition),
+                                  (True, AssertionError)):
+        restore, report = bounded_shrinking(prop, budget=ShrinkBudget(60, 2), label="toy",
+                                            draws_in_test=draws_in_test)
+        with pytest.raises(BaseException) as info:  # noqa: PT011 - either kind, checked below
+            prop()
+        restore()
+        assert report.exhausted == "steps"
+        found = [info.value, *getattr(info.value, "exceptions", ())]
+        assert any(isinstance(e, expect) for e in found), (draws_in_test, info.value)
+        if draws_in_test:
+            assert "FAIL toy" in str(info.value)

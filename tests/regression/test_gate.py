@@ -177,3 +177,16 @@ def test_a_baseline_without_a_later_defaulted_field_is_the_same_case():
     with pytest.raises(gate.GateError, match="different case"):
         gate.evaluate({"a": {"case": {**old, "length": 8}, "max_rel_err": {"y": 1e-7}}},
                       after, [g])
+
+
+def test_a_crashing_kernel_gets_the_crash_report_and_fails_the_gate(capsys, root):
+    """Issue 25: a kernel that raises on a golden case prints the CRASH report (the
+    exception, the kernel's own frames, the repro command), no traceback; exit 1."""
+    code, out = _gate(capsys, root, "--record")
+    assert code == 0, out
+    code, out = _gate(capsys, root, "--impl", "tests.helpers.toy_impls:crashes_at_length_8")
+    assert code == 1, out
+    assert "the kernel crashed on a golden case" in out
+    assert "[kernel-harness] CRASH toy float32" in out and "golden case: b" in out
+    assert "toy_impls.py:" in out and "reproduce: kernel-harness repro toy" in out
+    assert "Traceback" not in out

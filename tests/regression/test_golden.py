@@ -306,3 +306,15 @@ def test_a_real_golden_recorded_on_interpret_is_checked_on_tpu_interpret():
     (bad,) = golden.run_family(hstu, tpu_interpret, mode="check", names=name,
                                impl=pv_operands_in_bf16)
     assert bad.status == "FAIL" and "kernel out: max rel err" in bad.detail
+
+
+def test_a_crashing_kernel_is_an_error_with_the_crash_kind_and_its_frames(recorded):
+    """Issue 25: a kernel that raises on a golden case: ERROR naming the exception, its
+    crash kind and the kernel's own frames (run.crash), on that case only."""
+    from tests.helpers.toy_impls import crashes_at_length_8
+
+    outcomes = {o.name: o for o in _check(recorded, impl=crashes_at_length_8)}
+    assert outcomes["len4"].status == "PASS"
+    crashed = outcomes["len8"]
+    assert crashed.status == "ERROR" and crashed.detail.startswith("CRASH (")
+    assert "toy_impls.py:" in crashed.detail and "in crashes_at_length_8" in crashed.detail

@@ -25,10 +25,11 @@ from hypothesis.errors import StopTest, UnsatisfiedAssumption
 from kernel_harness.checks.metamorphic.arrays import differences, location
 from kernel_harness.checks.metamorphic.replay import Recorder, Replayer
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.errors import PropertyNotApplicable
+from kernel_harness.core.errors import PropertyNotApplicable, UsageError
+from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.report import case_repro_command
-from kernel_harness.run.runner import ensure_supported, run_on_backend
+from kernel_harness.run.runner import ensure_supported, impl_name, run_on_backend
 from kernel_harness.spec.family import Arrays, Family
 from kernel_harness.spec.hooks import Metamorphic
 
@@ -71,11 +72,32 @@ class Check:
         return self.family.metamorphic
 
     def run(self, case: Any = None, inputs: Arrays | None = None) -> Arrays:
+        """The kernel's outputs on ``case`` (the example's by default) and ``inputs``; an
+        exception it raises becomes :class:`KernelCrash` (the example's crash report)."""
         self.runs += 1
-        case = self.case if case is None else case
+        ran = self.case if case is None else case
         inputs = self.inputs if inputs is None else inputs
-        outputs = run_on_backend(self.family, self.impl, case, inputs, self.backend)
+        try:
+            outputs = run_on_backend(self.family, self.impl, ran, inputs, self.backend)
+        except (TpuInterpretCannotRun, UsageError):
+            raise
+        except Exception as e:  # noqa: BLE001 - a crash is a failure, reported as one
+            raise KernelCrash(self.crash(e, ran)) from e
         return {k: np.asarray(v) for k, v in outputs.items()}
+
+    def crash(self, error: BaseException, ran: Any) -> Crash:
+        """The crash report of ``error`` raised by run number :attr:`runs` on ``ran``:
+        the example's case, and the ``--property``/``--draws`` that replay it."""
+        rec = self.recorder
+        draws = "[]" if rec is None else rec.to_json()
+        notes = [f"crashed on: kernel run {self.runs} of this example"
+                 + ("" if ran == self.case else f", on the variant case {ran!r}")]
+        return Crash(
+            family=self.family.name, case=self.case, backend=self.backend,
+            impl=self.impl_spec or impl_name(self.impl), impl_spec=self.impl_spec,
+            adjustments=(*self.family.adjustments, "--property", self.prop, "--draws", draws),
+            error=error, prop=self.prop, notes=tuple(notes),
+            not_replayable=None if rec is None else rec.replayable)
 
     def tolerance(self, output: str, factor: float = 1.0) -> float:
         return factor * self.family.tolerances.lookup(self.case.dtype, output).max_rel_err
@@ -208,10 +230,14 @@ def build(spec: Spec) -> Callable[..., Callable[[], None]]:
                           impl=kernel, impl_spec=impl_spec, inputs=case.materialize(),
                           recorder=Recorder(data))
             ok = rejected = False
+            crash: Crash | None = None
             try:
                 spec.body(check, check.recorder)
                 check.fail_if_problems()
                 ok = True
+            except KernelCrash as e:
+                crash = e.crash
+                raise
             except TpuInterpretCannotRun as e:
                 rejected = True
                 note_cannot_run(e, observer)  # counts it as rejected
@@ -230,13 +256,16 @@ def build(spec: Spec) -> Callable[..., Callable[[], None]]:
                         hypothesis.event(label)
                         if observer is not None:
                             observer.events[label] += 1
-                if observer is not None and not rejected:
+                if observer is not None and crash is not None:
+                    observer.record_crash(crash)  # counts the example, grouped by kind
+                elif observer is not None and not rejected:
                     observer.record_check(case, time.perf_counter() - start)
                     observer.end_example(ok)
 
         prop.__name__ = f"{family.name}_{spec.name.replace('-', '_')}"
         prop.__doc__ = spec.doc
         prop.kh_example_fraction = spec.fraction
+        prop.kh_draws_in_test = True  # data.draw in the body: see checks.shrinking
         return prop
 
     builder.__name__ = spec.name.replace("-", "_")

@@ -49,6 +49,7 @@ def replay(family: Family, prop: str, case: Any, backend: Backend, draws_json: s
         check.recorder = data  # a failure prints the same reproduce command
         check.problems.clear()
         check.notes.clear()
+        check.runs = 0
         spec.body(check, data)
         data.finished()
         check.fail_if_problems()

@@ -47,6 +47,7 @@ from kernel_harness.regression.golden.store import (
     writable_root,
     write_golden,
 )
+from kernel_harness.run.crash import crash_kind, origin, own_frames
 from kernel_harness.run.runner import (
     MAGNITUDE_SUFFIX,
     ensure_supported,
@@ -220,8 +221,13 @@ def guarded(family: Family, gcase: GoldenCase, fn: Callable[[], GoldenOutcome]) 
     try:
         return fn()
     except Exception as e:  # noqa: BLE001 - a crash is reported per case, not hidden
+        # The crash report's first line and the kernel's own frames (run.crash), not the
+        # whole message of a jax runtime error.
+        found = origin(e)
+        frames = "".join(f"\n    {f.filename}:{f.lineno} in {f.name}" for f in own_frames(e))
         return GoldenOutcome(family=family.name, name=gcase.name, status="ERROR",
-                             detail=f"{type(e).__name__}: {e}")
+                             detail=f"CRASH ({crash_kind(e)}) {found.type_name}: "
+                                    f"{found.message[:300]}{frames}")
 
 
 def run_family(
