@@ -12,9 +12,11 @@ from __future__ import annotations
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS, is_pow2
 from kernel_harness.families.gpu_norm import kernel as _kernel
-from kernel_harness.families.gpu_norm.cases import NormCase, norm_cases
-from kernel_harness.families.gpu_norm.reference import reference
+from kernel_harness.ops.norm.cases import NormCase, norm_cases
+from kernel_harness.ops.norm.reference import reference
+from kernel_harness.ops.norm.relations import RELATIONS
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.hooks import Metamorphic
 
 _F32 = (
     "float32 end to end (two-pass mean/variance in float32, {what}); worst seen {obs} over "
@@ -154,4 +156,7 @@ FAMILY = Family(
     events=_events,
     contract=CONTRACT,
     seed_cases=seed_cases,
+    # No queries and keys: deterministic, finite-out (x scaled) and the op's relations.
+    metamorphic=Metamorphic(roles={}, logit_input="x"),
+    relations=RELATIONS,
 )

@@ -10,13 +10,15 @@ from __future__ import annotations
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2
 from kernel_harness.families.gpu_softmax import kernel as _kernel
-from kernel_harness.families.gpu_softmax.cases import (
+from kernel_harness.ops.softmax.cases import (
     SoftmaxCase,
     softmax_cases,
     softmax_data_draws,
 )
-from kernel_harness.families.gpu_softmax.reference import reference
+from kernel_harness.ops.softmax.reference import reference
+from kernel_harness.ops.softmax.relations import RELATIONS
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.hooks import Metamorphic
 
 _SEEN = "worst seen {} over 200 interpret cases, each row against its own max"
 
@@ -77,4 +79,7 @@ FAMILY = Family(
     backends=GPU_BACKENDS,
     events=_events,
     contract=CONTRACT,
+    # No queries and keys: deterministic, finite-out (x scaled) and the op's relations.
+    metamorphic=Metamorphic(roles={}, logit_input="x"),
+    relations=RELATIONS,
 )

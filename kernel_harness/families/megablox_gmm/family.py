@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
-from kernel_harness.families.megablox_gmm.cases import GmmCase, gmm_cases
+from kernel_harness.ops.grouped_matmul.cases import GmmCase, gmm_cases
 from kernel_harness.families.megablox_gmm.kernel import GMM_BACKENDS, IMPL_SIGNATURE, gmm, run
-from kernel_harness.families.megablox_gmm.reference import reference
+from kernel_harness.ops.grouped_matmul.reference import reference
 from kernel_harness.spec.family import Family
 
 _F32 = (

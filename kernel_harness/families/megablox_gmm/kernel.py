@@ -17,7 +17,7 @@ import numpy as np
 from jax.experimental.pallas.ops.tpu.megablox import ops as _ops
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
-from kernel_harness.families.megablox_gmm.cases import GmmCase
+from kernel_harness.ops.grouped_matmul.cases import GmmCase
 
 #: The default implementation: megablox's differentiable ``gmm`` (ops.gmm).
 gmm = _ops.gmm

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.families.gpu_softmax.cases import SoftmaxCase
+from kernel_harness.ops.softmax.cases import SoftmaxCase
 
 
 def softmax(x: np.ndarray) -> np.ndarray:

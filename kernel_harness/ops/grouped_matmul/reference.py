@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernel_harness.families.megablox_gmm.cases import GmmCase
+from kernel_harness.ops.grouped_matmul.cases import GmmCase
 
 _HI = jax.lax.Precision.HIGHEST
 
