@@ -6,9 +6,17 @@ import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.ops.grouped_matmul.cases import GmmCase, gmm_cases
-from kernel_harness.families.megablox_gmm.kernel import GMM_BACKENDS, IMPL_SIGNATURE, gmm, run
+from kernel_harness.families.megablox_gmm.kernel import (
+    GMM_BACKENDS,
+    IMPL_SIGNATURE,
+    gmm,
+    run,
+    traceable,
+)
 from kernel_harness.ops.grouped_matmul.reference import reference
+from kernel_harness.ops.grouped_matmul.relations import RELATIONS
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.hooks import Metamorphic
 
 _F32 = (
     "float32 operands, float32 accumulation (interpret on CPU: exact f32 dots); worst "
@@ -70,6 +78,11 @@ def valid(case: GmmCase) -> dict[str, np.ndarray]:
     return {"out": rows[:, None], "dlhs": rows[:, None]}
 
 
+def unwritten(case: GmmCase) -> dict[str, np.ndarray]:
+    """Unsharded rows past the last group hold uninitialized memory (finite-out)."""
+    return {name: ~mask for name, mask in valid(case).items()}
+
+
 def events(case: GmmCase) -> list[str]:
     """What the case reaches: empty/unaligned groups, tile remainders, shards, dtypes."""
     tm, tk, tn = case.tiling
@@ -126,4 +139,9 @@ FAMILY = Family(
     valid=valid,
     events=events,
     contract=CONTRACT,
+    # No queries and keys: deterministic, finite-out (lhs scaled), lowering and the op's
+    # relations.
+    metamorphic=Metamorphic(roles={}, logit_input="lhs", traceable=traceable,
+                            may_be_nonfinite=unwritten),
+    relations=RELATIONS,
 )
