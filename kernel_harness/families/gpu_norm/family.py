@@ -12,6 +12,7 @@ from __future__ import annotations
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS, is_pow2
 from kernel_harness.families.gpu_norm import kernel as _kernel
+from kernel_harness.families.gpu_norm.export import export
 from kernel_harness.ops.norm.cases import NormCase, norm_cases
 from kernel_harness.ops.norm.reference import reference
 from kernel_harness.ops.norm.relations import RELATIONS
@@ -159,4 +160,5 @@ FAMILY = Family(
     # No queries and keys: deterministic, finite-out (x scaled) and the op's relations.
     metamorphic=Metamorphic(roles={}, logit_input="x"),
     relations=RELATIONS,
+    export=export,
 )

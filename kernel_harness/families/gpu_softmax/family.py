@@ -10,6 +10,7 @@ from __future__ import annotations
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2
 from kernel_harness.families.gpu_softmax import kernel as _kernel
+from kernel_harness.families.gpu_softmax.export import export
 from kernel_harness.ops.softmax.cases import (
     SoftmaxCase,
     softmax_cases,
@@ -82,4 +83,5 @@ FAMILY = Family(
     # No queries and keys: deterministic, finite-out (x scaled) and the op's relations.
     metamorphic=Metamorphic(roles={}, logit_input="x"),
     relations=RELATIONS,
+    export=export,
 )

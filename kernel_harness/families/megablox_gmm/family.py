@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
-from kernel_harness.ops.grouped_matmul.cases import GmmCase, gmm_cases
+from kernel_harness.families.megablox_gmm.export import export
 from kernel_harness.families.megablox_gmm.kernel import (
     GMM_BACKENDS,
     IMPL_SIGNATURE,
@@ -13,6 +13,7 @@ from kernel_harness.families.megablox_gmm.kernel import (
     run,
     traceable,
 )
+from kernel_harness.ops.grouped_matmul.cases import GmmCase, gmm_cases
 from kernel_harness.ops.grouped_matmul.reference import reference
 from kernel_harness.ops.grouped_matmul.relations import RELATIONS
 from kernel_harness.spec.family import Family
@@ -144,4 +145,5 @@ FAMILY = Family(
     metamorphic=Metamorphic(roles={}, logit_input="lhs", traceable=traceable,
                             may_be_nonfinite=unwritten),
     relations=RELATIONS,
+    export=export,
 )
