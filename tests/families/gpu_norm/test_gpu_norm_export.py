@@ -27,7 +27,8 @@ def test_planted_error_exits_1(tmp_path: Path) -> None:
     kernels = tmp_path / "kernels"
     kernels.mkdir()
     (kernels / "planted_gpu_norm.py").write_text(PLANTED)
-    bad = export_and_run("gpu-norm", tmp_path, impl_spec="planted_gpu_norm:kernel", extra_path=kernels)
+    bad = export_and_run("gpu-norm", tmp_path, impl_spec="planted_gpu_norm:kernel",
+                         extra_path=kernels)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "FAIL out" in bad.stdout
 
