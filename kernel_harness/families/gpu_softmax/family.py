@@ -28,9 +28,10 @@ CALIBRATED = {
     "bfloat16": Calibrated(multiple=2.0, floor=2.0**-10, reason=(
         "2x the low-precision twin (x - max and p each rounded once to bfloat16, exp and "
         "sum exact): the kernel rounds at the same two places (exp/sum/divide in float32), "
-        "pristine worst usage 0.44, ratio 1.0 over 60 interpret cases; floor 2^-10 of the (row) scale, a quarter of one bfloat16 "
-        "rounding, for rows whose twin happens to be exact. A denominator accumulated in "
-        "bfloat16 (one rounding per added term) reaches usage 248 and fails 30 of those 60 cases (the rows long enough to round)")),
+        "pristine worst usage 0.44, ratio 1.0 over 60 interpret cases; floor 2^-10 of the "
+        "(row) scale, a quarter of one bfloat16 rounding, for rows whose twin happens to be "
+        "exact. A denominator accumulated in bfloat16 (one rounding per added term) reaches "
+        "usage 248 and fails 30 of those 60 cases (the rows long enough to round)")),
     "float16": Calibrated(multiple=2.0, floor=2.0**-12, reason=(
         "as bfloat16 with float16's rounding (floor 2^-12, a quarter of one float16 "
         "rounding); pristine worst usage 0.38, ratio 1.0 over 60 interpret cases")),

@@ -13,7 +13,7 @@ from kernel_harness.families.megablox_gmm.kernel import (
     run,
     traceable,
 )
-from kernel_harness.ops.grouped_matmul.cases import GmmCase, gmm_cases
+from kernel_harness.ops.grouped_matmul.cases import OPTIONAL, GmmCase, gmm_cases
 from kernel_harness.ops.grouped_matmul.reference import reference
 from kernel_harness.ops.grouped_matmul.relations import RELATIONS
 from kernel_harness.spec.family import Family
@@ -145,5 +145,6 @@ FAMILY = Family(
     metamorphic=Metamorphic(roles={}, logit_input="lhs", traceable=traceable,
                             may_be_nonfinite=unwritten),
     relations=RELATIONS,
+    optional=OPTIONAL,
     export=export,
 )
