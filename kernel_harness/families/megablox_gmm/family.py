@@ -114,6 +114,8 @@ def events(case: GmmCase) -> list[str]:
         ev.append("transpose-rhs")
     if case.sharded:
         ev.append("rhs-shard")
+        if case.rhs_groups > 1:
+            ev.append("multi-group-shard")
         if case.offset:
             ev.append("group-offset>0")
     return sorted(set(ev))
