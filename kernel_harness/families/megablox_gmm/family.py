@@ -38,8 +38,8 @@ BF16_CALIBRATED = Calibrated(multiple=2.0, floor=2.0**-12, reason=(
     "rounding: bfloat16 products are exact in its float32 accumulator), pristine worst "
     "usage 0.49 (ratio 1.0) over 20 interpret cases; floor 2^-12 (1/8 of a bfloat16 "
     "rounding) for float32 outputs of bfloat16 operands, where the twin is exact and the "
-    "kernel errs by float32 accumulation only; accumulating in bfloat16, or storing a float32 out as bfloat16, "
-    "fails"))
+    "kernel errs by float32 accumulation only; accumulating in bfloat16, or storing a "
+    "float32 out as bfloat16, fails"))
 
 
 
