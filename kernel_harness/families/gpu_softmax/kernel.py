@@ -12,7 +12,7 @@ from jax.experimental.pallas.ops.gpu import softmax as _softmax
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
-from kernel_harness.families.gpu_softmax.cases import SoftmaxCase
+from kernel_harness.ops.softmax.cases import SoftmaxCase
 
 
 def softmax(x: jax.Array, *, axis: int = -1, interpret: Any = False) -> jax.Array:

@@ -17,7 +17,7 @@ import numpy as np
 from jax.experimental.pallas.ops.tpu.megablox import ops as _ops
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
-from kernel_harness.families.megablox_gmm.cases import GmmCase
+from kernel_harness.ops.grouped_matmul.cases import GmmCase
 
 #: The default implementation: megablox's differentiable ``gmm`` (ops.gmm).
 gmm = _ops.gmm
@@ -70,3 +70,17 @@ def run(impl: Callable[..., Any], case: GmmCase, inputs: dict[str, np.ndarray],
             np.asarray(inputs.get("group_offset", 0), np.int32).reshape(()), inputs["do"]]
     outs = program(*(jax.device_put(a, backend.device) for a in args))
     return {k: np.asarray(jax.block_until_ready(v)).astype(np.float32) for k, v in outs.items()}
+
+
+def traceable(impl: Callable[..., Any] | None, case: GmmCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The adapter's program as ``f(inputs) -> outputs`` (out, dlhs, drhs), for lowering:
+    ``interpret`` is the backend's (False for ``tpu``: the Mosaic lowering runs)."""
+    program = _program(impl or gmm, case.static_key(), backend.pallas_interpret())
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        offset = inputs.get("group_offset", np.zeros((), np.int32))
+        return program(inputs["lhs"], inputs["rhs"], inputs["group_sizes"],
+                       jnp.reshape(offset, ()), inputs["do"])
+
+    return f

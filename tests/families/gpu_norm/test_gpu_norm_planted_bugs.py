@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, Phase, settings
 from kernel_harness import get_family, resolve_backend
 from kernel_harness.checks.properties import HarnessFailure, matches_reference
 from kernel_harness.families.gpu_norm import kernel
-from kernel_harness.families.gpu_norm.cases import norm_cases
 from kernel_harness.families.gpu_softmax import kernel as sm_kernel
-from kernel_harness.families.gpu_softmax.cases import softmax_cases
+from kernel_harness.ops.norm.cases import norm_cases
+from kernel_harness.ops.softmax.cases import softmax_cases
 
 BACKEND = resolve_backend("interpret")
 

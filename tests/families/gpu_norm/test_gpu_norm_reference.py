@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from kernel_harness import get_family
-from kernel_harness.families.gpu_norm.cases import NormCase, norm_cases
-from kernel_harness.families.gpu_norm.reference import norm
-from kernel_harness.families.gpu_softmax.cases import SoftmaxCase, softmax_cases
-from kernel_harness.families.gpu_softmax.reference import reference as softmax_reference
-from kernel_harness.families.gpu_softmax.reference import softmax
+from kernel_harness.ops.norm.cases import NormCase, norm_cases
+from kernel_harness.ops.norm.reference import norm
+from kernel_harness.ops.softmax.cases import SoftmaxCase, softmax_cases
+from kernel_harness.ops.softmax.reference import reference as softmax_reference
+from kernel_harness.ops.softmax.reference import softmax
 
 
 def test_layer_norm_by_hand():

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, settings
 from kernel_harness import get_family, resolve_backend
 from kernel_harness.checks.properties import HarnessFailure, matches_reference
 from kernel_harness.families.megablox_gmm import kernel
-from kernel_harness.families.megablox_gmm.cases import gmm_cases
+from kernel_harness.ops.grouped_matmul.cases import gmm_cases
 
 BACKEND = resolve_backend("interpret")
 
@@ -89,7 +89,7 @@ def test_wrong_drhs_fails_on_drhs_only():
 def test_unwritten_rows_are_excluded_not_compared():
     """Unsharded rows past the groups are outside the contract; sharded ones are checked."""
     fam = get_family("megablox-gmm")
-    from kernel_harness.families.megablox_gmm.cases import GmmCase
+    from kernel_harness.ops.grouped_matmul.cases import GmmCase
 
     case = GmmCase(dtype="float32", seed=0, m=16, k=128, n=128, group_sizes=(3, 5),
                    tiling=(8, 128, 128))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernel_harness.families.megablox_gmm.cases import GmmCase
-from kernel_harness.families.megablox_gmm.reference import onehot_rows, reference
+from kernel_harness.ops.grouped_matmul.cases import GmmCase
+from kernel_harness.ops.grouped_matmul.reference import onehot_rows, reference
 
 
 def _by_hand(case: GmmCase, x: dict[str, np.ndarray]):

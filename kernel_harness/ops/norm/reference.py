@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.families.gpu_norm.cases import NormCase
+from kernel_harness.ops.norm.cases import NormCase
 
 
 def norm(op: str, x: np.ndarray, weight: np.ndarray, bias: np.ndarray, do: np.ndarray,

@@ -156,12 +156,35 @@ def _group_sizes(draw: st.DrawFn, m: int, tm: int, groups: int, full: bool) -> t
     return tuple(b - a for a, b in zip(bounds, bounds[1:], strict=False))
 
 
+#: Features an implementation may declare it lacks (``--without``), and what the strategy
+#: then stops drawing (tokamax's ragged_dot refuses both).
+OPTIONAL: dict[str, str] = {
+    "group-offset": "no rhs shard (group_offset None, the rhs holds every group)",
+    "sizes-below-128": "m, k, n, the tiles and every group size multiples of 128 (no "
+    "group of 1-127 rows, no partial tile, no k/n remainder, every row in a group)",
+}
+
+
+@st.composite
+def _aligned_case(draw: st.DrawFn, dtypes: tuple[str, ...], max_groups: int) -> dict[str, Any]:
+    """Shape fields with every size a multiple of 128 (``sizes-below-128`` left out)."""
+    m = 128 * draw(st.integers(1, 3))
+    groups = draw(st.integers(1, max_groups))
+    cuts = sorted(128 * draw(st.integers(0, m // 128)) for _ in range(groups - 1))
+    bounds = [0, *cuts, m]
+    return dict(dtype=draw(st.sampled_from(dtypes)), m=m,
+                k=draw(st.sampled_from((128, 256, 384))), n=draw(st.sampled_from((128, 256))),
+                group_sizes=tuple(b - a for a, b in zip(bounds, bounds[1:], strict=False)),
+                tiling=(128, draw(st.sampled_from((128, 256))), 128))
+
+
 @st.composite
 def gmm_cases(
     draw: st.DrawFn,
     *,
     dtypes: tuple[str, ...] = GMM_DTYPES,
     max_groups: int = 6,
+    without: frozenset[str] = frozenset(),
 ) -> GmmCase:
     """Valid :class:`GmmCase` s.
 
@@ -170,7 +193,34 @@ def gmm_cases(
     need not be tile multiples: the kernel's k-remainder mask and partial n blocks),
     transpose_rhs, rhs shards (group_offset with fewer local groups), float32/bfloat16
     inputs and output dtypes. Shrinks towards float32, one group, full tiles.
+    ``without``: :data:`OPTIONAL` features not drawn.
     """
+    unknown = set(without) - set(OPTIONAL)
+    if unknown:
+        raise ValueError(f"gmm_cases: unknown features {sorted(unknown)}")
+    if "sizes-below-128" in without:
+        shape = draw(_aligned_case(dtypes, max_groups))
+    else:
+        shape = draw(_ragged_case(dtypes, max_groups))
+    groups = len(shape["group_sizes"])
+    offset = local = None
+    if groups > 1 and "group-offset" not in without and draw(st.booleans()):
+        local = draw(st.integers(1, groups - 1))
+        # Shrinks towards the last shard (offset >= 1), where a dropped offset shows.
+        offset = groups - local - draw(st.integers(0, groups - local))
+    return GmmCase(
+        seed=draw(st.integers(0, 2**31 - 1)),
+        group_offset=offset,
+        local_groups=local,
+        transpose_rhs=draw(st.booleans()),
+        out_dtype=draw(st.sampled_from(("float32", shape["dtype"]))),
+        **shape,
+    )
+
+
+@st.composite
+def _ragged_case(draw: st.DrawFn, dtypes: tuple[str, ...], max_groups: int) -> dict[str, Any]:
+    """Shape fields of the full strategy (ragged sizes, tiles of 8-128 rows)."""
     dtype = draw(st.sampled_from(dtypes))
     tm = draw(st.sampled_from((16, 32, 8, 64, 128)))
     m = tm * draw(st.integers(1, max(1, 256 // tm)))
@@ -181,19 +231,4 @@ def gmm_cases(
     groups = draw(st.integers(1, max_groups))
     full = draw(st.integers(0, 4)) != 0  # one case in five: the rows do not fill m
     sizes = draw(_group_sizes(m, tm, groups, full))
-    offset = local = None
-    if groups > 1 and draw(st.booleans()):
-        local = draw(st.integers(1, groups - 1))
-        # Shrinks towards the last shard (offset >= 1), where a dropped offset shows.
-        offset = groups - local - draw(st.integers(0, groups - local))
-    return GmmCase(
-        dtype=dtype,
-        seed=draw(st.integers(0, 2**31 - 1)),
-        m=m, k=k, n=n,
-        group_sizes=sizes,
-        group_offset=offset,
-        local_groups=local,
-        tiling=(tm, tk, tn),
-        transpose_rhs=draw(st.booleans()),
-        out_dtype=draw(st.sampled_from(("float32", dtype))),
-    )
+    return dict(dtype=dtype, m=m, k=k, n=n, group_sizes=sizes, tiling=(tm, tk, tn))

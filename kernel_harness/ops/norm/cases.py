@@ -111,20 +111,61 @@ OFFSETS: dict[str, tuple[float, ...]] = {
 }
 
 
+#: Features an implementation may declare it lacks (``--without``), and what the strategy
+#: then stops drawing.
+OPTIONAL: dict[str, str] = {
+    "rms-norm": "no rms_norm cases (an implementation of layer_norm only)",
+    "float16": "no float16 cases",
+    "rows-over-4096": "row lengths n <= 4096 (one column block)",
+    "unaligned-n": "row lengths n multiples of 128 only",
+}
+
+
+def uses(case: NormCase) -> frozenset[str]:
+    """The :data:`OPTIONAL` features ``case`` uses."""
+    used = set()
+    if case.op == "rms_norm":
+        used.add("rms-norm")
+    if case.dtype == "float16":
+        used.add("float16")
+    if case.n > 4096:
+        used.add("rows-over-4096")
+    if case.n % 128:
+        used.add("unaligned-n")
+    return frozenset(used)
+
+
+def _lengths(without: frozenset[str]) -> tuple[int, ...]:
+    lengths = ROW_LENGTHS
+    if "rows-over-4096" in without:
+        lengths = tuple(n for n in lengths if n <= 4096)
+    if "unaligned-n" in without:
+        lengths = tuple(n for n in lengths if n % 128 == 0)
+    return lengths
+
+
 @st.composite
 def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
-               ops: tuple[str, ...] = OPS) -> NormCase:
+               ops: tuple[str, ...] = OPS, without: frozenset[str] = frozenset()) -> NormCase:
     """Valid :class:`NormCase` s: both ops, all three dtypes, row lengths around every
     block boundary of the kernels, 1-40 rows (partial 16-row blocks), eps from 1e-6 to
     0.1, spreads near sqrt(eps) and large ones, mean offsets up to 300 spreads (float32).
-    Shrinks towards float32 layer_norm, n=100, 2x3 rows."""
+    Shrinks towards float32 layer_norm, n=100, 2x3 rows. ``without``: :data:`OPTIONAL`
+    features not drawn."""
+    unknown = set(without) - set(OPTIONAL)
+    if unknown:
+        raise ValueError(f"norm_cases: unknown features {sorted(unknown)}")
+    if "rms-norm" in without:
+        ops = tuple(o for o in ops if o != "rms_norm")
+    if "float16" in without:
+        dtypes = tuple(d for d in dtypes if d != "float16")
     dtype = draw(st.sampled_from(dtypes))
     return NormCase(
         dtype=dtype,
         seed=draw(st.integers(0, 2**31 - 1)),
         op=draw(st.sampled_from(ops)),
         leading=draw(st.sampled_from(LEADING)),
-        n=draw(st.sampled_from(ROW_LENGTHS)),
+        n=draw(st.sampled_from(_lengths(frozenset(without)))),
         eps=draw(st.sampled_from(EPS_VALUES)),
         spread=draw(st.sampled_from(SPREADS)),
         offset=draw(st.sampled_from(OFFSETS[dtype])),

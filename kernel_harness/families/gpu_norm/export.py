@@ -1,0 +1,57 @@
+"""Standalone repro source for one gpu-norm case (``kernel-harness export-repro``).
+
+The script judges out, dx, dweight and dbias against each output's own scale (the harness
+also judges dx against the size of its cancelling terms, ``dx:magnitude``, which the
+script's fixed judge does not know: the script is the stricter of the two on dx)."""
+
+from __future__ import annotations
+
+from kernel_harness.ops.norm.cases import NormCase
+from kernel_harness.spec.export import ExportSnippet
+
+_DEFAULT = '''
+from jax.experimental.pallas.ops.gpu import layer_norm as _layer_norm
+from jax.experimental.pallas.ops.gpu import rms_norm as _rms_norm
+
+
+def kernel(op, x, weight, bias, *, eps, interpret):
+    """layer_norm.layer_norm or rms_norm.rms_norm with the Triton backward."""
+    fn = _layer_norm.layer_norm if op == "layer_norm" else _rms_norm.rms_norm
+    return fn(x, weight, bias, eps=eps, backward_pass_impl="triton", interpret=interpret)
+'''
+
+
+def export(case: NormCase) -> ExportSnippet:
+    """The kernel's forward and vjp with the case's op and eps, and a float64 reference."""
+    run_kernel = f'''
+        @jax.jit
+        def _kernel_fwd_bwd(x, weight, bias, do):
+            def f(x, w, b):
+                return kernel({case.op!r}, x, w, b, eps={case.eps!r}, interpret=INTERPRET)
+
+            out, vjp = jax.vjp(f, x, weight, bias)
+            dx, dweight, dbias = vjp(do)
+            return dict(out=out, dx=dx, dweight=dweight, dbias=dbias)
+
+
+        def run_kernel(x):
+            return _kernel_fwd_bwd(x["x"], x["weight"], x["bias"], x["do"])
+    '''
+    centre = ("c = z - z.mean(axis=-1, keepdims=True)" if case.op == "layer_norm"
+              else "c = z  # rms_norm: no centring")
+    mean_g = ("- g.mean(axis=-1, keepdims=True) " if case.op == "layer_norm" else "")
+    reference = f'''
+        def reference(x):
+            """{case.op} and its vjp in float64 from the definitions."""
+            z, w, b, do = (np.asarray(x[n], np.float64) for n in ("x", "weight", "bias", "do"))
+            {centre}
+            rstd = 1.0 / np.sqrt((c * c).mean(axis=-1, keepdims=True) + {case.eps!r})
+            xhat = c * rstd
+            g = do * w
+            dx = rstd * (g {mean_g}- xhat * (g * xhat).mean(axis=-1, keepdims=True))
+            out = dict(out=xhat * w + b, dx=dx, dweight=(do * xhat).sum(axis=(0, 1)),
+                       dbias=do.sum(axis=(0, 1)))
+            return {{k: v.astype(np.float32) for k, v in out.items()}}
+    '''
+    return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
+                         outputs=("out", "dx", "dweight", "dbias"))

@@ -1,0 +1,36 @@
+"""export-repro for gpu-softmax: the first golden case's script passes with kernel_harness not
+importable, a planted 1% error makes it exit 1, and its reference is the harness's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers.golden_export import export_and_run, reference_agrees
+
+PLANTED = """
+from jax.experimental.pallas.ops.gpu.softmax import softmax
+
+
+def kernel(x, *, axis=-1, interpret=False):
+    return softmax(x, axis=axis, interpret=interpret) * 1.01
+"""
+
+
+def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
+    good = export_and_run("gpu-softmax", tmp_path)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert good.stdout.count("ok  ") == 1
+
+
+def test_planted_error_exits_1(tmp_path: Path) -> None:
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "planted_gpu_softmax.py").write_text(PLANTED)
+    bad = export_and_run("gpu-softmax", tmp_path, impl_spec="planted_gpu_softmax:kernel",
+                         extra_path=kernels)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "FAIL out" in bad.stdout
+
+
+def test_the_scripts_reference_is_the_harness_reference(tmp_path: Path) -> None:
+    assert reference_agrees("gpu-softmax", tmp_path) <= 1e-5

@@ -1,0 +1,50 @@
+"""Exporting a family's first golden case as a standalone script and running it where
+kernel_harness cannot be imported (the export tests under tests/families/)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+import kernel_harness
+from kernel_harness.regression.export import build_case, export_repro
+from kernel_harness.spec.registry import get_family
+from tests.helpers.standalone import run_standalone
+
+GOLDEN = Path(kernel_harness.__file__).parent / "_golden_data"
+
+
+def first_golden_case(family: str) -> object:
+    """The first case of ``family``'s golden store."""
+    data = json.loads((GOLDEN / family / "cases.json").read_text())
+    return build_case(get_family(family), json.dumps(data["cases"][0]["case"]))
+
+
+def export_and_run(family: str, tmp: Path, *, impl_spec: str | None = None,
+                   extra_path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Exports the first golden case (for ``impl_spec`` if given) and runs the script."""
+    script, _ = export_repro(get_family(family), first_golden_case(family),
+                             tmp / f"{family.replace('-', '_')}.py", impl_spec=impl_spec)
+    return run_standalone(script, extra_path=extra_path)
+
+
+def reference_agrees(family: str, tmp: Path) -> float:
+    """Largest |script reference - harness reference| / scale over the compared outputs."""
+    import importlib.util
+
+    fam = get_family(family)
+    case = first_golden_case(family)
+    script, _ = export_repro(fam, case, tmp / "ref_check.py")
+    spec = importlib.util.spec_from_file_location("ref_check", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x, _ = module.load_inputs()
+    theirs, ours = module.reference(x), fam.reference(case, case.materialize())
+    worst = 0.0
+    for name in module.TOL:
+        scale = max(float(np.max(np.abs(ours[name]))), 1e-30)
+        worst = max(worst, float(np.max(np.abs(np.asarray(theirs[name]) - ours[name]))) / scale)
+    return worst

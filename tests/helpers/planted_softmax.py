@@ -1,0 +1,21 @@
+"""Planted softmax precision bugs (impls of the gpu-softmax signature) for the calibrated
+judge's tests."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def denominator_in_input_dtype(x, *, axis=-1, interpret=False):
+    """exp in float32, but the denominator accumulated one term at a time in x's dtype
+    (every partial sum rounded), then divided in float32 and stored in x's dtype."""
+    diff = x - jnp.max(x, axis=-1, keepdims=True)
+    e = jnp.exp(diff.astype(jnp.float32))
+    terms = jnp.moveaxis(e.astype(x.dtype), -1, 0)
+
+    def add(total, term):
+        return (total + term).astype(x.dtype), None
+
+    total, _ = jax.lax.scan(add, jnp.zeros(terms.shape[1:], x.dtype), terms)
+    return (e / total.astype(jnp.float32)[..., None]).astype(x.dtype)
