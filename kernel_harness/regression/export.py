@@ -198,7 +198,7 @@ def render_script(fam: Family, case: Any, *, backend: str, impl_spec: str | None
     tol = {o: t.max_rel_err for o, t in tols.items()}
     axes = {o: tuple(fam.output_axes[o]) for o in snippet.outputs}
     slices = {o: (slice_layout(o, axes[o], fam.slice_axes.get(o))[1],
-                  t.floor_for(case.dtype, o)) for o, t in tols.items()}
+                  t.slice_floor.fraction) for o, t in tols.items()}
     calibrated = sorted(o for o, t in tols.items() if t.calibrated is not None)
     interpret = EXPORT_BACKENDS[backend]
     platform_line = ""

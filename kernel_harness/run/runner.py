@@ -160,7 +160,7 @@ def judge_outputs(
             valid=mask,
             mismatch_threshold_rel=tol.max_rel_err,
             slice_axes=family.slice_axes.get(ref_name),
-            slice_floor=tol.floor_for(case.dtype, ref_name),
+            slice_floor=tol.slice_floor.fraction,
             magnitude=expected.get(f"{ref_name}{MAGNITUDE_SUFFIX}"),
         )
         calibration = None
@@ -170,7 +170,7 @@ def judge_outputs(
                 actual[name], low_precision[ref_name], expected[ref_name], output=name,
                 axes=axes, multiple=tol.calibrated.multiple, floor=tol.calibrated.floor,
                 valid=mask, slice_axes=family.slice_axes.get(ref_name),
-                slice_floor=tol.floor_for(case.dtype, ref_name),
+                slice_floor=tol.slice_floor.fraction,
                 magnitude=expected.get(f"{ref_name}{MAGNITUDE_SUFFIX}"),
             )
         verdicts.append(

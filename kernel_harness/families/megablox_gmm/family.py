@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernel_harness.core.tolerance import FLOAT32_FLOOR as F32_OWN
+from kernel_harness.core.tolerance import FLOAT32_GRADIENT_FLOOR as F32_GRAD
+from kernel_harness.core.tolerance import LOW_PRECISION_FLOOR as LOW_OWN
+from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR as LOW_GRAD
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.megablox_gmm.cases import GmmCase, gmm_cases
 from kernel_harness.families.megablox_gmm.kernel import GMM_BACKENDS, IMPL_SIGNATURE, gmm, run
@@ -24,13 +28,19 @@ _BF16 = (
 
 TOLERANCES = ToleranceTable(
     {
-        ("float32", "out"): Tolerance(max_rel_err=1e-4, reason=_F32.format(obs="9.1e-7")),
-        ("float32", "dlhs"): Tolerance(max_rel_err=1e-4, reason=_F32.format(obs="7.9e-7")),
-        ("float32", "drhs"): Tolerance(max_rel_err=1e-4, reason=_F32.format(obs="7.3e-7")),
-        ("bfloat16", "out"): Tolerance(max_rel_err=8e-3, reason=_BF16.format(
+        ("float32", "out"): Tolerance(max_rel_err=1e-4, slice_floor=F32_OWN,
+            reason=_F32.format(obs="9.1e-7")),
+        ("float32", "dlhs"): Tolerance(max_rel_err=1e-4, slice_floor=F32_GRAD,
+            reason=_F32.format(obs="7.9e-7")),
+        ("float32", "drhs"): Tolerance(max_rel_err=1e-4, slice_floor=F32_GRAD,
+            reason=_F32.format(obs="7.3e-7")),
+        ("bfloat16", "out"): Tolerance(max_rel_err=8e-3, slice_floor=LOW_OWN,
+            reason=_BF16.format(
             obs="3.6e-3 (bfloat16 out; 2.7e-7 with float32 out)")),
-        ("bfloat16", "dlhs"): Tolerance(max_rel_err=8e-3, reason=_BF16.format(obs="3.3e-3")),
-        ("bfloat16", "drhs"): Tolerance(max_rel_err=8e-3, reason=_BF16.format(obs="3.1e-3")),
+        ("bfloat16", "dlhs"): Tolerance(max_rel_err=8e-3, slice_floor=LOW_GRAD,
+            reason=_BF16.format(obs="3.3e-3")),
+        ("bfloat16", "drhs"): Tolerance(max_rel_err=8e-3, slice_floor=LOW_GRAD,
+            reason=_BF16.format(obs="3.1e-3")),
     }
 )
 
