@@ -8,11 +8,10 @@ numbers live there, with the reason for each, and nowhere else.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 
 from kernel_harness.core.calibrate import CalibratedStats
-from kernel_harness.core.compare import OutputStats
+from kernel_harness.core.compare import OutputStats, bound_problems, contract_problems
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -198,25 +197,7 @@ def judge(
     if calibration is not None and tolerance.calibrated is None:
         raise ValueError(f"output {stats.output!r}: a calibration was given but the "
                          "tolerance declares no calibrated judge")
-    problems: list[str] = []
-    if stats.nonfinite_expected and not nonfinite_reference_ok:
-        problems.append(
-            f"HARNESS ERROR: the reference has {stats.nonfinite_expected} non-finite "
-            f"value(s) inside the contract, first at {stats.nonfinite_expected_location}; "
-            "the contract does not allow that, so the reference or the case is broken "
-            "(not a kernel verdict)"
-        )
-    if stats.compared == 0 and math.prod(stats.shape) > 0:
-        problems.append(
-            "no element compared: the contract excludes the whole output, so nothing was "
-            "checked"
-        )
-    extra_nan = stats.nan_actual - stats.nan_expected
-    extra_inf = stats.inf_actual - stats.inf_expected
-    if extra_nan > 0:
-        problems.append(f"{extra_nan} NaN not in the reference")
-    if extra_inf > 0:
-        problems.append(f"{extra_inf} Inf not in the reference")
+    problems = contract_problems(stats, nonfinite_reference_ok=nonfinite_reference_ok)
     if calibration is not None:
         c = calibration
         where = "globally" if c.worst_where == "global" else f"in slice {c.worst_where}"
@@ -227,17 +208,8 @@ def judge(
                 f"(kernel/low-precision ratio {_ratio(c.worst_kernel_err, c.worst_lowp_err)}; "
                 f"global rel err {c.kernel_rel_err:.3g} vs low-precision {c.lowp_rel_err:.3g})"
             )
-    elif not stats.max_rel_err <= tolerance.max_rel_err:
-        problems.append(
-            f"max rel err {stats.max_rel_err:.3g} > tolerance {tolerance.max_rel_err:.3g}"
-        )
-    elif not stats.slice_rel_err <= tolerance.max_rel_err:
-        problems.append(
-            f"slice rel err {stats.slice_rel_err:.3g} > tolerance "
-            f"{tolerance.max_rel_err:.3g} in slice {stats.worst_slice_location} (its own "
-            f"scale {stats.worst_slice_scale:.3g}, global {stats.scale:.3g}, floor "
-            f"{stats.slice_floor:.3g} x global)"
-        )
+    else:
+        problems += bound_problems(stats, tolerance.max_rel_err)
     return Verdict(stats=stats, tolerance=tolerance, passed=not problems,
                    problems=tuple(problems), calibration=calibration)
 
