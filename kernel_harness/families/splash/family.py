@@ -157,10 +157,12 @@ CALIBRATED = Calibrated(
 #: Each head's dsinks sums only that head's own terms (no term is shared across heads), so
 #: the shared gradient floor (1/4 of the largest head) hid a whole head's sink gradient.
 DSINKS_FLOOR = SliceFloor(1e-3, (
-    "per-head sums of that head's own terms (judged against dsinks:magnitude): dropping "
-    "the smallest head's sink gradient passed the 1/4 gradient floor in 11 of 17 drawn "
-    "bf16-with-sinks cases; at 1e-3 every one fails while the pristine kernel's worst usage "
-    "stays at 0.27 (tests/families/splash/test_dsinks_floor.py)"))
+    "per-head sums of that head's own terms only (each head judged against its own "
+    "dsinks:magnitude): under the shared 1/4 gradient floor a dropped head's sink gradient "
+    "passed in 44 of 503 (case, head) draws of 120 drawn bf16-with-sinks cases (tolerance "
+    "3e-3); at 1e-3 in 19 of 503, each a head whose dsinks cancels to under 3e-3 of its "
+    "summed terms, within the worst-case rounding; pristine worst usage 0.36 over 21 drawn "
+    "cases (tests/families/splash/test_dsinks_floor.py)"))
 
 
 def _tolerances() -> ToleranceTable:
@@ -188,13 +190,13 @@ def _tolerances() -> ToleranceTable:
         ("bfloat16", "dq"): t(max_rel_err=2.5e-2, reason=bf16 + "6.0e-3", **grad),
         ("bfloat16", "dk"): t(max_rel_err=2.5e-2, reason=bf16 + "5.4e-3", **grad),
         ("bfloat16", "dv"): t(max_rel_err=2.5e-2, reason=bf16 + "4.5e-3", **grad),
-        ("bfloat16", "dsinks"): t(slice_floor=DSINKS_FLOOR, max_rel_err=4e-3, reason="judged "
-                                  "against the size of the "
-                                  "terms it sums (reference's dsinks:magnitude = sum over rows "
-                                  "of |p_sink * (do . out)|), not its own cancelling value "
-                                  "(a pristine case summed 61 to 0.16): at most one bf16 "
-                                  "rounding (2^-8) per summed term; worst seen 3.0e-4 on "
-                                  "that case"),
+        ("bfloat16", "dsinks"): t(slice_floor=DSINKS_FLOOR, max_rel_err=3e-3, reason="judged "
+                                  "against the size of the terms it sums (reference's "
+                                  "dsinks:magnitude = sum over rows of |p_sink * (do . out)|), "
+                                  "not its own cancelling value (a pristine case summed 61 to "
+                                  "0.16); worst seen 1.09e-3 of that scale over 21 drawn cases "
+                                  "(2.7x under 3e-3; 4e-3 let a dropped head pass in 29 of "
+                                  "503 draws, 3e-3 in 19)"),
     })
 
 
