@@ -6,7 +6,7 @@ import pytest
 from kernel_harness import cli
 from kernel_harness.regression import mutate
 from kernel_harness.spec import registry
-from kernel_harness.spec.mutant import Mutant, StaleMutant
+from kernel_harness.spec.mutant import Mutant, StaleMutant, patched_source
 
 SRC = "a = 1\nb = a + 1\nc = a + 1\n"
 
@@ -110,9 +110,9 @@ def test_every_catalog_entry_applies_to_the_current_source(name):
     assert len(catalog) >= 6 and any("ci" in m.tags for m in catalog)
     problems = []
     for m in catalog:
-        origin = mutate.module_origin(m.module)
         try:
-            compile(mutate.apply(m, origin.read_text()), str(origin), "exec")
+            origin, source = patched_source(m)
+            compile(source, str(origin), "exec")
         except (StaleMutant, SyntaxError) as e:
             problems.append(f"{type(e).__name__}: {e}")
     assert not problems, "\n".join(problems)
