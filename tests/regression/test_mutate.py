@@ -6,7 +6,7 @@ import pytest
 from kernel_harness import cli
 from kernel_harness.regression import mutate
 from kernel_harness.spec import registry
-from kernel_harness.spec.mutant import Mutant, StaleMutant, patched_source
+from kernel_harness.spec.mutant import Mutant, StaleMutant, apply, patched_source
 
 SRC = "a = 1\nb = a + 1\nc = a + 1\n"
 
@@ -17,8 +17,8 @@ def _m(old, new, occurrence=None, module="tests.helpers.toy_family", name="m"):
 
 
 def test_apply_replaces_exactly_the_chosen_occurrence():
-    assert mutate.apply(_m("b = a", "b = -a"), SRC) == "a = 1\nb = -a + 1\nc = a + 1\n"
-    assert mutate.apply(_m("a + 1", "a - 1", 2), SRC) == "a = 1\nb = a + 1\nc = a - 1\n"
+    assert apply(_m("b = a", "b = -a"), SRC) == "a = 1\nb = -a + 1\nc = a + 1\n"
+    assert apply(_m("a + 1", "a - 1", 2), SRC) == "a = 1\nb = a + 1\nc = a - 1\n"
 
 
 @pytest.mark.parametrize("mutant, message", [
@@ -29,7 +29,7 @@ def test_apply_replaces_exactly_the_chosen_occurrence():
 ])
 def test_stale_or_ambiguous_text_is_an_error(mutant, message):
     with pytest.raises(StaleMutant, match=message):
-        mutate.apply(mutant, SRC)
+        apply(mutant, SRC)
 
 
 @pytest.fixture
