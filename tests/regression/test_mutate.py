@@ -164,3 +164,20 @@ def test_golden_column_that_compares_nothing_fails_the_run(toy_registry, capsys,
     out = capsys.readouterr().out
     assert "FAIL: compared nothing in the control run: golden: missing golden file" in out
     assert cli.main([*argv, "--no-golden"]) == 0
+
+
+def test_load_patched_is_the_catalog_edit_in_process_and_leaves_the_original():
+    """The tests' in-process patcher applies the very edit `mutate` runs."""
+    import numpy as np
+
+    from kernel_harness.spec.mutant import load_patched
+    from tests.helpers import toy_family, toy_mutants
+
+    shifted, _, stale = toy_mutants.MUTANTS
+    copy = load_patched(shifted)
+    assert copy is load_patched(shifted) and copy is not toy_family
+    x = np.zeros(4, np.float32)
+    assert np.allclose(np.asarray(copy.softplus(x)), np.logaddexp(0.01, 0.0))
+    assert np.allclose(np.asarray(toy_family.softplus(x)), np.log(2.0))
+    with pytest.raises(StaleMutant, match="text not found"):
+        load_patched(stale)
