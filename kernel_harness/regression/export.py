@@ -119,7 +119,7 @@ INTERPRET = {interpret}
 # reference| / max |reference| at most TOL, and each element's error against its own
 # slice's largest reference magnitude (SLICE_AXES index the slices; FLOOR: the fraction of
 # the global scale under which a slice's own is not taken) at most the same TOL. The code
-# that measures and decides is kernel_harness/core/compare.py, embedded below verbatim.
+# that measures and decides is the harness's own, embedded below verbatim.
 TOL = {tol}
 AXES = {axes}
 SLICE_AXES = {slice_axes}
