@@ -1,9 +1,14 @@
-"""Measuring how far a kernel's output is from the reference (no judging here).
+"""Measuring how far a kernel's output is from the reference, and the fixed bound's rules.
 
 :func:`compare` reduces one named output to :class:`OutputStats`: max abs
 error, max error relative to the output's scale, mismatch fraction, NaN/Inf
-counts and the worst element by named axis. Whether that is good enough is
-:func:`kernel_harness.core.tolerance.judge`'s business.
+counts and the worst element by named axis. :func:`contract_problems` and
+:func:`bound_problems` state what fails on those stats (the whole fixed judge);
+:func:`kernel_harness.core.tolerance.judge` applies them with a family's tolerance.
+
+This module is standalone (the standard library and numpy only): export scripts embed
+its source verbatim (:mod:`kernel_harness.regression.export`), so a script judges with
+this very code, not a copy of it.
 """
 
 from __future__ import annotations
@@ -219,3 +224,44 @@ def compare(
         worst_slice_scale=s_scale,
         slice_worst_index=s_worst,
     )
+
+
+def contract_problems(stats: OutputStats, *, nonfinite_reference_ok: bool = False) -> list[str]:
+    """What fails ``stats`` whatever the error bound: a non-finite reference value inside
+    the contract (unless ``nonfinite_reference_ok``), zero compared elements in a
+    non-empty output, any NaN/Inf the reference does not have."""
+    problems: list[str] = []
+    if stats.nonfinite_expected and not nonfinite_reference_ok:
+        problems.append(
+            f"HARNESS ERROR: the reference has {stats.nonfinite_expected} non-finite "
+            f"value(s) inside the contract, first at {stats.nonfinite_expected_location}; "
+            "the contract does not allow that, so the reference or the case is broken "
+            "(not a kernel verdict)"
+        )
+    if stats.compared == 0 and math.prod(stats.shape) > 0:
+        problems.append(
+            "no element compared: the contract excludes the whole output, so nothing was "
+            "checked"
+        )
+    extra_nan = stats.nan_actual - stats.nan_expected
+    extra_inf = stats.inf_actual - stats.inf_expected
+    if extra_nan > 0:
+        problems.append(f"{extra_nan} NaN not in the reference")
+    if extra_inf > 0:
+        problems.append(f"{extra_inf} Inf not in the reference")
+    return problems
+
+
+def bound_problems(stats: OutputStats, max_rel_err: float) -> list[str]:
+    """The fixed bound: the max error relative to the global scale, then relative to its
+    own slice's (floored) scale, must be at most ``max_rel_err`` (NaN fails)."""
+    if not stats.max_rel_err <= max_rel_err:
+        return [f"max rel err {stats.max_rel_err:.3g} > tolerance {max_rel_err:.3g}"]
+    if not stats.slice_rel_err <= max_rel_err:
+        return [
+            f"slice rel err {stats.slice_rel_err:.3g} > tolerance "
+            f"{max_rel_err:.3g} in slice {stats.worst_slice_location} (its own "
+            f"scale {stats.worst_slice_scale:.3g}, global {stats.scale:.3g}, floor "
+            f"{stats.slice_floor:.3g} x global)"
+        ]
+    return []

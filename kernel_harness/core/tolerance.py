@@ -8,11 +8,10 @@ numbers live there, with the reason for each, and nowhere else.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping, Sequence
 
 from kernel_harness.core.calibrate import CalibratedStats
-from kernel_harness.core.compare import OutputStats
+from kernel_harness.core.compare import OutputStats, bound_problems, contract_problems
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,17 +33,76 @@ class Calibrated:
             raise ValueError(f"floor must be in (0, 0.1), got {self.floor}")
 
 
+@dataclasses.dataclass(frozen=True)
+class SliceFloor:
+    """The floor of per-slice judging of one (dtype, output), and why: a slice's own
+    scale is taken as at least ``fraction`` x the output's global scale. Smaller is
+    sharper on small slices; too small turns the rounding noise of an all-but-zero slice
+    into a failure. Every :class:`Tolerance` declares one (no rule picks it from the
+    output's name); the shared ones are the constants below."""
+
+    fraction: float
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not 0 < self.fraction <= 1:
+            raise ValueError(f"slice floor must be in (0, 1], got {self.fraction}")
+        if not self.reason.strip():
+            raise ValueError("a slice floor needs its reason")
+
+
+#: float32 results (eps 1.2e-7, tolerances 1e-4..3e-4).
+FLOAT32_FLOOR = SliceFloor(1e-2, (
+    "float32: the rounding noise of an (all but) zero slice is ~eps x the magnitudes it "
+    "summed, which track the global scale; 1/100 leaves 100x headroom over eps and judges "
+    "slices down to 1% of the global scale by their own size"))
+
+#: Low-precision results (bf16 rounding 4e-3, tolerances 1.5e-2..3e-2).
+LOW_PRECISION_FLOOR = SliceFloor(1 / 16, (
+    "low precision: 1/16 keeps the rounding of the large terms (bf16 4e-3) below the "
+    "tolerance and still sees a 5% error in a slice 1/10 of the global scale"))
+
+#: Low-precision gradients that sum rounded products across the output's slices.
+LOW_PRECISION_GRADIENT_FLOOR = SliceFloor(1 / 4, (
+    "low-precision gradient: a row sums bf16-rounded products (p, ds) whose own magnitude "
+    "can far exceed the row's result (dq = ds.k cancels), so its error follows the summed "
+    "terms, not its own scale: pristine splash measured a dq row at 0.056 x the global "
+    "scale with an error of 0.0034 x global (6% of its own scale, tolerance 2.5e-2); 1/4 "
+    "keeps that at 0.014, and a 6% error in a slice 1/10 of the global scale still fails "
+    "a 2e-2 tolerance"))
+
+#: float32 gradients with rows no query sees.
+FLOAT32_GRADIENT_FLOOR = SliceFloor(1 / 32, (
+    "float32 gradient: a key no query sees has an exactly-zero reference gradient while "
+    "the kernel's masked-out logits leave rounding residue: pristine flash (float32, "
+    "causal, segments) gave dk = 6.3e-6 in such a row, 2.2e-6 of the global scale 2.87, "
+    "which a 1/100 floor turns into 2.2e-4 > 2e-4; 1/32 keeps that at 7e-5, and a 1% "
+    "error in a slice at 1/32 of the global scale still fails 2e-4"))
+
+#: One global scale: the slice measure equals the global one (bounds that are not
+#: per-result, e.g. reference drift).
+GLOBAL_SCALE_ONLY = SliceFloor(1.0, "judged against the output's global scale only")
+
+
+def standard_floor(dtype: str, *, gradient: bool) -> SliceFloor:
+    """The shared floor for an output at ``dtype``; the caller declares whether the
+    output is a gradient whose rows sum rounded products (:data:`FLOAT32_GRADIENT_FLOOR`,
+    :data:`LOW_PRECISION_GRADIENT_FLOOR`) or a result judged by its own size
+    (:data:`FLOAT32_FLOOR`, :data:`LOW_PRECISION_FLOOR`)."""
+    if dtype == "float32":
+        return FLOAT32_GRADIENT_FLOOR if gradient else FLOAT32_FLOOR
+    return LOW_PRECISION_GRADIENT_FLOOR if gradient else LOW_PRECISION_FLOOR
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Tolerance:
-    """Largest allowed error as a fraction of the output's scale, and why."""
+    """Largest allowed error as a fraction of the output's scale, the per-slice floor,
+    and why."""
 
     max_rel_err: float
+    #: Per-slice judging: the floor of a slice's own scale, with its reason.
+    slice_floor: SliceFloor
     reason: str = ""
-    #: Per-slice judging: a slice's own scale is floored at this fraction of the output's
-    #: global scale (None: :data:`DEFAULT_SLICE_FLOOR` of the dtype). Smaller is sharper
-    #: on small slices; too small turns the rounding noise of an all-but-zero slice into
-    #: a failure.
-    slice_floor: float | None = None
     #: The calibrated judge, where it replaces ``max_rel_err`` (the fixed bound) for
     #: matches-reference and every check that has the low-precision computation at hand.
     calibrated: Calibrated | None = None
@@ -52,45 +110,9 @@ class Tolerance:
     def __post_init__(self) -> None:
         if not 0 < self.max_rel_err < 1:
             raise ValueError(f"max_rel_err must be in (0, 1), got {self.max_rel_err}")
-        if self.slice_floor is not None and not 0 < self.slice_floor <= 1:
-            raise ValueError(f"slice_floor must be in (0, 1], got {self.slice_floor}")
-
-    def floor_for(self, dtype: str, output: str = "") -> float:
-        """The slice floor that applies to ``output`` at ``dtype``: this tolerance's own,
-        else for a gradient (an output named ``d*``) :data:`FLOAT32_GRADIENT_FLOOR` in
-        float32 and :data:`LOW_PRECISION_GRADIENT_FLOOR` otherwise, else
-        :data:`DEFAULT_SLICE_FLOOR` of the dtype."""
-        if self.slice_floor is not None:
-            return self.slice_floor
-        if output.startswith("d"):
-            return FLOAT32_GRADIENT_FLOOR if dtype == "float32" else LOW_PRECISION_GRADIENT_FLOOR
-        return DEFAULT_SLICE_FLOOR.get(dtype, DEFAULT_SLICE_FLOOR["*"])
-
-
-#: Default per-slice floors by dtype, as a fraction of the output's global scale. A slice
-#: whose largest reference magnitude is below this is judged as if it were this large:
-#: the rounding noise of a correct kernel in an (all but) zero slice is of the order of
-#: the dtype's epsilon times the magnitudes it summed, which track the global scale.
-#: float32 (eps 1.2e-7, tolerances 1e-4..3e-4): a 1/100 floor leaves 100x headroom over
-#: eps and judges slices down to 1% of the global scale by their own size. Low precision
-#: (bf16 rounding 4e-3, tolerances 1.5e-2..3e-2): 1/16 keeps rounding of the large terms
-#: below the tolerance and still sees a 5% error in a slice 1/10 of the global scale.
-DEFAULT_SLICE_FLOOR: dict[str, float] = {"float32": 1e-2, "*": 1 / 16}
-
-#: The floor for gradients in low precision. A gradient row sums bf16-rounded products
-#: (p, ds) whose own magnitude can far exceed the row's result (dq = ds.k cancels), so
-#: its error follows the summed terms, not its own scale: pristine splash measured a dq
-#: row at 0.056 x the global scale with an error of 0.0034 x global (6% of its own
-#: scale, tolerance 2.5e-2). 1/4 keeps that at 0.014; a 6% error in a slice 1/10 of the
-#: global scale still fails a 2e-2 tolerance.
-LOW_PRECISION_GRADIENT_FLOOR = 0.25
-
-#: The floor for float32 gradients. A key that no query sees has an exactly-zero reference
-#: gradient, while the kernel's masked-out logits leave rounding residue there: pristine
-#: flash (float32, causal, segments) gave dk = 6.3e-6 in such a key row, 2.2e-6 of the
-#: global scale 2.87, which a 1/100 floor turns into 2.2e-4 > 2e-4. 1/32 keeps that at
-#: 7e-5, and a 1% error in a slice at 1/32 of the global scale still fails 2e-4.
-FLOAT32_GRADIENT_FLOOR = 1 / 32
+        if not isinstance(self.slice_floor, SliceFloor):
+            raise TypeError(f"slice_floor must be a SliceFloor (fraction and reason), got "
+                            f"{self.slice_floor!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,25 +197,7 @@ def judge(
     if calibration is not None and tolerance.calibrated is None:
         raise ValueError(f"output {stats.output!r}: a calibration was given but the "
                          "tolerance declares no calibrated judge")
-    problems: list[str] = []
-    if stats.nonfinite_expected and not nonfinite_reference_ok:
-        problems.append(
-            f"HARNESS ERROR: the reference has {stats.nonfinite_expected} non-finite "
-            f"value(s) inside the contract, first at {stats.nonfinite_expected_location}; "
-            "the contract does not allow that, so the reference or the case is broken "
-            "(not a kernel verdict)"
-        )
-    if stats.compared == 0 and math.prod(stats.shape) > 0:
-        problems.append(
-            "no element compared: the contract excludes the whole output, so nothing was "
-            "checked"
-        )
-    extra_nan = stats.nan_actual - stats.nan_expected
-    extra_inf = stats.inf_actual - stats.inf_expected
-    if extra_nan > 0:
-        problems.append(f"{extra_nan} NaN not in the reference")
-    if extra_inf > 0:
-        problems.append(f"{extra_inf} Inf not in the reference")
+    problems = contract_problems(stats, nonfinite_reference_ok=nonfinite_reference_ok)
     if calibration is not None:
         c = calibration
         where = "globally" if c.worst_where == "global" else f"in slice {c.worst_where}"
@@ -204,17 +208,8 @@ def judge(
                 f"(kernel/low-precision ratio {_ratio(c.worst_kernel_err, c.worst_lowp_err)}; "
                 f"global rel err {c.kernel_rel_err:.3g} vs low-precision {c.lowp_rel_err:.3g})"
             )
-    elif not stats.max_rel_err <= tolerance.max_rel_err:
-        problems.append(
-            f"max rel err {stats.max_rel_err:.3g} > tolerance {tolerance.max_rel_err:.3g}"
-        )
-    elif not stats.slice_rel_err <= tolerance.max_rel_err:
-        problems.append(
-            f"slice rel err {stats.slice_rel_err:.3g} > tolerance "
-            f"{tolerance.max_rel_err:.3g} in slice {stats.worst_slice_location} (its own "
-            f"scale {stats.worst_slice_scale:.3g}, global {stats.scale:.3g}, floor "
-            f"{stats.slice_floor:.3g} x global)"
-        )
+    else:
+        problems += bound_problems(stats, tolerance.max_rel_err)
     return Verdict(stats=stats, tolerance=tolerance, passed=not problems,
                    problems=tuple(problems), calibration=calibration)
 

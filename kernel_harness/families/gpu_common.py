@@ -15,7 +15,7 @@ import jax
 import numpy as np
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
 
 #: Backends a GPU family can run on.
 GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})
@@ -93,11 +93,14 @@ def to_numpy(outputs: Mapping[str, jax.Array]) -> dict[str, np.ndarray]:
 
 
 def tolerance_table(
-    table: Mapping[str, Mapping[str, float]], *, low_reason: str, lse_reason: str
+    table: Mapping[str, Mapping[str, float]], *, low_reason: str, lse_reason: str,
+    gradients: frozenset[str] = frozenset(),
 ) -> ToleranceTable:
     """A GPU family's tolerances from ``{dtype: {output: max_rel_err}}``, each with its reason:
     float32 is exact end to end; ``lse`` accumulates in float32 whatever the dtype; the other
-    low-precision entries say where the kernel casts (``low_reason``, ``{dtype}`` filled in)."""
+    low-precision entries say where the kernel casts (``low_reason``, ``{dtype}`` filled in).
+    Slice floors: :func:`~kernel_harness.core.tolerance.standard_floor`, the gradient one for
+    the outputs named in ``gradients``."""
     entries = {}
     for dtype, outs in table.items():
         for name, tol in outs.items():
@@ -107,5 +110,6 @@ def tolerance_table(
                 reason = lse_reason
             else:
                 reason = low_reason.format(dtype=dtype)
-            entries[(dtype, name)] = Tolerance(max_rel_err=tol, reason=reason)
+            floor = standard_floor(dtype, gradient=name in gradients)
+            entries[(dtype, name)] = Tolerance(max_rel_err=tol, reason=reason, slice_floor=floor)
     return ToleranceTable(entries)

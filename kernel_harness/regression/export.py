@@ -12,6 +12,7 @@ errors and the worst location, and exits 1 when an output is outside its toleran
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import textwrap
 from pathlib import Path
@@ -19,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from kernel_harness.core.compare import TINY_SCALE, slice_layout
+from kernel_harness.core import compare as _judge_module
+from kernel_harness.core.compare import slice_layout
 from kernel_harness.spec.family import Family
 
 #: Backends a script can name: the Pallas interpreter on CPU, or compiled on a device.
@@ -113,14 +115,17 @@ import numpy as np
 
 HI = jax.lax.Precision.HIGHEST
 INTERPRET = {interpret}
-# max |kernel - reference| / max |reference| per output ({dtype}), from the family's table;
-# judged twice, as kernel-harness's fixed judge does: against the output's largest reference
-# magnitude, and each element against its own slice's (SLICES: the axes reduced to form a
-# slice, and the fraction of the global scale under which a slice's own is not taken).
+# The harness's fixed judge, per output ({dtype}), from the family's table: max |kernel -
+# reference| / max |reference| at most TOL, and each element's error against its own
+# slice's largest reference magnitude (SLICE_AXES index the slices; FLOOR: the fraction of
+# the global scale under which a slice's own is not taken) at most the same TOL. The code
+# that measures and decides is the harness's own, embedded below verbatim.
 TOL = {tol}
 AXES = {axes}
-SLICES = {slices}
-TINY = {tiny}  # scales below this are taken as this (all-but-zero outputs and slices)
+SLICE_AXES = {slice_axes}
+FLOOR = {floor}
+# Outputs whose reference may be non-finite inside the contract (compared by position).
+NONFINITE_OK = {nonfinite_ok}
 # Outputs kernel-harness judges with its calibrated bound instead (the kernel's error at most
 # a multiple of the same plain-jnp math's error in {dtype}); this script applies the fixed
 # table above to them, which is a different (usually looser) bound.
@@ -141,6 +146,17 @@ def load_inputs():
 
 _MAIN = '''
 
+def judge_output(name, got, want, valid):
+    """The harness's fixed verdict on one output: (stats, problems)."""
+    stats = compare(
+        np.asarray(got[name], np.float32), np.asarray(want[name], np.float32), output=name,
+        axes=AXES[name], valid=valid.get(name), mismatch_threshold_rel=TOL[name],
+        slice_axes=SLICE_AXES[name], slice_floor=FLOOR[name],
+        magnitude=want.get(f"{name}:magnitude"))
+    problems = contract_problems(stats, nonfinite_reference_ok=name in NONFINITE_OK)
+    return stats, problems + bound_problems(stats, TOL[name])
+
+
 def main():
     print(f"python {platform.python_version()}  jax {jax.__version__}  "
           f"jaxlib {version('jaxlib')}  numpy {np.__version__}  "
@@ -149,27 +165,15 @@ def main():
     got, want = run_kernel(x), reference(x)
     failed = False
     for name, tol in TOL.items():
-        a = np.asarray(got[name], np.float32)
-        b = np.asarray(want[name], np.float32)
-        keep = np.broadcast_to(valid.get(name, True), b.shape)
-        err = np.where(keep, np.abs(a - b), 0.0)
-        nan = int(np.sum(keep & ~np.isfinite(a)))
-        mag = np.abs(np.where(keep, b, 0.0))
-        scale = max(float(np.max(mag, initial=0.0)), TINY)
-        within, floor = SLICES[name]
-        own = np.max(mag, axis=within, keepdims=True) if within else mag
-        slice_err = np.where(np.isnan(err), np.inf, err) / np.maximum(own, max(floor * scale, TINY))
-        worst = np.unravel_index(int(np.argmax(slice_err)), b.shape)
-        rel = float("inf") if nan else float(np.max(err, initial=0.0)) / scale
-        own_rel = float("inf") if nan else float(slice_err[worst])
-        compared = int(np.sum(keep))
-        bad = nan > 0 or not compared or not max(rel, own_rel) <= tol
-        failed |= bad
-        where = " ".join(f"{axis}={i}" for axis, i in zip(AXES[name], worst, strict=True))
-        print(f"{'FAIL' if bad else 'ok  '} {name:<6} max rel err {rel:.3g}, in its own slice "
-              f"{own_rel:.3g} (tol {tol:g}) non-finite {nan} compared {compared}  worst at "
-              f"{where}: {a[worst]:.6g} vs {b[worst]:.6g}"
+        s, problems = judge_output(name, got, want, valid)
+        failed |= bool(problems)
+        print(f"{'FAIL' if problems else 'ok  '} {name:<6} max rel err {s.max_rel_err:.3g}, in "
+              f"its own slice {s.slice_rel_err:.3g} (tol {tol:g}) non-finite "
+              f"{s.non_finite_actual} compared {s.compared}  worst at {s.worst_location}: "
+              f"{s.worst_actual:.6g} vs {s.worst_expected:.6g}"
               + ("  [kernel-harness: calibrated judge]" if name in CALIBRATED else ""))
+        for problem in problems:
+            print(f"       {problem}")
     return 1 if failed else 0
 
 
@@ -197,8 +201,9 @@ def render_script(fam: Family, case: Any, *, backend: str, impl_spec: str | None
     tols = {o: fam.tolerances.lookup(case.dtype, o) for o in snippet.outputs}
     tol = {o: t.max_rel_err for o, t in tols.items()}
     axes = {o: tuple(fam.output_axes[o]) for o in snippet.outputs}
-    slices = {o: (slice_layout(o, axes[o], fam.slice_axes.get(o))[1],
-                  t.floor_for(case.dtype, o)) for o, t in tols.items()}
+    slice_axes = {o: slice_layout(o, axes[o], fam.slice_axes.get(o))[0] for o in tols}
+    floor = {o: t.slice_floor.fraction for o, t in tols.items()}
+    nonfinite_ok = sorted(o for o in tols if o in fam.nonfinite_reference_ok)
     calibrated = sorted(o for o, t in tols.items() if t.calibrated is not None)
     interpret = EXPORT_BACKENDS[backend]
     platform_line = ""
@@ -209,10 +214,24 @@ def render_script(fam: Family, case: Any, *, backend: str, impl_spec: str | None
         platform_line=platform_line,
         kernel_import=_impl_import(impl_spec) if impl_spec else snippet.default_import.strip(),
         interpret=interpret, dtype=case.dtype, tol=repr(tol), axes=repr(axes),
-        slices=repr(slices), tiny=repr(TINY_SCALE), calibrated=repr(calibrated),
+        slice_axes=repr(slice_axes), floor=repr(floor), nonfinite_ok=repr(nonfinite_ok),
+        calibrated=repr(calibrated),
     )
     body = "\n\n".join(textwrap.dedent(s).strip() for s in (snippet.run_kernel, snippet.reference))
-    return header + "\n\n" + body + "\n" + _MAIN
+    return header + "\n\n" + judge_source() + "\n\n" + body + "\n" + _MAIN
+
+
+def judge_source() -> str:
+    """The harness's own measure and fixed verdict (:mod:`kernel_harness.core.compare`,
+    standalone: numpy only) as embedded in a script: its source verbatim, less its
+    ``__future__`` import (a script's annotations are evaluated: a dataclass of a script
+    loaded by file path, outside sys.modules, cannot resolve string annotations)."""
+    source = inspect.getsource(_judge_module)
+    future = "from __future__ import annotations\n"
+    if future not in source:
+        raise ExportError("kernel_harness/core/compare.py lost its __future__ import")
+    banner = "# ---- kernel_harness/core/compare.py, embedded verbatim: the harness's judge ----"
+    return banner + "\n" + source.replace(future, "", 1).strip() + "\n# ---- end ----"
 
 
 def export_repro(fam: Family, case: Any, out: str | Path, *, backend: str = "interpret",

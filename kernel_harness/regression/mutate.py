@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_harness.spec.family import Family
-from kernel_harness.spec.mutant import Mutant, StaleMutant, apply
+from kernel_harness.spec.mutant import Mutant, StaleMutant, patched_source
 from kernel_harness.spec.registry import UnknownFamily, family_target
 
 #: Columns of the matrix next to the properties: the stored golden cases, and the
@@ -40,14 +40,6 @@ from kernel_harness.spec.registry import UnknownFamily, family_target
 GOLDEN_COLUMN = "golden"
 GATE_COLUMN = "gate"
 DEFAULT_MAX_EXAMPLES = 20
-
-
-def module_origin(module: str) -> Path:
-    """The source file of ``module`` (its parents get imported, it may be too)."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        raise StaleMutant(f"module {module!r} has no Python source file")
-    return Path(spec.origin)
 
 
 def load_catalog(family_name: str, spec: str | None = None) -> list[Mutant]:
@@ -310,8 +302,7 @@ def run_one(
         }
         if mutant is not None:
             try:
-                origin = module_origin(mutant.module)
-                mutated = apply(mutant, origin.read_text())
+                origin, mutated = patched_source(mutant)
                 compile(mutated, f"{origin} [mutant {mutant.name}]", "exec")
             except (StaleMutant, SyntaxError, ImportError) as e:
                 return MutantResult(mutant=name, status="ERROR", columns={},

@@ -11,10 +11,9 @@ from typing import Any
 import numpy as np
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
-from kernel_harness.core.calibrate import measure_calibrated
 from kernel_harness.core.case import Arrays
-from kernel_harness.core.compare import compare
-from kernel_harness.core.tolerance import Verdict, judge
+from kernel_harness.core.judges import judge_for
+from kernel_harness.core.tolerance import Verdict
 from kernel_harness.run import memory_maps
 from kernel_harness.spec.family import Family
 
@@ -152,31 +151,15 @@ def judge_outputs(
             n_out = int(np.size(actual[name]) - np.broadcast_to(mask, actual[name].shape).sum())
             if n_out:
                 excluded[name] = n_out
-        stats = compare(
-            actual[name],
-            expected[ref_name],
-            output=name,
-            axes=axes,
-            valid=mask,
-            mismatch_threshold_rel=tol.max_rel_err,
+        judge = judge_for(tol)
+        measurement = judge.measure(
+            actual[name], expected[ref_name], output=name, axes=axes, valid=mask,
             slice_axes=family.slice_axes.get(ref_name),
-            slice_floor=tol.floor_for(case.dtype, ref_name),
             magnitude=expected.get(f"{ref_name}{MAGNITUDE_SUFFIX}"),
+            lowp=None if low_precision is None else low_precision.get(ref_name),
         )
-        calibration = None
-        if tol.calibrated is not None:
-            assert low_precision is not None
-            calibration = measure_calibrated(
-                actual[name], low_precision[ref_name], expected[ref_name], output=name,
-                axes=axes, multiple=tol.calibrated.multiple, floor=tol.calibrated.floor,
-                valid=mask, slice_axes=family.slice_axes.get(ref_name),
-                slice_floor=tol.floor_for(case.dtype, ref_name),
-                magnitude=expected.get(f"{ref_name}{MAGNITUDE_SUFFIX}"),
-            )
-        verdicts.append(
-            judge(stats, tol, nonfinite_reference_ok=ref_name in family.nonfinite_reference_ok,
-                  calibration=calibration)
-        )
+        verdicts.append(judge.verdict(
+            measurement, nonfinite_reference_ok=ref_name in family.nonfinite_reference_ok))
     return tuple(verdicts), excluded
 
 

@@ -1,12 +1,21 @@
 """Mutants as plain data: a planted bug is one source edit in one module.
 
 A family's catalog (``kernel_harness/families/<name>/mutants.py``, ``MUTANTS``) is
-a list of :class:`Mutant`; :mod:`kernel_harness.regression.mutate` runs them.
+a list of :class:`Mutant`; :mod:`kernel_harness.regression.mutate` runs them in child
+processes (an import hook serves :func:`patched_source` in place of the module), and
+tests load the same edit in-process with :func:`load_patched`. :func:`apply` is the one
+patcher both use.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.util
+import linecache
+import sys
+import types
+from pathlib import Path
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -59,3 +68,40 @@ def apply(mutant: Mutant, source: str) -> str:
     for _ in range(mutant.occurrence):
         start = source.index(mutant.old, start + 1)
     return source[:start] + mutant.new + source[start + len(mutant.old):]
+
+
+def module_origin(module: str) -> Path:
+    """The source file of ``module`` (its parents get imported, it may be too)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise StaleMutant(f"module {module!r} has no Python source file")
+    return Path(spec.origin)
+
+
+def patched_source(mutant: Mutant) -> tuple[Path, str]:
+    """``(the module's source file, its source with the mutant applied)``;
+    :class:`StaleMutant` when the edit does not apply."""
+    origin = module_origin(mutant.module)
+    return origin, apply(mutant, origin.read_text())
+
+
+@functools.cache
+def load_patched(mutant: Mutant) -> types.ModuleType:
+    """A fresh module executed from the mutated source, for in-process use (tests take
+    an implementation from it, e.g. ``load_patched(m).flash_attention``). It is registered
+    as ``<module>__mutant_<name>``; the original module stays imported and untouched.
+    Relative imports resolve against the original's package."""
+    origin, source = patched_source(mutant)
+    name = f"{mutant.module}__mutant_{mutant.name.replace('-', '_')}"
+    filename = f"{origin} [mutant {mutant.name}]"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType(name)
+    module.__file__ = str(origin)
+    module.__package__ = mutant.module.rpartition(".")[0]
+    sys.modules[name] = module
+    try:
+        exec(compile(source, filename, "exec"), module.__dict__)  # noqa: S102
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module

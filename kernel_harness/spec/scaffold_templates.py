@@ -146,7 +146,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from kernel_harness import Backend, Family, Tolerance, ToleranceTable
+from kernel_harness import Backend, Family, Tolerance, ToleranceTable, standard_floor
 
 from $package import cases, reference
 from $module import $func as kernel
@@ -156,14 +156,15 @@ IMPL_SIGNATURE = (
     "impl(x, *, interpret) -> y; x [rows, cols]; differentiable in x (jax.vjp)"
 )
 
-# $todo tolerances measured for your kernel, each with its reason.
-_F32 = Tolerance(max_rel_err=1e-6, reason="float32 throughout")
-_BF16 = Tolerance(max_rel_err=1e-2, reason="one bfloat16 rounding of the output")
+# $todo tolerances measured for your kernel, each with its reason, and the per-slice floor
+# of each output (standard_floor: the shared ones; gradient=True for a gradient whose rows
+# sum rounded products; a SliceFloor of your own where an output's slices sum only their
+# own terms).
+_F32 = dict(max_rel_err=1e-6, reason="float32 throughout")
+_BF16 = dict(max_rel_err=1e-2, reason="one bfloat16 rounding of the output")
 TOLERANCES = ToleranceTable(
-    {
-        **{("float32", o): _F32 for o in ("y", "dx")},
-        **{("bfloat16", o): _BF16 for o in ("y", "dx")},
-    }
+    {(d, o): Tolerance(**t, slice_floor=standard_floor(d, gradient=o == "dx"))
+     for d, t in (("float32", _F32), ("bfloat16", _BF16)) for o in ("y", "dx")}
 )
 
 

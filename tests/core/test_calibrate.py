@@ -11,6 +11,10 @@ import pytest
 from kernel_harness.core.calibrate import measure_calibrated
 from kernel_harness.core.compare import compare
 from kernel_harness.core.tolerance import (
+    FLOAT32_FLOOR as F32,
+)
+from kernel_harness.core.tolerance import (
+    LOW_PRECISION_FLOOR,
     Calibrated,
     Tolerance,
     ToleranceOverride,
@@ -21,7 +25,8 @@ from kernel_harness.core.tolerance import (
 
 AXES = ("row", "dim")
 CAL = Calibrated(multiple=2.0, floor=2.0**-8, reason="test")
-TOL = Tolerance(max_rel_err=1.5e-2, reason="fixed", calibrated=CAL)
+TOL = Tolerance(max_rel_err=1.5e-2, reason="fixed", calibrated=CAL,
+                slice_floor=LOW_PRECISION_FLOOR)
 
 
 def _data(seed: int = 0):
@@ -100,8 +105,8 @@ def test_exact_yardstick_leaves_the_floor():
 def test_a_calibration_without_a_declared_calibrated_judge_is_an_error():
     ref, lowp = _data()
     with pytest.raises(ValueError, match="declares no calibrated judge"):
-        judge(compare(ref, ref, output="out", axes=AXES), Tolerance(max_rel_err=0.01),
-              calibration=_measure(ref, lowp, ref))
+        judge(compare(ref, ref, output="out", axes=AXES),
+              Tolerance(max_rel_err=0.01, slice_floor=F32), calibration=_measure(ref, lowp, ref))
 
 
 def test_overrides_replace_and_scales_multiply_the_calibrated_judge():

@@ -1,17 +1,11 @@
-"""Planted bugs for the flash family: patched copies of the installed kernel's source and
-small wrappers around the real kernel. Each one must make the family check fail.
-
-The source of ``jax.experimental.pallas.ops.tpu.flash_attention`` is read at test time,
-one textual edit is applied, and the result is executed as a fresh module; nothing of
-the kernel is stored in this repository.
+"""Planted bugs for the flash family: the family's mutant catalog
+(``kernel_harness/families/flash/mutants.py``, loaded in-process as patched copies of the
+installed kernel's source) and small wrappers around the real kernel. Each one must make
+the family check fail. Nothing of the kernel is stored in this repository.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-import sys
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -19,71 +13,17 @@ import jax
 import jax.numpy as jnp
 from jax.experimental.pallas.ops.tpu import flash_attention as _fa
 
-_CAUSAL = ("causal_mask = col_ids <= row_ids", "causal_mask = col_ids < row_ids")
-_SEG = ("jnp.equal(q_segment_ids, kv_segment_ids)", "jnp.equal(q_segment_ids, q_segment_ids)")
+from kernel_harness.regression.mutate import load_catalog
+from kernel_harness.spec.mutant import Mutant, load_patched
 
-#: name -> (original text, replacement, which occurrence (0-based)). Occurrences follow the
-#: kernel file's order: forward tiled, forward single-tile, dkv, dq.
-SOURCE_MUTANTS: dict[str, tuple[str, str, int]] = {
-    "fwd-tiled-causal-off-by-one": (*_CAUSAL, 0),
-    "fwd-single-tile-causal-off-by-one": (*_CAUSAL, 1),
-    "dkv-causal-off-by-one": (*_CAUSAL, 2),
-    "dq-causal-off-by-one": (*_CAUSAL, 3),
-    "fwd-missing-rescale": ("l_corr = alpha * l_prev", "l_corr = l_prev", 0),
-    "fwd-acc-not-rescaled": (
-        "*= l_broadcast(l_corr * l_next_inv_safe)", "*= l_broadcast(l_prev * l_next_inv_safe)", 0
-    ),
-    "fwd-subtile-col-offset": (
-        "col_ids += kv_seq_idx * block_k_major + start_k",
-        "col_ids += kv_seq_idx * block_k_major", 0,
-    ),
-    "dkv-subtile-row-offset": (
-        "row_ids += q_seq_index * block_q_major + start_q",
-        "row_ids += q_seq_index * block_q_major", 0,
-    ),
-    "dq-subtile-col-offset": (
-        "col_ids += kv_seq_index * block_k_major + i * block_k",
-        "col_ids += kv_seq_index * block_k_major", 0,
-    ),
-    "block-skip-drops-diagonal": (
-        "return ((r + 1) * r_blk_size - 1) > (c * c_blk_size)",
-        "return ((r + 1) * r_blk_size - 1) > ((c + 1) * c_blk_size - 1)", 0,
-    ),
-    "dkv-missing-sm-scale": ("        ds = ds * sm_scale", "        ds = ds", 0),
-    "dq-missing-sm-scale": (
-        "      ds = ds * sm_scale\n\n    if ds_tile_ref", "      ds = ds\n\n    if ds_tile_ref", 0
-    ),
-    "fwd-tiled-ignores-segments": (*_SEG, 0),
-    "dkv-ignores-segments": (*_SEG, 2),
-    "dq-ignores-segments": (*_SEG, 3),
-    "dkv-no-bias": ("capped_logits += ab", "capped_logits = capped_logits", 0),
-    "dq-no-bias": ("capped_logits += ab", "capped_logits = capped_logits", 1),
-    "fwd-single-tile-no-bias": ("s += ab_tile_ref[batch_idx].astype(jnp.float32)", "pass", 0),
-    "fwd-block-b-first-only": ("kernel((batch_idx, 0), q_tile_ref", "kernel((0, 0), q_tile_ref", 0),
-    "fwd-partial-batch-block-dropped": ("pl.cdiv(batch_size, block_b)", "batch_size // block_b", 0),
-}
+#: The catalog ``kernel-harness mutate flash`` runs, by name: the source mutants.
+SOURCE_MUTANTS: dict[str, Mutant] = {m.name: m for m in load_catalog("flash")}
 
 
-def _patched_source(old: str, new: str, occurrence: int) -> str:
-    src = inspect.getsource(_fa)
-    pos = -1
-    for _ in range(occurrence + 1):
-        pos = src.find(old, pos + 1)
-        if pos < 0:
-            raise LookupError(f"occurrence {occurrence} of {old!r} not in this jax's flash kernel")
-    return src[:pos] + new + src[pos + len(old):]
-
-
-@functools.cache
 def source_mutant(name: str) -> Callable[..., Any]:
-    """``flash_attention`` of a copy of the kernel module with mutant ``name`` applied."""
-    old, new, occurrence = SOURCE_MUTANTS[name]
-    module_name = f"_flash_mutant_{name.replace('-', '_')}"
-    module = types.ModuleType(module_name)
-    module.__file__ = f"<{module_name}>"
-    sys.modules[module_name] = module
-    exec(compile(_patched_source(old, new, occurrence), module.__file__, "exec"), module.__dict__)
-    return module.flash_attention
+    """``flash_attention`` of a copy of the kernel module with catalog mutant ``name``
+    applied (the one patcher, :func:`~kernel_harness.spec.mutant.load_patched`)."""
+    return load_patched(SOURCE_MUTANTS[name]).flash_attention
 
 
 def _with_custom_backward(backward: Callable[..., Any]) -> Callable[..., Any]:

@@ -13,7 +13,12 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Case, standard_normal
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.core.tolerance import (
+    FLOAT32_FLOOR,
+    FLOAT32_GRADIENT_FLOOR,
+    Tolerance,
+    ToleranceTable,
+)
 from kernel_harness.spec.family import Family
 
 
@@ -70,8 +75,8 @@ FAMILY = Family(
     output_axes={"y": ("index",), "dx": ("index",)},
     tolerances=ToleranceTable(
         {
-            ("float32", "y"): Tolerance(max_rel_err=1e-5),
-            ("float32", "dx"): Tolerance(max_rel_err=1e-5),
+            ("float32", "y"): Tolerance(max_rel_err=1e-5, slice_floor=FLOAT32_FLOOR),
+            ("float32", "dx"): Tolerance(max_rel_err=1e-5, slice_floor=FLOAT32_GRADIENT_FLOOR),
         }
     ),
     capabilities=frozenset({"gradients"}),

@@ -6,7 +6,7 @@ import pytest
 from kernel_harness import cli
 from kernel_harness.regression import mutate
 from kernel_harness.spec import registry
-from kernel_harness.spec.mutant import Mutant, StaleMutant
+from kernel_harness.spec.mutant import Mutant, StaleMutant, apply, patched_source
 
 SRC = "a = 1\nb = a + 1\nc = a + 1\n"
 
@@ -17,8 +17,8 @@ def _m(old, new, occurrence=None, module="tests.helpers.toy_family", name="m"):
 
 
 def test_apply_replaces_exactly_the_chosen_occurrence():
-    assert mutate.apply(_m("b = a", "b = -a"), SRC) == "a = 1\nb = -a + 1\nc = a + 1\n"
-    assert mutate.apply(_m("a + 1", "a - 1", 2), SRC) == "a = 1\nb = a + 1\nc = a - 1\n"
+    assert apply(_m("b = a", "b = -a"), SRC) == "a = 1\nb = -a + 1\nc = a + 1\n"
+    assert apply(_m("a + 1", "a - 1", 2), SRC) == "a = 1\nb = a + 1\nc = a - 1\n"
 
 
 @pytest.mark.parametrize("mutant, message", [
@@ -29,7 +29,7 @@ def test_apply_replaces_exactly_the_chosen_occurrence():
 ])
 def test_stale_or_ambiguous_text_is_an_error(mutant, message):
     with pytest.raises(StaleMutant, match=message):
-        mutate.apply(mutant, SRC)
+        apply(mutant, SRC)
 
 
 @pytest.fixture
@@ -110,9 +110,9 @@ def test_every_catalog_entry_applies_to_the_current_source(name):
     assert len(catalog) >= 6 and any("ci" in m.tags for m in catalog)
     problems = []
     for m in catalog:
-        origin = mutate.module_origin(m.module)
         try:
-            compile(mutate.apply(m, origin.read_text()), str(origin), "exec")
+            origin, source = patched_source(m)
+            compile(source, str(origin), "exec")
         except (StaleMutant, SyntaxError) as e:
             problems.append(f"{type(e).__name__}: {e}")
     assert not problems, "\n".join(problems)
@@ -164,3 +164,20 @@ def test_golden_column_that_compares_nothing_fails_the_run(toy_registry, capsys,
     out = capsys.readouterr().out
     assert "FAIL: compared nothing in the control run: golden: missing golden file" in out
     assert cli.main([*argv, "--no-golden"]) == 0
+
+
+def test_load_patched_is_the_catalog_edit_in_process_and_leaves_the_original():
+    """The tests' in-process patcher applies the very edit `mutate` runs."""
+    import numpy as np
+
+    from kernel_harness.spec.mutant import load_patched
+    from tests.helpers import toy_family, toy_mutants
+
+    shifted, _, stale = toy_mutants.MUTANTS
+    copy = load_patched(shifted)
+    assert copy is load_patched(shifted) and copy is not toy_family
+    x = np.zeros(4, np.float32)
+    assert np.allclose(np.asarray(copy.softplus(x)), np.logaddexp(0.01, 0.0))
+    assert np.allclose(np.asarray(toy_family.softplus(x)), np.log(2.0))
+    with pytest.raises(StaleMutant, match="text not found"):
+        load_patched(stale)

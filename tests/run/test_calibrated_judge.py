@@ -12,6 +12,7 @@ import pytest
 
 from kernel_harness import cli
 from kernel_harness.core.backends import resolve_backend
+from kernel_harness.core.tolerance import FLOAT32_FLOOR as F32
 from kernel_harness.core.tolerance import Calibrated, Tolerance, ToleranceTable
 from kernel_harness.families.sdpa.cases import SdpaCase
 from kernel_harness.run.runner import check_case, judge_outputs
@@ -96,7 +97,8 @@ def test_judging_without_the_yardstick_is_an_error_not_the_fixed_table():
 
 def test_a_family_declaring_the_calibrated_judge_needs_a_low_precision_reference():
     cal = Calibrated(multiple=2.0, floor=0.004, reason="test")
-    table = ToleranceTable({("float32", "y"): Tolerance(max_rel_err=1e-4, calibrated=cal)})
+    tol = Tolerance(max_rel_err=1e-4, slice_floor=F32, calibrated=cal)
+    table = ToleranceTable({("float32", "y"): tol})
     with pytest.raises(ValueError, match="no low_precision_reference"):
         dataclasses.replace(toy_family.FAMILY, tolerances=table)
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Tolerance
+from kernel_harness.core.tolerance import FLOAT32_FLOOR as F32_OWN
+from kernel_harness.core.tolerance import FLOAT32_GRADIENT_FLOOR as F32_GRAD
+from kernel_harness.core.tolerance import LOW_PRECISION_FLOOR as LOW_OWN
+from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR as LOW_GRAD
+from kernel_harness.core.tolerance import SliceFloor, Tolerance
 from kernel_harness.families.calibration import with_calibrated
 from kernel_harness.families.flash.bench import BENCH
 from kernel_harness.families.flash.cases import FlashCase, flash_events
@@ -58,8 +62,8 @@ def valid(case: FlashCase) -> dict[str, np.ndarray]:
     return {"out": rows, "dq": rows}
 
 
-def _tol(x: float, why: str) -> Tolerance:
-    return Tolerance(max_rel_err=x, reason=why)
+def _tol(x: float, why: str, floor: SliceFloor) -> Tolerance:
+    return Tolerance(max_rel_err=x, reason=why, slice_floor=floor)
 
 
 _F32 = (
@@ -73,16 +77,16 @@ _BF16 = (
 
 TOLERANCES = with_calibrated(
     {
-        ("float32", "out"): _tol(1e-4, _F32.format(obs="8.5e-7")),
-        ("float32", "dq"): _tol(2e-4, _F32.format(obs="9.1e-7")),
-        ("float32", "dk"): _tol(2e-4, _F32.format(obs="8.6e-7")),
-        ("float32", "dv"): _tol(1e-4, _F32.format(obs="5.8e-7")),
-        ("float32", "dab"): _tol(2e-4, _F32.format(obs="9.7e-7")),
-        ("bfloat16", "out"): _tol(1.5e-2, _BF16.format(obs="4.4e-3")),
-        ("bfloat16", "dq"): _tol(3e-2, _BF16.format(obs="7.9e-3")),
-        ("bfloat16", "dk"): _tol(2.5e-2, _BF16.format(obs="6.2e-3")),
-        ("bfloat16", "dv"): _tol(1.5e-2, _BF16.format(obs="4.4e-3")),
-        ("bfloat16", "dab"): _tol(4e-2, _BF16.format(obs="1.04e-2")),
+        ("float32", "out"): _tol(1e-4, _F32.format(obs="8.5e-7"), F32_OWN),
+        ("float32", "dq"): _tol(2e-4, _F32.format(obs="9.1e-7"), F32_GRAD),
+        ("float32", "dk"): _tol(2e-4, _F32.format(obs="8.6e-7"), F32_GRAD),
+        ("float32", "dv"): _tol(1e-4, _F32.format(obs="5.8e-7"), F32_GRAD),
+        ("float32", "dab"): _tol(2e-4, _F32.format(obs="9.7e-7"), F32_GRAD),
+        ("bfloat16", "out"): _tol(1.5e-2, _BF16.format(obs="4.4e-3"), LOW_OWN),
+        ("bfloat16", "dq"): _tol(3e-2, _BF16.format(obs="7.9e-3"), LOW_GRAD),
+        ("bfloat16", "dk"): _tol(2.5e-2, _BF16.format(obs="6.2e-3"), LOW_GRAD),
+        ("bfloat16", "dv"): _tol(1.5e-2, _BF16.format(obs="4.4e-3"), LOW_GRAD),
+        ("bfloat16", "dab"): _tol(4e-2, _BF16.format(obs="1.04e-2"), LOW_GRAD),
     },
     CALIBRATED_DTYPES,
 )

@@ -3,9 +3,9 @@
 ``kernel-harness mutate flash`` loads each mutated copy of
 ``jax.experimental.pallas.ops.tpu.flash_attention`` in place of the original and
 runs the flash properties; every mutant must be killed. The mask, rescale,
-sub-tile offset, scale, segment and bias edits follow the planted source bugs of
-``tests/helpers/flash_mutants.py`` (the flash family's own tests); precision, grid-step
-and head-mapping bugs are added here. Occurrences follow the file's order:
+sub-tile offset, scale, segment and bias edits are also the flash family's own tests'
+planted source bugs (``tests/families/flash/test_flash_planted_bugs.py`` loads them with
+:func:`kernel_harness.spec.mutant.load_patched`). Occurrences follow the file's order:
 forward (tiled), forward (single step), dkv, dq.
 """
 
@@ -71,6 +71,10 @@ MUTANTS: list[Mutant] = [
        "capped_logits += ab", "capped_logits = capped_logits", occurrence=2),
     _m("fwd-block-b-first-only", "forward: every example of a batch block uses example 0",
        "kernel((batch_idx, 0), q_tile_ref", "kernel((0, 0), q_tile_ref"),
+    _m("fwd-single-step-no-bias", "forward (one kv step): the attention bias is not added",
+       "s += ab_tile_ref[batch_idx].astype(jnp.float32)", "pass"),
+    _m("fwd-partial-batch-block-dropped", "forward: the grid drops a partial last batch block",
+       "pl.cdiv(batch_size, block_b)", "batch_size // block_b"),
     _m("fwd-stored-at-first-kv-step", "forward: the output is written after the first kv "
        "block, not the last", "@pl.when(kv_seq_idx == (kv_seq_len // block_k_major) - 1)",
        "@pl.when(kv_seq_idx == 0)"),

@@ -9,7 +9,7 @@ and no backward kernel, so in one family its dweight/dbias/dx would be either mi
 
 from __future__ import annotations
 
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
 from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS, is_pow2
 from kernel_harness.families.gpu_norm import kernel as _kernel
 from kernel_harness.families.gpu_norm.export import export
@@ -62,7 +62,8 @@ def _tolerances() -> ToleranceTable:
         else:
             bits = 9 if dtype == "bfloat16" else 11
             reason = _LOW.format(dtype=dtype, bits=bits, obs=obs)
-        entries[(dtype, out)] = Tolerance(max_rel_err=tol, reason=reason)
+        entries[(dtype, out)] = Tolerance(max_rel_err=tol, reason=reason,
+                                          slice_floor=standard_floor(dtype, gradient=out != "out"))
     return ToleranceTable(entries)
 
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Calibrated, Tolerance, ToleranceTable
+from kernel_harness.core.tolerance import FLOAT32_FLOOR as F32_OWN
+from kernel_harness.core.tolerance import FLOAT32_GRADIENT_FLOOR as F32_GRAD
+from kernel_harness.core.tolerance import LOW_PRECISION_FLOOR as LOW_OWN
+from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR as LOW_GRAD
+from kernel_harness.core.tolerance import Calibrated, SliceFloor, Tolerance, ToleranceTable
 from kernel_harness.families.megablox_gmm.export import export
 from kernel_harness.families.megablox_gmm.kernel import (
     GMM_BACKENDS,
@@ -42,20 +46,23 @@ BF16_CALIBRATED = Calibrated(multiple=2.0, floor=2.0**-12, reason=(
     "float32 out as bfloat16, fails"))
 
 
-
-def _bf16(obs: str) -> Tolerance:
+def _bf16(floor: SliceFloor, obs: str) -> Tolerance:
     """The fixed bfloat16 bound (for checks without the twin at hand) and the calibrated."""
-    return Tolerance(max_rel_err=8e-3, calibrated=BF16_CALIBRATED, reason=_BF16.format(obs=obs))
+    return Tolerance(max_rel_err=8e-3, calibrated=BF16_CALIBRATED, slice_floor=floor,
+                     reason=_BF16.format(obs=obs))
 
 
 TOLERANCES = ToleranceTable(
     {
-        ("float32", "out"): Tolerance(max_rel_err=1e-4, reason=_F32.format(obs="9.1e-7")),
-        ("float32", "dlhs"): Tolerance(max_rel_err=1e-4, reason=_F32.format(obs="7.9e-7")),
-        ("float32", "drhs"): Tolerance(max_rel_err=1e-4, reason=_F32.format(obs="7.3e-7")),
-        ("bfloat16", "out"): _bf16(obs="3.6e-3 (bfloat16 out; 2.7e-7 with float32 out)"),
-        ("bfloat16", "dlhs"): _bf16(obs="3.3e-3"),
-        ("bfloat16", "drhs"): _bf16(obs="3.1e-3"),
+        ("float32", "out"): Tolerance(max_rel_err=1e-4, slice_floor=F32_OWN,
+                                      reason=_F32.format(obs="9.1e-7")),
+        ("float32", "dlhs"): Tolerance(max_rel_err=1e-4, slice_floor=F32_GRAD,
+                                       reason=_F32.format(obs="7.9e-7")),
+        ("float32", "drhs"): Tolerance(max_rel_err=1e-4, slice_floor=F32_GRAD,
+                                       reason=_F32.format(obs="7.3e-7")),
+        ("bfloat16", "out"): _bf16(LOW_OWN, obs="3.6e-3 (bfloat16 out; 2.7e-7 with float32 out)"),
+        ("bfloat16", "dlhs"): _bf16(LOW_GRAD, obs="3.3e-3"),
+        ("bfloat16", "drhs"): _bf16(LOW_GRAD, obs="3.1e-3"),
     }
 )
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Tolerance
+from kernel_harness.core.tolerance import FLOAT32_FLOOR as F32_OWN
+from kernel_harness.core.tolerance import FLOAT32_GRADIENT_FLOOR as F32_GRAD
+from kernel_harness.core.tolerance import LOW_PRECISION_FLOOR as LOW_OWN
+from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR as LOW_GRAD
+from kernel_harness.core.tolerance import SliceFloor, Tolerance
 from kernel_harness.families.calibration import with_calibrated
 from kernel_harness.families.sdpa.bench import BENCH
 from kernel_harness.families.sdpa.cases import (
@@ -55,8 +59,8 @@ def valid(case: SdpaCase) -> dict[str, np.ndarray]:
     return {"out": rows, "dq": rows}
 
 
-def _tol(x: float, why: str) -> Tolerance:
-    return Tolerance(max_rel_err=x, reason=why)
+def _tol(x: float, why: str, floor: SliceFloor) -> Tolerance:
+    return Tolerance(max_rel_err=x, reason=why, slice_floor=floor)
 
 
 _F32 = (
@@ -70,16 +74,16 @@ _BF16 = (
 
 TOLERANCES = with_calibrated(
     {
-        ("float32", "out"): _tol(1e-4, _F32.format(obs="1.3e-7")),
-        ("float32", "dq"): _tol(2e-4, _F32.format(obs="1.1e-7")),
-        ("float32", "dk"): _tol(2e-4, _F32.format(obs="1.6e-7")),
-        ("float32", "dv"): _tol(1e-4, _F32.format(obs="1.7e-7")),
-        ("float32", "dbias"): _tol(2e-4, _F32.format(obs="6.5e-8")),
-        ("bfloat16", "out"): _tol(1.5e-2, _BF16.format(obs="4.9e-3")),
-        ("bfloat16", "dq"): _tol(2e-2, _BF16.format(obs="4.8e-3")),
-        ("bfloat16", "dk"): _tol(2e-2, _BF16.format(obs="5.8e-3")),
-        ("bfloat16", "dv"): _tol(1.5e-2, _BF16.format(obs="4.5e-3")),
-        ("bfloat16", "dbias"): _tol(2e-2, _BF16.format(obs="5.0e-3")),
+        ("float32", "out"): _tol(1e-4, _F32.format(obs="1.3e-7"), F32_OWN),
+        ("float32", "dq"): _tol(2e-4, _F32.format(obs="1.1e-7"), F32_GRAD),
+        ("float32", "dk"): _tol(2e-4, _F32.format(obs="1.6e-7"), F32_GRAD),
+        ("float32", "dv"): _tol(1e-4, _F32.format(obs="1.7e-7"), F32_GRAD),
+        ("float32", "dbias"): _tol(2e-4, _F32.format(obs="6.5e-8"), F32_GRAD),
+        ("bfloat16", "out"): _tol(1.5e-2, _BF16.format(obs="4.9e-3"), LOW_OWN),
+        ("bfloat16", "dq"): _tol(2e-2, _BF16.format(obs="4.8e-3"), LOW_GRAD),
+        ("bfloat16", "dk"): _tol(2e-2, _BF16.format(obs="5.8e-3"), LOW_GRAD),
+        ("bfloat16", "dv"): _tol(1.5e-2, _BF16.format(obs="4.5e-3"), LOW_GRAD),
+        ("bfloat16", "dbias"): _tol(2e-2, _BF16.format(obs="5.0e-3"), LOW_GRAD),
     },
     CALIBRATED_DTYPES,
 )

@@ -6,7 +6,11 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Calibrated, Tolerance, ToleranceTable
+from kernel_harness.core.tolerance import FLOAT32_FLOOR as F32_OWN
+from kernel_harness.core.tolerance import FLOAT32_GRADIENT_FLOOR as F32_GRAD
+from kernel_harness.core.tolerance import LOW_PRECISION_FLOOR as LOW_OWN
+from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR as LOW_GRAD
+from kernel_harness.core.tolerance import Calibrated, SliceFloor, Tolerance, ToleranceTable
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.bench import BENCH
 from kernel_harness.families.splash.cases import SplashCase
@@ -150,6 +154,17 @@ CALIBRATED = Calibrated(
 )
 
 
+#: Each head's dsinks sums only that head's own terms (no term is shared across heads), so
+#: the shared gradient floor (1/4 of the largest head) hid a whole head's sink gradient.
+DSINKS_FLOOR = SliceFloor(1e-3, (
+    "per-head sums of that head's own terms only (each head judged against its own "
+    "dsinks:magnitude): under the shared 1/4 gradient floor a dropped head's sink gradient "
+    "passed in 44 of 503 (case, head) draws of 120 drawn bf16-with-sinks cases (tolerance "
+    "3e-3); at 1e-3 in 19 of 503, each a head whose dsinks cancels to under 3e-3 of its "
+    "summed terms, within the worst-case rounding; pristine worst usage 0.36 over 21 drawn "
+    "cases (tests/families/splash/test_dsinks_floor.py)"))
+
+
 def _tolerances() -> ToleranceTable:
     """Worst errors seen on the interpret backend (about 100 drawn cases per dtype) are in
     each reason. float32 bounds sit far above those but well below the ~3e-3 of a kernel
@@ -159,25 +174,29 @@ def _tolerances() -> ToleranceTable:
             "its matmuls; worst seen ")
     t = Tolerance
     cal = {"calibrated": CALIBRATED}
+    grad = {"calibrated": CALIBRATED, "slice_floor": LOW_GRAD}
     return ToleranceTable({
-        ("float32", "out"): t(max_rel_err=2e-4, reason=f32 + "1.2e-6"),
-        ("float32", "lse"): t(max_rel_err=2e-4, reason=f32 + "1.7e-7"),
-        ("float32", "dq"): t(max_rel_err=3e-4, reason=f32 + "1.0e-6"),
-        ("float32", "dk"): t(max_rel_err=3e-4, reason=f32 + "1.5e-6"),
-        ("float32", "dv"): t(max_rel_err=3e-4, reason=f32 + "7.3e-7"),
-        ("float32", "dsinks"): t(max_rel_err=3e-4, reason=f32 + "2.4e-6"),
-        ("bfloat16", "out"): t(max_rel_err=1.5e-2, reason=bf16 + "3.3e-3", **cal),
-        ("bfloat16", "lse"): t(max_rel_err=2e-4, reason="bfloat16 inputs, lse in f32 on both "
-                               "sides; worst seen 1.7e-7 (bound as for float32)"),
-        ("bfloat16", "dq"): t(max_rel_err=2.5e-2, reason=bf16 + "6.0e-3", **cal),
-        ("bfloat16", "dk"): t(max_rel_err=2.5e-2, reason=bf16 + "5.4e-3", **cal),
-        ("bfloat16", "dv"): t(max_rel_err=2.5e-2, reason=bf16 + "4.5e-3", **cal),
-        ("bfloat16", "dsinks"): t(max_rel_err=4e-3, reason="judged against the size of the "
-                                  "terms it sums (reference's dsinks:magnitude = sum over rows "
-                                  "of |p_sink * (do . out)|), not its own cancelling value "
-                                  "(a pristine case summed 61 to 0.16): at most one bf16 "
-                                  "rounding (2^-8) per summed term; worst seen 3.0e-4 on "
-                                  "that case"),
+        ("float32", "out"): t(slice_floor=F32_OWN, max_rel_err=2e-4, reason=f32 + "1.2e-6"),
+        ("float32", "lse"): t(slice_floor=F32_OWN, max_rel_err=2e-4, reason=f32 + "1.7e-7"),
+        ("float32", "dq"): t(slice_floor=F32_GRAD, max_rel_err=3e-4, reason=f32 + "1.0e-6"),
+        ("float32", "dk"): t(slice_floor=F32_GRAD, max_rel_err=3e-4, reason=f32 + "1.5e-6"),
+        ("float32", "dv"): t(slice_floor=F32_GRAD, max_rel_err=3e-4, reason=f32 + "7.3e-7"),
+        ("float32", "dsinks"): t(slice_floor=F32_GRAD, max_rel_err=3e-4, reason=f32 + "2.4e-6"),
+        ("bfloat16", "out"): t(max_rel_err=1.5e-2, reason=bf16 + "3.3e-3", slice_floor=LOW_OWN,
+                               **cal),
+        ("bfloat16", "lse"): t(slice_floor=LOW_OWN, max_rel_err=2e-4, reason="bfloat16 "
+                               "inputs, lse in f32 on both sides; worst seen 1.7e-7 (bound "
+                               "as for float32)"),
+        ("bfloat16", "dq"): t(max_rel_err=2.5e-2, reason=bf16 + "6.0e-3", **grad),
+        ("bfloat16", "dk"): t(max_rel_err=2.5e-2, reason=bf16 + "5.4e-3", **grad),
+        ("bfloat16", "dv"): t(max_rel_err=2.5e-2, reason=bf16 + "4.5e-3", **grad),
+        ("bfloat16", "dsinks"): t(slice_floor=DSINKS_FLOOR, max_rel_err=3e-3, reason="judged "
+                                  "against the size of the terms it sums (reference's "
+                                  "dsinks:magnitude = sum over rows of |p_sink * (do . out)|), "
+                                  "not its own cancelling value (a pristine case summed 61 to "
+                                  "0.16); worst seen 1.09e-3 of that scale over 21 drawn cases "
+                                  "(2.7x under 3e-3; 4e-3 let a dropped head pass in 29 of "
+                                  "503 draws, 3e-3 in 19)"),
     })
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays
-from kernel_harness.core.tolerance import Tolerance
+from kernel_harness.core.tolerance import GLOBAL_SCALE_ONLY, Tolerance
 from kernel_harness.regression.golden import location
 from kernel_harness.spec.family import Family
 
@@ -43,7 +43,8 @@ MANIFEST = "cases.json"
 #: precision on the same backend and jax version; anything above this (relative to the
 #: output's scale) means the reference itself changed.
 REFERENCE_DRIFT_TOL = Tolerance(
-    max_rel_err=1e-5, reason="same reference code, same jax and backend: only rounding noise"
+    max_rel_err=1e-5, reason="same reference code, same jax and backend: only rounding noise",
+    slice_floor=GLOBAL_SCALE_ONLY,
 )
 
 #: The reference recomputed on another platform or device kind than the one a golden was
@@ -53,7 +54,7 @@ REFERENCE_DRIFT_TOL = Tolerance(
 #: kernel tolerance, so a reference that moves by more is news, not noise.
 CROSS_DEVICE_DRIFT_TOL = Tolerance(
     max_rel_err=1e-4, reason="same reference code on another platform or device kind: "
-    "summation order and transcendental rounding differ"
+    "summation order and transcendental rounding differ", slice_floor=GLOBAL_SCALE_ONLY,
 )
 
 _INPUT, _REF = "input.", "reference."

@@ -10,9 +10,6 @@ here, the installed source is edited at test time.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import sys
-import types
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +20,8 @@ from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_ma
 
 from kernel_harness import check_case, get_family, resolve_backend
 from kernel_harness.families.splash.strategy import splash_cases
+from kernel_harness.regression.mutate import load_catalog
+from kernel_harness.spec.mutant import load_patched
 
 FAMILY = get_family("splash")
 BACKEND = resolve_backend("interpret")
@@ -174,18 +173,6 @@ def lse_shifted(mask, **kw):
     return kernel
 
 
-def patched_copy(name: str, old: str, new: str) -> types.ModuleType:
-    """A copy of the installed splash kernel module with one textual edit."""
-    source = inspect.getsource(_sk)
-    if source.count(old) != 1:
-        pytest.skip(f"the installed splash source changed: {old!r} not found exactly once")
-    module = types.ModuleType(name)
-    module.__file__ = f"<{name}>"
-    sys.modules[name] = module
-    exec(compile(source.replace(old, new), module.__file__, "exec"), module.__dict__)
-    return module
-
-
 # ------------------------------------------------------------------ tests
 
 CASES = [
@@ -213,12 +200,8 @@ def test_wrapper_bug_is_caught(impl, options, max_examples, expected):
 
 
 def test_pv_product_in_bf16_is_caught_through_a_patched_module():
-    copy = patched_copy(
-        "splash_planted_bf16_pv",
-        "    v = v.astype(float32)\n    o_curr = lax.dot_general(s_curr, v, sv_dims)",
-        "    o_curr = lax.dot_general(s_curr.astype(jnp.bfloat16), v.astype(jnp.bfloat16),"
-        " sv_dims, preferred_element_type=float32)",
-    )
+    (pv_in_bf16,) = [m for m in load_catalog("splash") if m.name == "fwd-pv-in-bf16"]
+    copy = load_patched(pv_in_bf16)  # the catalog entry `kernel-harness mutate` runs
     failure = first_failure(copy.make_splash_mha, splash_cases(dtypes=F32), 3)
     assert failure is not None
     assert "out" in failed_outputs(failure)

@@ -1,0 +1,88 @@
+"""splash bfloat16 dsinks: a dropped sink gradient of one head must fail (issue 23).
+
+Each head's dsinks sums only that head's own terms, so it has a slice floor of its own
+(``DSINKS_FLOOR``) instead of the 1/4 of low-precision gradients. A kernel that drops head
+``h``'s sink gradient returns 0 there and is otherwise pristine, so the judge sees an error
+of exactly ``|dsinks[h]|`` at head ``h``: planting that on the reference arrays measures
+what the judge catches over many drawn cases without running the kernel for each (the
+pristine kernel is run on a few of them, and ``tests/run/test_judge_holes.py`` runs a
+kernel that really drops one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from kernel_harness.core.backends import resolve_backend
+from kernel_harness.core.judges import judge_for
+from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR
+from kernel_harness.families.splash.family import DSINKS_FLOOR
+from kernel_harness.run.runner import MAGNITUDE_SUFFIX, check_case
+from kernel_harness.spec.registry import get_family
+
+FAMILY = get_family("splash")
+DRAWN = 60
+
+
+def _drawn_cases(n: int) -> list:
+    got: list = []
+
+    @seed(23)
+    @settings(max_examples=3000, database=None, deadline=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(FAMILY.cases())
+    def draw(case):
+        if case.dtype == "bfloat16" and case.sinks and len(got) < n and case not in got:
+            got.append(case)
+
+    draw()
+    assert len(got) == n, f"drew {len(got)} bf16-with-sinks cases, wanted {n}"
+    return got
+
+
+def _dropped_head_caught(case, tolerance) -> list[bool]:
+    """For each head: does the judge fail dsinks with that head's sink gradient zeroed?"""
+    expected = FAMILY.reference(case, case.materialize())
+    ref = np.asarray(expected["dsinks"])
+    judge = judge_for(tolerance)
+    caught = []
+    for h in range(ref.shape[0]):
+        dropped = ref.copy()
+        dropped[h] = 0.0
+        m = judge.measure(dropped, ref, output="dsinks", axes=FAMILY.output_axes["dsinks"],
+                          slice_axes=FAMILY.slice_axes.get("dsinks"),
+                          magnitude=expected[f"dsinks{MAGNITUDE_SUFFIX}"])
+        caught.append(not judge.verdict(m).passed)
+    return caught
+
+
+@pytest.mark.slow
+def test_a_dropped_head_sink_gradient_fails_in_95_percent_of_drawn_cases():
+    tol = FAMILY.tolerances.lookup("bfloat16", "dsinks")
+    assert tol.slice_floor == DSINKS_FLOOR
+    shared = dataclasses.replace(tol, slice_floor=LOW_PRECISION_GRADIENT_FLOOR)
+    ours = theirs = total = 0
+    for case in _drawn_cases(DRAWN):
+        caught = _dropped_head_caught(case, tol)
+        ours += sum(caught)
+        theirs += sum(_dropped_head_caught(case, shared))
+        total += len(caught)
+    print(f"dropped-head draws caught: own floor {ours}/{total}, shared 1/4 floor "
+          f"{theirs}/{total}")
+    assert ours >= 0.95 * total, (ours, total)
+    assert theirs < ours  # the floor of its own is what catches the difference
+
+
+@pytest.mark.slow
+def test_the_pristine_kernel_passes_drawn_multi_head_cases():
+    multi = [c for c in _drawn_cases(12) if c.num_q_heads >= 3][:3]
+    assert len(multi) == 3
+    for case in multi:
+        result = check_case(FAMILY, case, resolve_backend("interpret"))
+        assert result.passed, [(v.stats.output, v.problems) for v in result.failures]
+        (v,) = [v for v in result.verdicts if v.stats.output == "dsinks"]
+        assert v.usage < 0.5, v.usage  # 2x under the bound: not a bound at the edge
