@@ -324,13 +324,18 @@ class CheckSession:
 
 def position_line(families: list[str], done: int, elapsed: float) -> str:
     """``  [3/40 units, families 1 done / 11 left, 1m02s elapsed, ETA 4m10s]`` once a run is
-    long enough to want one; ``families`` names each unit's family, in run order."""
+    long enough to want one; ``families`` names each unit's family, in run order. The ETA is
+    per family once one is done (a family's properties cost very unequal times, and a family
+    without metamorphic hooks has its skipped ones), per unit before."""
     total = len(families)
     if total <= 1 or elapsed < 20:
         return ""
     last = {name: i for i, name in enumerate(families, 1)}
     finished = sum(1 for i in last.values() if i <= done)
-    eta = elapsed / done * (total - done)
+    if finished:
+        eta = elapsed / finished * (len(last) - finished)
+    else:
+        eta = elapsed / done * (total - done)
     return (f"  [{done}/{total} units, families {finished} done / {len(last) - finished} left, "
             f"{_clock(elapsed)} elapsed, ETA {_clock(eta)}]")
 
