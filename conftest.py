@@ -6,19 +6,64 @@ their short names, so ``--hypothesis-profile ci`` (as in ``.ci/run``) works here
 they are registered for this repository alone, and ``dev`` is loaded unless a
 profile is named. The property tests apply the harness profile to themselves
 either way (``kh_profile``).
+
+Speed (docs/ci.md, "How CI stays fast"): ``$KERNEL_HARNESS_TEST_COMPILE_CACHE=DIR`` turns on
+JAX's persistent compile cache for the suite's own processes (every xdist worker shares DIR;
+``.ci/run`` points it at a fresh folder of its own, so one run's repeated programs compile
+once); the terminal summary then says how many compiles it served. Under ``-n``, xdist
+schedules by ``worksteal`` unless ``--dist`` is given, and the files that compile the most run
+first, so neither core idles at the end waiting on one long file. Tests marked ``nightly``
+are deselected unless ``-m`` names the marker (``pytest -m nightly``, the nightly recipe); the
+summary says how many were left to it.
 """
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
 from kernel_harness.run import profiles
 
-# The suite's in-process CLI runs must not write to (or read from) the user's compile cache;
-# tests of the cache pass their own directory.
-os.environ.setdefault("KERNEL_HARNESS_COMPILE_CACHE", "off")
+# The suite's in-process CLI runs must not write to (or read from) the user's compile cache,
+# nor to the one .ci/run exports for its CLI steps; tests of the cache pass their own directory.
+os.environ["KERNEL_HARNESS_COMPILE_CACHE"] = "off"
+TEST_CACHE_VAR = "KERNEL_HARNESS_TEST_COMPILE_CACHE"
+_cache_counts = {"hits": 0, "misses": 0, "saved_s": 0.0}
+
+
+def _enable_suite_compile_cache(path: str) -> None:
+    """JAX's persistent cache for this process (before anything compiles). The CLI's own
+    switch stays "off", so the suite's output is unchanged; a cached executable is the same
+    program (keyed by the lowered program), so no test sees a different kernel."""
+    import jax
+    from jax import monitoring
+
+    from kernel_harness.run import compile_cache
+
+    Path(path).mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                      compile_cache.MIN_COMPILE_SECONDS)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+
+    def count(event: str, **_: object) -> None:
+        if event == "/jax/compilation_cache/cache_hits":
+            _cache_counts["hits"] += 1
+        elif event == "/jax/compilation_cache/cache_misses":
+            _cache_counts["misses"] += 1
+
+    def saved(event: str, seconds: float, **_: object) -> None:
+        if event == "/jax/compilation_cache/compile_time_saved_sec":
+            _cache_counts["saved_s"] += seconds
+
+    monitoring.register_event_listener(count)
+    monitoring.register_event_duration_secs_listener(saved)
+
+
+if os.environ.get(TEST_CACHE_VAR, "").strip().lower() not in ("", "off", "none", "0"):
+    _enable_suite_compile_cache(os.environ[TEST_CACHE_VAR])
 
 for _name in profiles.PROFILE_NAMES:
     settings.register_profile(_name, profiles.get_profile(_name))
@@ -36,3 +81,94 @@ def _family_modules_do_not_leak() -> Iterator[None]:
         os.environ.pop("KERNEL_HARNESS_FAMILY_MODULES", None)
     else:
         os.environ["KERNEL_HARNESS_FAMILY_MODULES"] = before
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """``-n N`` without ``--dist``: ``worksteal`` (an idle worker takes half of the other's
+    queue) instead of xdist's ``load``, which hands out fixed chunks."""
+    if getattr(config.option, "numprocesses", None) and config.option.dist == "no":
+        config.option.dist = "worksteal"
+
+
+#: Files that compile the most (measured: docs/ci.md), run first so the short tests fill the
+#: end of the run on both cores. The property and golden tests of every family come first.
+HEAVY_FIRST = ("properties/",)
+
+
+def _weight(item: pytest.Item) -> int:
+    path = Path(str(item.path)).as_posix()
+    for rank, prefix in enumerate(HEAVY_FIRST):
+        if f"/{prefix}" in path:
+            return rank
+    return len(HEAVY_FIRST) + (0 if item.get_closest_marker("slow") else 1)
+
+
+def _nightly_selected(config: pytest.Config) -> bool:
+    return "nightly" in (config.option.markexpr or "")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Nightly tests left to the nightly recipe (unless ``-m`` names them), then the heavy
+    files first; a file's tests keep their order and stay together (module fixtures)."""
+    if not _nightly_selected(config):
+        nightly = [i for i in items if i.get_closest_marker("nightly")]
+        if nightly:
+            config.hook.pytest_deselected(items=nightly)
+            config.stash[_NIGHTLY] = len(nightly)
+            items[:] = [i for i in items if not i.get_closest_marker("nightly")]
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(str(item.path), []).append(item)
+    order = sorted(files.values(), key=lambda group: min(_weight(i) for i in group))
+    items[:] = [i for group in order for i in group]
+
+
+_NIGHTLY = pytest.StashKey[int]()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its compile-cache counts to the controller."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["kh_compile_cache"] = dict(_cache_counts)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:  # xdist's hook: a worker finished
+    counts = getattr(node, "workeroutput", {}).get("kh_compile_cache")
+    if counts:
+        for key, value in counts.items():
+            _cache_counts[key] += value
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """What was left to the nightly recipe, and what the suite's compile cache served."""
+    left = config.stash.get(_NIGHTLY, 0)
+    if left:
+        terminalreporter.write_line(
+            f"{left} test(s) marked nightly not run here: the nightly recipe runs them "
+            "(pytest -m nightly; docs/ci.md)")
+    if os.environ.get(TEST_CACHE_VAR, "").strip().lower() not in ("", "off", "none", "0"):
+        c = _cache_counts
+        terminalreporter.write_line(
+            f"suite compile cache {os.environ[TEST_CACHE_VAR]}: {c['hits']} hits, "
+            f"{c['misses']} new entries, {c['saved_s']:.0f}s of compiling saved")
+
+
+
+_worker = {"is": False}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _worker["is"] = hasattr(config, "workerinput")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """``$KERNEL_HARNESS_TEST_DURATIONS=FILE``: each test phase's seconds appended to FILE as it
+    ends (tab-separated nodeid, phase, seconds, outcome), readable while a long run goes on
+    (how docs/ci.md measured the suite). Written by the xdist controller (or the only process)."""
+    target = os.environ.get("KERNEL_HARNESS_TEST_DURATIONS")
+    if target and not _worker["is"]:
+        with open(target, "a") as f:
+            f.write(f"{report.nodeid}\t{report.when}\t{report.duration:.3f}\t{report.outcome}\n")

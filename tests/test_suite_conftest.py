@@ -1,0 +1,56 @@
+"""The repository conftest's speed mechanisms (docs/ci.md, "How CI stays fast"): the nightly
+marker leaves its tests to ``-m nightly`` and says so, heavy files run first, and
+``$KERNEL_HARNESS_TEST_DURATIONS`` streams each test's time. Run on a copy of conftest.py in
+a scratch project, in a fresh pytest process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = '''
+import pytest
+
+def test_quick():
+    pass
+
+@pytest.mark.nightly
+def test_long():
+    pass
+'''
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text())
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n  nightly: n\n  slow: s\n")
+    (tmp_path / "test_a.py").write_text("def test_light():\n    pass\n")
+    (tmp_path / "properties").mkdir(exist_ok=True)
+    (tmp_path / "properties" / "test_z.py").write_text(TESTS)
+    env = {**os.environ, "KERNEL_HARNESS_TEST_DURATIONS": str(tmp_path / "d.tsv")}
+    env.pop("KERNEL_HARNESS_TEST_COMPILE_CACHE", None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p",
+                           "no:cacheprovider", "-v", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_nightly_tests_are_left_to_the_nightly_run_and_said_so(tmp_path):
+    proc = _run(tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed, 1 deselected" in proc.stdout
+    assert "1 test(s) marked nightly not run here" in proc.stdout
+    ran = [line.split("::")[1].split()[0] for line in proc.stdout.splitlines()
+           if " PASSED" in line]
+    assert ran == ["test_quick", "test_light"]  # properties/ first
+    lines = (tmp_path / "d.tsv").read_text().splitlines()
+    assert len(lines) == 6 and lines[1].split("\t")[:2] == ["properties/test_z.py::test_quick",
+                                                          "call"]
+
+
+def test_minus_m_nightly_runs_them(tmp_path):
+    proc = _run(tmp_path, "-m", "nightly")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed, 2 deselected" in proc.stdout
+    assert "marked nightly not run here" not in proc.stdout
