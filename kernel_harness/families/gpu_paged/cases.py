@@ -15,9 +15,15 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import DTYPES, Case, cast, check_logit_scale, logit_scales_for
 from kernel_harness.families.gpu_common import is_pow2
+from kernel_harness.ops.paged_decode.strategy import (
+    MASKED_V as MASKED_V,  # re-exported: the value tests and goldens speak of
+)
+from kernel_harness.ops.paged_decode.strategy import (
+    edge_lengths,
+    poison_float,
+    slot_masks,
+)
 
-#: V value of tokens the kernel reads but must mask (finite: it multiplies them by 0).
-MASKED_V = 1e3
 #: Quantized V of masked tokens: int8 extreme times this scale (about MASKED_V).
 MASKED_V_SCALE = 8.0
 
@@ -191,26 +197,19 @@ class PagedCase(Case):
         else:
             k, v = rng.standard_normal(shape), rng.standard_normal(shape)
             ks = vs = None
-        read = np.zeros((self.total_pages, self.page_size), bool)
-        for b in range(self.batch):
-            for j in range(self.read_pages(b)):
-                read[tables[b, j]] = True
-        visible = np.zeros_like(read)
-        for b in range(self.batch):
-            tokens = np.arange(self.capacity) < self.length(b)
-            visible[tables[b]] |= tokens.reshape(self.pages_per_seq, self.page_size)
-        masked = read & ~visible
+        read, visible = slot_masks(tables, self.total_pages, self.page_size,
+                                   [self.length(b) for b in range(self.batch)],
+                                   [self.read_pages(b) for b in range(self.batch)])
         sign = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
-        k[:, masked] = 0.0
         if self.quantized:
+            masked = read & ~visible
+            k[:, masked] = 0.0
             v[:, masked] = 127 * sign[:, masked]
             vs[:, masked] = MASKED_V_SCALE
             ks[:, ~read] = np.nan
             vs[:, ~read] = np.nan
         else:
-            v[:, masked] = MASKED_V * sign[:, masked]
-            k[:, ~read] = np.nan
-            v[:, ~read] = np.nan
+            poison_float(k, v, read, visible, sign)
         arrays = {"q": cast(q, self.dtype), "block_tables": tables}
         if self.quantized:
             arrays.update(
@@ -222,13 +221,6 @@ class PagedCase(Case):
         if self.lengths is not None:
             arrays["lengths"] = np.asarray(self.lengths, np.int32)
         return arrays
-
-
-@st.composite
-def _lengths(draw: st.DrawFn, batch: int, capacity: int, edges: tuple[int, ...]):
-    near = sorted({e + d for e in edges for d in (-1, 0, 1) if 0 <= e + d <= capacity})
-    value = st.one_of(st.sampled_from(near), st.integers(0, capacity))
-    return tuple(draw(value) for _ in range(batch))
 
 
 @st.composite
@@ -262,8 +254,7 @@ def paged_cases(
     pages_per_seq = k_splits * per_part
     capacity = pages_per_seq * page_size
     block = min(compute, per_part) * page_size
-    edges = tuple(sorted({*range(0, capacity + 1, page_size), *range(0, capacity + 1, block)}))
-    lengths = draw(st.one_of(st.none(), _lengths(batch, capacity, edges)))
+    lengths = draw(st.one_of(st.none(), edge_lengths(batch, capacity, page_size, block)))
     if lengths is not None and not any(lengths):
         # Every row empty leaves no output inside the contract (nothing to compare): the
         # last row gets tokens, ending mid-page. No draw depends on it (see ``full``).

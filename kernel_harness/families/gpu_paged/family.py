@@ -9,7 +9,9 @@ from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS
 from kernel_harness.families.gpu_paged import kernel as _kernel
 from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
+from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS
 from kernel_harness.families.gpu_paged.reference import reference
+from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.spec.family import Family
 
 _TOLERANCES = ToleranceTable(
@@ -42,13 +44,14 @@ def _valid(case: PagedCase) -> dict[str, np.ndarray]:
 
 
 def _events(case: PagedCase) -> list[str]:
-    ev = [case.dtype, f"page-size-{case.page_size}", f"logits-{case.logit_scale:g}x"]
-    if case.kv_heads == 1 and case.group > 1:
-        ev.append("mqa")
-    elif case.group > 1:
-        ev.append("gqa")
-    else:
-        ev.append("mha-heads")
+    lengths = None if case.lengths is None else case.lengths
+    ev = paged_events(
+        dtype=case.dtype, q_heads=case.q_heads, kv_heads=case.kv_heads,
+        page_size=case.page_size, capacity=case.capacity, lengths=lengths,
+        read_pages=[case.read_pages(b) for b in range(case.batch)],
+        pages_per_seq=case.pages_per_seq, spare_pages=case.spare_pages,
+        shuffle=case.shuffle, soft_cap=case.soft_cap)
+    ev.append(f"logits-{case.logit_scale:g}x")
     if case.group % case.block_h:
         ev.append("head-padding")
     if case.group > case.block_h:
@@ -57,29 +60,12 @@ def _events(case: PagedCase) -> list[str]:
         ev.append("multi-split")
     if case.pages_per_partition > case.compute_pages:
         ev.append("multi-compute-block")
+    if case.compute_pages > 1:
+        ev.append("pages-per-compute-block>1")
     if case.pages_per_compute_block > case.compute_pages:
         ev.append("compute-block-clamped")
-    if case.lengths is None:
-        ev.append("no-lengths")
-    else:
-        if any(n % case.page_size for n in case.lengths):
-            ev.append("partial-page")
-        if 0 in case.lengths:
-            ev.append("empty-row")
-        if case.capacity in case.lengths:
-            ev.append("full-row")
-        if any(case.read_pages(b) * case.page_size > n for b, n in enumerate(case.lengths)):
-            ev.append("reads-masked-slots")
-        if any(case.read_pages(b) < case.pages_per_seq for b in range(case.batch)):
-            ev.append("unread-table-entries")
     if case.shared_pages:
         ev.append("shared-pages")
-    if case.spare_pages:
-        ev.append("spare-pages")
-    if case.shuffle:
-        ev.append("shuffled")
-    if case.soft_cap is not None:
-        ev.append("soft-cap")
     if case.quantized:
         ev.append("int8-pages")
     return sorted(set(ev))
@@ -129,4 +115,6 @@ FAMILY = Family(
     events=_events,
     contract=CONTRACT,
     bench=BENCH,
+    metamorphic=METAMORPHIC,
+    relations=RELATIONS,
 )

@@ -7,7 +7,9 @@ import numpy as np
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase, tpu_paged_cases
+from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS
 from kernel_harness.families.tpu_paged.reference import reference
+from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.spec.family import Family
 
 TOLERANCES = ToleranceTable(
@@ -96,46 +98,35 @@ def valid(case: TpuPagedCase) -> dict[str, np.ndarray]:
 
 
 def events(case: TpuPagedCase) -> list[str]:
-    """What the case reaches: head grouping, page/block edges, sharing, options."""
-    ev = [case.dtype, f"page-size-{case.page_size}",
-          f"megacore-{case.megacore_mode or 'off'}",
-          "inline-seq-dim" if case.inline_seq_dim else "seq-grid-axis"]
-    if case.kv_heads == 1 and case.group > 1:
-        ev.append("mqa")
-    elif case.group > 1:
-        ev.append("gqa")
-    else:
-        ev.append("mha-heads")
-    ev.append("group-multiple-of-8" if case.group % 8 == 0 else "group-not-multiple-of-8")
+    """What the case reaches: the op's events, then megacore, the seq loop, the group of 8,
+    pages per block, empty-row runs and shared pages."""
+    lengths = case.lengths
+    ev = paged_events(
+        dtype=case.dtype, q_heads=case.q_heads, kv_heads=case.kv_heads,
+        page_size=case.page_size, capacity=case.capacity, lengths=lengths,
+        read_pages=[case.read_entries(b) for b in range(case.batch)],
+        pages_per_seq=case.pages_per_seq, spare_pages=case.spare_pages,
+        shuffle=case.shuffle, soft_cap=case.soft_cap)
+    ev += [f"megacore-{case.megacore_mode or 'off'}",
+           "inline-seq-dim" if case.inline_seq_dim else "seq-grid-axis",
+           "group-multiple-of-8" if case.group % 8 == 0 else "group-not-multiple-of-8"]
+    if case.megacore_mode == "kv_head" and case.kv_heads >= 4:
+        ev.append("megacore-kv_head-several-heads-per-core")
     if case.pages_per_compute_block > 1:
         ev.append("pages-per-compute-block>1")
-    lengths = case.lengths
     if any(n > case.block_tokens for n in lengths):
         ev.append("multi-compute-block")
-    if any(n % case.page_size for n in lengths):
-        ev.append("length-mid-page")
-    if any(case.read_entries(b) * case.page_size > n for b, n in enumerate(lengths)):
-        ev.append("loads-masked-slots")
     if any(case.read_entries(b) > -(-n // case.page_size) for b, n in enumerate(lengths)):
         ev.append("loads-pages-past-last-token")
     if 0 in lengths:
-        ev.append("length-0")
         if lengths.index(0) < len(lengths) - 1 and any(lengths):
             ev.append("length-0-before-a-row")
         if any(lengths[i] and not lengths[i + 1] and not lengths[i + 2] and any(lengths[i + 3:])
                for i in range(len(lengths) - 3)):
             ev.append("empty-run-between-rows")
-    if case.capacity in lengths:
-        ev.append("full-row")
     if any(case.shares(b, j) and case.shares(c, j) for j in range(case.shared_pages)
            for b in range(case.batch) for c in range(b)):
         ev.append("shared-pages")
-    if case.spare_pages:
-        ev.append("spare-pages")
-    if case.shuffle:
-        ev.append("shuffled")
-    if case.soft_cap is not None:
-        ev.append("soft-cap")
     if case.quantized:
         ev.append("int8-kv")
     return sorted(set(ev))
@@ -177,4 +168,6 @@ FAMILY = Family(
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
+    metamorphic=METAMORPHIC,
+    relations=RELATIONS,
 )
