@@ -7,6 +7,7 @@ from kernel_harness.families.gpu_common import GPU_BACKENDS, tolerance_table
 from kernel_harness.families.gpu_decode import kernel as _kernel
 from kernel_harness.families.gpu_decode.bench import BENCH
 from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
+from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
 from kernel_harness.families.gpu_decode.reference import reference, visible
 from kernel_harness.ops.paged_decode.strategy import head_grouping
@@ -110,4 +111,5 @@ FAMILY = Family(
     contract=CONTRACT,
     bench=BENCH,
     metamorphic=METAMORPHIC,
+    export=export,
 )

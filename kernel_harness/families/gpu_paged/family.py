@@ -9,6 +9,7 @@ from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS
 from kernel_harness.families.gpu_paged import kernel as _kernel
 from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
+from kernel_harness.families.gpu_paged.export import export
 from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS
 from kernel_harness.families.gpu_paged.reference import reference
 from kernel_harness.ops.paged_decode.events import paged_events
@@ -117,4 +118,5 @@ FAMILY = Family(
     bench=BENCH,
     metamorphic=METAMORPHIC,
     relations=RELATIONS,
+    export=export,
 )

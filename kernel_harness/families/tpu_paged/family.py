@@ -7,6 +7,7 @@ import numpy as np
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase, tpu_paged_cases
+from kernel_harness.families.tpu_paged.export import export
 from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS
 from kernel_harness.families.tpu_paged.reference import reference
 from kernel_harness.ops.paged_decode.events import paged_events
@@ -170,4 +171,5 @@ FAMILY = Family(
     seed_cases=seed_cases,
     metamorphic=METAMORPHIC,
     relations=RELATIONS,
+    export=export,
 )
