@@ -38,11 +38,11 @@ def as_mha(case: DecodeCase, inputs: Arrays) -> tuple[DecodeCase, Arrays] | None
 
 def toggles(case: DecodeCase) -> list[Toggle]:
     """start/end bounds dropped (visibility), unnormalized output normalized (values)."""
-    out = [Toggle(name, dataclasses.replace(case, **{name: None}))
+    out = [Toggle(name=name, case=dataclasses.replace(case, **{name: None}))
            for name in ("start", "end") if getattr(case, name) is not None]
     if not case.normalize_output:
-        out.append(Toggle("unnormalized", dataclasses.replace(case, normalize_output=True),
-                          changes="values"))
+        out.append(Toggle(name="unnormalized", changes="values",
+                          case=dataclasses.replace(case, normalize_output=True)))
     return out
 
 

@@ -9,7 +9,6 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Arrays
-from kernel_harness.families.tpu_ragged_paged import kernel as _kernel
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 from kernel_harness.ops.paged_decode.layout import PagedLayout, finite_pages
 from kernel_harness.ops.paged_decode.relations import page_permutation, unseen_slots_ignored
@@ -52,7 +51,11 @@ METAMORPHIC = Metamorphic(
     roles={"q": (None, "head", "dim"), "kv_pages": (None, None, None, "dim"),
            "out": (None, "head", "dim")},
     block_variants=block_variants, as_mha=as_mha, logit_input="q",
-    may_be_nonfinite=excluded, constrain=finite_pages(LAYOUT), traceable=_kernel.traceable,
+    may_be_nonfinite=excluded, constrain=finite_pages(LAYOUT),
+    # No traceable hook: on jax 0.10.2 the Mosaic lowering of this kernel asks the local
+    # device's TPU generation (pallas/mosaic/lowering.py _sign_lowering_rule ->
+    # tpu_info.get_tpu_info), so lowers-for-tpu cannot be checked without a TPU; every
+    # example would be "not checkable" (an ERROR row), never a pass.
 )
 
 RELATIONS = (page_permutation(LAYOUT), unseen_slots_ignored(LAYOUT))

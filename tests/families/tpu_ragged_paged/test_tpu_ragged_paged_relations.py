@@ -1,6 +1,6 @@
-"""tpu-ragged-paged's op relations, its optional features (``--without``) and its TPU
-lowering: each relation passes on the pristine kernel and fails on a planted bug; a
-narrowed strategy never draws the feature it leaves out."""
+"""tpu-ragged-paged's op relations and its optional features (``--without``): each
+relation passes on the pristine kernel and fails on a planted bug; a narrowed strategy
+never draws the feature it leaves out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import jax.numpy as jnp
 import pytest
 
 from kernel_harness import get_family
-from kernel_harness.checks.lowering import lower_case
 from kernel_harness.families.tpu_ragged_paged import kernel
 from kernel_harness.families.tpu_ragged_paged.cases import (
     OPTIONAL,
@@ -64,9 +63,3 @@ def test_an_unknown_feature_is_an_error():
     with pytest.raises(ValueError, match="no optional features"):
         ragged_seed_cases(frozenset({"bias"}))
 
-
-def test_seed_cases_lower_for_tpu():
-    family = get_family("tpu-ragged-paged")
-    for case in ragged_seed_cases():
-        result = lower_case(family, case)
-        assert result.ok or result.needs_tpu, result.describe()
