@@ -6,6 +6,7 @@ draw reaches every mode the strategy declares."""
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 from kernel_harness.families.tpu_paged import kernel
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase, tpu_paged_cases
@@ -61,3 +62,17 @@ def test_ci_draw_reaches_every_mode():
              "kv-heads>=4", "partial-page", "multi-compute-block", "pages-per-compute-block>1",
              "int8-kv", "group-multiple-of-8", "mqa", "gqa", "shared-pages", "soft-cap"}
     assert modes <= seen, sorted(modes - seen)
+
+
+def interleaved_heads(q, k, v, *args, **kw):
+    """Query head h reads kv head h % kv_heads instead of h // group (a head-mapping bug;
+    right for MHA, where both are h)."""
+    heads, kv_heads = q.shape[1], k.shape[0]
+    perm = np.argsort(np.arange(heads) % kv_heads, kind="stable")
+    out = kernel.paged_attention(q[:, perm], k, v, *args, **kw)
+    return out[:, np.argsort(perm)]
+
+
+def test_gqa_equals_mha_catches_a_head_mapping_bug():
+    passes("tpu-paged", "gqa-equals-mha", [IN_ORDER])
+    fails("tpu-paged", "gqa-equals-mha", [IN_ORDER], interleaved_heads)

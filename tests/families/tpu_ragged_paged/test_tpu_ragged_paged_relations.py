@@ -63,3 +63,15 @@ def test_an_unknown_feature_is_an_error():
     with pytest.raises(ValueError, match="no optional features"):
         ragged_seed_cases(frozenset({"bias"}))
 
+
+
+def test_ci_draw_reaches_every_mode():
+    from kernel_harness.families.tpu_ragged_paged.family import events
+
+    seen = ci_events(ragged_cases(), events)
+    modes = {"decode-seq", "prefill-seq", "mixed-prefill-decode", "seq-without-queries",
+             "multi-seq", "num-seqs-below-max", "padding-q-rows", "kv-len-mid-page",
+             "multi-kv-block", "seq-spans-q-blocks", "seq-ends-at-q-block-end",
+             "q-block-shared-by-seqs", "mha-heads", "gqa", "mqa", "window-cuts-keys",
+             "soft-cap", "large-logits", "nan-in-unowned-cache-slots"}
+    assert modes <= seen, sorted(modes - seen)
