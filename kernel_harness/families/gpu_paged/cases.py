@@ -19,6 +19,7 @@ from kernel_harness.ops.paged_decode.strategy import (
     MASKED_V as MASKED_V,  # re-exported: the value tests and goldens speak of
 )
 from kernel_harness.ops.paged_decode.strategy import (
+    PagedGeometry,
     edge_lengths,
     poison_float,
     slot_masks,
@@ -29,7 +30,7 @@ MASKED_V_SCALE = 8.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PagedCase(Case):
+class PagedCase(PagedGeometry, Case):
     """One paged decode step.
 
     Attributes:
@@ -73,8 +74,7 @@ class PagedCase(Case):
                      "pages_per_compute_block"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.q_heads % self.kv_heads:
-            raise ValueError(f"q_heads={self.q_heads} must be a multiple of kv_heads")
+        self.check_paged()
         for name in ("head_dim", "page_size", "pages_per_seq", "pages_per_compute_block",
                      "block_h"):
             if not is_pow2(getattr(self, name)):
@@ -95,19 +95,6 @@ class PagedCase(Case):
                 raise ValueError(f"lengths must lie in [0, {self.capacity}]")
         if not 0 <= self.shared_pages <= min(self.used_pages(b) for b in range(self.batch)):
             raise ValueError("shared_pages must be full pages of every row")
-        if self.spare_pages < 0:
-            raise ValueError("spare_pages must be >= 0")
-        if self.soft_cap is not None and self.soft_cap <= 0:
-            raise ValueError("soft_cap must be positive")
-
-    @property
-    def group(self) -> int:
-        return self.q_heads // self.kv_heads
-
-    @property
-    def capacity(self) -> int:
-        """Tokens a block-table row can hold."""
-        return self.pages_per_seq * self.page_size
 
     @property
     def pages_per_partition(self) -> int:
@@ -157,25 +144,11 @@ class PagedCase(Case):
         ) + (("lengths", self.lengths is not None),)
 
     def shape_summary(self) -> str:
-        return (
-            f"q=({self.batch},{self.q_heads},{self.head_dim}) pages=({self.kv_heads},"
-            f"{self.total_pages},{self.page_size},{self.head_dim}) table=({self.batch},"
-            f"{self.pages_per_seq})"
-        )
+        return self.paged_shape()
 
     def block_tables(self, rng: np.random.Generator) -> np.ndarray:
         """int32 [batch, pages_per_seq]: distinct pages, except shared prefix pages."""
-        order = rng.permutation(self.total_pages) if self.shuffle else np.arange(self.total_pages)
-        tables = np.empty((self.batch, self.pages_per_seq), np.int64)
-        nxt = 0
-        for b in range(self.batch):
-            for j in range(self.pages_per_seq):
-                if b and j < self.shared_pages:
-                    tables[b, j] = tables[0, j]
-                else:
-                    tables[b, j] = order[nxt]
-                    nxt += 1
-        return tables.astype(np.int32)
+        return self.page_table(rng, lambda b, j: b > 0 and j < self.shared_pages, 0)
 
     def materialize(self) -> dict[str, np.ndarray]:
         """q (pre-scaled by 1/sqrt(head_dim)), pages, block tables, lengths, scales.

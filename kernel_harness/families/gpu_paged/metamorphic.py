@@ -7,14 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from kernel_harness.core.case import Arrays
 from kernel_harness.families.gpu_paged.cases import PagedCase
-from kernel_harness.ops.paged_decode.layout import (
-    PagedLayout,
-    finite_pages,
-    repeat_heads,
-    unseen_past_lengths,
-)
+from kernel_harness.ops.paged_decode.layout import finite_pages, head_major
 from kernel_harness.ops.paged_decode.relations import (
     compute_block_invariance,
     page_permutation,
@@ -25,12 +19,8 @@ from kernel_harness.spec.hooks import Metamorphic
 #: Inputs indexed by physical page (axis 1) and by kv head (axis 0).
 _PAGED = ("k_pages", "v_pages", "k_scales_pages", "v_scales_pages")
 
-LAYOUT = PagedLayout(
-    pages=dict.fromkeys(_PAGED, 1), table="block_tables",
-    unseen=lambda case, inputs: unseen_past_lengths(
-        inputs["block_tables"], case.total_pages, case.page_size,
-        [case.length(b) for b in range(case.batch)]),
-)
+LAYOUT, as_mha = head_major("block_tables", _PAGED,
+                            lambda case: [case.length(b) for b in range(case.batch)])
 
 
 def block_variants(case: PagedCase) -> list[PagedCase]:
@@ -46,14 +36,6 @@ def block_variants(case: PagedCase) -> list[PagedCase]:
             except ValueError:
                 continue  # not a valid tiling of this case
     return out
-
-
-def as_mha(case: PagedCase, inputs: Arrays) -> tuple[PagedCase, Arrays] | None:
-    """The same problem with each kv head repeated for every query head of its group."""
-    if case.group == 1:
-        return None
-    mha = dataclasses.replace(case, kv_heads=case.q_heads)
-    return mha, repeat_heads(inputs, dict.fromkeys(_PAGED, 0), case.group)
 
 
 def excluded(case: PagedCase) -> dict[str, Any]:

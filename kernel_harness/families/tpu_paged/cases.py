@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import Case, cast
 from kernel_harness.ops.paged_decode.strategy import (
     MASKED_V,
+    PagedGeometry,
     edge_lengths,
     poison_float,
     slot_masks,
@@ -32,7 +33,7 @@ INT8_DIVISOR = 127.5
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TpuPagedCase(Case):
+class TpuPagedCase(PagedGeometry, Case):
     """One paged decode step: one query per batch row.
 
     Attributes:
@@ -79,8 +80,7 @@ class TpuPagedCase(Case):
                      "pages_per_seq", "pages_per_compute_block"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.q_heads % self.kv_heads:
-            raise ValueError(f"q_heads={self.q_heads} must be a multiple of kv_heads")
+        self.check_paged()
         if self.pages_per_seq % self.pages_per_compute_block:
             raise ValueError("pages_per_compute_block must divide pages_per_seq (kernel raises)")
         if len(self.lengths) != self.batch:
@@ -89,25 +89,12 @@ class TpuPagedCase(Case):
             raise ValueError(f"lengths must lie in [0, {self.capacity}]")
         if not 0 <= self.shared_pages <= self.pages_per_seq:
             raise ValueError("shared_pages must lie in [0, pages_per_seq]")
-        if self.spare_pages < 0:
-            raise ValueError("spare_pages must be >= 0")
-        if self.soft_cap is not None and self.soft_cap <= 0:
-            raise ValueError("soft_cap must be positive")
         if self.megacore_mode not in MEGACORE_MODES:
             raise ValueError(f"megacore_mode must be one of {MEGACORE_MODES}")
         if self.megacore_mode == "batch" and self.batch % 2:
             raise ValueError("megacore_mode='batch' needs an even batch (kernel raises)")
         if self.megacore_mode == "kv_head" and self.kv_heads % 2:
             raise ValueError("megacore_mode='kv_head' needs even kv_heads (kernel raises)")
-
-    @property
-    def group(self) -> int:
-        return self.q_heads // self.kv_heads
-
-    @property
-    def capacity(self) -> int:
-        """Tokens a page-table row can hold."""
-        return self.pages_per_seq * self.page_size
 
     @property
     def block_tokens(self) -> int:
@@ -131,25 +118,11 @@ class TpuPagedCase(Case):
         return self.shared_pages + own + self.spare_pages
 
     def shape_summary(self) -> str:
-        return (
-            f"q=({self.batch},{self.q_heads},{self.head_dim}) pages=({self.kv_heads},"
-            f"{self.total_pages},{self.page_size},{self.head_dim}) table=({self.batch},"
-            f"{self.pages_per_seq}) lengths={list(self.lengths)}"
-        )
+        return f"{self.paged_shape()} lengths={list(self.lengths)}"
 
-    def page_table(self, rng: np.random.Generator) -> np.ndarray:
+    def physical_table(self, rng: np.random.Generator) -> np.ndarray:
         """int32 [batch, pages_per_seq]: distinct physical pages, except the shared prefix."""
-        order = rng.permutation(self.total_pages) if self.shuffle else np.arange(self.total_pages)
-        table = np.empty((self.batch, self.pages_per_seq), np.int64)
-        nxt = self.shared_pages
-        for b in range(self.batch):
-            for j in range(self.pages_per_seq):
-                if self.shares(b, j):
-                    table[b, j] = order[j]
-                else:
-                    table[b, j] = order[nxt]
-                    nxt += 1
-        return table.astype(np.int32)
+        return self.page_table(rng, self.shares, self.shared_pages)
 
     def slot_masks(self, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """bool [total_pages, page_size] twice: slots the kernel loads, slots some row sees."""
@@ -166,7 +139,7 @@ class TpuPagedCase(Case):
         rng = self.rng()
         shape = (self.kv_heads, self.total_pages, self.page_size, self.head_dim)
         q = rng.standard_normal((self.batch, self.q_heads, self.head_dim)) * self.head_dim**-0.5
-        table = self.page_table(rng)
+        table = self.physical_table(rng)
         read, visible = self.slot_masks(table)
         masked = read & ~visible
         sign = np.where(rng.random(shape) < 0.5, -1.0, 1.0)

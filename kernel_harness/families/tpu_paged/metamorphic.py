@@ -7,15 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from kernel_harness.core.case import Arrays
 from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase
-from kernel_harness.ops.paged_decode.layout import (
-    PagedLayout,
-    finite_pages,
-    repeat_heads,
-    unseen_past_lengths,
-)
+from kernel_harness.ops.paged_decode.layout import finite_pages, head_major
 from kernel_harness.ops.paged_decode.relations import (
     compute_block_invariance,
     page_permutation,
@@ -26,11 +20,7 @@ from kernel_harness.spec.hooks import Metamorphic
 #: Inputs indexed by physical page (axis 1) and by kv head (axis 0).
 _PAGED = ("k_pages", "v_pages", "k_scales", "v_scales")
 
-LAYOUT = PagedLayout(
-    pages=dict.fromkeys(_PAGED, 1), table="page_indices",
-    unseen=lambda case, inputs: unseen_past_lengths(
-        inputs["page_indices"], case.total_pages, case.page_size, case.lengths),
-)
+LAYOUT, as_mha = head_major("page_indices", _PAGED, lambda case: case.lengths)
 
 
 def block_variants(case: TpuPagedCase) -> list[TpuPagedCase]:
@@ -38,14 +28,6 @@ def block_variants(case: TpuPagedCase) -> list[TpuPagedCase]:
     return [dataclasses.replace(case, pages_per_compute_block=p)
             for p in range(1, case.pages_per_seq + 1)
             if case.pages_per_seq % p == 0 and p != case.pages_per_compute_block]
-
-
-def as_mha(case: TpuPagedCase, inputs: Arrays) -> tuple[TpuPagedCase, Arrays] | None:
-    """The same problem with each kv head repeated for every query head of its group."""
-    if case.group == 1:
-        return None
-    mha = dataclasses.replace(case, kv_heads=case.q_heads)
-    return mha, repeat_heads(inputs, dict.fromkeys(_PAGED, 0), case.group)
 
 
 def excluded(case: TpuPagedCase) -> dict[str, Any]:

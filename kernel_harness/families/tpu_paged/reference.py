@@ -14,8 +14,13 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from kernel_harness.core.backends import Backend
 from kernel_harness.families.tpu_paged.cases import INT8_DIVISOR, TpuPagedCase
-from kernel_harness.ops.paged_decode.reference import paged_decode, visible_lengths
+from kernel_harness.ops.paged_decode.reference import (
+    paged_decode,
+    paged_decode_low_precision,
+    visible_lengths,
+)
 
 
 def visible(case: TpuPagedCase) -> np.ndarray:
@@ -40,3 +45,13 @@ def reference(case: TpuPagedCase, inputs: dict[str, np.ndarray]) -> dict[str, np
     k, v = kv_values(case, inputs)
     return {"out": paged_decode(inputs["q"], k, v, inputs["page_indices"], visible(case),
                                 case.soft_cap)}
+
+
+def low_precision_reference(case: TpuPagedCase, inputs: dict[str, np.ndarray],
+                            backend: Backend) -> dict[str, np.ndarray]:
+    """The calibrated judge's yardstick: the same math with q, the contract's K/V and the
+    softmax weights in ``case.dtype``, default matmul precision, on ``backend``'s device."""
+    k, v = kv_values(case, inputs)
+    return {"out": paged_decode_low_precision(
+        inputs["q"], k, v, inputs["page_indices"], visible(case), case.soft_cap, case.dtype,
+        backend.device)}

@@ -107,3 +107,23 @@ def finite_pages(layout: PagedLayout) -> Callable[[Any, Arrays], Arrays]:
         return out
 
     return constrain
+
+
+def head_major(table: str, names: Sequence[str], lengths: Callable[[Any], Sequence[int]]
+               ) -> tuple[PagedLayout, Callable[[Any, Arrays], tuple[Any, Arrays] | None]]:
+    """The layout of caches stored ``[kv_heads, total_pages, page_size, ...]`` (every
+    input in ``names``; ``table`` the page table, ``lengths(case)`` the rows' lengths) and
+    its ``Metamorphic.as_mha``: the case with ``kv_heads = q_heads`` and each kv head
+    repeated for every query head of its group (None for MHA)."""
+    layout = PagedLayout(
+        pages=dict.fromkeys(names, 1), table=table,
+        unseen=lambda case, inputs: unseen_past_lengths(
+            inputs[table], case.total_pages, case.page_size, lengths(case)))
+
+    def as_mha(case: Any, inputs: Arrays) -> tuple[Any, Arrays] | None:
+        if case.group == 1:
+            return None
+        mha = dataclasses.replace(case, kv_heads=case.q_heads)
+        return mha, repeat_heads(inputs, dict.fromkeys(names, 0), case.group)
+
+    return layout, as_mha

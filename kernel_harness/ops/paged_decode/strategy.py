@@ -11,6 +11,8 @@ kernel block loads; ``shared_pages`` leading entries one physical page shared by
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -67,3 +69,64 @@ def poison_float(k: np.ndarray, v: np.ndarray, read: np.ndarray, visible: np.nda
     v[:, masked] = MASKED_V * sign[:, masked]
     k[:, ~read] = np.nan
     v[:, ~read] = np.nan
+
+
+class PagedGeometry:
+    """What every paged case derives from the vocabulary (a mixin of the families' case
+    dataclasses, which hold ``q_heads``, ``kv_heads``, ``page_size``, ``pages_per_seq``,
+    ``spare_pages`` and ``soft_cap``)."""
+
+    batch: int
+    q_heads: int
+    kv_heads: int
+    head_dim: int
+    page_size: int
+    pages_per_seq: int
+    spare_pages: int
+    soft_cap: float | None
+    shuffle: bool
+    total_pages: int
+
+    @property
+    def group(self) -> int:
+        """Query heads per kv head."""
+        return self.q_heads // self.kv_heads
+
+    @property
+    def capacity(self) -> int:
+        """Tokens a page-table row can hold."""
+        return self.pages_per_seq * self.page_size
+
+    def check_paged(self) -> None:
+        """The vocabulary's own invariants (heads group evenly, spare pages, soft cap)."""
+        if self.q_heads % self.kv_heads:
+            raise ValueError(f"q_heads={self.q_heads} must be a multiple of kv_heads")
+        if self.spare_pages < 0:
+            raise ValueError("spare_pages must be >= 0")
+        if self.soft_cap is not None and self.soft_cap <= 0:
+            raise ValueError("soft_cap must be positive")
+
+    def paged_shape(self) -> str:
+        """``q=(...) pages=(...) table=(...)``: the shapes every paged case shows."""
+        return (
+            f"q=({self.batch},{self.q_heads},{self.head_dim}) pages=({self.kv_heads},"
+            f"{self.total_pages},{self.page_size},{self.head_dim}) table=({self.batch},"
+            f"{self.pages_per_seq})"
+        )
+
+    def page_table(self, rng: np.random.Generator, shared: Callable[[int, int], bool],
+                   first_own: int) -> np.ndarray:
+        """int32 [batch, pages_per_seq] over a (shuffled when ``self.shuffle``) order of
+        the physical pages: entry j of row b is page ``order[j]`` where ``shared(b, j)``
+        (a shared prefix page), else the next unused page from ``order[first_own]`` on."""
+        order = rng.permutation(self.total_pages) if self.shuffle else np.arange(self.total_pages)
+        table = np.empty((self.batch, self.pages_per_seq), np.int64)
+        nxt = first_own
+        for b in range(self.batch):
+            for j in range(self.pages_per_seq):
+                if shared(b, j):
+                    table[b, j] = order[j]
+                else:
+                    table[b, j] = order[nxt]
+                    nxt += 1
+        return table.astype(np.int32)
