@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.core.tolerance import Calibrated, Tolerance, ToleranceTable
 from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS
 from kernel_harness.families.gpu_paged import kernel as _kernel
 from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
 from kernel_harness.families.gpu_paged.export import export
 from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS
-from kernel_harness.families.gpu_paged.reference import reference
+from kernel_harness.families.gpu_paged.reference import low_precision_reference, reference
 from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.spec.family import Family
+
+
+def calibrated(dtype: str, floor: float) -> Calibrated:
+    """At most 2x the error of the same plain math in ``dtype`` (q, K/V and the softmax
+    weights rounded, default precision) plus ``floor`` of the (slice) scale. Measured
+    2026-12-01 on 14 random interpret cases per dtype: the pristine kernel, which rounds
+    P as the plain math does, used at most 0.69 (bf16) / 0.68 (f16) of the bound at
+    multiple 1.5 with half these floors; 2x keeps a margin and still fails a kernel that
+    rounds twice as much as plain low-precision math."""
+    return Calibrated(multiple=2.0, floor=floor, reason=(
+        f"2x plain {dtype} math (FlashAttention's tests' multiple; the kernel rounds P as it "
+        "does: pristine usage <= 0.69 at 1.5x over 14 cases); floor: half a unit roundoff"))
+
 
 _TOLERANCES = ToleranceTable(
     {
@@ -21,17 +34,19 @@ _TOLERANCES = ToleranceTable(
             max_rel_err=2e-4,
             reason=f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}",
         ),
-        # Low precision: ~4x the worst of 80 interpret cases (bf16 7.7e-3, f16 1.3e-3).
+        # Low precision: ~2x the worst interpret error seen over 94 cases (80 earlier: bf16
+        # 7.7e-3, f16 1.3e-3; 14 more each on 2026-12-01: 6.1e-3, 9.7e-4); matches-reference
+        # judges them by the calibrated bound, these fixed ones serve relations and exports.
         ("bfloat16", "out"): Tolerance(
-            max_rel_err=3e-2,
+            max_rel_err=1.5e-2, calibrated=calibrated("bfloat16", 2.0**-9),
             reason="bfloat16 inputs; the kernel casts P to bfloat16 for the PV dot (not with "
             "int8 pages), stores each split's partial output in bfloat16 and rescales, sums "
-            "and normalizes the splits in bfloat16",
+            "and normalizes the splits in bfloat16 (was 3e-2, ~4x the worst seen)",
         ),
         ("float16", "out"): Tolerance(
-            max_rel_err=5e-3,
+            max_rel_err=3e-3, calibrated=calibrated("float16", 2.0**-11),
             reason="float16 inputs; P cast to float16 for the PV dot, split partials stored "
-            "and combined in float16",
+            "and combined in float16 (was 5e-3, ~4x the worst seen)",
         ),
     }
 )
@@ -119,4 +134,5 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     relations=RELATIONS,
     export=export,
+    low_precision_reference=low_precision_reference,
 )

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable
+from kernel_harness.core.tolerance import Calibrated, Tolerance, ToleranceTable
 from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase, tpu_paged_cases
 from kernel_harness.families.tpu_paged.export import export
 from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS
-from kernel_harness.families.tpu_paged.reference import reference
+from kernel_harness.families.tpu_paged.reference import low_precision_reference, reference
 from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.spec.family import Family
+
+#: bfloat16 out: at most 1.5x the error of the same plain math in bfloat16 (q, K/V and the
+#: softmax weights rounded, default precision) plus 2^-9 of the (slice) scale. Measured
+#: 2026-12-01 on 14 random bfloat16 interpret cases (1-4 kv heads): the pristine kernel
+#: (which keeps the weights in float32) used at most 0.43 of this bound (kernel errors
+#: 2.0e-3..4.3e-3, twin 2.3e-3..6.5e-3), so a kernel rounding twice as much fails.
+CALIBRATED = Calibrated(
+    multiple=1.5, floor=2.0**-9,
+    reason="1.5x plain bfloat16 math: the kernel rounds less than it (weights in float32; "
+    "pristine usage <= 0.43 over 14 cases); floor 2^-9: half a bfloat16 unit roundoff of "
+    "the slice's scale (the output's own final rounding)",
+)
 
 TOLERANCES = ToleranceTable(
     {
@@ -26,12 +38,14 @@ TOLERANCES = ToleranceTable(
             "1.8e-3, K/V truncated instead of rounded 6.3e-3), 50x over this limit",
         ),
         ("bfloat16", "out"): Tolerance(
-            max_rel_err=1.5e-2,
+            max_rel_err=1e-2,
             reason="bfloat16 q and K/V are exact in the float32 arithmetic; the output is "
             "stored in bfloat16 and, when q_heads/kv_heads is a multiple of 8, so is the "
             "running output after every compute block (the kernel keeps o_ref in q's "
-            "dtype there); interpret worst seen 3.7e-3 over 52 random cases and 3 goldens, "
-            "limit ~4x that",
+            "dtype there); interpret worst seen 4.3e-3 (14 random cases with 1-4 kv heads, "
+            "2026-12-01; 3.7e-3 over 52 earlier), fixed bound ~2.3x that (used where no "
+            "low-precision run is at hand: relations, export scripts; was 1.5e-2)",
+            calibrated=CALIBRATED,
         ),
     }
 )
@@ -172,4 +186,5 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     relations=RELATIONS,
     export=export,
+    low_precision_reference=low_precision_reference,
 )
