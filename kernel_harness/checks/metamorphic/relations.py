@@ -154,7 +154,8 @@ def _finite_out(check: Check, data: st.DataObject) -> None:
         x = inputs[name]
         scaled = np.asarray(x, np.float32) * factor
         inputs[name] = scaled.astype(x.dtype)
-        inputs = check.hooks.constrain(check.case, inputs)
+    # Also unscaled: the hook may make the case's inputs finite (NaN-poisoned cache slots).
+    inputs = check.hooks.constrain(check.case, inputs)
     check.notes.append(f"logit input {name!r} scaled by {factor}")
     if not all(np.isfinite(np.asarray(v, np.float64)).all()
                for v in inputs.values() if is_float(v)):

@@ -7,7 +7,10 @@ from kernel_harness.families.gpu_common import GPU_BACKENDS, tolerance_table
 from kernel_harness.families.gpu_decode import kernel as _kernel
 from kernel_harness.families.gpu_decode.bench import BENCH
 from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
+from kernel_harness.families.gpu_decode.export import export
+from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
 from kernel_harness.families.gpu_decode.reference import reference, visible
+from kernel_harness.ops.paged_decode.strategy import head_grouping
 from kernel_harness.spec.family import Family
 
 
@@ -34,12 +37,7 @@ def _tolerances() -> ToleranceTable:
 def _events(case: DecodeCase) -> list[str]:
     ev = [case.dtype, f"scale-{case.scale_mode}", f"entry-{case.entry}",
           f"logits-{case.logit_scale:g}x"]
-    if case.kv_heads == 1 and case.group > 1:
-        ev.append("mqa")
-    elif case.group > 1:
-        ev.append("gqa")
-    else:
-        ev.append("mha-heads")
+    ev.append(head_grouping(case.q_heads, case.kv_heads))
     if case.group > case.block_h:
         ev.append("head-splits")
     if case.group % case.block_h:
@@ -112,4 +110,6 @@ FAMILY = Family(
     events=_events,
     contract=CONTRACT,
     bench=BENCH,
+    metamorphic=METAMORPHIC,
+    export=export,
 )

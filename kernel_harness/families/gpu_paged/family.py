@@ -7,6 +7,7 @@ import numpy as np
 from kernel_harness.core.tolerance import (
     FLOAT32_FLOOR,
     LOW_PRECISION_FLOOR,
+    Calibrated,
     Tolerance,
     ToleranceTable,
 )
@@ -14,8 +15,24 @@ from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS
 from kernel_harness.families.gpu_paged import kernel as _kernel
 from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
-from kernel_harness.families.gpu_paged.reference import reference
+from kernel_harness.families.gpu_paged.export import export
+from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS
+from kernel_harness.families.gpu_paged.reference import low_precision_reference, reference
+from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.spec.family import Family
+
+
+def calibrated(dtype: str, floor: float) -> Calibrated:
+    """At most 2x the error of the same plain math in ``dtype`` (q, K/V and the softmax
+    weights rounded, default precision) plus ``floor`` of the (slice) scale. Measured
+    2026-12-01 on 14 random interpret cases per dtype: the pristine kernel, which rounds
+    P as the plain math does, used at most 0.69 (bf16) / 0.68 (f16) of the bound at
+    multiple 1.5 with half these floors; 2x keeps a margin and still fails a kernel that
+    rounds twice as much as plain low-precision math."""
+    return Calibrated(multiple=2.0, floor=floor, reason=(
+        f"2x plain {dtype} math (FlashAttention's tests' multiple; the kernel rounds P as it "
+        "does: pristine usage <= 0.69 at 1.5x over 14 cases); floor: half a unit roundoff"))
+
 
 _TOLERANCES = ToleranceTable(
     {
@@ -23,17 +40,21 @@ _TOLERANCES = ToleranceTable(
             max_rel_err=2e-4, slice_floor=FLOAT32_FLOOR,
             reason=f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}",
         ),
-        # Low precision: ~4x the worst of 80 interpret cases (bf16 7.7e-3, f16 1.3e-3).
+        # Low precision: ~2x the worst interpret error seen over 94 cases (80 earlier: bf16
+        # 7.7e-3, f16 1.3e-3; 14 more each on 2026-12-01: 6.1e-3, 9.7e-4); matches-reference
+        # judges them by the calibrated bound, these fixed ones serve relations and exports.
         ("bfloat16", "out"): Tolerance(
-            max_rel_err=3e-2, slice_floor=LOW_PRECISION_FLOOR,
+            max_rel_err=1.5e-2, calibrated=calibrated("bfloat16", 2.0**-9),
+            slice_floor=LOW_PRECISION_FLOOR,
             reason="bfloat16 inputs; the kernel casts P to bfloat16 for the PV dot (not with "
             "int8 pages), stores each split's partial output in bfloat16 and rescales, sums "
-            "and normalizes the splits in bfloat16",
+            "and normalizes the splits in bfloat16 (was 3e-2, ~4x the worst seen)",
         ),
         ("float16", "out"): Tolerance(
-            max_rel_err=5e-3, slice_floor=LOW_PRECISION_FLOOR,
+            max_rel_err=3e-3, calibrated=calibrated("float16", 2.0**-11),
+            slice_floor=LOW_PRECISION_FLOOR,
             reason="float16 inputs; P cast to float16 for the PV dot, split partials stored "
-            "and combined in float16",
+            "and combined in float16 (was 5e-3, ~4x the worst seen)",
         ),
     }
 )
@@ -47,13 +68,14 @@ def _valid(case: PagedCase) -> dict[str, np.ndarray]:
 
 
 def _events(case: PagedCase) -> list[str]:
-    ev = [case.dtype, f"page-size-{case.page_size}", f"logits-{case.logit_scale:g}x"]
-    if case.kv_heads == 1 and case.group > 1:
-        ev.append("mqa")
-    elif case.group > 1:
-        ev.append("gqa")
-    else:
-        ev.append("mha-heads")
+    lengths = None if case.lengths is None else case.lengths
+    ev = paged_events(
+        dtype=case.dtype, q_heads=case.q_heads, kv_heads=case.kv_heads,
+        page_size=case.page_size, capacity=case.capacity, lengths=lengths,
+        read_pages=[case.read_pages(b) for b in range(case.batch)],
+        pages_per_seq=case.pages_per_seq, spare_pages=case.spare_pages,
+        shuffle=case.shuffle, soft_cap=case.soft_cap)
+    ev.append(f"logits-{case.logit_scale:g}x")
     if case.group % case.block_h:
         ev.append("head-padding")
     if case.group > case.block_h:
@@ -62,29 +84,12 @@ def _events(case: PagedCase) -> list[str]:
         ev.append("multi-split")
     if case.pages_per_partition > case.compute_pages:
         ev.append("multi-compute-block")
+    if case.compute_pages > 1:
+        ev.append("pages-per-compute-block>1")
     if case.pages_per_compute_block > case.compute_pages:
         ev.append("compute-block-clamped")
-    if case.lengths is None:
-        ev.append("no-lengths")
-    else:
-        if any(n % case.page_size for n in case.lengths):
-            ev.append("partial-page")
-        if 0 in case.lengths:
-            ev.append("empty-row")
-        if case.capacity in case.lengths:
-            ev.append("full-row")
-        if any(case.read_pages(b) * case.page_size > n for b, n in enumerate(case.lengths)):
-            ev.append("reads-masked-slots")
-        if any(case.read_pages(b) < case.pages_per_seq for b in range(case.batch)):
-            ev.append("unread-table-entries")
     if case.shared_pages:
         ev.append("shared-pages")
-    if case.spare_pages:
-        ev.append("spare-pages")
-    if case.shuffle:
-        ev.append("shuffled")
-    if case.soft_cap is not None:
-        ev.append("soft-cap")
     if case.quantized:
         ev.append("int8-pages")
     return sorted(set(ev))
@@ -134,4 +139,8 @@ FAMILY = Family(
     events=_events,
     contract=CONTRACT,
     bench=BENCH,
+    metamorphic=METAMORPHIC,
+    relations=RELATIONS,
+    export=export,
+    low_precision_reference=low_precision_reference,
 )

@@ -7,13 +7,29 @@ import numpy as np
 from kernel_harness.core.tolerance import (
     FLOAT32_FLOOR,
     LOW_PRECISION_FLOOR,
+    Calibrated,
     Tolerance,
     ToleranceTable,
 )
 from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase, tpu_paged_cases
-from kernel_harness.families.tpu_paged.reference import reference
+from kernel_harness.families.tpu_paged.export import export
+from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS
+from kernel_harness.families.tpu_paged.reference import low_precision_reference, reference
+from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.spec.family import Family
+
+#: bfloat16 out: at most 1.5x the error of the same plain math in bfloat16 (q, K/V and the
+#: softmax weights rounded, default precision) plus 2^-9 of the (slice) scale. Measured
+#: 2026-12-01 on 14 random bfloat16 interpret cases (1-4 kv heads): the pristine kernel
+#: (which keeps the weights in float32) used at most 0.43 of this bound (kernel errors
+#: 2.0e-3..4.3e-3, twin 2.3e-3..6.5e-3), so a kernel rounding twice as much fails.
+CALIBRATED = Calibrated(
+    multiple=1.5, floor=2.0**-9,
+    reason="1.5x plain bfloat16 math: the kernel rounds less than it (weights in float32; "
+    "pristine usage <= 0.43 over 14 cases); floor 2^-9: half a bfloat16 unit roundoff of "
+    "the slice's scale (the output's own final rounding)",
+)
 
 TOLERANCES = ToleranceTable(
     {
@@ -28,12 +44,14 @@ TOLERANCES = ToleranceTable(
             "1.8e-3, K/V truncated instead of rounded 6.3e-3), 50x over this limit",
         ),
         ("bfloat16", "out"): Tolerance(
-            max_rel_err=1.5e-2, slice_floor=LOW_PRECISION_FLOOR,
+            max_rel_err=1e-2, slice_floor=LOW_PRECISION_FLOOR,
             reason="bfloat16 q and K/V are exact in the float32 arithmetic; the output is "
             "stored in bfloat16 and, when q_heads/kv_heads is a multiple of 8, so is the "
             "running output after every compute block (the kernel keeps o_ref in q's "
-            "dtype there); interpret worst seen 3.7e-3 over 52 random cases and 3 goldens, "
-            "limit ~4x that",
+            "dtype there); interpret worst seen 4.3e-3 (14 random cases with 1-4 kv heads, "
+            "2026-12-01; 3.7e-3 over 52 earlier), fixed bound ~2.3x that (used where no "
+            "low-precision run is at hand: relations, export scripts; was 1.5e-2)",
+            calibrated=CALIBRATED,
         ),
     }
 )
@@ -101,46 +119,35 @@ def valid(case: TpuPagedCase) -> dict[str, np.ndarray]:
 
 
 def events(case: TpuPagedCase) -> list[str]:
-    """What the case reaches: head grouping, page/block edges, sharing, options."""
-    ev = [case.dtype, f"page-size-{case.page_size}",
-          f"megacore-{case.megacore_mode or 'off'}",
-          "inline-seq-dim" if case.inline_seq_dim else "seq-grid-axis"]
-    if case.kv_heads == 1 and case.group > 1:
-        ev.append("mqa")
-    elif case.group > 1:
-        ev.append("gqa")
-    else:
-        ev.append("mha-heads")
-    ev.append("group-multiple-of-8" if case.group % 8 == 0 else "group-not-multiple-of-8")
+    """What the case reaches: the op's events, then megacore, the seq loop, the group of 8,
+    pages per block, empty-row runs and shared pages."""
+    lengths = case.lengths
+    ev = paged_events(
+        dtype=case.dtype, q_heads=case.q_heads, kv_heads=case.kv_heads,
+        page_size=case.page_size, capacity=case.capacity, lengths=lengths,
+        read_pages=[case.read_entries(b) for b in range(case.batch)],
+        pages_per_seq=case.pages_per_seq, spare_pages=case.spare_pages,
+        shuffle=case.shuffle, soft_cap=case.soft_cap)
+    ev += [f"megacore-{case.megacore_mode or 'off'}",
+           "inline-seq-dim" if case.inline_seq_dim else "seq-grid-axis",
+           "group-multiple-of-8" if case.group % 8 == 0 else "group-not-multiple-of-8"]
+    if case.megacore_mode == "kv_head" and case.kv_heads >= 4:
+        ev.append("megacore-kv_head-several-heads-per-core")
     if case.pages_per_compute_block > 1:
         ev.append("pages-per-compute-block>1")
-    lengths = case.lengths
     if any(n > case.block_tokens for n in lengths):
         ev.append("multi-compute-block")
-    if any(n % case.page_size for n in lengths):
-        ev.append("length-mid-page")
-    if any(case.read_entries(b) * case.page_size > n for b, n in enumerate(lengths)):
-        ev.append("loads-masked-slots")
     if any(case.read_entries(b) > -(-n // case.page_size) for b, n in enumerate(lengths)):
         ev.append("loads-pages-past-last-token")
     if 0 in lengths:
-        ev.append("length-0")
         if lengths.index(0) < len(lengths) - 1 and any(lengths):
             ev.append("length-0-before-a-row")
         if any(lengths[i] and not lengths[i + 1] and not lengths[i + 2] and any(lengths[i + 3:])
                for i in range(len(lengths) - 3)):
             ev.append("empty-run-between-rows")
-    if case.capacity in lengths:
-        ev.append("full-row")
     if any(case.shares(b, j) and case.shares(c, j) for j in range(case.shared_pages)
            for b in range(case.batch) for c in range(b)):
         ev.append("shared-pages")
-    if case.spare_pages:
-        ev.append("spare-pages")
-    if case.shuffle:
-        ev.append("shuffled")
-    if case.soft_cap is not None:
-        ev.append("soft-cap")
     if case.quantized:
         ev.append("int8-kv")
     return sorted(set(ev))
@@ -182,4 +189,8 @@ FAMILY = Family(
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
+    metamorphic=METAMORPHIC,
+    relations=RELATIONS,
+    export=export,
+    low_precision_reference=low_precision_reference,
 )

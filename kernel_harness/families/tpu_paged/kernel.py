@@ -85,3 +85,17 @@ def run(impl: Callable[..., Any], case: TpuPagedCase, inputs: dict[str, np.ndarr
         outs = jax.block_until_ready(program(*(jax.device_put(a, backend.device)
                                                 for a in args)))
     return {k: np.asarray(v, np.float32) for k, v in outs.items()}
+
+
+def traceable(impl: Callable[..., Any] | None, case: TpuPagedCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The adapter's jitted program as ``f(inputs) -> outputs`` (for TPU lowering)."""
+    program = _program(impl or paged_attention, case.static_key())
+    none = np.zeros((1,), np.float32)
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        return program(inputs["q"], inputs["k_pages"], inputs["v_pages"],
+                       inputs.get("k_scales", none), inputs.get("v_scales", none),
+                       inputs["lengths"], inputs["page_indices"])
+
+    return f

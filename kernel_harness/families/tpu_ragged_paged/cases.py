@@ -194,9 +194,42 @@ def _sequence(draw: st.DrawFn, capacity: int, page_size: int) -> tuple[int, int]
     return draw(st.one_of(st.integers(1, kv_len), st.just(kv_len))), kv_len
 
 
+#: Features an implementation may declare it lacks (``--without``), and what the strategy
+#: then stops drawing (the differences real ragged paged kernels have: ejkernel, tokamax).
+OPTIONAL: dict[str, str] = {
+    "soft-cap": "soft_cap always None",
+    "sliding-window": "sliding_window always None",
+    "sm-scale": "sm_scale always 1.0",
+    "gqa": "num_kv_heads == num_q_heads (no grouped- or multi-query attention)",
+    "prefill": "every sequence a decode step (q_len 1 or 0)",
+    "seq-without-queries": "no sequence with q_len 0",
+    "padding": "max_num_seqs == num_seqs and max_tokens == sum(q_lens) (no padding slots "
+    "or rows)",
+}
+
+
+def features(case: RaggedCase) -> frozenset[str]:
+    """The :data:`OPTIONAL` features ``case`` uses."""
+    used = {"soft-cap": case.soft_cap is not None,
+            "sliding-window": case.sliding_window is not None,
+            "sm-scale": case.sm_scale != 1.0,
+            "gqa": case.num_q_heads != case.num_kv_heads,
+            "prefill": any(q > 1 for q in case.q_lens),
+            "seq-without-queries": 0 in case.q_lens,
+            "padding": case.max_num_seqs > case.num_seqs or case.max_tokens > case.total_tokens}
+    return frozenset(name for name, on in used.items() if on)
+
+
+def _check_without(without: frozenset[str]) -> None:
+    unknown = set(without) - set(OPTIONAL)
+    if unknown:
+        raise ValueError(f"tpu-ragged-paged has no optional features {sorted(unknown)}; "
+                         f"known: {sorted(OPTIONAL)}")
+
+
 @st.composite
 def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
-                 max_seqs: int = 4) -> RaggedCase:
+                 max_seqs: int = 4, without: frozenset[str] = frozenset()) -> RaggedCase:
     """Valid :class:`RaggedCase` s.
 
     Draws 1-4 active sequences mixing decode (q_len 1), prefill chunks (q_len up to
@@ -205,38 +238,44 @@ def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
     1-4 queries per kv head), pages of 4 or 8 tokens, 1-4 pages per sequence, kv blocks
     of 1..pages_per_seq pages and query blocks of 2-16 rows (so sequences span query
     blocks and share them), sliding windows, soft caps, large logits, NaN in the cache
-    slots no sequence owns, float32/bfloat16. Shrinks towards float32, one decode
-    sequence, no window or cap.
+    slots no sequence owns, float32/bfloat16. ``without`` names :data:`OPTIONAL`
+    features never drawn. Shrinks towards float32, one decode sequence, no window or cap.
     """
+    _check_without(without)
     dtype = draw(st.sampled_from(dtypes))
     page_size = draw(st.sampled_from((4, 8)))
     pages_per_seq = draw(st.integers(1, 4))
     capacity = page_size * pages_per_seq
     n = draw(st.integers(1, max_seqs))
     seqs = [draw(_sequence(capacity, page_size)) for _ in range(n)]
+    if "prefill" in without:
+        seqs = [(min(q, 1), kv) for q, kv in seqs]
+    if "seq-without-queries" in without:
+        seqs = [(max(q, 1), kv) for q, kv in seqs]
     if all(q == 0 for q, _ in seqs):
         seqs[0] = (1, seqs[0][1])
     q_lens, kv_lens = (tuple(x) for x in zip(*seqs, strict=True))
     num_kv_heads = draw(st.sampled_from((1, 2, 4)))
-    ratio = draw(st.sampled_from((1, 2, 4)))
+    ratio = 1 if "gqa" in without else draw(st.sampled_from((1, 2, 4)))
     window = draw(st.one_of(st.none(), st.integers(1, capacity)))
     cap = draw(st.sampled_from((None, 2.0, 20.0)))
+    padding = "padding" not in without
     return RaggedCase(
         dtype=dtype,
         seed=draw(st.integers(0, 2**31 - 1)),
         q_lens=q_lens,
         kv_lens=kv_lens,
-        max_num_seqs=n + draw(st.integers(0, 2)),
-        max_tokens=sum(q_lens) + draw(st.integers(0, 5)),
+        max_num_seqs=n + (draw(st.integers(0, 2)) if padding else 0),
+        max_tokens=sum(q_lens) + (draw(st.integers(0, 5)) if padding else 0),
         num_q_heads=num_kv_heads * ratio,
         num_kv_heads=num_kv_heads,
         page_size=page_size,
         pages_per_seq=pages_per_seq,
         kv_pages_per_block=draw(st.integers(1, pages_per_seq)),
         queries_per_block=draw(st.sampled_from((8, 2, 4, 16))),
-        sliding_window=window,
-        soft_cap=cap,
-        sm_scale=draw(st.sampled_from((0.5, 1.0))),
+        sliding_window=None if "sliding-window" in without else window,
+        soft_cap=None if "soft-cap" in without else cap,
+        sm_scale=1.0 if "sm-scale" in without else draw(st.sampled_from((0.5, 1.0))),
         logit_scale=draw(st.sampled_from((1.0, 4.0))),
         poison=draw(st.booleans()),
     )
@@ -248,8 +287,8 @@ def ragged_seed_cases(without: frozenset[str] = frozenset()) -> tuple[RaggedCase
     the next sequence), a sequence spanning query blocks, decode and prefill sharing a
     block, several kv blocks with a partial last page, GQA, a window cutting keys, NaN in
     unowned cache slots, padding rows and sequence slots; float32 and bfloat16."""
-    del without  # the family declares no optional features
-    return (
+    _check_without(without)
+    cases = (
         RaggedCase(dtype="float32", seed=7, q_lens=(1, 5, 2, 1), kv_lens=(7, 12, 5, 16),
                    max_num_seqs=6, max_tokens=11, num_q_heads=4, num_kv_heads=2,
                    page_size=4, pages_per_seq=4, kv_pages_per_block=2, queries_per_block=4,
@@ -259,3 +298,4 @@ def ragged_seed_cases(without: frozenset[str] = frozenset()) -> tuple[RaggedCase
                    page_size=8, pages_per_seq=2, kv_pages_per_block=1, queries_per_block=2,
                    soft_cap=2.0, logit_scale=4.0, poison=True),
     )
+    return tuple(c for c in cases if not features(c) & without)

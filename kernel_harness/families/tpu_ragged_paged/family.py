@@ -11,6 +11,7 @@ from kernel_harness.core.tolerance import (
     ToleranceTable,
 )
 from kernel_harness.families.tpu_ragged_paged.cases import (
+    OPTIONAL,
     RaggedCase,
     ragged_cases,
     ragged_seed_cases,
@@ -21,7 +22,9 @@ from kernel_harness.families.tpu_ragged_paged.kernel import (
     ragged_paged_attention,
     run,
 )
+from kernel_harness.families.tpu_ragged_paged.metamorphic import METAMORPHIC, RELATIONS
 from kernel_harness.families.tpu_ragged_paged.reference import reference
+from kernel_harness.ops.paged_decode.strategy import head_grouping
 from kernel_harness.spec.family import Family
 
 TOLERANCES = ToleranceTable(
@@ -137,12 +140,7 @@ def events(case: RaggedCase) -> list[str]:
         ev.append("seq-ends-at-q-block-end")
     if any(np.bincount(starts // qb) > 1):
         ev.append("q-block-shared-by-seqs")
-    if case.num_q_heads == case.num_kv_heads:
-        ev.append("mha")
-    elif case.num_kv_heads == 1:
-        ev.append("mqa")
-    else:
-        ev.append("gqa")
+    ev.append(head_grouping(case.num_q_heads, case.num_kv_heads))
     if case.sliding_window is not None:
         ev.append("sliding-window")
         if any(kv > case.sliding_window for kv in case.kv_lens):
@@ -175,4 +173,7 @@ FAMILY = Family(
     events=events,
     contract=CONTRACT,
     seed_cases=ragged_seed_cases,
+    metamorphic=METAMORPHIC,
+    relations=RELATIONS,
+    optional=OPTIONAL,
 )

@@ -105,3 +105,4 @@ def run(impl: Callable[..., Any], case: RaggedCase, inputs: dict[str, np.ndarray
         args = [jax.device_put(np.asarray(inputs[n]), backend.device) for n in names]
         out = jax.block_until_ready(program(*args))
     return {"out": np.asarray(out, np.float32)}
+

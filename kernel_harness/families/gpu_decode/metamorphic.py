@@ -1,0 +1,61 @@
+"""gpu-decode's metamorphic hooks: a query row sees keys start <= j < end of its batch row."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.core.case import Arrays
+from kernel_harness.families.gpu_decode.cases import DecodeCase
+from kernel_harness.families.gpu_decode.reference import visible
+from kernel_harness.spec.hooks import Metamorphic, Toggle
+
+
+def block_variants(case: DecodeCase) -> st.SearchStrategy[DecodeCase]:
+    """The case under every other valid tiling (block_h, block_k, k_splits, warps, stages)."""
+    out = []
+    for block_h in (16, 32):
+        for block_k in (16, 32, 64):
+            for splits in (1, 2, 4):
+                try:
+                    out.append(dataclasses.replace(case, block_h=block_h, block_k=block_k,
+                                                   k_splits=splits, num_stages=1))
+                except ValueError:
+                    continue  # kv_len does not split that way
+    return st.sampled_from(out)
+
+
+def as_mha(case: DecodeCase, inputs: Arrays) -> tuple[DecodeCase, Arrays] | None:
+    """The same problem with each kv head repeated for every query head of its group."""
+    if case.group == 1:
+        return None
+    mha = dataclasses.replace(case, kv_heads=case.q_heads, entry="gqa")
+    return mha, {**inputs, **{n: np.repeat(inputs[n], case.group, axis=2) for n in ("k", "v")}}
+
+
+def toggles(case: DecodeCase) -> list[Toggle]:
+    """start/end bounds dropped (visibility), unnormalized output normalized (values)."""
+    out = [Toggle(name=name, case=dataclasses.replace(case, **{name: None}))
+           for name in ("start", "end") if getattr(case, name) is not None]
+    if not case.normalize_output:
+        out.append(Toggle(name="unnormalized", changes="values",
+                          case=dataclasses.replace(case, normalize_output=True)))
+    return out
+
+
+def no_keys(case: DecodeCase) -> dict[str, Any]:
+    """lse = -inf for a row with no visible key (the contract)."""
+    return {"lse": (visible(case).sum(axis=1) == 0)[:, None]}
+
+
+METAMORPHIC = Metamorphic(
+    roles={"q": ("batch", "head", "dim"), "k": ("batch", "key", "kv_head", "dim"),
+           "v": ("batch", "key", "kv_head", "dim"), "out": ("batch", "head", "dim"),
+           "lse": ("batch", "head")},
+    visible=lambda case: visible(case)[:, None, None, :],
+    block_variants=block_variants, option_toggles=toggles, as_mha=as_mha, logit_input="q",
+    may_be_nonfinite=no_keys,
+)

@@ -1,0 +1,61 @@
+"""tpu-ragged-paged's layout mapping onto the paged-decode op and its metamorphic hooks."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.core.case import Arrays
+from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
+from kernel_harness.ops.paged_decode.layout import PagedLayout, finite_pages
+from kernel_harness.ops.paged_decode.relations import page_permutation, unseen_slots_ignored
+from kernel_harness.spec.hooks import Metamorphic
+
+#: kv_pages [total_pages, page_size, 2 * kv_heads, head_dim]: pages on axis 0; every
+#: page-table entry (padding slots' too) is a valid page.
+LAYOUT = PagedLayout(pages={"kv_pages": 0}, table="page_indices",
+                     unseen=lambda case, inputs: ~case.owned_slots())
+
+
+def block_variants(case: RaggedCase) -> st.SearchStrategy[RaggedCase]:
+    """The case with other kv pages per block and queries per block (the same inputs)."""
+    return st.builds(lambda kv, qb: dataclasses.replace(
+        case, kv_pages_per_block=kv, queries_per_block=qb),
+        st.integers(1, case.pages_per_seq), st.sampled_from((8, 2, 4, 16)))
+
+
+def as_mha(case: RaggedCase, inputs: Arrays) -> tuple[RaggedCase, Arrays] | None:
+    """The same problem with each kv head's K and V repeated for every query head of its
+    group (re-interleaved: K of head h at combined head 2h, V at 2h + 1)."""
+    ratio = case.num_q_heads // case.num_kv_heads
+    if ratio == 1:
+        return None
+    kv = np.asarray(inputs["kv_pages"])
+    k = np.repeat(kv[:, :, 0::2], ratio, axis=2)
+    v = np.repeat(kv[:, :, 1::2], ratio, axis=2)
+    both = np.empty(kv.shape[:2] + (2 * case.num_q_heads,) + kv.shape[3:], kv.dtype)
+    both[:, :, 0::2], both[:, :, 1::2] = k, v
+    return dataclasses.replace(case, num_kv_heads=case.num_q_heads), {**inputs, "kv_pages": both}
+
+
+def excluded(case: RaggedCase) -> dict[str, Any]:
+    """Padding rows (past the active sequences' tokens) may hold anything."""
+    rows = np.arange(case.max_tokens) >= case.total_tokens
+    return {"out": rows[:, None, None]} if rows.any() else {}
+
+
+METAMORPHIC = Metamorphic(
+    roles={"q": (None, "head", "dim"), "kv_pages": (None, None, None, "dim"),
+           "out": (None, "head", "dim")},
+    block_variants=block_variants, as_mha=as_mha, logit_input="q",
+    may_be_nonfinite=excluded, constrain=finite_pages(LAYOUT),
+    # No traceable hook: on jax 0.10.2 the Mosaic lowering of this kernel asks the local
+    # device's TPU generation (pallas/mosaic/lowering.py _sign_lowering_rule ->
+    # tpu_info.get_tpu_info), so lowers-for-tpu cannot be checked without a TPU; every
+    # example would be "not checkable" (an ERROR row), never a pass.
+)
+
+RELATIONS = (page_permutation(LAYOUT), unseen_slots_ignored(LAYOUT))

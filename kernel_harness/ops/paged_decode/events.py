@@ -1,0 +1,38 @@
+"""Events every paged-decode kernel reports (the family adds its own knobs' events)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kernel_harness.ops.paged_decode.strategy import head_grouping
+
+
+def paged_events(*, dtype: str, q_heads: int, kv_heads: int, page_size: int,
+                 capacity: int, lengths: Sequence[int] | None, read_pages: Sequence[int],
+                 pages_per_seq: int, spare_pages: int, shuffle: bool,
+                 soft_cap: float | None) -> list[str]:
+    """Head grouping, page size, lengths on page edges (partial last page, empty and full
+    rows), masked slots loaded, table entries never loaded, spare pages, shuffled pages,
+    soft cap. ``read_pages[b]``: table entries of row b the kernel loads."""
+    ev = [dtype, f"page-size-{page_size}", head_grouping(q_heads, kv_heads),
+          f"kv-heads-{kv_heads}" if kv_heads < 4 else "kv-heads>=4"]
+    if lengths is None:
+        ev.append("no-lengths")
+    else:
+        if any(n % page_size for n in lengths):
+            ev.append("partial-page")
+        if 0 in lengths:
+            ev.append("empty-row")
+        if capacity in lengths:
+            ev.append("full-row")
+        if any(r * page_size > n for r, n in zip(read_pages, lengths, strict=True)):
+            ev.append("reads-masked-slots")
+        if any(r < pages_per_seq for r in read_pages):
+            ev.append("unread-table-entries")
+    if spare_pages:
+        ev.append("spare-pages")
+    if shuffle:
+        ev.append("shuffled")
+    if soft_cap is not None:
+        ev.append("soft-cap")
+    return ev

@@ -1,0 +1,98 @@
+"""Plain-jnp decode attention, shared by the references of the paged families: each gathers
+a row's tokens through its page table first, then attends the same way. Float32 at
+Precision.HIGHEST; nothing here comes from a kernel."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+_HI = jax.lax.Precision.HIGHEST
+
+
+def visible_lengths(lengths: np.ndarray, capacity: int) -> np.ndarray:
+    """bool [batch, capacity]: token t of row b counts iff t < lengths[b]."""
+    return np.arange(capacity)[None, :] < np.asarray(lengths)[:, None]
+
+
+def token_pages(table: np.ndarray, page_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """int [batch, capacity] twice: the physical page and the slot of token t of row b
+    (token t lives in page table[b, t // page_size] at slot t % page_size)."""
+    t = np.arange(table.shape[1] * page_size)
+    return table[:, t // page_size], np.broadcast_to(t % page_size, table.shape[:1] + t.shape)
+
+
+def gather_tokens(pages: np.ndarray, table: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """float32 [kv_heads, batch, capacity, dim] from pages [kv_heads, total_pages,
+    page_size, dim]: each row's tokens in order; tokens outside ``mask`` [batch, capacity]
+    are 0 (they may hold NaN poison, which never enters the arithmetic)."""
+    page, slot = token_pages(np.asarray(table), pages.shape[2])
+    seq = np.asarray(pages, np.float32)[:, page, slot]
+    return np.where(mask[None, :, :, None], seq, 0.0).astype(np.float32)
+
+
+def grouped_decode_attention(q, k, v, mask, soft_cap, precision=_HI):
+    """One query per row over its gathered tokens.
+
+    q [batch, q_heads, dim]; k, v [kv_heads, batch, tokens, dim] with non-visible tokens
+    already zeroed; mask bool [batch, tokens]. Query head h reads kv head
+    ``h // (q_heads / kv_heads)``; ``soft_cap`` (or None) caps the logits as
+    ``cap * tanh(s / cap)``; masked tokens get exactly zero weight and a row with no
+    visible token gives 0.
+    """
+    kv_heads, batch, _, dim = k.shape
+    group = q.shape[1] // kv_heads
+    qg = q.reshape(batch, kv_heads, group, dim)
+    s = jnp.einsum("bkgd,kbtd->bkgt", qg, k, precision=precision)
+    if soft_cap is not None:
+        s = soft_cap * jnp.tanh(s / soft_cap)
+    vis = mask[:, None, None, :]
+    s = jnp.where(vis, s, -jnp.inf)
+    m = jnp.max(s, axis=-1, keepdims=True)
+    p = jnp.where(vis, jnp.exp(s - jnp.where(jnp.isfinite(m), m, 0.0)), 0.0)
+    denom = jnp.sum(p, axis=-1, keepdims=True)
+    p = p / jnp.where(denom > 0, denom, 1.0)
+    out = jnp.einsum("bkgt,kbtd->bkgd", p.astype(v.dtype), v, precision=precision)
+    return out.reshape(batch, kv_heads * group, dim)
+
+
+def paged_decode(q: np.ndarray, k_pages: np.ndarray, v_pages: np.ndarray, table: np.ndarray,
+                 mask: np.ndarray, soft_cap: float | None) -> np.ndarray:
+    """out float32 [batch, q_heads, dim]: q [batch, q_heads, dim] (logits are q.k, already
+    scaled) over the tokens of float32 pages [kv_heads, total_pages, page_size, dim]
+    gathered through ``table`` [batch, pages_per_seq], ``mask`` [batch, capacity] the
+    visible tokens; run on the CPU."""
+    with jax.default_device(jax.devices("cpu")[0]):
+        out = _compiled(soft_cap)(jnp.asarray(q, jnp.float32),
+                                  jnp.asarray(gather_tokens(k_pages, table, mask)),
+                                  jnp.asarray(gather_tokens(v_pages, table, mask)),
+                                  jnp.asarray(mask))
+    return np.asarray(out, np.float32)
+
+
+def paged_decode_low_precision(q: np.ndarray, k_pages: np.ndarray, v_pages: np.ndarray,
+                               table: np.ndarray, mask: np.ndarray, soft_cap: float | None,
+                               dtype: str, device: jax.Device) -> np.ndarray:
+    """The low-precision twin of :func:`paged_decode` (the calibrated judge's yardstick):
+    the same math with q, K, V and the softmax weights in ``dtype``, the dots at the
+    default matmul precision, on ``device``; returned as float32."""
+    dt = jnp.dtype(dtype)
+    with jax.default_device(device):
+        out = _compiled(soft_cap, None)(
+            jnp.asarray(np.asarray(q, np.float32), dt),
+            jnp.asarray(gather_tokens(k_pages, table, mask), dt),
+            jnp.asarray(gather_tokens(v_pages, table, mask), dt), jnp.asarray(mask))
+    return np.asarray(out, np.float32)
+
+
+_PROGRAMS: dict[tuple[float | None, object], object] = {}
+
+
+def _compiled(soft_cap: float | None, precision: object = _HI):
+    key = (soft_cap, precision)
+    if key not in _PROGRAMS:
+        _PROGRAMS[key] = jax.jit(
+            lambda q, k, v, m: grouped_decode_attention(q, k, v, m, soft_cap, precision),
+            compiler_options={"xla_backend_optimization_level": 0})
+    return _PROGRAMS[key]
