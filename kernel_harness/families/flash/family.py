@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Tolerance
-from kernel_harness.families.calibration import with_calibrated
 from kernel_harness.families.flash.bench import BENCH
 from kernel_harness.families.flash.cases import FlashCase, flash_events
 from kernel_harness.families.flash.kernel import (
@@ -22,6 +20,7 @@ from kernel_harness.families.flash.strategy import (
     flash_cases,
     flash_seed_cases,
 )
+from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -58,33 +57,17 @@ def valid(case: FlashCase) -> dict[str, np.ndarray]:
     return {"out": rows, "dq": rows}
 
 
-def _tol(x: float, why: str) -> Tolerance:
-    return Tolerance(max_rel_err=x, reason=why)
-
-
-_F32 = (
-    "float32 end to end (interpret on CPU: exact f32 dots); worst observed {obs} over ~80 "
-    "calibration cases; the limit stays ~10x below the 2e-3 of a bf16 PV product"
-)
-_BF16 = (
-    "bf16 inputs/outputs, bf16 operands of the PV, dS.K and dS^T.Q products; worst observed "
-    "{obs} over ~80 calibration cases, limit ~3-4x that"
-)
-
-TOLERANCES = with_calibrated(
+TOLERANCES = measured_table(
     {
-        ("float32", "out"): _tol(1e-4, _F32.format(obs="8.5e-7")),
-        ("float32", "dq"): _tol(2e-4, _F32.format(obs="9.1e-7")),
-        ("float32", "dk"): _tol(2e-4, _F32.format(obs="8.6e-7")),
-        ("float32", "dv"): _tol(1e-4, _F32.format(obs="5.8e-7")),
-        ("float32", "dab"): _tol(2e-4, _F32.format(obs="9.7e-7")),
-        ("bfloat16", "out"): _tol(1.5e-2, _BF16.format(obs="4.4e-3")),
-        ("bfloat16", "dq"): _tol(3e-2, _BF16.format(obs="7.9e-3")),
-        ("bfloat16", "dk"): _tol(2.5e-2, _BF16.format(obs="6.2e-3")),
-        ("bfloat16", "dv"): _tol(1.5e-2, _BF16.format(obs="4.4e-3")),
-        ("bfloat16", "dab"): _tol(4e-2, _BF16.format(obs="1.04e-2")),
+        "out": ((1e-4, "8.5e-7"), (1.5e-2, "4.4e-3")),
+        "dq": ((2e-4, "9.1e-7"), (3e-2, "7.9e-3")),
+        "dk": ((2e-4, "8.6e-7"), (2.5e-2, "6.2e-3")),
+        "dv": ((1e-4, "5.8e-7"), (1.5e-2, "4.4e-3")),
+        "dab": ((2e-4, "9.7e-7"), (4e-2, "1.04e-2")),
     },
-    CALIBRATED_DTYPES,
+    f32_where="end to end (interpret on CPU: exact f32 dots)",
+    bf16_where="inputs/outputs, bf16 operands of the PV, dS.K and dS^T.Q products",
+    calibrated_dtypes=CALIBRATED_DTYPES,
 )
 
 FAMILY = Family(

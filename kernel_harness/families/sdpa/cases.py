@@ -22,6 +22,8 @@ from kernel_harness.core.case import (
     logit_scales_for,
     standard_normal,
 )
+from kernel_harness.ops.attention.events import length_events, sharing_events
+from kernel_harness.ops.attention.vocabulary import Shape
 
 #: The dtypes whose outputs the family judges by the calibrated bound (family.py builds
 #: its tolerance table from this): they draw large logits too (``logit_scales_for``).
@@ -311,10 +313,9 @@ def sdpa_data_draws(case: SdpaCase) -> st.SearchStrategy[SdpaCase]:
 def sdpa_events(case: SdpaCase) -> list[str]:
     """Coverage labels: dtype, GQA/MQA, options on, rows outside the contract."""
     ev = [case.dtype]
-    if case.kv_heads < case.heads:
-        ev.append("mqa" if case.kv_heads == 1 else "gqa")
-    if case.q_len != case.kv_len:
-        ev.append("q-len<kv-len" if case.q_len < case.kv_len else "q-len>kv-len")
+    shape = Shape(batch=case.batch, q_heads=case.heads, kv_heads=case.kv_heads,
+                  q_len=case.q_len, kv_len=case.kv_len, head_dim=case.head_dim)
+    ev += sharing_events(shape) + length_events(shape)
     if case.is_causal:
         ev.append("causal")
     if case.bias is not None:

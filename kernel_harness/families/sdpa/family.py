@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Tolerance
-from kernel_harness.families.calibration import with_calibrated
 from kernel_harness.families.sdpa.bench import BENCH
 from kernel_harness.families.sdpa.cases import (
     CALIBRATED_DTYPES,
@@ -19,6 +17,7 @@ from kernel_harness.families.sdpa.export import export
 from kernel_harness.families.sdpa.kernel import IMPL_SIGNATURE, SDPA_BACKENDS, run, xla_sdpa
 from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
 from kernel_harness.families.sdpa.reference import low_precision_reference, reference
+from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -55,33 +54,17 @@ def valid(case: SdpaCase) -> dict[str, np.ndarray]:
     return {"out": rows, "dq": rows}
 
 
-def _tol(x: float, why: str) -> Tolerance:
-    return Tolerance(max_rel_err=x, reason=why)
-
-
-_F32 = (
-    "float32 at full precision (XLA on CPU); worst observed {obs} over ~80 calibration "
-    "cases; the limit stays ~10x below the 2e-3 of a bf16 PV product"
-)
-_BF16 = (
-    "bf16 inputs, probabilities cast to bf16 before the PV product; worst observed {obs} "
-    "over ~80 calibration cases, limit ~3-4x that"
-)
-
-TOLERANCES = with_calibrated(
+TOLERANCES = measured_table(
     {
-        ("float32", "out"): _tol(1e-4, _F32.format(obs="1.3e-7")),
-        ("float32", "dq"): _tol(2e-4, _F32.format(obs="1.1e-7")),
-        ("float32", "dk"): _tol(2e-4, _F32.format(obs="1.6e-7")),
-        ("float32", "dv"): _tol(1e-4, _F32.format(obs="1.7e-7")),
-        ("float32", "dbias"): _tol(2e-4, _F32.format(obs="6.5e-8")),
-        ("bfloat16", "out"): _tol(1.5e-2, _BF16.format(obs="4.9e-3")),
-        ("bfloat16", "dq"): _tol(2e-2, _BF16.format(obs="4.8e-3")),
-        ("bfloat16", "dk"): _tol(2e-2, _BF16.format(obs="5.8e-3")),
-        ("bfloat16", "dv"): _tol(1.5e-2, _BF16.format(obs="4.5e-3")),
-        ("bfloat16", "dbias"): _tol(2e-2, _BF16.format(obs="5.0e-3")),
+        "out": ((1e-4, "1.3e-7"), (1.5e-2, "4.9e-3")),
+        "dq": ((2e-4, "1.1e-7"), (2e-2, "4.8e-3")),
+        "dk": ((2e-4, "1.6e-7"), (2e-2, "5.8e-3")),
+        "dv": ((1e-4, "1.7e-7"), (1.5e-2, "4.5e-3")),
+        "dbias": ((2e-4, "6.5e-8"), (2e-2, "5.0e-3")),
     },
-    CALIBRATED_DTYPES,
+    f32_where="at full precision (XLA on CPU)",
+    bf16_where="inputs, probabilities cast to bf16 before the PV product",
+    calibrated_dtypes=CALIBRATED_DTYPES,
 )
 
 FAMILY = Family(
