@@ -6,6 +6,7 @@ import numpy as np
 
 from kernel_harness.families.flash.bench import BENCH
 from kernel_harness.families.flash.cases import FlashCase, flash_events
+from kernel_harness.families.flash.export import export
 from kernel_harness.families.flash.kernel import (
     FLASH_BACKENDS,
     IMPL_SIGNATURE,
@@ -99,6 +100,7 @@ FAMILY = Family(
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
     bench=BENCH,
+    export=export,
     low_precision_reference=low_precision_reference,
     not_compared=lambda case: {} if case.bias else {"dab": "no bias in this case"},
 )
