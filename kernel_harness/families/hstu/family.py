@@ -7,6 +7,7 @@ import numpy as np
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
 from kernel_harness.families.hstu import cases, kernel, reference
 from kernel_harness.families.hstu.bench import BENCH
+from kernel_harness.families.hstu.export import export
 from kernel_harness.families.hstu.metamorphic import METAMORPHIC
 from kernel_harness.kernels.hstu.api import hstu_attention
 from kernel_harness.spec.family import Family
@@ -138,4 +139,5 @@ FAMILY = Family(
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
     bench=BENCH,
+    export=export,
 )
