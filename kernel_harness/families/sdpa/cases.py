@@ -200,7 +200,13 @@ OPTIONAL = {
     "scale": "scale always None (the default 1/sqrt(head_dim))",
     "gqa": "kv_heads == heads (no grouped- or multi-query attention)",
     "q-len-ne-kv-len": "q_len == kv_len",
+    "unaligned-lengths": "q_len and kv_len multiples of 128 (e.g. tokamax's mosaic backend "
+    "needs aligned lengths)",
+    "bias-gradient": "bias in the forward only: dbias is not compared (a bias is still drawn)",
 }
+
+#: Sequence lengths drawn without ``unaligned-lengths``.
+ALIGNED_LENGTHS: tuple[int, ...] = (128, 256)
 _DRAW_NAME = {"bias": "bias", "mask": "mask", "causal": "causal", "window": "window",
               "q-lengths": "q_lengths", "kv-lengths": "kv_lengths", "scale": "scale",
               "q-len-ne-kv-len": "differ"}
@@ -249,6 +255,8 @@ def sdpa_cases(
         raise ValueError(f"sdpa: unknown optional features {sorted(unknown)}; known: "
                          f"{sorted(OPTIONAL)}")
     off = {_DRAW_NAME[f] for f in without if f in _DRAW_NAME}
+    if "unaligned-lengths" in without:
+        lengths, q_only_lengths = ALIGNED_LENGTHS, ()
     # Which options are on comes first: Hypothesis varies early choices most.
     on = {name: name not in off and _mostly(draw, 3 if name in ("causal", "differ") else 2)
           for name in

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from kernel_harness.families.sdpa.bench import BENCH
@@ -67,6 +69,19 @@ TOLERANCES = measured_table(
     calibrated_dtypes=CALIBRATED_DTYPES,
 )
 
+def narrowed(family: Family, without: frozenset[str]) -> Family:
+    """Without ``bias-gradient`` (bias in the forward only), dbias is never compared."""
+    if "bias-gradient" not in without:
+        return family
+    base = family.not_compared
+
+    def not_compared(case: SdpaCase) -> dict[str, str]:
+        return {"dbias": "declared without a bias gradient (--without bias-gradient)",
+                **base(case)}
+
+    return dataclasses.replace(family, not_compared=not_compared)
+
+
 FAMILY = Family(
     name="sdpa",
     summary="jax.nn.dot_product_attention, implementation='xla' (no Pallas kernel; "
@@ -97,6 +112,7 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     bench=BENCH,
     optional=OPTIONAL,
+    narrowed=narrowed,
     export=export,
     low_precision_reference=low_precision_reference,
     not_compared=lambda case: {} if case.bias is not None else {"dbias": "no bias in this case"},

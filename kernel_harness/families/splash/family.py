@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Iterable
 
 import numpy as np
@@ -19,7 +21,7 @@ from kernel_harness.families.splash.masks import (
     parse_mask,
     segment_ids,
 )
-from kernel_harness.families.splash.metamorphic import METAMORPHIC
+from kernel_harness.families.splash.metamorphic import METAMORPHIC, block_variants
 from kernel_harness.families.splash.reference import low_precision_reference, reference
 from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, splash_data_draws
@@ -192,6 +194,15 @@ COVERAGE_EXPECTED_MISSING = {
 }
 
 
+def narrowed(family: Family, without: frozenset[str]) -> Family:
+    """Without ``split-bwd``, block-size invariance redraws fused-backward blocks only."""
+    if "split-bwd" not in without or family.metamorphic is None:
+        return family
+    variants = functools.partial(block_variants, fused_only=True)
+    return dataclasses.replace(
+        family, metamorphic=dataclasses.replace(family.metamorphic, block_variants=variants))
+
+
 FAMILY = Family(
     name="splash",
     summary="jax's TPU splash (sparse flash) attention: static block-sparse masks, "
@@ -224,6 +235,7 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     bench=BENCH,
     optional=OPTIONAL,
+    narrowed=narrowed,
     export=export,
     low_precision_reference=low_precision_reference,
     not_compared=lambda case: {} if case.sinks else {"dsinks": "no sinks in this case"},

@@ -40,9 +40,11 @@ def _divisors(n: int) -> list[int]:
     return lane_divisors(n, LANES)
 
 
-def block_variants(case: SplashCase) -> st.SearchStrategy[SplashCase]:
+def block_variants(case: SplashCase, *, fused_only: bool = False
+                   ) -> st.SearchStrategy[SplashCase]:
     """The same case with independently redrawn block sizes and fused/split backward
-    (shrinks towards the smallest blocks and the split backward)."""
+    (shrinks towards the smallest blocks and the split backward; ``fused_only``: the
+    fused backward always, for an implementation without the split one)."""
 
     @st.composite
     def variant(draw: st.DrawFn) -> SplashCase:
@@ -50,7 +52,7 @@ def block_variants(case: SplashCase) -> st.SearchStrategy[SplashCase]:
             return draw(st.sampled_from(_divisors(n)))
 
         bkv, bkv_dkv = pick(case.kv_len), pick(case.kv_len)
-        fused = draw(st.booleans())
+        fused = fused_only or draw(st.booleans())
         return dataclasses.replace(
             case, block_q=pick(case.q_len), block_kv=bkv, block_kv_compute=pick(bkv),
             block_q_dkv=pick(case.q_len), block_kv_dkv=bkv_dkv,
