@@ -68,6 +68,9 @@ class Family:
       narrowed: ``narrowed(family, without) -> family``: what else than the strategy a
         missing optional feature changes (outputs not compared, the metamorphic block
         variants); :func:`kernel_harness.spec.narrow.narrow` applies it after ``cases``.
+      modes: the events naming the kernel's modes (its paths, at sizes where their bugs
+        show) that a derandomized ``ci``-sized draw of :attr:`cases` must reach; tested
+        per family (``tests/families/test_modes.py``).
       without: features this (narrowed) family does not draw; empty for the
         registered family.
       adjustments: command-line flags that changed this family from its
@@ -124,6 +127,7 @@ class Family:
     optional: Mapping[str, str] = dataclasses.field(default_factory=dict)
     without: frozenset[str] = frozenset()
     narrowed: Callable[[Family, frozenset[str]], Family] | None = None
+    modes: frozenset[str] = frozenset()
     adjustments: tuple[str, ...] = ()
     export: Callable[[Any], ExportSnippet] | None = None
     slice_axes: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)

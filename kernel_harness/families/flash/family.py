@@ -71,7 +71,18 @@ TOLERANCES = measured_table(
     calibrated_dtypes=CALIBRATED_DTYPES,
 )
 
+#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+MODES = frozenset({
+    "causal", "non-causal", "bias", "sm-scale", "segments", "several-segments",
+    "unsorted-segment-ids", "length-1-segment", "rows-without-keys", "fwd-single-tile",
+    "fwd-multi-kv-block", "fwd-kv-subtiles", "multi-q-block", "ragged-q-block",
+    "dkv-multi-block", "dkv-subtiles", "dq-multi-block", "dq-subtiles", "batch>1",
+    "heads>1", "block_b>1", "block_b<batch", "q-len<kv-len", "float32", "bfloat16",
+})
+
+
 FAMILY = Family(
+    modes=MODES,
     name="flash",
     summary="TPU Pallas flash attention (jax.experimental.pallas.ops.tpu.flash_attention), "
     "forward and vjp incl. the bias gradient; interpret backends force TPU interpret mode",

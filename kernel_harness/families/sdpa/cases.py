@@ -242,7 +242,8 @@ def sdpa_cases(
 ) -> SdpaCase:
     """Draws an :class:`SdpaCase`.
 
-    Causal attention and q_len != kv_len are drawn 3 times in 4, every other option
+    Causal attention, q_len != kv_len and a mask are drawn 3 times in 4 (at half a ci run
+    drew no full-layout mask), every other option
     half the time, the logit scale from :func:`logit_scales_for` (dtype); an option, when
     on, is drawn so that it changes what some row sees (a window narrower than the
     sequence, lengths shorter than it, a mask with False entries): an implementation
@@ -258,7 +259,7 @@ def sdpa_cases(
     if "unaligned-lengths" in without:
         lengths, q_only_lengths = ALIGNED_LENGTHS, ()
     # Which options are on comes first: Hypothesis varies early choices most.
-    on = {name: name not in off and _mostly(draw, 3 if name in ("causal", "differ") else 2)
+    on = {name: name not in off and _mostly(draw, 3 if name in ("causal", "differ", "mask") else 2)
           for name in
           ("causal", "differ", "bias", "mask", "scale", "window", "kv_lengths", "q_lengths")}
     dtype = draw(st.sampled_from(dtypes))

@@ -82,7 +82,16 @@ def narrowed(family: Family, without: frozenset[str]) -> Family:
     return dataclasses.replace(family, not_compared=not_compared)
 
 
+#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+MODES = frozenset({
+    "causal", "gqa", "mqa", "bias-full", "mask-full", "explicit-scale", "window", "kv-lengths",
+    "q-lengths", "padding-rows", "rows-without-keys", "q-len<kv-len", "q-len>kv-len",
+    "float32", "bfloat16",
+})
+
+
 FAMILY = Family(
+    modes=MODES,
     name="sdpa",
     summary="jax.nn.dot_product_attention, implementation='xla' (no Pallas kernel; "
     "'interpret' = plain XLA on the CPU), forward and vjp incl. the bias gradient",

@@ -203,7 +203,22 @@ def narrowed(family: Family, without: frozenset[str]) -> Family:
         family, metamorphic=dataclasses.replace(family.metamorphic, block_variants=variants))
 
 
+#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+MODES = frozenset({
+    "mha", "gqa", "mqa", "f32", "bf16", "multi-q-block", "multi-kv-block",
+    "kv-compute<kv-block", "dkv-compute<dkv-block", "bwd-blocks!=fwd-blocks",
+    "q-len!=kv-len", "mask-function", "mask-blocks", "per-head-masks", "mask:causal",
+    "mask:local", "mask:chunked", "mask:random", "mask:boxes", "mask:numpy", "mask:and",
+    "mask:or", "numpy-mask", "window", "window-edge", "segments", "segment-len-1",
+    "unsorted-segments", "cross-segments", "soft-cap", "sinks", "fused-bwd",
+    "seq-minor-layout", "head-dim-v!=head-dim", "batch>1", "partial-blocks",
+    "skipped-blocks", "fully-masked-rows", "runtime-skip:fwd", "runtime-skip:dq",
+    "runtime-skip:dkv",
+})
+
+
 FAMILY = Family(
+    modes=MODES,
     name="splash",
     summary="jax's TPU splash (sparse flash) attention: static block-sparse masks, "
     "MHA/GQA/MQA, segments, soft cap, sinks, residuals",
