@@ -8,6 +8,7 @@ detection, zeroed scratch, one core), as ``Backend.forcing_interpret`` does.
 from __future__ import annotations
 
 from kernel_harness.families.flash.cases import FlashCase
+from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
 
 _DEFAULT = "from jax.experimental.pallas.ops.tpu.flash_attention import flash_attention as kernel"
@@ -20,14 +21,8 @@ def export(case: FlashCase) -> ExportSnippet:
     segs = case.q_segments is not None
     names = ("q", "k", "v", "ab") if case.bias else ("q", "k", "v")
     grads = ("dq", "dk", "dv", "dab") if case.bias else ("dq", "dk", "dv")
-    vis = [f"vis = np.ones(({case.batch}, 1, {case.q_len}, {case.kv_len}), bool)"]
-    if segs:
-        vis.append('vis = vis & (x["segment_ids_q"][:, None, :, None] == '
-                   'x["segment_ids_kv"][:, None, None, :])')
-    if case.causal:
-        vis.append(f"vis = vis & (np.arange({case.kv_len})[None, :] <= "
-                   f"np.arange({case.q_len})[:, None])  # causal, top-left")
-    vis_src = ("\n" + " " * 12).join(vis)
+    segments = ('(jnp.asarray(x["segment_ids_q"]), jnp.asarray(x["segment_ids_kv"]))'
+                if segs else "None")
     run_kernel = f'''
         import dataclasses
         import contextlib
@@ -66,27 +61,22 @@ def export(case: FlashCase) -> ExportSnippet:
             with interpreting():
                 return jax.block_until_ready(_kernel_fwd_bwd(x))
     '''
-    reference = f'''
+    reference = reference_source(f'''
         def reference(x):
             """Softmax attention in float32, HIGHEST: logits = (q.k^T + ab) * sm_scale,
             masked keys get exactly zero weight, rows that see no key give 0."""
-            {vis_src}
+            vis = visibility({case.q_len}, {case.kv_len}, causal={case.causal},
+                             segments={segments})
             f32 = {{n: jnp.asarray(x[n], jnp.float32) for n in {names!r}}}
 
             def attention({", ".join(names)}):
-                logits = jnp.einsum("bhqd,bhkd->bhqk", q, k, precision=HI)
-                {"logits = logits + ab" if case.bias else "pass  # no bias"}
-                logits = logits * {case.sm_scale!r}
-                m = jnp.max(jnp.where(vis, logits, -jnp.inf), axis=-1, keepdims=True)
-                m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, 0.0))
-                w = jnp.where(vis, jnp.exp(jnp.where(vis, logits, 0.0) - m), 0.0)
-                denom = jnp.sum(w, axis=-1, keepdims=True)
-                p = w / jnp.where(denom == 0.0, 1.0, denom)
-                return jnp.einsum("bhqk,bhkd->bhqd", p, v, precision=HI)
+                return softmax_attention(q, k, v, {"ab" if case.bias else "None"}, vis,
+                                         {case.sm_scale!r}, layout="bhqd",
+                                         bias_before_scale=True)
 
             out, vjp = jax.vjp(attention, *f32.values())
             grads = vjp(jnp.asarray(x["do"], jnp.float32))
             return dict(zip({("out", *grads)!r}, (out, *grads), strict=True))
-    '''
+    ''')
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
                          outputs=("out", *grads))
