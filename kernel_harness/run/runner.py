@@ -55,12 +55,13 @@ def ensure_supported(family: Family, backend: Backend) -> None:
 def run_on_backend(
     family: Family, impl: Callable[..., Any], case: Any, inputs: Arrays, backend: Backend
 ) -> Arrays:
-    """Calls the family's adapter; under ``tpu-interpret`` records every interpreted
-    kernel and fails on unwaived races
+    """Calls the family's adapter (after :func:`ensure_supported`); under
+    ``tpu-interpret`` records every interpreted kernel and fails on unwaived races
     (:class:`~kernel_harness.core.errors.KernelRaceDetected`) or uninitialized reads
     (see :mod:`kernel_harness.run.diagnostics`), resetting the simulator state before
     and after, also after a failure. Drops jax's compiled programs first when the process
     nears its limit on memory mappings (:mod:`kernel_harness.run.memory_maps`)."""
+    ensure_supported(family, backend)  # the one backend guard: adapters do not repeat it
     memory_maps.relieve()
     if backend.name != "tpu-interpret":
         return family.run(impl, case, inputs, backend)

@@ -65,6 +65,12 @@ class Family:
       optional: features an implementation may declare it does not support,
         ``{name: what the strategy then stops drawing}``; ``cases(without=...)``
         must accept a frozenset of these names (see :mod:`kernel_harness.spec.narrow`).
+      narrowed: ``narrowed(family, without) -> family``: what else than the strategy a
+        missing optional feature changes (outputs not compared, the metamorphic block
+        variants); :func:`kernel_harness.spec.narrow.narrow` applies it after ``cases``.
+      modes: the events naming the kernel's modes (its paths, at sizes where their bugs
+        show) that a derandomized ``ci``-sized draw of :attr:`cases` must reach; tested
+        per family (``tests/families/test_modes.py``).
       without: features this (narrowed) family does not draw; empty for the
         registered family.
       adjustments: command-line flags that changed this family from its
@@ -120,6 +126,8 @@ class Family:
     bench: Bench | None = None
     optional: Mapping[str, str] = dataclasses.field(default_factory=dict)
     without: frozenset[str] = frozenset()
+    narrowed: Callable[[Family, frozenset[str]], Family] | None = None
+    modes: frozenset[str] = frozenset()
     adjustments: tuple[str, ...] = ()
     export: Callable[[Any], ExportSnippet] | None = None
     slice_axes: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)

@@ -87,11 +87,12 @@ def narrow(family: Family, features: Iterable[str]) -> Family:
             f"known: {known}"
         )
     names |= family.without
-    return dataclasses.replace(
+    narrowed = dataclasses.replace(
         family,
         cases=functools.partial(family.cases, without=names),
         without=names,
     )
+    return family.narrowed(narrowed, names) if family.narrowed else narrowed
 
 
 def parse_tolerance(text: str) -> ToleranceOverride:

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from kernel_harness.core.case import Case, cast, check_logit_scale, standard_normal
+from kernel_harness.ops.attention.events import segment_events
 
 #: Every kv-axis block of the kernel must be a multiple of this (its softmax lane width).
 KV_TILE = 128
@@ -203,14 +204,7 @@ def flash_events(case: FlashCase) -> list[str]:
     if case.sm_scale != 1.0:
         ev.append("sm-scale")
     if case.q_segments is not None:
-        ev.append("segments")
-        ids = [i for row in case.q_segments + case.kv_segments for i, _ in row]
-        if any(n == 1 for row in case.q_segments + case.kv_segments for _, n in row):
-            ev.append("length-1-segment")
-        if any(list(r) != sorted(r) for r in ([i for i, _ in row] for row in case.q_segments)):
-            ev.append("unsorted-segment-ids")
-        if len(set(ids)) > 1:
-            ev.append("several-segments")
+        ev += ["segments", *segment_events(case.q_segments, case.kv_segments)]
     if case.block_k == case.kv_len:
         ev.append("fwd-single-tile")
     else:

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import FLOAT32_FLOOR as F32_OWN
-from kernel_harness.core.tolerance import FLOAT32_GRADIENT_FLOOR as F32_GRAD
-from kernel_harness.core.tolerance import LOW_PRECISION_FLOOR as LOW_OWN
-from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR as LOW_GRAD
-from kernel_harness.core.tolerance import SliceFloor, Tolerance
-from kernel_harness.families.calibration import with_calibrated
 from kernel_harness.families.flash.bench import BENCH
 from kernel_harness.families.flash.cases import FlashCase, flash_events
+from kernel_harness.families.flash.export import export
 from kernel_harness.families.flash.kernel import (
     FLASH_BACKENDS,
     IMPL_SIGNATURE,
@@ -26,6 +21,7 @@ from kernel_harness.families.flash.strategy import (
     flash_cases,
     flash_seed_cases,
 )
+from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -62,36 +58,32 @@ def valid(case: FlashCase) -> dict[str, np.ndarray]:
     return {"out": rows, "dq": rows}
 
 
-def _tol(x: float, why: str, floor: SliceFloor) -> Tolerance:
-    return Tolerance(max_rel_err=x, reason=why, slice_floor=floor)
-
-
-_F32 = (
-    "float32 end to end (interpret on CPU: exact f32 dots); worst observed {obs} over ~80 "
-    "calibration cases; the limit stays ~10x below the 2e-3 of a bf16 PV product"
-)
-_BF16 = (
-    "bf16 inputs/outputs, bf16 operands of the PV, dS.K and dS^T.Q products; worst observed "
-    "{obs} over ~80 calibration cases, limit ~3-4x that"
-)
-
-TOLERANCES = with_calibrated(
+TOLERANCES = measured_table(
     {
-        ("float32", "out"): _tol(1e-4, _F32.format(obs="8.5e-7"), F32_OWN),
-        ("float32", "dq"): _tol(2e-4, _F32.format(obs="9.1e-7"), F32_GRAD),
-        ("float32", "dk"): _tol(2e-4, _F32.format(obs="8.6e-7"), F32_GRAD),
-        ("float32", "dv"): _tol(1e-4, _F32.format(obs="5.8e-7"), F32_GRAD),
-        ("float32", "dab"): _tol(2e-4, _F32.format(obs="9.7e-7"), F32_GRAD),
-        ("bfloat16", "out"): _tol(1.5e-2, _BF16.format(obs="4.4e-3"), LOW_OWN),
-        ("bfloat16", "dq"): _tol(3e-2, _BF16.format(obs="7.9e-3"), LOW_GRAD),
-        ("bfloat16", "dk"): _tol(2.5e-2, _BF16.format(obs="6.2e-3"), LOW_GRAD),
-        ("bfloat16", "dv"): _tol(1.5e-2, _BF16.format(obs="4.4e-3"), LOW_GRAD),
-        ("bfloat16", "dab"): _tol(4e-2, _BF16.format(obs="1.04e-2"), LOW_GRAD),
+        "out": ((1e-4, "8.5e-7"), (1.5e-2, "4.4e-3")),
+        "dq": ((2e-4, "9.1e-7"), (3e-2, "7.9e-3")),
+        "dk": ((2e-4, "8.6e-7"), (2.5e-2, "6.2e-3")),
+        "dv": ((1e-4, "5.8e-7"), (1.5e-2, "4.4e-3")),
+        "dab": ((2e-4, "9.7e-7"), (4e-2, "1.04e-2")),
     },
-    CALIBRATED_DTYPES,
+    f32_where="end to end (interpret on CPU: exact f32 dots)",
+    bf16_where="inputs/outputs, bf16 operands of the PV, dS.K and dS^T.Q products",
+    calibrated_dtypes=CALIBRATED_DTYPES,
+    forward=frozenset({"out"}),
 )
+
+#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+MODES = frozenset({
+    "causal", "non-causal", "bias", "sm-scale", "segments", "several-segments",
+    "unsorted-segment-ids", "length-1-segment", "rows-without-keys", "fwd-single-tile",
+    "fwd-multi-kv-block", "fwd-kv-subtiles", "multi-q-block", "ragged-q-block",
+    "dkv-multi-block", "dkv-subtiles", "dq-multi-block", "dq-subtiles", "batch>1",
+    "heads>1", "block_b>1", "block_b<batch", "q-len<kv-len", "float32", "bfloat16",
+})
+
 
 FAMILY = Family(
+    modes=MODES,
     name="flash",
     summary="TPU Pallas flash attention (jax.experimental.pallas.ops.tpu.flash_attention), "
     "forward and vjp incl. the bias gradient; interpret backends force TPU interpret mode",
@@ -120,6 +112,7 @@ FAMILY = Family(
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
     bench=BENCH,
+    export=export,
     low_precision_reference=low_precision_reference,
     not_compared=lambda case: {} if case.bias else {"dab": "no bias in this case"},
 )

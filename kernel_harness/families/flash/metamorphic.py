@@ -19,17 +19,12 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.families.flash import kernel as _kernel
 from kernel_harness.families.flash.cases import KV_TILE, Q_TILE, FlashCase
 from kernel_harness.families.flash.strategy import block_pair, blocks_of
+from kernel_harness.ops.attention.metamorphic import zero_cotangent
+from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle
 
-ROLES = {
-    "q": ("batch", "head", "query", "dim"),
-    "do": ("batch", "head", "query", "dim"),
-    "k": ("batch", "head", "key", "dim"),
-    "v": ("batch", "head", "key", "dim"),
-    "ab": ("batch", "head", "query", "key"),
-    "segment_ids_q": ("batch", "query"),
-    "segment_ids_kv": ("batch", "key"),
-}
+ROLES = roles("bhqd", kv_head="head", ab=("batch", "head", "query", "key"),
+              segment_ids_q=("batch", "query"), segment_ids_kv=("batch", "key"))
 
 
 def visible(case: FlashCase) -> np.ndarray:
@@ -80,10 +75,7 @@ def option_toggles(case: FlashCase) -> list[Toggle]:
 
 def constrain(case: FlashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The contract's zero cotangent on rows that see no key."""
-    if "do" not in inputs:
-        return inputs
-    rows = case.rows_without_keys()[:, None, :, None]
-    return {**inputs, "do": np.where(rows, 0, inputs["do"]).astype(inputs["do"].dtype)}
+    return zero_cotangent(inputs, case.rows_without_keys()[:, None, :, None])
 
 
 def may_be_nonfinite(case: FlashCase) -> dict[str, np.ndarray]:

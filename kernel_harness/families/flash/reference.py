@@ -11,41 +11,30 @@ from __future__ import annotations
 import functools
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.families.flash.cases import FlashCase
+from kernel_harness.ops.attention.reference import (
+    HIGHEST,
+    reference_pair,
+    softmax_attention,
+    visibility,
+)
 
-_HI = jax.lax.Precision.HIGHEST
+_HI = HIGHEST
 
 
 def dense_mask(seg_q: jax.Array | None, seg_kv: jax.Array | None, q_len: int, kv_len: int,
                causal: bool) -> jax.Array:
     """``(batch or 1, 1, q_len, kv_len)`` bool visibility built from the raw ids."""
-    mask = jnp.ones((1, 1, q_len, kv_len), bool)
-    if seg_q is not None:
-        mask = mask & (seg_q[:, None, :, None] == seg_kv[:, None, None, :])
-    if causal:
-        rows = jnp.arange(q_len)[:, None]
-        cols = jnp.arange(kv_len)[None, :]
-        mask = mask & (cols <= rows)[None, None]
-    return mask
+    return visibility(q_len, kv_len, causal=causal,
+                      segments=None if seg_q is None else (seg_q, seg_kv))
 
 
 def attention(q, k, v, ab, mask, sm_scale: float, precision=_HI):
-    """Softmax attention with exact zero weight on masked keys, in the inputs' dtype at
-    ``precision`` (the reference: float32, HIGHEST)."""
-    logits = jnp.einsum("bhqd,bhkd->bhqk", q, k, precision=precision)
-    if ab is not None:
-        logits = logits + ab
-    logits = logits * sm_scale
-    row_max = jnp.max(jnp.where(mask, logits, -jnp.inf), axis=-1, keepdims=True)
-    row_max = jax.lax.stop_gradient(jnp.where(jnp.isfinite(row_max), row_max, 0.0))
-    weights = jnp.where(mask, jnp.exp(jnp.where(mask, logits, 0.0) - row_max), 0.0)
-    denom = jnp.sum(weights, axis=-1, keepdims=True)
-    probs = weights / jnp.where(denom == 0.0, 1.0, denom)
-    return jnp.einsum("bhqk,bhkd->bhqd", probs, v, precision=precision)
+    """Softmax attention, bias added before scaling (the kernel's placement)."""
+    return softmax_attention(q, k, v, ab, mask, sm_scale, layout="bhqd",
+                             bias_before_scale=True, precision=precision)
 
 
 @functools.lru_cache(maxsize=64)
@@ -86,13 +75,4 @@ def _run(case: FlashCase, inputs: dict[str, np.ndarray], dtype, device: jax.Devi
             (("out", out), ("dq", dq), ("dk", dk), ("dv", dv), ("dab", dab))}
 
 
-def reference(case: FlashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """out, dq, dk, dv and dab (zeros without bias) on the case's dtype-rounded inputs."""
-    return _run(case, inputs, np.float32, jax.devices("cpu")[0], _HI)
-
-
-def low_precision_reference(case: FlashCase, inputs: dict[str, np.ndarray],
-                            backend: Backend) -> dict[str, np.ndarray]:
-    """The same outputs computed in ``case.dtype`` at the default matmul precision on
-    ``backend``'s device (returned as float32 arrays)."""
-    return _run(case, inputs, jnp.dtype(case.dtype), backend.device, None)
+reference, low_precision_reference = reference_pair(_run)

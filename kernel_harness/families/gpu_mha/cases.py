@@ -208,7 +208,8 @@ def mha_cases(
 ) -> MhaCase:
     """Valid :class:`MhaCase` s.
 
-    Draws q/kv lengths (equal or not; 96 is a non-power-of-two length), a backward block
+    Draws q/kv lengths (equal or not; 96 is a non-power-of-two length, drawn 1 time in 4
+    where one fits), a backward block
     count both lengths split into, forward and backward blocks independently (sometimes
     oversized so the kernel clamps them), causal, segment layouts with unsorted and
     repeated ids and length-1 runs, both scale modes, and a non-power-of-two head_dim (48,
@@ -221,6 +222,11 @@ def mha_cases(
     causal = draw(st.booleans())
     pairs = [p for p in _length_pairs(lengths) if (p[0] != p[1]) == unequal]
     pairs.sort(key=lambda p: (lengths.index(p[0]), lengths.index(p[1])))
+    # A non-power-of-two length (the kernel's padded last block) 1 time in 4: sorted last,
+    # it was never drawn in a 30-example ci run.
+    odd = [p for p in pairs if not (is_pow2(p[0]) and is_pow2(p[1]))]
+    if odd and draw(st.integers(0, 3)) == 3:
+        pairs = odd
     q_len, kv_len, counts = draw(st.sampled_from(pairs))
     if causal and q_len > kv_len:
         q_len, kv_len = kv_len, q_len

@@ -87,7 +87,18 @@ Triton flash attention mha(q, k, v, segment_ids) on [batch, len, heads, head_dim
 - head_dim need not be a power of two (the kernel pads to one and masks).
 """
 
+#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+MODES = frozenset({
+    "causal", "full", "segments", "several-segments", "unsorted-segments",
+    "repeated-segment-id", "length-1-segment", "multi-q-block", "multi-kv-block",
+    "multi-bwd-block", "bwd-blocks-differ", "block-clamped", "q-len-ne-kv-len",
+    "non-pow2-length", "head-dim-padded", "scale-arg", "scale-prescaled-q", "float32",
+    "bfloat16", "float16",
+})
+
+
 FAMILY = Family(
+    modes=MODES,
     name="gpu-mha",
     summary="Pallas GPU (Triton) flash attention mha: forward, lse residual, fused backward",
     case_type=MhaCase,

@@ -63,7 +63,6 @@ def run(
     impl: Callable[..., Any], case: MhaCase, inputs: dict[str, np.ndarray], backend: Backend
 ) -> dict[str, np.ndarray]:
     """Runs ``impl`` forward and backward (cotangent ``do``) on ``backend``."""
-    gpu_common.check_backend("gpu-mha", backend)
     arrays = gpu_common.put(
         {k: inputs.get(k) for k in ("q", "k", "v", "segment_ids", "do")}, backend
     )

@@ -7,6 +7,7 @@ import numpy as np
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
 from kernel_harness.families.hstu import cases, kernel, reference
 from kernel_harness.families.hstu.bench import BENCH
+from kernel_harness.families.hstu.export import export
 from kernel_harness.families.hstu.metamorphic import METAMORPHIC
 from kernel_harness.kernels.hstu.api import hstu_attention
 from kernel_harness.spec.family import Family
@@ -112,7 +113,20 @@ outputs exactly 0 and its dq is 0; these rows are compared like any other (no ex
 Default blocks are min(512, length); every block is a multiple of 128 dividing its length
 (compute blocks divide the memory blocks); gradients come from the kernel's custom VJP."""
 
+#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+MODES = frozenset({
+    "mask:causal", "mask:full", "numpy-mask",
+    "window", "window-at-block-edge", "window-covers-all", "segments", "unsorted-segments",
+    "length-1-segment", "q-kv-segments-differ", "fully-masked-rows", "multi-q-block",
+    "multi-kv-block", "kv-compute-split", "bwd-multi-q-block", "bwd-multi-kv-block",
+    "bwd-kv-compute-split", "bwd-blocks-differ", "empty-blocks", "partial-blocks",
+    "q-len-ne-kv-len", "multi-batch", "multi-head", "sm-scale", "dtype:float32",
+    "dtype:bfloat16",
+})
+
+
 FAMILY = Family(
+    modes=MODES,
     name="hstu",
     summary="HSTU pointwise (SiLU, 1/q_len) attention: block-sparse Pallas TPU kernel + custom VJP",
     case_type=cases.HstuCase,
@@ -139,4 +153,5 @@ FAMILY = Family(
     contract=CONTRACT,
     metamorphic=METAMORPHIC,
     bench=BENCH,
+    export=export,
 )

@@ -18,17 +18,12 @@ from kernel_harness.families.hstu.cases import LANES, HstuCase, expand_runs, num
 from kernel_harness.families.hstu.kernel import BLOCK_FIELDS
 from kernel_harness.families.hstu.reference import dense_mask
 from kernel_harness.kernels.hstu.api import hstu_attention
+from kernel_harness.ops.attention.metamorphic import lane_divisors
+from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle
 
-ROLES = {
-    "q": ("batch", "query", "head", "dim"),
-    "do": ("batch", "query", "head", "dim"),
-    "k": ("batch", "key", "head", "dim"),
-    "v": ("batch", "key", "head", "dim"),
-    "mask": ("query", "key"),
-    "q_segment_ids": ("batch", "query"),
-    "kv_segment_ids": ("batch", "key"),
-}
+ROLES = roles("bqhd", kv_head="head", mask=("query", "key"), q_segment_ids=("batch", "query"),
+              kv_segment_ids=("batch", "key"))
 
 
 def segments(case: HstuCase) -> tuple[np.ndarray, np.ndarray] | None:
@@ -51,7 +46,7 @@ def visible(case: HstuCase) -> np.ndarray:
 
 
 def _divisors(n: int) -> list[int]:
-    return [b for b in range(LANES, n + 1, LANES) if n % b == 0]
+    return lane_divisors(n, LANES)
 
 
 def block_variants(case: HstuCase) -> st.SearchStrategy[HstuCase]:

@@ -22,6 +22,8 @@ from kernel_harness.core.case import (
     logit_scales_for,
     standard_normal,
 )
+from kernel_harness.ops.attention.events import length_events, sharing_events
+from kernel_harness.ops.attention.vocabulary import Shape
 
 #: The dtypes whose outputs the family judges by the calibrated bound (family.py builds
 #: its tolerance table from this): they draw large logits too (``logit_scales_for``).
@@ -198,7 +200,13 @@ OPTIONAL = {
     "scale": "scale always None (the default 1/sqrt(head_dim))",
     "gqa": "kv_heads == heads (no grouped- or multi-query attention)",
     "q-len-ne-kv-len": "q_len == kv_len",
+    "unaligned-lengths": "q_len and kv_len multiples of 128 (e.g. tokamax's mosaic backend "
+    "needs aligned lengths)",
+    "bias-gradient": "bias in the forward only: dbias is not compared (a bias is still drawn)",
 }
+
+#: Sequence lengths drawn without ``unaligned-lengths``.
+ALIGNED_LENGTHS: tuple[int, ...] = (128, 256)
 _DRAW_NAME = {"bias": "bias", "mask": "mask", "causal": "causal", "window": "window",
               "q-lengths": "q_lengths", "kv-lengths": "kv_lengths", "scale": "scale",
               "q-len-ne-kv-len": "differ"}
@@ -234,7 +242,8 @@ def sdpa_cases(
 ) -> SdpaCase:
     """Draws an :class:`SdpaCase`.
 
-    Causal attention and q_len != kv_len are drawn 3 times in 4, every other option
+    Causal attention, q_len != kv_len and a mask are drawn 3 times in 4 (at half a ci run
+    drew no full-layout mask), every other option
     half the time, the logit scale from :func:`logit_scales_for` (dtype); an option, when
     on, is drawn so that it changes what some row sees (a window narrower than the
     sequence, lengths shorter than it, a mask with False entries): an implementation
@@ -247,8 +256,10 @@ def sdpa_cases(
         raise ValueError(f"sdpa: unknown optional features {sorted(unknown)}; known: "
                          f"{sorted(OPTIONAL)}")
     off = {_DRAW_NAME[f] for f in without if f in _DRAW_NAME}
+    if "unaligned-lengths" in without:
+        lengths, q_only_lengths = ALIGNED_LENGTHS, ()
     # Which options are on comes first: Hypothesis varies early choices most.
-    on = {name: name not in off and _mostly(draw, 3 if name in ("causal", "differ") else 2)
+    on = {name: name not in off and _mostly(draw, 3 if name in ("causal", "differ", "mask") else 2)
           for name in
           ("causal", "differ", "bias", "mask", "scale", "window", "kv_lengths", "q_lengths")}
     dtype = draw(st.sampled_from(dtypes))
@@ -311,10 +322,9 @@ def sdpa_data_draws(case: SdpaCase) -> st.SearchStrategy[SdpaCase]:
 def sdpa_events(case: SdpaCase) -> list[str]:
     """Coverage labels: dtype, GQA/MQA, options on, rows outside the contract."""
     ev = [case.dtype]
-    if case.kv_heads < case.heads:
-        ev.append("mqa" if case.kv_heads == 1 else "gqa")
-    if case.q_len != case.kv_len:
-        ev.append("q-len<kv-len" if case.q_len < case.kv_len else "q-len>kv-len")
+    shape = Shape(batch=case.batch, q_heads=case.heads, kv_heads=case.kv_heads,
+                  q_len=case.q_len, kv_len=case.kv_len, head_dim=case.head_dim)
+    ev += sharing_events(shape) + length_events(shape)
     if case.is_causal:
         ev.append("causal")
     if case.bias is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kernel_harness.families.sdpa.cases import SdpaCase
+from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
 
 _DEFAULT = '''
@@ -17,24 +18,8 @@ def export(case: SdpaCase) -> ExportSnippet:
     from the description: mask array, causal, window, sequence lengths)."""
     has_bias = case.bias is not None
     grads = ("dq", "dk", "dv", "dbias") if has_bias else ("dq", "dk", "dv")
-    vis = [f"vis = np.ones(({case.batch}, {case.heads}, {case.q_len}, {case.kv_len}), bool)"]
-    positional = case.is_causal or case.window is not None
-    if positional or case.kv_lengths is not None:
-        vis.insert(0, f"s = np.arange({case.kv_len})[None, :]")
-    if positional or case.q_lengths is not None:
-        vis.insert(0, f"t = np.arange({case.q_len})[:, None]")
-    if case.mask is not None:
-        vis.append('vis = vis & x["mask"]')
-    if case.is_causal:
-        vis.append("vis = vis & (s <= t)  # causal, top-left")
-    if case.window is not None:
-        left, right = case.window
-        vis.append(f"vis = vis & (s >= t - {left}) & (s <= t + {right})  # local window")
-    if case.kv_lengths is not None:
-        vis.append('vis = vis & (s < x["kv_lengths"][:, None, None, None])')
-    if case.q_lengths is not None:
-        vis.append('vis = vis & (t < x["q_lengths"][:, None, None, None])  # padding rows')
-    vis_src = ("\n" + " " * 12).join(vis)
+    arrays = {n: f'jnp.asarray(x["{n}"])' if getattr(case, n) is not None else "None"
+              for n in ("mask", "q_lengths", "kv_lengths")}
     args = "q, k, v, bias" if has_bias else "q, k, v"
     run_kernel = f'''
         OPTIONS = dict(scale={case.scale!r}, is_causal={case.is_causal},
@@ -55,31 +40,25 @@ def export(case: SdpaCase) -> ExportSnippet:
         def run_kernel(x):
             return _kernel_fwd_bwd(x)
     '''
-    reference = f'''
+    reference = reference_source(f'''
         def reference(x):
             """Softmax attention in float32, HIGHEST; masked keys get exactly zero weight,
             rows that see no key (and padding rows) give 0. GQA: head n reads kv head
             n // {case.heads // case.kv_heads}."""
-            {vis_src}
+            vis = visibility({case.q_len}, {case.kv_len}, causal={case.is_causal},
+                             window={case.window!r}, mask={arrays["mask"]},
+                             q_lengths={arrays["q_lengths"]},
+                             kv_lengths={arrays["kv_lengths"]})
             f32 = {{n: jnp.asarray(x[n], jnp.float32) for n in {_names(has_bias)!r}}}
 
             def attention({args}):
-                k = jnp.repeat(k, {case.heads // case.kv_heads}, axis=2)
-                v = jnp.repeat(v, {case.heads // case.kv_heads}, axis=2)
-                logits = jnp.einsum("btnh,bsnh->bnts", q, k, precision=HI)
-                logits = logits * {case.effective_scale!r}
-                {"logits = logits + bias" if has_bias else "pass  # no bias"}
-                m = jnp.max(jnp.where(vis, logits, -jnp.inf), axis=-1, keepdims=True)
-                m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, 0.0))
-                w = jnp.where(vis, jnp.exp(jnp.where(vis, logits, 0.0) - m), 0.0)
-                denom = jnp.sum(w, axis=-1, keepdims=True)
-                p = w / jnp.where(denom == 0.0, 1.0, denom)
-                return jnp.einsum("bnts,bsnh->btnh", p, v, precision=HI)
+                return softmax_attention(q, k, v, {"bias" if has_bias else "None"}, vis,
+                                         {case.effective_scale!r}, layout="bqhd")
 
             out, vjp = jax.vjp(attention, *f32.values())
             grads = vjp(jnp.asarray(x["do"], jnp.float32))
             return dict(zip({("out", *grads)!r}, (out, *grads), strict=True))
-    '''
+    ''')
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
                          outputs=("out", *grads))
 

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-from kernel_harness.core.tolerance import FLOAT32_FLOOR as F32_OWN
-from kernel_harness.core.tolerance import FLOAT32_GRADIENT_FLOOR as F32_GRAD
-from kernel_harness.core.tolerance import LOW_PRECISION_FLOOR as LOW_OWN
-from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR as LOW_GRAD
-from kernel_harness.core.tolerance import SliceFloor, Tolerance
-from kernel_harness.families.calibration import with_calibrated
 from kernel_harness.families.sdpa.bench import BENCH
 from kernel_harness.families.sdpa.cases import (
     CALIBRATED_DTYPES,
@@ -23,6 +19,7 @@ from kernel_harness.families.sdpa.export import export
 from kernel_harness.families.sdpa.kernel import IMPL_SIGNATURE, SDPA_BACKENDS, run, xla_sdpa
 from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
 from kernel_harness.families.sdpa.reference import low_precision_reference, reference
+from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -59,36 +56,43 @@ def valid(case: SdpaCase) -> dict[str, np.ndarray]:
     return {"out": rows, "dq": rows}
 
 
-def _tol(x: float, why: str, floor: SliceFloor) -> Tolerance:
-    return Tolerance(max_rel_err=x, reason=why, slice_floor=floor)
-
-
-_F32 = (
-    "float32 at full precision (XLA on CPU); worst observed {obs} over ~80 calibration "
-    "cases; the limit stays ~10x below the 2e-3 of a bf16 PV product"
-)
-_BF16 = (
-    "bf16 inputs, probabilities cast to bf16 before the PV product; worst observed {obs} "
-    "over ~80 calibration cases, limit ~3-4x that"
-)
-
-TOLERANCES = with_calibrated(
+TOLERANCES = measured_table(
     {
-        ("float32", "out"): _tol(1e-4, _F32.format(obs="1.3e-7"), F32_OWN),
-        ("float32", "dq"): _tol(2e-4, _F32.format(obs="1.1e-7"), F32_GRAD),
-        ("float32", "dk"): _tol(2e-4, _F32.format(obs="1.6e-7"), F32_GRAD),
-        ("float32", "dv"): _tol(1e-4, _F32.format(obs="1.7e-7"), F32_GRAD),
-        ("float32", "dbias"): _tol(2e-4, _F32.format(obs="6.5e-8"), F32_GRAD),
-        ("bfloat16", "out"): _tol(1.5e-2, _BF16.format(obs="4.9e-3"), LOW_OWN),
-        ("bfloat16", "dq"): _tol(2e-2, _BF16.format(obs="4.8e-3"), LOW_GRAD),
-        ("bfloat16", "dk"): _tol(2e-2, _BF16.format(obs="5.8e-3"), LOW_GRAD),
-        ("bfloat16", "dv"): _tol(1.5e-2, _BF16.format(obs="4.5e-3"), LOW_GRAD),
-        ("bfloat16", "dbias"): _tol(2e-2, _BF16.format(obs="5.0e-3"), LOW_GRAD),
+        "out": ((1e-4, "1.3e-7"), (1.5e-2, "4.9e-3")),
+        "dq": ((2e-4, "1.1e-7"), (2e-2, "4.8e-3")),
+        "dk": ((2e-4, "1.6e-7"), (2e-2, "5.8e-3")),
+        "dv": ((1e-4, "1.7e-7"), (1.5e-2, "4.5e-3")),
+        "dbias": ((2e-4, "6.5e-8"), (2e-2, "5.0e-3")),
     },
-    CALIBRATED_DTYPES,
+    f32_where="at full precision (XLA on CPU)",
+    bf16_where="inputs, probabilities cast to bf16 before the PV product",
+    calibrated_dtypes=CALIBRATED_DTYPES,
+    forward=frozenset({"out"}),
 )
+
+def narrowed(family: Family, without: frozenset[str]) -> Family:
+    """Without ``bias-gradient`` (bias in the forward only), dbias is never compared."""
+    if "bias-gradient" not in without:
+        return family
+    base = family.not_compared
+
+    def not_compared(case: SdpaCase) -> dict[str, str]:
+        return {"dbias": "declared without a bias gradient (--without bias-gradient)",
+                **base(case)}
+
+    return dataclasses.replace(family, not_compared=not_compared)
+
+
+#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+MODES = frozenset({
+    "causal", "gqa", "mqa", "bias-full", "mask-full", "explicit-scale", "window", "kv-lengths",
+    "q-lengths", "padding-rows", "rows-without-keys", "q-len<kv-len", "q-len>kv-len",
+    "float32", "bfloat16",
+})
+
 
 FAMILY = Family(
+    modes=MODES,
     name="sdpa",
     summary="jax.nn.dot_product_attention, implementation='xla' (no Pallas kernel; "
     "'interpret' = plain XLA on the CPU), forward and vjp incl. the bias gradient",
@@ -118,6 +122,7 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     bench=BENCH,
     optional=OPTIONAL,
+    narrowed=narrowed,
     export=export,
     low_precision_reference=low_precision_reference,
     not_compared=lambda case: {} if case.bias is not None else {"dbias": "no bias in this case"},

@@ -16,18 +16,13 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.sdpa import kernel as _kernel
 from kernel_harness.families.sdpa.cases import SdpaCase
+from kernel_harness.ops.attention.metamorphic import as_mha_hook, zero_cotangent
+from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle
 
-ROLES = {
-    "query": ("batch", "query", "head", "dim"),
-    "do": ("batch", "query", "head", "dim"),
-    "key": ("batch", "key", "kv_head", "dim"),
-    "value": ("batch", "key", "kv_head", "dim"),
-    "bias": ("batch", "head", "query", "key"),
-    "mask": ("batch", "head", "query", "key"),
-    "q_lengths": ("batch",),
-    "kv_lengths": ("batch",),
-}
+ROLES = roles("bqhd", q="query", k="key", v="value", bias=("batch", "head", "query", "key"),
+              mask=("batch", "head", "query", "key"), q_lengths=("batch",),
+              kv_lengths=("batch",))
 
 
 def visible(case: SdpaCase) -> np.ndarray:
@@ -53,24 +48,12 @@ def option_toggles(case: SdpaCase) -> list[Toggle]:
     return out
 
 
-def as_mha(case: SdpaCase, inputs: dict[str, np.ndarray]
-           ) -> tuple[SdpaCase, dict[str, np.ndarray]] | None:
-    """GQA/MQA as MHA: each kv head repeated for the query heads that use it."""
-    if case.kv_heads == case.heads:
-        return None
-    group = case.heads // case.kv_heads
-    out = dict(inputs)
-    out["key"] = np.repeat(inputs["key"], group, axis=2)
-    out["value"] = np.repeat(inputs["value"], group, axis=2)
-    return dataclasses.replace(case, kv_heads=case.heads), out
+as_mha = as_mha_hook(layout="bqhd", q_heads="heads", kv_heads="kv_heads", kv=("key", "value"))
 
 
 def constrain(case: SdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The contract's zero cotangent on rows outside it (see no key, not padding)."""
-    if "do" not in inputs:
-        return inputs
-    rows = np.transpose(case.rows_outside_contract(), (0, 2, 1))[..., None]
-    return {**inputs, "do": np.where(rows, 0, inputs["do"]).astype(inputs["do"].dtype)}
+    return zero_cotangent(inputs, np.transpose(case.rows_outside_contract(), (0, 2, 1))[..., None])
 
 
 def traceable(impl: Callable[..., Any] | None, case: SdpaCase, backend: Backend

@@ -19,46 +19,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.families.sdpa.cases import SdpaCase
+from kernel_harness.ops.attention.reference import (
+    HIGHEST,
+    reference_pair,
+    softmax_attention,
+    visibility,
+)
 
-_HI = jax.lax.Precision.HIGHEST
+_HI = HIGHEST
 
 
 def dense_mask(case: SdpaCase, mask, q_lengths, kv_lengths) -> jax.Array:
     """``(batch, heads, q_len, kv_len)`` visibility from the arrays and the description."""
-    t = jnp.arange(case.q_len)[:, None]
-    s = jnp.arange(case.kv_len)[None, :]
-    vis = jnp.ones((case.batch, case.heads, case.q_len, case.kv_len), bool)
-    if mask is not None:
-        vis = vis & mask
-    if case.is_causal:
-        vis = vis & (s <= t)
-    if case.window is not None:
-        left, right = case.window
-        vis = vis & (s >= t - left) & (s <= t + right)
-    if kv_lengths is not None:
-        vis = vis & (s[None, None] < kv_lengths[:, None, None, None])
-    if q_lengths is not None:
-        vis = vis & (t[None, None] < q_lengths[:, None, None, None])
-    return vis
+    vis = visibility(case.q_len, case.kv_len, causal=case.is_causal, window=case.window,
+                     q_lengths=q_lengths, kv_lengths=kv_lengths, mask=mask)
+    return jnp.broadcast_to(vis, (case.batch, case.heads, case.q_len, case.kv_len))
 
 
 def attention(case: SdpaCase, query, key, value, bias, vis, precision=_HI):
-    """Grouped-query softmax attention with exact zeros on masked keys, in the inputs'
-    dtype at ``precision`` (the reference: float32 inputs, HIGHEST)."""
-    group = case.heads // case.kv_heads
-    k = jnp.repeat(key, group, axis=2)  # kv head n // group serves query head n
-    v = jnp.repeat(value, group, axis=2)
-    logits = jnp.einsum("btnh,bsnh->bnts", query, k, precision=precision) * case.effective_scale
-    if bias is not None:
-        logits = logits + bias
-    row_max = jnp.max(jnp.where(vis, logits, -jnp.inf), axis=-1, keepdims=True)
-    row_max = jax.lax.stop_gradient(jnp.where(jnp.isfinite(row_max), row_max, 0.0))
-    weights = jnp.where(vis, jnp.exp(jnp.where(vis, logits, 0.0) - row_max), 0.0)
-    denom = jnp.sum(weights, axis=-1, keepdims=True)
-    probs = weights / jnp.where(denom == 0.0, 1.0, denom)
-    return jnp.einsum("bnts,bsnh->btnh", probs, v, precision=precision)
+    """Grouped-query softmax attention, bias after scaling (jax.nn's placement)."""
+    return softmax_attention(query, key, value, bias, vis, case.effective_scale,
+                             layout="bqhd", precision=precision)
 
 
 @functools.lru_cache(maxsize=128)
@@ -99,13 +81,4 @@ def _run(case: SdpaCase, inputs: dict[str, np.ndarray], dtype, device: jax.Devic
             (("out", out), ("dq", dq), ("dk", dk), ("dv", dv), ("dbias", dbias))}
 
 
-def reference(case: SdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """out, dq, dk, dv, dbias (zeros (1, 1, 1, 1) without bias), all float32."""
-    return _run(case, inputs, np.float32, jax.devices("cpu")[0], _HI)
-
-
-def low_precision_reference(case: SdpaCase, inputs: dict[str, np.ndarray],
-                            backend: Backend) -> dict[str, np.ndarray]:
-    """The same outputs computed in ``case.dtype`` at the default matmul precision on
-    ``backend``'s device (returned as float32 arrays)."""
-    return _run(case, inputs, jnp.dtype(case.dtype), backend.device, None)
+reference, low_precision_reference = reference_pair(_run)

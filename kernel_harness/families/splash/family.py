@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Iterable
 
 import numpy as np
@@ -23,7 +25,7 @@ from kernel_harness.families.splash.masks import (
     parse_mask,
     segment_ids,
 )
-from kernel_harness.families.splash.metamorphic import METAMORPHIC
+from kernel_harness.families.splash.metamorphic import METAMORPHIC, block_variants
 from kernel_harness.families.splash.reference import low_precision_reference, reference
 from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, splash_data_draws
@@ -211,7 +213,31 @@ COVERAGE_EXPECTED_MISSING = {
 }
 
 
+def narrowed(family: Family, without: frozenset[str]) -> Family:
+    """Without ``split-bwd``, block-size invariance redraws fused-backward blocks only."""
+    if "split-bwd" not in without or family.metamorphic is None:
+        return family
+    variants = functools.partial(block_variants, fused_only=True)
+    return dataclasses.replace(
+        family, metamorphic=dataclasses.replace(family.metamorphic, block_variants=variants))
+
+
+#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+MODES = frozenset({
+    "mha", "gqa", "mqa", "f32", "bf16", "multi-q-block", "multi-kv-block",
+    "kv-compute<kv-block", "dkv-compute<dkv-block", "bwd-blocks!=fwd-blocks",
+    "q-len!=kv-len", "mask-function", "mask-blocks", "per-head-masks", "mask:causal",
+    "mask:local", "mask:chunked", "mask:random", "mask:boxes", "mask:numpy", "mask:and",
+    "mask:or", "numpy-mask", "window", "window-edge", "segments", "segment-len-1",
+    "unsorted-segments", "cross-segments", "soft-cap", "sinks", "fused-bwd",
+    "seq-minor-layout", "head-dim-v!=head-dim", "batch>1", "partial-blocks",
+    "skipped-blocks", "fully-masked-rows", "runtime-skip:fwd", "runtime-skip:dq",
+    "runtime-skip:dkv",
+})
+
+
 FAMILY = Family(
+    modes=MODES,
     name="splash",
     summary="jax's TPU splash (sparse flash) attention: static block-sparse masks, "
     "MHA/GQA/MQA, segments, soft cap, sinks, residuals",
@@ -243,6 +269,7 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     bench=BENCH,
     optional=OPTIONAL,
+    narrowed=narrowed,
     export=export,
     low_precision_reference=low_precision_reference,
     not_compared=lambda case: {} if case.sinks else {"dsinks": "no sinks in this case"},

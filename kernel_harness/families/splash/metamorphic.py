@@ -17,17 +17,11 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.cases import LANES, SplashCase
 from kernel_harness.families.splash.masks import allowed_mask, empty_rows, segment_ids
+from kernel_harness.ops.attention.metamorphic import as_mha_hook, lane_divisors, zero_cotangent
+from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle
 
-ROLES = {
-    "q": ("batch", "head", "query", "dim"),
-    "do": ("batch", "head", "query", "dim"),
-    "k": ("batch", "kv_head", "key", "dim"),
-    "v": ("batch", "kv_head", "key", "dim"),
-    "sinks": ("head",),
-    "q_segment_ids": ("query",),
-    "kv_segment_ids": ("key",),
-}
+ROLES = roles("bhqd", sinks=("head",), q_segment_ids=("query",), kv_segment_ids=("key",))
 
 
 def visible(case: SplashCase) -> np.ndarray:
@@ -43,12 +37,14 @@ def segments(case: SplashCase) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _divisors(n: int) -> list[int]:
-    return [b for b in range(LANES, n + 1, LANES) if n % b == 0]
+    return lane_divisors(n, LANES)
 
 
-def block_variants(case: SplashCase) -> st.SearchStrategy[SplashCase]:
+def block_variants(case: SplashCase, *, fused_only: bool = False
+                   ) -> st.SearchStrategy[SplashCase]:
     """The same case with independently redrawn block sizes and fused/split backward
-    (shrinks towards the smallest blocks and the split backward)."""
+    (shrinks towards the smallest blocks and the split backward; ``fused_only``: the
+    fused backward always, for an implementation without the split one)."""
 
     @st.composite
     def variant(draw: st.DrawFn) -> SplashCase:
@@ -56,7 +52,7 @@ def block_variants(case: SplashCase) -> st.SearchStrategy[SplashCase]:
             return draw(st.sampled_from(_divisors(n)))
 
         bkv, bkv_dkv = pick(case.kv_len), pick(case.kv_len)
-        fused = draw(st.booleans())
+        fused = fused_only or draw(st.booleans())
         return dataclasses.replace(
             case, block_q=pick(case.q_len), block_kv=bkv, block_kv_compute=pick(bkv),
             block_q_dkv=pick(case.q_len), block_kv_dkv=bkv_dkv,
@@ -86,17 +82,8 @@ def option_toggles(case: SplashCase) -> list[Toggle]:
     return out
 
 
-def as_mha(case: SplashCase, inputs: dict[str, np.ndarray]
-           ) -> tuple[SplashCase, dict[str, np.ndarray]] | None:
-    """GQA/MQA as MHA: every kv head repeated for the query heads that use it."""
-    if case.num_kv_heads == case.num_q_heads:
-        return None
-    group = case.num_q_heads // case.num_kv_heads
-    mha = dataclasses.replace(case, num_kv_heads=case.num_q_heads, mqa=False)
-    out = dict(inputs)
-    out["k"] = np.repeat(inputs["k"], group, axis=1)
-    out["v"] = np.repeat(inputs["v"], group, axis=1)
-    return mha, out
+as_mha = as_mha_hook(layout="bhqd", q_heads="num_q_heads", kv_heads="num_kv_heads",
+                     mha_fields=lambda case: {"mqa": False})
 
 
 def may_be_nonfinite(case: SplashCase) -> dict[str, np.ndarray]:
@@ -109,10 +96,9 @@ def may_be_nonfinite(case: SplashCase) -> dict[str, np.ndarray]:
 
 def constrain(case: SplashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The contract's zero cotangent on rows that see no key (without sinks)."""
-    if case.sinks or "do" not in inputs:
+    if case.sinks:
         return inputs
-    rows = empty_rows(case)[None, :, :, None]
-    return {**inputs, "do": np.where(rows, 0, inputs["do"]).astype(inputs["do"].dtype)}
+    return zero_cotangent(inputs, empty_rows(case)[None, :, :, None])
 
 
 def traceable(impl: Callable[..., Any] | None, case: SplashCase, backend: Backend

@@ -14,6 +14,8 @@ say whether the skip branch runs; kernel-branch coverage showed the difference
 
 from __future__ import annotations
 
+import dataclasses
+
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.masks import visible_keys
 
@@ -77,7 +79,14 @@ def splash_seed_cases(without: frozenset[str] = frozenset()) -> tuple[SplashCase
         kv_len=512, head_dim=128, masks=masks, block_q=128, block_kv=256,
         block_kv_compute=128, block_q_dkv=256, block_kv_dkv=128, block_kv_dkv_compute=128,
         block_q_dq=128, block_kv_dq=128, fused_bwd=False)
+    if "split-bwd" in without:
+        return tuple(fused_only(c) for c in (first, second))
     return first, second
 
 
-__all__ = ["runtime_skip_events", "splash_seed_cases"]
+def fused_only(case: SplashCase) -> SplashCase:
+    """``case`` with the fused backward (no dq kernel blocks)."""
+    return dataclasses.replace(case, fused_bwd=True, block_q_dq=None, block_kv_dq=None)
+
+
+__all__ = ["fused_only", "runtime_skip_events", "splash_seed_cases"]

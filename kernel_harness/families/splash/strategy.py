@@ -231,6 +231,7 @@ OPTIONAL = {
     "head-dim-v": "head_dim_v == head_dim",
     "layouts": "head-dim-minor layouts only (no seq-minor q/k/v)",
     "q-len-ne-kv-len": "q_len == kv_len",
+    "split-bwd": "fused backward only (use_fused_bwd_kernel=True: no separate dq kernel)",
 }
 
 
@@ -331,7 +332,7 @@ def splash_cases(
         _blocks(draw, q_len), _kv_blocks(draw, kv_len, p_split))
     block_q_dkv, (block_kv_dkv, block_kv_dkv_compute) = (
         _blocks(draw, q_len), _kv_blocks(draw, kv_len, p_split))
-    fused = draw(st.booleans())
+    fused = "split-bwd" in without or draw(st.booleans())
     layouts = [LAYOUTS[1] if "layouts" not in without and _chance(draw, 0.25) else LAYOUTS[0]
                for _ in range(3)]
     case = SplashCase(

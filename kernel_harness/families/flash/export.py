@@ -1,0 +1,82 @@
+"""Standalone repro source for one flash case (``kernel-harness export-repro``).
+
+The kernel has no ``interpret`` argument: on the interpret backend the script traces and
+runs it under ``pltpu.force_tpu_interpret_mode`` with the harness's plain settings (no race
+detection, zeroed scratch, one core), as ``Backend.forcing_interpret`` does.
+"""
+
+from __future__ import annotations
+
+from kernel_harness.families.flash.cases import FlashCase
+from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.spec.export import ExportSnippet
+
+_DEFAULT = "from jax.experimental.pallas.ops.tpu.flash_attention import flash_attention as kernel"
+
+
+def export(case: FlashCase) -> ExportSnippet:
+    """The call with the case's blocks and options, and its reference (visibility from the
+    segment ids and causal flag; bias added before scaling, the kernel's placement)."""
+    blocks = ", ".join(f"{n}={v}" for n, v in sorted(case.block_sizes.items()))
+    segs = case.q_segments is not None
+    names = ("q", "k", "v", "ab") if case.bias else ("q", "k", "v")
+    grads = ("dq", "dk", "dv", "dab") if case.bias else ("dq", "dk", "dv")
+    segments = ('(jnp.asarray(x["segment_ids_q"]), jnp.asarray(x["segment_ids_kv"]))'
+                if segs else "None")
+    run_kernel = f'''
+        import dataclasses
+        import contextlib
+        from jax.experimental.pallas import tpu as pltpu
+        from jax.experimental.pallas.ops.tpu import flash_attention as fa
+
+        BLOCKS = fa.BlockSizes({blocks})
+
+
+        def interpreting():
+            if not INTERPRET:
+                return contextlib.nullcontext()
+            known = {{f.name for f in dataclasses.fields(pltpu.InterpretParams)}}
+            cores = "num_cores_or_threads" if "num_cores_or_threads" in known else (
+                "num_cores_per_device")
+            params = pltpu.InterpretParams(detect_races=False, uninitialized_memory="zero",
+                                           **{{cores: 1}})
+            return pltpu.force_tpu_interpret_mode(params)
+
+
+        @jax.jit
+        def _kernel_fwd_bwd(x):
+            segs = {"fa.SegmentIds(q=x['segment_ids_q'], kv=x['segment_ids_kv'])" if segs
+                    else None}
+
+            def f({", ".join(names)}):
+                return kernel(q, k, v, {"ab" if case.bias else "None"}, segs,
+                              causal={case.causal}, sm_scale={case.sm_scale!r},
+                              block_sizes=BLOCKS)
+
+            out, vjp = jax.vjp(f, *(x[n] for n in {names!r}))
+            return dict(zip({("out", *grads)!r}, (out, *vjp(x["do"])), strict=True))
+
+
+        def run_kernel(x):
+            with interpreting():
+                return jax.block_until_ready(_kernel_fwd_bwd(x))
+    '''
+    reference = reference_source(f'''
+        def reference(x):
+            """Softmax attention in float32, HIGHEST: logits = (q.k^T + ab) * sm_scale,
+            masked keys get exactly zero weight, rows that see no key give 0."""
+            vis = visibility({case.q_len}, {case.kv_len}, causal={case.causal},
+                             segments={segments})
+            f32 = {{n: jnp.asarray(x[n], jnp.float32) for n in {names!r}}}
+
+            def attention({", ".join(names)}):
+                return softmax_attention(q, k, v, {"ab" if case.bias else "None"}, vis,
+                                         {case.sm_scale!r}, layout="bhqd",
+                                         bias_before_scale=True)
+
+            out, vjp = jax.vjp(attention, *f32.values())
+            grads = vjp(jnp.asarray(x["do"], jnp.float32))
+            return dict(zip({("out", *grads)!r}, (out, *grads), strict=True))
+    ''')
+    return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
+                         outputs=("out", *grads))

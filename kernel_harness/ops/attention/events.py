@@ -1,0 +1,35 @@
+"""Coverage labels every attention kernel reports the same way."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kernel_harness.ops.attention.vocabulary import Shape
+
+Runs = Sequence[Sequence[tuple[int, int]]]
+
+
+def sharing_events(shape: Shape) -> list[str]:
+    """``gqa`` or ``mqa`` when query heads share kv heads (nothing for MHA)."""
+    return [] if shape.sharing == "mha" else [shape.sharing]
+
+
+def length_events(shape: Shape) -> list[str]:
+    """``q-len<kv-len`` / ``q-len>kv-len`` when the lengths differ."""
+    if shape.q_len == shape.kv_len:
+        return []
+    return ["q-len<kv-len" if shape.q_len < shape.kv_len else "q-len>kv-len"]
+
+
+def segment_events(q_runs: Runs, kv_runs: Runs) -> list[str]:
+    """Labels of segment-id layouts given as per-row ``(id, length)`` runs: a length-1
+    segment, query ids out of order, more than one id."""
+    ev = []
+    rows = [*q_runs, *kv_runs]
+    if any(n == 1 for row in rows for _, n in row):
+        ev.append("length-1-segment")
+    if any([i for i, _ in row] != sorted(i for i, _ in row) for row in q_runs):
+        ev.append("unsorted-segment-ids")
+    if len({i for row in rows for i, _ in row}) > 1:
+        ev.append("several-segments")
+    return ev

@@ -1,0 +1,62 @@
+"""The attention op's case vocabulary: one spelling of the shape, two array layouts.
+
+A family's case keeps the field names its stored cases (goldens, corpus) were written
+with; :class:`Shape` is the one spelling the op layer reads (``q_heads``/``kv_heads``,
+never ``heads``/``num_q_heads``), and each family maps its case onto it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+#: ``bhqd``: heads before positions (``[batch, heads, len, dim]``: flash, splash);
+#: ``bqhd``: positions before heads (``[batch, len, heads, dim]``: sdpa, gpu-mha, hstu).
+LAYOUTS: tuple[str, ...] = ("bhqd", "bqhd")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Shape:
+    """An attention problem's sizes in the op's vocabulary."""
+
+    batch: int
+    q_heads: int
+    kv_heads: int
+    q_len: int
+    kv_len: int
+    head_dim: int
+
+    def __post_init__(self) -> None:
+        if self.kv_heads < 1 or self.q_heads % self.kv_heads:
+            raise ValueError(
+                f"q_heads={self.q_heads} must be a multiple of kv_heads={self.kv_heads}")
+
+    @property
+    def group(self) -> int:
+        """Query heads per kv head (query head ``h`` reads kv head ``h // group``)."""
+        return self.q_heads // self.kv_heads
+
+    @property
+    def sharing(self) -> str:
+        """``mha`` (one kv head per query head), ``gqa`` or ``mqa`` (one kv head)."""
+        if self.kv_heads == self.q_heads:
+            return "mha"
+        return "mqa" if self.kv_heads == 1 else "gqa"
+
+
+def head_axis(layout: str) -> int:
+    """The head axis of q/k/v/do in ``layout``."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    return 1 if layout == "bhqd" else 2
+
+
+def roles(layout: str, *, q: str = "q", k: str = "k", v: str = "v", do: str = "do",
+          kv_head: str = "kv_head", **extra: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """The Metamorphic axis roles of q, k, v and do in ``layout`` (``kv_head="head"``
+    for a kernel without GQA), plus ``extra`` inputs' roles as given."""
+    head_axis(layout)
+    rows = ("batch", "head", "query", "dim") if layout == "bhqd" else ("batch", "query", "head",
+                                                                      "dim")
+    keys = ("batch", kv_head, "key", "dim") if layout == "bhqd" else ("batch", "key", kv_head,
+                                                                     "dim")
+    return {q: rows, do: rows, k: keys, v: keys, **extra}
