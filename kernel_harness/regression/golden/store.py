@@ -211,9 +211,7 @@ def not_comparable_reason(recorded: dict[str, str], current: dict[str, str]) -> 
     (:func:`kernel_harness.regression.golden.check.check_golden`); a gate baseline from
     there is not used."""
     diff = _differing(COMPARABLE_FIELDS, recorded, current, lambda k: f"{k}=")
-    if diff is None:
-        return None
-    return f"not comparable: recorded on {diff[0]}; this run has {diff[1]}"
+    return diff and f"not comparable: recorded on {diff[0]}; this run has {diff[1]}"
 
 
 def same_device(recorded: dict[str, str], current: dict[str, str]) -> bool:
@@ -226,7 +224,7 @@ def same_device(recorded: dict[str, str], current: dict[str, str]) -> bool:
 def version_difference(recorded: dict[str, str], current: dict[str, str]) -> str | None:
     """``None`` if recorded on this jax/jaxlib, else a note naming both versions."""
     diff = _differing(VERSION_FIELDS, recorded, current, lambda k: f"{k.split('_')[0]} ")
-    return None if diff is None else f"versions differ: recorded on {diff[0]}, this run {diff[1]}"
+    return diff and f"versions differ: recorded on {diff[0]}, this run {diff[1]}"
 
 
 def _differing(fields: Sequence[str], recorded: dict[str, str], current: dict[str, str],
