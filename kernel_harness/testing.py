@@ -22,11 +22,13 @@ import pytest
 
 from kernel_harness.checks.session import CheckRequest, CheckSession, SessionResult
 from kernel_harness.checks.units import UnitResult
+from kernel_harness.core.backends import BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import UsageError
 from kernel_harness.run.profiles import pytest_profile
+from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec.config import load_config
 from kernel_harness.spec.family import Family
-from kernel_harness.spec.registry import family_names, load_family_modules
+from kernel_harness.spec.registry import family_names, get_family, load_family_modules
 
 
 class HarnessCheckFailed(AssertionError):
@@ -111,7 +113,8 @@ class _Plan:
                                     origin=cfg.where("family-modules"))
             load_family_modules(opt("--kh-family-module"))
             chosen = _split(names)
-            if chosen == ["all"]:
+            everything = chosen == ["all"]
+            if everything:
                 chosen = family_names()
             profile = pytest_profile(opt("--kh-profile") or cfg.profile,
                                      opt("--hypothesis-profile", default=None))
@@ -123,7 +126,16 @@ class _Plan:
                 raise UsageError("--kh-impl MODULE:ATTR replaces one family's kernel: check "
                                  "exactly one family, or write --kh-impl FAMILY=MODULE:ATTR")
             self.sessions: dict[str, CheckSession] = {}
+            #: Families of "every family" the backend cannot run: a skip with the reason
+            #: (a family named explicitly that cannot run is a usage error, as in check).
+            self.unrunnable: dict[str, str] = {}
             for name in chosen:
+                if everything:
+                    try:
+                        ensure_supported(get_family(name), resolve_backend(backend))
+                    except BackendUnavailable as e:
+                        self.unrunnable[name] = str(e)
+                        continue
                 impl = impl_by_family.get(name, impls)
                 request = CheckRequest(
                     families=(name,), properties=tuple(opt("--kh-property")),
@@ -257,6 +269,9 @@ def collect(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]
             items.append(_UnrunnableFamily.from_parent(
                 session, name=f"{fam.name}::-", nodeid=f"kernel-harness::{fam.name}::-",
                 why=why))
+    for name, why in plan.unrunnable.items():
+        items.append(_UnrunnableFamily.from_parent(
+            session, name=f"{name}::-", nodeid=f"kernel-harness::{name}::-", why=why))
     return items
 
 
@@ -279,8 +294,10 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
     names = config.getoption("--kh-family") or ["all"]
     plan = _plan(config, config.getoption("--kh-check") or names)
     units = [(s, u) for s in plan.sessions.values() for u in s.units]
-    metafunc.parametrize("kh_unit", [UnitCheck(plan, s, u) for s, u in units],
-                         ids=[u.name for _, u in units])
+    params = [pytest.param(UnitCheck(plan, s, u), id=u.name) for s, u in units]
+    params += [pytest.param(None, id=f"{name}::-", marks=pytest.mark.skip(reason=why))
+               for name, why in plan.unrunnable.items()]
+    metafunc.parametrize("kh_unit", params)
 
 
 def summary_lines(config: pytest.Config) -> list[str]:

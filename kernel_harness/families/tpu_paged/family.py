@@ -89,6 +89,11 @@ q by 1/sqrt(head_dim)). Forward only (no VJP). From the kernel source (jax 0.10.
 - Output dtype: q's. bfloat16 q with q_heads/kv_heads a multiple of 8 keeps the running
   output in bfloat16 between compute blocks (q_dtype_for_kernel_launch = q.dtype, line
   522); other groupings run in float32 and round once at the end.
+- q_heads/kv_heads a multiple of 8 needs head_dim a multiple of 128 on a TPU: the m and l
+  outputs [.., q_heads, 1] reuse q's block spec (None, group, head_dim) (out_specs, jax
+  0.10.2), which Mosaic refuses for head_dim 64 ("last two dimensions of your block shape
+  ... divisible by 8 and 128"; found by lowers-for-tpu on 2026-12-01). Interpret mode runs
+  it, a TPU cannot: not drawn.
 - Length 0: with inline_seq_dim=True the kernel zeroes its outputs first (lines 319-323):
   out = 0, checked. With inline_seq_dim=False such a row's output block is never written
   (every grid step is skipped by pl.when(i * bk < length)): uninitialized memory,
