@@ -7,7 +7,6 @@ import numpy as np
 from kernel_harness.core.tolerance import (
     FLOAT32_FLOOR,
     LOW_PRECISION_FLOOR,
-    Calibrated,
     Tolerance,
     ToleranceTable,
 )
@@ -21,40 +20,28 @@ from kernel_harness.families.gpu_paged.reference import low_precision_reference,
 from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.spec.family import Family
 
-
-def calibrated(dtype: str, floor: float) -> Calibrated:
-    """At most 2x the error of the same plain math in ``dtype`` (q, K/V and the softmax
-    weights rounded, default precision) plus ``floor`` of the (slice) scale. Measured
-    2026-12-01 on 14 random interpret cases per dtype: the pristine kernel, which rounds
-    P as the plain math does, used at most 0.69 (bf16) / 0.68 (f16) of the bound at
-    multiple 1.5 with half these floors; 2x keeps a margin and still fails a kernel that
-    rounds twice as much as plain low-precision math."""
-    return Calibrated(multiple=2.0, floor=floor, reason=(
-        f"2x plain {dtype} math (FlashAttention's tests' multiple; the kernel rounds P as it "
-        "does: pristine usage <= 0.69 at 1.5x over 14 cases); floor: half a unit roundoff"))
-
-
 _TOLERANCES = ToleranceTable(
     {
         ("float32", "out"): Tolerance(
             max_rel_err=2e-4, slice_floor=FLOAT32_FLOOR,
             reason=f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}",
         ),
-        # Low precision: ~2x the worst interpret error seen over 94 cases (80 earlier: bf16
-        # 7.7e-3, f16 1.3e-3; 14 more each on 2026-12-01: 6.1e-3, 9.7e-4); matches-reference
-        # judges them by the calibrated bound, these fixed ones serve relations and exports.
+        # Low precision: ~4x the worst interpret error seen over 94 cases (80 earlier: bf16
+        # 7.7e-3, f16 1.3e-3; 14 more each on 2026-12-01: 6.1e-3, 9.7e-4). A calibrated bound
+        # (2x plain low-precision math) was tried on 2026-12-01 and failed the pristine
+        # kernel in CI (ratio 3.6 on a bf16 split-KV case): fixed tables until re-derived.
         ("bfloat16", "out"): Tolerance(
-            max_rel_err=1.5e-2, calibrated=calibrated("bfloat16", 2.0**-9),
+            max_rel_err=3e-2,
             slice_floor=LOW_PRECISION_FLOOR,
             reason="bfloat16 inputs; the kernel casts P to bfloat16 for the PV dot (not with "
             "int8 pages), stores each split's partial output in bfloat16 and rescales, sums "
-            "and normalizes the splits in bfloat16 (was 3e-2, ~4x the worst seen)",
+            "and normalizes the splits in bfloat16; ~4x the worst seen",
         ),
         ("float16", "out"): Tolerance(
-            max_rel_err=3e-3, calibrated=calibrated("float16", 2.0**-11),
+            max_rel_err=5e-3,
             slice_floor=LOW_PRECISION_FLOOR,
             reason="float16 inputs; P cast to float16 for the PV dot, split partials stored "
-            "and combined in float16 (was 5e-3, ~4x the worst seen)",
+            "and combined in float16; ~4x the worst seen",
         ),
     }
 )

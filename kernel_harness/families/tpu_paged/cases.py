@@ -181,7 +181,7 @@ def tpu_paged_cases(
     groups: tuple[int, ...] = (1, 8, 2, 4, 3),
     kv_head_counts: tuple[int, ...] = (2, 1, 4),
     page_sizes: tuple[int, ...] = (16, 8, 32),
-    head_dims: tuple[int, ...] = (128, 64),
+    head_dims: tuple[int, ...] = (128, 256),
     quantized: tuple[bool, ...] = (False, True),
     megacore: tuple[str | None, ...] = MEGACORE_MODES,
 ) -> TpuPagedCase:
@@ -234,12 +234,6 @@ def tpu_paged_cases(
         megacore_mode=mode,
         inline_seq_dim=not draw(st.booleans()),  # shrinks towards the inline loop
     )
-    if (fields["q_heads"] // kv_heads) % 8 == 0 and fields["head_dim"] % 128:
-        # With groups of 8 the kernel's m and l outputs, [.., q_heads, 1], reuse q's block
-        # (8k, head_dim), which Mosaic lowers only when head_dim is a multiple of 128
-        # (paged_attention_kernel.py's out_specs; `lowers-for-tpu` found it with head_dim 64):
-        # outside what the kernel can run on a TPU, so not drawn.
-        fields["head_dim"] = 128
     if not fields["inline_seq_dim"] and not any(lengths):
         # Outside the inline loop an empty row's output is outside the contract, so a batch
         # of empty rows would compare nothing: the last row gets tokens, ending mid-page.

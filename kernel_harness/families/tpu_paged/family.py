@@ -7,7 +7,6 @@ import numpy as np
 from kernel_harness.core.tolerance import (
     FLOAT32_FLOOR,
     LOW_PRECISION_FLOOR,
-    Calibrated,
     Tolerance,
     ToleranceTable,
 )
@@ -18,18 +17,6 @@ from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS
 from kernel_harness.families.tpu_paged.reference import low_precision_reference, reference
 from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.spec.family import Family
-
-#: bfloat16 out: at most 1.5x the error of the same plain math in bfloat16 (q, K/V and the
-#: softmax weights rounded, default precision) plus 2^-9 of the (slice) scale. Measured
-#: 2026-12-01 on 14 random bfloat16 interpret cases (1-4 kv heads): the pristine kernel
-#: (which keeps the weights in float32) used at most 0.43 of this bound (kernel errors
-#: 2.0e-3..4.3e-3, twin 2.3e-3..6.5e-3), so a kernel rounding twice as much fails.
-CALIBRATED = Calibrated(
-    multiple=1.5, floor=2.0**-9,
-    reason="1.5x plain bfloat16 math: the kernel rounds less than it (weights in float32; "
-    "pristine usage <= 0.43 over 14 cases); floor 2^-9: half a bfloat16 unit roundoff of "
-    "the slice's scale (the output's own final rounding)",
-)
 
 TOLERANCES = ToleranceTable(
     {
@@ -44,14 +31,15 @@ TOLERANCES = ToleranceTable(
             "1.8e-3, K/V truncated instead of rounded 6.3e-3), 50x over this limit",
         ),
         ("bfloat16", "out"): Tolerance(
-            max_rel_err=1e-2, slice_floor=LOW_PRECISION_FLOOR,
+            max_rel_err=1.5e-2, slice_floor=LOW_PRECISION_FLOOR,
             reason="bfloat16 q and K/V are exact in the float32 arithmetic; the output is "
             "stored in bfloat16 and, when q_heads/kv_heads is a multiple of 8, so is the "
             "running output after every compute block (the kernel keeps o_ref in q's "
             "dtype there); interpret worst seen 4.3e-3 (14 random cases with 1-4 kv heads, "
-            "2026-12-01; 3.7e-3 over 52 earlier), fixed bound ~2.3x that (used where no "
-            "low-precision run is at hand: relations, export scripts; was 1.5e-2)",
-            calibrated=CALIBRATED,
+            "2026-12-01; 3.7e-3 over 52 earlier), bound ~3.5x that. A calibrated bound "
+            "(1.5x plain bfloat16 math, from 14 cases) failed the pristine kernel in CI "
+            "(ratio 2.5, head_dim 256, groups of 8: the bfloat16 running output): fixed "
+            "until re-derived on more cases",
         ),
     }
 )
@@ -89,11 +77,10 @@ q by 1/sqrt(head_dim)). Forward only (no VJP). From the kernel source (jax 0.10.
 - Output dtype: q's. bfloat16 q with q_heads/kv_heads a multiple of 8 keeps the running
   output in bfloat16 between compute blocks (q_dtype_for_kernel_launch = q.dtype, line
   522); other groupings run in float32 and round once at the end.
-- q_heads/kv_heads a multiple of 8 needs head_dim a multiple of 128 on a TPU: the m and l
-  outputs [.., q_heads, 1] reuse q's block spec (None, group, head_dim) (out_specs, jax
-  0.10.2), which Mosaic refuses for head_dim 64 ("last two dimensions of your block shape
-  ... divisible by 8 and 128"; found by lowers-for-tpu on 2026-12-01). Interpret mode runs
-  it, a TPU cannot: not drawn.
+- head_dim must be a multiple of 128 on a TPU: the m and l outputs [.., 1] reuse q's block
+  spec (.., head_dim) (out_specs, jax 0.10.2), which Mosaic refuses for head_dim 64 ("last
+  two dimensions of your block shape ... divisible by 8 and 128"; found by lowers-for-tpu
+  on 2026-12-01, every grouping). Interpret mode runs it, a TPU cannot: not drawn.
 - Length 0: with inline_seq_dim=True the kernel zeroes its outputs first (lines 319-323):
   out = 0, checked. With inline_seq_dim=False such a row's output block is never written
   (every grid step is skipped by pl.when(i * bk < length)): uninitialized memory,
