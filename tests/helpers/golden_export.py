@@ -48,3 +48,13 @@ def reference_agrees(family: str, tmp: Path) -> float:
         scale = max(float(np.max(np.abs(ours[name]))), 1e-30)
         worst = max(worst, float(np.max(np.abs(np.asarray(theirs[name]) - ours[name]))) / scale)
     return worst
+
+
+def export_and_run_planted(family: str, tmp: Path, source: str,
+                           module: str) -> subprocess.CompletedProcess[str]:
+    """Writes ``source`` as module ``module`` (its ``kernel`` the impl), exports the first
+    golden case for it and runs the script with that module importable."""
+    kernels = tmp / "kernels"
+    kernels.mkdir(exist_ok=True)
+    (kernels / f"{module}.py").write_text(source)
+    return export_and_run(family, tmp, impl_spec=f"{module}:kernel", extra_path=kernels)

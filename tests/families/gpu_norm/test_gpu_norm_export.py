@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.golden_export import export_and_run, reference_agrees
+from tests.helpers.golden_export import export_and_run, export_and_run_planted, reference_agrees
 
 PLANTED = """
 from jax.experimental.pallas.ops.gpu import layer_norm, rms_norm
@@ -24,11 +24,7 @@ def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
 
 
 def test_planted_error_exits_1(tmp_path: Path) -> None:
-    kernels = tmp_path / "kernels"
-    kernels.mkdir()
-    (kernels / "planted_gpu_norm.py").write_text(PLANTED)
-    bad = export_and_run("gpu-norm", tmp_path, impl_spec="planted_gpu_norm:kernel",
-                         extra_path=kernels)
+    bad = export_and_run_planted("gpu-norm", tmp_path, PLANTED, "planted_gpu_norm")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "FAIL out" in bad.stdout
 

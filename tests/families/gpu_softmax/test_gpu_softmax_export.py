@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.golden_export import export_and_run, reference_agrees
+from tests.helpers.golden_export import export_and_run, export_and_run_planted, reference_agrees
 
 PLANTED = """
 from jax.experimental.pallas.ops.gpu.softmax import softmax
@@ -23,11 +23,7 @@ def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
 
 
 def test_planted_error_exits_1(tmp_path: Path) -> None:
-    kernels = tmp_path / "kernels"
-    kernels.mkdir()
-    (kernels / "planted_gpu_softmax.py").write_text(PLANTED)
-    bad = export_and_run("gpu-softmax", tmp_path, impl_spec="planted_gpu_softmax:kernel",
-                         extra_path=kernels)
+    bad = export_and_run_planted("gpu-softmax", tmp_path, PLANTED, "planted_gpu_softmax")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "FAIL out" in bad.stdout
 

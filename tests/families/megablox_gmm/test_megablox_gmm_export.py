@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.golden_export import export_and_run, reference_agrees
+from tests.helpers.golden_export import export_and_run, export_and_run_planted, reference_agrees
 
 PLANTED = """
 from jax.experimental.pallas.ops.tpu.megablox.ops import gmm
@@ -23,11 +23,7 @@ def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
 
 
 def test_planted_error_exits_1(tmp_path: Path) -> None:
-    kernels = tmp_path / "kernels"
-    kernels.mkdir()
-    (kernels / "planted_megablox_gmm.py").write_text(PLANTED)
-    bad = export_and_run("megablox-gmm", tmp_path, impl_spec="planted_megablox_gmm:kernel",
-                         extra_path=kernels)
+    bad = export_and_run_planted("megablox-gmm", tmp_path, PLANTED, "planted_megablox_gmm")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "FAIL out" in bad.stdout
 
