@@ -8,6 +8,7 @@ from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.bench import BENCH
 from kernel_harness.families.gpu_mha.cases import MhaCase, mha_cases
 from kernel_harness.families.gpu_mha.export import export
+from kernel_harness.families.gpu_mha.metamorphic import METAMORPHIC
 from kernel_harness.families.gpu_mha.reference import reference
 from kernel_harness.spec.family import Family
 
@@ -123,4 +124,5 @@ FAMILY = Family(
     contract=CONTRACT,
     bench=BENCH,
     export=export,
+    metamorphic=METAMORPHIC,
 )

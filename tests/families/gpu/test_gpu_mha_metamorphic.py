@@ -1,0 +1,100 @@
+"""gpu-mha's metamorphic hooks: each property they turn on passes the pristine kernel and
+fails a planted bug on a small fixed case (derandomized, a few examples, no shrinking)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+
+from kernel_harness.families.gpu_mha import kernel
+from kernel_harness.families.gpu_mha.cases import MhaCase
+from tests.families.paged_decode.helpers import fails, passes
+
+FULL = MhaCase(dtype="float32", seed=3, batch=1, heads=2, q_len=64, kv_len=64, head_dim=32,
+               block_q=32, block_k=16, block_q_dkv=32, block_kv_dkv=32, block_q_dq=32,
+               block_kv_dq=32)
+CAUSAL = dataclasses.replace(FULL, causal=True)
+#: Two runs of segment 0 around one of segment 1 (ids compare by equality).
+SEGMENTS = dataclasses.replace(FULL, segment_runs=(((0, 20), (1, 30), (0, 14)),))
+
+
+def backward_drops_segments(q, k, v, segment_ids, **kw):
+    """Right forward; gradients computed as if there were no segment ids."""
+    if kw.get("return_residuals"):
+        return kernel.mha(q, k, v, segment_ids, **kw)
+    good = kernel.mha(q, k, v, segment_ids, **kw)
+    plain = kernel.mha(q, k, v, None, **kw)
+    return plain + jax.lax.stop_gradient(good - plain)
+
+
+def ignores_segments(q, k, v, segment_ids, **kw):
+    """Segment ids dropped: every key is visible to every query."""
+    return kernel.mha(q, k, v, None, **kw)
+
+
+def ignores_causal(q, k, v, segment_ids, **kw):
+    """causal dropped: future keys are visible."""
+    return kernel.mha(q, k, v, segment_ids, **{**kw, "causal": False})
+
+
+def _dense(q, k, v, sm_scale, causal):
+    s = jnp.einsum("bqhd,bkhd->bhqk", q, k, precision="highest") * sm_scale
+    if causal:
+        s = jnp.where(jnp.tril(jnp.ones(s.shape[-2:], bool)), s, -jnp.inf)
+    return s
+
+
+def raw_exponent(q, k, v, segment_ids, **kw):
+    """Softmax without subtracting the running max: exp overflows for large logits.
+    (Full attention only, like the cases it runs on.)"""
+    s = _dense(q, k, v, kw["sm_scale"], kw["causal"])
+    e = jnp.exp(s)
+    total = e.sum(-1, keepdims=True)
+    out = jnp.einsum("bhqk,bkhd->bqhd", e / total, v, precision="highest").astype(q.dtype)
+    if kw.get("return_residuals"):
+        return out, jnp.log2(total[..., 0])
+    return out
+
+
+def unrescaled_blocks(q, k, v, segment_ids, **kw):
+    """Each kv block's softmax normalized on its own and the blocks averaged: the online
+    softmax forgets to rescale its accumulator, so the result depends on block_k."""
+    block = min(kw["block_sizes"].block_k, k.shape[1])
+    s = _dense(q, k, v, kw["sm_scale"], kw["causal"])
+    n = k.shape[1] // block
+    p = jax.nn.softmax(s.reshape(*s.shape[:-1], n, block), axis=-1).reshape(s.shape) / n
+    out = jnp.einsum("bhqk,bkhd->bqhd", p, v, precision="highest").astype(q.dtype)
+    if kw.get("return_residuals"):
+        return out, jax.nn.logsumexp(s, axis=-1) / math.log(2.0)
+    return out
+
+
+def test_invisible_keys_and_queries_are_ignored():
+    passes("gpu-mha", "invisible-inputs-ignored", [SEGMENTS, CAUSAL], max_examples=4)
+    fails("gpu-mha", "invisible-inputs-ignored", [SEGMENTS], backward_drops_segments,
+          max_examples=4)
+
+
+def test_segments_are_isolated():
+    passes("gpu-mha", "segment-isolation", [SEGMENTS], max_examples=2)
+    fails("gpu-mha", "segment-isolation", [SEGMENTS], ignores_segments, max_examples=4)
+
+
+def test_block_sizes_change_nothing():
+    passes("gpu-mha", "block-size-invariance", [FULL], max_examples=2)
+    fails("gpu-mha", "block-size-invariance", [FULL], unrescaled_blocks, max_examples=6)
+
+
+def test_large_logits_stay_finite():
+    large = dataclasses.replace(FULL, logit_scale=16.0)
+    passes("gpu-mha", "finite-out", [large], max_examples=3)
+    fails("gpu-mha", "finite-out", [large], raw_exponent, max_examples=6)
+
+
+def test_options_have_their_effect():
+    passes("gpu-mha", "option-effect", [CAUSAL, SEGMENTS], max_examples=2)
+    fails("gpu-mha", "option-effect", [CAUSAL], ignores_causal, max_examples=2)
+    fails("gpu-mha", "option-effect", [SEGMENTS], ignores_segments, max_examples=2)
