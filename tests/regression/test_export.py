@@ -210,7 +210,16 @@ def test_outside_contract_builds_a_case_the_strategy_never_draws() -> None:
         build_case(fam, '{"dtype":"float32","seed":0,"bogus":1}', outside_contract=True)
 
 
-def test_cli_export_repro(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _register_toy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registers the test-local toy family, which has no export hook (every built-in family
+    has one)."""
+    from kernel_harness.spec import registry
+
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy", "tests.helpers.toy_family:FAMILY")
+
+
+def test_cli_export_repro(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                          monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "r.py"
     assert main(["export-repro", "gpu-mha", "--case", MHA_CASE, "--out", str(out)]) == 0
     assert out.exists() and out.with_suffix(".npz").exists()
@@ -221,9 +230,10 @@ def test_cli_export_repro(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     own = text.replace(judge_source(), "")
     assert "kernel_harness" not in own
     assert len(own.splitlines()) < 130
-    # tpu-ragged-paged has no export hook (its interpreted run needs the harness's own
-    # interpreter extensions, which a standalone script cannot carry).
-    assert main(["export-repro", "tpu-ragged-paged", "--case", "{}", "--out", str(out)]) == 2
+    # A family without an export hook is a usage error naming the hook.
+    _register_toy(monkeypatch)
+    toy = '{"dtype":"float32","seed":0,"length":4}'
+    assert main(["export-repro", "toy", "--case", toy, "--out", str(out)]) == 2
     assert "no export hook" in capsys.readouterr().err
     assert main(["export-repro", "gpu-mha", "--case", MHA_CASE, "--out", str(out),
                  "--impl", "nocolon"]) == 2
@@ -234,7 +244,7 @@ def test_cli_export_repro(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
                  "--out", str(out)]) == 2
 
 
-def test_failure_report_prints_the_export_command() -> None:
+def test_failure_report_prints_the_export_command(monkeypatch: pytest.MonkeyPatch) -> None:
     from kernel_harness.core.backends import resolve_backend
     from kernel_harness.run.report import export_command
     from kernel_harness.run.runner import CaseResult
@@ -250,7 +260,9 @@ def test_failure_report_prints_the_export_command() -> None:
     assert command.startswith("kernel-harness export-repro gpu-mha --backend interpret --case ")
     assert "--impl my_mod:mha --out repro_gpu_mha.py" in command
     # no hook: no command that would fail
-    assert export_command(result("tpu-ragged-paged", case)) is None
+    _register_toy(monkeypatch)
+    assert get_family("toy").export is None
+    assert export_command(result("toy", case)) is None
 
 
 # A top-level module with splash's own names (as a vendored copy of splash_attention_kernel.py

@@ -11,6 +11,7 @@ from kernel_harness.families.torch_sdpa.cases import (
     torch_sdpa_events,
     torch_sdpa_seed_cases,
 )
+from kernel_harness.families.torch_sdpa.export import export
 from kernel_harness.families.torch_sdpa.kernel import (
     IMPL_SIGNATURE,
     TORCH_BACKENDS,
@@ -104,4 +105,5 @@ FAMILY = Family(
     contract=CONTRACT,
     not_compared=_not_compared,
     seed_cases=torch_sdpa_seed_cases,
+    export=export,
 )

@@ -16,6 +16,7 @@ from kernel_harness.families.tpu_ragged_paged.cases import (
     ragged_cases,
     ragged_seed_cases,
 )
+from kernel_harness.families.tpu_ragged_paged.export import export
 from kernel_harness.families.tpu_ragged_paged.kernel import (
     IMPL_SIGNATURE,
     RAGGED_BACKENDS,
@@ -176,4 +177,5 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     relations=RELATIONS,
     optional=OPTIONAL,
+    export=export,
 )

@@ -1,0 +1,110 @@
+"""Standalone repro source for one tpu-ragged-paged case (``kernel-harness export-repro``).
+
+jax's TPU interpreter cannot run this kernel unextended (reads through reshaped/bitcast
+refs, masked stores to 3-D refs), so an interpreted script carries the harness's own
+extensions: the source of :mod:`kernel_harness.core.compat.interpreter_ext`, embedded
+verbatim (one source of truth, as the judge is), with its one harness import replaced by
+a local exception class. The reference embeds the family's own ``allowed`` and
+``attend``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+from kernel_harness.core.compat import interpreter_ext
+from kernel_harness.families.tpu_ragged_paged import reference as _reference
+from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
+from kernel_harness.spec.export import ExportSnippet
+
+_HARNESS_IMPORT = "from kernel_harness.core.compat import InterpreterLayoutError\n"
+_LOCAL_ERROR = '''\
+class InterpreterLayoutError(RuntimeError):
+    """The installed jax's TPU interpreter is not laid out as the extensions expect."""
+'''
+_FUTURE = "from __future__ import annotations\n"
+
+
+def interpreter_source() -> str:
+    """The interpreter extensions as embedded in a script: the module's source verbatim,
+    less its ``__future__`` import (it must open a file) and with the exception it raises
+    defined in place of the harness import."""
+    source = inspect.getsource(interpreter_ext)
+    if _HARNESS_IMPORT not in source or _FUTURE not in source:
+        raise ValueError("kernel_harness/core/compat/interpreter_ext.py changed its imports: "
+                         "update the tpu-ragged-paged export")
+    source = source.replace(_FUTURE, "", 1).replace(_HARNESS_IMPORT, _LOCAL_ERROR, 1)
+    banner = ("# ---- kernel_harness/core/compat/interpreter_ext.py, embedded verbatim: the "
+              "harness's TPU interpreter extensions ----")
+    return f"{banner}\n{source.strip()}\n# ---- end ----"
+
+
+def export(case: RaggedCase) -> ExportSnippet:
+    """The kernel call with the case's exact options (on interpret: TPU interpret mode,
+    one core, zeroed scratch, inside the embedded extensions), and the reference over
+    the active sequences (padding rows are outside the contract: ``valid:out``)."""
+    options = dict(sm_scale=case.sm_scale, sliding_window=case.sliding_window,
+                   soft_cap=case.soft_cap, num_kv_pages_per_block=case.kv_pages_per_block,
+                   num_queries_per_block=case.queries_per_block)
+    run_kernel = interpreter_source() + "\n\n\n" + textwrap.dedent(f'''
+        import contextlib
+        import dataclasses
+
+        from jax.experimental.pallas import tpu as pltpu
+
+        OPTIONS = {options!r}
+        OPERANDS = ("q", "kv_pages", "kv_lens", "page_indices", "cu_q_lens", "num_seqs")
+
+
+        def interpreting():
+            """TPU interpret mode on the CPU (one simulated core, zeroed scratch) with the
+            interpreter extensions above; compiled on a TPU."""
+            if not INTERPRET:
+                return contextlib.nullcontext()
+            known = {{f.name for f in dataclasses.fields(pltpu.InterpretParams)}}
+            cores = "num_cores_or_threads" if "num_cores_or_threads" in known else (
+                "num_cores_per_device")
+            stack = contextlib.ExitStack()
+            stack.enter_context(tpu_interpreter_extensions())
+            stack.enter_context(pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(
+                detect_races=False, uninitialized_memory="zero", **{{cores: 1}})))
+            return stack
+
+
+        def run_kernel(x):
+            fn = jax.jit(lambda *operands: kernel(*operands, **OPTIONS))
+            with interpreting():
+                out = jax.block_until_ready(fn(*(x[n] for n in OPERANDS)))
+            return dict(out=out)
+    ''')
+    ratio = case.num_q_heads // case.num_kv_heads
+    reference = "\n\n".join([
+        "_HI = HI", inspect.getsource(_reference.allowed), inspect.getsource(_reference.attend),
+        textwrap.dedent(f'''
+        def reference(x):
+            """Per active sequence: its keys gathered page by page through page_indices (K
+            in even, V in odd combined heads), the causal (and window) mask, a float32
+            softmax at HIGHEST. Rows past the active sequences' tokens stay 0."""
+            q_all = np.asarray(x["q"]).astype(np.float32)
+            pages = np.asarray(x["kv_pages"]).astype(np.float32)
+            table = np.asarray(x["page_indices"])
+            out = np.zeros(q_all.shape, np.float32)
+            start = 0
+            for i, (q_len, kv_len) in enumerate(zip({case.q_lens!r}, {case.kv_lens!r})):
+                t = np.arange(kv_len)
+                tokens = pages[table[i, t // {case.page_size}], t % {case.page_size}]
+                o = attend(jnp.asarray(q_all[start:start + q_len]),
+                           jnp.asarray(tokens[:, 0::2]), jnp.asarray(tokens[:, 1::2]),
+                           jnp.asarray(allowed(q_len, kv_len, {case.sliding_window!r})),
+                           sm_scale={case.sm_scale!r}, soft_cap={case.soft_cap!r},
+                           ratio={ratio})
+                out[start:start + q_len] = np.asarray(o, np.float32)
+                start += q_len
+            return dict(out=out)
+        ''')])
+    return ExportSnippet(
+        default_import="from jax.experimental.pallas.ops.tpu.ragged_paged_attention.kernel "
+        "import ragged_paged_attention as kernel",
+        run_kernel=run_kernel, reference=reference, outputs=("out",),
+    )

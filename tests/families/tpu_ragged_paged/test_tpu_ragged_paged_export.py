@@ -1,0 +1,50 @@
+"""export-repro for tpu-ragged-paged: the first golden case's script (carrying the harness's
+TPU interpreter extensions as source) passes with kernel_harness not importable, a planted
+kernel that drops the sliding window makes it exit 1, and its reference is the harness's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernel_harness.core.compat import interpreter_ext
+from kernel_harness.families.tpu_ragged_paged.export import interpreter_source
+from tests.helpers.golden_export import (
+    export_and_run,
+    export_and_run_planted,
+    first_golden_case,
+    reference_agrees,
+)
+
+PLANTED = """
+from jax.experimental.pallas.ops.tpu.ragged_paged_attention.kernel import (
+    ragged_paged_attention)
+
+
+def kernel(*operands, sliding_window=None, **options):
+    return ragged_paged_attention(*operands, **options)
+"""
+
+
+def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
+    assert first_golden_case("tpu-ragged-paged").sliding_window is not None
+    good = export_and_run("tpu-ragged-paged", tmp_path)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert good.stdout.count("ok  ") == 1
+    text = (tmp_path / "tpu_ragged_paged.py").read_text()
+    assert interpreter_source() in text
+
+
+def test_planted_dropped_window_exits_1(tmp_path: Path) -> None:
+    bad = export_and_run_planted("tpu-ragged-paged", tmp_path, PLANTED, "planted_ragged")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "FAIL out" in bad.stdout
+
+
+def test_the_scripts_reference_is_the_harness_reference(tmp_path: Path) -> None:
+    assert reference_agrees("tpu-ragged-paged", tmp_path) <= 1e-6
+
+
+def test_the_embedded_extensions_are_the_harness_module_less_its_import() -> None:
+    text = interpreter_source()
+    assert "import kernel_harness" not in text and "from kernel_harness" not in text
+    assert interpreter_ext.tpu_interpreter_extensions.__doc__ in text
