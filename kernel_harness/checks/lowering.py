@@ -86,7 +86,8 @@ def lower_case(family: Family, case: Any, impl: Callable[..., Any] | None = None
     start = time.perf_counter()
     try:
         fn = traceable(impl, case, TPU_LOWERING)
-        text = compat.lower_for_platform(fn, (shapes,), "tpu")
+        text = compat.lower_for_platform(fn, (shapes,), "tpu",
+                                         device_kind=family.metamorphic.tpu_device_kind)
     except Exception as e:  # noqa: BLE001 - the reason is the result
         message = str(e).strip().splitlines()
         reason = f"{type(e).__name__}: {message[0] if message else ''}"
@@ -113,6 +114,8 @@ def lowers_for_tpu(family: Family, *, backend: Backend, impl: Callable[..., Any]
                 observer.rejected += 1
             hypothesis.reject()
         hypothesis.event("lowers" if result.ok else "does not lower")
+        if family.metamorphic.tpu_device_kind is not None:
+            hypothesis.event(f"lowered for {family.metamorphic.tpu_device_kind}")
         if observer is not None:  # every example that ran counts; passed only if it did
             observer.record_check(case, result.seconds)
             observer.end_example(result.ok)

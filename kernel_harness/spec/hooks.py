@@ -94,6 +94,9 @@ class Metamorphic:
         supported; see :mod:`kernel_harness.checks.sharding`.
       invisible_inexact: why ``invisible-inputs-ignored`` may not demand bitwise
         equality for this family; empty (the default): it demands it.
+      tpu_device_kind: the TPU (a jax ``device_kind``, e.g. ``"TPU v6 lite"``) that
+        ``lowers-for-tpu`` lowers for, for a kernel whose Mosaic lowering asks the chip
+        generation; None: lowered for no particular chip.
     """
 
     roles: Mapping[str, tuple[str | None, ...]]
@@ -110,3 +113,4 @@ class Metamorphic:
     #: Why ``invisible-inputs-ignored`` cannot demand bitwise equality for this family
     #: (empty: it does; a masked-out input must change no bit of what it cannot reach).
     invisible_inexact: str = ""
+    tpu_device_kind: str | None = None

@@ -359,8 +359,22 @@ def recording_tpu_interpret() -> Iterator[TpuInterpretLog]:
                 _STATE_INDEX.clear()
 
 
-def lower_for_platform(fn: Any, args: tuple[Any, ...], platform: str) -> str:
+def lower_for_platform(fn: Any, args: tuple[Any, ...], platform: str, *,
+                       device_kind: str | None = None) -> str:
     """StableHLO text of ``jax.jit(fn)`` lowered for ``platform`` (e.g. ``"tpu"``) on any
-    host: Pallas TPU kernels go through their Mosaic lowering without a TPU attached."""
-    exported = jax.export.export(jax.jit(fn), platforms=[platform])(*args)
+    host: Pallas TPU kernels go through their Mosaic lowering without a TPU attached.
+
+    ``device_kind`` (e.g. ``"TPU v6 lite"``) names the chip for a kernel whose Mosaic
+    lowering asks the TPU generation (``tpu_info.get_tpu_info``, e.g. jnp.sign's rule),
+    which has no answer on a CPU host: the lowering runs under an abstract one-device mesh
+    of that device kind, the way jax 0.12's own error message asks (``use_abstract_mesh``;
+    jax 0.10.2 reads it the same way)."""
+    target: Any = contextlib.nullcontext()
+    if device_kind is not None:
+        device = jax.sharding.AbstractDevice(device_kind=device_kind, num_cores=1,
+                                             platform=platform)
+        target = jax.sharding.use_abstract_mesh(
+            jax.sharding.AbstractMesh((1,), ("lowering_target",), abstract_device=device))
+    with target:
+        exported = jax.export.export(jax.jit(fn), platforms=[platform])(*args)
     return exported.mlir_module()

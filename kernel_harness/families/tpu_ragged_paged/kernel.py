@@ -106,3 +106,18 @@ def run(impl: Callable[..., Any], case: RaggedCase, inputs: dict[str, np.ndarray
         out = jax.block_until_ready(program(*args))
     return {"out": np.asarray(out, np.float32)}
 
+
+
+def traceable(impl: Callable[..., Any] | None, case: RaggedCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The adapter's jitted program as ``f(inputs) -> outputs`` (for TPU lowering: compiled,
+    nothing extended)."""
+    impl = impl or ragged_paged_attention
+    check_signature(impl)
+    program = _program(impl, (*case.static_key(), ("interpreted", backend.is_interpreted)))
+    names = ("q", "kv_pages", "kv_lens", "page_indices", "cu_q_lens", "num_seqs")
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        return {"out": program(*(inputs[n] for n in names))}
+
+    return f

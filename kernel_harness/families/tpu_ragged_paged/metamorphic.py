@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import Arrays
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
+from kernel_harness.families.tpu_ragged_paged.kernel import traceable
 from kernel_harness.ops.paged_decode.layout import PagedLayout, finite_pages
 from kernel_harness.ops.paged_decode.relations import page_permutation, unseen_slots_ignored
 from kernel_harness.spec.hooks import Metamorphic
@@ -51,11 +52,12 @@ METAMORPHIC = Metamorphic(
     roles={"q": (None, "head", "dim"), "kv_pages": (None, None, None, "dim"),
            "out": (None, "head", "dim")},
     block_variants=block_variants, as_mha=as_mha, logit_input="q",
-    may_be_nonfinite=excluded, constrain=finite_pages(LAYOUT),
-    # No traceable hook: on jax 0.10.2 the Mosaic lowering of this kernel asks the local
-    # device's TPU generation (pallas/mosaic/lowering.py _sign_lowering_rule ->
-    # tpu_info.get_tpu_info), so lowers-for-tpu cannot be checked without a TPU; every
-    # example would be "not checkable" (an ERROR row), never a pass.
+    may_be_nonfinite=excluded, constrain=finite_pages(LAYOUT), traceable=traceable,
+    # The Mosaic lowering of this kernel asks the chip's TPU generation (jnp.sign's rule,
+    # pallas/mosaic/lowering.py _sign_lowering_rule -> tpu_info.get_tpu_info; jax 0.10.2
+    # and 0.12), which a CPU host cannot answer: lowers-for-tpu names the chip, TPU v6e
+    # (the first generation in the kernel's tuned block-size table).
+    tpu_device_kind="TPU v6 lite",
 )
 
 RELATIONS = (page_permutation(LAYOUT), unseen_slots_ignored(LAYOUT))
