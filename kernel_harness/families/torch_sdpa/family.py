@@ -19,6 +19,7 @@ from kernel_harness.families.torch_sdpa.kernel import (
     run,
     torch_sdpa,
 )
+from kernel_harness.families.torch_sdpa.metamorphic import METAMORPHIC
 from kernel_harness.families.torch_sdpa.reference import reference
 from kernel_harness.spec.family import Family
 
@@ -106,4 +107,5 @@ FAMILY = Family(
     not_compared=_not_compared,
     seed_cases=torch_sdpa_seed_cases,
     export=export,
+    metamorphic=METAMORPHIC,
 )

@@ -1,0 +1,50 @@
+"""torch-sdpa's hooks for the metamorphic properties (torch's layout, batch-heads-seq-dim).
+
+Visibility comes from the case description (``TorchSdpaCase.visible``: causal and a bool
+mask); a float mask changes values, not visibility. A row that sees no key is inside the
+contract (torch gives exactly 0 there), so nothing is excluded and no cotangent zeroed.
+No TPU lowering and no sharded runs (torch runs through a host callback).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase
+from kernel_harness.ops.attention.metamorphic import as_mha_hook
+from kernel_harness.ops.attention.vocabulary import roles
+from kernel_harness.spec.hooks import Metamorphic, Toggle
+
+ROLES = roles("bhqd", q="query", k="key", v="value", mask=("batch", "head", "query", "key"))
+
+
+def visible(case: TorchSdpaCase) -> np.ndarray:
+    """``[batch, heads, q_len, kv_len]``: causal and a bool mask."""
+    return case.visible()
+
+
+def option_toggles(case: TorchSdpaCase) -> list[Toggle]:
+    """The case without is_causal, without its bool mask (visibility), without its float
+    mask (values)."""
+    out = []
+    if case.is_causal:
+        out.append(Toggle(name="is_causal", case=dataclasses.replace(case, is_causal=False)))
+    if case.mask == "bool":
+        out.append(Toggle(name="bool attn_mask",
+                          case=dataclasses.replace(case, mask=None, empty_row=False)))
+    if case.mask == "float":
+        out.append(Toggle(name="float attn_mask", case=dataclasses.replace(case, mask=None),
+                          changes="values"))
+    return out
+
+
+METAMORPHIC = Metamorphic(
+    roles=ROLES,
+    visible=visible,
+    option_toggles=option_toggles,
+    as_mha=as_mha_hook(layout="bhqd", q_heads="heads", kv_heads="kv_heads",
+                       kv=("key", "value")),
+    logit_input="query",
+)
