@@ -26,6 +26,25 @@ from hypothesis import settings
 
 from kernel_harness.run import profiles
 
+#: XLA's CPU compiler at its cheapest settings for this suite's own processes (and the CLI
+#: subprocesses they start, which inherit the environment). Almost all of the suite's time is
+#: XLA compiling interpret-mode kernels that then run for milliseconds; LLVM's optimisation
+#: passes cost about a fifth of it (docs/ci.md, "How CI stays fast"). They do not change
+#: results: XLA's CPU backend keeps fast-math off, so no pass may reorder float arithmetic.
+#: A user's XLA_FLAGS that already set either flag win.
+SUITE_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true")
+
+
+def _suite_xla_flags(current: str) -> str:
+    """``current`` XLA_FLAGS with each of SUITE_XLA_FLAGS added unless it names that flag."""
+    flags = current.split()
+    named = {f.split("=", 1)[0] for f in flags}
+    flags += [f for f in SUITE_XLA_FLAGS if f.split("=", 1)[0] not in named]
+    return " ".join(flags)
+
+
+os.environ["XLA_FLAGS"] = _suite_xla_flags(os.environ.get("XLA_FLAGS", ""))
+
 # The suite's in-process CLI runs must not write to (or read from) the user's compile cache,
 # nor to the one .ci/run exports for its CLI steps; tests of the cache pass their own directory.
 os.environ["KERNEL_HARNESS_COMPILE_CACHE"] = "off"
@@ -91,6 +110,39 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.dist = "worksteal"
 
 
+#: Test files whose subject is version-specific jax/Pallas behaviour (core/compat, the TPU
+#: interpreter and its extensions, lowering, crash origins, memory maps, the compile cache,
+#: exported scripts that import jax themselves). They carry the ``both_stacks`` marker: the
+#: second stack of ``.ci/run`` runs these (``-m both_stacks``) beside every family's
+#: dev-profile check, goldens and gate; the nightly recipe runs the whole suite there
+#: (docs/ci.md, "Two jax stacks"). tests/test_suite_conftest.py checks that each path exists.
+BOTH_STACKS = (
+    "tests/core/test_compat.py",
+    "tests/core/test_compat_interpreter_ext.py",
+    "tests/core/test_backends.py",
+    "tests/checks/test_crash_origin.py",
+    "tests/checks/test_lowering.py",
+    "tests/run/test_diagnostics.py",
+    "tests/run/test_kernel_coverage.py",
+    "tests/run/test_memory_maps.py",
+    "tests/run/test_compile_cache.py",
+    "tests/run/test_crash.py",
+    "tests/cli/test_crash_everywhere.py",
+    "tests/families/hstu/test_hstu_backends.py",
+    "tests/families/tpu_ragged_paged/",
+    "tests/regression/test_export.py",
+)
+_ROOT = Path(__file__).resolve().parent
+
+
+def _both_stacks(item: pytest.Item) -> bool:
+    path = Path(str(item.path)).resolve()
+    if _ROOT not in path.parents:
+        return False
+    rel = path.relative_to(_ROOT).as_posix()
+    return any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in BOTH_STACKS)
+
+
 #: Files that compile the most (measured: docs/ci.md), run first so the short tests fill the
 #: end of the run on both cores. The property and golden tests of every family come first.
 HEAVY_FIRST = ("properties/",)
@@ -109,8 +161,12 @@ def _nightly_selected(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Nightly tests left to the nightly recipe (unless ``-m`` names them), then the heavy
-    files first; a file's tests keep their order and stay together (module fixtures)."""
+    """``both_stacks`` on the files BOTH_STACKS names; nightly tests left to the nightly recipe
+    (unless ``-m`` names them), then the heavy files first; a file's tests keep their order
+    and stay together (module fixtures)."""
+    for item in items:
+        if _both_stacks(item):
+            item.add_marker(pytest.mark.both_stacks)
     if not _nightly_selected(config):
         nightly = [i for i in items if i.get_closest_marker("nightly")]
         if nightly:

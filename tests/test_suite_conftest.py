@@ -5,6 +5,7 @@ a scratch project, in a fresh pytest process."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -54,3 +55,34 @@ def test_minus_m_nightly_runs_them(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed, 2 deselected" in proc.stdout
     assert "marked nightly not run here" not in proc.stdout
+
+
+def _repo_conftest():
+    spec = importlib.util.spec_from_file_location("_kh_repo_conftest", ROOT / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_both_stacks_path_exists_and_is_marked():
+    conftest = _repo_conftest()
+    missing = [p for p in conftest.BOTH_STACKS if not (ROOT / p).exists()]
+    assert not missing, f"conftest.BOTH_STACKS names missing test paths: {missing}"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p",
+                           "no:cacheprovider", "--collect-only", "-q", "-m", "both_stacks",
+                           "tests/core", "tests/cli"], cwd=ROOT, capture_output=True,
+                          text=True, check=False, timeout=300)
+    collected = proc.stdout
+    assert "tests/core/test_compat.py::" in collected, collected
+    assert "tests/cli/test_crash_everywhere.py::" in collected
+    assert "tests/cli/test_cli.py::" not in collected  # version-free: first stack only
+
+
+def test_suite_xla_flags_add_only_what_is_not_set():
+    conftest = _repo_conftest()
+    assert conftest._suite_xla_flags("") == " ".join(conftest.SUITE_XLA_FLAGS)
+    mine = "--xla_backend_optimization_level=2 --xla_dump_to=/tmp/x"
+    merged = conftest._suite_xla_flags(mine).split()
+    assert merged[:2] == mine.split()
+    assert "--xla_backend_optimization_level=0" not in merged
+    assert "--xla_llvm_disable_expensive_passes=true" in merged
