@@ -14,7 +14,7 @@ import dataclasses
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.families.gpu_common import TILE_SIZES
+from kernel_harness.families.gpu_common import TILE_SIZES, is_pow2
 from kernel_harness.families.gpu_mha.cases import OVERSIZE_BLOCK, MhaCase
 from kernel_harness.families.gpu_mha.reference import dense_mask
 from kernel_harness.ops.attention.vocabulary import roles
@@ -35,8 +35,10 @@ def segments(case: MhaCase) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _blocks(length: int) -> list[int]:
-    """Every block the kernel accepts along ``length`` (and one it clamps to it)."""
-    return [b for b in TILE_SIZES if b <= length and length % b == 0] + [OVERSIZE_BLOCK]
+    """Every block the kernel accepts along ``length``, and an oversize one where the length it
+    clamps to is itself a valid block (a power of two >= 16: 96 is not)."""
+    tiles = [b for b in TILE_SIZES if b <= length and length % b == 0]
+    return tiles + ([OVERSIZE_BLOCK] if is_pow2(length) and 16 <= length <= OVERSIZE_BLOCK else [])
 
 
 def _backward_pairs(case: MhaCase) -> list[tuple[int, int]]:
