@@ -25,7 +25,8 @@ class CheckRequest:
     family. ``without``: features the implementation lacks, for every family
     (``FEATURE[,FEATURE]``); ``without_by_family``: the same per family. ``isolate``: run the
     units in a worker process (a native crash is a report); ``timeout`` (seconds per example,
-    implies ``isolate``).
+    implies ``isolate``); ``jobs``: that many worker processes side by side (> 1 implies
+    ``isolate``).
     """
 
     families: Sequence[str | Family] = ()
@@ -43,6 +44,7 @@ class CheckRequest:
     tolerance_scale: float | None = None
     timeout: float | None = None
     isolate: bool = False
+    jobs: int = 1
     fail_fast: bool = False
     all_bugs: bool = False
     shrink_budget: ShrinkBudget | None = None
@@ -74,7 +76,7 @@ class CheckRequest:
         for fam in self.families:
             names.append(fam if isinstance(fam, str) else registry.register_family(fam))
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        data.update(families=names, impl=spec, isolate=False, heartbeat_file=None,
+        data.update(families=names, impl=spec, isolate=False, jobs=1, heartbeat_file=None,
                     properties=list(self.properties), without=list(self.without),
                     tolerance=list(self.tolerance),
                     without_by_family={k: sorted(v) for k, v in self.without_by_family.items()},

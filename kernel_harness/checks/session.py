@@ -6,9 +6,9 @@ overrides, backend support with skips as data, the implementation and its signat
 the profile and shrink budget), then runs *units* (one family x one property) and
 returns a :class:`UnitResult` per unit: a verdict, the JSON record of the results
 schema, the failure report text and one summary line, identical whichever front end
-asked. Units run in this process, or in a worker process (``CheckRequest.isolate``,
-``timeout``: :mod:`kernel_harness.checks.supervisor`) where a hang or a native crash of the
-kernel becomes a report like any other failure.
+asked. Units run in this process, or in worker processes (``isolate``, ``timeout``,
+``jobs``: :mod:`~kernel_harness.checks.supervisor`, :mod:`~kernel_harness.checks.parallel`)
+where a hang or a native crash of the kernel becomes a report like any other failure.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 import jax
 
-from kernel_harness.checks import outcome_text, results, watch
+from kernel_harness.checks import outcome_text, parallel, results, watch
 from kernel_harness.checks.corpus import corpus_mode, open_corpus, record_failure, replay_unit
 from kernel_harness.checks.corpus.unit import record_supervised, replayed_failure
 from kernel_harness.checks.properties import (
@@ -35,7 +35,7 @@ from kernel_harness.checks.properties import (
 )
 from kernel_harness.checks.request import CheckRequest
 from kernel_harness.checks.supervisor import Supervisor
-from kernel_harness.checks.units import Unit, UnitResult, verdict_line
+from kernel_harness.checks.units import Unit, UnitResult, position_line, verdict_line
 from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run import compile_cache, kernel_coverage
@@ -87,6 +87,8 @@ class CheckSession:
                                   else draws_per_compile(request.profile))
         if self.draws_per_compile < 1:
             raise UsageError("--draws-per-compile must be at least 1")
+        if request.jobs < 1:
+            raise UsageError(f"--jobs must be at least 1, got {request.jobs}")
         self.timeout = request.timeout
         if self.timeout is None and self.profile_name == "nightly":
             self.timeout = 900.0
@@ -164,8 +166,8 @@ class CheckSession:
 
     @property
     def isolated(self) -> bool:
-        """Whether units run in a worker process (``isolate``, or a time limit)."""
-        return bool(self.timeout) or self.request.isolate
+        """Whether units run in worker processes (``isolate``, a time limit, or ``jobs`` > 1)."""
+        return bool(self.timeout) or self.request.isolate or self.request.jobs > 1
 
     def supervisor(self) -> Supervisor:
         """A worker process for this session's units (:mod:`kernel_harness.checks.supervisor`)."""
@@ -265,53 +267,60 @@ class CheckSession:
         failure are NOT RUN), printing each unit's report and verdict line as it ends."""
         for line in self.header_lines():
             self.emit(line)
-        run_one = self.run_unit
-        supervisor = None
-        if self.isolated:
-            supervisor = self.supervisor()
-            run_one = supervisor.run_unit
+        jobs = max(1, min(self.request.jobs, len(self.units)))
+        supervisors = [self.supervisor() for _ in range(jobs)] if self.isolated else []
         out: list[UnitResult] = []
         failed_first: dict[str, str] = {}
         start = time.monotonic()
         coverage = None
         with contextlib.ExitStack() as stack:
             if self.request.kernel_coverage:
-                coverage = (kernel_coverage.KernelCoverage() if supervisor is not None
+                coverage = (kernel_coverage.KernelCoverage() if supervisors
                             else stack.enter_context(kernel_coverage.recording()))
-            self._run_units(run_one, out, failed_first, start, supervisor)
-        if supervisor is not None and coverage is not None:
-            for data in supervisor.coverage:
+            try:
+                if len(supervisors) > 1:
+                    out = parallel.run_units(self, supervisors, failed_first, start)
+                else:
+                    run_one = supervisors[0].run_unit if supervisors else self.run_unit
+                    for unit in self.units:
+                        out.append(self.run_or_skip(unit, run_one, failed_first))
+                        self.finish_unit(unit, out[-1], failed_first, len(out), start)
+            finally:
+                for supervisor in supervisors:
+                    supervisor.close()
+        if coverage is not None:
+            for data in (d for supervisor in supervisors for d in supervisor.coverage):
                 coverage.absorb(data)
-        notes = supervisor.notes if supervisor is not None else self.closing_notes()
+        notes = ([n for supervisor in supervisors for n in supervisor.notes] if supervisors
+                 else self.closing_notes())
         return SessionResult(session=self, results=out + self.skip_results(), notes=notes,
                              coverage=coverage)
 
-    def _run_units(self, run_one: Callable[[Unit], UnitResult], out: list[UnitResult],
-                   failed_first: dict[str, str], start: float,
-                   supervisor: Supervisor | None) -> None:
-        try:
-            for i, unit in enumerate(self.units, 1):
-                first = failed_first.get(unit.family.name)
-                if self.request.fail_fast and first is not None:
-                    result = self.not_run(unit, f"--fail-fast: {first} failed")
-                else:
-                    result = run_one(unit)
-                    for entry in record_supervised(self.corpus, unit.family, unit.prop, result,
-                                                   self.backend, self.impl_spec):
-                        self.emit(f"  corpus: stored {entry.id} (the case the worker died on)")
-                    if result.verdict in ("FAIL", "ERROR"):
-                        failed_first.setdefault(unit.family.name, unit.prop)
-                        if result.text:
-                            what = ("TIMED OUT" if result.label == "FAIL (timeout)" else
-                                    "CRASHED" if result.label.startswith("CRASH") else "FAILED")
-                            self.emit(f"\n=== {unit.family.name} / {unit.prop} {what} on "
-                                      f"{self.backend.name} ===\n{result.text}")
-                out.append(result)
-                self.emit(result.line + position_line(
-                    [u.family.name for u in self.units], i, time.monotonic() - start))
-        finally:
-            if supervisor is not None:
-                supervisor.close()
+    def run_or_skip(self, unit: Unit, run_one: Callable[[Unit], UnitResult],
+                    failed_first: dict[str, str]) -> UnitResult:
+        """The unit's result; NOT RUN under ``--fail-fast`` after its family's first failure."""
+        first = failed_first.get(unit.family.name)
+        if self.request.fail_fast and first is not None:
+            return self.not_run(unit, f"--fail-fast: {first} failed")
+        return run_one(unit)
+
+    def finish_unit(self, unit: Unit, result: UnitResult, failed_first: dict[str, str],
+                    done: int, start: float) -> None:
+        """After a unit: the case a worker died on into the corpus, the failure's report,
+        the verdict line with the run's position (``done`` units of all finished)."""
+        if not result.verdict.startswith("NOT RUN"):
+            for entry in record_supervised(self.corpus, unit.family, unit.prop, result,
+                                           self.backend, self.impl_spec):
+                self.emit(f"  corpus: stored {entry.id} (the case the worker died on)")
+            if result.verdict in ("FAIL", "ERROR"):
+                failed_first.setdefault(unit.family.name, unit.prop)
+                if result.text:
+                    what = ("TIMED OUT" if result.label == "FAIL (timeout)" else
+                            "CRASHED" if result.label.startswith("CRASH") else "FAILED")
+                    self.emit(f"\n=== {unit.family.name} / {unit.prop} {what} on "
+                              f"{self.backend.name} ===\n{result.text}")
+        self.emit(result.line + position_line(
+            [u.family.name for u in self.units], done, time.monotonic() - start))
 
     def closing_notes(self) -> list[str]:
         """Lines for the end of the summary: tpu-interpret's diagnostics totals."""
@@ -320,29 +329,6 @@ class CheckSession:
         from kernel_harness.run import diagnostics
 
         return [diagnostics.summary_line()]
-
-
-def position_line(families: list[str], done: int, elapsed: float) -> str:
-    """``  [3/40 units, families 1 done / 11 left, 1m02s elapsed, ETA 4m10s]`` once a run is
-    long enough to want one; ``families`` names each unit's family, in run order. The ETA is
-    per family once one is done (a family's properties cost very unequal times, and a family
-    without metamorphic hooks has its skipped ones), per unit before."""
-    total = len(families)
-    if total <= 1 or elapsed < 20:
-        return ""
-    last = {name: i for i, name in enumerate(families, 1)}
-    finished = sum(1 for i in last.values() if i <= done)
-    if finished:
-        eta = elapsed / finished * (len(last) - finished)
-    else:
-        eta = elapsed / done * (total - done)
-    return (f"  [{done}/{total} units, families {finished} done / {len(last) - finished} left, "
-            f"{_clock(elapsed)} elapsed, ETA {_clock(eta)}]")
-
-
-def _clock(seconds: float) -> str:
-    minutes, secs = divmod(int(round(seconds)), 60)
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 @dataclasses.dataclass(frozen=True)

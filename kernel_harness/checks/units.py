@@ -56,3 +56,26 @@ class UnitResult:
 def verdict_line(family: str, prop: str, verdict: str, detail: str) -> str:
     """``  hstu         matches-reference    PASS (6 examples, 3.1s)``."""
     return f"  {family:<12} {prop:<20} {verdict}{f' ({detail})' if detail else ''}"
+
+
+def position_line(families: list[str], done: int, elapsed: float) -> str:
+    """``  [3/40 units, families 1 done / 11 left, 1m02s elapsed, ETA 4m10s]`` once a run is
+    long enough to want one; ``families`` names each unit's family, in run order. The ETA is
+    per family once one is done (a family's properties cost very unequal times, and a family
+    without metamorphic hooks has its skipped ones), per unit before."""
+    total = len(families)
+    if total <= 1 or elapsed < 20:
+        return ""
+    last = {name: i for i, name in enumerate(families, 1)}
+    finished = sum(1 for i in last.values() if i <= done)
+    if finished:
+        eta = elapsed / finished * (len(last) - finished)
+    else:
+        eta = elapsed / done * (total - done)
+    return (f"  [{done}/{total} units, families {finished} done / {len(last) - finished} left, "
+            f"{_clock(elapsed)} elapsed, ETA {_clock(eta)}]")
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

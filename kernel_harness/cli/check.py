@@ -50,6 +50,10 @@ def add_parser(sub: Any) -> None:
                        help="run the units in a worker process (default), so that a native "
                        "crash of the kernel (a segfault, an abort) is a CRASH report and the "
                        "run goes on; --no-isolate runs them in this process")
+    check.add_argument("--jobs", type=int, default=1, metavar="N",
+                       help="run the units in N worker processes side by side (default 1; on "
+                       "CPU backends up to one per core pays: each compile uses about one "
+                       "core); the summary keeps the units' order")
     common.add_adjustment_flags(check, without=True)
     common.add_compile_cache_flag(check)
     check.add_argument("--all-bugs", action="store_true",
@@ -79,7 +83,7 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         draws_per_compile=args.draws_per_compile, without=tuple(args.without),
         tolerance=tuple(args.tolerance), tolerance_scale=args.tolerance_scale,
         timeout=args.timeout,
-        isolate=args.isolate, fail_fast=args.fail_fast, all_bugs=args.all_bugs,
+        isolate=args.isolate, jobs=args.jobs, fail_fast=args.fail_fast, all_bugs=args.all_bugs,
         progress_every=args.progress_every, compile_cache=args.compile_cache,
         # an explicit --corpus beats the project's configured one ([tool.kernel-harness])
         corpus=args.corpus or getattr(getattr(args, "config", None), "corpus", None),
