@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.gpu_common import GPU_BACKENDS, tolerance_table
+from kernel_harness.families.gpu_common import tolerance_table
 from kernel_harness.families.gpu_decode import kernel as _kernel
 from kernel_harness.families.gpu_decode.bench import BENCH
 from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
@@ -94,9 +94,7 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) split-k decode attention gqa/mqa with start/end bounds",
     case_type=DecodeCase,
     cases=decode_cases,
-    kernel=_kernel.decode,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
     output_axes={"out": ("batch", "head", "dim"), "lse": ("batch", "head")},
     # The contract: a row with no key has lse = -inf, compared by position (a kernel NaN
@@ -106,7 +104,6 @@ FAMILY = Family(
     capabilities=frozenset(
         {"decode", "gqa", "mqa", "ragged-lengths", "sm-scale", "residuals", "full"}
     ),
-    backends=GPU_BACKENDS,
     events=_events,
     contract=CONTRACT,
     bench=BENCH,

@@ -12,6 +12,7 @@ from jax.experimental.pallas.ops.gpu import decode_attention as _decode
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_decode.cases import DecodeCase
+from kernel_harness.spec.adapter import Adapter
 
 IMPL_SIGNATURE = (
     "decode(q, k, v, start_idx, kv_seq_len, *, entry, sm_scale, block_h, block_k, k_splits, "
@@ -70,3 +71,8 @@ def run(
         fn = gpu_common.cached_program(impl, case, backend, _build)
         outs = fn(a["q"], a["k"], a["v"], a["start_idx"], a["kv_seq_len"])
     return gpu_common.to_numpy(outs)
+
+
+#: How the gpu-decode family calls its kernel.
+ADAPTER = Adapter(kernel=decode, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=gpu_common.GPU_BACKENDS)

@@ -12,6 +12,7 @@ from jax.experimental.pallas.ops.gpu import attention as _attention
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_mha.cases import MhaCase
+from kernel_harness.spec.adapter import Adapter
 
 #: The default implementation: ``jax.experimental.pallas.ops.gpu.attention.mha``.
 mha = _attention.mha
@@ -70,3 +71,8 @@ def run(
     with gpu_common.kernel_context(backend):
         outs = fn(arrays["q"], arrays["k"], arrays["v"], arrays["segment_ids"], arrays["do"])
     return gpu_common.to_numpy(outs)
+
+
+#: How the gpu-mha family calls its kernel.
+ADAPTER = Adapter(kernel=mha, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=gpu_common.GPU_BACKENDS)

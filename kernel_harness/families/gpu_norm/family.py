@@ -10,7 +10,7 @@ and no backward kernel, so in one family its dweight/dbias/dx would be either mi
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
-from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS, is_pow2
+from kernel_harness.families.gpu_common import F32_DOT_NOTE, is_pow2
 from kernel_harness.families.gpu_norm import kernel as _kernel
 from kernel_harness.families.gpu_norm.export import export
 from kernel_harness.ops.norm.cases import OPTIONAL, NormCase, norm_cases, uses
@@ -146,9 +146,7 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) layer_norm and rms_norm: forward, dx, dweight, dbias",
     case_type=NormCase,
     cases=norm_cases,
-    kernel=_kernel.norm,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
     output_axes={
         "out": ("batch", "row", "dim"),
@@ -159,7 +157,6 @@ FAMILY = Family(
     same_as={"out_vjp": "out"},
     tolerances=_tolerances(),
     capabilities=frozenset({"gradients"}),
-    backends=GPU_BACKENDS,
     events=_events,
     contract=CONTRACT,
     seed_cases=seed_cases,

@@ -10,7 +10,7 @@ from kernel_harness.core.tolerance import (
     Tolerance,
     ToleranceTable,
 )
-from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS
+from kernel_harness.families.gpu_common import F32_DOT_NOTE
 from kernel_harness.families.gpu_paged import kernel as _kernel
 from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
@@ -112,16 +112,13 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) paged attention: block tables, lengths, GQA, soft cap, int8",
     case_type=PagedCase,
     cases=paged_cases,
-    kernel=_kernel.paged_attention,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
     output_axes={"out": ("batch", "head", "dim")},
     tolerances=_TOLERANCES,
     capabilities=frozenset(
         {"decode", "paged", "gqa", "mqa", "ragged-lengths", "soft-cap", "full"}
     ),
-    backends=GPU_BACKENDS,
     valid=_valid,
     events=_events,
     contract=CONTRACT,

@@ -11,6 +11,7 @@ from jax.experimental.pallas.ops.gpu import paged_attention as _paged
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_paged.cases import PagedCase
+from kernel_harness.spec.adapter import Adapter
 
 #: The default implementation: ``jax.experimental.pallas.ops.gpu.paged_attention``.
 paged_attention = _paged.paged_attention
@@ -57,3 +58,8 @@ def run(
     with gpu_common.kernel_context(backend):
         outs = gpu_common.cached_program(impl, case, backend, _build)(*(a[n] for n in NAMES))
     return gpu_common.to_numpy(outs)
+
+
+#: How the gpu-paged family calls its kernel.
+ADAPTER = Adapter(kernel=paged_attention, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=gpu_common.GPU_BACKENDS)

@@ -14,7 +14,7 @@ from kernel_harness.core.tolerance import (
     Tolerance,
     ToleranceTable,
 )
-from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2
+from kernel_harness.families.gpu_common import is_pow2
 from kernel_harness.families.gpu_softmax import kernel as _kernel
 from kernel_harness.families.gpu_softmax.export import export
 from kernel_harness.ops.softmax.cases import (
@@ -93,15 +93,12 @@ FAMILY = Family(
     case_type=SoftmaxCase,
     cases=softmax_cases,
     data_draws=softmax_data_draws,
-    kernel=_kernel.softmax,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={"out": ("row", "dim")},
     tolerances=TOLERANCES,
     capabilities=frozenset(),
-    backends=GPU_BACKENDS,
     events=_events,
     contract=CONTRACT,
     # No queries and keys: deterministic, finite-out (x scaled) and the op's relations.

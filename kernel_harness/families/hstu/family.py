@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
-from kernel_harness.families.hstu import cases, kernel, reference
+from kernel_harness.families.hstu import cases, reference
+from kernel_harness.families.hstu import kernel as _kernel
 from kernel_harness.families.hstu.bench import BENCH
 from kernel_harness.families.hstu.export import export
 from kernel_harness.families.hstu.metamorphic import METAMORPHIC
-from kernel_harness.kernels.hstu.api import hstu_attention
+from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 
 OUTPUTS = ("out", "dq", "dk", "dv")
@@ -132,22 +133,14 @@ FAMILY = Family(
     case_type=cases.HstuCase,
     cases=cases.hstu_cases,
     seed_cases=cases.hstu_seed_cases,
-    kernel=hstu_attention,
-    impl_signature=kernel.IMPL_SIGNATURE,
-    run=kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference.reference,
-    output_axes={
-        "out": ("batch", "query", "head", "dim"),
-        "dq": ("batch", "query", "head", "dim"),
-        "dk": ("batch", "key", "head", "dim"),
-        "dv": ("batch", "key", "head", "dim"),
-    },
+    output_axes=output_axes("bqhd", kv_head="head"),
     tolerances=TOLERANCES,
     capabilities=frozenset(
         {"causal", "full", "local-window", "numpy-mask", "segments", "sm-scale",
          "q-len-ne-kv-len", "gradients"}
     ),
-    backends=frozenset({"interpret", "tpu-interpret", "tpu"}),
     valid=lambda case: {},
     events=events,
     contract=CONTRACT,

@@ -167,16 +167,13 @@ FAMILY = Family(
     "lengths, GQA/MQA, compute blocks, megacore, int8 K/V",
     case_type=TpuPagedCase,
     cases=tpu_paged_cases,
-    kernel=_kernel.paged_attention,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
     output_axes={"out": ("batch", "head", "dim")},
     tolerances=TOLERANCES,
     capabilities=frozenset(
         {"decode", "paged", "gqa", "mqa", "ragged-lengths", "soft-cap", "full"}
     ),
-    backends=_kernel.TPU_PAGED_BACKENDS,
     valid=valid,
     events=events,
     contract=CONTRACT,

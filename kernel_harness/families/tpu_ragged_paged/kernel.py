@@ -27,6 +27,7 @@ from jax.experimental.pallas.ops.tpu.ragged_paged_attention import kernel as _rp
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.core.compat.interpreter_ext import tpu_interpreter_extensions
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
 #: The default implementation: the kernel's public (jitted) entry point.
 ragged_paged_attention = _rpa.ragged_paged_attention
@@ -40,7 +41,7 @@ IMPL_SIGNATURE = (
     "[max_num_seqs + 1], num_seqs: int32 [1]; out like q"
 )
 
-RAGGED_BACKENDS = frozenset({"interpret", "tpu-interpret", "tpu"})
+RAGGED_BACKENDS = TPU_BACKENDS
 
 class KernelSignatureError(RuntimeError):
     """The kernel's keyword arguments are not the layout this adapter knows."""
@@ -106,3 +107,7 @@ def run(impl: Callable[..., Any], case: RaggedCase, inputs: dict[str, np.ndarray
         out = jax.block_until_ready(program(*args))
     return {"out": np.asarray(out, np.float32)}
 
+
+#: How the tpu-ragged-paged family calls its kernel.
+ADAPTER = Adapter(kernel=ragged_paged_attention, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=RAGGED_BACKENDS)
