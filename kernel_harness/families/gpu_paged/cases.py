@@ -48,17 +48,8 @@ class PagedCase(PagedGeometry, Case):
       block_h, pages_per_compute_block, k_splits, num_warps, num_stages: kernel settings.
     """
 
-    batch: int
-    q_heads: int
-    kv_heads: int
-    head_dim: int
-    page_size: int
-    pages_per_seq: int
     lengths: tuple[int, ...] | None = None
     shared_pages: int = 0
-    spare_pages: int = 1
-    shuffle: bool = True
-    soft_cap: float | None = None
     logit_scale: float = 1.0
     quantized: bool = False
     block_h: int = 16

@@ -53,18 +53,9 @@ class TpuPagedCase(PagedGeometry, Case):
         or a grid axis (False).
     """
 
-    batch: int
-    q_heads: int
-    kv_heads: int
-    head_dim: int
-    page_size: int
-    pages_per_seq: int
     pages_per_compute_block: int
     lengths: tuple[int, ...]
     shared_pages: int = 0
-    spare_pages: int = 1
-    shuffle: bool = True
-    soft_cap: float | None = None
     quantized: bool = False
     megacore_mode: str | None = None
     inline_seq_dim: bool = True

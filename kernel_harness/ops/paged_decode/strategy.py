@@ -11,6 +11,7 @@ kernel block loads; ``shared_pages`` leading entries one physical page shared by
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -71,10 +72,11 @@ def poison_float(k: np.ndarray, v: np.ndarray, read: np.ndarray, visible: np.nda
     v[:, ~read] = np.nan
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PagedGeometry:
-    """What every paged case derives from the vocabulary (a mixin of the families' case
-    dataclasses, which hold ``q_heads``, ``kv_heads``, ``page_size``, ``pages_per_seq``,
-    ``spare_pages`` and ``soft_cap``)."""
+    """The vocabulary's fields of every paged case and what it derives from them (a base
+    of the families' case dataclasses, which add their lengths, sharing and kernel
+    settings and count :attr:`total_pages`)."""
 
     batch: int
     q_heads: int
@@ -82,10 +84,14 @@ class PagedGeometry:
     head_dim: int
     page_size: int
     pages_per_seq: int
-    spare_pages: int
-    soft_cap: float | None
-    shuffle: bool
-    total_pages: int
+    spare_pages: int = 1
+    shuffle: bool = True
+    soft_cap: float | None = None
+
+    @property
+    def total_pages(self) -> int:
+        """Physical pages in the pool (each family's case counts its own)."""
+        raise NotImplementedError
 
     @property
     def group(self) -> int:
