@@ -81,6 +81,12 @@ def cached_program(
     return _PROGRAMS[key]
 
 
+def case_options(case: Any, *names: str, **more: Any) -> dict[str, Any]:
+    """The kernel's keyword arguments: the case's fields called ``names`` (the kernel
+    spells them as the case does), then ``more``."""
+    return {**{name: getattr(case, name) for name in names}, **more}
+
+
 def put(arrays: Mapping[str, np.ndarray | None], backend: Backend) -> dict[str, jax.Array | None]:
     """Places the case's arrays on the backend's device (``None`` stays ``None``)."""
     device = backend.device

@@ -39,18 +39,9 @@ def decode(q, k, v, start_idx, kv_seq_len, *, entry: str = "gqa", **kwargs: Any)
 
 
 def _build(impl: Callable[..., Any], case: DecodeCase, interpret: Any) -> Callable[..., Any]:
-    kwargs = dict(
-        entry=case.entry,
-        sm_scale=case.sm_scale,
-        block_h=case.block_h,
-        block_k=case.block_k,
-        k_splits=case.k_splits,
-        num_warps=case.num_warps,
-        num_stages=case.num_stages,
-        interpret=interpret,
-        return_residuals=True,
-        normalize_output=case.normalize_output,
-    )
+    kwargs = gpu_common.case_options(
+        case, "entry", "sm_scale", "block_h", "block_k", "k_splits", "num_warps", "num_stages",
+        "normalize_output", interpret=interpret, return_residuals=True)
 
     def fn(q, k, v, start_idx, kv_seq_len):
         out, (denom, row_max) = impl(q, k, v, start_idx, kv_seq_len, **kwargs)

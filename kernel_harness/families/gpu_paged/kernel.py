@@ -28,15 +28,9 @@ IMPL_SIGNATURE = (
 
 
 def _build(impl: Callable[..., Any], case: PagedCase, interpret: Any) -> Callable[..., Any]:
-    kwargs = dict(
-        block_h=case.block_h,
-        pages_per_compute_block=case.pages_per_compute_block,
-        k_splits=case.k_splits,
-        num_warps=case.num_warps,
-        num_stages=case.num_stages,
-        interpret=interpret,
-        attn_logits_soft_cap=case.soft_cap,
-    )
+    kwargs = gpu_common.case_options(
+        case, "block_h", "pages_per_compute_block", "k_splits", "num_warps", "num_stages",
+        interpret=interpret, attn_logits_soft_cap=case.soft_cap)
 
     def fn(q, k_pages, v_pages, block_tables, lengths, k_scales, v_scales):
         return {"out": impl(q, k_pages, v_pages, block_tables, lengths, k_scales, v_scales,
