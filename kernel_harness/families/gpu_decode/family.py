@@ -10,7 +10,7 @@ from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
 from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
 from kernel_harness.families.gpu_decode.reference import reference, visible
-from kernel_harness.ops.paged_decode.strategy import head_grouping
+from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, head_grouping
 from kernel_harness.spec.family import Family
 
 
@@ -96,7 +96,7 @@ FAMILY = Family(
     cases=decode_cases,
     **_kernel.ADAPTER.fields(),
     reference=reference,
-    output_axes={"out": ("batch", "head", "dim"), "lse": ("batch", "head")},
+    output_axes={**OUTPUT_AXES, "lse": ("batch", "head")},
     # The contract: a row with no key has lse = -inf, compared by position (a kernel NaN
     # or finite value there is an infinite error).
     nonfinite_reference_ok=frozenset({"lse"}),

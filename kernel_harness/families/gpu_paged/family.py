@@ -13,6 +13,7 @@ from kernel_harness.families.gpu_paged.export import export
 from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS
 from kernel_harness.families.gpu_paged.reference import low_precision_reference, reference
 from kernel_harness.ops.paged_decode.events import paged_events
+from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
 from kernel_harness.spec.family import Family
 
 _TOLERANCES = ToleranceTable.of_limits({
@@ -97,11 +98,9 @@ FAMILY = Family(
     cases=paged_cases,
     **_kernel.ADAPTER.fields(),
     reference=reference,
-    output_axes={"out": ("batch", "head", "dim")},
+    output_axes=OUTPUT_AXES,
     tolerances=_TOLERANCES,
-    capabilities=frozenset(
-        {"decode", "paged", "gqa", "mqa", "ragged-lengths", "soft-cap", "full"}
-    ),
+    capabilities=PAGED_CAPABILITIES,
     valid=_valid,
     events=_events,
     contract=CONTRACT,

@@ -20,6 +20,14 @@ from hypothesis import strategies as st
 #: V value of slots a kernel reads but must mask (finite: it multiplies them by 0).
 MASKED_V = 1e3
 
+#: The op's output: one query token per row, ``out`` [batch, q_heads, head_dim].
+OUTPUT_AXES: dict[str, tuple[str, ...]] = {"out": ("batch", "head", "dim")}
+
+#: What a kernel of the whole op supports: decode rows over page tables, ragged lengths,
+#: MHA/GQA/MQA heads, a soft cap, no mask besides the lengths.
+PAGED_CAPABILITIES: frozenset[str] = frozenset(
+    {"decode", "paged", "gqa", "mqa", "ragged-lengths", "soft-cap", "full"})
+
 
 def head_grouping(q_heads: int, kv_heads: int) -> str:
     """``mqa`` (one kv head), ``gqa`` (groups) or ``mha-heads`` (one q head per kv head)."""
