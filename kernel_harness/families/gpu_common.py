@@ -8,6 +8,7 @@ padding is NaN, so stray reads show up) and ``gpu`` (compiled through Triton).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -15,6 +16,7 @@ import jax
 import numpy as np
 
 from kernel_harness.core.backends import Backend
+from kernel_harness.core.case import Case, check_logit_scale
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
 
 #: Backends a GPU family can run on.
@@ -30,6 +32,25 @@ F32_DOT_NOTE = (
     "mantissa would need a bound near 1e-3 or more (estimate, not measured: no GPU run yet) "
     "and could no longer tell a bf16 PV product (~3e-3) from a correct kernel"
 )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TritonCase(Case):
+    """What the cases of the Triton kernels share (gpu-mha, gpu-decode, gpu-paged).
+
+    Attributes:
+      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
+        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
+      num_warps, num_stages: Triton launch settings (accepted but unused in interpret mode).
+    """
+
+    logit_scale: float = 1.0
+    num_warps: int | None = None
+    num_stages: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_logit_scale(self.logit_scale)
 
 
 def is_pow2(n: int) -> bool:

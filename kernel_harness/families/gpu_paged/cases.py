@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import DTYPES, Case, cast, check_logit_scale, logit_scales_for
-from kernel_harness.families.gpu_common import is_pow2
+from kernel_harness.core.case import DTYPES, cast, check_sizes, logit_scales_for
+from kernel_harness.families.gpu_common import TritonCase, is_pow2
 from kernel_harness.ops.paged_decode.strategy import (
     MASKED_V as MASKED_V,  # re-exported: the value tests and goldens speak of
 )
@@ -30,12 +30,10 @@ MASKED_V_SCALE = 8.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PagedCase(PagedGeometry, Case):
+class PagedCase(PagedGeometry, TritonCase):
     """One paged decode step.
 
     Attributes:
-      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
-        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
       batch, q_heads, kv_heads, head_dim: q is [batch, q_heads, head_dim]; pages are
         [kv_heads, total_pages, page_size, head_dim]; q head h reads kv head h // group.
       page_size, pages_per_seq: page geometry; a block table row lists pages_per_seq pages.
@@ -50,21 +48,16 @@ class PagedCase(PagedGeometry, Case):
 
     lengths: tuple[int, ...] | None = None
     shared_pages: int = 0
-    logit_scale: float = 1.0
     quantized: bool = False
     block_h: int = 16
     pages_per_compute_block: int = 1
     k_splits: int = 1
-    num_warps: int = 8
-    num_stages: int = 2
+    num_warps: int | None = 8
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_logit_scale(self.logit_scale)
-        for name in ("batch", "q_heads", "kv_heads", "pages_per_seq", "k_splits",
-                     "pages_per_compute_block"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_sizes(self, "batch", "q_heads", "kv_heads", "pages_per_seq", "k_splits",
+                    "pages_per_compute_block")
         self.check_paged()
         for name in ("head_dim", "page_size", "pages_per_seq", "pages_per_compute_block",
                      "block_h"):

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import Case, cast
+from kernel_harness.core.case import Case, cast, check_sizes
 from kernel_harness.ops.paged_decode.strategy import (
     MASKED_V,
     PagedGeometry,
@@ -67,10 +67,8 @@ class TpuPagedCase(PagedGeometry, Case):
         super().__post_init__()
         if self.dtype not in TPU_PAGED_DTYPES:
             raise ValueError(f"tpu-paged draws {TPU_PAGED_DTYPES} only, got {self.dtype!r}")
-        for name in ("batch", "q_heads", "kv_heads", "head_dim", "page_size",
-                     "pages_per_seq", "pages_per_compute_block"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_sizes(self, "batch", "q_heads", "kv_heads", "head_dim", "page_size",
+                    "pages_per_seq", "pages_per_compute_block")
         self.check_paged()
         if self.pages_per_seq % self.pages_per_compute_block:
             raise ValueError("pages_per_compute_block must divide pages_per_seq (kernel raises)")
