@@ -20,6 +20,7 @@ from kernel_harness.ops.paged_decode.strategy import (
 )
 from kernel_harness.ops.paged_decode.strategy import (
     PagedGeometry,
+    draw_geometry,
     edge_lengths,
     poison_float,
     slot_masks,
@@ -31,17 +32,12 @@ MASKED_V_SCALE = 8.0
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PagedCase(PagedGeometry, TritonCase):
-    """One paged decode step.
+    """One paged decode step (the page table is the kernel's block table; the vocabulary's
+    fields: :class:`~kernel_harness.ops.paged_decode.strategy.PagedGeometry`).
 
     Attributes:
-      batch, q_heads, kv_heads, head_dim: q is [batch, q_heads, head_dim]; pages are
-        [kv_heads, total_pages, page_size, head_dim]; q head h reads kv head h // group.
-      page_size, pages_per_seq: page geometry; a block table row lists pages_per_seq pages.
       lengths: tokens per row (``None``: no ``lengths`` argument, every listed token counts).
       shared_pages: leading block-table entries all rows share (one physical page each).
-      spare_pages: physical pages no block table names (NaN-filled).
-      shuffle: physical pages in random order (else in table order).
-      soft_cap: the kernel's ``attn_logits_soft_cap`` (``None``: none).
       quantized: int8 pages with float32 per-token ``k_scales_pages``/``v_scales_pages``.
       block_h, pages_per_compute_block, k_splits, num_warps, num_stages: kernel settings.
     """
@@ -224,13 +220,8 @@ def paged_cases(
     dtype = draw(st.sampled_from(dtypes))
     return PagedCase(
         dtype=dtype,
-        seed=draw(st.integers(0, 2**31 - 1)),
-        batch=batch,
-        q_heads=draw(st.sampled_from(groups)) * kv_heads,
-        kv_heads=kv_heads,
-        head_dim=draw(st.sampled_from(head_dims)),
-        page_size=page_size,
-        pages_per_seq=pages_per_seq,
+        **draw_geometry(draw, batch=batch, kv_heads=kv_heads, groups=groups,
+                        head_dims=head_dims, page_size=page_size, pages_per_seq=pages_per_seq),
         lengths=lengths,
         shared_pages=shared,
         spare_pages=draw(st.integers(0, 2)),

@@ -52,6 +52,17 @@ def edge_lengths(draw: st.DrawFn, batch: int, capacity: int, *blocks: int
     return tuple(draw(value) for _ in range(batch))
 
 
+def draw_geometry(draw: st.DrawFn, *, batch: int, kv_heads: int, groups: tuple[int, ...],
+                  head_dims: tuple[int, ...], page_size: int, pages_per_seq: int
+                  ) -> dict[str, int]:
+    """A case's seed and vocabulary fields, drawing (in this order) the seed, the query
+    heads (a group of ``groups`` times ``kv_heads``) and the head dim; the rest as given."""
+    return dict(seed=draw(st.integers(0, 2**31 - 1)), batch=batch,
+                q_heads=draw(st.sampled_from(groups)) * kv_heads, kv_heads=kv_heads,
+                head_dim=draw(st.sampled_from(head_dims)), page_size=page_size,
+                pages_per_seq=pages_per_seq)
+
+
 def slot_masks(table: np.ndarray, total_pages: int, page_size: int,
                lengths: tuple[int, ...], read_entries: list[int]
                ) -> tuple[np.ndarray, np.ndarray]:
@@ -84,7 +95,16 @@ def poison_float(k: np.ndarray, v: np.ndarray, read: np.ndarray, visible: np.nda
 class PagedGeometry:
     """The vocabulary's fields of every paged case and what it derives from them (a base
     of the families' case dataclasses, which add their lengths, sharing and kernel
-    settings and count :attr:`total_pages`)."""
+    settings and count :attr:`total_pages`).
+
+    Attributes:
+      batch, q_heads, kv_heads, head_dim: q is [batch, q_heads, head_dim]; pages are
+        [kv_heads, total_pages, page_size, head_dim]; q head h reads kv head h // group.
+      page_size, pages_per_seq: page geometry; a page-table row lists pages_per_seq pages.
+      spare_pages: physical pages no table names (NaN-filled).
+      shuffle: physical pages in random order (else in table order).
+      soft_cap: the kernel's ``attn_logits_soft_cap`` (``None``: none).
+    """
 
     batch: int
     q_heads: int
