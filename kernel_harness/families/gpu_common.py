@@ -17,7 +17,7 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Case, check_logit_scale
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
+from kernel_harness.core.tolerance import ToleranceTable
 
 #: Backends a GPU family can run on.
 GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})
@@ -128,15 +128,12 @@ def tolerance_table(
     low-precision entries say where the kernel casts (``low_reason``, ``{dtype}`` filled in).
     Slice floors: :func:`~kernel_harness.core.tolerance.standard_floor`, the gradient one for
     the outputs named in ``gradients``."""
-    entries = {}
-    for dtype, outs in table.items():
-        for name, tol in outs.items():
-            if dtype == "float32":
-                reason = f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
-            elif name == "lse":
-                reason = lse_reason
-            else:
-                reason = low_reason.format(dtype=dtype)
-            floor = standard_floor(dtype, gradient=name in gradients)
-            entries[(dtype, name)] = Tolerance(max_rel_err=tol, reason=reason, slice_floor=floor)
-    return ToleranceTable(entries)
+    def reason(dtype: str, name: str) -> str:
+        if dtype == "float32":
+            return f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
+        return lse_reason if name == "lse" else low_reason.format(dtype=dtype)
+
+    return ToleranceTable.of_limits(
+        {(dtype, name): (tol, reason(dtype, name))
+         for dtype, outs in table.items() for name, tol in outs.items()},
+        gradients=gradients)
