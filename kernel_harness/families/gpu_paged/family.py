@@ -40,12 +40,8 @@ def _valid(case: PagedCase) -> dict[str, np.ndarray]:
 
 def _events(case: PagedCase) -> list[str]:
     lengths = None if case.lengths is None else case.lengths
-    ev = paged_events(
-        dtype=case.dtype, q_heads=case.q_heads, kv_heads=case.kv_heads,
-        page_size=case.page_size, capacity=case.capacity, lengths=lengths,
-        read_pages=[case.read_pages(b) for b in range(case.batch)],
-        pages_per_seq=case.pages_per_seq, spare_pages=case.spare_pages,
-        shuffle=case.shuffle, soft_cap=case.soft_cap)
+    ev = paged_events(case, dtype=case.dtype, lengths=lengths,
+                      read_pages=[case.read_pages(b) for b in range(case.batch)])
     ev.append(f"logits-{case.logit_scale:g}x")
     if case.group % case.block_h:
         ev.append("head-padding")

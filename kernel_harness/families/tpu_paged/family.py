@@ -108,12 +108,8 @@ def events(case: TpuPagedCase) -> list[str]:
     """What the case reaches: the op's events, then megacore, the seq loop, the group of 8,
     pages per block, empty-row runs and shared pages."""
     lengths = case.lengths
-    ev = paged_events(
-        dtype=case.dtype, q_heads=case.q_heads, kv_heads=case.kv_heads,
-        page_size=case.page_size, capacity=case.capacity, lengths=lengths,
-        read_pages=[case.read_entries(b) for b in range(case.batch)],
-        pages_per_seq=case.pages_per_seq, spare_pages=case.spare_pages,
-        shuffle=case.shuffle, soft_cap=case.soft_cap)
+    ev = paged_events(case, dtype=case.dtype, lengths=lengths,
+                      read_pages=[case.read_entries(b) for b in range(case.batch)])
     ev += [f"megacore-{case.megacore_mode or 'off'}",
            "inline-seq-dim" if case.inline_seq_dim else "seq-grid-axis",
            "group-multiple-of-8" if case.group % 8 == 0 else "group-not-multiple-of-8"]
