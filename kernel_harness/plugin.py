@@ -41,28 +41,25 @@ if TYPE_CHECKING:
     from kernel_harness.core.backends import Backend
 
 
+#: The options given once per value (``--kh-impl a=m:f --kh-impl b=m:g``): flag, metavar, help.
+_REPEATABLE: tuple[tuple[str, str, str], ...] = (
+    ("--kh-impl", "FAMILY=MODULE:ATTR", "replace a family's kernel with your own implementation"),
+    ("--kh-without", "FAMILY=FEATURE[,FEATURE]",
+     "optional family features your implementation lacks (never drawn)"),
+    ("--kh-family", "FAMILY", "only check these families (default: all)"),
+    ("--kh-family-module", "MODULE",
+     "import MODULE and register the Family objects it declares (out-of-tree family)"),
+)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Registers the ``--kh-*`` options (the plugin's only effect at start-up)."""
     group = parser.getgroup("kernel-harness")
     group.addoption("--kh-backend", default=None,
                     help="backend the properties run on (default: backend in [tool.kernel-harness]"
                     " of your pyproject.toml, else interpret)")
-    group.addoption(
-        "--kh-impl", action="append", default=[], metavar="FAMILY=MODULE:ATTR",
-        help="replace a family's kernel with your own implementation",
-    )
-    group.addoption(
-        "--kh-without", action="append", default=[], metavar="FAMILY=FEATURE[,FEATURE]",
-        help="optional family features your implementation lacks (never drawn)",
-    )
-    group.addoption(
-        "--kh-family", action="append", default=[], metavar="FAMILY",
-        help="only check these families (default: all)",
-    )
-    group.addoption(
-        "--kh-family-module", action="append", default=[], metavar="MODULE",
-        help="import MODULE and register the Family objects it declares (out-of-tree family)",
-    )
+    for flag, metavar, text in _REPEATABLE:
+        group.addoption(flag, action="append", default=[], metavar=metavar, help=text)
     group.addoption(
         "--kh-profile", default=None, metavar="PROFILE",
         help="harness profile for the harness properties: dev, ci or nightly (default: the "

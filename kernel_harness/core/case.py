@@ -108,6 +108,13 @@ def check_logit_scale(value: float) -> None:
                          f"got {value!r}")
 
 
+def check_sizes(case: Any, *names: str) -> None:
+    """Raises ValueError unless each of ``case``'s fields ``names`` (sizes) is >= 1."""
+    for name in names:
+        if getattr(case, name) < 1:
+            raise ValueError(f"{name} must be >= 1, got {getattr(case, name)}")
+
+
 def cast(x: np.ndarray, dtype: str) -> np.ndarray:
     """Rounds float64/float32 data to ``dtype`` and returns it as a numpy array of
     that dtype (bfloat16 via ml_dtypes, which jax ships)."""

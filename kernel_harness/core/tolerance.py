@@ -146,6 +146,21 @@ class ToleranceTable:
             }
         )
 
+    @classmethod
+    def of_limits(cls, limits: Mapping[tuple[str, str], tuple[float, str]], *,
+                  gradients: frozenset[str] = frozenset(),
+                  calibrated: Mapping[str, Calibrated] | None = None) -> ToleranceTable:
+        """A table from ``{(dtype, output): (max_rel_err, reason)}``: each entry with the
+        standard floor of its dtype (:func:`standard_floor`; the gradient one for the
+        outputs in ``gradients``) and, for a dtype in ``calibrated``, that calibrated bound."""
+        calibrated = calibrated or {}
+        return cls({
+            (dtype, out): Tolerance(max_rel_err=limit, reason=reason,
+                                    calibrated=calibrated.get(dtype),
+                                    slice_floor=standard_floor(dtype, gradient=out in gradients))
+            for (dtype, out), (limit, reason) in limits.items()
+        })
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Verdict:

@@ -8,6 +8,7 @@ padding is NaN, so stray reads show up) and ``gpu`` (compiled through Triton).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -15,7 +16,8 @@ import jax
 import numpy as np
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
+from kernel_harness.core.case import Case, check_logit_scale
+from kernel_harness.core.tolerance import ToleranceTable
 
 #: Backends a GPU family can run on.
 GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})
@@ -30,6 +32,25 @@ F32_DOT_NOTE = (
     "mantissa would need a bound near 1e-3 or more (estimate, not measured: no GPU run yet) "
     "and could no longer tell a bf16 PV product (~3e-3) from a correct kernel"
 )
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TritonCase(Case):
+    """What the cases of the Triton kernels share (gpu-mha, gpu-decode, gpu-paged).
+
+    Attributes:
+      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
+        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
+      num_warps, num_stages: Triton launch settings (accepted but unused in interpret mode).
+    """
+
+    logit_scale: float = 1.0
+    num_warps: int | None = None
+    num_stages: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_logit_scale(self.logit_scale)
 
 
 def is_pow2(n: int) -> bool:
@@ -81,6 +102,12 @@ def cached_program(
     return _PROGRAMS[key]
 
 
+def case_options(case: Any, *names: str, **more: Any) -> dict[str, Any]:
+    """The kernel's keyword arguments: the case's fields called ``names`` (the kernel
+    spells them as the case does), then ``more``."""
+    return {**{name: getattr(case, name) for name in names}, **more}
+
+
 def put(arrays: Mapping[str, np.ndarray | None], backend: Backend) -> dict[str, jax.Array | None]:
     """Places the case's arrays on the backend's device (``None`` stays ``None``)."""
     device = backend.device
@@ -101,15 +128,12 @@ def tolerance_table(
     low-precision entries say where the kernel casts (``low_reason``, ``{dtype}`` filled in).
     Slice floors: :func:`~kernel_harness.core.tolerance.standard_floor`, the gradient one for
     the outputs named in ``gradients``."""
-    entries = {}
-    for dtype, outs in table.items():
-        for name, tol in outs.items():
-            if dtype == "float32":
-                reason = f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
-            elif name == "lse":
-                reason = lse_reason
-            else:
-                reason = low_reason.format(dtype=dtype)
-            floor = standard_floor(dtype, gradient=name in gradients)
-            entries[(dtype, name)] = Tolerance(max_rel_err=tol, reason=reason, slice_floor=floor)
-    return ToleranceTable(entries)
+    def reason(dtype: str, name: str) -> str:
+        if dtype == "float32":
+            return f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
+        return lse_reason if name == "lse" else low_reason.format(dtype=dtype)
+
+    return ToleranceTable.of_limits(
+        {(dtype, name): (tol, reason(dtype, name))
+         for dtype, outs in table.items() for name, tol in outs.items()},
+        gradients=gradients)

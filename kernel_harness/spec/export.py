@@ -40,3 +40,27 @@ class ExportSnippet:
     outputs: tuple[str, ...]
     platform: str | None = "cpu"
     arrays: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+
+def tpu_interpreting_source(cores: int = 1) -> str:
+    """Script source defining ``interpreting()``, for a TPU kernel without an ``interpret``
+    argument: under ``INTERPRET``, forced TPU interpret mode with the harness's plain
+    settings (no race detection, zeroed scratch, ``cores`` simulated cores; the core-count
+    field's name of either jax version), else a null context."""
+    return f'''\
+import contextlib
+import dataclasses
+
+from jax.experimental.pallas import tpu as pltpu
+
+
+def interpreting():
+    """TPU interpret mode on the CPU ({cores} simulated core(s), zeroed scratch)."""
+    if not INTERPRET:
+        return contextlib.nullcontext()
+    known = {{f.name for f in dataclasses.fields(pltpu.InterpretParams)}}
+    cores = "num_cores_or_threads" if "num_cores_or_threads" in known else (
+        "num_cores_per_device")
+    return pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(
+        detect_races=False, uninitialized_memory="zero", **{{cores: {cores}}}))
+'''

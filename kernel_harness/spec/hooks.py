@@ -45,6 +45,17 @@ class Toggle:
             raise ValueError(f"Toggle.changes must be visibility or values, got {self.changes!r}")
 
 
+#: ``(name, on, fields turning it off)``, or with ``changes`` last: one option of a case.
+Option = tuple[str, Any, Mapping[str, Any]] | tuple[str, Any, Mapping[str, Any], str]
+
+
+def toggles(case: Any, *options: Option) -> list[Toggle]:
+    """A :class:`Toggle` for each option ``case`` turns on (``on`` true): the case with
+    that option's fields replaced, in the order given."""
+    return [Toggle(name=o[0], case=dataclasses.replace(case, **o[2]), changes=o[3] if len(o) > 3
+                   else "visibility") for o in options if o[1]]
+
+
 def _no_toggles(case: Any) -> Sequence[Toggle]:
     return ()
 

@@ -15,7 +15,11 @@ import importlib.util
 import linecache
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
+
+#: The tags of a mutant in the fast subset CI runs.
+CI: tuple[str, ...] = ("ci",)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -40,6 +44,19 @@ class Mutant:
     new: str
     occurrence: int | None = None
     tags: tuple[str, ...] = ()
+
+
+def edits_of(module: str) -> Callable[..., Mutant]:
+    """The constructor of ``module``'s mutants, ``m(name, description, old, new, *,
+    occurrence=None, tags=())``: a catalog names each module once and each planted bug
+    in one call."""
+
+    def mutant(name: str, description: str, old: str, new: str, *,
+               occurrence: int | None = None, tags: tuple[str, ...] = ()) -> Mutant:
+        return Mutant(name=name, description=description, module=module, old=old, new=new,
+                      occurrence=occurrence, tags=tags)
+
+    return mutant
 
 
 class StaleMutant(ValueError):

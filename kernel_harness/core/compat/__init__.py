@@ -319,17 +319,29 @@ def _install_patches() -> None:
     for cls, name, new in ((state_cls, "__init__", init), (state_cls, "check_read",
                            checker("read")), (state_cls, "check_write", checker("write")),
                            (mem_cls, "allocate_buffer", allocate)):
-        _PATCHES.append((cls, name, cls.__dict__.get(name, _MISSING)))
+        _PATCHES.append(saved_attribute(cls, name))
         setattr(cls, name, new)
 
 
-def _remove_patches() -> None:
-    while _PATCHES:
-        cls, name, old = _PATCHES.pop()
+def saved_attribute(owner: Any, name: str) -> tuple[Any, str, Any]:
+    """``(owner, name, owner's own value of name)``, for :func:`restore_attributes` (a
+    marker where the value is inherited or missing: restoring then deletes the patch)."""
+    return owner, name, owner.__dict__.get(name, _MISSING)
+
+
+def restore_attributes(saved: list[tuple[Any, str, Any]]) -> None:
+    """Undoes monkey patches, the last first, emptying ``saved`` (of
+    :func:`saved_attribute` entries)."""
+    while saved:
+        owner, name, old = saved.pop()
         if old is _MISSING:
-            delattr(cls, name)
+            delattr(owner, name)
         else:
-            setattr(cls, name, old)
+            setattr(owner, name, old)
+
+
+def _remove_patches() -> None:
+    restore_attributes(_PATCHES)
 
 
 @contextlib.contextmanager

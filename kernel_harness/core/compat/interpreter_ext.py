@@ -35,12 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from kernel_harness.core.compat import InterpreterLayoutError
+from kernel_harness.core.compat import (
+    InterpreterLayoutError,
+    restore_attributes,
+    saved_attribute,
+)
 
 _LOCK = threading.RLock()
 _DEPTH = [0]
 _SAVED: list[tuple[Any, str, Any]] = []
-_MISSING = object()
 
 
 def _pieces() -> tuple[Any, Any, Any, Any]:
@@ -171,9 +174,8 @@ def tpu_interpreter_extensions() -> Iterator[None]:
             get = _reading_through_transforms(ipc.get, state_types, indexing)
             get.__wrapped__ = _reading_through_transforms(ipc.get.__wrapped__, state_types,
                                                           indexing)
-            _SAVED.extend([(ipc, "get", ipc.get),
-                           (mem, "swap_buffer_content",
-                            mem.__dict__.get("swap_buffer_content", _MISSING))])
+            _SAVED.extend([saved_attribute(ipc, "get"),
+                           saved_attribute(mem, "swap_buffer_content")])
             ipc.get = get
             mem.swap_buffer_content = _fixed_masked_swap(mem.swap_buffer_content)
         _DEPTH[0] += 1
@@ -183,9 +185,4 @@ def tpu_interpreter_extensions() -> Iterator[None]:
         with _LOCK:
             _DEPTH[0] -= 1
             if _DEPTH[0] == 0:
-                while _SAVED:
-                    owner, name, old = _SAVED.pop()
-                    if old is _MISSING:
-                        delattr(owner, name)
-                    else:
-                        setattr(owner, name, old)
+                restore_attributes(_SAVED)

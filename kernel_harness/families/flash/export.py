@@ -7,9 +7,11 @@ detection, zeroed scratch, one core), as ``Backend.forcing_interpret`` does.
 
 from __future__ import annotations
 
+import textwrap
+
 from kernel_harness.families.flash.cases import FlashCase
 from kernel_harness.ops.attention.export import reference_source
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
 
 _DEFAULT = "from jax.experimental.pallas.ops.tpu.flash_attention import flash_attention as kernel"
 
@@ -23,24 +25,10 @@ def export(case: FlashCase) -> ExportSnippet:
     grads = ("dq", "dk", "dv", "dab") if case.bias else ("dq", "dk", "dv")
     segments = ('(jnp.asarray(x["segment_ids_q"]), jnp.asarray(x["segment_ids_kv"]))'
                 if segs else "None")
-    run_kernel = f'''
-        import dataclasses
-        import contextlib
-        from jax.experimental.pallas import tpu as pltpu
+    run_kernel = tpu_interpreting_source(cores=1) + textwrap.dedent(f'''
         from jax.experimental.pallas.ops.tpu import flash_attention as fa
 
         BLOCKS = fa.BlockSizes({blocks})
-
-
-        def interpreting():
-            if not INTERPRET:
-                return contextlib.nullcontext()
-            known = {{f.name for f in dataclasses.fields(pltpu.InterpretParams)}}
-            cores = "num_cores_or_threads" if "num_cores_or_threads" in known else (
-                "num_cores_per_device")
-            params = pltpu.InterpretParams(detect_races=False, uninitialized_memory="zero",
-                                           **{{cores: 1}})
-            return pltpu.force_tpu_interpret_mode(params)
 
 
         @jax.jit
@@ -60,7 +48,7 @@ def export(case: FlashCase) -> ExportSnippet:
         def run_kernel(x):
             with interpreting():
                 return jax.block_until_ready(_kernel_fwd_bwd(x))
-    '''
+    ''')
     reference = reference_source(f'''
         def reference(x):
             """Softmax attention in float32, HIGHEST: logits = (q.k^T + ab) * sm_scale,

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernel_harness.families.flash import kernel as _kernel
 from kernel_harness.families.flash.bench import BENCH
 from kernel_harness.families.flash.cases import FlashCase, flash_events
 from kernel_harness.families.flash.export import export
-from kernel_harness.families.flash.kernel import (
-    FLASH_BACKENDS,
-    IMPL_SIGNATURE,
-    flash_attention,
-    run,
-)
 from kernel_harness.families.flash.metamorphic import METAMORPHIC
 from kernel_harness.families.flash.reference import low_precision_reference, reference
 from kernel_harness.families.flash.strategy import (
@@ -22,6 +17,7 @@ from kernel_harness.families.flash.strategy import (
     flash_seed_cases,
 )
 from kernel_harness.ops.attention.tolerance import measured_table
+from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -91,22 +87,13 @@ FAMILY = Family(
     cases=flash_cases,
     seed_cases=flash_seed_cases,
     optional=OPTIONAL,
-    kernel=flash_attention,
-    impl_signature=IMPL_SIGNATURE,
-    run=run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
-    output_axes={
-        "out": ("batch", "head", "query", "dim"),
-        "dq": ("batch", "head", "query", "dim"),
-        "dk": ("batch", "head", "key", "dim"),
-        "dv": ("batch", "head", "key", "dim"),
-        "dab": ("batch", "head", "query", "key"),
-    },
+    output_axes=output_axes("bhqd", kv_head="head", dab=("batch", "head", "query", "key")),
     tolerances=TOLERANCES,
     capabilities=frozenset(
         {"causal", "full", "segments", "bias", "sm-scale", "q-len-ne-kv-len", "gradients"}
     ),
-    backends=FLASH_BACKENDS,
     valid=valid,
     events=flash_events,
     contract=CONTRACT,

@@ -18,6 +18,7 @@ from jax.experimental.pallas.ops.tpu import flash_attention as _fa
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.flash.cases import FlashCase
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
 #: The default implementation: the kernel's public entry point.
 flash_attention = _fa.flash_attention
@@ -30,7 +31,7 @@ IMPL_SIGNATURE = (
     "or None; differentiable with jax.vjp in q, k, v and ab"
 )
 
-FLASH_BACKENDS = frozenset({"interpret", "tpu-interpret", "tpu"})
+FLASH_BACKENDS = TPU_BACKENDS
 
 
 def program_key(case: FlashCase) -> tuple[Any, ...]:
@@ -89,3 +90,8 @@ def run(impl: Callable[..., Any], case: FlashCase, inputs: dict[str, np.ndarray]
         "dk": np.asarray(dk, np.float32), "dv": np.asarray(dv, np.float32),
         "dab": np.asarray(dab, np.float32),
     }
+
+
+#: How the flash family calls its kernel.
+ADAPTER = Adapter(kernel=flash_attention, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=FLASH_BACKENDS)

@@ -21,7 +21,7 @@ from kernel_harness.families.flash.cases import KV_TILE, Q_TILE, FlashCase
 from kernel_harness.families.flash.strategy import block_pair, blocks_of
 from kernel_harness.ops.attention.metamorphic import zero_cotangent
 from kernel_harness.ops.attention.vocabulary import roles
-from kernel_harness.spec.hooks import Metamorphic, Toggle
+from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
 ROLES = roles("bhqd", kv_head="head", ab=("batch", "head", "query", "key"),
               segment_ids_q=("batch", "query"), segment_ids_kv=("batch", "key"))
@@ -61,16 +61,10 @@ def block_variants(case: FlashCase) -> st.SearchStrategy[FlashCase]:
 
 def option_toggles(case: FlashCase) -> list[Toggle]:
     """The case without causal, without segment ids, without its bias."""
-    out = []
-    if case.causal:
-        out.append(Toggle(name="causal", case=dataclasses.replace(case, causal=False)))
-    if case.q_segments is not None:
-        out.append(Toggle(name="segment ids",
-                          case=dataclasses.replace(case, q_segments=None, kv_segments=None)))
-    if case.bias:
-        out.append(Toggle(name="bias", case=dataclasses.replace(case, bias=False),
-                          changes="values"))
-    return out
+    return toggles(
+        case, ("causal", case.causal, {"causal": False}),
+        ("segment ids", case.q_segments is not None, {"q_segments": None, "kv_segments": None}),
+        ("bias", case.bias, {"bias": False}, "values"))
 
 
 def constrain(case: FlashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

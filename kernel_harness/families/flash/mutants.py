@@ -11,7 +11,7 @@ forward (tiled), forward (single step), dkv, dq.
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import Mutant
+from kernel_harness.spec.mutant import CI, Mutant, edits_of
 
 KERNEL = "jax.experimental.pallas.ops.tpu.flash_attention"
 
@@ -20,15 +20,12 @@ _SEGMENTS = ("jnp.equal(q_segment_ids, kv_segment_ids)",
              "jnp.equal(q_segment_ids, q_segment_ids)")
 
 
-def _m(name: str, description: str, old: str, new: str, occurrence: int | None = None,
-       tags: tuple[str, ...] = ()) -> Mutant:
-    return Mutant(name=name, description=description, module=KERNEL, old=old, new=new,
-                  occurrence=occurrence, tags=tags)
+_m = edits_of(KERNEL)
 
 
 MUTANTS: list[Mutant] = [
     _m("fwd-causal-off-by-one", "forward (tiled): the causal mask drops the diagonal",
-       *_CAUSAL, occurrence=1, tags=("ci",)),
+       *_CAUSAL, occurrence=1, tags=CI),
     _m("fwd-single-step-causal-off-by-one",
        "forward (one kv step): the causal mask drops the diagonal", *_CAUSAL, occurrence=2),
     _m("dkv-causal-off-by-one", "dkv: the causal mask drops the diagonal", *_CAUSAL,
@@ -39,7 +36,7 @@ MUTANTS: list[Mutant] = [
        "blocks", "l_corr = alpha * l_prev", "l_corr = l_prev"),
     _m("fwd-acc-not-rescaled", "forward: the output accumulator is not rescaled between kv "
        "blocks", "*= l_broadcast(l_corr * l_next_inv_safe)",
-       "*= l_broadcast(l_prev * l_next_inv_safe)", tags=("ci",)),
+       "*= l_broadcast(l_prev * l_next_inv_safe)", tags=CI),
     _m("fwd-pv-in-bf16", "forward: the PV product runs with bfloat16 operands (precision loss "
        "for float32 inputs)",
        "      o_curr = jax.lax.dot(\n          p.astype(v.dtype), v,",

@@ -10,13 +10,12 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import (
     DTYPES,
-    Case,
     cast,
-    check_logit_scale,
+    check_sizes,
     logit_scales_for,
     standard_normal,
 )
-from kernel_harness.families.gpu_common import is_pow2
+from kernel_harness.families.gpu_common import TritonCase, is_pow2
 
 SCALE_MODES: tuple[str, ...] = ("default", "arg", "prescaled-q")
 ENTRIES: tuple[str, ...] = ("gqa", "mqa")
@@ -25,12 +24,10 @@ Bound = int | tuple[int, ...] | None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class DecodeCase(Case):
+class DecodeCase(TritonCase):
     """One decode step: a single query token per batch row against a kv cache.
 
     Attributes:
-      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
-        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
       batch, q_heads, kv_heads, kv_len, head_dim: q is [batch, q_heads, head_dim], k and v
         are [batch, kv_len, kv_heads, head_dim]; q head h uses kv head h // (q_heads //
         kv_heads).
@@ -53,21 +50,15 @@ class DecodeCase(Case):
     start: Bound = None
     end: Bound = None
     scale_mode: str = "default"
-    logit_scale: float = 1.0
     entry: str = "gqa"
     normalize_output: bool = True
     block_h: int = 16
     block_k: int = 32
     k_splits: int = 1
-    num_warps: int | None = None
-    num_stages: int = 2
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_logit_scale(self.logit_scale)
-        for name in ("batch", "q_heads", "kv_heads", "kv_len", "k_splits"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_sizes(self, "batch", "q_heads", "kv_heads", "kv_len", "k_splits")
         if self.q_heads % self.kv_heads:
             raise ValueError(f"q_heads={self.q_heads} must be a multiple of kv_heads")
         if self.scale_mode not in SCALE_MODES:

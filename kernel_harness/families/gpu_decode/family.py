@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.gpu_common import GPU_BACKENDS, tolerance_table
+from kernel_harness.families.gpu_common import tolerance_table
 from kernel_harness.families.gpu_decode import kernel as _kernel
 from kernel_harness.families.gpu_decode.bench import BENCH
 from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
 from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
 from kernel_harness.families.gpu_decode.reference import reference, visible
-from kernel_harness.ops.paged_decode.strategy import head_grouping
+from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, head_grouping
 from kernel_harness.spec.family import Family
 
 
@@ -94,11 +94,9 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) split-k decode attention gqa/mqa with start/end bounds",
     case_type=DecodeCase,
     cases=decode_cases,
-    kernel=_kernel.decode,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
-    output_axes={"out": ("batch", "head", "dim"), "lse": ("batch", "head")},
+    output_axes={**OUTPUT_AXES, "lse": ("batch", "head")},
     # The contract: a row with no key has lse = -inf, compared by position (a kernel NaN
     # or finite value there is an infinite error).
     nonfinite_reference_ok=frozenset({"lse"}),
@@ -106,7 +104,6 @@ FAMILY = Family(
     capabilities=frozenset(
         {"decode", "gqa", "mqa", "ragged-lengths", "sm-scale", "residuals", "full"}
     ),
-    backends=GPU_BACKENDS,
     events=_events,
     contract=CONTRACT,
     bench=BENCH,

@@ -12,6 +12,7 @@ from jax.experimental.pallas.ops.gpu import decode_attention as _decode
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_decode.cases import DecodeCase
+from kernel_harness.spec.adapter import Adapter
 
 IMPL_SIGNATURE = (
     "decode(q, k, v, start_idx, kv_seq_len, *, entry, sm_scale, block_h, block_k, k_splits, "
@@ -38,18 +39,9 @@ def decode(q, k, v, start_idx, kv_seq_len, *, entry: str = "gqa", **kwargs: Any)
 
 
 def _build(impl: Callable[..., Any], case: DecodeCase, interpret: Any) -> Callable[..., Any]:
-    kwargs = dict(
-        entry=case.entry,
-        sm_scale=case.sm_scale,
-        block_h=case.block_h,
-        block_k=case.block_k,
-        k_splits=case.k_splits,
-        num_warps=case.num_warps,
-        num_stages=case.num_stages,
-        interpret=interpret,
-        return_residuals=True,
-        normalize_output=case.normalize_output,
-    )
+    kwargs = gpu_common.case_options(
+        case, "entry", "sm_scale", "block_h", "block_k", "k_splits", "num_warps", "num_stages",
+        "normalize_output", interpret=interpret, return_residuals=True)
 
     def fn(q, k, v, start_idx, kv_seq_len):
         out, (denom, row_max) = impl(q, k, v, start_idx, kv_seq_len, **kwargs)
@@ -70,3 +62,8 @@ def run(
         fn = gpu_common.cached_program(impl, case, backend, _build)
         outs = fn(a["q"], a["k"], a["v"], a["start_idx"], a["kv_seq_len"])
     return gpu_common.to_numpy(outs)
+
+
+#: How the gpu-decode family calls its kernel.
+ADAPTER = Adapter(kernel=decode, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=gpu_common.GPU_BACKENDS)

@@ -10,13 +10,12 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import (
     DTYPES,
-    Case,
     cast,
-    check_logit_scale,
+    check_sizes,
     logit_scales_for,
     standard_normal,
 )
-from kernel_harness.families.gpu_common import TILE_SIZES, is_pow2
+from kernel_harness.families.gpu_common import TILE_SIZES, TritonCase, is_pow2
 
 BLOCK_FIELDS: tuple[str, ...] = (
     "block_q", "block_k", "block_q_dkv", "block_kv_dkv", "block_q_dq", "block_kv_dq",
@@ -27,12 +26,10 @@ OVERSIZE_BLOCK = 256
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class MhaCase(Case):
+class MhaCase(TritonCase):
     """One call of ``mha`` forward and backward.
 
     Attributes:
-      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
-        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
       batch, heads, q_len, kv_len, head_dim: shapes; q is [batch, q_len, heads, head_dim].
       causal: top-left aligned causal mask (query i sees keys j <= i).
       segment_runs: per batch row, ``(segment id, run length)`` pairs laying out the
@@ -52,22 +49,16 @@ class MhaCase(Case):
     causal: bool = False
     segment_runs: tuple[tuple[tuple[int, int], ...], ...] | None = None
     scale_mode: str = "arg"
-    logit_scale: float = 1.0
     block_q: int = 32
     block_k: int = 32
     block_q_dkv: int = 32
     block_kv_dkv: int = 32
     block_q_dq: int = 32
     block_kv_dq: int = 32
-    num_warps: int | None = None
-    num_stages: int = 2
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_logit_scale(self.logit_scale)
-        for name in ("batch", "heads", "q_len", "kv_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_sizes(self, "batch", "heads", "q_len", "kv_len")
         if self.head_dim < 16:
             raise ValueError(f"head_dim must be >= 16 (a Triton dot operand), got {self.head_dim}")
         if self.scale_mode not in SCALE_MODES:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2, tolerance_table
+from kernel_harness.families.gpu_common import is_pow2, tolerance_table
 from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.bench import BENCH
 from kernel_harness.families.gpu_mha.cases import MhaCase, mha_cases
@@ -104,9 +104,7 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) flash attention mha: forward, lse residual, fused backward",
     case_type=MhaCase,
     cases=mha_cases,
-    kernel=_kernel.mha,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
     output_axes={
         "out": ("batch", "query", "head", "dim"),
@@ -119,7 +117,6 @@ FAMILY = Family(
     capabilities=frozenset(
         {"causal", "full", "segments", "sm-scale", "q-len-ne-kv-len", "residuals", "gradients"}
     ),
-    backends=GPU_BACKENDS,
     events=_events,
     contract=CONTRACT,
     bench=BENCH,

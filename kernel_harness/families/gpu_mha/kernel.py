@@ -12,6 +12,7 @@ from jax.experimental.pallas.ops.gpu import attention as _attention
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_mha.cases import MhaCase
+from kernel_harness.spec.adapter import Adapter
 
 #: The default implementation: ``jax.experimental.pallas.ops.gpu.attention.mha``.
 mha = _attention.mha
@@ -29,25 +30,13 @@ IMPL_SIGNATURE = (
 
 def block_sizes(case: MhaCase) -> Any:
     """The ``BlockSizes`` the case requests (the kernel clamps them to the lengths)."""
-    return BlockSizes(
-        block_q=case.block_q,
-        block_k=case.block_k,
-        block_q_dkv=case.block_q_dkv,
-        block_kv_dkv=case.block_kv_dkv,
-        block_q_dq=case.block_q_dq,
-        block_kv_dq=case.block_kv_dq,
-    )
+    return BlockSizes(**gpu_common.case_options(
+        case, "block_q", "block_k", "block_q_dkv", "block_kv_dkv", "block_q_dq", "block_kv_dq"))
 
 
 def _build(impl: Callable[..., Any], case: MhaCase, interpret: Any) -> Callable[..., Any]:
-    kwargs = dict(
-        sm_scale=case.sm_scale,
-        causal=case.causal,
-        block_sizes=block_sizes(case),
-        num_warps=case.num_warps,
-        num_stages=case.num_stages,
-        interpret=interpret,
-    )
+    kwargs = gpu_common.case_options(case, "sm_scale", "causal", "num_warps", "num_stages",
+                                     block_sizes=block_sizes(case), interpret=interpret)
 
     def fn(q, k, v, segment_ids, do):
         out, vjp = jax.vjp(lambda q, k, v: impl(q, k, v, segment_ids, **kwargs), q, k, v)
@@ -70,3 +59,8 @@ def run(
     with gpu_common.kernel_context(backend):
         outs = fn(arrays["q"], arrays["k"], arrays["v"], arrays["segment_ids"], arrays["do"])
     return gpu_common.to_numpy(outs)
+
+
+#: How the gpu-mha family calls its kernel.
+ADAPTER = Adapter(kernel=mha, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=gpu_common.GPU_BACKENDS)

@@ -9,8 +9,8 @@ and no backward kernel, so in one family its dweight/dbias/dx would be either mi
 
 from __future__ import annotations
 
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
-from kernel_harness.families.gpu_common import F32_DOT_NOTE, GPU_BACKENDS, is_pow2
+from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.families.gpu_common import F32_DOT_NOTE, is_pow2
 from kernel_harness.families.gpu_norm import kernel as _kernel
 from kernel_harness.families.gpu_norm.export import export
 from kernel_harness.ops.norm.cases import OPTIONAL, NormCase, norm_cases, uses
@@ -54,17 +54,17 @@ _WHAT = {"out": "one rounding of x - mean, rstd, weight, bias",
          "dbias": "a float32 sum over rows of do"}
 
 
+def _reason(dtype: str, out: str, obs: str) -> str:
+    if dtype == "float32":
+        return _F32.format(what=_WHAT[out], obs=obs)
+    return _LOW.format(dtype=dtype, bits=9 if dtype == "bfloat16" else 11, obs=obs)
+
+
 def _tolerances() -> ToleranceTable:
-    entries = {}
-    for (dtype, out), (tol, obs) in _TABLE.items():
-        if dtype == "float32":
-            reason = _F32.format(what=_WHAT[out], obs=obs)
-        else:
-            bits = 9 if dtype == "bfloat16" else 11
-            reason = _LOW.format(dtype=dtype, bits=bits, obs=obs)
-        entries[(dtype, out)] = Tolerance(max_rel_err=tol, reason=reason,
-                                          slice_floor=standard_floor(dtype, gradient=out != "out"))
-    return ToleranceTable(entries)
+    return ToleranceTable.of_limits(
+        {(dtype, out): (tol, _reason(dtype, out, obs))
+         for (dtype, out), (tol, obs) in _TABLE.items()},
+        gradients=frozenset({"dx", "dweight", "dbias"}))
 
 
 CONTRACT = """\
@@ -146,9 +146,7 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) layer_norm and rms_norm: forward, dx, dweight, dbias",
     case_type=NormCase,
     cases=norm_cases,
-    kernel=_kernel.norm,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
     output_axes={
         "out": ("batch", "row", "dim"),
@@ -159,7 +157,6 @@ FAMILY = Family(
     same_as={"out_vjp": "out"},
     tolerances=_tolerances(),
     capabilities=frozenset({"gradients"}),
-    backends=GPU_BACKENDS,
     events=_events,
     contract=CONTRACT,
     seed_cases=seed_cases,

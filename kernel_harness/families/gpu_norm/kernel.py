@@ -14,6 +14,7 @@ from jax.experimental.pallas.ops.gpu import rms_norm as _rms_norm
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.ops.norm.cases import NormCase
+from kernel_harness.spec.adapter import Adapter
 
 
 def norm(op: str, x: jax.Array, weight: jax.Array, bias: jax.Array, *, eps: float,
@@ -63,3 +64,8 @@ def run(impl: Callable[..., Any], case: NormCase, inputs: dict[str, np.ndarray],
     with gpu_common.kernel_context(backend):
         outs = fn(arrays["x"], arrays["weight"], arrays["bias"], arrays["do"])
     return gpu_common.to_numpy(outs)
+
+
+#: How the gpu-norm family calls its kernel.
+ADAPTER = Adapter(kernel=norm, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=gpu_common.GPU_BACKENDS)

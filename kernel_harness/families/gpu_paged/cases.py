@@ -13,13 +13,14 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import DTYPES, Case, cast, check_logit_scale, logit_scales_for
-from kernel_harness.families.gpu_common import is_pow2
+from kernel_harness.core.case import DTYPES, cast, check_sizes, logit_scales_for
+from kernel_harness.families.gpu_common import TritonCase, is_pow2
 from kernel_harness.ops.paged_decode.strategy import (
     MASKED_V as MASKED_V,  # re-exported: the value tests and goldens speak of
 )
 from kernel_harness.ops.paged_decode.strategy import (
     PagedGeometry,
+    draw_geometry,
     edge_lengths,
     poison_float,
     slot_masks,
@@ -30,50 +31,29 @@ MASKED_V_SCALE = 8.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PagedCase(PagedGeometry, Case):
-    """One paged decode step.
+class PagedCase(PagedGeometry, TritonCase):
+    """One paged decode step (the page table is the kernel's block table; the vocabulary's
+    fields: :class:`~kernel_harness.ops.paged_decode.strategy.PagedGeometry`).
 
     Attributes:
-      logit_scale: multiple of the O(1) logit scale (q is drawn so that the logits are
-        ~N(0, logit_scale**2)); see :data:`~kernel_harness.core.case.LOGIT_SCALES`.
-      batch, q_heads, kv_heads, head_dim: q is [batch, q_heads, head_dim]; pages are
-        [kv_heads, total_pages, page_size, head_dim]; q head h reads kv head h // group.
-      page_size, pages_per_seq: page geometry; a block table row lists pages_per_seq pages.
       lengths: tokens per row (``None``: no ``lengths`` argument, every listed token counts).
       shared_pages: leading block-table entries all rows share (one physical page each).
-      spare_pages: physical pages no block table names (NaN-filled).
-      shuffle: physical pages in random order (else in table order).
-      soft_cap: the kernel's ``attn_logits_soft_cap`` (``None``: none).
       quantized: int8 pages with float32 per-token ``k_scales_pages``/``v_scales_pages``.
       block_h, pages_per_compute_block, k_splits, num_warps, num_stages: kernel settings.
     """
 
-    batch: int
-    q_heads: int
-    kv_heads: int
-    head_dim: int
-    page_size: int
-    pages_per_seq: int
     lengths: tuple[int, ...] | None = None
     shared_pages: int = 0
-    spare_pages: int = 1
-    shuffle: bool = True
-    soft_cap: float | None = None
-    logit_scale: float = 1.0
     quantized: bool = False
     block_h: int = 16
     pages_per_compute_block: int = 1
     k_splits: int = 1
-    num_warps: int = 8
-    num_stages: int = 2
+    num_warps: int | None = 8
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_logit_scale(self.logit_scale)
-        for name in ("batch", "q_heads", "kv_heads", "pages_per_seq", "k_splits",
-                     "pages_per_compute_block"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_sizes(self, "batch", "q_heads", "kv_heads", "pages_per_seq", "k_splits",
+                    "pages_per_compute_block")
         self.check_paged()
         for name in ("head_dim", "page_size", "pages_per_seq", "pages_per_compute_block",
                      "block_h"):
@@ -240,13 +220,8 @@ def paged_cases(
     dtype = draw(st.sampled_from(dtypes))
     return PagedCase(
         dtype=dtype,
-        seed=draw(st.integers(0, 2**31 - 1)),
-        batch=batch,
-        q_heads=draw(st.sampled_from(groups)) * kv_heads,
-        kv_heads=kv_heads,
-        head_dim=draw(st.sampled_from(head_dims)),
-        page_size=page_size,
-        pages_per_seq=pages_per_seq,
+        **draw_geometry(draw, batch=batch, kv_heads=kv_heads, groups=groups,
+                        head_dims=head_dims, page_size=page_size, pages_per_seq=pages_per_seq),
         lengths=lengths,
         shared_pages=shared,
         spare_pages=draw(st.integers(0, 2)),

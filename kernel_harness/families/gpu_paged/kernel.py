@@ -11,6 +11,7 @@ from jax.experimental.pallas.ops.gpu import paged_attention as _paged
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_paged.cases import PagedCase
+from kernel_harness.spec.adapter import Adapter
 
 #: The default implementation: ``jax.experimental.pallas.ops.gpu.paged_attention``.
 paged_attention = _paged.paged_attention
@@ -27,15 +28,9 @@ IMPL_SIGNATURE = (
 
 
 def _build(impl: Callable[..., Any], case: PagedCase, interpret: Any) -> Callable[..., Any]:
-    kwargs = dict(
-        block_h=case.block_h,
-        pages_per_compute_block=case.pages_per_compute_block,
-        k_splits=case.k_splits,
-        num_warps=case.num_warps,
-        num_stages=case.num_stages,
-        interpret=interpret,
-        attn_logits_soft_cap=case.soft_cap,
-    )
+    kwargs = gpu_common.case_options(
+        case, "block_h", "pages_per_compute_block", "k_splits", "num_warps", "num_stages",
+        interpret=interpret, attn_logits_soft_cap=case.soft_cap)
 
     def fn(q, k_pages, v_pages, block_tables, lengths, k_scales, v_scales):
         return {"out": impl(q, k_pages, v_pages, block_tables, lengths, k_scales, v_scales,
@@ -57,3 +52,8 @@ def run(
     with gpu_common.kernel_context(backend):
         outs = gpu_common.cached_program(impl, case, backend, _build)(*(a[n] for n in NAMES))
     return gpu_common.to_numpy(outs)
+
+
+#: How the gpu-paged family calls its kernel.
+ADAPTER = Adapter(kernel=paged_attention, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=gpu_common.GPU_BACKENDS)

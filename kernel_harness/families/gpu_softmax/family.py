@@ -7,14 +7,8 @@ norms produce out, dx, dweight and dbias.
 
 from __future__ import annotations
 
-from kernel_harness.core.tolerance import (
-    FLOAT32_FLOOR,
-    LOW_PRECISION_FLOOR,
-    Calibrated,
-    Tolerance,
-    ToleranceTable,
-)
-from kernel_harness.families.gpu_common import GPU_BACKENDS, is_pow2
+from kernel_harness.core.tolerance import Calibrated, ToleranceTable
+from kernel_harness.families.gpu_common import is_pow2
 from kernel_harness.families.gpu_softmax import kernel as _kernel
 from kernel_harness.families.gpu_softmax.export import export
 from kernel_harness.ops.softmax.cases import (
@@ -43,20 +37,18 @@ CALIBRATED = {
         "rounding); pristine worst usage 0.38, ratio 1.0 over 60 interpret cases")),
 }
 
-TOLERANCES = ToleranceTable({
-    ("float32", "out"): Tolerance(max_rel_err=5e-6, slice_floor=FLOAT32_FLOOR, reason=(
-        "float32 exp and sum, one division; " + _SEEN.format("2.9e-7") + "; a float32 "
-        "kernel storing bfloat16 probabilities errs ~2e-3")),
-    # The fixed bounds stay for the checks without the twin at hand (metamorphic ones).
-    ("bfloat16", "out"): Tolerance(max_rel_err=1e-2, calibrated=CALIBRATED["bfloat16"],
-                                   slice_floor=LOW_PRECISION_FLOOR, reason=(
-        "x - max is taken in bfloat16 (exact for logits within a factor 2 of the max, "
-        "else 2^-9 |x - max| in the exponent, where p <= e^-|x-max|), exp/sum/divide in "
-        "float32, stored in bfloat16 (2^-9); " + _SEEN.format("3.5e-3"))),
-    ("float16", "out"): Tolerance(max_rel_err=1.5e-3, calibrated=CALIBRATED["float16"],
-                                  slice_floor=LOW_PRECISION_FLOOR, reason=(
-        "as bfloat16 with float16's 2^-11 rounding; " + _SEEN.format("4.2e-4"))),
-})
+# The fixed low-precision bounds stay for the checks without the twin at hand (metamorphic
+# ones).
+TOLERANCES = ToleranceTable.of_limits({
+    ("float32", "out"): (5e-6, "float32 exp and sum, one division; " + _SEEN.format("2.9e-7")
+                         + "; a float32 kernel storing bfloat16 probabilities errs ~2e-3"),
+    ("bfloat16", "out"): (1e-2, "x - max is taken in bfloat16 (exact for logits within a "
+                          "factor 2 of the max, else 2^-9 |x - max| in the exponent, where p "
+                          "<= e^-|x-max|), exp/sum/divide in float32, stored in bfloat16 "
+                          "(2^-9); " + _SEEN.format("3.5e-3")),
+    ("float16", "out"): (1.5e-3, "as bfloat16 with float16's 2^-11 rounding; "
+                         + _SEEN.format("4.2e-4")),
+}, calibrated=CALIBRATED)
 
 CONTRACT = """\
 softmax.softmax(x, axis=-1) (jax.experimental.pallas.ops.gpu): x [*leading, n], any
@@ -93,15 +85,12 @@ FAMILY = Family(
     case_type=SoftmaxCase,
     cases=softmax_cases,
     data_draws=softmax_data_draws,
-    kernel=_kernel.softmax,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={"out": ("row", "dim")},
     tolerances=TOLERANCES,
     capabilities=frozenset(),
-    backends=GPU_BACKENDS,
     events=_events,
     contract=CONTRACT,
     # No queries and keys: deterministic, finite-out (x scaled) and the op's relations.

@@ -13,6 +13,7 @@ from jax.experimental.pallas.ops.gpu import softmax as _softmax
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.ops.softmax.cases import SoftmaxCase
+from kernel_harness.spec.adapter import Adapter
 
 
 def softmax(x: jax.Array, *, axis: int = -1, interpret: Any = False) -> jax.Array:
@@ -48,3 +49,8 @@ def run(impl: Callable[..., Any], case: SoftmaxCase, inputs: dict[str, np.ndarra
         raise ValueError(f"gpu-softmax: the kernel returned shape {out.shape}, expected "
                          f"{(*case.leading, case.n)}")
     return {"out": out.reshape(case.rows, case.n)}
+
+
+#: How the gpu-softmax family calls its kernel.
+ADAPTER = Adapter(kernel=softmax, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=gpu_common.GPU_BACKENDS)

@@ -4,29 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
-from kernel_harness.families.hstu import cases, kernel, reference
+from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.families.hstu import cases, reference
+from kernel_harness.families.hstu import kernel as _kernel
 from kernel_harness.families.hstu.bench import BENCH
 from kernel_harness.families.hstu.export import export
 from kernel_harness.families.hstu.metamorphic import METAMORPHIC
-from kernel_harness.kernels.hstu.api import hstu_attention
+from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 
 OUTPUTS = ("out", "dq", "dk", "dv")
 
-_F32 = dict(
-    max_rel_err=1e-4,
-    reason="f32 dots at HIGHEST: worst 7e-7 in 50 cases (interpret); bf16 PV operands ~1e-3",
-)
-_BF16 = dict(
-    max_rel_err=2e-2,
-    reason="bf16 inputs, bf16 MXU operands (p, ds), bf16 outputs: worst 5.6e-3 in 70 cases",
-)
+_F32 = (1e-4, "f32 dots at HIGHEST: worst 7e-7 in 50 cases (interpret); bf16 PV operands ~1e-3")
+_BF16 = (2e-2, "bf16 inputs, bf16 MXU operands (p, ds), bf16 outputs: worst 5.6e-3 in 70 cases")
 
-TOLERANCES = ToleranceTable(
-    {(d, o): Tolerance(**t, slice_floor=standard_floor(d, gradient=o != "out"))
-     for d, t in (("float32", _F32), ("bfloat16", _BF16)) for o in OUTPUTS}
-)
+TOLERANCES = ToleranceTable.of_limits(
+    {(d, o): limit for d, limit in (("float32", _F32), ("bfloat16", _BF16)) for o in OUTPUTS},
+    gradients=frozenset(OUTPUTS) - {"out"})
 
 
 def _block_fractions(mask: np.ndarray, bq: int, bkv: int) -> np.ndarray:
@@ -132,22 +126,14 @@ FAMILY = Family(
     case_type=cases.HstuCase,
     cases=cases.hstu_cases,
     seed_cases=cases.hstu_seed_cases,
-    kernel=hstu_attention,
-    impl_signature=kernel.IMPL_SIGNATURE,
-    run=kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference.reference,
-    output_axes={
-        "out": ("batch", "query", "head", "dim"),
-        "dq": ("batch", "query", "head", "dim"),
-        "dk": ("batch", "key", "head", "dim"),
-        "dv": ("batch", "key", "head", "dim"),
-    },
+    output_axes=output_axes("bqhd", kv_head="head"),
     tolerances=TOLERANCES,
     capabilities=frozenset(
         {"causal", "full", "local-window", "numpy-mask", "segments", "sm-scale",
          "q-len-ne-kv-len", "gradients"}
     ),
-    backends=frozenset({"interpret", "tpu-interpret", "tpu"}),
     valid=lambda case: {},
     events=events,
     contract=CONTRACT,

@@ -10,6 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.core.backends import Backend
+from kernel_harness.kernels.hstu.api import hstu_attention
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
 IMPL_SIGNATURE = (
     "impl(mask_type, q, k, v, *, q_segment_ids=None, kv_segment_ids=None, "
@@ -47,3 +49,8 @@ def run(impl: Any, case: Any, inputs: dict[str, np.ndarray], backend: Backend) -
     dq, dk, dv = vjp(do if do.dtype == out.dtype else do.astype(out.dtype))
     result = {"out": out, "dq": dq, "dk": dk, "dv": dv}
     return {name: np.asarray(jax.block_until_ready(x)) for name, x in result.items()}
+
+
+#: How the hstu family calls its kernel.
+ADAPTER = Adapter(kernel=hstu_attention, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=TPU_BACKENDS)

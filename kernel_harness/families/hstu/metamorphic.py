@@ -20,7 +20,7 @@ from kernel_harness.families.hstu.reference import dense_mask
 from kernel_harness.kernels.hstu.api import hstu_attention
 from kernel_harness.ops.attention.metamorphic import lane_divisors
 from kernel_harness.ops.attention.vocabulary import roles
-from kernel_harness.spec.hooks import Metamorphic, Toggle
+from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
 ROLES = roles("bqhd", kv_head="head", mask=("query", "key"), q_segment_ids=("batch", "query"),
               kv_segment_ids=("batch", "key"))
@@ -69,17 +69,11 @@ def block_variants(case: HstuCase) -> st.SearchStrategy[HstuCase]:
 
 def option_toggles(case: HstuCase) -> list[Toggle]:
     """The case without its causal/numpy mask, its window, its segments."""
-    out = []
-    if case.mask != "full":
-        out.append(Toggle(name=f"mask {case.mask}", case=dataclasses.replace(
-            case, mask="full", mask_pattern=None, mask_density=None, mask_seed=None)))
-    if case.window is not None:
-        out.append(Toggle(name=f"window {case.window}",
-                          case=dataclasses.replace(case, window=None)))
-    if case.q_segments is not None:
-        out.append(Toggle(name="segment ids",
-                          case=dataclasses.replace(case, q_segments=None, kv_segments=None)))
-    return out
+    return toggles(
+        case, (f"mask {case.mask}", case.mask != "full",
+               {"mask": "full", "mask_pattern": None, "mask_density": None, "mask_seed": None}),
+        (f"window {case.window}", case.window is not None, {"window": None}),
+        ("segment ids", case.q_segments is not None, {"q_segments": None, "kv_segments": None}))
 
 
 def traceable(impl: Callable[..., Any] | None, case: HstuCase, backend: Backend

@@ -9,12 +9,9 @@ from kernel_harness.core.tolerance import FLOAT32_GRADIENT_FLOOR as F32_GRAD
 from kernel_harness.core.tolerance import LOW_PRECISION_FLOOR as LOW_OWN
 from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR as LOW_GRAD
 from kernel_harness.core.tolerance import Calibrated, SliceFloor, Tolerance, ToleranceTable
+from kernel_harness.families.megablox_gmm import kernel as _kernel
 from kernel_harness.families.megablox_gmm.export import export
 from kernel_harness.families.megablox_gmm.kernel import (
-    GMM_BACKENDS,
-    IMPL_SIGNATURE,
-    gmm,
-    run,
     traceable,
 )
 from kernel_harness.ops.grouped_matmul.cases import OPTIONAL, GmmCase, gmm_cases
@@ -150,9 +147,7 @@ FAMILY = Family(
     "groups, tiling, transpose_rhs, group_offset shards",
     case_type=GmmCase,
     cases=gmm_cases,
-    kernel=gmm,
-    impl_signature=IMPL_SIGNATURE,
-    run=run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={
@@ -162,7 +157,6 @@ FAMILY = Family(
     },
     tolerances=TOLERANCES,
     capabilities=frozenset({"ragged-lengths", "gradients"}),
-    backends=GMM_BACKENDS,
     valid=valid,
     events=events,
     contract=CONTRACT,

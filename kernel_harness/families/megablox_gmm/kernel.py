@@ -18,6 +18,7 @@ from jax.experimental.pallas.ops.tpu.megablox import ops as _ops
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
 #: The default implementation: megablox's differentiable ``gmm`` (ops.gmm).
 gmm = _ops.gmm
@@ -30,7 +31,7 @@ IMPL_SIGNATURE = (
     "differentiable with jax.vjp in lhs and rhs"
 )
 
-GMM_BACKENDS = frozenset({"interpret", "tpu-interpret", "tpu"})
+GMM_BACKENDS = TPU_BACKENDS
 
 
 @functools.lru_cache(maxsize=64)
@@ -84,3 +85,7 @@ def traceable(impl: Callable[..., Any] | None, case: GmmCase, backend: Backend
                        jnp.reshape(offset, ()), inputs["do"])
 
     return f
+
+
+#: How the megablox-gmm family calls its kernel.
+ADAPTER = Adapter(kernel=gmm, impl_signature=IMPL_SIGNATURE, run=run, backends=GMM_BACKENDS)

@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 
+from kernel_harness.families.sdpa import kernel as _kernel
 from kernel_harness.families.sdpa.bench import BENCH
 from kernel_harness.families.sdpa.cases import (
     CALIBRATED_DTYPES,
@@ -16,10 +17,10 @@ from kernel_harness.families.sdpa.cases import (
     sdpa_events,
 )
 from kernel_harness.families.sdpa.export import export
-from kernel_harness.families.sdpa.kernel import IMPL_SIGNATURE, SDPA_BACKENDS, run, xla_sdpa
 from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
 from kernel_harness.families.sdpa.reference import low_precision_reference, reference
 from kernel_harness.ops.attention.tolerance import measured_table
+from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -99,23 +100,14 @@ FAMILY = Family(
     case_type=SdpaCase,
     cases=sdpa_cases,
     data_draws=sdpa_data_draws,
-    kernel=xla_sdpa,
-    impl_signature=IMPL_SIGNATURE,
-    run=run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
-    output_axes={
-        "out": ("batch", "query", "head", "dim"),
-        "dq": ("batch", "query", "head", "dim"),
-        "dk": ("batch", "key", "kv_head", "dim"),
-        "dv": ("batch", "key", "kv_head", "dim"),
-        "dbias": ("batch", "head", "query", "key"),
-    },
+    output_axes=output_axes("bqhd", dbias=("batch", "head", "query", "key")),
     tolerances=TOLERANCES,
     capabilities=frozenset({
         "causal", "full", "local-window", "numpy-mask", "gqa", "mqa", "bias", "sm-scale",
         "q-len-ne-kv-len", "ragged-lengths", "gradients",
     }),
-    backends=SDPA_BACKENDS,
     valid=valid,
     events=sdpa_events,
     contract=CONTRACT,

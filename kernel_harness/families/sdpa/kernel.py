@@ -17,6 +17,7 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.families.sdpa.cases import SdpaCase
+from kernel_harness.spec.adapter import Adapter
 
 IMPL_SIGNATURE = (
     "impl(query, key, value, bias=None, mask=None, *, scale: float | None, is_causal: bool, "
@@ -92,3 +93,7 @@ def run(impl: Callable[..., Any], case: SdpaCase, inputs: dict[str, np.ndarray],
         dbias = jnp.zeros((1, 1, 1, 1), jnp.float32)
     return {k: np.asarray(v, np.float32) for k, v in
             {"out": out, "dq": dq, "dk": dk, "dv": dv, "dbias": dbias}.items()}
+
+
+#: How the sdpa family calls its kernel.
+ADAPTER = Adapter(kernel=xla_sdpa, impl_signature=IMPL_SIGNATURE, run=run, backends=SDPA_BACKENDS)

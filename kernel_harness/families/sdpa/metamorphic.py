@@ -18,7 +18,7 @@ from kernel_harness.families.sdpa import kernel as _kernel
 from kernel_harness.families.sdpa.cases import SdpaCase
 from kernel_harness.ops.attention.metamorphic import as_mha_hook, zero_cotangent
 from kernel_harness.ops.attention.vocabulary import roles
-from kernel_harness.spec.hooks import Metamorphic, Toggle
+from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
 ROLES = roles("bqhd", q="query", k="key", v="value", bias=("batch", "head", "query", "key"),
               mask=("batch", "head", "query", "key"), q_lengths=("batch",),
@@ -38,14 +38,10 @@ _VISIBILITY_OPTIONS = {
 
 def option_toggles(case: SdpaCase) -> list[Toggle]:
     """The case without each masking option it turns on, and without its bias."""
-    out = []
-    for field, (name, off) in _VISIBILITY_OPTIONS.items():
-        if getattr(case, field) not in (None, False):
-            out.append(Toggle(name=name, case=dataclasses.replace(case, **{field: off})))
-    if case.bias is not None:
-        out.append(Toggle(name=f"bias ({case.bias})", case=dataclasses.replace(case, bias=None),
-                          changes="values"))
-    return out
+    return toggles(
+        case, *((name, getattr(case, field) not in (None, False), {field: off})
+                for field, (name, off) in _VISIBILITY_OPTIONS.items()),
+        (f"bias ({case.bias})", case.bias is not None, {"bias": None}, "values"))
 
 
 as_mha = as_mha_hook(layout="bqhd", q_heads="heads", kv_heads="kv_heads", kv=("key", "value"))

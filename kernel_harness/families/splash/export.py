@@ -3,13 +3,18 @@
 The kernel's masks are written as splash mask objects from the case's mask strings
 (seeded numpy masks travel in the .npz); the reference reads the dense mask built by the
 harness's own index formulas (``allowed`` in the .npz: the mask language is too long to
-restate in a short script), never splash's masks or mask info.
+restate in a short script), never splash's masks or mask info, and computes the family's
+own reference ``attention`` (its source embedded verbatim).
 """
 
 from __future__ import annotations
 
+import inspect
+import textwrap
+
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.masks import MaskExpr, allowed_mask, numpy_pattern, parse_mask
+from kernel_harness.families.splash.reference import attention
 from kernel_harness.spec.export import ExportSnippet
 
 _LAYOUTS = {"head_dim_minor": "HEAD_DIM_MINOR", "seq_minor": "SEQ_MINOR"}
@@ -63,8 +68,6 @@ def export(case: SplashCase) -> ExportSnippet:
                         for n in ("q_layout", "k_layout", "v_layout"))
     mqa = "k, v = k[:, 0], v[:, 0]  # MQA: one kv head, no head axis" if case.mqa else "pass"
     nl = "\n" + " " * 16
-    cap = case.soft_cap
-    cap_line = f"s = {cap!r} * jnp.tanh(s / {cap!r})  # soft cap" if cap else "pass  # no soft cap"
     run_kernel = f'''
         import functools
         import importlib
@@ -125,39 +128,27 @@ def export(case: SplashCase) -> ExportSnippet:
 
             return program(x["q"], x["k"], x["v"], x["do"], x.get("sinks"))
     '''
-    reference = f'''
+    # The family's own reference math, verbatim; the script fixes its case's options.
+    reference = "_HIGHEST = HI\n\n\n" + inspect.getsource(attention) + textwrap.dedent(f'''
+
+
         def reference(x):
-            """Softmax attention in float32, HIGHEST; q is already scaled by 1/sqrt(d).
+            """``attention`` above in float32, HIGHEST; q is already scaled by 1/sqrt(d).
             x["allowed"]: [q_heads, q_len, kv_len], the mask from the case description."""
             allowed = x["allowed"]
             f32 = {{n: jnp.asarray(x[n], jnp.float32) for n in ("q", "k", "v", "do")}}
 
-            def attention(q, k, v, sinks=None):
-                k = jnp.repeat(k, {case.num_q_heads // case.num_kv_heads}, axis=1)
-                v = jnp.repeat(v, {case.num_q_heads // case.num_kv_heads}, axis=1)
-                s = jnp.einsum("bhqd,bhkd->bhqk", q, k, precision=HI)
-                {cap_line}
-                s = jnp.where(allowed[None], s, -jnp.inf)
-                m = jnp.max(s, axis=-1)
-                if sinks is not None:
-                    m = jnp.maximum(m, sinks[None, :, None])
-                m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, 0.0))
-                p = jnp.exp(s - m[..., None])
-                denom = jnp.sum(p, axis=-1)
-                if sinks is not None:
-                    denom = denom + jnp.exp(sinks[None, :, None] - m)
-                safe = jnp.where(denom > 0, denom, 1.0)
-                out = jnp.einsum("bhqk,bhkd->bhqd", p, v, precision=HI) / safe[..., None]
-                return out, jnp.where(denom > 0, m + jnp.log(safe), -jnp.inf)
+            def case_attention(q, k, v, sinks=None):
+                return attention(q, k, v, sinks, allowed, soft_cap={case.soft_cap!r})
 
             args = [f32["q"], f32["k"], f32["v"]]
             if "sinks" in x:
                 args.append(jnp.asarray(x["sinks"], jnp.float32))
-            (out, lse), vjp = jax.vjp(attention, *args)
+            (out, lse), vjp = jax.vjp(case_attention, *args)
             grads = vjp((f32["do"], jnp.zeros_like(lse)))
             names = ("dq", "dk", "dv", "dsinks")[:len(grads)]
             return dict(out=out, lse=lse, **dict(zip(names, grads, strict=True)))
-    '''
+    ''')
     outputs = ("out", "lse", "dq", "dk", "dv") + (("dsinks",) if case.sinks else ())
     return ExportSnippet(
         default_import="from jax.experimental.pallas.ops.tpu.splash_attention."

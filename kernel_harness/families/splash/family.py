@@ -29,6 +29,7 @@ from kernel_harness.families.splash.metamorphic import METAMORPHIC, block_varian
 from kernel_harness.families.splash.reference import low_precision_reference, reference
 from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, splash_data_draws
+from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -244,25 +245,15 @@ FAMILY = Family(
     case_type=SplashCase,
     cases=splash_cases,
     data_draws=splash_data_draws,
-    kernel=_kernel.make_splash_mha,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
-    output_axes={
-        "out": ("batch", "head", "query", "dim"),
-        "dq": ("batch", "head", "query", "dim"),
-        "dk": ("batch", "kv_head", "key", "dim"),
-        "dv": ("batch", "kv_head", "key", "dim"),
-        "lse": ("batch", "head", "query"),
-        "dsinks": ("head",),
-    },
+    output_axes=output_axes("bhqd", lse=("batch", "head", "query"), dsinks=("head",)),
     same_as={"out_residuals": "out", "out_vjp": "out"},
     tolerances=_tolerances(),
     capabilities=frozenset({
         "causal", "full", "local-window", "chunked-causal", "numpy-mask", "segments", "gqa",
         "mqa", "soft-cap", "sinks", "residuals", "layouts", "q-len-ne-kv-len", "gradients",
     }),
-    backends=_kernel.SPLASH_BACKENDS,
     valid=valid,
     events=events,
     contract=CONTRACT,

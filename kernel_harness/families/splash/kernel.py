@@ -31,6 +31,7 @@ from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_ma
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.masks import MaskExpr, numpy_pattern, parse_mask, visible_keys
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
 #: The default implementation: splash's public factory (``is_mqa`` is passed explicitly).
 make_splash_mha = _splash.make_splash_mha
@@ -86,7 +87,7 @@ def takes_mask_description(impl: Callable[..., Any]) -> bool:
     p = params.get("mask_description")
     return p is not None and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
 
-SPLASH_BACKENDS = frozenset({"interpret", "tpu-interpret", "tpu"})
+SPLASH_BACKENDS = TPU_BACKENDS
 
 
 def splash_module(impl: Callable[..., Any]) -> types.ModuleType:
@@ -201,3 +202,8 @@ def run(impl: Callable[..., Any], case: SplashCase, inputs: dict[str, np.ndarray
         args = [None if a is None else jax.device_put(a, backend.device) for a in args]
         outputs = jax.block_until_ready(program(*args))
     return {name: np.asarray(x, np.float32) for name, x in outputs.items()}
+
+
+#: How the splash family calls its kernel.
+ADAPTER = Adapter(kernel=make_splash_mha, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=SPLASH_BACKENDS)

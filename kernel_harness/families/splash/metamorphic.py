@@ -19,7 +19,7 @@ from kernel_harness.families.splash.cases import LANES, SplashCase
 from kernel_harness.families.splash.masks import allowed_mask, empty_rows, segment_ids
 from kernel_harness.ops.attention.metamorphic import as_mha_hook, lane_divisors, zero_cotangent
 from kernel_harness.ops.attention.vocabulary import roles
-from kernel_harness.spec.hooks import Metamorphic, Toggle
+from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
 ROLES = roles("bhqd", sinks=("head",), q_segment_ids=("query",), kv_segment_ids=("key",))
 
@@ -66,20 +66,12 @@ def block_variants(case: SplashCase, *, fused_only: bool = False
 
 def option_toggles(case: SplashCase) -> list[Toggle]:
     """The case without each option it turns on: its masks, segments, soft cap, sinks."""
-    out = []
-    if any(m != "full" for m in case.head_masks()):
-        out.append(Toggle(name=f"mask {' / '.join(sorted(set(case.masks)))}",
-                          case=dataclasses.replace(case, masks=("full",))))
-    if case.q_segments is not None:
-        out.append(Toggle(name="segment ids",
-                          case=dataclasses.replace(case, q_segments=None, kv_segments=None)))
-    if case.soft_cap is not None:
-        out.append(Toggle(name=f"soft cap {case.soft_cap}",
-                          case=dataclasses.replace(case, soft_cap=None), changes="values"))
-    if case.sinks and not empty_rows(case).any():
-        out.append(Toggle(name="sinks", case=dataclasses.replace(case, sinks=False),
-                          changes="values"))
-    return out
+    return toggles(
+        case, (f"mask {' / '.join(sorted(set(case.masks)))}",
+               any(m != "full" for m in case.head_masks()), {"masks": ("full",)}),
+        ("segment ids", case.q_segments is not None, {"q_segments": None, "kv_segments": None}),
+        (f"soft cap {case.soft_cap}", case.soft_cap is not None, {"soft_cap": None}, "values"),
+        ("sinks", case.sinks and not empty_rows(case).any(), {"sinks": False}, "values"))
 
 
 as_mha = as_mha_hook(layout="bhqd", q_heads="num_q_heads", kv_heads="num_kv_heads",

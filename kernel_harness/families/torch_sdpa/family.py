@@ -4,6 +4,7 @@ torch wrapper of its signature, ``--impl``) under JAX, against the attention ref
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
+from kernel_harness.families.torch_sdpa import kernel as _kernel
 from kernel_harness.families.torch_sdpa.cases import (
     TorchSdpaCase,
     torch_sdpa_cases,
@@ -13,14 +14,12 @@ from kernel_harness.families.torch_sdpa.cases import (
 )
 from kernel_harness.families.torch_sdpa.export import export
 from kernel_harness.families.torch_sdpa.kernel import (
-    IMPL_SIGNATURE,
     TORCH_BACKENDS,
     mask_has_gradient,
-    run,
-    torch_sdpa,
 )
 from kernel_harness.families.torch_sdpa.metamorphic import METAMORPHIC
 from kernel_harness.families.torch_sdpa.reference import reference
+from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -87,21 +86,12 @@ FAMILY = Family(
     case_type=TorchSdpaCase,
     cases=torch_sdpa_cases,
     data_draws=torch_sdpa_data_draws,
-    kernel=torch_sdpa,
-    impl_signature=IMPL_SIGNATURE,
-    run=run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
-    output_axes={
-        "out": ("batch", "head", "query", "dim"),
-        "dq": ("batch", "head", "query", "dim"),
-        "dk": ("batch", "kv_head", "key", "dim"),
-        "dv": ("batch", "kv_head", "key", "dim"),
-        "dmask": ("batch", "head", "query", "key"),
-    },
+    output_axes=output_axes("bhqd", dmask=("batch", "head", "query", "key")),
     tolerances=TOLERANCES,
     capabilities=frozenset({"causal", "full", "numpy-mask", "gqa", "mqa", "bias", "sm-scale",
                             "q-len-ne-kv-len", "gradients"}),
-    backends=TORCH_BACKENDS,
     events=torch_sdpa_events,
     contract=CONTRACT,
     not_compared=_not_compared,

@@ -17,6 +17,7 @@ import numpy as np
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.core.torch_bridge import torch_available, torch_function
 from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase
+from kernel_harness.spec.adapter import Adapter
 
 IMPL_SIGNATURE = (
     "impl(query, key, value, attn_mask=None, *, is_causal: bool, scale: float | None, "
@@ -79,3 +80,8 @@ def run(impl: Callable[..., Any], case: TorchSdpaCase, inputs: dict[str, np.ndar
         dmask = np.zeros((1, 1, 1, 1), np.float32)
     result = {"out": out, "dq": dq, "dk": dk, "dv": dv, "dmask": dmask}
     return {k: np.asarray(jax.block_until_ready(v), np.float32) for k, v in result.items()}
+
+
+#: How the torch-sdpa family calls its kernel.
+ADAPTER = Adapter(kernel=torch_sdpa, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=TORCH_BACKENDS)

@@ -14,10 +14,11 @@ from typing import Any, ClassVar
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import Case, cast
+from kernel_harness.core.case import Case, cast, check_sizes
 from kernel_harness.ops.paged_decode.strategy import (
     MASKED_V,
     PagedGeometry,
+    draw_geometry,
     edge_lengths,
     poison_float,
     slot_masks,
@@ -34,37 +35,23 @@ INT8_DIVISOR = 127.5
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TpuPagedCase(PagedGeometry, Case):
-    """One paged decode step: one query per batch row.
+    """One paged decode step: one query per batch row (the vocabulary's fields:
+    :class:`~kernel_harness.ops.paged_decode.strategy.PagedGeometry`).
 
     Attributes:
-      batch, q_heads, kv_heads, head_dim: q is [batch, q_heads, head_dim]; pages are
-        [kv_heads, total_pages, page_size, head_dim]; q head h reads kv head h // group.
-      page_size, pages_per_seq: page geometry; a page-table row lists pages_per_seq pages.
       pages_per_compute_block: pages one kernel block loads (divides pages_per_seq).
       lengths: tokens per row (0 allowed, up to pages_per_seq * page_size).
       shared_pages: the first ``shared_pages`` table entries point to one physical page
         each, shared by every row whose tokens reach into that entry (a shared prefix).
-      spare_pages: physical pages no table names (NaN-filled).
-      shuffle: physical pages in random order (else in table order).
-      soft_cap: ``attn_logits_soft_cap`` (``None``: none).
       quantized: int8 K/V pages with float32 per-token scales (``QuantizedTensor``).
       megacore_mode: ``None``, ``"batch"`` (batch even) or ``"kv_head"`` (kv_heads even).
       inline_seq_dim: the kernel's loop over compute blocks inside one grid step (True)
         or a grid axis (False).
     """
 
-    batch: int
-    q_heads: int
-    kv_heads: int
-    head_dim: int
-    page_size: int
-    pages_per_seq: int
     pages_per_compute_block: int
     lengths: tuple[int, ...]
     shared_pages: int = 0
-    spare_pages: int = 1
-    shuffle: bool = True
-    soft_cap: float | None = None
     quantized: bool = False
     megacore_mode: str | None = None
     inline_seq_dim: bool = True
@@ -76,10 +63,8 @@ class TpuPagedCase(PagedGeometry, Case):
         super().__post_init__()
         if self.dtype not in TPU_PAGED_DTYPES:
             raise ValueError(f"tpu-paged draws {TPU_PAGED_DTYPES} only, got {self.dtype!r}")
-        for name in ("batch", "q_heads", "kv_heads", "head_dim", "page_size",
-                     "pages_per_seq", "pages_per_compute_block"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_sizes(self, "batch", "q_heads", "kv_heads", "head_dim", "page_size",
+                    "pages_per_seq", "pages_per_compute_block")
         self.check_paged()
         if self.pages_per_seq % self.pages_per_compute_block:
             raise ValueError("pages_per_compute_block must divide pages_per_seq (kernel raises)")
@@ -217,13 +202,8 @@ def tpu_paged_cases(
     # the same where the fix-up of lengths below does not apply.
     fields = dict(
         dtype=draw(st.sampled_from(dtypes)),
-        seed=draw(st.integers(0, 2**31 - 1)),
-        batch=batch,
-        q_heads=draw(st.sampled_from(groups)) * kv_heads,
-        kv_heads=kv_heads,
-        head_dim=draw(st.sampled_from(head_dims)),
-        page_size=page_size,
-        pages_per_seq=pages_per_seq,
+        **draw_geometry(draw, batch=batch, kv_heads=kv_heads, groups=groups,
+                        head_dims=head_dims, page_size=page_size, pages_per_seq=pages_per_seq),
         pages_per_compute_block=ppcb,
         lengths=lengths,
         shared_pages=draw(st.integers(0, pages_per_seq)) if batch > 1 else 0,

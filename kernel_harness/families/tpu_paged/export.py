@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from kernel_harness.families.tpu_paged.cases import INT8_DIVISOR, TpuPagedCase
 from kernel_harness.ops.paged_decode.export import reference_source
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
 
 
 def export(case: TpuPagedCase) -> ExportSnippet:
@@ -19,26 +21,10 @@ def export(case: TpuPagedCase) -> ExportSnippet:
                 QuantizedTensor)
             k = QuantizedTensor(weight=k, scales=x["k_scales"])
             v = QuantizedTensor(weight=v, scales=x["v_scales"])'''
-    run_kernel = f'''
-        import contextlib
-        import dataclasses
-
-        from jax.experimental.pallas import tpu as pltpu
-
+    run_kernel = tpu_interpreting_source(cores) + textwrap.dedent(f'''
         OPTIONS = dict(attn_logits_soft_cap={case.soft_cap!r},
                        pages_per_compute_block={case.pages_per_compute_block},
                        megacore_mode={case.megacore_mode!r}, inline_seq_dim={case.inline_seq_dim})
-
-
-        def interpreting():
-            """TPU interpret mode on the CPU ({cores} simulated core(s), zeroed scratch)."""
-            if not INTERPRET:
-                return contextlib.nullcontext()
-            known = {{f.name for f in dataclasses.fields(pltpu.InterpretParams)}}
-            cores = "num_cores_or_threads" if "num_cores_or_threads" in known else (
-                "num_cores_per_device")
-            return pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(
-                detect_races=False, uninitialized_memory="zero", **{{cores: {cores}}}))
 
 
         def run_kernel(x):
@@ -48,7 +34,7 @@ def export(case: TpuPagedCase) -> ExportSnippet:
             with interpreting():
                 out = jax.block_until_ready(fn(x["q"], k, v, x["lengths"], x["page_indices"]))
             return dict(out=out)
-    '''
+    ''')
     if case.quantized:
         kv = (f'k = x["k_pages"].astype(np.float64) * x["k_scales"] / {INT8_DIVISOR!r}\n'
               f'v = x["v_pages"].astype(np.float64) * x["v_scales"] / {INT8_DIVISOR!r}\n'

@@ -4,25 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import (
-    FLOAT32_FLOOR,
-    LOW_PRECISION_FLOOR,
-    Tolerance,
-    ToleranceTable,
-)
+from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase, tpu_paged_cases
 from kernel_harness.families.tpu_paged.export import export
 from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS
 from kernel_harness.families.tpu_paged.reference import low_precision_reference, reference
 from kernel_harness.ops.paged_decode.events import paged_events
+from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
 from kernel_harness.spec.family import Family
 
-TOLERANCES = ToleranceTable(
+TOLERANCES = ToleranceTable.of_limits(
     {
-        ("float32", "out"): Tolerance(
-            max_rel_err=2e-5, slice_floor=FLOAT32_FLOOR,
-            reason="float32 q, logits, softmax and sums against a reference that rounds "
+        ("float32", "out"): (
+            2e-5, "float32 q, logits, softmax and sums against a reference that rounds "
             "K/V to bfloat16 exactly as the kernel's contract does (int8 K/V: dequantized "
             "in float32, no rounding); interpret worst seen 7.9e-7 (int8 K/V; 4.8e-7 float "
             "K/V) over 52 random cases and 3 goldens (jax 0.10.2). Not "
@@ -30,9 +25,8 @@ TOLERANCES = ToleranceTable(
             "output to bfloat16 errs >= 1e-3 (least of 6 float32 cases: q 1.05e-3, output "
             "1.8e-3, K/V truncated instead of rounded 6.3e-3), 50x over this limit",
         ),
-        ("bfloat16", "out"): Tolerance(
-            max_rel_err=1.5e-2, slice_floor=LOW_PRECISION_FLOOR,
-            reason="bfloat16 q and K/V are exact in the float32 arithmetic; the output is "
+        ("bfloat16", "out"): (
+            1.5e-2, "bfloat16 q and K/V are exact in the float32 arithmetic; the output is "
             "stored in bfloat16 and, when q_heads/kv_heads is a multiple of 8, so is the "
             "running output after every compute block (the kernel keeps o_ref in q's "
             "dtype there); interpret worst seen 4.3e-3 (14 random cases with 1-4 kv heads, "
@@ -114,12 +108,8 @@ def events(case: TpuPagedCase) -> list[str]:
     """What the case reaches: the op's events, then megacore, the seq loop, the group of 8,
     pages per block, empty-row runs and shared pages."""
     lengths = case.lengths
-    ev = paged_events(
-        dtype=case.dtype, q_heads=case.q_heads, kv_heads=case.kv_heads,
-        page_size=case.page_size, capacity=case.capacity, lengths=lengths,
-        read_pages=[case.read_entries(b) for b in range(case.batch)],
-        pages_per_seq=case.pages_per_seq, spare_pages=case.spare_pages,
-        shuffle=case.shuffle, soft_cap=case.soft_cap)
+    ev = paged_events(case, dtype=case.dtype, lengths=lengths,
+                      read_pages=[case.read_entries(b) for b in range(case.batch)])
     ev += [f"megacore-{case.megacore_mode or 'off'}",
            "inline-seq-dim" if case.inline_seq_dim else "seq-grid-axis",
            "group-multiple-of-8" if case.group % 8 == 0 else "group-not-multiple-of-8"]
@@ -167,16 +157,11 @@ FAMILY = Family(
     "lengths, GQA/MQA, compute blocks, megacore, int8 K/V",
     case_type=TpuPagedCase,
     cases=tpu_paged_cases,
-    kernel=_kernel.paged_attention,
-    impl_signature=_kernel.IMPL_SIGNATURE,
-    run=_kernel.run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
-    output_axes={"out": ("batch", "head", "dim")},
+    output_axes=OUTPUT_AXES,
     tolerances=TOLERANCES,
-    capabilities=frozenset(
-        {"decode", "paged", "gqa", "mqa", "ragged-lengths", "soft-cap", "full"}
-    ),
-    backends=_kernel.TPU_PAGED_BACKENDS,
+    capabilities=PAGED_CAPABILITIES,
     valid=valid,
     events=events,
     contract=CONTRACT,

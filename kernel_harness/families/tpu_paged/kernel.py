@@ -24,6 +24,7 @@ from jax.experimental.pallas.ops.tpu.paged_attention import quantization_utils a
 from kernel_harness.core import compat
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
 #: The default implementation: ``jax.experimental.pallas.ops.tpu.paged_attention``.
 paged_attention = _pa.paged_attention
@@ -37,7 +38,7 @@ IMPL_SIGNATURE = (
     "[batch, pages_per_seq]; out: [batch, q_heads, head_dim] in q's dtype"
 )
 
-TPU_PAGED_BACKENDS = frozenset({"interpret", "tpu-interpret", "tpu"})
+TPU_PAGED_BACKENDS = TPU_BACKENDS
 
 
 @functools.lru_cache(maxsize=64)
@@ -99,3 +100,8 @@ def traceable(impl: Callable[..., Any] | None, case: TpuPagedCase, backend: Back
                        inputs["lengths"], inputs["page_indices"])
 
     return f
+
+
+#: How the tpu-paged family calls its kernel.
+ADAPTER = Adapter(kernel=paged_attention, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=TPU_PAGED_BACKENDS)

@@ -10,6 +10,7 @@ from kernel_harness.core.tolerance import (
     Tolerance,
     ToleranceTable,
 )
+from kernel_harness.families.tpu_ragged_paged import kernel as _kernel
 from kernel_harness.families.tpu_ragged_paged.cases import (
     OPTIONAL,
     RaggedCase,
@@ -17,12 +18,6 @@ from kernel_harness.families.tpu_ragged_paged.cases import (
     ragged_seed_cases,
 )
 from kernel_harness.families.tpu_ragged_paged.export import export
-from kernel_harness.families.tpu_ragged_paged.kernel import (
-    IMPL_SIGNATURE,
-    RAGGED_BACKENDS,
-    ragged_paged_attention,
-    run,
-)
 from kernel_harness.families.tpu_ragged_paged.metamorphic import METAMORPHIC, RELATIONS
 from kernel_harness.families.tpu_ragged_paged.reference import reference
 from kernel_harness.ops.paged_decode.strategy import head_grouping
@@ -161,15 +156,12 @@ FAMILY = Family(
     "cache; TPU interpret mode on CPU, extended by kernel_harness.core.compat.interpreter_ext)",
     case_type=RaggedCase,
     cases=ragged_cases,
-    kernel=ragged_paged_attention,
-    impl_signature=IMPL_SIGNATURE,
-    run=run,
+    **_kernel.ADAPTER.fields(),
     reference=reference,
     output_axes={"out": ("token", "head", "dim")},
     tolerances=TOLERANCES,
     capabilities=frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
                             "q-len-ne-kv-len", "ragged-lengths", "decode", "paged"}),
-    backends=RAGGED_BACKENDS,
     valid=valid,
     events=events,
     contract=CONTRACT,

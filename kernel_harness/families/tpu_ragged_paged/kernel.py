@@ -27,6 +27,7 @@ from jax.experimental.pallas.ops.tpu.ragged_paged_attention import kernel as _rp
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.core.compat.interpreter_ext import tpu_interpreter_extensions
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
 #: The default implementation: the kernel's public (jitted) entry point.
 ragged_paged_attention = _rpa.ragged_paged_attention
@@ -40,7 +41,7 @@ IMPL_SIGNATURE = (
     "[max_num_seqs + 1], num_seqs: int32 [1]; out like q"
 )
 
-RAGGED_BACKENDS = frozenset({"interpret", "tpu-interpret", "tpu"})
+RAGGED_BACKENDS = TPU_BACKENDS
 
 class KernelSignatureError(RuntimeError):
     """The kernel's keyword arguments are not the layout this adapter knows."""
@@ -121,3 +122,8 @@ def traceable(impl: Callable[..., Any] | None, case: RaggedCase, backend: Backen
         return {"out": program(*(inputs[n] for n in names))}
 
     return f
+
+
+#: How the tpu-ragged-paged family calls its kernel.
+ADAPTER = Adapter(kernel=ragged_paged_attention, impl_signature=IMPL_SIGNATURE, run=run,
+                   backends=RAGGED_BACKENDS)

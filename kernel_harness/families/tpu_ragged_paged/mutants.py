@@ -11,29 +11,26 @@ GQA head mapping and the K/V interleaving of the combined heads.
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import Mutant
+from kernel_harness.spec.mutant import CI, Mutant, edits_of
 
 RPA = "jax.experimental.pallas.ops.tpu.ragged_paged_attention.kernel"
 
 
-def _m(name: str, description: str, old: str, new: str, *,
-       tags: tuple[str, ...] = ()) -> Mutant:
-    return Mutant(name=name, description=description, module=RPA, old=old, new=new,
-                  occurrence=None, tags=tags)
+_m = edits_of(RPA)
 
 
 MUTANTS: list[Mutant] = [
     _m("causal-mask-drops-diagonal", "the causal mask hides a query's own key",
-       "causal_mask = row_ids < col_ids", "causal_mask = row_ids <= col_ids", tags=("ci",)),
+       "causal_mask = row_ids < col_ids", "causal_mask = row_ids <= col_ids", tags=CI),
     _m("window-one-key-wider", "off by one at the sliding window's far edge",
        "row_ids - sliding_window >= col_ids", "row_ids - sliding_window > col_ids",
-       tags=("ci",)),
+       tags=CI),
     _m("soft-cap-not-divided", "tanh of the raw logits: soft_cap * tanh(qk)",
        "qk = soft_cap * jnp.tanh(qk / soft_cap)", "qk = soft_cap * jnp.tanh(qk)"),
     _m("scale-applied-twice", "the logits are scaled by sm_scale twice",
        "          * sm_scale\n", "          * sm_scale * sm_scale\n"),
     _m("missing-rescale", "the running sum is not rescaled when the running max grows",
-       "l_alpha = alpha * l_prev", "l_alpha = l_prev", tags=("ci",)),
+       "l_alpha = alpha * l_prev", "l_alpha = l_prev", tags=CI),
     _m("state-not-reset-per-seq",
        "m, l and the accumulator are never re-initialized at a sequence's first kv block",
        "kv_blk_idx == 0, jnp.full_like(ref, init_val), ref[...]",
@@ -41,10 +38,10 @@ MUTANTS: list[Mutant] = [
     _m("partial-page-not-fetched",
        "the last page of a sequence is rounded down: a partial last page is never fetched",
        "pl.cdiv(kv_lens_ref[seq_idx], page_size)", "kv_lens_ref[seq_idx] // page_size",
-       tags=("ci",)),
+       tags=CI),
     _m("kv-block-start-in-pages", "a kv block's first key counted in pages, not tokens",
        "kv_len_start = kv_blk_idx * num_kv_per_blk",
-       "kv_len_start = kv_blk_idx * num_kv_pages_per_blk", tags=("ci",)),
+       "kv_len_start = kv_blk_idx * num_kv_pages_per_blk", tags=CI),
     _m("kv-len-mask-dropped",
        "K is not zeroed past kv_len: NaN in unowned cache slots reaches the logits",
        "k = jnp.where(kv_mask, k.astype(jnp.float32), 0).astype(k.dtype)",
@@ -62,7 +59,7 @@ MUTANTS: list[Mutant] = [
        "is_cur_seq_end_in_cur_q_blk = q_end < q_len_end"),
     _m("gqa-head-mapping", "query heads of kv head h start at h instead of h * group",
        "q_head_idx = kv_head_idx * num_q_heads_per_kv_head",
-       "q_head_idx = kv_head_idx", tags=("ci",)),
+       "q_head_idx = kv_head_idx", tags=CI),
     _m("k-v-swapped", "K and V are read from each other's combined head slots (32-bit)",
        "return [ref[start::step, :]], [ref[start + 1 :: step, :]]",
        "return [ref[start + 1 :: step, :]], [ref[start::step, :]]"),

@@ -34,6 +34,7 @@ from kernel_harness.kernels.hstu.forward import (
     lane_tile,
     nn,
     nt,
+    optional_refs,
     tn,
 )
 
@@ -41,13 +42,8 @@ from kernel_harness.kernels.hstu.forward import (
 def _bwd_kernel(
     flags_ref, fetch_ref, band_ref, q_ref, k_ref, v_ref, do_ref, *refs, cfg: KernelConfig
 ):
-    refs = list(refs)
-    qseg_ref = kvseg_ref = mask_ref = None
-    if cfg.has_segments:
-        qseg_ref, kvseg_ref = refs.pop(0), refs.pop(0)
-    if cfg.has_mask:
-        mask_ref = refs.pop(0)
-    dq_ref, dk_ref, dv_ref, dk_acc, dv_acc = refs
+    qseg_ref, kvseg_ref, mask_ref, rest = optional_refs(refs, cfg)
+    dq_ref, dk_ref, dv_ref, dk_acc, dv_acc = rest
     bq, bkv, bkc = cfg.block_q_dkv, cfg.block_kv_dkv, cfg.block_kv_dkv_compute
     inv_len = 1.0 / cfg.q_len
     j, i = pl.program_id(2), pl.program_id(3)

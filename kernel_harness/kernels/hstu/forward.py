@@ -92,14 +92,20 @@ def lane_tile(x: jax.Array, width: int) -> jax.Array:
     return x if width == NUM_LANES else jnp.tile(x, (1, width // NUM_LANES))
 
 
-def _fwd_kernel(flags_ref, fetch_ref, band_ref, q_ref, k_ref, v_ref, *refs, cfg: KernelConfig):
-    refs = list(refs)
+def optional_refs(refs: tuple[Any, ...], cfg: KernelConfig) -> tuple[Any, Any, Any, list[Any]]:
+    """``(q segment ids, kv segment ids, mask, the rest)`` of a kernel's trailing refs: the
+    optional inputs come first, each only where ``cfg`` has it (else None)."""
+    rest = list(refs)
     qseg_ref = kvseg_ref = mask_ref = None
     if cfg.has_segments:
-        qseg_ref, kvseg_ref = refs.pop(0), refs.pop(0)
+        qseg_ref, kvseg_ref = rest.pop(0), rest.pop(0)
     if cfg.has_mask:
-        mask_ref = refs.pop(0)
-    o_ref, acc_ref = refs
+        mask_ref = rest.pop(0)
+    return qseg_ref, kvseg_ref, mask_ref, rest
+
+
+def _fwd_kernel(flags_ref, fetch_ref, band_ref, q_ref, k_ref, v_ref, *refs, cfg: KernelConfig):
+    qseg_ref, kvseg_ref, mask_ref, (o_ref, acc_ref) = optional_refs(refs, cfg)
     bq, bkv, bkc = cfg.block_q, cfg.block_kv, cfg.block_kv_compute
     i, j = pl.program_id(2), pl.program_id(3)
 

@@ -60,3 +60,12 @@ def roles(layout: str, *, q: str = "q", k: str = "k", v: str = "v", do: str = "d
     keys = ("batch", kv_head, "key", "dim") if layout == "bhqd" else ("batch", "key", kv_head,
                                                                      "dim")
     return {q: rows, do: rows, k: keys, v: keys, **extra}
+
+
+def output_axes(layout: str, *, kv_head: str = "kv_head", **extra: tuple[str, ...]
+                ) -> dict[str, tuple[str, ...]]:
+    """A family's ``output_axes`` in ``layout``: ``out`` and ``dq`` along the query rows,
+    ``dk`` and ``dv`` along the keys (``kv_head="head"`` for a kernel without GQA), then
+    ``extra`` outputs' axes as given (a bias gradient, residuals)."""
+    axes = roles(layout, kv_head=kv_head)
+    return {"out": axes["q"], "dq": axes["q"], "dk": axes["k"], "dv": axes["k"], **extra}

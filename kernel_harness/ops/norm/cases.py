@@ -9,7 +9,7 @@ from the seed.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from hypothesis import strategies as st
@@ -78,10 +78,6 @@ class NormCase(Case):
     def block_size(self) -> int:
         """The forward/dx kernels' column block (their heuristic, restated)."""
         return min(max(1 << (self.n - 1).bit_length(), 128), 4096)
-
-    def static_key(self) -> tuple[Any, ...]:
-        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
-                     if f.name not in self.DYNAMIC_FIELDS)
 
     def shape_summary(self) -> str:
         return f"{self.op} x=({self.leading[0]},{self.leading[1]},{self.n}) eps={self.eps:g}"

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kernel_harness.ops.paged_decode.strategy import head_grouping
+from kernel_harness.ops.paged_decode.strategy import PagedGeometry, head_grouping
 
 
-def paged_events(*, dtype: str, q_heads: int, kv_heads: int, page_size: int,
-                 capacity: int, lengths: Sequence[int] | None, read_pages: Sequence[int],
-                 pages_per_seq: int, spare_pages: int, shuffle: bool,
-                 soft_cap: float | None) -> list[str]:
+def paged_events(case: PagedGeometry, *, dtype: str, lengths: Sequence[int] | None,
+                 read_pages: Sequence[int]) -> list[str]:
     """Head grouping, page size, lengths on page edges (partial last page, empty and full
     rows), masked slots loaded, table entries never loaded, spare pages, shuffled pages,
     soft cap. ``read_pages[b]``: table entries of row b the kernel loads."""
-    ev = [dtype, f"page-size-{page_size}", head_grouping(q_heads, kv_heads),
-          f"kv-heads-{kv_heads}" if kv_heads < 4 else "kv-heads>=4"]
+    page_size, capacity, pages_per_seq = case.page_size, case.capacity, case.pages_per_seq
+    ev = [dtype, f"page-size-{page_size}", head_grouping(case.q_heads, case.kv_heads),
+          f"kv-heads-{case.kv_heads}" if case.kv_heads < 4 else "kv-heads>=4"]
     if lengths is None:
         ev.append("no-lengths")
     else:
@@ -29,10 +28,10 @@ def paged_events(*, dtype: str, q_heads: int, kv_heads: int, page_size: int,
             ev.append("reads-masked-slots")
         if any(r < pages_per_seq for r in read_pages):
             ev.append("unread-table-entries")
-    if spare_pages:
+    if case.spare_pages:
         ev.append("spare-pages")
-    if shuffle:
+    if case.shuffle:
         ev.append("shuffled")
-    if soft_cap is not None:
+    if case.soft_cap is not None:
         ev.append("soft-cap")
     return ev

@@ -11,6 +11,7 @@ kernel block loads; ``shared_pages`` leading entries one physical page shared by
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -18,6 +19,14 @@ from hypothesis import strategies as st
 
 #: V value of slots a kernel reads but must mask (finite: it multiplies them by 0).
 MASKED_V = 1e3
+
+#: The op's output: one query token per row, ``out`` [batch, q_heads, head_dim].
+OUTPUT_AXES: dict[str, tuple[str, ...]] = {"out": ("batch", "head", "dim")}
+
+#: What a kernel of the whole op supports: decode rows over page tables, ragged lengths,
+#: MHA/GQA/MQA heads, a soft cap, no mask besides the lengths.
+PAGED_CAPABILITIES: frozenset[str] = frozenset(
+    {"decode", "paged", "gqa", "mqa", "ragged-lengths", "soft-cap", "full"})
 
 
 def head_grouping(q_heads: int, kv_heads: int) -> str:
@@ -41,6 +50,17 @@ def edge_lengths(draw: st.DrawFn, batch: int, capacity: int, *blocks: int
     edges = {e for b in blocks for e in range(0, capacity + 1, b)}
     value = st.one_of(st.sampled_from(near_edges(edges, capacity)), st.integers(0, capacity))
     return tuple(draw(value) for _ in range(batch))
+
+
+def draw_geometry(draw: st.DrawFn, *, batch: int, kv_heads: int, groups: tuple[int, ...],
+                  head_dims: tuple[int, ...], page_size: int, pages_per_seq: int
+                  ) -> dict[str, int]:
+    """A case's seed and vocabulary fields, drawing (in this order) the seed, the query
+    heads (a group of ``groups`` times ``kv_heads``) and the head dim; the rest as given."""
+    return dict(seed=draw(st.integers(0, 2**31 - 1)), batch=batch,
+                q_heads=draw(st.sampled_from(groups)) * kv_heads, kv_heads=kv_heads,
+                head_dim=draw(st.sampled_from(head_dims)), page_size=page_size,
+                pages_per_seq=pages_per_seq)
 
 
 def slot_masks(table: np.ndarray, total_pages: int, page_size: int,
@@ -71,10 +91,20 @@ def poison_float(k: np.ndarray, v: np.ndarray, read: np.ndarray, visible: np.nda
     v[:, ~read] = np.nan
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class PagedGeometry:
-    """What every paged case derives from the vocabulary (a mixin of the families' case
-    dataclasses, which hold ``q_heads``, ``kv_heads``, ``page_size``, ``pages_per_seq``,
-    ``spare_pages`` and ``soft_cap``)."""
+    """The vocabulary's fields of every paged case and what it derives from them (a base
+    of the families' case dataclasses, which add their lengths, sharing and kernel
+    settings and count :attr:`total_pages`).
+
+    Attributes:
+      batch, q_heads, kv_heads, head_dim: q is [batch, q_heads, head_dim]; pages are
+        [kv_heads, total_pages, page_size, head_dim]; q head h reads kv head h // group.
+      page_size, pages_per_seq: page geometry; a page-table row lists pages_per_seq pages.
+      spare_pages: physical pages no table names (NaN-filled).
+      shuffle: physical pages in random order (else in table order).
+      soft_cap: the kernel's ``attn_logits_soft_cap`` (``None``: none).
+    """
 
     batch: int
     q_heads: int
@@ -82,10 +112,14 @@ class PagedGeometry:
     head_dim: int
     page_size: int
     pages_per_seq: int
-    spare_pages: int
-    soft_cap: float | None
-    shuffle: bool
-    total_pages: int
+    spare_pages: int = 1
+    shuffle: bool = True
+    soft_cap: float | None = None
+
+    @property
+    def total_pages(self) -> int:
+        """Physical pages in the pool (each family's case counts its own)."""
+        raise NotImplementedError
 
     @property
     def group(self) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from hypothesis import strategies as st
@@ -56,10 +56,6 @@ class SoftmaxCase(Case):
     @property
     def rows(self) -> int:
         return int(np.prod(self.leading, dtype=np.int64))
-
-    def static_key(self) -> tuple[Any, ...]:
-        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
-                     if f.name not in self.DYNAMIC_FIELDS)
 
     def shape_summary(self) -> str:
         return f"x={(*self.leading, self.n)} logits~{self.offset:g}+{self.scale:g}z"

@@ -1,0 +1,41 @@
+"""The adapter record: how the harness calls one kernel.
+
+A family's ``kernel.py`` says in one :class:`Adapter` what every family record would
+otherwise spell out again: the default implementation, how an ``--impl`` is called, the
+function running an implementation on a backend, and the backends that can run it. The
+family record takes it whole: ``Family(**ADAPTER.fields(), name=..., ...)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.core.case import Arrays
+
+#: Backends a TPU Pallas kernel runs on: the generic interpreter, TPU interpret mode, a TPU.
+TPU_BACKENDS: frozenset[str] = frozenset({"interpret", "tpu-interpret", "tpu"})
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Adapter:
+    """How a family calls its kernel; the fields of the same names in
+    :class:`~kernel_harness.spec.family.Family`.
+
+    Attributes:
+      kernel: the default implementation (the kernel entry point).
+      impl_signature: how ``kernel`` is called, for the README and ``--impl``.
+      run: ``run(impl, case, inputs, backend) -> outputs``.
+      backends: the backends that can run it.
+    """
+
+    kernel: Callable[..., Any]
+    impl_signature: str
+    run: Callable[[Callable[..., Any], Any, Arrays, Backend], Arrays]
+    backends: frozenset[str]
+
+    def fields(self) -> dict[str, Any]:
+        """The record as :class:`~kernel_harness.spec.family.Family` keyword arguments."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
