@@ -22,8 +22,9 @@ LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 MAIN_COMMAND = (
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && "
-    ".venv/bin/kernel-harness check --profile dev"
+    "python3 -m venv .venv && .venv/bin/pip install -e . && "
+    ".venv/bin/kernel-harness check --profile dev --jobs 2 gpu-mha gpu-paged megablox-gmm "
+    "gpu-norm gpu-softmax"
 )
 TEST_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && "

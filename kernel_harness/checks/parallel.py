@@ -14,16 +14,27 @@ another worker then still finishes.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from kernel_harness.checks.supervisor import Supervisor
-from kernel_harness.checks.units import UnitResult
-
-if TYPE_CHECKING:  # the session imports this module
-    from kernel_harness.checks.session import CheckSession
+from kernel_harness.checks.units import Unit, UnitResult
 
 
-def run_units(session: CheckSession, supervisors: list[Supervisor],
+class Session(Protocol):
+    """What this module needs of a :class:`~kernel_harness.checks.session.CheckSession`
+    (which imports this module)."""
+
+    units: Sequence[Unit]
+
+    def run_or_skip(self, unit: Unit, run_one: Callable[[Unit], UnitResult],
+                    failed_first: dict[str, str]) -> UnitResult: ...
+
+    def finish_unit(self, unit: Unit, result: UnitResult, failed_first: dict[str, str],
+                    done: int, start: float) -> None: ...
+
+
+def run_units(session: Session, supervisors: list[Supervisor],
               failed_first: dict[str, str], start: float) -> list[UnitResult]:
     """Every unit of ``session``, run by one thread per supervisor; the results in the
     units' order. An exception in a worker thread (a request the worker refuses) is raised
@@ -64,4 +75,4 @@ def run_units(session: CheckSession, supervisors: list[Supervisor],
     return [r for r in results if r is not None]
 
 
-__all__ = ["run_units"]
+__all__ = ["Session", "run_units"]

@@ -4,21 +4,25 @@ jax's TPU interpreter cannot run this kernel unextended (reads through reshaped/
 refs, masked stores to 3-D refs), so an interpreted script carries the harness's own
 extensions: the source of :mod:`kernel_harness.core.compat.interpreter_ext`, embedded
 verbatim (one source of truth, as the judge is), with its one harness import replaced by
-a local exception class. The reference embeds the family's own ``allowed`` and
-``attend``.
+local definitions (the exception class; the patch helpers' own source). The reference
+embeds the family's own ``allowed`` and ``attend``.
 """
 
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 
+from kernel_harness.core import compat
 from kernel_harness.core.compat import interpreter_ext
 from kernel_harness.families.tpu_ragged_paged import reference as _reference
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 from kernel_harness.spec.export import ExportSnippet
 
-_HARNESS_IMPORT = "from kernel_harness.core.compat import InterpreterLayoutError\n"
+#: The one harness import of the extensions module (names from ``core.compat``).
+_HARNESS_IMPORT = re.compile(
+    r"^from kernel_harness\.core\.compat import (?:\(([^)]*)\)|([^\n(]+))\n", re.MULTILINE)
 _LOCAL_ERROR = '''\
 class InterpreterLayoutError(RuntimeError):
     """The installed jax's TPU interpreter is not laid out as the extensions expect."""
@@ -26,15 +30,32 @@ class InterpreterLayoutError(RuntimeError):
 _FUTURE = "from __future__ import annotations\n"
 
 
+def _local(name: str) -> str:
+    """The script's own definition of ``core.compat``'s ``name``: the exception class, or
+    the function's source verbatim (with the marker it compares against)."""
+    if name == "InterpreterLayoutError":
+        return _LOCAL_ERROR
+    obj = getattr(compat, name, None)
+    if not inspect.isfunction(obj):
+        raise ValueError(f"the tpu-ragged-paged export cannot embed core.compat.{name}: "
+                         "update kernel_harness/families/tpu_ragged_paged/export.py")
+    source = inspect.getsource(obj)
+    return ("_MISSING = object()\n\n\n" if "_MISSING" in source else "") + source
+
+
 def interpreter_source() -> str:
     """The interpreter extensions as embedded in a script: the module's source verbatim,
-    less its ``__future__`` import (it must open a file) and with the exception it raises
-    defined in place of the harness import."""
+    less its ``__future__`` import (it must open a file) and with what it imports from the
+    harness (an exception, two patch helpers) defined in place of the import."""
     source = inspect.getsource(interpreter_ext)
-    if _HARNESS_IMPORT not in source or _FUTURE not in source:
+    found = _HARNESS_IMPORT.search(source)
+    if found is None or _FUTURE not in source:
         raise ValueError("kernel_harness/core/compat/interpreter_ext.py changed its imports: "
                          "update the tpu-ragged-paged export")
-    source = source.replace(_FUTURE, "", 1).replace(_HARNESS_IMPORT, _LOCAL_ERROR, 1)
+    listed = found.group(1) or found.group(2)
+    names = [n.strip() for n in listed.replace("\n", ",").split(",") if n.strip()]
+    local = "\n\n".join(_local(n) for n in names)
+    source = (source[:found.start()] + local + source[found.end():]).replace(_FUTURE, "", 1)
     banner = ("# ---- kernel_harness/core/compat/interpreter_ext.py, embedded verbatim: the "
               "harness's TPU interpreter extensions ----")
     return f"{banner}\n{source.strip()}\n# ---- end ----"
