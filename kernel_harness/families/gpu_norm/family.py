@@ -35,7 +35,11 @@ _LOW = (
 #: (dtype, output) -> (max_rel_err, worst observed); see the reasons above.
 _TABLE: dict[tuple[str, str], tuple[float, str]] = {
     ("float32", "out"): (1e-4, "2.8e-5"),
-    ("float32", "dx"): (2e-5, "4.3e-6 (of dx:magnitude)"),
+    # 2e-5 until 2026-12-01, when README command 1's fresh dev draw judged one row of a
+    # layer_norm x=(1,17,7) at offset 300 by its own scale: 2.07e-5, as rounding x and the
+    # mean predicts (~offset x 6e-8 = 1.8e-5); 3x that still fails a bfloat16 dx (~4e-3).
+    ("float32", "dx"): (6e-5, "4.3e-6 (of dx:magnitude; 2.07e-5 of one row's own scale at "
+                              "offset 300, a later dev draw)"),
     ("float32", "dweight"): (1.5e-4, "4.6e-5"),
     ("float32", "dbias"): (5e-6, "3.8e-7"),
     ("bfloat16", "out"): (1e-2, "3.6e-3"),
