@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import Arrays
 from kernel_harness.families.gpu_decode.cases import DecodeCase
 from kernel_harness.families.gpu_decode.reference import visible
-from kernel_harness.spec.hooks import Metamorphic, Toggle
+from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
 
 def block_variants(case: DecodeCase) -> st.SearchStrategy[DecodeCase]:
@@ -36,14 +36,12 @@ def as_mha(case: DecodeCase, inputs: Arrays) -> tuple[DecodeCase, Arrays] | None
     return mha, {**inputs, **{n: np.repeat(inputs[n], case.group, axis=2) for n in ("k", "v")}}
 
 
-def toggles(case: DecodeCase) -> list[Toggle]:
+def option_toggles(case: DecodeCase) -> list[Toggle]:
     """start/end bounds dropped (visibility), unnormalized output normalized (values)."""
-    out = [Toggle(name=name, case=dataclasses.replace(case, **{name: None}))
-           for name in ("start", "end") if getattr(case, name) is not None]
-    if not case.normalize_output:
-        out.append(Toggle(name="unnormalized", changes="values",
-                          case=dataclasses.replace(case, normalize_output=True)))
-    return out
+    return toggles(case, ("start", case.start is not None, {"start": None}),
+                   ("end", case.end is not None, {"end": None}),
+                   ("unnormalized", not case.normalize_output, {"normalize_output": True},
+                    "values"))
 
 
 def no_keys(case: DecodeCase) -> dict[str, Any]:
@@ -56,6 +54,6 @@ METAMORPHIC = Metamorphic(
            "v": ("batch", "key", "kv_head", "dim"), "out": ("batch", "head", "dim"),
            "lse": ("batch", "head")},
     visible=lambda case: visible(case)[:, None, None, :],
-    block_variants=block_variants, option_toggles=toggles, as_mha=as_mha, logit_input="q",
+    block_variants=block_variants, option_toggles=option_toggles, as_mha=as_mha, logit_input="q",
     may_be_nonfinite=no_keys,
 )

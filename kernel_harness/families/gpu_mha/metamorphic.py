@@ -18,7 +18,7 @@ from kernel_harness.families.gpu_common import TILE_SIZES, is_pow2
 from kernel_harness.families.gpu_mha.cases import OVERSIZE_BLOCK, MhaCase
 from kernel_harness.families.gpu_mha.reference import dense_mask
 from kernel_harness.ops.attention.vocabulary import roles
-from kernel_harness.spec.hooks import Metamorphic, Toggle
+from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
 ROLES = roles("bqhd", kv_head="head", segment_ids=("batch", "key"))
 
@@ -68,12 +68,8 @@ def block_variants(case: MhaCase) -> st.SearchStrategy[MhaCase]:
 
 def option_toggles(case: MhaCase) -> list[Toggle]:
     """The case without causal, and without its segment ids (both change visibility)."""
-    out = []
-    if case.causal:
-        out.append(Toggle(name="causal", case=dataclasses.replace(case, causal=False)))
-    if case.segment_runs is not None:
-        out.append(Toggle(name="segment ids", case=dataclasses.replace(case, segment_runs=None)))
-    return out
+    return toggles(case, ("causal", case.causal, {"causal": False}),
+                   ("segment ids", case.segment_runs is not None, {"segment_runs": None}))
 
 
 METAMORPHIC = Metamorphic(

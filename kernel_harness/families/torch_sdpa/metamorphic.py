@@ -8,14 +8,12 @@ No TPU lowering and no sharded runs (torch runs through a host callback).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase
 from kernel_harness.ops.attention.metamorphic import as_mha_hook
 from kernel_harness.ops.attention.vocabulary import roles
-from kernel_harness.spec.hooks import Metamorphic, Toggle
+from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
 ROLES = roles("bhqd", q="query", k="key", v="value", mask=("batch", "head", "query", "key"))
 
@@ -28,16 +26,9 @@ def visible(case: TorchSdpaCase) -> np.ndarray:
 def option_toggles(case: TorchSdpaCase) -> list[Toggle]:
     """The case without is_causal, without its bool mask (visibility), without its float
     mask (values)."""
-    out = []
-    if case.is_causal:
-        out.append(Toggle(name="is_causal", case=dataclasses.replace(case, is_causal=False)))
-    if case.mask == "bool":
-        out.append(Toggle(name="bool attn_mask",
-                          case=dataclasses.replace(case, mask=None, empty_row=False)))
-    if case.mask == "float":
-        out.append(Toggle(name="float attn_mask", case=dataclasses.replace(case, mask=None),
-                          changes="values"))
-    return out
+    return toggles(case, ("is_causal", case.is_causal, {"is_causal": False}),
+                   ("bool attn_mask", case.mask == "bool", {"mask": None, "empty_row": False}),
+                   ("float attn_mask", case.mask == "float", {"mask": None}, "values"))
 
 
 METAMORPHIC = Metamorphic(

@@ -8,9 +8,14 @@ import math
 
 import jax
 import jax.numpy as jnp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kernel_harness.families.gpu_mha import kernel
 from kernel_harness.families.gpu_mha.cases import MhaCase
+from kernel_harness.families.gpu_mha.metamorphic import block_variants
+from kernel_harness.spec.registry import get_family
+from tests.families.gpu.test_gpu_planted_bugs import mha_backward_drops_segments
 from tests.families.paged_decode.helpers import fails, passes
 
 FULL = MhaCase(dtype="float32", seed=3, batch=1, heads=2, q_len=64, kv_len=64, head_dim=32,
@@ -19,15 +24,6 @@ FULL = MhaCase(dtype="float32", seed=3, batch=1, heads=2, q_len=64, kv_len=64, h
 CAUSAL = dataclasses.replace(FULL, causal=True)
 #: Two runs of segment 0 around one of segment 1 (ids compare by equality).
 SEGMENTS = dataclasses.replace(FULL, segment_runs=(((0, 20), (1, 30), (0, 14)),))
-
-
-def backward_drops_segments(q, k, v, segment_ids, **kw):
-    """Right forward; gradients computed as if there were no segment ids."""
-    if kw.get("return_residuals"):
-        return kernel.mha(q, k, v, segment_ids, **kw)
-    good = kernel.mha(q, k, v, segment_ids, **kw)
-    plain = kernel.mha(q, k, v, None, **kw)
-    return plain + jax.lax.stop_gradient(good - plain)
 
 
 def ignores_segments(q, k, v, segment_ids, **kw):
@@ -74,7 +70,7 @@ def unrescaled_blocks(q, k, v, segment_ids, **kw):
 
 def test_invisible_keys_and_queries_are_ignored():
     passes("gpu-mha", "invisible-inputs-ignored", [SEGMENTS, CAUSAL], max_examples=4)
-    fails("gpu-mha", "invisible-inputs-ignored", [SEGMENTS], backward_drops_segments,
+    fails("gpu-mha", "invisible-inputs-ignored", [SEGMENTS], mha_backward_drops_segments,
           max_examples=4)
 
 
@@ -103,12 +99,6 @@ def test_options_have_their_effect():
 def test_every_block_variant_is_a_valid_case():
     # Length 96 is drawn 1 time in 4: an oversize block clamps to 96, not a power of two, so
     # it is no variant (the first dev run after the hooks landed drew one: a harness ValueError).
-    from hypothesis import HealthCheck, given, settings
-    from hypothesis import strategies as st
-
-    from kernel_harness.families.gpu_mha.metamorphic import block_variants
-    from kernel_harness.spec.registry import get_family
-
     @settings(max_examples=60, deadline=None, derandomize=True, database=None,
               suppress_health_check=list(HealthCheck))
     @given(st.data())
