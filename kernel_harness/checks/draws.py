@@ -1,7 +1,8 @@
 """Several data draws per compiled program (``draws_per_compile``).
 
-Almost all of a check's time is compiling the kernel's forward+vjp program and the
-reference for one static configuration; running them takes milliseconds. So each drawn
+Most of a check's time is compiling the kernel's forward+vjp program and the reference for
+one static configuration; running them is cheaper (milliseconds in most families, but up
+to seconds a draw for flash's larger interpret-mode cases: docs/speed.md). So each drawn
 case is judged together with ``K - 1`` more cases of the same static configuration (equal
 ``static_key()``): other data seeds, logit scales, any data-only field, as the family's
 ``Family.data_draws`` hook draws them (default: other seeds). Each draw is a full case,
