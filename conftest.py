@@ -24,16 +24,21 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from kernel_harness.core.compat.xla_flags import fast_cpu_compile_flags
 from kernel_harness.run import profiles
 
 #: XLA's CPU compiler at its cheapest settings for this suite's own processes (and the CLI
 #: subprocesses they start, which inherit the environment). Most of the suite's time is XLA
 #: compiling interpret-mode kernels; LLVM's optimisation passes cost about a fifth of an hstu
 #: check. Where running dominates (flash's large cases) the unoptimised code runs slower and
-#: the two roughly cancel (docs/ci.md, "How CI stays fast"). They do not change
-#: results: XLA's CPU backend keeps fast-math off, so no pass may reorder float arithmetic.
-#: A user's XLA_FLAGS that already set either flag win.
-SUITE_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true")
+#: the two roughly cancel (docs/ci.md, "How CI stays fast"). Where this jaxlib's XLA has them,
+#: its older CPU emitters too (``core/compat/xla_flags.py``; jaxlib 0.10: properties/ at the
+#: dev size in 2 min 14 s instead of 3 min 35 s). Fast-math stays off, so no pass may
+#: reorder float arithmetic; the emitters may vectorize a reduction differently (up to about
+#: a float32 ulp of an output, far inside every tolerance). A user's XLA_FLAGS that already
+#: set a flag win. The pytest header prints what the suite set.
+SUITE_XLA_FLAGS = ("--xla_backend_optimization_level=0",
+                   "--xla_llvm_disable_expensive_passes=true", *fast_cpu_compile_flags())
 
 
 def _suite_xla_flags(current: str) -> str:
@@ -197,6 +202,11 @@ def pytest_testnodedown(node, error) -> None:  # xdist's hook: a worker finished
     if counts:
         for key, value in counts.items():
             _cache_counts[key] += value
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The XLA flags the suite's processes run with (SUITE_XLA_FLAGS merged into the user's)."""
+    return f"XLA_FLAGS (suite): {os.environ['XLA_FLAGS']}"
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

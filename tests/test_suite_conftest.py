@@ -86,3 +86,21 @@ def test_suite_xla_flags_add_only_what_is_not_set():
     assert merged[:2] == mine.split()
     assert "--xla_backend_optimization_level=0" not in merged
     assert "--xla_llvm_disable_expensive_passes=true" in merged
+
+
+def test_the_emitter_flag_is_set_only_where_this_jaxlib_knows_it():
+    """An XLA flag the installed jaxlib does not know aborts every process of the suite."""
+    from kernel_harness.core.compat import xla_flags
+
+    conftest = _repo_conftest()
+    emitters = "--xla_cpu_use_fusion_emitters=false"
+    assert xla_flags.fast_cpu_compile_flags((0, 10)) == (emitters,)
+    assert xla_flags.fast_cpu_compile_flags((0, 12)) == ()
+    assert xla_flags.fast_cpu_compile_flags((9, 0)) == ()  # unchecked: nothing that may abort
+    assert set(xla_flags.fast_cpu_compile_flags()) <= set(conftest.SUITE_XLA_FLAGS)
+    # This process (and every CLI subprocess the suite starts) runs with them, and lives.
+    named = {f.split("=", 1)[0] for f in os.environ["XLA_FLAGS"].split()}
+    assert {f.split("=", 1)[0] for f in conftest.SUITE_XLA_FLAGS} <= named
+    assert xla_flags.jaxlib_version() in xla_flags.FAST_CPU_COMPILE_FLAGS, (
+        "a jaxlib this table has not seen: check which of its flags its XLA accepts "
+        "(XLA_FLAGS=FLAG python -c 'import jax; jax.devices()') and add its entry")
