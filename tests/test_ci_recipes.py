@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from kernel_harness import cli
+from kernel_harness.regression import mutate
 from kernel_harness.spec import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,3 +176,14 @@ def test_the_accelerator_script_parses_and_runs_what_a_gpu_host_needs():
                           if "gpu" in registry.get_family(n).backends)
     assert sorted(text.split('FAMILIES="')[1].split('"')[0].split()) == gpu_families
     assert "set -e" not in text  # one failing step never stops the next
+
+
+def test_the_nightly_kill_matrices_cover_every_catalog_and_only_those():
+    """ci.yml's kill-matrices job lists its families by hand (a workflow cannot import the
+    registry); every built-in family with a mutant catalog (``<package>.mutants``) is there."""
+    doc = yaml.safe_load((ROOT / ".github/workflows/ci.yml").read_text())
+    job = doc["jobs"]["kill-matrices"]
+    listed = sorted(e["family"] for e in job["strategy"]["matrix"]["include"])
+    assert listed == sorted(mutate.families_with_catalogs())
+    kill = " ".join(job["steps"][-1]["run"].split())
+    assert "mutate ${{ matrix.family }} --first-kill --profile ci" in kill

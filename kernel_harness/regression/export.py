@@ -69,10 +69,11 @@ def _impl_import(impl_spec: str) -> str:
             f"# directory that holds {top}/ or {top}.py, with it on PYTHONPATH, or installed).\n"
             f"try:\n"
             f"    from {module} import {attr} as kernel\n"
-            f"except ImportError as _e:\n"
-            f"    raise SystemExit(f\"cannot import {module} (--impl {impl_spec}): {{_e}}; "
+            f"except ImportError as _e:  # no kernel here: a setup error (2), not a FAIL (1)\n"
+            f"    print(f\"cannot import {module} (--impl {impl_spec}): {{_e}}; "
             f"run this script from the directory that holds {top}, or add that directory to "
-            f"PYTHONPATH\") from None")
+            f"PYTHONPATH\", file=sys.stderr)\n"
+            f"    raise SystemExit(2) from None")
 
 
 def _npz_arrays(fam: Family, case: Any, extra: Any) -> dict[str, np.ndarray]:

@@ -42,15 +42,28 @@ GATE_COLUMN = "gate"
 DEFAULT_MAX_EXAMPLES = 20
 
 
+def catalog_module(family_name: str) -> str:
+    """The module a family's catalog lives in: ``mutants`` next to its registered module."""
+    try:
+        target = family_target(family_name)
+    except UnknownFamily:
+        raise ValueError(f"unknown family {family_name!r}") from None
+    return target.partition(":")[0].rpartition(".")[0] + ".mutants"
+
+
+def families_with_catalogs() -> list[str]:
+    """The built-in families that keep a mutant catalog (found without importing it)."""
+    from kernel_harness.spec.registry import BUILTIN_FAMILIES
+
+    return [name for name in BUILTIN_FAMILIES
+            if importlib.util.find_spec(catalog_module(name)) is not None]
+
+
 def load_catalog(family_name: str, spec: str | None = None) -> list[Mutant]:
     """The mutants of a family: ``spec`` (``MODULE:ATTR``) or the ``mutants`` module next to
     the family's registered module."""
     if spec is None:
-        try:
-            target = family_target(family_name)
-        except UnknownFamily:
-            raise ValueError(f"unknown family {family_name!r}") from None
-        spec = target.partition(":")[0].rpartition(".")[0] + ".mutants:MUTANTS"
+        spec = catalog_module(family_name) + ":MUTANTS"
     module, _, attr = spec.partition(":")
     try:
         mutants = getattr(importlib.import_module(module), attr or "MUTANTS")

@@ -91,10 +91,16 @@ def test_cli_prints_the_kill_matrix_and_fails_on_survivors(toy_registry, capsys,
 
 # ---------------------------------------------------------------- real families
 
-FAMILIES_WITH_CATALOGS = [
-    "splash", "hstu", "flash", "megablox-gmm", "gpu-norm", "gpu-softmax", "tpu-ragged-paged",
-    "tpu-paged",
-]
+#: Every built-in family with a catalog (``.github/workflows/ci.yml``'s nightly kill-matrices
+#: job lists the same ones: tests/test_ci_recipes.py).
+FAMILIES_WITH_CATALOGS = mutate.families_with_catalogs()
+
+
+def test_the_families_that_keep_catalogs():
+    """A catalog that disappears (or a new one) is noticed here, not by a shorter CI."""
+    assert sorted(FAMILIES_WITH_CATALOGS) == sorted([
+        "splash", "hstu", "flash", "megablox-gmm", "gpu-norm", "gpu-softmax", "tpu-ragged-paged",
+        "tpu-paged"])
 
 
 def _catalog(name):
