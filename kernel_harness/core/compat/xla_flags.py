@@ -19,10 +19,9 @@ from importlib import metadata
 #: first checks: 16.8 -> 7.4 s of backend compile, 26.8 -> 18.4 s of CPU, jaxlib 0.10.2,
 #: 2026-12-01; compiling and running together took 31% less CPU). Fast-math stays off, but
 #: an emitter chooses how a reduction is vectorized: on the first drawn case of 6 families,
-#: 41 of 49 outputs came out bitwise
-#: equal and 8 differed by at most 1.6e-7 of their scale (about a float32 ulp), far inside
-#: every tolerance. The XLA of jaxlib 0.10.0 and 0.10.2 accepts it; that of 0.11.2 and
-#: 0.12.0.1 no longer has the flag and aborts on it.
+#: 41 of 49 outputs came out bitwise equal and 8 differed by at most 1.6e-7 of their scale
+#: (about a float32 ulp), far inside every tolerance. The XLA of jaxlib 0.10.0 and 0.10.2
+#: accepts it; that of 0.11.2 and 0.12.0.1 no longer has the flag and aborts on it.
 FAST_CPU_COMPILE_FLAGS: dict[tuple[int, int], tuple[str, ...]] = {
     (0, 10): ("--xla_cpu_use_fusion_emitters=false",),
     (0, 11): (),
