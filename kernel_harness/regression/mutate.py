@@ -33,7 +33,7 @@ from typing import Any
 
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.mutant import Mutant, StaleMutant, patched_source
-from kernel_harness.spec.registry import UnknownFamily, family_target
+from kernel_harness.spec.registry import BUILTIN_FAMILIES, UnknownFamily, family_target
 
 #: Columns of the matrix next to the properties: the stored golden cases, and the
 #: accuracy gate on the same cases (errors against the recorded baseline).
@@ -53,8 +53,6 @@ def catalog_module(family_name: str) -> str:
 
 def families_with_catalogs() -> list[str]:
     """The built-in families that keep a mutant catalog (found without importing it)."""
-    from kernel_harness.spec.registry import BUILTIN_FAMILIES
-
     return [name for name in BUILTIN_FAMILIES
             if importlib.util.find_spec(catalog_module(name)) is not None]
 
