@@ -7,7 +7,7 @@ from typing import Any
 
 from kernel_harness.checks.corpus import open_corpus, replay_entries
 from kernel_harness.cli import common
-from kernel_harness.cli.golden import GOLDEN_DIR_HELP
+from kernel_harness.cli.golden import GOLDEN_DIR_HELP, check_families
 from kernel_harness.core.errors import UsageError
 from kernel_harness.regression import golden
 from kernel_harness.regression.gate import (
@@ -53,6 +53,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--corpus", default=None, metavar="LOCATION",
                    help="a failure corpus (what the nightly found): each gated family's stored "
                    "failures are replayed too, and one that fails again fails the gate")
+    p.add_argument("--goldens", action="store_true",
+                   help="first run `golden check` on the same families, backend, --impl and "
+                   "--golden-dir, in this process (the gate then reuses the programs it "
+                   "traced and compiled: both for about the price of one); either failing "
+                   "fails the gate")
 
 
 def run(args: Any) -> int:
@@ -68,10 +73,22 @@ def run(args: Any) -> int:
         raise UsageError("--impl and --baseline apply to one family: name exactly one")
     if not args.factor > 1 or not args.floor > 0:
         raise UsageError("--factor must be > 1 and --floor > 0")
+    if args.goldens and args.record:
+        raise UsageError("--goldens checks the golden files and --record writes the baseline: "
+                         "run them one at a time")
     location = args.corpus or getattr(getattr(args, "config", None), "corpus", None)
     corpus = open_corpus(location, writable=False) if location else None
     worst = 0
     failed_family: str | None = None
+    if args.goldens:
+        if args.family:  # a named family the backend cannot run: before any work
+            for family in families:
+                _ensure_supported_or_usage_error(family, backend)
+        worst = check_families(families, backend, impl=impl, root=args.golden_dir)
+        print()
+        if worst and args.fail_fast:
+            print("kernel-harness gate: NOT RUN (--fail-fast: the golden check failed)")
+            return worst
     for family in families:
         if args.fail_fast and failed_family is not None:
             print(f"{family.name}: NOT RUN (--fail-fast: {failed_family} failed the gate)")
@@ -81,11 +98,11 @@ def run(args: Any) -> int:
             worst = max(worst, 1)
             failed_family = failed_family or family.name
         path = args.baseline or default_path(family.name, args.golden_dir)
+        if args.family:
+            _ensure_supported_or_usage_error(family, backend)
         try:
             ensure_supported(family, backend)
-        except Exception as e:  # noqa: BLE001 - BackendUnavailable: named, then skipped
-            if args.family:
-                raise UsageError(str(e)) from None
+        except Exception as e:  # noqa: BLE001 - BackendUnavailable: skipped with the reason
             print(f"{family.name}: SKIP ({e})")
             continue
         try:
@@ -142,6 +159,14 @@ def run(args: Any) -> int:
         if failed and failed_family is None:
             failed_family = family.name
     return worst
+
+
+def _ensure_supported_or_usage_error(family: Any, backend: Any) -> None:
+    """A family named on the command line that the backend cannot run is a usage error."""
+    try:
+        ensure_supported(family, backend)
+    except Exception as e:  # noqa: BLE001 - BackendUnavailable
+        raise UsageError(str(e)) from None
 
 
 def _corpus_fails(corpus: Any, family: Any, backend: Any, impl: Any,

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kernel_harness.cli import common
+from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import UsageError
 from kernel_harness.regression.golden import (
     SUMMARY_HEADERS,
     GoldenCase,
     GoldenError,
+    GoldenOutcome,
     add_case,
     compared_nothing,
     run_family,
@@ -20,6 +23,7 @@ from kernel_harness.regression.golden import (
 from kernel_harness.regression.golden.location import resolve
 from kernel_harness.run import report
 from kernel_harness.run.outputs import ensure_writable
+from kernel_harness.spec.family import Family
 from kernel_harness.spec.impl import load_impl
 
 #: Help text of ``--golden-dir`` (golden and gate).
@@ -77,24 +81,48 @@ def run(args: Any) -> int:
         impl = load_impl(args.impl) if getattr(args, "impl", None) else None
         if impl is not None and len(families) != 1:
             raise UsageError("--impl replaces one family's kernel: name exactly one family")
+        if args.golden_command == "check":
+            return check_families(families, backend, impl=impl, root=root, names=args.case,
+                                  tags=args.tag)
         outcomes = []
         for family in families:
-            if args.golden_command == "record":
-                _writable(family.name, root)
-            where = resolve(family.name, root)
-            print(f"{family.name}: goldens in {where.path} ({where.source})")
-            outcomes += run_family(
-                family, backend, mode=args.golden_command, names=args.case, tags=args.tag,
-                impl=impl, root=root, force=getattr(args, "force", False),
-            )
+            _writable(family.name, root)
+            _say_where(family.name, root)
+            outcomes += run_family(family, backend, mode="record", names=args.case,
+                                   tags=args.tag, root=root, force=args.force)
+    return summarize(outcomes, args.golden_command, backend)
+
+
+def check_families(families: Sequence[Family], backend: Backend, *, impl: Any = None,
+                   root: Path | None = None, names: Sequence[str] = (),
+                   tags: Sequence[str] = ()) -> int:
+    """``golden check`` of ``families``: prints where each family's goldens are, the table
+    and the verdict line; returns the exit status (0 only if every outcome is ok and some
+    golden was compared). ``gate --goldens`` runs it too."""
+    outcomes = []
+    for family in families:
+        _say_where(family.name, root)
+        outcomes += run_family(family, backend, mode="check", names=names, tags=tags,
+                               impl=impl, root=root)
+    return summarize(outcomes, "check", backend)
+
+
+def _say_where(family: str, root: Path | None) -> None:
+    where = resolve(family, root)
+    print(f"{family}: goldens in {where.path} ({where.source})")
+
+
+def summarize(outcomes: Sequence[GoldenOutcome], command: str, backend: Backend) -> int:
+    """Prints the outcomes' table and the verdict line of ``golden COMMAND``; returns the exit
+    status: 0 only if every outcome is ok (and, for ``check``, some golden was compared)."""
     print(report.format_table(SUMMARY_HEADERS, summary_rows(outcomes)))
     counts = {s: sum(o.status == s for o in outcomes) for s in
               ("PASS", "FAIL", "ERROR", "SKIP", "RECORDED", "KEPT")}
     ok = all(o.ok for o in outcomes)
-    nothing = compared_nothing(outcomes) if args.golden_command == "check" else None
+    nothing = compared_nothing(outcomes) if command == "check" else None
     across = sum(any(n.startswith("versions differ") for n in o.notes) for o in outcomes)
     elsewhere = sum(any(n.startswith("recorded on ") for n in o.notes) for o in outcomes)
-    print(f"\n{'PASS' if ok and not nothing else 'FAIL'}: golden {args.golden_command} on "
+    print(f"\n{'PASS' if ok and not nothing else 'FAIL'}: golden {command} on "
           f"backend {backend.name}, jax {jax_version()}: "
           + ", ".join(f"{v} {k.lower()}" for k, v in counts.items() if v)
           + (f" ({across} recorded on another jax version, compared against the family "

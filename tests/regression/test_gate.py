@@ -190,3 +190,25 @@ def test_a_crashing_kernel_gets_the_crash_report_and_fails_the_gate(capsys, root
     assert "[kernel-harness] CRASH toy float32" in out and "golden case: b" in out
     assert "toy_impls.py:" in out and "reproduce: kernel-harness repro toy" in out
     assert "Traceback" not in out
+
+
+def test_goldens_runs_the_golden_check_first_and_either_failing_fails(capsys, root):
+    """``gate --goldens``: the golden check of the same families, then the gate, in one
+    process; a golden that no longer holds fails it even where the gate alone passes."""
+    assert cli.main(["golden", "record", "toy", "--golden-dir", str(root)]) == 0
+    assert _gate(capsys, root, "--record")[0] == 0
+    code, out = _gate(capsys, root, "--goldens")
+    assert code == 0, out
+    assert out.index("PASS: golden check on backend interpret") < out.index("PASS: toy: 0 of 4")
+
+    (root / "toy" / "a.npz").unlink()  # the stored case is gone: the golden check fails
+    assert _gate(capsys, root)[0] == 0  # the gate alone does not read the golden files
+    code, out = _gate(capsys, root, "--goldens")
+    assert code == 1, out
+    assert "FAIL: golden check" in out and "PASS: toy: 0 of 4" in out  # the gate still ran
+    code, out = _gate(capsys, root, "--goldens", "--fail-fast")
+    assert code == 1 and "NOT RUN (--fail-fast: the golden check failed)" in out, out
+    assert "PASS: toy" not in out
+
+    code, out = _gate(capsys, root, "--goldens", "--record")
+    assert code == 2 and "run them one at a time" in out
