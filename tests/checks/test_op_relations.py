@@ -54,11 +54,19 @@ def coupled_softplus(x):
 
 
 def _run(name, impl=None, max_examples=6):
+    """Runs relation ``name`` on the toy without shrinking: these tests are about a relation
+    catching a bug and replaying what it reports. Hypothesis's unbounded shrinking of a
+    failure cost 13-17 s a test here (a toy compile per candidate length); shrinking under
+    the profiles' budgets, metamorphic draws included, has tests of its own
+    (tests/checks/test_shrinking.py, test_metamorphic_replay.py, cli/test_crash_everywhere.py)."""
     observer = Observer()
     prop = build_property(name, TOY, backend=INTERPRET, impl=impl, observer=observer)
     hypothesis.settings(max_examples=max_examples, database=None, deadline=None,
-                        derandomize=True)(prop)()
+                        derandomize=True, phases=NO_SHRINK)(prop)()
     return observer
+
+
+NO_SHRINK = (hypothesis.Phase.explicit, hypothesis.Phase.reuse, hypothesis.Phase.generate)
 
 
 def test_relations_are_properties_of_the_family():
