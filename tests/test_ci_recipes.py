@@ -22,7 +22,9 @@ _spec = importlib.util.spec_from_file_location("rehearse_nightly",
 rehearse = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(rehearse)
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
-COMMAND = re.compile(r"(?:^|&&|\|\||;|\|)\s*(?:\S*/)?kernel-harness\s+([^&|;]*)")
+#: A ``kernel-harness`` call, after a shell separator and any ``VAR=value`` prefixes.
+COMMAND = re.compile(r"(?:^|&&|\|\||;|\|)\s*(?:[A-Z_][A-Z0-9_]*=(?:\"[^\"]*\"|\S*)\s+)*"
+                     r"(?:\S*/)?kernel-harness\s+([^&|;]*)")
 
 
 def _commands(script: str) -> list[list[str]]:
