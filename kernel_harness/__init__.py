@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     "without": "kernel_harness.spec.narrow",
     "Bench": "kernel_harness.spec.bench",
     "Timed": "kernel_harness.spec.bench",
+    "ShrinkBudget": "kernel_harness.run.profiles",
     "CheckRequest": "kernel_harness.checks.request",
     "CheckSession": "kernel_harness.checks.session",
     "SessionResult": "kernel_harness.checks.session",

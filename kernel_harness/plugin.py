@@ -19,7 +19,8 @@ configured backend under ``--kh-check``), ``--kh-impl
 checked), ``--kh-family-module MODULE`` (repeatable, out-of-tree families), ``--kh-property``
 (repeatable), ``--kh-profile dev|ci|nightly``, ``--kh-max-examples``, ``--kh-seed``,
 ``--kh-timeout SECONDS`` (units in a worker process: a hang or a native crash is a
-failure), ``--kh-isolate``, ``--kh-fail-fast``, ``--kh-tolerance OUTPUT[:DTYPE]=X``,
+failure), ``--kh-isolate``, ``--kh-fail-fast``, ``--kh-shrink-budget SECONDS/STEPS`` (``0``:
+no shrinking), ``--kh-tolerance OUTPUT[:DTYPE]=X``,
 ``--kh-tolerance-scale F`` and ``--force-regen`` (regenerate golden files).
 
 Profiles: the harness properties run under the harness profile chosen by
@@ -85,6 +86,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run the units in a worker process (a native crash is a failure)")
     group.addoption("--kh-fail-fast", action="store_true", default=False,
                     help="once a family fails a property, its other properties are NOT RUN")
+    group.addoption("--kh-shrink-budget", default=None, metavar="SECONDS/STEPS",
+                    help="after a property's first failure, shrink for at most SECONDS and "
+                    "STEPS test calls (default: the profile's); 0: no shrinking")
     group.addoption("--kh-tolerance", action="append", default=[], metavar="OUTPUT[:DTYPE]=X",
                     help="replace one output's tolerance")
     group.addoption("--kh-tolerance-scale", type=float, default=None, metavar="F",

@@ -24,7 +24,7 @@ from kernel_harness.checks.session import CheckRequest, CheckSession, SessionRes
 from kernel_harness.checks.units import UnitResult
 from kernel_harness.core.backends import BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import UsageError
-from kernel_harness.run.profiles import pytest_profile
+from kernel_harness.run.profiles import ShrinkBudget, pytest_profile
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec.config import load_config
 from kernel_harness.spec.family import Family
@@ -51,19 +51,27 @@ def check(
     timeout: float | None = None,
     isolate: bool = False,
     fail_fast: bool = False,
+    shrink_budget: str | ShrinkBudget | None = None,
     corpus: str | None = None,
 ) -> SessionResult:
     """Checks ``family`` (a name, a :class:`Family`, or several) with every property, or
     ``properties``; raises :class:`HarnessCheckFailed` (an AssertionError) carrying the
     harness's report when any unit did not pass, or when nothing was compared at all.
-    A bad argument is a :class:`~kernel_harness.core.errors.UsageError`."""
+    ``shrink_budget``: ``SECONDS/STEPS`` (or a :class:`ShrinkBudget`; ``"0"``: no shrinking),
+    default the profile's. A bad argument is a :class:`~kernel_harness.core.errors.UsageError`."""
     families = [family] if isinstance(family, str | Family) else list(family)
+    if isinstance(shrink_budget, str):
+        try:
+            shrink_budget = ShrinkBudget.parse(shrink_budget)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     request = CheckRequest(
         families=tuple(families), properties=tuple(properties or ()), profile=profile,
         backend=backend or "interpret", impl=impl, max_examples=max_examples, seed=seed,
         draws_per_compile=draws_per_compile,
         without=tuple(without), tolerance=tuple(tolerance), tolerance_scale=tolerance_scale,
-        timeout=timeout, isolate=isolate, fail_fast=fail_fast, corpus=corpus,
+        timeout=timeout, isolate=isolate, fail_fast=fail_fast, shrink_budget=shrink_budget,
+        corpus=corpus,
     )
     result = CheckSession(request).run()
     if not result.ok:
@@ -120,6 +128,8 @@ class _Plan:
                                      opt("--hypothesis-profile", default=None))
             backend = opt("--kh-backend") or cfg.backend or "interpret"
             corpus = opt("--kh-corpus") or cfg.corpus
+            budget = opt("--kh-shrink-budget")
+            shrink_budget = None if budget is None else ShrinkBudget.parse(budget)
             impls, impl_by_family = _scoped(opt("--kh-impl"), "--kh-impl")
             without, without_by_family = _scoped(opt("--kh-without"), "--kh-without")
             if impls and len(chosen) != 1:
@@ -146,7 +156,8 @@ class _Plan:
                     tolerance=tuple(opt("--kh-tolerance")),
                     tolerance_scale=opt("--kh-tolerance-scale"), timeout=opt("--kh-timeout"),
                     isolate=opt("--kh-isolate"), fail_fast=opt("--kh-fail-fast"),
-                    corpus=corpus, kernel_coverage=opt("--kh-kernel-coverage"),
+                    shrink_budget=shrink_budget, corpus=corpus,
+                    kernel_coverage=opt("--kh-kernel-coverage"),
                 )
                 self.sessions[name] = CheckSession(request)
         except (UsageError, ValueError) as e:

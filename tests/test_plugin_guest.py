@@ -120,6 +120,9 @@ def test_kh_family_module_reaches_the_property_tests():
            if k not in ("KERNEL_HARNESS_FAMILY_MODULES", *_CI_VARIABLES)}
     ok = _pytest(root, *args, env=env)
     assert ok.returncode == 0 and "1 passed" in ok.stdout, ok.stdout + ok.stderr
+    # --kh-shrink-budget reaches the session as --shrink-budget does (0: the first failing
+    # example as found; it is not what this test is about, and shrinking it cost 4 s).
     bad = _pytest(root, *args, "--kh-impl", "toy=tests.helpers.toy_family:wrong_softplus",
-                  env=env)
+                  "--kh-shrink-budget", "0", env=env)
     assert bad.returncode == 1 and "FAIL toy y" in bad.stdout, bad.stdout
+    assert "the 0 steps budget ran out" in bad.stdout, bad.stdout

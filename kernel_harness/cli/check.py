@@ -56,6 +56,7 @@ def add_parser(sub: Any) -> None:
                        "core); the summary keeps the units' order")
     common.add_adjustment_flags(check, without=True)
     common.add_compile_cache_flag(check)
+    common.add_shrink_budget_flag(check)
     check.add_argument("--all-bugs", action="store_true",
                        help="keep drawing after a property's first failure to report every "
                        "distinct failure and crash kind (slower; default: stop at the first)")
@@ -84,6 +85,7 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         tolerance=tuple(args.tolerance), tolerance_scale=args.tolerance_scale,
         timeout=args.timeout,
         isolate=args.isolate, jobs=args.jobs, fail_fast=args.fail_fast, all_bugs=args.all_bugs,
+        shrink_budget=args.shrink_budget,
         progress_every=args.progress_every, compile_cache=args.compile_cache,
         # an explicit --corpus beats the project's configured one ([tool.kernel-harness])
         corpus=args.corpus or getattr(getattr(args, "config", None), "corpus", None),

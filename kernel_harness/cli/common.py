@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,7 +14,7 @@ from kernel_harness.core.backends import (
     resolve_backend,
 )
 from kernel_harness.core.errors import UsageError
-from kernel_harness.run.profiles import PROFILE_NAMES, get_profile
+from kernel_harness.run.profiles import PROFILE_NAMES, SHRINK_BUDGETS, ShrinkBudget, get_profile
 from kernel_harness.spec.config import HarnessConfig
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.registry import UnknownFamily, family_names, get_family
@@ -67,6 +68,27 @@ def add_compile_cache_flag(parser: Any) -> None:
     parser.add_argument("--compile-cache", default=None, metavar="DIR|off",
                         help="persistent compile cache (default $KERNEL_HARNESS_COMPILE_CACHE, "
                         "else ~/.cache/kernel-harness/jax-compile-cache)")
+
+
+def _shrink_budget(text: str) -> ShrinkBudget:
+    try:
+        return ShrinkBudget.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+#: ``--shrink-budget``'s help: the profiles' budgets named from their one table.
+SHRINK_BUDGET_HELP = (
+    "after a property's first failure, shrink it for at most SECONDS and STEPS test calls "
+    "(default: the profile's, " + ", ".join(f"{name} {b.seconds:g}/{b.steps}"
+                                            for name, b in SHRINK_BUDGETS.items())
+    + "); 0: no shrinking, the first failing example is reported as found")
+
+
+def add_shrink_budget_flag(parser: Any) -> None:
+    """``--shrink-budget SECONDS/STEPS|0`` on ``parser`` (:meth:`ShrinkBudget.parse`)."""
+    parser.add_argument("--shrink-budget", type=_shrink_budget, default=None,
+                        metavar="SECONDS/STEPS", help=SHRINK_BUDGET_HELP)
 
 
 def add_backend_flag(parser: Any, *, builtin: str = "interpret") -> None:

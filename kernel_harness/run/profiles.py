@@ -84,6 +84,28 @@ class ShrinkBudget:
     def __str__(self) -> str:
         return f"{self.seconds:g}s / {self.steps} steps"
 
+    @classmethod
+    def parse(cls, text: str) -> ShrinkBudget:
+        """``SECONDS/STEPS`` (``30/40``, ``30s/40``) as ``--shrink-budget`` takes it; ``0``:
+        no shrinking (the first failing example is reported as found). A malformed value is
+        a ValueError saying what to write."""
+        value = text.strip().lower()
+        if value == "0":
+            return cls(seconds=0.0, steps=0)
+        seconds, sep, steps = value.partition("/")
+        try:
+            if not sep:
+                raise ValueError
+            budget = cls(seconds=float(seconds.strip().removesuffix("s")),
+                         steps=int(steps.strip()))
+        except ValueError:
+            raise ValueError(
+                f"shrink budget {text!r}: write SECONDS/STEPS (e.g. 30/40: at most 30 s and "
+                "40 shrink steps after the first failure), or 0 for no shrinking") from None
+        if not budget.seconds < float("inf"):
+            raise ValueError(f"shrink budget {text!r}: the seconds must be finite")
+        return budget
+
 
 #: Per profile. ci: a failing property costs at most about this much beyond finding the
 #: failure, so a red CI check stays within about 2x a green one (README, "Speed").
