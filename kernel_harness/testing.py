@@ -129,7 +129,10 @@ class _Plan:
             backend = opt("--kh-backend") or cfg.backend or "interpret"
             corpus = opt("--kh-corpus") or cfg.corpus
             budget = opt("--kh-shrink-budget")
-            shrink_budget = None if budget is None else ShrinkBudget.parse(budget)
+            try:
+                shrink_budget = None if budget is None else ShrinkBudget.parse(budget)
+            except ValueError as e:
+                raise UsageError(f"--kh-shrink-budget: {e}") from None
             impls, impl_by_family = _scoped(opt("--kh-impl"), "--kh-impl")
             without, without_by_family = _scoped(opt("--kh-without"), "--kh-without")
             if impls and len(chosen) != 1:
