@@ -13,9 +13,11 @@ from kernel_harness.regression.mutate import (
     DEFAULT_MAX_EXAMPLES,
     GATE_COLUMN,
     GOLDEN_COLUMN,
+    MutantResult,
     compared_nothing,
     kill_matrix,
     load_catalog,
+    run_many,
     run_one,
 )
 
@@ -99,10 +101,10 @@ def run(args: Any) -> int:
             print("\nFAIL: compared nothing in the control run: " + "; ".join(empty)
                   + " (record what is missing, or pass --no-golden)")
             return 1
-    for m in chosen:
-        r = run_one(family.name, m, **kw_mutants)
-        results.append(r)
-        print(f"  {m.name:<28} {r.status:<9} ({r.wall_s:.0f}s) {r.error}", flush=True)
+    def progress(r: MutantResult) -> None:
+        print(f"  {r.mutant:<28} {r.status:<9} ({r.wall_s:.0f}s) {r.error}", flush=True)
+
+    results += run_many(family.name, chosen, on_result=progress, **kw_mutants)
     print()
     print(kill_matrix(results, columns))
     print()

@@ -56,6 +56,32 @@ def test_child_runs_the_mutated_module(toy_registry):
     assert control.status == "PASS"
 
 
+def test_each_mutant_runs_in_a_process_of_its_own(toy_registry):
+    """One child process forks a fresh process per mutant: a mutant that kills its process
+    (a native abort) or hangs is that mutant's ERROR, and the next mutant runs from a clean
+    state: the module it mutates was never imported where it was forked from."""
+    aborts = _m("import jax\n", "import jax\nimport os\nos.abort()\n", name="aborts")
+    hangs = _m("import jax\n", "import jax\nimport time\ntime.sleep(600)\n", name="hangs")
+    shifted = _m("return jnp.logaddexp(x, 0.0)", "return jnp.logaddexp(x, 0.001)",
+                 name="shifted")
+    survivor = _m("return jnp.logaddexp(x, 0.0)", "return jnp.logaddexp(0.0, x)",
+                  name="survivor")
+    seen = []
+    results = mutate.run_many("toy", [aborts, shifted, hangs, None, survivor],
+                              properties=["matches-reference"], max_examples=3, golden=False,
+                              timeout=8, on_result=seen.append)
+    assert seen == results
+    by = {r.mutant: r for r in results}
+    assert [r.mutant for r in results] == ["aborts", "shifted", "hangs", None, "survivor"]
+    assert by["aborts"].status == "ERROR", by["aborts"]
+    assert "killed by signal 6" in by["aborts"].error, by["aborts"]
+    assert by["hangs"].status == "ERROR" and by["hangs"].error == "timed out after 8s"
+    # After a mutant died and one hung, the next ones start clean: the shifted kernel is
+    # killed, the unmutated control passes, the equivalent mutant survives.
+    assert by["shifted"].status == "KILLED" and by[None].status == "PASS"
+    assert by["survivor"].status == "SURVIVED", by["survivor"]
+
+
 @pytest.mark.parametrize("mutant, message", [
     (_m("def softplus(x):", "def softplus(x)"), "SyntaxError"),
     (_m("no such text", "x"), "text not found"),
@@ -129,8 +155,9 @@ def test_every_catalog_entry_applies_to_the_current_source(name):
 def test_ci_mutants_are_killed(name):
     """The CI subset: each family's ``ci`` mutants, a few examples each, must all die."""
     chosen = [m for m in _catalog(name) if "ci" in m.tags]
-    results = [mutate.run_one(name, m, properties=["matches-reference"], max_examples=12,
-                              golden=False, timeout=600) for m in chosen]
+    results = mutate.run_many(name, chosen, properties=["matches-reference"], max_examples=12,
+                              golden=False, timeout=600)
+    assert [r.mutant for r in results] == [m.name for m in chosen]
     table = mutate.kill_matrix(results, ["matches-reference"])
     assert all(r.status == "KILLED" for r in results), table
 
