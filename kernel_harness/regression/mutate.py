@@ -104,6 +104,9 @@ def run_many(
     control), each with its mutant installed, in a process of its own forked from one child
     process (:mod:`.mutant_child`); ``timeout`` is per mutant. ``on_result`` gets each result
     as soon as its run ends (the CLI prints it)."""
+    if not hasattr(os, "fork"):
+        raise RuntimeError("kernel-harness mutate forks a process per mutant: it needs "
+                           "os.fork (Linux or macOS), which this platform lacks")
     results: list[MutantResult | None] = [None] * len(mutants)
     with tempfile.TemporaryDirectory(prefix="kh-mutant-") as tmp:
         runs: list[tuple[int, dict[str, Any]]] = []
