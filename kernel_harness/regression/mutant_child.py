@@ -235,7 +235,15 @@ def run_config(config: dict[str, Any]) -> None:
                                                           config.get("golden_root"))
     except Exception as e:  # noqa: BLE001 - reported as the mutant's ERROR
         result["error"] = f"{type(e).__name__}: {e}"
-    Path(config["result_path"]).write_text(json.dumps(result))
+    _write_whole(Path(config["result_path"]), json.dumps(result))
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Writes ``path`` so that a reader never sees it half written: the parent polls for
+    the status file and reads it the moment it exists (an empty read failed CI once)."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text)
+    os.replace(part, path)
 
 
 def _status_path(config: dict[str, Any]) -> Path:
@@ -298,7 +306,7 @@ def zygote_main(config_path: str) -> None:
         if pid == 0:
             _forked(config)
         how, code = _wait(pid, plan["timeout"])
-        _status_path(config).write_text(json.dumps(
+        _write_whole(_status_path(config), json.dumps(
             {"how": how, "exit": code, "wall_s": time.perf_counter() - start}))
 
 
