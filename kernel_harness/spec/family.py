@@ -69,8 +69,8 @@ class Family:
         missing optional feature changes (outputs not compared, the metamorphic block
         variants); :func:`kernel_harness.spec.narrow.narrow` applies it after ``cases``.
       modes: the events naming the kernel's modes (its paths, at sizes where their bugs
-        show) that a derandomized ``ci``-sized draw of :attr:`cases` must reach; tested
-        per family (``tests/families/test_modes.py``).
+        show) that ``ci``-sized draws of :attr:`cases` must reach (at least 3 draws in
+        10 seeded ci-sized runs); tested per family (``tests/families/test_modes.py``).
       without: features this (narrowed) family does not draw; empty for the
         registered family.
       adjustments: command-line flags that changed this family from its

@@ -68,7 +68,7 @@ TOLERANCES = measured_table(
     forward=frozenset({"out"}),
 )
 
-#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+#: The kernel's modes ci-sized draws must reach (Family.modes).
 MODES = frozenset({
     "causal", "non-causal", "bias", "sm-scale", "segments", "several-segments",
     "unsorted-segment-ids", "length-1-segment", "rows-without-keys", "fwd-single-tile",

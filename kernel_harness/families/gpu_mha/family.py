@@ -88,7 +88,7 @@ Triton flash attention mha(q, k, v, segment_ids) on [batch, len, heads, head_dim
 - head_dim need not be a power of two (the kernel pads to one and masks).
 """
 
-#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+#: The kernel's modes ci-sized draws must reach (Family.modes).
 MODES = frozenset({
     "causal", "full", "segments", "several-segments", "unsorted-segments",
     "repeated-segment-id", "length-1-segment", "multi-q-block", "multi-kv-block",

@@ -107,7 +107,7 @@ outputs exactly 0 and its dq is 0; these rows are compared like any other (no ex
 Default blocks are min(512, length); every block is a multiple of 128 dividing its length
 (compute blocks divide the memory blocks); gradients come from the kernel's custom VJP."""
 
-#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+#: The kernel's modes ci-sized draws must reach (Family.modes).
 MODES = frozenset({
     "mask:causal", "mask:full", "numpy-mask",
     "window", "window-at-block-edge", "window-covers-all", "segments", "unsorted-segments",

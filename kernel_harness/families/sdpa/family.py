@@ -84,7 +84,7 @@ def narrowed(family: Family, without: frozenset[str]) -> Family:
     return dataclasses.replace(family, not_compared=not_compared)
 
 
-#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+#: The kernel's modes ci-sized draws must reach (Family.modes).
 MODES = frozenset({
     "causal", "gqa", "mqa", "bias-full", "mask-full", "explicit-scale", "window", "kv-lengths",
     "q-lengths", "padding-rows", "rows-without-keys", "q-len<kv-len", "q-len>kv-len",

@@ -223,7 +223,7 @@ def narrowed(family: Family, without: frozenset[str]) -> Family:
         family, metamorphic=dataclasses.replace(family.metamorphic, block_variants=variants))
 
 
-#: The kernel's modes a derandomized ci-sized draw must reach (Family.modes).
+#: The kernel's modes ci-sized draws must reach (Family.modes).
 MODES = frozenset({
     "mha", "gqa", "mqa", "f32", "bf16", "multi-q-block", "multi-kv-block",
     "kv-compute<kv-block", "dkv-compute<dkv-block", "bwd-blocks!=fwd-blocks",

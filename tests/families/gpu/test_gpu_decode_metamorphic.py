@@ -6,7 +6,8 @@ from __future__ import annotations
 from kernel_harness.families.gpu_decode import kernel
 from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
 from kernel_harness.families.gpu_decode.family import FAMILY
-from tests.families.paged_decode.helpers import ci_events, fails, passes
+from tests.families.paged_decode.helpers import fails, passes
+from tests.helpers.mode_reach import assert_reaches, reach
 
 #: Keys 24..63 visible of 64: the first 24 may change freely.
 CASE = DecodeCase(dtype="float32", seed=4, batch=1, q_heads=4, kv_heads=2, kv_len=64,
@@ -24,9 +25,8 @@ def test_invisible_keys_are_ignored():
 
 
 def test_ci_draw_reaches_every_mode():
-    seen = ci_events(decode_cases(), FAMILY.events)
     modes = {"entry-gqa", "entry-mqa", "mqa", "gqa", "mha-heads", "head-splits",
              "head-padding", "multi-split", "multi-k-block", "block-k-clamped",
              "start-scalar", "start-per-row", "end-scalar", "end-per-row", "unnormalized",
              "empty-row", "split-skipped", "scale-arg", "scale-prescaled-q"}
-    assert modes <= seen, sorted(modes - seen)
+    assert_reaches(reach(decode_cases(), FAMILY.events), modes, "gpu-decode")

@@ -8,7 +8,8 @@ import jax.numpy as jnp
 from kernel_harness.families.gpu_paged import kernel
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
 from kernel_harness.families.gpu_paged.family import FAMILY
-from tests.families.paged_decode.helpers import ci_events, fails, passes
+from tests.families.paged_decode.helpers import fails, passes
+from tests.helpers.mode_reach import assert_reaches, reach
 
 #: Unshuffled (rows' pages in ascending physical order), no sharing, ends mid-page.
 IN_ORDER = PagedCase(dtype="float32", seed=3, batch=2, q_heads=4, kv_heads=2, head_dim=16,
@@ -53,8 +54,7 @@ def test_compute_block_invariance():
 
 
 def test_ci_draw_reaches_every_mode():
-    seen = ci_events(paged_cases(), FAMILY.events)
     modes = {"partial-page", "multi-split", "multi-compute-block", "pages-per-compute-block>1",
              "int8-pages", "head-splits", "head-padding", "mqa", "gqa", "mha-heads",
              "shared-pages", "soft-cap", "no-lengths", "empty-row", "reads-masked-slots"}
-    assert modes <= seen, sorted(modes - seen)
+    assert_reaches(reach(paged_cases(), FAMILY.events), modes, "gpu-paged")

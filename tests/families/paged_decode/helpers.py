@@ -1,18 +1,17 @@
 """Running one op relation (or built-in metamorphic property) of a paged family on fixed
-cases, with a planted bug or the pristine kernel, and drawing a strategy's ci events."""
+cases, with a planted bug or the pristine kernel."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 
 from kernel_harness import get_family, resolve_backend
 from kernel_harness.checks.metamorphic import MetamorphicFailure
 from kernel_harness.checks.properties import Observer, build_property
-from kernel_harness.run.profiles import get_profile
 
 BACKEND = resolve_backend("interpret")
 
@@ -41,16 +40,3 @@ def fails(family_name, prop, cases, impl, max_examples=2):
     assert f"FAIL {family_name} {prop}" in str(info.value)
     return str(info.value)
 
-
-def ci_events(strategy, events):
-    """Every event the derandomized ci-profile draw of ``strategy`` reaches."""
-    seen: set[str] = set()
-
-    @settings(max_examples=get_profile("ci").max_examples, derandomize=True, database=None,
-              phases=(Phase.generate,), suppress_health_check=list(HealthCheck), deadline=None)
-    @given(strategy)
-    def collect(case):
-        seen.update(events(case))
-
-    collect()
-    return seen

@@ -11,7 +11,8 @@ import numpy as np
 from kernel_harness.families.tpu_paged import kernel
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase, tpu_paged_cases
 from kernel_harness.families.tpu_paged.family import events
-from tests.families.paged_decode.helpers import ci_events, fails, passes
+from tests.families.paged_decode.helpers import fails, passes
+from tests.helpers.mode_reach import assert_reaches, reach
 
 #: Unshuffled (rows' pages in ascending physical order), no sharing, ends mid-page.
 IN_ORDER = TpuPagedCase(dtype="float32", seed=3, batch=2, q_heads=4, kv_heads=2, head_dim=128,
@@ -56,12 +57,11 @@ def test_compute_block_invariance():
 
 
 def test_ci_draw_reaches_every_mode():
-    seen = ci_events(tpu_paged_cases(), events)
     modes = {"megacore-off", "megacore-batch", "megacore-kv_head",
              "megacore-kv_head-several-heads-per-core", "inline-seq-dim", "seq-grid-axis",
              "kv-heads>=4", "partial-page", "multi-compute-block", "pages-per-compute-block>1",
              "int8-kv", "group-multiple-of-8", "mqa", "gqa", "shared-pages", "soft-cap"}
-    assert modes <= seen, sorted(modes - seen)
+    assert_reaches(reach(tpu_paged_cases(), events), modes, "tpu-paged")
 
 
 def interleaved_heads(q, k, v, *args, **kw):

@@ -17,7 +17,8 @@ from kernel_harness.families.tpu_ragged_paged.cases import (
     ragged_seed_cases,
 )
 from kernel_harness.spec.narrow import narrow
-from tests.families.paged_decode.helpers import ci_events, fails, passes
+from tests.families.paged_decode.helpers import fails, passes
+from tests.helpers.mode_reach import assert_reaches, reach
 
 CASE = RaggedCase(dtype="float32", seed=5, q_lens=(1, 3), kv_lens=(7, 12), max_num_seqs=3,
                   max_tokens=5, num_q_heads=4, num_kv_heads=2, page_size=4, pages_per_seq=4,
@@ -48,14 +49,14 @@ def test_unseen_slots_ignored_is_bitwise():
 
 
 def test_the_full_strategy_draws_every_optional_feature():
-    assert set(OPTIONAL) <= ci_events(ragged_cases(), features)
+    assert_reaches(reach(ragged_cases(), features), OPTIONAL, "tpu-ragged-paged")
 
 
 @pytest.mark.parametrize("feature", sorted(OPTIONAL))
 def test_a_narrowed_family_never_draws_the_feature(feature):
     family = narrow(get_family("tpu-ragged-paged"), [feature])
     assert feature in family.without
-    assert feature not in ci_events(family.cases(), features)
+    assert feature not in reach(family.cases(), features)
     assert all(feature not in features(c) for c in family.seed_cases(family.without))
 
 
@@ -68,10 +69,9 @@ def test_an_unknown_feature_is_an_error():
 def test_ci_draw_reaches_every_mode():
     from kernel_harness.families.tpu_ragged_paged.family import events
 
-    seen = ci_events(ragged_cases(), events)
     modes = {"decode-seq", "prefill-seq", "mixed-prefill-decode", "seq-without-queries",
              "multi-seq", "num-seqs-below-max", "padding-q-rows", "kv-len-mid-page",
              "multi-kv-block", "seq-spans-q-blocks", "seq-ends-at-q-block-end",
              "q-block-shared-by-seqs", "mha-heads", "gqa", "mqa", "window-cuts-keys",
              "soft-cap", "large-logits", "nan-in-unowned-cache-slots"}
-    assert modes <= seen, sorted(modes - seen)
+    assert_reaches(reach(ragged_cases(), events), modes, "tpu-ragged-paged")
