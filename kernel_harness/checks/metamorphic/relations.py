@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import hypothesis
+import jax.numpy as jnp
 import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
@@ -146,12 +147,27 @@ def _deterministic(check: Check, data: st.DataObject) -> None:
             )
 
 
+#: The logit scales finite-out draws (1.0: the case's own inputs).
+LOGIT_FACTORS = (1.0, 8.0, 32.0)
+
+
+def largest_finite_factor(x: np.ndarray, factor: float) -> float:
+    """``factor``, or the largest of :data:`LOGIT_FACTORS` under it that keeps ``x``'s
+    scaled values within half its dtype's range: finite inputs, and finite differences of
+    two of them (a float16 softmax row of logits near 2,000 scaled by 32 overflows)."""
+    peak = float(np.max(np.abs(np.asarray(x, np.float64)), initial=0.0))
+    limit = float(jnp.finfo(x.dtype).max) / 2
+    fitting = [f for f in LOGIT_FACTORS if f <= factor and peak * f <= limit]
+    return max(fitting, default=1.0)
+
+
 def _finite_out(check: Check, data: st.DataObject) -> None:
-    factor = data.draw(st.sampled_from([1.0, 8.0, 32.0]), label="logit scale")
+    factor = data.draw(st.sampled_from(LOGIT_FACTORS), label="logit scale")
     inputs = dict(check.inputs)
     name = check.hooks.logit_input
     if factor != 1.0 and name in inputs:
         x = inputs[name]
+        factor = largest_finite_factor(x, factor)
         scaled = np.asarray(x, np.float32) * factor
         inputs[name] = scaled.astype(x.dtype)
     # Also unscaled: the hook may make the case's inputs finite (NaN-poisoned cache slots).
