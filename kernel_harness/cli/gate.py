@@ -80,10 +80,10 @@ def run(args: Any) -> int:
     corpus = open_corpus(location, writable=False) if location else None
     worst = 0
     failed_family: str | None = None
+    if args.family:  # a named family the backend cannot run is a usage error, before any work
+        for family in families:
+            _ensure_supported_or_usage_error(family, backend)
     if args.goldens:
-        if args.family:  # a named family the backend cannot run: before any work
-            for family in families:
-                _ensure_supported_or_usage_error(family, backend)
         worst = check_families(families, backend, impl=impl, root=args.golden_dir)
         print()
         if worst and args.fail_fast:
@@ -98,8 +98,6 @@ def run(args: Any) -> int:
             worst = max(worst, 1)
             failed_family = failed_family or family.name
         path = args.baseline or default_path(family.name, args.golden_dir)
-        if args.family:
-            _ensure_supported_or_usage_error(family, backend)
         try:
             ensure_supported(family, backend)
         except Exception as e:  # noqa: BLE001 - BackendUnavailable: skipped with the reason
