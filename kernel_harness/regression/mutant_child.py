@@ -246,7 +246,8 @@ def _write_whole(path: Path, text: str) -> None:
     os.replace(part, path)
 
 
-def _status_path(config: dict[str, Any]) -> Path:
+def status_path(config: dict[str, Any]) -> Path:
+    """Where the zygote writes one run's status (whole, once the run's process ended)."""
     return Path(config["result_path"]).with_suffix(".status.json")
 
 
@@ -306,7 +307,7 @@ def zygote_main(config_path: str) -> None:
         if pid == 0:
             _forked(config)
         how, code = _wait(pid, plan["timeout"])
-        _write_whole(_status_path(config), json.dumps(
+        _write_whole(status_path(config), json.dumps(
             {"how": how, "exit": code, "wall_s": time.perf_counter() - start}))
 
 
@@ -314,10 +315,10 @@ def outcome(config: dict[str, Any]) -> dict[str, Any]:
     """What one forked run left: its result JSON, or ``{"error": ...}`` saying why there is
     none (timed out, or the process died: its exit status and the last lines it printed);
     ``wall_s`` beside it."""
-    status_path, result_path = _status_path(config), Path(config["result_path"])
-    if not status_path.exists():
+    status_file, result_path = status_path(config), Path(config["result_path"])
+    if not status_file.exists():
         return {"error": "not run: the zygote process ended before this mutant", "wall_s": 0.0}
-    status = json.loads(status_path.read_text())
+    status = json.loads(status_file.read_text())
     if status["how"] == "timeout":
         return {"error": "timed out", "wall_s": status["wall_s"]}
     if result_path.exists():

@@ -32,7 +32,12 @@ from typing import Any
 
 # Columns of the matrix next to the properties: the stored golden cases, and the accuracy
 # gate on the same cases (errors against the recorded baseline).
-from kernel_harness.regression.mutant_child import GATE_COLUMN, GOLDEN_COLUMN, outcome
+from kernel_harness.regression.mutant_child import (
+    GATE_COLUMN,
+    GOLDEN_COLUMN,
+    outcome,
+    status_path,
+)
 from kernel_harness.spec.mutant import Mutant, StaleMutant, patched_source
 from kernel_harness.spec.registry import BUILTIN_FAMILIES, UnknownFamily, family_target
 
@@ -145,7 +150,7 @@ def run_many(
         try:
             for i in range(len(mutants)):  # in order; a stale entry's ERROR is already there
                 if i in configs:
-                    status = Path(configs[i]["result_path"]).with_suffix(".status.json")
+                    status = status_path(configs[i])
                     while not status.exists() and proc.poll() is None:
                         time.sleep(0.05)
                     results[i] = _result(mutants[i], outcome(configs[i]), timeout)
