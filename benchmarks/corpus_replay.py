@@ -19,8 +19,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from kernel_harness.checks.corpus import entry_from_failure, open_corpus, replay_entries
 from kernel_harness.core.backends import resolve_backend
+from kernel_harness.orchestration.corpus import entry_from_failure, open_corpus, replay_entries
 from kernel_harness.spec.registry import get_family
 
 

@@ -8,7 +8,7 @@ import the harness when a harness test asks for them.
 ``pytest --kh-check FAMILY[,FAMILY...]`` collects the harness's properties of those
 families (``all``: every registered one) as tests, one per family and property, with ids
 like ``hstu::matches-reference``, in any directory; each runs one unit of a
-:class:`~kernel_harness.checks.session.CheckSession` (:mod:`kernel_harness.testing`),
+:class:`~kernel_harness.orchestration.session.CheckSession` (:mod:`kernel_harness.testing`),
 and a failure shows the harness's report with its repro command.
 
 Options: ``--kh-check``, ``--kh-backend`` (default ``interpret``, or the project's

@@ -1,7 +1,7 @@
 """The harness in a user's own tests: :func:`check` for a test function, and the pytest
 collection behind ``pytest --kh-check FAMILY`` and the ``kh_unit`` fixture.
 
-Every way in runs a :class:`~kernel_harness.checks.session.CheckSession`, so a failure
+Every way in runs a :class:`~kernel_harness.orchestration.session.CheckSession`, so a failure
 reads the same as under ``kernel-harness check``: the harness's report (summary line
 first, the per-output detail, a repro command that replays exactly that example), never
 Hypothesis's internals::
@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from kernel_harness.checks.session import CheckRequest, CheckSession, SessionResult
-from kernel_harness.checks.units import UnitResult
 from kernel_harness.core.backends import BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration.session import CheckRequest, CheckSession, SessionResult
+from kernel_harness.orchestration.units import UnitResult
 from kernel_harness.run.profiles import ShrinkBudget, pytest_profile
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec.config import load_config

@@ -10,10 +10,10 @@ import collections
 from pathlib import Path
 from typing import Any
 
-from kernel_harness.checks import results
 from kernel_harness.checks.properties import PROPERTIES
-from kernel_harness.checks.session import CheckRequest, CheckSession, SessionResult
 from kernel_harness.cli import common, plot
+from kernel_harness.orchestration import results
+from kernel_harness.orchestration.session import CheckRequest, CheckSession, SessionResult
 from kernel_harness.run import kernel_coverage, report
 from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.spec.narrow import describe_adjustments

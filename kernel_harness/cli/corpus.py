@@ -1,5 +1,5 @@
 """``kernel-harness corpus list|show|replay|drop|promote --corpus LOCATION``: the stored
-failures (see :mod:`kernel_harness.checks.corpus`)."""
+failures (see :mod:`kernel_harness.orchestration.corpus`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernel_harness.checks.corpus import (
+from kernel_harness.cli import common
+from kernel_harness.core.backends import BackendUnavailable
+from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration.corpus import (
     ACCEPTED,
     CorpusEntry,
     ReplayResult,
@@ -16,9 +19,6 @@ from kernel_harness.checks.corpus import (
     replay_entries,
     repro_command,
 )
-from kernel_harness.cli import common
-from kernel_harness.core.backends import BackendUnavailable
-from kernel_harness.core.errors import UsageError
 from kernel_harness.regression.promote import promote
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec.impl import load_impl

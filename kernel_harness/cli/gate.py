@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernel_harness.checks.corpus import open_corpus, replay_entries
 from kernel_harness.cli import common
 from kernel_harness.cli.golden import GOLDEN_DIR_HELP, check_families
 from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration.corpus import open_corpus, replay_entries
 from kernel_harness.regression import golden
 from kernel_harness.regression.gate import (
     DEFAULT_FACTOR,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernel_harness.checks import results
+from kernel_harness.orchestration import results
 from kernel_harness.regression import merge
 from kernel_harness.run import report
 from kernel_harness.run.outputs import ensure_writable

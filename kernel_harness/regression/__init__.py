@@ -1,1 +1,1 @@
-"""Floor 5, regression: golden files, the accuracy gate, the mutation self-check."""
+"""Floor 6, regression: golden files, the accuracy gate, the mutation self-check."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kernel_harness.checks.corpus import CorpusEntry
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration.corpus import CorpusEntry
 from kernel_harness.regression.golden import (
     GoldenCase,
     GoldenOutcome,

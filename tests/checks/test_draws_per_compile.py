@@ -14,7 +14,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from kernel_harness import cli
-from kernel_harness.checks import draws, metamorphic, results
+from kernel_harness.checks import draws, metamorphic
 from kernel_harness.checks.properties import (
     HarnessFailure,
     Observer,
@@ -22,6 +22,7 @@ from kernel_harness.checks.properties import (
     run_property,
 )
 from kernel_harness.core.backends import resolve_backend
+from kernel_harness.orchestration import results
 from kernel_harness.run.profiles import (
     DRAWS_PER_COMPILE,
     ShrinkBudget,

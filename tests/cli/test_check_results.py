@@ -11,7 +11,7 @@ import junitparser
 import pytest
 
 from kernel_harness import cli
-from kernel_harness.checks import results
+from kernel_harness.orchestration import results
 from kernel_harness.spec import registry
 
 TOY = "tests.helpers.toy_family:FAMILY"

@@ -8,8 +8,8 @@ import shlex
 import pytest
 
 from kernel_harness import cli
-from kernel_harness.checks.corpus import entry_from_failure, open_corpus
 from kernel_harness.core.backends import resolve_backend
+from kernel_harness.orchestration.corpus import entry_from_failure, open_corpus
 from kernel_harness.spec import registry
 from tests.helpers.toy_family import ToyCase
 

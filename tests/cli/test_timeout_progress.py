@@ -12,8 +12,8 @@ import sys
 import jsonschema
 import pytest
 
-from kernel_harness.checks import results, watch
 from kernel_harness.checks.properties import Observer
+from kernel_harness.orchestration import results, watch
 from kernel_harness.spec import registry
 
 

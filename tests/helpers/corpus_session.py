@@ -9,7 +9,9 @@ import argparse
 import dataclasses
 import time
 
-from kernel_harness.checks.corpus import (
+from kernel_harness.checks.properties import PROPERTIES, Observer, run_property
+from kernel_harness.core.backends import resolve_backend
+from kernel_harness.orchestration.corpus import (
     Corpus,
     ReplayResult,
     entry_from_failure,
@@ -17,8 +19,6 @@ from kernel_harness.checks.corpus import (
     record_failure,
     replay_unit,
 )
-from kernel_harness.checks.properties import PROPERTIES, Observer, run_property
-from kernel_harness.core.backends import resolve_backend
 from kernel_harness.run.profiles import get_profile
 from kernel_harness.spec.impl import load_impl
 from kernel_harness.spec.registry import get_family

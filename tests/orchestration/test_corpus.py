@@ -13,7 +13,10 @@ import zipfile
 
 import pytest
 
-from kernel_harness.checks.corpus import (
+from kernel_harness.checks.metamorphic import MetamorphicFailure
+from kernel_harness.core.backends import resolve_backend
+from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration.corpus import (
     ACCEPTED,
     CorpusEntry,
     CorpusError,
@@ -24,9 +27,6 @@ from kernel_harness.checks.corpus import (
     open_corpus,
     replay_entries,
 )
-from kernel_harness.checks.metamorphic import MetamorphicFailure
-from kernel_harness.core.backends import resolve_backend
-from kernel_harness.core.errors import UsageError
 from kernel_harness.spec import registry
 from kernel_harness.spec.registry import get_family
 from tests.helpers.corpus_session import run_unit
@@ -292,7 +292,7 @@ def test_failure_of_stores_failing_examples_only():
 
 
 def test_record_failure_stores_every_failure_of_a_group(tmp_path, toy):
-    from kernel_harness.checks.corpus import record_failure
+    from kernel_harness.orchestration.corpus import record_failure
     from kernel_harness.run.crash import Crash, KernelCrash
 
     backend = resolve_backend("interpret")

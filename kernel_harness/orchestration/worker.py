@@ -1,5 +1,5 @@
-"""The worker process of :mod:`kernel_harness.checks.supervisor`:
-``python -m kernel_harness.checks.worker EVENTS``.
+"""The worker process of :mod:`kernel_harness.orchestration.supervisor`:
+``python -m kernel_harness.orchestration.worker EVENTS``.
 
 Standard input: the session's request (one JSON line), then one unit name per line
 (``family::property``). For each unit the worker runs it in-process and appends its result
@@ -15,10 +15,10 @@ import faulthandler
 import json
 import sys
 
-from kernel_harness.checks import watch
-from kernel_harness.checks.session import CheckRequest, CheckSession
-from kernel_harness.checks.supervisor import UNIT_DONE, WORKER_ERROR
 from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration import watch
+from kernel_harness.orchestration.session import CheckRequest, CheckSession
+from kernel_harness.orchestration.supervisor import UNIT_DONE, WORKER_ERROR
 from kernel_harness.run import kernel_coverage
 
 

@@ -8,7 +8,7 @@ readable case JSON (:mod:`.entry`) stored through Hypothesis's example databases
 (:mod:`.store`): a directory, a shared Redis, a GitHub Actions artifact, read-only or not.
 """
 
-from kernel_harness.checks.corpus.entry import (
+from kernel_harness.orchestration.corpus.entry import (
     SCHEMA,
     CorpusEntry,
     CorpusError,
@@ -16,15 +16,15 @@ from kernel_harness.checks.corpus.entry import (
     entry_id,
     failure_of,
 )
-from kernel_harness.checks.corpus.replay import ReplayResult, replay_entries, repro_command
-from kernel_harness.checks.corpus.store import (
+from kernel_harness.orchestration.corpus.replay import ReplayResult, replay_entries, repro_command
+from kernel_harness.orchestration.corpus.store import (
     ACCEPTED,
     Corpus,
     CorpusMode,
     corpus_mode,
     open_corpus,
 )
-from kernel_harness.checks.corpus.unit import record_failure, replay_unit
+from kernel_harness.orchestration.corpus.unit import record_failure, replay_unit
 
 __all__ = [
     "ACCEPTED",

@@ -51,7 +51,7 @@ class CheckRequest:
     progress_every: float = 30.0
     compile_cache: str | None = None
     heartbeat_file: str | None = None
-    #: A failure corpus LOCATION (``kernel_harness.checks.corpus``) and whether to write to
+    #: A failure corpus LOCATION (``kernel_harness.orchestration.corpus``) and whether to write to
     #: it (None: the profile decides: ci reads, dev and nightly read and write).
     corpus: str | None = None
     corpus_write: bool | None = None

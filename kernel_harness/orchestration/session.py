@@ -7,7 +7,8 @@ the profile and shrink budget), then runs *units* (one family x one property) an
 returns a :class:`UnitResult` per unit: a verdict, the JSON record of the results
 schema, the failure report text and one summary line, identical whichever front end
 asked. Units run in this process, or in worker processes (``isolate``, ``timeout``,
-``jobs``: :mod:`~kernel_harness.checks.supervisor`, :mod:`~kernel_harness.checks.parallel`)
+``jobs``: :mod:`~kernel_harness.orchestration.supervisor`,
+:mod:`~kernel_harness.orchestration.parallel`)
 where a hang or a native crash of the kernel becomes a report like any other failure.
 """
 
@@ -22,9 +23,6 @@ from typing import Any
 
 import jax
 
-from kernel_harness.checks import outcome_text, parallel, results, watch
-from kernel_harness.checks.corpus import corpus_mode, open_corpus, record_failure, replay_unit
-from kernel_harness.checks.corpus.unit import record_supervised, replayed_failure
 from kernel_harness.checks.properties import (
     PROPERTIES,
     Observer,
@@ -33,11 +31,19 @@ from kernel_harness.checks.properties import (
     properties_of,
     run_property,
 )
-from kernel_harness.checks.request import CheckRequest
-from kernel_harness.checks.supervisor import Supervisor
-from kernel_harness.checks.units import Unit, UnitResult, position_line, verdict_line
 from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
+from kernel_harness.orchestration import outcome_text, parallel, results, watch
+from kernel_harness.orchestration.corpus import (
+    corpus_mode,
+    open_corpus,
+    record_failure,
+    replay_unit,
+)
+from kernel_harness.orchestration.corpus.unit import record_supervised, replayed_failure
+from kernel_harness.orchestration.request import CheckRequest
+from kernel_harness.orchestration.supervisor import Supervisor
+from kernel_harness.orchestration.units import Unit, UnitResult, position_line, verdict_line
 from kernel_harness.run import compile_cache, kernel_coverage
 from kernel_harness.run.impl_probe import bind_impl, impl_spec_of
 from kernel_harness.run.profiles import PROFILE_NAMES, draws_per_compile, get_profile, short_name
@@ -170,7 +176,8 @@ class CheckSession:
         return bool(self.timeout) or self.request.isolate or self.request.jobs > 1
 
     def supervisor(self) -> Supervisor:
-        """A worker process for this session's units (:mod:`kernel_harness.checks.supervisor`)."""
+        """A worker process for this session's units
+        (:mod:`kernel_harness.orchestration.supervisor`)."""
         return Supervisor(json.dumps(self.request.to_json_dict()), backend=self.backend.name,
                           timeout=self.timeout, impl_spec=self.impl_spec,
                           impl_label=self.impl_label)

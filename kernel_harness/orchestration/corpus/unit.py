@@ -7,12 +7,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from kernel_harness.checks import results
-from kernel_harness.checks.corpus.entry import CorpusEntry, entry_from_failure, failure_of
-from kernel_harness.checks.corpus.replay import ReplayResult, replay_entries
-from kernel_harness.checks.corpus.store import Corpus
-from kernel_harness.checks.units import UnitResult, verdict_line
 from kernel_harness.core.backends import Backend
+from kernel_harness.orchestration import results
+from kernel_harness.orchestration.corpus.entry import CorpusEntry, entry_from_failure, failure_of
+from kernel_harness.orchestration.corpus.replay import ReplayResult, replay_entries
+from kernel_harness.orchestration.corpus.store import Corpus
+from kernel_harness.orchestration.units import UnitResult, verdict_line
 from kernel_harness.spec.family import Family
 
 

@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
-from kernel_harness.checks.corpus.entry import CorpusEntry
 from kernel_harness.checks.metamorphic import MetamorphicFailure
 from kernel_harness.checks.metamorphic.machinery import applicable
 from kernel_harness.checks.metamorphic.op_relations import spec_for
@@ -23,6 +22,7 @@ from kernel_harness.checks.metamorphic.replay import Replayer
 from kernel_harness.checks.metamorphic.repro import replay
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import PropertyNotApplicable
+from kernel_harness.orchestration.corpus.entry import CorpusEntry
 from kernel_harness.run.crash import Crash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun
 from kernel_harness.run.report import PREFIX, case_repro_command, failure_report

@@ -184,7 +184,7 @@ def test_shards_run_every_unit_exactly_once(tmp_path):
 def test_kernel_coverage_is_recorded_in_the_worker_process(tmp_path):
     import jsonschema
 
-    from kernel_harness.checks import results
+    from kernel_harness.orchestration import results
 
     out = tmp_path / "r.json"
     proc = _check("hstu", "--profile", "ci", "--property", "matches-reference",

@@ -1,7 +1,7 @@
 """The overall progress line ``check`` prints after each unit of a long run: units and
 families done and left, elapsed time and an ETA (README command 1 on a busy machine)."""
 
-from kernel_harness.checks.session import position_line
+from kernel_harness.orchestration.session import position_line
 
 UNITS = ["splash"] * 3 + ["hstu"] * 2 + ["gpu-mha"]
 

@@ -2,7 +2,7 @@
 
 On the CPU backends one check process keeps about one core busy (each example is mostly one
 XLA compile), so N workers on N cores finish a many-unit session in about 1/N of the time.
-Each worker is its own :class:`~kernel_harness.checks.supervisor.Supervisor` (a crash or a
+Each worker is its own :class:`~kernel_harness.orchestration.supervisor.Supervisor` (a crash or a
 hang ends only that worker's unit; it restarts for its next one). The units are taken in
 order from one queue; each unit's report and verdict line print when it ends, so lines of
 units running side by side interleave, while the summary keeps the units' order. Seeds are
@@ -17,12 +17,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from kernel_harness.checks.supervisor import Supervisor
-from kernel_harness.checks.units import Unit, UnitResult
+from kernel_harness.orchestration.supervisor import Supervisor
+from kernel_harness.orchestration.units import Unit, UnitResult
 
 
 class Session(Protocol):
-    """What this module needs of a :class:`~kernel_harness.checks.session.CheckSession`
+    """What this module needs of a :class:`~kernel_harness.orchestration.session.CheckSession`
     (which imports this module)."""
 
     units: Sequence[Unit]

@@ -1,7 +1,7 @@
 """Units run in a long-lived worker process, so that a hang or a native crash of the kernel
 is a report like any other failure and the run goes on.
 
-One worker (:mod:`kernel_harness.checks.worker`) serves a whole session: it imports jax
+One worker (:mod:`kernel_harness.orchestration.worker`) serves a whole session: it imports jax
 once, keeps its compiled programs across families, and runs the units it is sent one at a
 time. Its events file says which case each kernel run is on. When the worker dies (a
 segfault, an abort, an illegal address on a device) the unit it was running is a FAIL
@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernel_harness.checks import results
-from kernel_harness.checks.units import Unit, UnitResult
 from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration import results
+from kernel_harness.orchestration.units import Unit, UnitResult
 from kernel_harness.run.report import PREFIX, case_repro_command
 
 POLL_SECONDS = 0.05
@@ -85,7 +85,7 @@ class Supervisor:
         self._offset = 0
         self._stderr.clear()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "kernel_harness.checks.worker", str(self._events)],
+            [sys.executable, "-m", "kernel_harness.orchestration.worker", str(self._events)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True,
         )

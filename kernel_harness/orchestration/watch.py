@@ -1,8 +1,8 @@
 """Watching a property run: heartbeat lines around each example's kernel run, and progress.
 
-A worker process (:mod:`kernel_harness.checks.worker`) writes a line to its events file
+A worker process (:mod:`kernel_harness.orchestration.worker`) writes a line to its events file
 when each example's kernel starts (with the case) and ends, so its supervisor
-(:mod:`kernel_harness.checks.supervisor`) knows which case a hang or a crash hit.
+(:mod:`kernel_harness.orchestration.supervisor`) knows which case a hang or a crash hit.
 
 Progress: ``Progress`` prints ``examples done (checks), rate, failed and rejected so far``
 for the running property at most once per interval (default 30 s), checked when an example

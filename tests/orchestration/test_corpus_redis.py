@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_harness.checks.corpus import open_corpus, replay_entries
 from kernel_harness.core.backends import resolve_backend
+from kernel_harness.orchestration.corpus import open_corpus, replay_entries
 from kernel_harness.spec import registry
 from kernel_harness.spec.impl import load_impl
 from kernel_harness.spec.registry import get_family

@@ -1,7 +1,7 @@
 """Where corpus entries live: Hypothesis's example databases, holding the harness's JSON.
 
 Each (family, property) unit has its own database key; its values are the entries'
-canonical JSON (:class:`~kernel_harness.checks.corpus.entry.CorpusEntry`). One more key,
+canonical JSON (:class:`~kernel_harness.orchestration.corpus.entry.CorpusEntry`). One more key,
 the index, names the units that have entries, so a corpus can be listed on every
 database kind (none of them enumerates its keys). A database keeps a set of values per
 key and writes each value atomically (a file renamed into place; a Redis ``SADD``), so
@@ -41,7 +41,7 @@ from hypothesis.database import (
 )
 from hypothesis.errors import HypothesisWarning
 
-from kernel_harness.checks.corpus.entry import CorpusEntry, CorpusError
+from kernel_harness.orchestration.corpus.entry import CorpusEntry, CorpusError
 
 _PREFIX = b"kernel-harness-corpus/v1/"
 _INDEX = _PREFIX + b"index"

@@ -5,7 +5,7 @@ reported as a CRASH)."""
 
 from __future__ import annotations
 
-from kernel_harness.checks.units import UnitResult
+from kernel_harness.orchestration.units import UnitResult
 
 
 class _Uncopyable:
