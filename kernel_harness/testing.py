@@ -22,7 +22,8 @@ import pytest
 
 from kernel_harness.core.backends import BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import UsageError
-from kernel_harness.orchestration.session import CheckRequest, CheckSession, SessionResult
+from kernel_harness.orchestration import options
+from kernel_harness.orchestration.session import CheckSession, SessionResult
 from kernel_harness.orchestration.units import UnitResult
 from kernel_harness.run.profiles import ShrinkBudget, pytest_profile
 from kernel_harness.run.runner import ensure_supported
@@ -39,7 +40,7 @@ def check(
     family: str | Family | Sequence[str | Family],
     *,
     impl: str | Callable[..., Any] | None = None,
-    profile: str = "dev",
+    profile: str | None = None,
     properties: Sequence[str] | None = None,
     backend: str | None = None,
     max_examples: int | None = None,
@@ -58,20 +59,25 @@ def check(
     ``properties``; raises :class:`HarnessCheckFailed` (an AssertionError) carrying the
     harness's report when any unit did not pass, or when nothing was compared at all.
     ``shrink_budget``: ``SECONDS/STEPS`` (or a :class:`ShrinkBudget`; ``"0"``: no shrinking),
-    default the profile's. A bad argument is a :class:`~kernel_harness.core.errors.UsageError`."""
+    default the profile's. ``profile``, ``backend`` and ``corpus`` left unset come from the
+    project's ``[tool.kernel-harness]`` (read from the working directory up), else ``dev``,
+    ``interpret`` and none: the rule of every front end
+    (:mod:`kernel_harness.orchestration.options`). A bad argument is a
+    :class:`~kernel_harness.core.errors.UsageError`."""
     families = [family] if isinstance(family, str | Family) else list(family)
     if isinstance(shrink_budget, str):
         try:
             shrink_budget = ShrinkBudget.parse(shrink_budget)
         except ValueError as e:
             raise UsageError(str(e)) from None
-    request = CheckRequest(
-        families=tuple(families), properties=tuple(properties or ()), profile=profile,
-        backend=backend or "interpret", impl=impl, max_examples=max_examples, seed=seed,
-        draws_per_compile=draws_per_compile,
+    resolved = options.settings(load_config(),
+                                {"profile": profile, "backend": backend, "corpus": corpus},
+                                {"profile": "dev", "backend": "interpret", "corpus": None})
+    request = options.check_request(
+        resolved, families=tuple(families), properties=tuple(properties or ()), impl=impl,
+        max_examples=max_examples, seed=seed, draws_per_compile=draws_per_compile,
         without=tuple(without), tolerance=tuple(tolerance), tolerance_scale=tolerance_scale,
         timeout=timeout, isolate=isolate, fail_fast=fail_fast, shrink_budget=shrink_budget,
-        corpus=corpus,
     )
     result = CheckSession(request).run()
     if not result.ok:
@@ -124,10 +130,13 @@ class _Plan:
             everything = chosen == ["all"]
             if everything:
                 chosen = family_names()
-            profile = pytest_profile(opt("--kh-profile") or cfg.profile,
-                                     opt("--hypothesis-profile", default=None))
-            backend = opt("--kh-backend") or cfg.backend or "interpret"
-            corpus = opt("--kh-corpus") or cfg.corpus
+            given_profile = opt("--kh-profile")
+            resolved = options.settings(cfg, {
+                "profile": pytest_profile(given_profile, None) if given_profile else None,
+                "backend": opt("--kh-backend"), "corpus": opt("--kh-corpus"),
+            }, {"profile": pytest_profile(None, opt("--hypothesis-profile", default=None)),
+                "backend": "interpret", "corpus": None})
+            backend = resolved["backend"].value
             budget = opt("--kh-shrink-budget")
             try:
                 shrink_budget = None if budget is None else ShrinkBudget.parse(budget)
@@ -150,16 +159,15 @@ class _Plan:
                         self.unrunnable[name] = str(e)
                         continue
                 impl = impl_by_family.get(name, impls)
-                request = CheckRequest(
-                    families=(name,), properties=tuple(opt("--kh-property")),
-                    profile=profile, backend=backend,
+                request = options.check_request(
+                    resolved, families=(name,), properties=tuple(opt("--kh-property")),
                     impl=impl[-1] if impl else None, max_examples=opt("--kh-max-examples"),
                     seed=opt("--kh-seed"), draws_per_compile=opt("--kh-draws-per-compile"),
                     without=tuple([*without, *without_by_family.get(name, [])]),
                     tolerance=tuple(opt("--kh-tolerance")),
                     tolerance_scale=opt("--kh-tolerance-scale"), timeout=opt("--kh-timeout"),
                     isolate=opt("--kh-isolate"), fail_fast=opt("--kh-fail-fast"),
-                    shrink_budget=shrink_budget, corpus=corpus,
+                    shrink_budget=shrink_budget,
                     kernel_coverage=opt("--kh-kernel-coverage"),
                 )
                 self.sessions[name] = CheckSession(request)

@@ -12,7 +12,7 @@ from typing import Any
 
 from kernel_harness.checks.properties import PROPERTIES
 from kernel_harness.cli import common, plot
-from kernel_harness.orchestration import results
+from kernel_harness.orchestration import options, results
 from kernel_harness.orchestration.session import CheckRequest, CheckSession, SessionResult
 from kernel_harness.run import kernel_coverage, report
 from kernel_harness.run.outputs import ensure_writable
@@ -60,10 +60,10 @@ def add_parser(sub: Any) -> None:
     check.add_argument("--all-bugs", action="store_true",
                        help="keep drawing after a property's first failure to report every "
                        "distinct failure and crash kind (slower; default: stop at the first)")
-    check.add_argument("--corpus", default=None, metavar="LOCATION",
-                       help="a failure corpus (DIR, redis://HOST:PORT[/DB], github:OWNER/REPO, "
-                       "ro:...): its stored failures replay first, whatever --max-examples and "
-                       "--seed say; new failures are stored (ci profile: read only)")
+    common.add_corpus_flag(check, text="a failure corpus (DIR, redis://HOST:PORT[/DB], "
+                           "github:OWNER/REPO, ro:...): its stored failures replay first, "
+                           "whatever --max-examples and --seed say; new failures are stored "
+                           "(ci profile: read only)")
     check.add_argument("--corpus-write", action=argparse.BooleanOptionalAction, default=None,
                        help="store new failures in --corpus (default: all profiles but ci)")
     check.add_argument("--shard", default=None, metavar="I/N",
@@ -76,10 +76,11 @@ def add_parser(sub: Any) -> None:
 
 
 def request_from_args(args: argparse.Namespace) -> CheckRequest:
-    """The session request the flags spell."""
-    return CheckRequest(
-        families=tuple(args.family), properties=tuple(args.property or ()),
-        profile=args.profile, backend=args.backend, impl=args.impl,
+    """The session request the flags spell (profile, backend and corpus as resolved from
+    the flags and the project's configuration by :func:`common.apply_config`)."""
+    return options.check_request(
+        args.kh_settings,
+        families=tuple(args.family), properties=tuple(args.property or ()), impl=args.impl,
         max_examples=args.max_examples, seed=args.seed,
         draws_per_compile=args.draws_per_compile, without=tuple(args.without),
         tolerance=tuple(args.tolerance), tolerance_scale=args.tolerance_scale,
@@ -87,8 +88,6 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         isolate=args.isolate, jobs=args.jobs, fail_fast=args.fail_fast, all_bugs=args.all_bugs,
         shrink_budget=args.shrink_budget,
         progress_every=args.progress_every, compile_cache=args.compile_cache,
-        # an explicit --corpus beats the project's configured one ([tool.kernel-harness])
-        corpus=args.corpus or getattr(getattr(args, "config", None), "corpus", None),
         corpus_write=args.corpus_write, shard=args.shard, kernel_coverage=args.kernel_coverage,
     )
 

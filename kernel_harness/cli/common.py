@@ -14,6 +14,7 @@ from kernel_harness.core.backends import (
     resolve_backend,
 )
 from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration import options
 from kernel_harness.run.profiles import PROFILE_NAMES, SHRINK_BUDGETS, ShrinkBudget, get_profile
 from kernel_harness.spec.config import HarnessConfig
 from kernel_harness.spec.family import Family
@@ -109,18 +110,26 @@ def add_profile_flag(parser: Any, *, builtin: str) -> None:
     parser.set_defaults(kh_builtin_profile=builtin)
 
 
+def add_corpus_flag(parser: Any, *, text: str) -> None:
+    """``--corpus LOCATION`` whose default is the user's configured ``corpus``
+    (``[tool.kernel-harness]``), else none (filled in by :func:`apply_config`)."""
+    parser.add_argument("--corpus", default=None, metavar="LOCATION",
+                        help=f"{text} (default: corpus in [tool.kernel-harness] of your "
+                        "pyproject.toml, else none)")
+    parser.set_defaults(kh_builtin_corpus=None)
+
+
 def apply_config(args: Any, config: HarnessConfig) -> None:
-    """Fills ``--backend`` and ``--profile`` left unset (flags made by
-    :func:`add_backend_flag` / :func:`add_profile_flag`) from ``config``, else their
-    built-in defaults: an explicit flag beats the configuration, which beats the default.
-    A configured name that is not one the harness knows is a UsageError naming the key
-    and the file."""
-    for key, known in (("backend", BACKEND_NAMES), ("profile", PROFILE_NAMES)):
-        builtin = getattr(args, f"kh_builtin_{key}", None)
-        if builtin is None or getattr(args, key, None) is not None:
-            continue
-        configured = getattr(config, key)
-        if configured is not None and configured not in known:
-            raise UsageError(f"{config.where(key)}: {configured!r} is not one of "
-                             f"{', '.join(known)}")
-        setattr(args, key, configured or builtin)
+    """Fills ``--backend``, ``--profile`` and ``--corpus`` left unset (flags made by
+    :func:`add_backend_flag`, :func:`add_profile_flag` and :func:`add_corpus_flag`) by the
+    one rule of every front end (:func:`kernel_harness.orchestration.options.resolve`): an
+    explicit flag beats the configuration, which beats the built-in default. Where each
+    came from is kept in ``args.kh_settings``. A configured name that is not one the
+    harness knows is a UsageError naming the key and the file."""
+    builtins = {key: getattr(args, f"kh_builtin_{key}") for key in options.CONFIGURABLE
+                if hasattr(args, f"kh_builtin_{key}")}
+    resolved = options.settings(config, {k: getattr(args, k, None) for k in builtins},
+                                builtins)
+    for key, setting in resolved.items():
+        setattr(args, key, setting.value)
+    args.kh_settings = resolved

@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
 
     def command(name: str, text: str) -> Any:
         p = csub.add_parser(name, help=text)
-        p.add_argument("--corpus", required=True, metavar="LOCATION", help=ACCEPTED)
+        common.add_corpus_flag(p, text=ACCEPTED)
         return p
 
     ls = command("list", "one line per stored failure")
@@ -45,7 +45,7 @@ def add_parser(sub: Any) -> None:
     replay = command("replay", "run every stored case once; exit 1 if any fails")
     replay.add_argument("family", nargs="*", help="only these families (default: all stored)")
     replay.add_argument("--property", default=None, help="only this property")
-    replay.add_argument("--backend", default="interpret")
+    common.add_backend_flag(replay)
     replay.add_argument("--impl", default=None, help="MODULE:ATTR replacing one family's "
                         "kernel (name that family)")
     drop = command("drop", "remove one entry (a case that now passes stays until dropped)")
@@ -55,13 +55,16 @@ def add_parser(sub: Any) -> None:
     prom.add_argument("--why", required=True, help="which path or bug this case pins")
     prom.add_argument("--name", default=None, help="golden case name (default corpus-ID8)")
     prom.add_argument("--tag", action="append", default=[])
-    prom.add_argument("--backend", default="interpret", help="the backend it is recorded on")
+    common.add_backend_flag(prom)
     prom.add_argument("--golden-dir", type=Path, default=None)
 
 
 def run(args: Any) -> int:
     """Runs ``kernel-harness corpus ...``: 0 ok, 1 a replay or promotion failed."""
     command = args.corpus_command
+    if args.corpus is None:
+        raise UsageError(f"corpus {command}: no corpus: give --corpus LOCATION, or set corpus "
+                         "in [tool.kernel-harness] of your pyproject.toml")
     corpus = open_corpus(args.corpus, writable=command == "drop")
     if command == "list":
         entries = [e for e in corpus.entries(prop=args.property)

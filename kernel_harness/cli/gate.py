@@ -8,7 +8,9 @@ from typing import Any
 from kernel_harness.cli import common
 from kernel_harness.cli.golden import GOLDEN_DIR_HELP, check_families
 from kernel_harness.core.errors import UsageError
-from kernel_harness.orchestration.corpus import open_corpus, replay_entries
+from kernel_harness.orchestration import options
+from kernel_harness.orchestration.corpus import open_corpus
+from kernel_harness.orchestration.session import CheckSession
 from kernel_harness.regression import golden
 from kernel_harness.regression.gate import (
     DEFAULT_FACTOR,
@@ -50,9 +52,9 @@ def add_parser(sub: Any) -> None:
     common.add_compile_cache_flag(p)
     p.add_argument("--fail-fast", action="store_true",
                    help="stop at the first family that fails; list the rest NOT RUN")
-    p.add_argument("--corpus", default=None, metavar="LOCATION",
-                   help="a failure corpus (what the nightly found): each gated family's stored "
-                   "failures are replayed too, and one that fails again fails the gate")
+    common.add_corpus_flag(p, text="a failure corpus (what the nightly found): each gated "
+                           "family's stored failures are replayed too, and one that fails again "
+                           "fails the gate")
     p.add_argument("--goldens", action="store_true",
                    help="first run `golden check` on the same families, backend, --impl and "
                    "--golden-dir, in this process (the gate then reuses the programs it "
@@ -76,8 +78,8 @@ def run(args: Any) -> int:
     if args.goldens and args.record:
         raise UsageError("--goldens checks the golden files and --record writes the baseline: "
                          "run them one at a time")
-    location = args.corpus or getattr(getattr(args, "config", None), "corpus", None)
-    corpus = open_corpus(location, writable=False) if location else None
+    if args.corpus:  # a corpus that cannot be opened is a usage error, before any work
+        open_corpus(args.corpus, writable=False)
     worst = 0
     failed_family: str | None = None
     if args.family:  # a named family the backend cannot run is a usage error, before any work
@@ -93,16 +95,15 @@ def run(args: Any) -> int:
         if args.fail_fast and failed_family is not None:
             print(f"{family.name}: NOT RUN (--fail-fast: {failed_family} failed the gate)")
             continue
-        if corpus is not None and not args.record and _corpus_fails(corpus, family, backend,
-                                                                   impl, args.impl):
-            worst = max(worst, 1)
-            failed_family = failed_family or family.name
         path = args.baseline or default_path(family.name, args.golden_dir)
         try:
             ensure_supported(family, backend)
         except Exception as e:  # noqa: BLE001 - BackendUnavailable: skipped with the reason
             print(f"{family.name}: SKIP ({e})")
             continue
+        if args.corpus and not args.record and _corpus_fails(args, family):
+            worst = max(worst, 1)
+            failed_family = failed_family or family.name
         try:
             if args.record:
                 data = record(family, backend, path=path, impl=impl, root=args.golden_dir)
@@ -167,16 +168,20 @@ def _ensure_supported_or_usage_error(family: Any, backend: Any) -> None:
         raise UsageError(str(e)) from None
 
 
-def _corpus_fails(corpus: Any, family: Any, backend: Any, impl: Any,
-                  impl_spec: str | None) -> bool:
-    """Replays the family's stored corpus entries (read only); True when one fails again."""
-    entries = corpus.entries(family.name)
-    if not entries:
-        print(f"{family.name}: corpus {corpus.location}: no stored failure of this family")
+def _corpus_fails(args: Any, family: Any) -> bool:
+    """Replays the family's stored corpus entries (read only) through a check session of
+    that family alone, as ``check`` replays them; True when one fails again."""
+    session = CheckSession(options.check_request(
+        {**args.kh_settings, "profile": options.Setting("ci", "default")},
+        families=(family.name,), impl=args.impl, corpus_write=False,
+        compile_cache=args.compile_cache))
+    replays = session.replay_stored(session.families[0])
+    if not replays:
+        print(f"{family.name}: corpus {session.corpus.location}: no stored failure of this "
+              "family")
         return False
-    replays = replay_entries(entries, family, backend, impl, impl_spec)
     print(f"\n{family.name}: {len(replays)} stored failure(s) replayed from corpus "
-          f"{corpus.location}")
+          f"{session.corpus.location}")
     for r in replays:
         print(f"  {r.line()}")
         if r.failed:

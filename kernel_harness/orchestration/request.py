@@ -59,6 +59,9 @@ class CheckRequest:
     shard: str | None = None
     #: Record which branches of the interpreted kernels the cases ran (docs/kernel-coverage.md).
     kernel_coverage: bool = False
+    #: Where ``profile``, ``backend`` and ``corpus`` came from (``given``, ``config`` or
+    #: ``default``: :mod:`kernel_harness.orchestration.options`); empty when built by hand.
+    origins: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_json_dict(self) -> dict[str, Any]:
         """The request as plain data, for a worker process (families by name, the impl by
@@ -80,6 +83,7 @@ class CheckRequest:
                     properties=list(self.properties), without=list(self.without),
                     tolerance=list(self.tolerance),
                     without_by_family={k: sorted(v) for k, v in self.without_by_family.items()},
+                    origins=dict(self.origins),
                     shrink_budget=None if self.shrink_budget is None
                     else dataclasses.asdict(self.shrink_budget))
         return data

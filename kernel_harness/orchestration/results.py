@@ -41,10 +41,12 @@ def _version(dist: str) -> str | None:
 
 def environment(backend: Backend, *, profile: str, seed: int | None,
                 max_examples: int | None, impl: str | None,
-                adjustments: dict[str, Any] | None = None) -> dict[str, Any]:
+                adjustments: dict[str, Any] | None = None,
+                origins: dict[str, str] | None = None) -> dict[str, Any]:
     """What ran: versions, backend and its device, profile, seed, and the flags that
     narrowed the strategy or changed tolerances (``adjustments``: a loosened run can
-    never be mistaken for a default one)."""
+    never be mistaken for a default one); ``origins``: where the profile, backend and
+    corpus came from (:mod:`kernel_harness.orchestration.options`)."""
     try:
         device_kind = backend.device.device_kind
     except RuntimeError:  # pragma: no cover - the backend was resolved, so it exists
@@ -56,6 +58,7 @@ def environment(backend: Backend, *, profile: str, seed: int | None,
         "device_kind": device_kind, "profile": profile, "seed": seed,
         "max_examples": max_examples, "impl": impl,
         "adjustments": adjustments or {"without": [], "tolerance": [], "tolerance_scale": None},
+        "origins": dict(origins or {}),
     }
 
 

@@ -35,6 +35,7 @@ from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_ba
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.orchestration import outcome_text, parallel, results, watch
 from kernel_harness.orchestration.corpus import (
+    ReplayResult,
     corpus_mode,
     open_corpus,
     record_failure,
@@ -266,6 +267,11 @@ class CheckSession:
                           text=outcome_text.failure_text(outcome),
                           line=verdict_line(fam.name, name, verdict, detail), outcome=outcome)
 
+    def replay_stored(self, fam: Family) -> list[ReplayResult]:
+        """Every stored failure of ``fam``, of all its properties, replayed once (the gate's
+        corpus check); ``[]`` without a corpus."""
+        return replay_unit(self.corpus, fam, None, self.backend, self.impl, self.impl_spec)
+
     def _first_failure(self, text: str) -> None:
         self.emit(f"\n--- first failing example (the full report follows shrinking) ---\n{text}")
 
@@ -371,7 +377,7 @@ class SessionResult:
                        "tolerance_scale": s.request.tolerance_scale}
         env = results.environment(s.backend, profile=s.request.profile, seed=s.request.seed,
                                   max_examples=s.request.max_examples, impl=s.impl_label,
-                                  adjustments=adjustments)
+                                  adjustments=adjustments, origins=s.request.origins)
         doc = results.document(env, self.records())
         if self.coverage is not None:
             doc["kernel_coverage"] = kernel_coverage.run_json(self.coverage, s.families)

@@ -16,12 +16,12 @@ from kernel_harness.orchestration.units import UnitResult, verdict_line
 from kernel_harness.spec.family import Family
 
 
-def replay_unit(corpus: Corpus | None, family: Family, prop: str, backend: Backend,
+def replay_unit(corpus: Corpus | None, family: Family, prop: str | None, backend: Backend,
                 impl: Callable[..., Any] | None = None,
                 impl_spec: str | None = None) -> list[ReplayResult]:
     """Before the unit's search: every stored entry of (family, prop) replayed once
-    (``[]`` without a corpus). Any ``failed`` result is the unit's failure; print its
-    ``line()`` and ``report``."""
+    (``[]`` without a corpus; ``prop`` None: every property's). Any ``failed`` result is
+    the unit's failure; print its ``line()`` and ``report``."""
     if corpus is None:
         return []
     return replay_entries(corpus.entries(family.name, prop), family, backend, impl, impl_spec)

@@ -1,0 +1,83 @@
+"""From a front end's options to a :class:`CheckRequest`, the same way for every front end.
+
+``kernel-harness check``, ``gate`` and ``corpus`` (their flags), ``pytest --kh-*`` and
+:func:`kernel_harness.testing.check` (its keywords) each give some settings explicitly; the
+project's ``[tool.kernel-harness]`` (:mod:`kernel_harness.spec.config`) gives others; the
+front end's built-in default fills the rest. One rule, :func:`resolve`: an explicit option
+beats the configuration, which beats the built-in default. Every resolved setting says
+where it came from (:attr:`Setting.origin`), and the request carries that
+(:attr:`CheckRequest.origins`), so a report can say why it ran what it ran.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from kernel_harness.core.backends import BACKEND_NAMES
+from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration.request import CheckRequest
+from kernel_harness.run.profiles import PROFILE_NAMES
+from kernel_harness.spec.config import HarnessConfig
+
+#: The settings the configuration may give, and the names each accepts (None: any text).
+CONFIGURABLE: dict[str, tuple[str, ...] | None] = {
+    "profile": PROFILE_NAMES,
+    "backend": BACKEND_NAMES,
+    "corpus": None,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """A resolved setting: its value and where it came from (``origin``: ``given``, the
+    option the user gave; ``config``, the project's table; ``default``, the front end's)."""
+
+    value: Any
+    origin: str
+
+    def describe(self, config: HarnessConfig | None = None, key: str = "") -> str:
+        """``given``, ``default`` or ``backend in /x/pyproject.toml [tool.kernel-harness]``."""
+        if self.origin == "config" and config is not None and config.source is not None:
+            return config.where(key)
+        return self.origin
+
+
+def resolve(key: str, given: Any, config: HarnessConfig, builtin: Any) -> Setting:
+    """``key``'s value: ``given`` when the front end's option was set (not None), else the
+    configuration's, else ``builtin``. A configured name the harness does not know is a
+    :class:`UsageError` naming the key and the file."""
+    if key not in CONFIGURABLE:
+        raise ValueError(f"{key!r} is not a configurable setting ({', '.join(CONFIGURABLE)})")
+    if given is not None:
+        return Setting(given, "given")
+    configured = getattr(config, key)
+    known = CONFIGURABLE[key]
+    if configured is not None:
+        if known is not None and configured not in known:
+            raise UsageError(f"{config.where(key)}: {configured!r} is not one of "
+                             f"{', '.join(known)}")
+        return Setting(configured, "config")
+    return Setting(builtin, "default")
+
+
+def settings(config: HarnessConfig, given: Mapping[str, Any],
+             builtins: Mapping[str, Any]) -> dict[str, Setting]:
+    """:func:`resolve` for each key of ``builtins`` (the settings this front end has)."""
+    return {key: resolve(key, given.get(key), config, builtin)
+            for key, builtin in builtins.items()}
+
+
+def check_request(resolved: Mapping[str, Setting], **fields: Any) -> CheckRequest:
+    """The :class:`CheckRequest` of resolved ``profile``, ``backend`` and ``corpus`` settings
+    (from :func:`settings`) and the front end's other ``fields`` (as the request names
+    them); the request records each setting's origin."""
+    missing = [k for k in CONFIGURABLE if k not in resolved]
+    if missing:
+        raise ValueError(f"settings not resolved: {', '.join(missing)}")
+    clash = [k for k in CONFIGURABLE if k in fields]
+    if clash:
+        raise ValueError(f"give {', '.join(clash)} as resolved settings, not as fields")
+    return CheckRequest(**fields, **{k: resolved[k].value for k in CONFIGURABLE},
+                        origins={k: resolved[k].origin for k in CONFIGURABLE})
