@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 
 from kernel_harness.cli import common
+from kernel_harness.core.judges import judge_for
 from kernel_harness.run import report
 from kernel_harness.spec.family import Family
 
@@ -87,10 +88,7 @@ def describe(family: Family, samples: int = 4) -> str:
             "max_rel, globally and per slice, or 'calibrated' = at most N x the error of "
             "the same plain math in the case's dtype at the default precision + a floor, "
             "docs/judge.md \"Calibrated bounds\"):"]
-    rows = [[d, o, f"{t.max_rel_err:g}",
-             "fixed" if t.calibrated is None
-             else f"calibrated {t.calibrated.multiple:g}x + {t.calibrated.floor:.3g}",
-             t.reason or "-"]
+    rows = [[d, o, f"{t.max_rel_err:g}", judge_for(t).describe(), t.reason or "-"]
             for (d, o), t in sorted(family.tolerances.entries.items())]
     out.append(textwrap.indent(report.format_table(
         ["dtype", "output", "max_rel", "judge", "reason"], rows), "  "))

@@ -1,8 +1,10 @@
 """Judges as objects: what one (dtype, output) tolerance does with a kernel's output.
 
-A :class:`Judge` measures (:meth:`~Judge.measure`), decides (:meth:`~Judge.verdict`),
-yields to a ``--tolerance`` (:meth:`~Judge.override`) and says what it is
-(:meth:`~Judge.describe`). :func:`judge_for` picks the judge a tolerance declares:
+A :class:`Judge` measures (:meth:`~Judge.measure`), decides (:meth:`~Judge.verdict`)
+and names itself (:meth:`~Judge.describe`, the judge column of ``kernel-harness
+describe``). A ``--tolerance`` or ``--tolerance-scale`` changes the tolerance, not the judge:
+:func:`~kernel_harness.core.tolerance.merge_tolerances` is that rule. :func:`judge_for`
+picks the judge a tolerance declares:
 :class:`FixedJudge` (``max_rel_err``, globally and per slice) or :class:`CalibratedJudge`
 (a multiple of the low-precision computation's error plus a floor). The measuring and
 deciding code is :mod:`~kernel_harness.core.compare` (the fixed rules, embedded verbatim in
@@ -51,23 +53,15 @@ class Judge(Protocol):
         """Passed or not, with the problems."""
         ...
 
-    def override(self, max_rel_err: float, reason: str) -> Judge:
-        """The judge a ``--tolerance`` puts in this one's place: the fixed bound it names,
-        with this judge's slice floor."""
-        ...
-
     def describe(self) -> str:
-        """One line: the bound, the slice floor, and their reasons."""
+        """The judge in a few words, as ``kernel-harness describe`` prints it in its
+        tolerance table (the bound's number and reason have their own columns)."""
         ...
 
 
 def _stats(tol: Tolerance, actual: np.ndarray, expected: np.ndarray, **kw: object) -> OutputStats:
     return compare(actual, expected, mismatch_threshold_rel=tol.max_rel_err,
                    slice_floor=tol.slice_floor.fraction, **kw)  # type: ignore[arg-type]
-
-
-def _floor_text(tol: Tolerance) -> str:
-    return f"slice floor {tol.slice_floor.fraction:g} x global ({tol.slice_floor.reason})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,15 +87,9 @@ class FixedJudge:
         return judge(measurement.stats, self.tolerance,
                      nonfinite_reference_ok=nonfinite_reference_ok)
 
-    def override(self, max_rel_err: float, reason: str) -> Judge:
-        """See :meth:`Judge.override`."""
-        return FixedJudge(dataclasses.replace(self.tolerance, max_rel_err=max_rel_err,
-                                              calibrated=None, reason=reason))
-
     def describe(self) -> str:
-        """See :meth:`Judge.describe`."""
-        t = self.tolerance
-        return f"fixed: max rel err {t.max_rel_err:g} ({t.reason}); {_floor_text(t)}"
+        """See :meth:`Judge.describe`: ``fixed``."""
+        return "fixed"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,17 +129,11 @@ class CalibratedJudge:
         return judge(measurement.stats, self.tolerance, calibration=measurement.calibration,
                      nonfinite_reference_ok=nonfinite_reference_ok)
 
-    def override(self, max_rel_err: float, reason: str) -> Judge:
-        """See :meth:`Judge.override`: the fixed bound replaces the calibrated one."""
-        return FixedJudge(self.tolerance).override(max_rel_err, reason)
-
     def describe(self) -> str:
-        """See :meth:`Judge.describe`."""
-        t, cal = self.tolerance, self.tolerance.calibrated
+        """See :meth:`Judge.describe`: ``calibrated MULTIPLEx + FLOOR``."""
+        cal = self.tolerance.calibrated
         assert cal is not None
-        return (f"calibrated: {cal.multiple:g} x low-precision error + {cal.floor:.3g} "
-                f"({cal.reason}); {_floor_text(t)}; fixed bound {t.max_rel_err:g} where "
-                "the low-precision computation is not at hand")
+        return f"calibrated {cal.multiple:g}x + {cal.floor:.3g}"
 
 
 def judge_for(tolerance: Tolerance) -> Judge:

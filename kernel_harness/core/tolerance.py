@@ -134,18 +134,6 @@ class ToleranceTable:
                 f"no tolerance for dtype={dtype!r} output={output!r}; known: {known}"
             ) from None
 
-    def scaled(self, factor: float) -> ToleranceTable:
-        """Every entry multiplied by ``factor`` (for implementations with a documented
-        lower internal precision)."""
-        return ToleranceTable(
-            {
-                key: dataclasses.replace(
-                    tol, max_rel_err=min(tol.max_rel_err * factor, 0.999)
-                )
-                for key, tol in self.entries.items()
-            }
-        )
-
     @classmethod
     def of_limits(cls, limits: Mapping[tuple[str, str], tuple[float, str]], *,
                   gradients: frozenset[str] = frozenset(),

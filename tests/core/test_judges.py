@@ -1,5 +1,6 @@
 """Judges as objects (core.judges): each binds one tolerance to the measuring and deciding
-code, and says what it is."""
+code, and names itself (the text ``kernel-harness describe`` prints). A ``--tolerance`` is
+core.tolerance.merge_tolerances, tested in test_tolerance.py and test_calibrate.py."""
 
 from __future__ import annotations
 
@@ -65,17 +66,6 @@ def test_calibrated_judge_needs_the_low_precision_computation_and_uses_it():
     assert not v.passed and v.problems[0].startswith("calibrated: rel err")
 
 
-def test_override_is_the_fixed_bound_with_the_same_floor():
-    for j in (judge_for(FIXED), judge_for(CALIBRATED)):
-        o = j.override(0.5, "--tolerance out=0.5")
-        assert isinstance(o, FixedJudge)
-        assert o.tolerance.max_rel_err == 0.5 and o.tolerance.calibrated is None
-        assert o.tolerance.slice_floor == LOW_PRECISION_FLOOR
-
-
-def test_describe_names_the_bound_the_floor_and_their_reasons():
-    d = judge_for(FIXED).describe()
-    assert d.startswith("fixed: max rel err 0.01 (one bf16 rounding)")
-    assert f"slice floor {1 / 16:g} x global" in d and "1/16 keeps" in d
-    c = judge_for(CALIBRATED).describe()
-    assert c.startswith("calibrated: 2 x low-precision error") and "FlashAttention" in c
+def test_describe_is_the_judge_column_of_kernel_harness_describe():
+    assert judge_for(FIXED).describe() == "fixed"
+    assert judge_for(CALIBRATED).describe() == "calibrated 2x + 0.00391"

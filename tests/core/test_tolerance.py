@@ -59,12 +59,6 @@ def test_nan_fails_even_inside_tolerance():
     assert any("1 NaN not in the reference" in p for p in verdict.problems)
 
 
-def test_scaled_table_multiplies_every_entry():
-    table = ToleranceTable({("float32", "out"): Tolerance(max_rel_err=1e-4, slice_floor=F32)})
-    table = table.scaled(10)
-    assert table.lookup("float32", "out").max_rel_err == pytest.approx(1e-3)
-
-
 def test_merge_tolerances_scale_then_overrides_pure_and_explained():
     from kernel_harness.core.tolerance import ToleranceOverride, merge_tolerances
 
@@ -84,6 +78,10 @@ def test_merge_tolerances_scale_then_overrides_pure_and_explained():
     own = SliceFloor(0.25, "a declared floor")
     floored = ToleranceTable({("float32", "dq"): Tolerance(max_rel_err=2e-4, slice_floor=own)})
     assert merge_tolerances(floored, scale=2).lookup("float32", "dq").slice_floor == own
+    replaced = merge_tolerances(floored, [ToleranceOverride(output="dq", dtype=None,
+                                                            max_rel_err=0.1)])
+    assert replaced.lookup("float32", "dq").slice_floor == own  # an override keeps the floor
+    assert merge_tolerances(floored, scale=1e4).lookup("float32", "dq").max_rel_err == 0.999
     every_dtype = merge_tolerances(table, [ToleranceOverride(output="out", dtype=None,
                                                              max_rel_err=0.5)])
     assert {every_dtype.lookup(d, "out").max_rel_err for d in ("float32", "bfloat16")} == {0.5}
