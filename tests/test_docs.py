@@ -5,6 +5,8 @@ heading that exists where the link names one.
 
 README.md is rendered on its own (by GitHub, or by pip as the package's description), not by
 MkDocs, so ``mkdocs build --strict`` (in `.ci/run`) cannot check its links; this test does.
+It also checks that the manual's front page, ``docs/index.md``, links every page in
+``docs/`` and that the ``nav`` of ``mkdocs.yml`` names exactly those pages.
 """
 
 from __future__ import annotations
@@ -111,3 +113,42 @@ def test_a_broken_link_is_caught(planted: str) -> None:
 def test_links_in_code_are_not_links() -> None:
     text = "`[x](nowhere.md)`\n\n```\n[y](nowhere.md)\n```\n[z](https://example.org/none.md)\n"
     assert relative_links(text) == []
+
+
+DOCS = ROOT / "docs"
+
+
+def manual_pages() -> set[str]:
+    """The manual's pages: every Markdown file in ``docs/``, by its name there."""
+    return {p.name for p in DOCS.glob("*.md")}
+
+
+def unlisted_in_index(index: str, pages: set[str]) -> set[str]:
+    """The pages (other than the index itself) that ``index`` does not link."""
+    linked = {t.partition("#")[0] for t in relative_links(index)}
+    return pages - {"index.md"} - linked
+
+
+def nav_pages(mkdocs_yml: str) -> set[str]:
+    """The pages named in the ``nav:`` of ``mkdocs_yml`` (``- Title: page.md`` lines)."""
+    nav = mkdocs_yml.partition("\nnav:\n")[2]
+    return set(re.findall(r"^\s+-\s+[^:\n]+:\s*(\S+\.md)\s*$", nav, re.MULTILINE))
+
+
+def test_the_index_links_every_page_of_the_manual() -> None:
+    pages = manual_pages()
+    assert len(pages) > 10, pages
+    assert unlisted_in_index((DOCS / "index.md").read_text(), pages) == set()
+
+
+def test_the_mkdocs_nav_names_every_page_and_only_pages() -> None:
+    nav = nav_pages((ROOT / "mkdocs.yml").read_text())
+    assert nav == manual_pages(), (f"not in mkdocs.yml nav: {sorted(manual_pages() - nav)}; "
+                                   f"in nav, no such page: {sorted(nav - manual_pages())}")
+
+
+def test_a_page_missing_from_the_index_or_nav_is_caught() -> None:
+    index = (DOCS / "index.md").read_text().replace("(corpus.md)", "(elsewhere.md)")
+    assert "corpus.md" in unlisted_in_index(index, manual_pages())
+    nav = (ROOT / "mkdocs.yml").read_text().replace("  - CI: ci.md\n", "")
+    assert "ci.md" in manual_pages() - nav_pages(nav)
