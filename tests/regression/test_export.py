@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from kernel_harness.cli import main
+from kernel_harness.ops.attention.export import op_source
 from kernel_harness.regression.export import ExportError, build_case, export_repro, judge_source
 from kernel_harness.spec.registry import get_family
 from tests.helpers.standalone import harness_hidden, run_standalone
@@ -223,11 +224,12 @@ def test_cli_export_repro(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     out = tmp_path / "r.py"
     assert main(["export-repro", "gpu-mha", "--case", MHA_CASE, "--out", str(out)]) == 0
     assert out.exists() and out.with_suffix(".npz").exists()
-    # Beside the harness's own judge, embedded verbatim (tests/regression/test_export_judge.py),
-    # the script names no kernel_harness, not even in a comment, and is a screen or two.
+    # Beside the harness's own judge and the attention op's reference, embedded verbatim
+    # (tests/regression/test_export_judge.py), the script names no kernel_harness, not even in
+    # a comment, and is a screen or two.
     text = out.read_text()
-    assert judge_source() in text
-    own = text.replace(judge_source(), "")
+    assert judge_source() in text and op_source() in text
+    own = text.replace(judge_source(), "").replace(op_source(), "")
     assert "kernel_harness" not in own
     assert len(own.splitlines()) < 130
     # A family without an export hook is a usage error naming the hook.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kernel_harness.families.gpu_decode.cases import DecodeCase
+from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
 
 
@@ -40,26 +41,19 @@ def export(case: DecodeCase) -> ExportSnippet:
             lse = np.asarray(m + jnp.log(l), np.float32)
             return dict(out=out, lse=np.where(NO_KEY & (lse == -np.inf), 0.0, lse))
     '''
-    reference = f'''
+    normalize = "output" if case.normalize_output else "none"
+    reference = reference_source(f'''
         def reference(x):
-            """One-token attention in float32, HIGHEST; keys start <= j < end visible."""
+            """One-token attention in float32, HIGHEST (the attention op's ``attend``, its
+            source above); keys start <= j < end visible."""
             q, k, v = (jnp.asarray(x[n], jnp.float32) for n in ("q", "k", "v"))
-            pos = np.arange(k.shape[1])[None, :]
-            mask = jnp.asarray((pos >= np.asarray({start.tolist()!r})[:, None])
-                               & (pos < np.asarray({end.tolist()!r})[:, None]))[:, None, :]
-            group = q.shape[1] // k.shape[2]
-            k, v = jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
-            s = jnp.einsum("bhd,bshd->bhs", q, k, precision=HI) * {scale!r}
-            m = jnp.max(jnp.where(mask, s, -jnp.inf), axis=-1, keepdims=True)
-            seen = jnp.any(mask, axis=-1)
-            p = jnp.where(mask, jnp.exp(s - jnp.where(jnp.isfinite(m), m, 0.0)), 0.0)
-            d = jnp.where(seen, jnp.sum(p, axis=-1), 1.0)
-            out = jnp.einsum("bhs,bshd->bhd", p, v, precision=HI)
-            if {case.normalize_output}:
-                out = out / d[..., None]
-            lse = jnp.where(seen, m[..., 0] + jnp.log(d), -jnp.inf)
-            return dict(out=out, lse=jnp.where(NO_KEY, 0.0, lse))  # -inf written as 0
-    '''
+            mask = visibility(1, k.shape[1], kv_starts=np.asarray({start.tolist()!r}),
+                              kv_lengths=np.asarray({end.tolist()!r}), xp=np)[:, 0, 0]
+            out, lse = attend(q[:, None], k, v, jnp.asarray(mask)[:, None, None, :],
+                              {scale!r}, layout="bqhd", normalize={normalize!r})
+            lse = lse[:, :, 0]
+            return dict(out=out[:, 0], lse=jnp.where(NO_KEY, 0.0, lse))  # -inf written as 0
+    ''')
     return ExportSnippet(
         default_import="from jax.experimental.pallas.ops.gpu.decode_attention import "
         "gqa as kernel",

@@ -10,37 +10,26 @@ import numpy as np
 
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_decode.cases import DecodeCase
+from kernel_harness.ops.attention.reference import attend, visibility
 
 _HI = jax.lax.Precision.HIGHEST
 
 
 def visible(case: DecodeCase) -> np.ndarray:
-    """bool [batch, kv_len]: key j is visible to row b iff start_b <= j < end_b."""
+    """bool [batch, kv_len]: key j is visible to row b iff start_b <= j < end_b (the
+    attention op's dense-mask builder, one query per row)."""
     start, end = case.bounds()
-    pos = np.arange(case.kv_len)[None, :]
-    return (pos >= start[:, None]) & (pos < end[:, None])
+    return visibility(1, case.kv_len, kv_starts=start, kv_lengths=end, xp=np)[:, 0, 0]
 
 
 def decode_attention(q, k, v, mask, sm_scale, normalize):
-    """One-token attention; q head h reads kv head h // group. Returns (out, lse).
-
-    A row with no visible key gets out = 0 and lse = -inf. Unnormalized, out is
-    sum_j exp(s_j - m) v_j with m the largest visible logit.
-    """
-    group = q.shape[1] // k.shape[2]
-    k = jnp.repeat(k, group, axis=2)
-    v = jnp.repeat(v, group, axis=2)
-    s = jnp.einsum("bhd,bshd->bhs", q, k, precision=_HI) * sm_scale
-    mask = mask[:, None, :]
-    m = jnp.max(jnp.where(mask, s, -jnp.inf), axis=-1, keepdims=True)
-    any_visible = jnp.any(mask, axis=-1)
-    p = jnp.where(mask, jnp.exp(s - jnp.where(jnp.isfinite(m), m, 0.0)), 0.0)
-    denom = jnp.where(any_visible, jnp.sum(p, axis=-1), 1.0)
-    out = jnp.einsum("bhs,bshd->bhd", p, v, precision=_HI)
-    if normalize:
-        out = out / denom[..., None]
-    lse = jnp.where(any_visible, m[..., 0] + jnp.log(denom), -jnp.inf)
-    return out, lse
+    """One-token attention by the attention op's softmax; q head h reads kv head h // group.
+    Returns (out, lse); the denominator divides the output (``normalize="output"``), or
+    not at all when ``normalize`` is False: out is then sum_j exp(s_j - m) v_j with m the
+    largest visible logit. A row with no visible key gets out = 0 and lse = -inf."""
+    out, lse = attend(q[:, None], k, v, mask[:, None, None, :], sm_scale, layout="bqhd",
+                      normalize="output" if normalize else "none", precision=_HI)
+    return out[:, 0], lse[:, :, 0]
 
 
 @functools.lru_cache(maxsize=64)

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 from kernel_harness.families.gpu_mha.cases import BLOCK_FIELDS, MhaCase
+from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
 
 
 def export(case: MhaCase) -> ExportSnippet:
     """The kernel call with the case's exact options and blocks, and its reference."""
     blocks = ", ".join(f"{n}={getattr(case, n)}" for n in BLOCK_FIELDS)
-    mask = [f"mask = np.ones(({case.batch}, {case.q_len}, {case.kv_len}), bool)"]
-    if case.causal:
-        mask.append(f"mask &= np.arange({case.q_len})[:, None] >= np.arange({case.kv_len})"
-                    "[None, :]  # causal, top-left")
-    if case.segment_runs is not None:
-        mask.append('seg = x["segment_ids"]')
-        mask.append("mask &= seg[:, :, None] == seg[:, None, :]  # same segment")
-    mask_src = ("\n" + " " * 12).join(mask)
+    segments = "None" if case.segment_runs is None else '(x["segment_ids"],) * 2'
     run_kernel = f'''
         from jax.experimental.pallas.ops.gpu.attention import BlockSizes
 
@@ -37,23 +31,22 @@ def export(case: MhaCase) -> ExportSnippet:
             with jax.default_matmul_precision("highest"):
                 return _kernel_fwd_bwd(x["q"], x["k"], x["v"], x.get("segment_ids"), x["do"])
     '''
-    reference = f'''
+    reference = reference_source(f'''
         def reference(x):
-            """Softmax attention in float32, HIGHEST precision; lse in log base 2."""
+            """Softmax attention in float32, HIGHEST (the attention op's ``attend``, its
+            source above); causal top-left aligned, equal segment ids; lse in log base 2."""
             q, k, v, do = (jnp.asarray(x[n], jnp.float32) for n in ("q", "k", "v", "do"))
-            {mask_src}
+            vis = visibility({case.q_len}, {case.kv_len}, causal={case.causal},
+                             segments={segments})
 
             def attention(q, k, v):
-                s = jnp.einsum("bqhd,bkhd->bhqk", q, k, precision=HI) * {case.sm_scale!r}
-                s = jnp.where(mask[:, None], s, -jnp.inf)
-                lse = jax.nn.logsumexp(s, axis=-1)
-                p = jnp.exp(s - lse[..., None])
-                return jnp.einsum("bhqk,bkhd->bqhd", p, v, precision=HI), lse / np.log(2.0)
+                out, lse = attend(q, k, v, vis, {case.sm_scale!r}, layout="bqhd")
+                return out, lse / np.log(2.0)
 
             (out, lse), vjp = jax.vjp(attention, q, k, v)
             dq, dk, dv = vjp((do, jnp.zeros_like(lse)))
             return dict(out=out, lse=lse, dq=dq, dk=dk, dv=dv)
-    '''
+    ''')
     return ExportSnippet(
         default_import="from jax.experimental.pallas.ops.gpu.attention import mha as kernel",
         run_kernel=run_kernel,

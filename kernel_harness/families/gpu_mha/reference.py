@@ -1,4 +1,5 @@
-"""Independent plain-jnp reference for gpu-mha: dense mask from the case, float32, HIGHEST."""
+"""Independent reference for gpu-mha: the attention op's dense mask and softmax (float32,
+HIGHEST), its lse in log base 2, and the magnitudes of the summed gradient terms."""
 
 from __future__ import annotations
 
@@ -11,28 +12,24 @@ import numpy as np
 
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_mha.cases import MhaCase
+from kernel_harness.ops.attention.reference import attend, logits, softmax_weights, visibility
 
 _HI = jax.lax.Precision.HIGHEST
 
 
 def dense_mask(case: MhaCase) -> np.ndarray:
-    """bool [batch, q_len, kv_len]: which key each query may see, built from the case."""
-    mask = np.ones((case.batch, case.q_len, case.kv_len), bool)
-    if case.causal:
-        mask &= np.arange(case.q_len)[:, None] >= np.arange(case.kv_len)[None, :]
+    """bool [batch, q_len, kv_len]: which key each query may see, built from the case by
+    the attention op's dense-mask builder (top-left aligned causal, equal segment ids)."""
     seg = case.segment_ids()
-    if seg is not None:
-        mask &= seg[:, :, None] == seg[:, None, :]
-    return mask
+    vis = visibility(case.q_len, case.kv_len, causal=case.causal,
+                     segments=None if seg is None else (seg, seg), xp=np)[:, 0]
+    return np.broadcast_to(vis, (case.batch, case.q_len, case.kv_len))
 
 
 def attention(q, k, v, mask, sm_scale):
-    """Softmax attention over [batch, len, heads, dim] arrays; returns (out, lse in log2)."""
-    s = jnp.einsum("bqhd,bkhd->bhqk", q, k, precision=_HI) * sm_scale
-    s = jnp.where(mask[:, None], s, -jnp.inf)
-    lse = jax.nn.logsumexp(s, axis=-1)
-    p = jnp.exp(s - lse[..., None])
-    out = jnp.einsum("bhqk,bkhd->bqhd", p, v, precision=_HI)
+    """The attention op's softmax over [batch, len, heads, dim] arrays; returns (out, lse
+    in log base 2, as the kernel's residual)."""
+    out, lse = attend(q, k, v, mask[:, None], sm_scale, layout="bqhd", precision=_HI)
     return out, lse / math.log(2.0)
 
 
@@ -44,8 +41,9 @@ def gradient_magnitudes(q, k, v, mask, do, sm_scale):
     kernel's rounding of D leaves ~eps * |dP| there. Each row is judged against
     sm_scale * sum P (|dP| + |D|) |q| (|k|) instead of its own zero."""
     out, _ = attention(q, k, v, mask, sm_scale)
-    s = jnp.einsum("bqhd,bkhd->bhqk", q, k, precision=_HI) * sm_scale
-    p = jax.nn.softmax(jnp.where(mask[:, None], s, -jnp.inf), axis=-1)
+    weights, denom, _ = softmax_weights(logits(q, k, sm_scale, layout="bqhd", precision=_HI),
+                                        mask[:, None])
+    p = weights / jnp.where(denom > 0, denom, 1.0)
     dp = jnp.einsum("bqhd,bkhd->bhqk", do, v, precision=_HI)
     d = jnp.einsum("bqhd,bqhd->bhq", do, out, precision=_HI)
     terms = p * (jnp.abs(dp) + jnp.abs(d)[..., None]) * sm_scale

@@ -7,11 +7,14 @@ loads it as the module ``hstu_kernel``. ``--impl`` scripts import the named kern
 
 from __future__ import annotations
 
+import inspect
 import math
 from importlib import resources
 
 from kernel_harness.families.hstu.cases import HstuCase
 from kernel_harness.families.hstu.kernel import BLOCK_FIELDS
+from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.ops.pointwise_attention.reference import pointwise_attention
 from kernel_harness.spec.export import ExportSnippet
 
 #: The kernel package's modules in the order they import each other.
@@ -64,20 +67,9 @@ def export(case: HstuCase) -> ExportSnippet:
                 'kv_segment_ids=jnp.asarray(x["kv_segment_ids"]), ') if segs else ""
     mask_arg = 'np.asarray(x["mask"], bool)' if case.mask == "numpy" else repr(case.mask)
     scale = case.scale if case.scale is not None else 1.0 / math.sqrt(case.head_dim)
-    mask = [f"t = np.arange({case.q_len})[:, None]", f"s = np.arange({case.kv_len})[None, :]"]
-    if case.mask == "causal":
-        mask.append("mask = s <= t  # causal, top-left")
-    elif case.mask == "full":
-        mask.append(f"mask = np.ones(({case.q_len}, {case.kv_len}), bool)")
-    else:
-        mask.append('mask = np.asarray(x["mask"], bool)')
-    if case.window is not None:
-        mask.append(f"mask = mask & (np.abs(t - s) <= {case.window})  # inclusive window")
-    mask.append(f"mask = np.broadcast_to(mask, ({case.batch}, {case.q_len}, {case.kv_len}))")
-    if segs:
-        mask.append('mask = mask & (x["q_segment_ids"][:, :, None] == '
-                    'x["kv_segment_ids"][:, None, :])')
-    mask_src = ("\n" + " " * 12).join(mask)
+    numpy_mask = 'np.asarray(x["mask"], bool)' if case.mask == "numpy" else "None"
+    window = None if case.window is None else (case.window, case.window)
+    segments = '(x["q_segment_ids"], x["kv_segment_ids"])' if segs else "None"
     run_kernel = f'''
         def run_kernel(x):
             def f(q, k, v):
@@ -90,21 +82,18 @@ def export(case: HstuCase) -> ExportSnippet:
             grads = vjp(do.astype(out.dtype))
             return dict(zip(("out", "dq", "dk", "dv"), (out, *grads), strict=True))
     '''
-    reference = f'''
-        def reference(x):
-            """HSTU pointwise attention in float32, HIGHEST: (mask * silu(scale q.k^T) /
-            q_len) v, masked entries exactly 0."""
-            {mask_src}
-            f32 = [jnp.asarray(x[n], jnp.float32) for n in ("q", "k", "v")]
+    reference = reference_source(inspect.getsource(pointwise_attention) + f'''
 
-            def attention(q, k, v):
-                s = jnp.einsum("bqhd,bkhd->bhqk", q, k, precision=HI) * {scale!r}
-                p = jnp.where(mask[:, None], s * jax.nn.sigmoid(s) / {case.q_len}, 0.0)
-                return jnp.einsum("bhqk,bkhd->bqhd", p, v, precision=HI)
 
-            out, vjp = jax.vjp(attention, *f32)
-            grads = vjp(jnp.asarray(x["do"], jnp.float32))
-            return dict(zip(("out", "dq", "dk", "dv"), (out, *grads), strict=True))
-    '''
+def reference(x):
+    """HSTU pointwise attention in float32, HIGHEST: (mask * silu(scale q.k^T) / q_len) v,
+    masked entries exactly 0 (the ops' ``visibility`` and ``pointwise_attention`` above)."""
+    vis = visibility({case.q_len}, {case.kv_len}, causal={case.mask == "causal"},
+                     mask={numpy_mask}, window={window!r}, segments={segments}, xp=np)
+    f32 = [jnp.asarray(x[n], jnp.float32) for n in ("q", "k", "v")]
+    out, vjp = jax.vjp(lambda q, k, v: pointwise_attention(q, k, v, vis, {scale!r}), *f32)
+    grads = vjp(jnp.asarray(x["do"], jnp.float32))
+    return dict(zip(("out", "dq", "dk", "dv"), (out, *grads), strict=True))
+''')
     return ExportSnippet(default_import=default_import(), run_kernel=run_kernel,
                          reference=reference, outputs=("out", "dq", "dk", "dv"))

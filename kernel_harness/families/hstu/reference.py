@@ -1,9 +1,9 @@
-"""Plain-jnp reference of HSTU pointwise attention, with its own mask construction.
+"""The hstu family's reference: the pointwise-attention op
+(:mod:`kernel_harness.ops.pointwise_attention`) over the case's dense mask.
 
-Nothing here comes from the kernel package: the dense ``[batch, q_len,
-kv_len]`` mask is built from the case description with explicit index
-arithmetic, and the attention is two einsums at ``Precision.HIGHEST`` in f32
-on the dtype-rounded inputs; gradients are ``jax.vjp`` of that function.
+Nothing here comes from the kernel package: the dense ``[batch, q_len, kv_len]`` mask is
+built from the case description by the attention op's one mask builder, and the op runs
+at ``Precision.HIGHEST`` in f32 on the dtype-rounded inputs; gradients are ``jax.vjp``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.families.hstu.cases import HstuCase
+from kernel_harness.ops.attention.reference import visibility
+from kernel_harness.ops.pointwise_attention.reference import pointwise_attention
 
 _HIGHEST = jax.lax.Precision.HIGHEST
 
@@ -36,23 +38,14 @@ def dense_mask(
     sequences whatever their lengths), ``full`` or ``numpy`` (``numpy_mask``);
     a window keeps ``|i - j| <= window``; segment ids keep equal ids.
     """
-    rows = np.arange(q_len).reshape(q_len, 1)
-    cols = np.arange(kv_len).reshape(1, kv_len)
-    if kind == "causal":
-        mask = cols <= rows
-    elif kind == "full":
-        mask = np.ones((q_len, kv_len), bool)
-    elif kind == "numpy":
-        mask = np.asarray(numpy_mask, bool)
-    else:
+    if kind not in ("causal", "full", "numpy"):
         raise ValueError(f"unknown mask kind {kind!r}")
-    if window is not None:
-        mask = mask & (np.abs(rows - cols) <= window)
-    mask = np.broadcast_to(mask, (batch, q_len, kv_len))
-    if q_segment_ids is not None:
-        same = q_segment_ids[:, :, None] == kv_segment_ids[:, None, :]
-        mask = mask & same
-    return np.array(mask)
+    segments = None if q_segment_ids is None else (q_segment_ids, kv_segment_ids)
+    vis = visibility(q_len, kv_len, causal=kind == "causal",
+                     mask=numpy_mask if kind == "numpy" else None,
+                     window=None if window is None else (window, window),
+                     segments=segments, xp=np)[:, 0]
+    return np.array(np.broadcast_to(vis, (batch, q_len, kv_len)))
 
 
 def case_mask(case: HstuCase, inputs: dict[str, np.ndarray]) -> np.ndarray:
@@ -65,12 +58,9 @@ def case_mask(case: HstuCase, inputs: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, scale: float):
-    """``(mask * silu(scale q k^T) / q_len) v`` on ``[B, L, H, D]`` f32 arrays;
-    ``mask`` is ``[B, Lq, Lkv]`` bool."""
-    s = jnp.einsum("bqhd,bkhd->bhqk", q, k, precision=_HIGHEST) * scale
-    pointwise = s * jax.nn.sigmoid(s) / q.shape[1]
-    p = jnp.where(mask[:, None, :, :], pointwise, 0.0)
-    return jnp.einsum("bhqk,bkhd->bqhd", p, v, precision=_HIGHEST)
+    """The pointwise-attention op on ``[B, L, H, D]`` f32 arrays; ``mask`` is
+    ``[B, Lq, Lkv]`` bool."""
+    return pointwise_attention(q, k, v, mask[:, None, :, :], scale, precision=_HIGHEST)
 
 
 @jax.jit

@@ -4,7 +4,8 @@ The kernel's masks are written as splash mask objects from the case's mask strin
 (seeded numpy masks travel in the .npz); the reference reads the dense mask built by the
 harness's own index formulas (``allowed`` in the .npz: the mask language is too long to
 restate in a short script), never splash's masks or mask info, and computes the family's
-own reference ``attention`` (its source embedded verbatim).
+own reference ``attention`` (its source embedded verbatim, after the attention op's:
+:func:`kernel_harness.ops.attention.export.reference_source`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import textwrap
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.masks import MaskExpr, allowed_mask, numpy_pattern, parse_mask
 from kernel_harness.families.splash.reference import attention
+from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
 
 _LAYOUTS = {"head_dim_minor": "HEAD_DIM_MINOR", "seq_minor": "SEQ_MINOR"}
@@ -129,7 +131,8 @@ def export(case: SplashCase) -> ExportSnippet:
             return program(x["q"], x["k"], x["v"], x["do"], x.get("sinks"))
     '''
     # The family's own reference math, verbatim; the script fixes its case's options.
-    reference = "_HIGHEST = HI\n\n\n" + inspect.getsource(attention) + textwrap.dedent(f'''
+    reference = reference_source("_HIGHEST = HI\n\n\n" + inspect.getsource(attention)
+                                 + textwrap.dedent(f'''
 
 
         def reference(x):
@@ -148,7 +151,7 @@ def export(case: SplashCase) -> ExportSnippet:
             grads = vjp((f32["do"], jnp.zeros_like(lse)))
             names = ("dq", "dk", "dv", "dsinks")[:len(grads)]
             return dict(out=out, lse=lse, **dict(zip(names, grads, strict=True)))
-    ''')
+    '''))
     outputs = ("out", "lse", "dq", "dk", "dv") + (("dsinks",) if case.sinks else ())
     return ExportSnippet(
         default_import="from jax.experimental.pallas.ops.tpu.splash_attention."

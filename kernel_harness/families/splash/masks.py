@@ -19,7 +19,9 @@ Segments are run-length tuples of ``(segment id, run length)``, e.g.
 ``((2, 2), (0, 3), (1, 1), (2, 1))`` is the id sequence ``[2, 2, 0, 0, 0, 1, 2]``.
 
 Nothing here uses splash's own masks or mask info: the reference, the strategy
-and the metamorphic hooks all see the mask a case describes through these formulas.
+and the metamorphic hooks all see the mask a case describes through these formulas, each
+leaf built by the attention op's one dense-mask builder
+(:func:`kernel_harness.ops.attention.reference.visibility`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ import functools
 from typing import Any
 
 import numpy as np
+
+from kernel_harness.ops.attention.reference import visibility
 
 _LEAF_PARAMS: dict[str, tuple[str, ...]] = {
     "full": (),
@@ -177,21 +181,18 @@ def dense_mask(expr: MaskExpr, shape: tuple[int, int]) -> np.ndarray:
         return dense_mask(expr.children[0], shape)
     if expr.kind in ("random", "boxes"):
         return numpy_pattern(expr, shape)
-    qi = np.arange(shape[0])[:, None]
-    kj = np.arange(shape[1])[None, :]
     p = dict(expr.params)
     if expr.kind == "full":
         return np.ones(shape, bool)
     if expr.kind == "causal":
-        return kj <= qi + p["offset"]
-    if expr.kind == "local":
-        centre = qi + p["offset"]
-        lo = np.full(shape, True) if p["left"] is None else kj >= centre - p["left"]
-        hi = np.full(shape, True) if p["right"] is None else kj <= centre + p["right"]
-        return lo & hi
-    if expr.kind == "chunked":
-        return (qi // p["chunk"] == kj // p["chunk"]) & (kj <= qi)
-    raise ValueError(f"unknown mask kind {expr.kind!r}")
+        vis = visibility(*shape, causal=True, q_offset=p["offset"], xp=np)
+    elif expr.kind == "local":
+        vis = visibility(*shape, window=(p["left"], p["right"]), q_offset=p["offset"], xp=np)
+    elif expr.kind == "chunked":
+        vis = visibility(*shape, causal=True, chunk=p["chunk"], xp=np)
+    else:
+        raise ValueError(f"unknown mask kind {expr.kind!r}")
+    return vis[0, 0]
 
 
 def _mask_key(case: Any) -> tuple[Any, ...]:
@@ -206,7 +207,8 @@ def visible_keys(key: tuple[Any, ...]) -> np.ndarray:
     by_spec = {s: dense_mask(parse_mask(s), (q_len, kv_len)) for s in set(masks)}
     allowed = np.stack([by_spec[s] for s in masks])
     if q_segs is not None:
-        allowed = allowed & (segment_ids(q_segs)[:, None] == segment_ids(kv_segs)[None, :])
+        allowed = allowed & visibility(q_len, kv_len, segments=(
+            segment_ids(q_segs)[None], segment_ids(kv_segs)[None]), xp=np)[0]
     allowed.setflags(write=False)
     return allowed
 

@@ -20,6 +20,7 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.masks import allowed_mask
+from kernel_harness.ops.attention.reference import attend
 
 _HIGHEST = jax.lax.Precision.HIGHEST
 
@@ -34,33 +35,12 @@ def attention(
     soft_cap: float | None,
     precision: jax.lax.Precision | None = _HIGHEST,
 ) -> tuple[jax.Array, jax.Array]:
-    """Masked softmax attention with optional soft cap and sinks, in the inputs' dtype
-    at ``precision`` (the reference: float32, HIGHEST).
-
-    q: [b, hq, q, d]; k, v: [b, hkv, kv, d] (query head h uses kv head
-    h // (hq // hkv)); allowed: [hq, q, kv]; sinks: [hq] or None. Returns
-    ``(out, lse)``; a row that sees nothing has out 0 and lse -inf (or the
-    sink's value when there are sinks).
-    """
-    group = q.shape[1] // k.shape[1]
-    k = jnp.repeat(k, group, axis=1)
-    v = jnp.repeat(v, group, axis=1)
-    s = jnp.einsum("bhqd,bhkd->bhqk", q, k, precision=precision)
-    if soft_cap is not None:
-        s = soft_cap * jnp.tanh(s / soft_cap)
-    s = jnp.where(allowed[None], s, -jnp.inf)
-    m = jnp.max(s, axis=-1)
-    if sinks is not None:
-        m = jnp.maximum(m, sinks[None, :, None])
-    m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, 0.0))
-    p = jnp.exp(s - m[..., None])
-    denom = jnp.sum(p, axis=-1)
-    if sinks is not None:
-        denom = denom + jnp.exp(sinks[None, :, None] - m)
-    safe = jnp.where(denom > 0, denom, 1.0)
-    out = jnp.einsum("bhqk,bhkd->bhqd", p, v, precision=precision) / safe[..., None]
-    lse = jnp.where(denom > 0, m + jnp.log(safe), -jnp.inf)
-    return out, lse
+    """The attention op's softmax (:func:`~kernel_harness.ops.attention.reference.attend`)
+    in splash's contract: q already scaled, soft cap, sinks, the denominator applied to
+    the output (``normalize="output"``). q: [b, hq, q, d]; k, v: [b, hkv, kv, d];
+    allowed: [hq, q, kv]; sinks: [hq] or None. Returns ``(out, lse)``."""
+    return attend(q, k, v, allowed[None], 1.0, layout="bhqd", soft_cap=soft_cap,
+                  sinks=sinks, normalize="output", precision=precision)
 
 
 @functools.lru_cache(maxsize=64)

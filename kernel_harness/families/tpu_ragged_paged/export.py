@@ -5,7 +5,8 @@ refs, masked stores to 3-D refs), so an interpreted script carries the harness's
 extensions: the source of :mod:`kernel_harness.core.compat.interpreter_ext`, embedded
 verbatim (one source of truth, as the judge is), with its one harness import replaced by
 local definitions (the exception class; the patch helpers' own source). The reference
-embeds the family's own ``allowed`` and ``attend``.
+embeds the family's own ``allowed`` and ``attend_sequence`` after the attention op's source
+(:func:`kernel_harness.ops.attention.export.reference_source`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from kernel_harness.core import compat
 from kernel_harness.core.compat import interpreter_ext
 from kernel_harness.families.tpu_ragged_paged import reference as _reference
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
+from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
 
 #: The one harness import of the extensions module (names from ``core.compat``).
@@ -100,9 +102,9 @@ def export(case: RaggedCase) -> ExportSnippet:
             return dict(out=out)
     ''')
     ratio = case.num_q_heads // case.num_kv_heads
-    reference = "\n\n".join([
-        "_HI = HI", inspect.getsource(_reference.allowed), inspect.getsource(_reference.attend),
-        textwrap.dedent(f'''
+    reference = reference_source("\n\n".join([
+        "_HI = HI", inspect.getsource(_reference.allowed),
+        inspect.getsource(_reference.attend_sequence), textwrap.dedent(f'''
         def reference(x):
             """Per active sequence: its keys gathered page by page through page_indices (K
             in even, V in odd combined heads), the causal (and window) mask, a float32
@@ -115,15 +117,15 @@ def export(case: RaggedCase) -> ExportSnippet:
             for i, (q_len, kv_len) in enumerate(zip({case.q_lens!r}, {case.kv_lens!r})):
                 t = np.arange(kv_len)
                 tokens = pages[table[i, t // {case.page_size}], t % {case.page_size}]
-                o = attend(jnp.asarray(q_all[start:start + q_len]),
-                           jnp.asarray(tokens[:, 0::2]), jnp.asarray(tokens[:, 1::2]),
-                           jnp.asarray(allowed(q_len, kv_len, {case.sliding_window!r})),
-                           sm_scale={case.sm_scale!r}, soft_cap={case.soft_cap!r},
-                           ratio={ratio})
+                o = attend_sequence(
+                    jnp.asarray(q_all[start:start + q_len]),
+                    jnp.asarray(tokens[:, 0::2]), jnp.asarray(tokens[:, 1::2]),
+                    jnp.asarray(allowed(q_len, kv_len, {case.sliding_window!r})),
+                    sm_scale={case.sm_scale!r}, soft_cap={case.soft_cap!r}, ratio={ratio})
                 out[start:start + q_len] = np.asarray(o, np.float32)
                 start += q_len
             return dict(out=out)
-        ''')])
+        ''')]))
     return ExportSnippet(
         default_import="from jax.experimental.pallas.ops.tpu.ragged_paged_attention.kernel "
         "import ragged_paged_attention as kernel",

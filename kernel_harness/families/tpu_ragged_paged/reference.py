@@ -11,19 +11,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
+from kernel_harness.ops.attention.reference import attend, visibility
 
 _HI = jax.lax.Precision.HIGHEST
 
 
 def allowed(q_len: int, kv_len: int, window: int | None) -> np.ndarray:
     """bool [q_len, kv_len]: query j (at position kv_len - q_len + j) sees key t when
-    t <= its position and, with a window, t > position - window."""
-    pos = kv_len - q_len + np.arange(q_len)[:, None]
-    t = np.arange(kv_len)[None, :]
-    ok = t <= pos
-    if window is not None:
-        ok &= t > pos - window
-    return ok
+    t <= its position and, with a window, t > position - window (the attention op's
+    dense-mask builder, bottom-right aligned)."""
+    return visibility(q_len, kv_len, causal=True, q_offset=kv_len - q_len, xp=np,
+                      window=None if window is None else (window - 1, None))[0, 0]
 
 
 def sequence_kv(case: RaggedCase, kv_pages: np.ndarray, table_row: np.ndarray, kv_len: int
@@ -35,23 +33,20 @@ def sequence_kv(case: RaggedCase, kv_pages: np.ndarray, table_row: np.ndarray, k
     return tokens[:, 0::2], tokens[:, 1::2]
 
 
-def attend(q, k, v, mask, *, sm_scale: float, soft_cap: float | None, ratio: int):
-    """out [q_len, num_q_heads, head_dim]: query head h reads kv head h // ratio."""
-    k = jnp.repeat(k, ratio, axis=1)
-    v = jnp.repeat(v, ratio, axis=1)
-    s = jnp.einsum("qhd,khd->hqk", q, k, precision=_HI) * sm_scale
-    if soft_cap is not None:
-        s = soft_cap * jnp.tanh(s / soft_cap)
-    s = jnp.where(mask[None], s, -jnp.inf)
-    p = jax.nn.softmax(s, axis=-1)
-    return jnp.einsum("hqk,khd->qhd", p, v, precision=_HI)
+def attend_sequence(q, k, v, mask, *, sm_scale: float, soft_cap: float | None, ratio: int):
+    """out [q_len, num_q_heads, head_dim] by the attention op's softmax (query head h reads
+    kv head h // ratio; ``ratio`` is implied by the shapes and kept as the cache key)."""
+    del ratio
+    out, _ = attend(q[None], k[None], v[None], mask[None, None], sm_scale,
+                          layout="bqhd", soft_cap=soft_cap, precision=_HI)
+    return out[0]
 
 
-#: ``attend`` as one program per sequence shape. Run eagerly, its dozen jnp ops were each
+#: ``attend_sequence`` as one program per sequence shape. Run eagerly, its dozen jnp ops were each
 #: compiled for every sequence's (q_len, kv_len): 352 small programs and 5.6 s of compiling
 #: in a 6-example check, against 8 kernel programs. Same operations and precision; the
-#: exported script keeps the eager ``attend`` (its reference agrees to 1e-6).
-_attend = jax.jit(attend, static_argnames=("sm_scale", "soft_cap", "ratio"))
+#: exported script keeps the eager ``attend_sequence`` (its reference agrees to 1e-6).
+_attend = jax.jit(attend_sequence, static_argnames=("sm_scale", "soft_cap", "ratio"))
 
 
 def reference(case: RaggedCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -26,68 +26,147 @@ Outputs = dict[str, np.ndarray]
 
 
 def visibility(q_len: int, kv_len: int, *, causal: bool = False,
-               window: tuple[int, int] | None = None, segments: tuple[Any, Any] | None = None,
-               q_lengths: Any = None, kv_lengths: Any = None, mask: Any = None) -> jax.Array:
-    """``[batch or 1, heads or 1, q_len, kv_len]`` bool: which key each query sees.
+               window: tuple[int | None, int | None] | None = None,
+               segments: tuple[Any, Any] | None = None, q_lengths: Any = None,
+               kv_lengths: Any = None, kv_starts: Any = None, q_offset: Any = 0,
+               chunk: int | None = None, mask: Any = None, xp: Any = jnp) -> Any:
+    """``[batch or 1, heads or 1, q_len, kv_len]`` bool: which key each query sees; the
+    one dense-mask builder of every attention kernel, by index arithmetic on the grid.
 
-    Positions count from 0 in both sequences whatever their lengths (top-left aligned):
-    causal keeps ``j <= i``; ``window=(left, right)`` keeps ``i - left <= j <= i + right``;
-    ``segments`` (``[batch, q_len]``, ``[batch, kv_len]`` ids) keeps equal ids;
-    ``kv_lengths``/``q_lengths`` (``[batch]``) keep ``j < kv_length`` / ``i < q_length``;
-    ``mask`` (broadcastable to ``[batch, heads, q_len, kv_len]``) is ANDed in as given.
-    Traceable: the arrays may be jax tracers.
+    Query ``i`` sits at position ``i + q_offset`` (0: top-left aligned; ``kv_len - q_len``:
+    bottom-right, as a decode step or a prefill chunk appended to a cache; a ``[batch]``
+    array: per row). Causal keeps ``j <= position``; ``window=(left, right)`` keeps
+    ``position - left <= j <= position + right`` (None: unbounded on that side);
+    ``chunk`` keeps ``j // chunk == position // chunk``; ``segments`` (``[batch, q_len]``,
+    ``[batch, kv_len]`` ids) keeps equal ids; ``kv_starts``/``kv_lengths`` (``[batch]``)
+    keep ``start <= j < length``; ``q_lengths`` keeps ``i < q_length``; ``mask``
+    (broadcastable to ``[batch, heads, q_len, kv_len]``) is ANDed in as given.
+    ``xp``: ``jnp`` (traceable: the arrays may be tracers) or ``numpy`` (no compile, for
+    masks built on the host).
     """
-    t = jnp.arange(q_len)[:, None]
-    s = jnp.arange(kv_len)[None, :]
-    vis = jnp.ones((1, 1, q_len, kv_len), bool)
+    offset = xp.asarray(q_offset)
+    if offset.ndim:
+        offset = offset[:, None, None, None]
+    t = xp.arange(q_len)[:, None] + offset
+    s = xp.arange(kv_len)[None, :]
+    vis = xp.ones((1, 1, q_len, kv_len), bool)
     if mask is not None:
-        vis = vis & jnp.asarray(mask, bool)
+        vis = vis & xp.asarray(mask, bool)
     if causal:
         vis = vis & (s <= t)
     if window is not None:
         left, right = window
-        vis = vis & (s >= t - left) & (s <= t + right)
+        if left is not None:
+            vis = vis & (s >= t - left)
+        if right is not None:
+            vis = vis & (s <= t + right)
+    if chunk is not None:
+        vis = vis & (s // chunk == t // chunk)
     if segments is not None:
         seg_q, seg_kv = segments
         vis = vis & (seg_q[:, None, :, None] == seg_kv[:, None, None, :])
     if kv_lengths is not None:
-        vis = vis & (s[None, None] < kv_lengths[:, None, None, None])
+        vis = vis & (s[None, None] < xp.asarray(kv_lengths)[:, None, None, None])
+    if kv_starts is not None:
+        vis = vis & (s[None, None] >= xp.asarray(kv_starts)[:, None, None, None])
     if q_lengths is not None:
-        vis = vis & (t[None, None] < q_lengths[:, None, None, None])
+        i = xp.arange(q_len)[:, None]
+        vis = vis & (i[None, None] < xp.asarray(q_lengths)[:, None, None, None])
     return vis
+
+
+#: Where a kernel divides by the softmax denominator: ``probs`` (the weights, before the
+#: product with V), ``output`` (the product, after: flash-style accumulators) or ``none``
+#: (an unnormalized output, with the log-sum-exp to normalize it later).
+NORMALIZE: tuple[str, ...] = ("probs", "output", "none")
+
+
+def logits(q: jax.Array, k: jax.Array, scale: float, *, layout: str,
+           bias: jax.Array | None = None, bias_before_scale: bool = False,
+           soft_cap: float | None = None,
+           precision: jax.lax.Precision | None = HIGHEST) -> jax.Array:
+    """``[batch, q_heads, q_len, kv_len]`` attention logits: ``scale * q.k^T + bias``
+    (``(q.k^T + bias) * scale`` with ``bias_before_scale``), then ``soft_cap`` as
+    ``cap * tanh(s / cap)``. GQA: query head ``h`` reads kv head ``h // (q_heads /
+    kv_heads)``."""
+    axis = head_axis(layout)
+    group = q.shape[axis] // k.shape[axis]
+    if group > 1:
+        k = jnp.repeat(k, group, axis=axis)
+    qk = "bhqd,bhkd->bhqk" if layout == "bhqd" else "bqhd,bkhd->bhqk"
+    s = jnp.einsum(qk, q, k, precision=precision)
+    if bias_before_scale:
+        s = (s if bias is None else s + bias) * scale
+    else:
+        s = s * scale
+        if bias is not None:
+            s = s + bias
+    if soft_cap is not None:
+        s = soft_cap * jnp.tanh(s / soft_cap)
+    return s
+
+
+def softmax_weights(s: jax.Array, vis: jax.Array, sinks: jax.Array | None = None
+                    ) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(weights, denom, m)`` of logits ``s`` ``[batch, heads, q_len, kv_len]``: the
+    unnormalized ``exp(s - m)`` on the keys ``vis`` lets through (exactly 0 elsewhere),
+    their sum (plus ``exp(sink - m)`` per head with ``sinks``) and the row maximum ``m``
+    (0 for a row that sees nothing), each with a trailing axis of 1 but ``weights``."""
+    m = jnp.max(jnp.where(vis, s, -jnp.inf), axis=-1, keepdims=True, initial=-jnp.inf)
+    if sinks is not None:
+        m = jnp.maximum(m, sinks[None, :, None, None])
+    m = jax.lax.stop_gradient(jnp.where(jnp.isfinite(m), m, 0.0))
+    weights = jnp.where(vis, jnp.exp(jnp.where(vis, s, 0.0) - m), 0.0)
+    denom = jnp.sum(weights, axis=-1, keepdims=True)
+    if sinks is not None:
+        denom = denom + jnp.exp(sinks[None, :, None, None] - m)
+    return weights, denom, m
+
+
+def attend(q: jax.Array, k: jax.Array, v: jax.Array, vis: jax.Array, scale: float, *,
+           layout: str, bias: jax.Array | None = None, bias_before_scale: bool = False,
+           soft_cap: float | None = None, sinks: jax.Array | None = None,
+           normalize: str = "probs",
+           precision: jax.lax.Precision | None = HIGHEST) -> tuple[jax.Array, jax.Array]:
+    """Softmax attention, the one math of every attention kernel: ``(out, lse)``.
+
+    :func:`logits` over the keys ``vis`` (``[batch, heads, q_len, kv_len]``,
+    broadcastable) lets through; masked keys get exactly zero weight; ``sinks``
+    (``[q_heads]``) are one extra logit per head that takes weight but has no value;
+    ``normalize`` (:data:`NORMALIZE`) is where the denominator divides. A row that sees
+    no key has out 0 and lse -inf (with sinks: the sink's logit). ``lse`` is the natural
+    log-sum-exp ``[batch, q_heads, q_len]``; out is in ``layout``, in the inputs' dtype
+    at ``precision``.
+    """
+    if normalize not in NORMALIZE:
+        raise ValueError(f"normalize must be one of {NORMALIZE}, got {normalize!r}")
+    s = logits(q, k, scale, layout=layout, bias=bias, bias_before_scale=bias_before_scale,
+               soft_cap=soft_cap, precision=precision)
+    axis = head_axis(layout)
+    group = q.shape[axis] // v.shape[axis]
+    if group > 1:
+        v = jnp.repeat(v, group, axis=axis)
+    weights, denom, m = softmax_weights(s, vis, sinks)
+    safe = jnp.where(denom > 0, denom, 1.0)
+    pv = "bhqk,bhkd->bhqd" if layout == "bhqd" else "bhqk,bkhd->bqhd"
+    if normalize == "probs":
+        out = jnp.einsum(pv, weights / safe, v, precision=precision)
+    else:
+        out = jnp.einsum(pv, weights, v, precision=precision)
+        if normalize == "output":
+            per_row = safe if layout == "bhqd" else jnp.swapaxes(safe, 1, 2)
+            out = out / per_row
+    lse = jnp.where(denom > 0, m + jnp.log(safe), -jnp.inf)[..., 0]
+    return out, lse
 
 
 def softmax_attention(q: jax.Array, k: jax.Array, v: jax.Array, bias: jax.Array | None,
                       vis: jax.Array, scale: float, *, layout: str,
                       bias_before_scale: bool = False,
                       precision: jax.lax.Precision | None = HIGHEST) -> jax.Array:
-    """Softmax attention with exact zero weight on masked keys, in the inputs' dtype at
-    ``precision``; output in ``layout`` (:data:`~.vocabulary.LAYOUTS`).
-
-    ``logits = scale * q.k^T + bias``, or ``(q.k^T + bias) * scale`` with
-    ``bias_before_scale``; bias and ``vis`` are ``[batch, heads, q_len, kv_len]``
-    (broadcastable). GQA: query head ``h`` reads kv head ``h // (q_heads / kv_heads)``.
-    """
-    axis = head_axis(layout)
-    group = q.shape[axis] // k.shape[axis]
-    if group > 1:
-        k = jnp.repeat(k, group, axis=axis)
-        v = jnp.repeat(v, group, axis=axis)
-    qk, pv = (("bhqd,bhkd->bhqk", "bhqk,bhkd->bhqd") if layout == "bhqd"
-              else ("bqhd,bkhd->bhqk", "bhqk,bkhd->bqhd"))
-    logits = jnp.einsum(qk, q, k, precision=precision)
-    if bias_before_scale:
-        logits = (logits if bias is None else logits + bias) * scale
-    else:
-        logits = logits * scale
-        if bias is not None:
-            logits = logits + bias
-    row_max = jnp.max(jnp.where(vis, logits, -jnp.inf), axis=-1, keepdims=True)
-    row_max = jax.lax.stop_gradient(jnp.where(jnp.isfinite(row_max), row_max, 0.0))
-    weights = jnp.where(vis, jnp.exp(jnp.where(vis, logits, 0.0) - row_max), 0.0)
-    denom = jnp.sum(weights, axis=-1, keepdims=True)
-    probs = weights / jnp.where(denom == 0.0, 1.0, denom)
-    return jnp.einsum(pv, probs, v, precision=precision)
+    """The output of :func:`attend` (weights normalized before the product with V)."""
+    return attend(q, k, v, vis, scale, layout=layout, bias=bias,
+                  bias_before_scale=bias_before_scale, precision=precision)[0]
 
 
 RunIn = Callable[[Any, dict[str, np.ndarray], Any, jax.Device, Any], Outputs]

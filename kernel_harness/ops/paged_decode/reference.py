@@ -1,5 +1,6 @@
 """Plain-jnp decode attention, shared by the references of the paged families: each gathers
-a row's tokens through its page table first, then attends the same way. Float32 at
+a row's tokens through its page table first, then attends by the attention op's softmax and
+dense-mask builder (:mod:`kernel_harness.ops.attention.reference`). Float32 at
 Precision.HIGHEST; nothing here comes from a kernel."""
 
 from __future__ import annotations
@@ -8,12 +9,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from kernel_harness.ops.attention.reference import attend, visibility
+
 _HI = jax.lax.Precision.HIGHEST
 
 
 def visible_lengths(lengths: np.ndarray, capacity: int) -> np.ndarray:
-    """bool [batch, capacity]: token t of row b counts iff t < lengths[b]."""
-    return np.arange(capacity)[None, :] < np.asarray(lengths)[:, None]
+    """bool [batch, capacity]: token t of row b counts iff t < lengths[b] (the attention
+    op's dense-mask builder, one query per row)."""
+    return visibility(1, capacity, kv_lengths=np.asarray(lengths), xp=np)[:, 0, 0]
 
 
 def token_pages(table: np.ndarray, page_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -33,7 +37,7 @@ def gather_tokens(pages: np.ndarray, table: np.ndarray, mask: np.ndarray) -> np.
 
 
 def grouped_decode_attention(q, k, v, mask, soft_cap, precision=_HI):
-    """One query per row over its gathered tokens.
+    """One query per row over its gathered tokens, by the attention op's softmax.
 
     q [batch, q_heads, dim]; k, v [kv_heads, batch, tokens, dim] with non-visible tokens
     already zeroed; mask bool [batch, tokens]. Query head h reads kv head
@@ -41,20 +45,10 @@ def grouped_decode_attention(q, k, v, mask, soft_cap, precision=_HI):
     ``cap * tanh(s / cap)``; masked tokens get exactly zero weight and a row with no
     visible token gives 0.
     """
-    kv_heads, batch, _, dim = k.shape
-    group = q.shape[1] // kv_heads
-    qg = q.reshape(batch, kv_heads, group, dim)
-    s = jnp.einsum("bkgd,kbtd->bkgt", qg, k, precision=precision)
-    if soft_cap is not None:
-        s = soft_cap * jnp.tanh(s / soft_cap)
-    vis = mask[:, None, None, :]
-    s = jnp.where(vis, s, -jnp.inf)
-    m = jnp.max(s, axis=-1, keepdims=True)
-    p = jnp.where(vis, jnp.exp(s - jnp.where(jnp.isfinite(m), m, 0.0)), 0.0)
-    denom = jnp.sum(p, axis=-1, keepdims=True)
-    p = p / jnp.where(denom > 0, denom, 1.0)
-    out = jnp.einsum("bkgt,kbtd->bkgd", p.astype(v.dtype), v, precision=precision)
-    return out.reshape(batch, kv_heads * group, dim)
+    k, v = (jnp.transpose(x, (1, 2, 0, 3)) for x in (k, v))  # [batch, tokens, kv_heads, dim]
+    out, _ = attend(q[:, None], k, v, mask[:, None, None, :], 1.0, layout="bqhd",
+                    soft_cap=soft_cap, precision=precision)
+    return out[:, 0]
 
 
 def paged_decode(q: np.ndarray, k_pages: np.ndarray, v_pages: np.ndarray, table: np.ndarray,
