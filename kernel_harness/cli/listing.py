@@ -26,16 +26,24 @@ def add_parsers(sub: Any) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    """Runs ``kernel-harness list``."""
+    """Runs ``kernel-harness list``: a family whose module does not import is listed with
+    its error (exit 0: the others are usable)."""
     avail = availability()
+    families, broken = common.importable_families()
     rows = [
         [f.name, ", ".join(sorted(f.backends)), ", ".join(sorted(f.capabilities))]
-        for f in common.families([])
+        for f in families
     ]
+    rows += [[name, "-", "DOES NOT IMPORT (below)"] for name in broken]
     print(report.format_table(["family", "backends", "capabilities"], rows))
+    if broken:
+        print("\nfamilies that do not import (check or describe of one exits 2 with this "
+              "error; fix or uninstall its package):")
+        for name, why in broken.items():
+            print(f"  {name}: {why}")
     print("\nimplementation signatures (--impl; `kernel-harness describe FAMILY` for the "
           "contract, tolerances and optional features):")
-    for f in common.families([]):
+    for f in families:
         print(f"  {f.name}: {f.impl_signature}")
     print()
     rows = [[b, "yes" if r is None else f"no: {r}"] for b, r in avail.items()]

@@ -116,11 +116,13 @@ def family_target(name: str) -> str:
 
 
 def import_target(target: str) -> Family:
-    """Imports the :class:`Family` at ``module:attribute``; anything else is a UsageError."""
+    """Imports the :class:`Family` at ``module:attribute``; anything else (a module that
+    does not import, whatever it raises; a missing attribute; not a Family) is a
+    UsageError naming the target, so one broken plugin fails only where it is asked for."""
     module, _, attr = target.partition(":")
     try:
         obj = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as e:
+    except Exception as e:  # noqa: BLE001 - any import failure is the plugin's, to be named
         raise UsageError(f"family at {target} does not import: {type(e).__name__}: {e}") from e
     if not isinstance(obj, Family):
         raise UsageError(f"{target} is a {type(obj).__name__}, not a kernel_harness Family")
