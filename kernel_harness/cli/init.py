@@ -36,6 +36,16 @@ def run(args: Any) -> int:
     else:
         print(f"\n{args.kernel} is your kernel; the reference is a placeholder (y = 2 * x + 1), "
               f"so the check fails until reference.py, cases.py and family.run are yours.")
+    top = skeleton.kernel.partition(":")[0].split(".")[0]
+    if skeleton.ships_kernel:
+        print(f"{top} is in this folder: pyproject.toml ships it with the family, so an "
+              f"installed family imports it (pip install .).")
+    else:
+        print(f"{top} is imported from {skeleton.kernel_origin}, not this folder: add the "
+              f"distribution that provides it to dependencies in pyproject.toml, or the "
+              f"installed family does not import.")
+    if skeleton.gitignore_append:
+        print(f"Appended to .gitignore: {' '.join(skeleton.gitignore_append)}")
     print(f"Places to fill: grep -rn '{TODO}' .\n"
           f"Check it:       kernel-harness check {skeleton.name} --profile dev\n"
           f"Its tests:      pytest tests/test_{skeleton.package}.py\n"

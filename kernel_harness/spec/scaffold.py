@@ -40,6 +40,12 @@ class Skeleton:
     kernel: str
     files: dict[Path, str]
     placeholder_kernel: bool
+    #: Whether the kernel's top-level module is in the target folder, so the family's
+    #: distribution ships it (else it must come from a dependency: ``kernel_origin``).
+    ships_kernel: bool = True
+    kernel_origin: str | None = None
+    #: Lines appended to an existing ``.gitignore`` (a new one is in ``files``).
+    gitignore_append: tuple[str, ...] = ()
 
 
 def _identifier_path(dotted: str, what: str) -> list[str]:
@@ -78,7 +84,18 @@ def plan(name: str, kernel: str, target: Path) -> Skeleton:
         Path("tests", f"test_{package}.py"): templates.TEST,
     }
     placeholder = _module_missing(parts, target)
-    subs["setuptools"] = _setuptools(package, parts if placeholder else None)
+    local = _local_top(parts, target, placeholder)
+    origin = None if local is not None else _origin(parts[0])
+    subs["setuptools"] = _setuptools(package, local)
+    subs["dependency_note"] = (
+        f"# {parts[0]}, the kernel's module, ships in this distribution ([tool.setuptools] "
+        "below)." if local else
+        f"# {TODO} add the distribution that provides {parts[0]} (imported from {origin}, "
+        "not this folder):\n# installed without it, the family does not import.")
+    gitignore = _gitignore_missing(target)
+    if not (target / ".gitignore").exists():
+        files[Path(".gitignore")] = templates.GITIGNORE
+        gitignore = ()
     if placeholder:
         files[Path(*parts[:-1], parts[-1] + ".py")] = templates.KERNEL
         for i in range(1, len(parts)):
@@ -91,22 +108,56 @@ def plan(name: str, kernel: str, target: Path) -> Skeleton:
     return Skeleton(
         name=name, package=package, kernel=kernel, placeholder_kernel=placeholder,
         files={p: string.Template(t).substitute(subs) for p, t in files.items()},
+        ships_kernel=local is not None, kernel_origin=origin, gitignore_append=gitignore,
     )
 
 
-def _setuptools(package: str, placeholder: list[str] | None) -> str:
-    """``[tool.setuptools]`` lines: the family package, and the placeholder kernel's
-    module (so an installed family imports it); a user's own kernel ships elsewhere."""
-    packages = [package]
+def _local_top(parts: list[str], target: Path, placeholder: bool) -> tuple[str, bool] | None:
+    """``(top-level name, is a package)`` of the kernel's module when it lives (or the
+    placeholder will live) in ``target``, so the family's distribution ships it; None when
+    it is imported from elsewhere (an installed package)."""
+    if placeholder:
+        return parts[0], len(parts) > 1
+    if (target / parts[0]).is_dir():
+        return parts[0], True
+    if (target / f"{parts[0]}.py").is_file():
+        return parts[0], False
+    return None
+
+
+def _origin(top: str) -> str:
+    """Where the module ``top`` is imported from, for the dependency note."""
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        spec = None
+    where = None if spec is None else spec.origin or next(
+        iter(spec.submodule_search_locations or []), None)
+    return str(Path(where).parent if where and where.endswith("__init__.py") else where)
+
+
+def _setuptools(package: str, local: tuple[str, bool] | None) -> str:
+    """``[tool.setuptools]`` tables: the family package (and subpackages), and the
+    kernel's module when it is in this folder (so the installed family imports it from
+    the same distribution); a kernel imported from elsewhere ships elsewhere."""
+    include = [package, f"{package}.*"]
     modules = []
-    if placeholder is not None:
-        packages += [".".join(placeholder[:i]) for i in range(1, len(placeholder))]
-        if len(placeholder) == 1:
-            modules.append(placeholder[0])
-    lines = [f"packages = {_toml_list(packages)}"]
-    if modules:
-        lines.append(f"py-modules = {_toml_list(modules)}")
+    if local is not None and local[1]:
+        include += [local[0], f"{local[0]}.*"]
+    elif local is not None:
+        modules.append(local[0])
+    lines = ["[tool.setuptools]", f"py-modules = {_toml_list(modules)}", ""] if modules else []
+    lines += ["[tool.setuptools.packages.find]", f"include = {_toml_list(include)}"]
     return "\n".join(lines)
+
+
+def _gitignore_missing(target: Path) -> tuple[str, ...]:
+    """The lines of :data:`~.scaffold_templates.GITIGNORE` that ``target``'s existing
+    ``.gitignore`` lacks (all of them when there is none)."""
+    path = target / ".gitignore"
+    have = set(path.read_text().splitlines()) if path.is_file() else set()
+    return tuple(line for line in templates.GITIGNORE.splitlines()
+                 if line and not line.startswith("#") and line not in have)
 
 
 def _toml_list(items: list[str]) -> str:
@@ -139,7 +190,8 @@ def _has_function(module: str, func: str, target: Path) -> bool:
 
 def write(skeleton: Skeleton, target: Path) -> list[Path]:
     """Writes every file under ``target``; refuses (UsageError) before writing anything
-    when one of them exists."""
+    when one of them exists. An existing ``.gitignore`` is only appended the lines it
+    lacks (``gitignore_append``)."""
     existing = sorted(str(p) for p in skeleton.files if (target / p).exists())
     if existing:
         raise UsageError(f"init: not overwriting existing file(s) in {target}: "
@@ -149,5 +201,12 @@ def write(skeleton: Skeleton, target: Path) -> list[Path]:
         path = target / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+        written.append(path)
+    if skeleton.gitignore_append:
+        path = target / ".gitignore"
+        text = path.read_text()
+        path.write_text(text + ("" if text.endswith("\n") or not text else "\n")
+                        + "# kernel-harness init\n" + "\n".join(skeleton.gitignore_append)
+                        + "\n")
         written.append(path)
     return written

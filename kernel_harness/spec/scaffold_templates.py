@@ -1,6 +1,7 @@
 """The text of ``kernel-harness init``'s files (:mod:`string.Template`: ``$name`` is the
 family, ``$package`` its package, ``$module``/``$func`` the kernel, ``$todo`` the marker,
-``$setuptools`` the lines saying what the distribution ships)."""
+``$setuptools`` the tables saying what the distribution ships, ``$dependency_note`` where
+the kernel's module comes from)."""
 
 PYPROJECT = '''\
 [build-system]
@@ -12,14 +13,13 @@ name = "$name-family"
 version = "0.1.0"
 description = "The kernel-harness family $name: checks $kernel against its reference."
 requires-python = ">=3.11"
-# $todo the package that provides $module, if this one does not.
+$dependency_note
 dependencies = ["kernel-harness"]
 
 # Installed (pip install .), the family is found through this entry point.
 [project.entry-points."$group"]
 $name = "$package.family:FAMILY"
 
-[tool.setuptools]
 $setuptools
 
 # Not installed, `kernel-harness check $name` run in this folder (or below it) finds the
@@ -32,6 +32,16 @@ golden-dir = "golden"
 # The tests import the package from this folder without installing it.
 [tool.pytest.ini_options]
 pythonpath = ["."]
+'''
+
+GITIGNORE = '''\
+# Hypothesis's example database, build outputs and caches: not to commit.
+.hypothesis/
+__pycache__/
+*.egg-info/
+build/
+dist/
+.pytest_cache/
 '''
 
 INIT = '''\
@@ -57,22 +67,22 @@ from kernel_harness import Case
 # $todo the shapes your kernel takes.
 # Few static shapes: each one compiles once.
 ROWS = (8, 16)
-COLS = (128, 256)
+DIMS = (128, 256)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class ${camel}Case(Case):
-    """One example: x [rows, cols] and the output cotangent dy, from the seed."""
+    """One example: x [rows, dim] and the output cotangent dy, from the seed."""
 
     # $todo your kernel's parameters as fields (shapes, flags, blocks):
     # only primitives and tuples, so a failing case prints as one JSON line.
 
     rows: int
-    cols: int
+    dim: int
 
     def shape_summary(self) -> str:
-        """``x=(rows,cols)`` for failure lines."""
-        return f"x=({self.rows},{self.cols})"
+        """``x=(rows,dim)`` for failure lines."""
+        return f"x=({self.rows},{self.dim})"
 
     def materialize(self) -> dict[str, np.ndarray]:
         """The inputs, rounded to the case's dtype (the reference sees them rounded)."""
@@ -86,20 +96,20 @@ class ${camel}Case(Case):
         # $todo your kernel's inputs,
         # with the value ranges that reach its hard paths.
         return {
-            "x": rounded(rng.standard_normal((self.rows, self.cols))),
-            "dy": rounded(rng.standard_normal((self.rows, self.cols))),
+            "x": rounded(rng.standard_normal((self.rows, self.dim))),
+            "dy": rounded(rng.standard_normal((self.rows, self.dim))),
         }
 
 
 @st.composite
 def ${package}_cases(draw: st.DrawFn) -> ${camel}Case:
-    """Rows, columns and dtypes."""
+    """Rows, row lengths and dtypes."""
     # $todo draw what your cases must reach.
     return ${camel}Case(
         dtype=draw(st.sampled_from(["float32", "bfloat16"])),
         seed=draw(st.integers(0, 2**16)),
         rows=draw(st.sampled_from(ROWS)),
-        cols=draw(st.sampled_from(COLS)),
+        dim=draw(st.sampled_from(DIMS)),
     )
 '''
 
@@ -153,7 +163,7 @@ from $module import $func as kernel
 
 # $todo how your kernel is called, for `describe` and `--impl`.
 IMPL_SIGNATURE = (
-    "impl(x, *, interpret) -> y; x [rows, cols]; differentiable in x (jax.vjp)"
+    "impl(x, *, interpret) -> y; x [rows, dim]; differentiable in x (jax.vjp)"
 )
 
 # $todo tolerances measured for your kernel, each with its reason, and the per-slice floor
@@ -210,7 +220,10 @@ FAMILY = Family(
     impl_signature=IMPL_SIGNATURE,
     run=run,
     reference=reference.reference,
-    output_axes={"y": ("row", "col"), "dx": ("row", "col")},
+    # $todo your outputs' axis names. They say how the judge slices an output: "dim"
+    # (or "head_dim") runs within one result, every other axis indexes independent
+    # results, so here a slice is one row, judged against its own scale as well.
+    output_axes={"y": ("row", "dim"), "dx": ("row", "dim")},
     tolerances=TOLERANCES,
     capabilities=frozenset({"gradients"}),
     # $todo the backends your kernel runs on:
@@ -238,7 +251,7 @@ from $package.reference import reference
 
 
 def test_the_reference_on_a_case_computed_by_hand():
-    case = ${camel}Case(dtype="float32", seed=0, rows=8, cols=128)
+    case = ${camel}Case(dtype="float32", seed=0, rows=8, dim=128)
     inputs = case.materialize()
     got = reference(case, inputs)
     # $todo your kernel's math, computed another way

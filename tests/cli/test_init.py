@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,17 @@ def here(tmp_path, monkeypatch):
 _GENERATED = ("my_scale_family", "other_family", "mykernels", "kh_init_user_ops")
 
 
+def _shipped(project: Path) -> set[str]:
+    """The packages and modules ``pip install .`` of ``project`` ships: setuptools' own
+    discovery (``packages.find`` in pyproject.toml, namespaces on) and ``py-modules``."""
+    import setuptools
+
+    config = tomllib.loads((project / "pyproject.toml").read_text())["tool"]["setuptools"]
+    found = setuptools.find_namespace_packages(str(project),
+                                               include=config["packages"]["find"]["include"])
+    return set(found) | set(config.get("py-modules", []))
+
+
 def _check(project: Path, *extra: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != registry.FAMILY_MODULES_ENV}
     return subprocess.run(
@@ -63,7 +75,11 @@ def test_the_skeleton_passes_check_as_written_and_marks_the_places_to_fill(here,
     assert f'{NAME} = "my_scale_family.family:FAMILY"' in pyproject
     assert 'family-modules = ["my_scale_family.family"]' in pyproject
     # Installed, the family imports its placeholder kernel from the same distribution.
-    assert 'packages = ["my_scale_family", "mykernels"]' in pyproject
+    assert _shipped(here) >= {"my_scale_family", "mykernels"}
+    # Per-slice judging slices by every axis but "dim": a slice is one row, not one element.
+    assert 'output_axes={"y": ("row", "dim"), "dx": ("row", "dim")}' in (
+        package / "family.py").read_text()
+    assert ".hypothesis/" in (here / ".gitignore").read_text().splitlines()
     assert "placeholder Pallas kernel" in out
     ran = _check(here)
     assert ran.returncode == 0, ran.stdout + ran.stderr
@@ -102,6 +118,49 @@ def test_an_existing_kernel_is_wired_in_and_not_rewritten(here, capsys):
     assert "the check fails until reference.py" in out
     code, _, err = _init(capsys, "other", "--kernel", "kh_init_user_ops:missing")
     assert code == 2 and "defines no 'missing'" in err
+
+
+def test_a_kernel_package_beside_the_family_ships_with_it(here, capsys):
+    """Issue 41: init beside an existing kernel package wrote packages = [the family]
+    only, so the installed family could not import the kernel."""
+    (here / "mykernels" / "ops").mkdir(parents=True)
+    (here / "mykernels" / "__init__.py").write_text("")
+    (here / "mykernels" / "ops" / "__init__.py").write_text("")
+    (here / "mykernels" / "ops" / "scale.py").write_text(
+        "def scale(x, *, interpret=False):\n    return 2 * x + 1\n")
+    code, out, _ = _init(capsys, NAME, "--kernel", "mykernels.ops.scale:scale")
+    assert code == 0, out
+    assert _shipped(here) == {"my_scale_family", "mykernels", "mykernels.ops"}
+    assert "mykernels is in this folder: pyproject.toml ships it with the family" in out
+    pyproject = (here / "pyproject.toml").read_text()
+    assert "mykernels, the kernel's module, ships in this distribution" in pyproject
+    assert "TODO(kernel-harness): add the distribution" not in pyproject
+
+
+def test_a_single_file_kernel_beside_the_family_ships_as_a_module(here, capsys):
+    (here / "kh_init_user_ops.py").write_text("def triple(x, *, interpret=False):\n"
+                                              "    return 3 * x\n")
+    assert _init(capsys, NAME, "--kernel", "kh_init_user_ops:triple")[0] == 0
+    assert _shipped(here) == {"my_scale_family", "kh_init_user_ops"}
+
+
+def test_a_kernel_imported_from_elsewhere_is_a_dependency_to_add(here, capsys):
+    code, out, _ = _init(capsys, NAME, "--kernel", "json.decoder:scanstring")
+    assert code == 0
+    assert _shipped(here) == {"my_scale_family"}
+    assert "json is imported from" in out and "add the distribution that provides it" in out
+    assert f"# {TODO} add the distribution that provides json" in (
+        here / "pyproject.toml").read_text()
+
+
+def test_an_existing_gitignore_gets_only_the_lines_it_lacks(here, capsys):
+    (here / ".gitignore").write_text("__pycache__/\nsecrets.txt")
+    code, out, _ = _init(capsys, NAME, "--kernel", KERNEL)
+    assert code == 0
+    lines = (here / ".gitignore").read_text().splitlines()
+    assert lines[:2] == ["__pycache__/", "secrets.txt"]
+    assert lines.count("__pycache__/") == 1 and ".hypothesis/" in lines
+    assert "Appended to .gitignore: .hypothesis/" in out
 
 
 @pytest.mark.parametrize("argv, message", [
