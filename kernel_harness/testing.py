@@ -72,7 +72,9 @@ def check(
             raise UsageError(str(e)) from None
     resolved = options.settings(load_config(),
                                 {"profile": profile, "backend": backend, "corpus": corpus},
-                                {"profile": "dev", "backend": "interpret", "corpus": None})
+                                {"profile": "dev", "backend": "interpret", "corpus": None},
+                                flags={"profile": "profile=", "backend": "backend=",
+                                       "corpus": "corpus="})
     request = options.check_request(
         resolved, families=tuple(families), properties=tuple(properties or ()), impl=impl,
         max_examples=max_examples, seed=seed, draws_per_compile=draws_per_compile,
@@ -135,7 +137,8 @@ class _Plan:
                 "profile": pytest_profile(given_profile, None) if given_profile else None,
                 "backend": opt("--kh-backend"), "corpus": opt("--kh-corpus"),
             }, {"profile": pytest_profile(None, opt("--hypothesis-profile", default=None)),
-                "backend": "interpret", "corpus": None})
+                "backend": "interpret", "corpus": None},
+                flags={k: f"--kh-{k}" for k in ("profile", "backend", "corpus")})
             backend = resolved["backend"].value
             budget = opt("--kh-shrink-budget")
             try:

@@ -142,7 +142,7 @@ def apply_config(args: Any, config: HarnessConfig) -> None:
     builtins = {key: getattr(args, f"kh_builtin_{key}") for key in options.CONFIGURABLE
                 if hasattr(args, f"kh_builtin_{key}")}
     resolved = options.settings(config, {k: getattr(args, k, None) for k in builtins},
-                                builtins)
+                                builtins, flags={k: f"--{k}" for k in builtins})
     for key, setting in resolved.items():
         setattr(args, key, setting.value)
     args.kh_settings = resolved

@@ -96,11 +96,13 @@ def availability() -> dict[str, str | None]:
     }
 
 
-def resolve_backend(name: str) -> Backend:
+def resolve_backend(name: str, *, note: str | None = None) -> Backend:
     """Turns a backend name into a :class:`Backend`, or raises a clear error.
 
     ``auto`` picks ``tpu`` when a TPU is attached, else ``interpret``, and
-    says so in :attr:`Backend.note`.
+    says so in :attr:`Backend.note`. ``note`` says where the name came from
+    (``from --backend``, ``the default``); without it a named backend's note is
+    ``requested explicitly``.
     """
     if name not in BACKEND_NAMES:
         raise ValueError(
@@ -108,13 +110,13 @@ def resolve_backend(name: str) -> Backend:
         )
     avail = availability()
     if name == "auto":
-        if avail["tpu"] is None:
-            return Backend(name="tpu", platform="tpu", note="auto: a TPU is attached")
-        return Backend(
-            name="interpret", platform="cpu", note="auto: no TPU attached, using interpret on CPU"
-        )
+        why = "a TPU is attached" if avail["tpu"] is None else (
+            "no TPU attached, using interpret on CPU")
+        return Backend(name="tpu" if avail["tpu"] is None else "interpret",
+                       platform="tpu" if avail["tpu"] is None else "cpu",
+                       note=f"auto: {why}" + (f"; {note}" if note else ""))
     reason = avail[name]
     if reason is not None:
         raise BackendUnavailable(f"backend {name!r} is not available: {reason}")
     platform = {"interpret": "cpu", "tpu-interpret": "cpu", "tpu": "tpu", "gpu": "gpu"}[name]
-    return Backend(name=name, platform=platform, note="requested explicitly")
+    return Backend(name=name, platform=platform, note=note or "requested explicitly")

@@ -31,41 +31,40 @@ CONFIGURABLE: dict[str, tuple[str, ...] | None] = {
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-    """A resolved setting: its value and where it came from (``origin``: ``given``, the
-    option the user gave; ``config``, the project's table; ``default``, the front end's)."""
+    """A resolved setting: its value, where it came from (``origin``: ``given``, the
+    option the user gave; ``config``, the project's table; ``default``, the front end's)
+    and that in words for a header (``where``: ``from --backend``, ``from backend in
+    /x/pyproject.toml [tool.kernel-harness]``, ``the default``)."""
 
     value: Any
     origin: str
-
-    def describe(self, config: HarnessConfig | None = None, key: str = "") -> str:
-        """``given``, ``default`` or ``backend in /x/pyproject.toml [tool.kernel-harness]``."""
-        if self.origin == "config" and config is not None and config.source is not None:
-            return config.where(key)
-        return self.origin
+    where: str = ""
 
 
-def resolve(key: str, given: Any, config: HarnessConfig, builtin: Any) -> Setting:
-    """``key``'s value: ``given`` when the front end's option was set (not None), else the
-    configuration's, else ``builtin``. A configured name the harness does not know is a
-    :class:`UsageError` naming the key and the file."""
+def resolve(key: str, given: Any, config: HarnessConfig, builtin: Any,
+            flag: str | None = None) -> Setting:
+    """``key``'s value: ``given`` when the front end's option (``flag``, for the words) was
+    set (not None), else the configuration's, else ``builtin``. A configured name the
+    harness does not know is a :class:`UsageError` naming the key and the file."""
     if key not in CONFIGURABLE:
         raise ValueError(f"{key!r} is not a configurable setting ({', '.join(CONFIGURABLE)})")
     if given is not None:
-        return Setting(given, "given")
+        return Setting(given, "given", f"from {flag or key}")
     configured = getattr(config, key)
     known = CONFIGURABLE[key]
     if configured is not None:
         if known is not None and configured not in known:
             raise UsageError(f"{config.where(key)}: {configured!r} is not one of "
                              f"{', '.join(known)}")
-        return Setting(configured, "config")
-    return Setting(builtin, "default")
+        return Setting(configured, "config", f"from {config.where(key)}")
+    return Setting(builtin, "default", "the default")
 
 
-def settings(config: HarnessConfig, given: Mapping[str, Any],
-             builtins: Mapping[str, Any]) -> dict[str, Setting]:
-    """:func:`resolve` for each key of ``builtins`` (the settings this front end has)."""
-    return {key: resolve(key, given.get(key), config, builtin)
+def settings(config: HarnessConfig, given: Mapping[str, Any], builtins: Mapping[str, Any],
+             flags: Mapping[str, str] | None = None) -> dict[str, Setting]:
+    """:func:`resolve` for each key of ``builtins`` (the settings this front end has);
+    ``flags``: each key's option as the front end spells it (``--kh-backend``)."""
+    return {key: resolve(key, given.get(key), config, builtin, (flags or {}).get(key))
             for key, builtin in builtins.items()}
 
 
@@ -80,4 +79,5 @@ def check_request(resolved: Mapping[str, Setting], **fields: Any) -> CheckReques
     if clash:
         raise ValueError(f"give {', '.join(clash)} as resolved settings, not as fields")
     return CheckRequest(**fields, **{k: resolved[k].value for k in CONFIGURABLE},
-                        origins={k: resolved[k].origin for k in CONFIGURABLE})
+                        origins={k: resolved[k].origin for k in CONFIGURABLE},
+                        backend_note=resolved["backend"].where or None)

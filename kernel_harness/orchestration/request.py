@@ -62,6 +62,9 @@ class CheckRequest:
     #: Where ``profile``, ``backend`` and ``corpus`` came from (``given``, ``config`` or
     #: ``default``: :mod:`kernel_harness.orchestration.options`); empty when built by hand.
     origins: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: Where ``backend`` came from, in words, for the header (``from --backend``, ``the
+    #: default``...); None: ``requested explicitly``.
+    backend_note: str | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         """The request as plain data, for a worker process (families by name, the impl by

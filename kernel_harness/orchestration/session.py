@@ -101,7 +101,7 @@ class CheckSession:
             self.timeout = 900.0
         self.cache_note = compile_cache.enable(request.compile_cache)
         try:
-            self.backend: Backend = resolve_backend(request.backend)
+            self.backend: Backend = resolve_backend(request.backend, note=request.backend_note)
         except (ValueError, BackendUnavailable) as e:
             raise UsageError(str(e)) from None
         if request.kernel_coverage:

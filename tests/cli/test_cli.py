@@ -57,7 +57,7 @@ def test_passing_check_prints_summary_and_exits_0(capsys, toy_registry):
     code, out, _ = _run(capsys, "check", "--no-isolate",
                         "toy", "--profile", "ci", "--max-examples", "5")
     assert code == 0, out
-    assert "backend interpret (requested explicitly)" in out
+    assert "backend interpret (the default)" in out
     assert "cases reached by toy" in out and "length=" in out
     summary = [line for line in out.splitlines() if line.startswith("toy ")]
     (reference_row,) = [line for line in summary if "matches-reference" in line]
@@ -103,3 +103,17 @@ def test_console_script_bad_input_has_no_traceback():
     assert proc.returncode == 2
     assert proc.stderr.startswith("kernel-harness: error: unknown family 'nosuch'")
     assert "Traceback" not in proc.stderr
+
+
+def test_the_header_says_where_the_backend_came_from(capsys, toy_registry, tmp_path,
+                                                      monkeypatch):
+    argv = ["check", "--no-isolate", "toy", "--max-examples", "2",
+            "--property", "matches-reference"]
+    code, out, _ = _run(capsys, *argv, "--backend", "interpret")
+    assert code == 0 and "backend interpret (from --backend), profile dev" in out
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-harness]\nbackend = "interpret"\n')
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _run(capsys, *argv)
+    assert code == 0, out
+    assert (f"backend interpret (from backend in {tmp_path / 'pyproject.toml'} "
+            "[tool.kernel-harness]), profile dev") in out

@@ -38,12 +38,13 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_resolve_given_beats_config_beats_default(project: Path):
     config = load_config()
-    assert options.resolve("backend", "gpu", config, "interpret") == options.Setting(
-        "gpu", "given")
+    assert options.resolve("backend", "gpu", config, "interpret", "--kh-backend") == (
+        options.Setting("gpu", "given", "from --kh-backend"))
     assert options.resolve("backend", None, config, "interpret") == options.Setting(
-        "tpu-interpret", "config")
+        "tpu-interpret", "config",
+        f"from backend in {project / 'pyproject.toml'} [tool.kernel-harness]")
     assert options.resolve("backend", None, HarnessConfig(), "interpret") == options.Setting(
-        "interpret", "default")
+        "interpret", "default", "the default")
     assert options.resolve("corpus", None, config, None).value == str(project / "stored")
 
 
