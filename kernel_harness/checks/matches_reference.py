@@ -143,7 +143,8 @@ def _judge(family: Family, case: Any, backend: Backend, impl: Callable[..., Any]
     except Exception as e:  # noqa: BLE001 - a crash is a failure, reported as one
         crash = Crash(
             family=family.name, case=case, backend=backend,
-            impl=impl_name(family.kernel if impl is None else impl), impl_spec=impl_spec,
+            impl=impl_name(family.kernel if impl is None else impl, impl_spec),
+            impl_spec=impl_spec,
             adjustments=family.adjustments, error=e,
         )
         _note_events(family, case, observer)  # it ran, up to the crash

@@ -78,7 +78,8 @@ def measure(
         except Exception as e:  # noqa: BLE001 - a crash is reported as one (KernelCrash)
             raise KernelCrash(Crash(
                 family=family.name, case=g.case, backend=backend,
-                impl=impl_name(family.kernel if impl is None else impl), impl_spec=impl_spec,
+                impl=impl_name(family.kernel if impl is None else impl, impl_spec),
+                impl_spec=impl_spec,
                 adjustments=family.adjustments, error=e,
                 notes=(f"golden case: {g.name}",))) from e
         out[g.name] = (

@@ -73,8 +73,13 @@ def run_on_backend(
     return outputs
 
 
-def impl_name(impl: Callable[..., Any]) -> str:
-    """``module:qualname`` of an implementation, for reports (a partial names its function)."""
+def impl_name(impl: Callable[..., Any], spec: str | None = None) -> str:
+    """How reports name an implementation: ``spec``, the ``MODULE:ATTR`` the user gave,
+    when there is one (a factory's product is ``mykern.bugs:rope``, not
+    ``mykern.bugs:_variant.<locals>.rope``); else ``module:qualname`` (a partial names its
+    function)."""
+    if spec:
+        return spec
     while isinstance(impl, functools.partial):
         impl = impl.func
     module = getattr(impl, "__module__", "?")
@@ -191,7 +196,7 @@ def check_case(
         family=family.name,
         case=case,
         backend=backend,
-        impl=impl_name(impl),
+        impl=impl_name(impl, impl_spec),
         impl_spec=impl_spec,
         verdicts=verdicts,
         excluded=excluded,

@@ -117,3 +117,19 @@ def test_the_header_says_where_the_backend_came_from(capsys, toy_registry, tmp_p
     assert code == 0, out
     assert (f"backend interpret (from backend in {tmp_path / 'pyproject.toml'} "
             "[tool.kernel-harness]), profile dev") in out
+
+
+@pytest.mark.parametrize("attr, line", [
+    ("off_by_a_hundredth", "  family:   toy   impl: tests.helpers.toy_impls:off_by_a_hundredth"),
+    ("crashes_always", "  impl:     tests.helpers.toy_impls:crashes_always"),
+])
+def test_the_report_names_a_factory_made_impl_by_the_spec_given(capsys, toy_registry, attr,
+                                                                line):
+    spec = f"tests.helpers.toy_impls:{attr}"
+    code, out, _ = _run(capsys, "check", "--no-isolate", "toy", "--max-examples", "2",
+                        "--property", "matches-reference", "--shrink-budget", "0",
+                        "--impl", spec)
+    assert code == 1, out
+    assert line in out.splitlines(), out
+    assert "<locals>" not in out
+    assert f"--impl {spec}" in next(x for x in out.splitlines() if "reproduce:" in x)

@@ -13,6 +13,20 @@ def within_noise(x):
     return softplus(x) * (1 + 5e-7)
 
 
+def _variant(factor, *, crash=False):
+    """A factory of planted bugs: its products' ``__qualname__`` is ``_variant.<locals>.planted``,
+    so a report can name them only by the ``--impl`` path they were given as."""
+    def planted(x):
+        if crash:
+            raise NotImplementedError("planted crash")
+        return softplus(x) * factor
+    return planted
+
+
+off_by_a_hundredth = _variant(1 + 1e-2)
+crashes_always = _variant(1.0, crash=True)
+
+
 def off_by_a_thousandth(x):
     """Relative error 1e-3: far outside the toy tolerance (1e-5): must fail."""
     return softplus(x) * (1 + 1e-3)

@@ -141,5 +141,6 @@ def _crash(entry: CorpusEntry, family: Family, case: Any, backend: Backend,
     extra = () if entry.draws is None else ("--property", entry.prop, "--draws",
                                             entry.draws_json or "[]")
     return Crash(family=family.name, case=case, backend=backend,
-                 impl=impl_name(family.kernel if impl is None else impl), impl_spec=impl_spec,
+                 impl=impl_name(family.kernel if impl is None else impl, impl_spec),
+                 impl_spec=impl_spec,
                  adjustments=(*family.adjustments, *extra), error=error).report()
