@@ -28,6 +28,7 @@ _NOT_OWN = (
     f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}hypothesis{os.sep}",
     f"{os.sep}numpy{os.sep}", f"{os.sep}kernel_harness{os.sep}run{os.sep}",
     f"{os.sep}kernel_harness{os.sep}checks{os.sep}",
+    f"{os.sep}kernel_harness{os.sep}orchestration{os.sep}",
     f"{os.sep}kernel_harness{os.sep}families{os.sep}",
     f"{os.sep}kernel_harness{os.sep}core{os.sep}", f"{os.sep}kernel_harness{os.sep}cli{os.sep}",
     "<frozen ",

@@ -37,7 +37,7 @@ def test_every_property_reports_the_crash_with_a_replaying_command(toy_attention
                                                                    tmp_path):
     results = tmp_path / "r.json"
     code = cli.main(["check", "--no-isolate", "toy-attention", "--profile", "dev",
-                     "--seed", "1", "--max-examples", "6", "--impl", IMPL,
+                     "--seed", "1", "--max-examples", "12", "--impl", IMPL,
                      "--json", str(results), "--junit", str(tmp_path / "r.xml")])
     out = capsys.readouterr().out
     assert code == 1, out
@@ -49,7 +49,8 @@ def test_every_property_reports_the_crash_with_a_replaying_command(toy_attention
     verdicts = {r["property"]: r["verdict"] for r in doc["properties"]}
     assert verdicts == rows, (verdicts, rows)
     failing = {p for p, v in verdicts.items() if v != "PASS" and v != "SKIP"}
-    # Causal cases are drawn half the time: every property that runs one crashes.
+    # Causal cases are drawn half the time: every property that runs one crashes (12 examples:
+    # a property draws none 1 time in 4096; the seeded stream moves with code edits).
     assert {"matches-reference", "option-effect", "deterministic"} <= failing, verdicts
     assert all(v in ("FAIL", "SKIP") for v in verdicts.values()), verdicts
     for record in doc["properties"]:
