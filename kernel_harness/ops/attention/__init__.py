@@ -1,11 +1,14 @@
-"""The attention op: what splash, flash, sdpa, gpu-mha and hstu share.
+"""The attention op: what every softmax attention kernel shares (splash, flash, sdpa,
+gpu-mha, gpu-decode, torch-sdpa, and through :mod:`kernel_harness.ops.paged_decode` the
+paged and ragged paged kernels).
 
 - :mod:`.vocabulary`: the canonical spelling of a case's shape (``q_heads``,
   ``kv_heads``, ``q_len``, ``kv_len``, ``head_dim``), the two array layouts and the
   axis roles of q/k/v/do in each.
-- :mod:`.reference`: the independent dense reference (visibility built from the case
-  description, softmax attention with exact zero weight on masked keys) and its
-  low-precision twin, the yardstick of the calibrated judge.
+- :mod:`.reference`: the one dense-mask builder (:func:`~.reference.visibility`, from the
+  case description), the one softmax (:func:`~.reference.attend`: exact zero weight on
+  masked keys, soft cap, sinks, where the denominator divides) and the low-precision
+  twin, the yardstick of the calibrated judge.
 - :mod:`.tolerance`: the fixed float32/bfloat16 tables with their measured reasons and
   the calibrated bound.
 - :mod:`.events`: the coverage labels every attention kernel reports the same way.
