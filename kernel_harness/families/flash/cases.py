@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from kernel_harness.core.case import Case, cast, check_logit_scale, standard_normal
-from kernel_harness.ops.attention.events import segment_events
+from kernel_harness.ops.attention.events import length_events, segment_events
 
 #: Every kv-axis block of the kernel must be a multiple of this (its softmax lane width).
 KV_TILE = 128
@@ -227,7 +227,7 @@ def flash_events(case: FlashCase) -> list[str]:
     if case.batch % case.block_b:
         ev.append("partial-batch-block")
     if case.q_len != case.kv_len:
-        ev.append("q-len<kv-len" if case.q_len < case.kv_len else "q-len>kv-len")
+        ev += length_events(case.q_len, case.kv_len)
     if case.block_q_dkv < case.block_q_major_dkv or case.block_k_dkv < case.block_k_major_dkv:
         ev.append("dkv-subtiles")
     if case.block_k_dq < case.block_k_major_dq:

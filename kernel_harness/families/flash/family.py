@@ -71,7 +71,7 @@ TOLERANCES = measured_table(
 #: The kernel's modes ci-sized draws must reach (Family.modes).
 MODES = frozenset({
     "causal", "non-causal", "bias", "sm-scale", "segments", "several-segments",
-    "unsorted-segment-ids", "length-1-segment", "rows-without-keys", "fwd-single-tile",
+    "unsorted-segments", "length-1-segment", "rows-without-keys", "fwd-single-tile",
     "fwd-multi-kv-block", "fwd-kv-subtiles", "multi-q-block", "ragged-q-block",
     "dkv-multi-block", "dkv-subtiles", "dq-multi-block", "dq-subtiles", "batch>1",
     "heads>1", "block_b>1", "block_b<batch", "q-len<kv-len", "float32", "bfloat16",

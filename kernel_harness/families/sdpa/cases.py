@@ -324,7 +324,7 @@ def sdpa_events(case: SdpaCase) -> list[str]:
     ev = [case.dtype]
     shape = Shape(batch=case.batch, q_heads=case.heads, kv_heads=case.kv_heads,
                   q_len=case.q_len, kv_len=case.kv_len, head_dim=case.head_dim)
-    ev += sharing_events(shape) + length_events(shape)
+    ev += sharing_events(shape) + length_events(case.q_len, case.kv_len)
     if case.is_causal:
         ev.append("causal")
     if case.bias is not None:

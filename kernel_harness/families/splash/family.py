@@ -29,6 +29,7 @@ from kernel_harness.families.splash.metamorphic import METAMORPHIC, block_varian
 from kernel_harness.families.splash.reference import low_precision_reference, reference
 from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, splash_data_draws
+from kernel_harness.ops.attention.events import length_events
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 
@@ -95,8 +96,7 @@ def events(case: SplashCase) -> Iterable[str]:
         not case.fused_bwd and (case.block_q_dq, case.block_kv_dq) != fwd
     ):
         ev.add("bwd-blocks!=fwd-blocks")
-    if case.q_len != case.kv_len:
-        ev.add("q-len!=kv-len")
+    ev.update(length_events(case.q_len, case.kv_len))
     exprs = [parse_mask(s) for s in case.head_masks()]
     if len(set(case.masks)) > 1:
         ev.add("per-head-masks")
@@ -122,7 +122,7 @@ def events(case: SplashCase) -> Iterable[str]:
             edges = np.flatnonzero(np.diff(ids)) + 1
             lengths = np.diff(np.concatenate([[0], edges, [len(ids)]]))
             if (lengths == 1).any():
-                ev.add("segment-len-1")
+                ev.add("length-1-segment")
             if (np.diff(ids) < 0).any():
                 ev.add("unsorted-segments")
         if case.q_segments != case.kv_segments:
@@ -227,9 +227,9 @@ def narrowed(family: Family, without: frozenset[str]) -> Family:
 MODES = frozenset({
     "mha", "gqa", "mqa", "f32", "bf16", "multi-q-block", "multi-kv-block",
     "kv-compute<kv-block", "dkv-compute<dkv-block", "bwd-blocks!=fwd-blocks",
-    "q-len!=kv-len", "mask-function", "mask-blocks", "per-head-masks", "mask:causal",
+    "q-len<kv-len", "mask-function", "mask-blocks", "per-head-masks", "mask:causal",
     "mask:local", "mask:chunked", "mask:random", "mask:boxes", "mask:numpy", "mask:and",
-    "mask:or", "numpy-mask", "window", "window-edge", "segments", "segment-len-1",
+    "mask:or", "numpy-mask", "window", "window-edge", "segments", "length-1-segment",
     "unsorted-segments", "cross-segments", "soft-cap", "sinks", "fused-bwd",
     "seq-minor-layout", "head-dim-v!=head-dim", "batch>1", "partial-blocks",
     "skipped-blocks", "fully-masked-rows", "runtime-skip:fwd", "runtime-skip:dq",

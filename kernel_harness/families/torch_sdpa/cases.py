@@ -24,6 +24,7 @@ from kernel_harness.core.case import (
     logit_scales_for,
     standard_normal,
 )
+from kernel_harness.ops.attention.events import length_events
 
 MASKS = ("bool", "float")
 #: torch's SDPA kernels a case can pin (``torch.nn.attention.SDPBackend`` names, lowercase).
@@ -204,7 +205,7 @@ def torch_sdpa_events(case: TorchSdpaCase) -> list[str]:
     if case.enable_gqa:
         ev.append("mqa" if case.kv_heads == 1 else "gqa")
     if case.q_len != case.kv_len:
-        ev.append("q-len<kv-len" if case.q_len < case.kv_len else "q-len>kv-len")
+        ev += length_events(case.q_len, case.kv_len)
     if case.is_causal:
         ev.append("causal")
     if case.mask is not None:

@@ -1,4 +1,6 @@
-"""Coverage labels every attention kernel reports the same way."""
+"""Coverage labels every attention kernel reports the same way: one fact, one label, in
+every family of the op (``length-1-segment``, never ``segment-len-1``; ``q-len<kv-len`` and
+``q-len>kv-len``, never ``q-len!=kv-len``)."""
 
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ def sharing_events(shape: Shape) -> list[str]:
     return [] if shape.sharing == "mha" else [shape.sharing]
 
 
-def length_events(shape: Shape) -> list[str]:
+def length_events(q_len: int, kv_len: int) -> list[str]:
     """``q-len<kv-len`` / ``q-len>kv-len`` when the lengths differ."""
-    if shape.q_len == shape.kv_len:
+    if q_len == kv_len:
         return []
-    return ["q-len<kv-len" if shape.q_len < shape.kv_len else "q-len>kv-len"]
+    return ["q-len<kv-len" if q_len < kv_len else "q-len>kv-len"]
 
 
 def segment_events(q_runs: Runs, kv_runs: Runs) -> list[str]:
@@ -29,7 +31,7 @@ def segment_events(q_runs: Runs, kv_runs: Runs) -> list[str]:
     if any(n == 1 for row in rows for _, n in row):
         ev.append("length-1-segment")
     if any([i for i, _ in row] != sorted(i for i, _ in row) for row in q_runs):
-        ev.append("unsorted-segment-ids")
+        ev.append("unsorted-segments")
     if len({i for row in rows for i, _ in row}) > 1:
         ev.append("several-segments")
     return ev

@@ -155,10 +155,10 @@ def test_strategy_reaches_the_hard_paths():
     collect()
     wanted = {
         "multi-q-block", "multi-kv-block", "kv-compute<kv-block", "dkv-compute<dkv-block",
-        "gqa", "mqa", "mha", "q-len!=kv-len", "numpy-mask", "mask-function", "mask-blocks",
+        "gqa", "mqa", "mha", "q-len<kv-len", "numpy-mask", "mask-function", "mask-blocks",
         "mask:causal", "mask:local", "mask:chunked", "mask:random", "mask:boxes",
         "mask:numpy", "mask:and", "mask:or", "mask:full", "per-head-masks", "segments",
-        "segment-len-1", "unsorted-segments", "cross-segments", "window", "window-edge",
+        "length-1-segment", "unsorted-segments", "cross-segments", "window", "window-edge",
         "soft-cap", "sinks", "bf16", "f32", "fused-bwd", "seq-minor-layout", "partial-blocks",
         "skipped-blocks", "fully-masked-rows", "head-dim-v!=head-dim", "batch>1",
     }
