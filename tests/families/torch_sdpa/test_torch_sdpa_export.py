@@ -1,6 +1,6 @@
 """export-repro for torch-sdpa: the first golden case's script passes with kernel_harness not
 importable, a planted wrapper that drops the mask makes it exit 1, a float mask's gradient
-is judged too, its reference is the harness's, and where torch does not import the script
+is judged too, and where torch does not import the script
 says so and exits 2 (not 1: it found nothing). Exporting needs torch in the harness (the
 family has no backend without it), so these tests skip without it."""
 
@@ -22,7 +22,6 @@ from tests.helpers.golden_export import (  # noqa: E402
     export_and_run,
     export_and_run_planted,
     first_golden_case,
-    reference_agrees,
 )
 from tests.helpers.standalone import run_standalone  # noqa: E402
 
@@ -61,10 +60,6 @@ def test_planted_dropped_mask_exits_1(tmp_path: Path) -> None:
     bad = export_and_run_planted("torch-sdpa", tmp_path, PLANTED, "planted_torch_sdpa")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "FAIL out" in bad.stdout
-
-
-def test_the_scripts_reference_is_the_harness_reference(tmp_path: Path) -> None:
-    assert reference_agrees("torch-sdpa", tmp_path) <= 1e-5
 
 
 def test_a_float_masks_gradient_is_judged(tmp_path: Path) -> None:
