@@ -1,0 +1,60 @@
+"""What a check session produced (:class:`SessionResult`): every unit's result, the
+``check --json`` document and the final line."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from kernel_harness.orchestration import results
+from kernel_harness.orchestration.units import UnitResult
+from kernel_harness.run import kernel_coverage
+
+if TYPE_CHECKING:
+    from kernel_harness.orchestration.session import CheckSession
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionResult:
+    """Every unit's result, in order, then the SKIP results of unrunnable families."""
+
+    session: CheckSession
+    results: list[UnitResult]
+    #: Lines for the end of the summary (tpu-interpret diagnostics).
+    notes: list[str] = dataclasses.field(default_factory=list)
+    #: Kernel-branch coverage (``kernel_coverage``; :mod:`kernel_harness.run.kernel_coverage`).
+    coverage: Any = None
+
+    @property
+    def ran(self) -> list[UnitResult]:
+        """The units that ran (not SKIP, not NOT RUN)."""
+        return [r for r in self.results if r.ran]
+
+    @property
+    def ok(self) -> bool:
+        """At least one unit ran and every unit that ran passed: a run that compared
+        nothing is never green."""
+        return bool(self.ran) and all(r.verdict == "PASS" for r in self.ran)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The records of the results schema, one per unit."""
+        return [r.record for r in self.results]
+
+    def document(self) -> dict[str, Any]:
+        """The whole ``check --json`` document."""
+        s = self.session
+        adjustments = {"without": sorted(s.without), "tolerance": list(s.request.tolerance),
+                       "tolerance_scale": s.request.tolerance_scale}
+        env = results.environment(s.backend, profile=s.request.profile, seed=s.request.seed,
+                                  max_examples=s.request.max_examples, impl=s.impl_label,
+                                  adjustments=adjustments, origins=s.request.origins)
+        doc = results.document(env, self.records())
+        if self.coverage is not None:
+            doc["kernel_coverage"] = kernel_coverage.run_json(self.coverage, s.families)
+        return doc
+
+    def final_line(self) -> str:
+        """``PASS: 40/40 properties passed on backend interpret``."""
+        passed = sum(r.verdict == "PASS" for r in self.ran)
+        return (f"{'PASS' if self.ok else 'FAIL'}: {passed}/{len(self.ran)} properties passed "
+                f"on backend {self.session.backend.name}")
