@@ -1,5 +1,7 @@
-"""``kernel-harness corpus list|show|replay|drop|promote --corpus LOCATION``: the stored
-failures (see :mod:`kernel_harness.orchestration.corpus`)."""
+"""``kernel-harness corpus list|show|replay|drop|promote|check --corpus LOCATION``: the
+stored failures (see :mod:`kernel_harness.orchestration.corpus`); ``check`` lists the bad
+entries a run would skip (:mod:`kernel_harness.orchestration.corpus.quarantine`), ``drop
+--bad`` removes them."""
 
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ from kernel_harness.core.backends import BackendUnavailable
 from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration.corpus import (
     ACCEPTED,
+    Corpus,
     CorpusEntry,
     ReplayResult,
     open_corpus,
     replay_entries,
     repro_command,
 )
+from kernel_harness.orchestration.corpus.quarantine import BadEntry, case_problem
 from kernel_harness.regression.promote import promote
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec.impl import load_impl
@@ -48,8 +52,15 @@ def add_parser(sub: Any) -> None:
     common.add_backend_flag(replay)
     replay.add_argument("--impl", default=None, help="MODULE:ATTR replacing one family's "
                         "kernel (name that family)")
-    drop = command("drop", "remove one entry (a case that now passes stays until dropped)")
-    drop.add_argument("id")
+    drop = command("drop", "remove one entry (a case that now passes stays until dropped), "
+                   "or with --bad every bad one")
+    drop.add_argument("id", nargs="?", default=None)
+    drop.add_argument("--bad", action="store_true", help="remove every bad entry that "
+                      "`corpus check` lists")
+    check = command("check", "list every bad entry (failed hash, not JSON, unknown format "
+                    "version, a case refused or past the limits); exit 1 if any")
+    check.add_argument("location", nargs="?", default=None,
+                       help="the corpus (instead of --corpus)")
     prom = command("promote", "make an entry a golden case of its family's manifest")
     prom.add_argument("id")
     prom.add_argument("--why", required=True, help="which path or bug this case pins")
@@ -62,6 +73,8 @@ def add_parser(sub: Any) -> None:
 def run(args: Any) -> int:
     """Runs ``kernel-harness corpus ...``: 0 ok, 1 a replay or promotion failed."""
     command = args.corpus_command
+    if getattr(args, "location", None):
+        args.corpus = args.location
     if args.corpus is None:
         raise UsageError(f"corpus {command}: no corpus: give --corpus LOCATION, or set corpus "
                          "in [tool.kernel-harness] of your pyproject.toml")
@@ -78,9 +91,24 @@ def run(args: Any) -> int:
         print(json.dumps(json.loads(entry.to_json()), indent=1, sort_keys=True))
         print(f"reproduce: {_command(entry, args.backend or entry.backend)}")
         return 0
+    if command == "check":
+        return _check(corpus)
     if command == "drop":
+        if args.bad == (args.id is not None):
+            raise UsageError("corpus drop: give an entry ID or --bad (not both)")
+        if args.bad:
+            bad, _ = _bad_entries(corpus)
+            for b in bad:
+                corpus.drop_bad(b)
+                print(f"dropped bad entry {b.id} ({b.family} {b.prop}: {b.reason})")
+            print(f"{len(bad)} bad entr{'y' if len(bad) == 1 else 'ies'} dropped from "
+                  f"{corpus.location}")
+            return 0
         entry = corpus.drop(args.id)
-        print(f"dropped {entry.id} ({entry.family} {entry.prop}, found {entry.date})")
+        if isinstance(entry, BadEntry):
+            print(f"dropped bad entry {entry.id} ({entry.family} {entry.prop}: {entry.reason})")
+        else:
+            print(f"dropped {entry.id} ({entry.family} {entry.prop}, found {entry.date})")
         return 0
     if command == "promote":
         entry = corpus.find(args.id)
@@ -93,6 +121,35 @@ def run(args: Any) -> int:
                   f"--corpus {args.corpus}` removes it")
         return 0 if outcome.ok else 1
     return _replay(args, corpus.entries(prop=args.property))
+
+
+def _bad_entries(corpus: Corpus) -> tuple[list[BadEntry], int]:
+    """Every bad entry of ``corpus``: the store's own checks, then each case against its
+    family's case type (a family not registered here is not checked, and said so)."""
+    unknown: set[str] = set()
+
+    def check(entry: CorpusEntry) -> str:
+        try:
+            return case_problem(entry, get_family(entry.family))
+        except UnknownFamily:
+            unknown.add(entry.family)
+            return ""
+
+    good = len(corpus.entries(check=check))
+    for name in sorted(unknown):
+        print(f"note: entries of {name} not checked against its case type: the family is "
+              "not registered here (give --family-module MODULE)")
+    return sorted(corpus.quarantined.values(), key=lambda b: (b.family, b.prop, b.id)), good
+
+
+def _check(corpus: Corpus) -> int:
+    bad, good = _bad_entries(corpus)
+    for b in bad:
+        print(b.line(corpus.location))
+    print(f"{len(bad)} bad entr{'y' if len(bad) == 1 else 'ies'}, {good} good, in "
+          f"{corpus.location}" + (f"; `kernel-harness corpus drop --bad --corpus "
+                                  f"{corpus.location}` removes them" if bad else ""))
+    return 1 if bad else 0
 
 
 def _command(entry: CorpusEntry, backend: str) -> str:

@@ -40,7 +40,11 @@ from kernel_harness.orchestration.corpus import (
     record_failure,
     replay_unit,
 )
-from kernel_harness.orchestration.corpus.unit import record_supervised, replayed_failure
+from kernel_harness.orchestration.corpus.unit import (
+    record_supervised,
+    replayed_failure,
+    with_quarantine,
+)
 from kernel_harness.orchestration.request import CheckRequest
 from kernel_harness.orchestration.session_result import SessionResult
 from kernel_harness.orchestration.supervisor import Supervisor
@@ -243,11 +247,20 @@ class CheckSession:
                                                          str(e)),
                               line=verdict_line(fam.name, name, "SKIP", why))
         replays = replay_unit(self.corpus, fam, name, self.backend, self.impl, self.impl_spec)
+        if self.corpus is not None:
+            for bad in self.corpus.quarantined_of(fam.name, name):
+                self.emit(f"  {bad.line(self.corpus.location)}")
         for replay in replays:
             self.emit(f"  {replay.line()}")
         replayed = replayed_failure(replays, fam, name, self.backend)
         if replayed is not None:
-            return replayed
+            return with_quarantine(self.corpus, replayed)
+        return with_quarantine(self.corpus, self._search(unit, watched, prop, observer))
+
+    def _search(self, unit: Unit, watched: Family, prop: Callable[[], None],
+                observer: Observer) -> UnitResult:
+        """The unit's Hypothesis search, after its corpus replay passed."""
+        name, fam = unit.prop, unit.family
         outcome = run_property(
             name, watched, prop, backend=self.backend, observer=observer,
             profile=self.profile, max_examples=self.request.max_examples,

@@ -4,21 +4,20 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernel_harness.orchestration import results
 from kernel_harness.orchestration.units import UnitResult
 from kernel_harness.run import kernel_coverage
-
-if TYPE_CHECKING:
-    from kernel_harness.orchestration.session import CheckSession
 
 
 @dataclasses.dataclass(frozen=True)
 class SessionResult:
     """Every unit's result, in order, then the SKIP results of unrunnable families."""
 
-    session: CheckSession
+    #: The :class:`~kernel_harness.orchestration.session.CheckSession` that ran (not
+    #: imported here: session imports this module).
+    session: Any
     results: list[UnitResult]
     #: Lines for the end of the summary (tpu-interpret diagnostics).
     notes: list[str] = dataclasses.field(default_factory=list)
@@ -51,6 +50,10 @@ class SessionResult:
         doc = results.document(env, self.records())
         if self.coverage is not None:
             doc["kernel_coverage"] = kernel_coverage.run_json(self.coverage, s.families)
+        if s.corpus is not None:
+            bad = {b["id"]: b for r in self.records() for b in r.get("corpus_quarantined", [])}
+            doc["corpus"] = {"location": s.corpus.location, "mode": s.corpus_mode,
+                             "quarantined": list(bad.values())}
         return doc
 
     def final_line(self) -> str:

@@ -104,8 +104,10 @@ def test_entry_round_trip_and_tamper_check():
         CorpusEntry.from_json(json.dumps(data))
     with pytest.raises(CorpusError, match="not a kernel-harness-corpus-entry/1"):
         CorpusEntry.from_json(b'{"schema": "other"}')
-    with pytest.raises(CorpusError, match="malformed"):
+    with pytest.raises(CorpusError, match="not valid JSON"):
         CorpusEntry.from_json(b"not json")
+    with pytest.raises(CorpusError, match="format version '2'"):
+        CorpusEntry.from_json(b'{"schema": "kernel-harness-corpus-entry/2"}')
 
 
 def test_entry_from_failure_refuses_what_cannot_replay():

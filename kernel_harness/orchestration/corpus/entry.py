@@ -26,6 +26,7 @@ from kernel_harness.run.crash import KernelCrash
 
 #: The ``schema`` field of every stored entry; an entry with another is refused.
 SCHEMA = "kernel-harness-corpus-entry/1"
+_FORMAT = SCHEMA.rsplit("/", 1)[0] + "/"
 
 
 class CorpusError(UsageError):
@@ -99,7 +100,15 @@ class CorpusEntry:
     def from_json(cls, text: str | bytes) -> CorpusEntry:
         """Inverse of :meth:`to_json`; anything else is a :class:`CorpusError`."""
         try:
-            data = json.loads(text)
+            try:
+                data = json.loads(text)
+            except ValueError as e:
+                raise CorpusError(f"not valid JSON ({e})") from None
+            schema = data.get("schema") if isinstance(data, dict) else None
+            if isinstance(schema, str) and schema.startswith(_FORMAT) and schema != SCHEMA:
+                raise CorpusError(f"of format version {schema.removeprefix(_FORMAT)!r}, and "
+                                  f"this kernel-harness reads {SCHEMA} only (a newer "
+                                  "kernel-harness wrote it?)")
             if not isinstance(data, dict) or data.get("schema") != SCHEMA:
                 raise CorpusError(f"not a {SCHEMA} entry (schema "
                                   f"{data.get('schema') if isinstance(data, dict) else None!r})")

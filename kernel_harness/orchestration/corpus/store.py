@@ -28,7 +28,7 @@ import json
 import os
 import urllib.parse
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -42,6 +42,10 @@ from hypothesis.database import (
 from hypothesis.errors import HypothesisWarning
 
 from kernel_harness.orchestration.corpus.entry import CorpusEntry, CorpusError
+from kernel_harness.orchestration.corpus.quarantine import MAX_ENTRY_BYTES, BadEntry
+
+#: A check of an entry (its case against its family): "" if usable, else why not.
+Check = Callable[[CorpusEntry], str]
 
 _PREFIX = b"kernel-harness-corpus/v1/"
 _INDEX = _PREFIX + b"index"
@@ -85,6 +89,8 @@ class Corpus:
         self.db = db
         self.location = location
         self.writable = writable
+        #: Bad entries met so far, by :attr:`BadEntry.id` (:mod:`.quarantine`).
+        self.quarantined: dict[str, BadEntry] = {}
 
     def __repr__(self) -> str:
         return f"Corpus({self.location!r}, writable={self.writable})"
@@ -104,34 +110,56 @@ class Corpus:
         for raw in self._fetch(_INDEX):
             try:
                 family, prop = json.loads(raw)
+                if not (isinstance(family, str) and isinstance(prop, str)):
+                    raise TypeError("not two names")
             except (ValueError, TypeError):
-                raise CorpusError(f"corpus {self.location}: a malformed index value "
-                                  f"{raw[:80]!r}") from None
+                self._quarantine(BadEntry(family="(index)", prop="-", key=_INDEX, raw=raw,
+                                          reason=f"a malformed index value {raw[:80]!r}"))
+                continue
             out.add((family, prop))
         return sorted(out)
 
-    def _stored(self, family: str, prop: str) -> list[tuple[bytes, CorpusEntry]]:
+    def _quarantine(self, bad: BadEntry) -> None:
+        self.quarantined.setdefault(bad.id, bad)
+
+    def quarantined_of(self, family: str, prop: str) -> list[BadEntry]:
+        """The bad entries of (family, prop) met so far (:mod:`.quarantine`)."""
+        return [b for b in self.quarantined.values() if (b.family, b.prop) == (family, prop)]
+
+    def _stored(self, family: str, prop: str,
+                check: Check | None = None) -> list[tuple[bytes, CorpusEntry]]:
         out = []
-        for raw in self._fetch(_unit_key(family, prop)):
+        key = _unit_key(family, prop)
+        for raw in self._fetch(key):
             try:
+                if len(raw) > MAX_ENTRY_BYTES:
+                    raise CorpusError(f"{len(raw)} bytes, past the limit of {MAX_ENTRY_BYTES}")
                 entry = CorpusEntry.from_json(raw)
+                if (entry.family, entry.prop) != (family, prop):
+                    raise CorpusError(f"an entry of {entry.family} {entry.prop} stored under "
+                                      f"{family} {prop}")
+                problem = check(entry) if check is not None else ""
+                if problem:
+                    raise CorpusError(problem)
             except CorpusError as e:
-                raise CorpusError(f"corpus {self.location}, {family} {prop}: {e}") from None
-            if (entry.family, entry.prop) != (family, prop):
-                raise CorpusError(f"corpus {self.location}: entry {entry.id} of "
-                                  f"{entry.family} {entry.prop} is stored under {family} {prop}")
+                self._quarantine(BadEntry(family=family, prop=prop, key=key, raw=raw,
+                                          reason=str(e)))
+                continue
             out.append((raw, entry))
         return out
 
-    def entries(self, family: str | None = None, prop: str | None = None) -> list[CorpusEntry]:
+    def entries(self, family: str | None = None, prop: str | None = None,
+                check: Check | None = None) -> list[CorpusEntry]:
         """The stored entries (of ``family`` and ``prop`` where given), one per id (the
         earliest recorded where two processes stored the same failure at once), in a
-        stable order: unit, then date, then id."""
+        stable order: unit, then date, then id. A bad one (:mod:`.quarantine`; with
+        ``check``, also one for which it returns a reason) is left out and kept in
+        :attr:`quarantined`."""
         found: dict[str, CorpusEntry] = {}
         for fam, p in self.units():
             if (family is not None and fam != family) or (prop is not None and p != prop):
                 continue
-            for _, entry in self._stored(fam, p):
+            for _, entry in self._stored(fam, p, check):
                 if entry.id not in found or entry.date < found[entry.id].date:
                     found[entry.id] = entry
         return sorted(found.values(), key=lambda e: (e.family, e.prop, e.date, e.id))
@@ -158,9 +186,25 @@ class Corpus:
                               "(`kernel-harness corpus list` shows them)")
         return hits[0]
 
-    def drop(self, id_or_prefix: str) -> CorpusEntry:
-        """Removes one entry (every stored copy of it) and returns it."""
+    def drop_bad(self, bad: BadEntry) -> None:
+        """Removes one bad entry (its stored bytes) and, when its unit holds nothing
+        else, the unit from the index."""
         self._require_writable("dropping an entry")
+        with _loud(self.location):
+            self.db.delete(bad.key, bad.raw)
+            if bad.key != _INDEX and not self._fetch(bad.key):
+                self.db.delete(_INDEX, json.dumps([bad.family, bad.prop]).encode())
+
+    def drop(self, id_or_prefix: str) -> CorpusEntry | BadEntry:
+        """Removes one entry (every stored copy of it) and returns it; a bad entry
+        (:attr:`quarantined`, after a read) is found by its :attr:`BadEntry.id`."""
+        self._require_writable("dropping an entry")
+        self.entries()
+        bad = [b for b in self.quarantined.values()
+               if len(id_or_prefix) >= 4 and b.id.startswith(id_or_prefix)]
+        if len(bad) == 1:
+            self.drop_bad(bad[0])
+            return bad[0]
         entry = self.find(id_or_prefix)
         with _loud(self.location):
             for raw, stored in self._stored(entry.family, entry.prop):

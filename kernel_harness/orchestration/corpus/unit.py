@@ -3,6 +3,7 @@ the search, record its shrunk failure after."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from kernel_harness.core.backends import Backend
 from kernel_harness.orchestration import results
 from kernel_harness.orchestration.corpus.entry import CorpusEntry, entry_from_failure, failure_of
+from kernel_harness.orchestration.corpus.quarantine import case_problem
 from kernel_harness.orchestration.corpus.replay import ReplayResult, replay_entries
 from kernel_harness.orchestration.corpus.store import Corpus
 from kernel_harness.orchestration.units import UnitResult, verdict_line
@@ -24,7 +26,18 @@ def replay_unit(corpus: Corpus | None, family: Family, prop: str | None, backend
     the unit's failure; print its ``line()`` and ``report``."""
     if corpus is None:
         return []
-    return replay_entries(corpus.entries(family.name, prop), family, backend, impl, impl_spec)
+    entries = corpus.entries(family.name, prop, check=lambda e: case_problem(e, family))
+    return replay_entries(entries, family, backend, impl, impl_spec)
+
+
+def with_quarantine(corpus: Corpus | None, result: UnitResult) -> UnitResult:
+    """``result`` with the bad entries of its unit that the replay skipped
+    (:mod:`.quarantine`) in its record as ``corpus_quarantined`` (none: unchanged)."""
+    bad = [] if corpus is None else corpus.quarantined_of(result.family, result.prop)
+    if not bad:
+        return result
+    return dataclasses.replace(result, record={**result.record, "corpus_quarantined":
+                                               [b.to_json() for b in bad]})
 
 
 def record_failure(corpus: Corpus | None, family: Family, prop: str, error: BaseException,
