@@ -84,7 +84,7 @@ def run(args: Any) -> int:
                    if not args.family or e.family in args.family]
         for e in entries:
             print(e.line())
-        print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} in {args.corpus}")
+        print(f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} in {corpus.location}")
         return 0
     if command == "show":
         entry = corpus.find(args.id)
@@ -118,9 +118,9 @@ def run(args: Any) -> int:
         print(f"{outcome.status} golden {outcome.family}/{outcome.name}: {outcome.detail}")
         if outcome.ok:
             print(f"  the corpus keeps {entry.id}; `kernel-harness corpus drop {entry.id[:8]} "
-                  f"--corpus {args.corpus}` removes it")
+                  f"--corpus {corpus.location}` removes it")
         return 0 if outcome.ok else 1
-    return _replay(args, corpus.entries(prop=args.property))
+    return _replay(args, corpus.entries(prop=args.property), corpus.location)
 
 
 def _bad_entries(corpus: Corpus) -> tuple[list[BadEntry], int]:
@@ -161,7 +161,7 @@ def _command(entry: CorpusEntry, backend: str) -> str:
     return repro_command(entry, case, backend, entry.impl, family.adjustments)
 
 
-def _replay(args: Any, entries: list[CorpusEntry]) -> int:
+def _replay(args: Any, entries: list[CorpusEntry], location: str) -> int:
     names = list(args.family) or sorted({e.family for e in entries})
     if args.impl and len(names) != 1:
         raise UsageError("--impl replaces one family's kernel: name exactly one family")
@@ -189,7 +189,7 @@ def _replay(args: Any, entries: list[CorpusEntry]) -> int:
     failed = sum(r.failed for r in results)
     tally = ", ".join(f"{v} {k.lower()}" for k, v in counts.items() if v) or "nothing"
     if not results:
-        print(f"no entry replayed from {args.corpus} on {backend.name} (none stored for "
+        print(f"no entry replayed from {location} on {backend.name} (none stored for "
               f"{', '.join(names) or 'any family'})")
         return 0
     print(f"\n{'FAIL' if failed else 'PASS'}: corpus replay on {backend.name}: {tally} "

@@ -162,6 +162,8 @@ def write_junit(path: Path, doc: dict[str, Any]) -> None:
         props = ET.SubElement(suite, "properties")
         for key in ("backend", "jax", "jaxlib", "device_kind", "profile", "seed"):
             ET.SubElement(props, "property", name=key, value=str(env[key]))
+        if "corpus" in doc:  # redacted: no password (corpus/location.py)
+            ET.SubElement(props, "property", name="corpus", value=doc["corpus"]["location"])
         for r in records:
             case = ET.SubElement(suite, "testcase", classname=family, name=r["property"],
                                  time=f"{r['seconds']:.3f}")

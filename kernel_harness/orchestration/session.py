@@ -202,7 +202,7 @@ class CheckSession:
             lines.append(f"  shard {self.request.shard}: {len(self.units)} units, seed "
                          f"{self.seed}")
         if self.corpus is not None:
-            lines.append(f"  corpus {self.request.corpus} ({self.corpus_mode}): its entries "
+            lines.append(f"  corpus {self.corpus.location} ({self.corpus_mode}): its entries "
                          "replay first, before each unit's search")
         if self.isolated:
             limit = f"--timeout {self.timeout:g}s per example; " if self.timeout else ""

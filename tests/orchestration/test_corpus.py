@@ -147,10 +147,11 @@ def test_find_drop_and_read_only(tmp_path, toy):
     ("a,,b", "empty"),
     ("s3://bucket/x", "not a corpus location"),
     ("ro:ro:x", "not a corpus location"),
-    ("redis://", "give redis://HOST"),
+    ("redis://", "give redis://"),
     ("redis://h:notaport", "numbers for PORT and DB"),
     ("redis://h:1/x", "numbers for PORT and DB"),
-    ("redis://u:pw@h:1", "no user, password or query"),
+    ("redis://h:1/0?ssl_ca_certs=x", "for rediss:// only"),
+    ("rediss://h:1/0?bogus=1", "unknown option"),
     ("github:owner", "give github:OWNER/REPO"),
     ("github:a/b/c/d", "give github:OWNER/REPO"),
 ])

@@ -11,7 +11,9 @@ LOCATION (``open_corpus``), one or several joined by ``,`` (read through
 ``MultiplexedDatabase``; a record goes to every writable one):
 
 - ``PATH``: a directory (``DirectoryBasedExampleDatabase``); created when writing;
-- ``redis://HOST[:PORT][/DB]``: a shared Redis (``RedisExampleDatabase``);
+- ``redis://HOST[:PORT][/DB]``: a shared Redis (``RedisExampleDatabase``); ``rediss://``
+  for TLS, credentials and TLS options as :mod:`.location` says (the password best from
+  ``$KH_CORPUS_PASSWORD``; every output shows the location redacted);
 - ``github:OWNER/REPO[/ARTIFACT]``: the newest GitHub Actions artifact of that name
   (default ``kernel-harness-corpus``) holding a corpus directory
   (``GitHubArtifactDatabase``; needs ``GITHUB_TOKEN`` for a private repository; cached
@@ -26,7 +28,6 @@ import contextlib
 import datetime
 import json
 import os
-import urllib.parse
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,6 +43,7 @@ from hypothesis.database import (
 from hypothesis.errors import HypothesisWarning
 
 from kernel_harness.orchestration.corpus.entry import CorpusEntry, CorpusError
+from kernel_harness.orchestration.corpus.location import SCHEMES, redact, redis_database, scrub
 from kernel_harness.orchestration.corpus.quarantine import MAX_ENTRY_BYTES, BadEntry
 
 #: A check of an entry (its case against its family): "" if usable, else why not.
@@ -54,7 +56,8 @@ _INDEX = _PREFIX + b"index"
 REDIS_EXPIRY = datetime.timedelta(days=3650)
 DEFAULT_ARTIFACT = "kernel-harness-corpus"
 
-ACCEPTED = ("a directory PATH, redis://HOST[:PORT][/DB], github:OWNER/REPO[/ARTIFACT], "
+ACCEPTED = ("a directory PATH, redis://HOST[:PORT][/DB], rediss://... (TLS), "
+            "github:OWNER/REPO[/ARTIFACT], "
             "any of them after ro: (read-only), or several joined by ','")
 
 #: What a run does with a corpus: nothing, replay its entries, or also record failures.
@@ -239,17 +242,20 @@ def open_corpus(location: str, *, writable: bool) -> Corpus:
     it every part is read-only. Each part is reached now (a directory checked, a Redis
     pinged, an artifact fetched), so a bad LOCATION is a :class:`CorpusError`, one line
     saying what is accepted, before any kernel runs."""
-    parts = [p.strip() for p in str(location).split(",")]
-    if not location or not all(parts):
-        raise CorpusError(f"--corpus {location!r}: empty; give {ACCEPTED}")
-    opened = [_open_part(p, writable=writable) for p in parts]
-    if writable and not any(w for _, w in opened):
-        raise CorpusError(f"--corpus {location}: read-only, but this run records failures "
-                          "(give a writable directory or redis:// as well)")
-    dbs = [db for db, _ in opened]
-    db = dbs[0] if len(dbs) == 1 else MultiplexedDatabase(*dbs)
-    corpus = Corpus(db, location=location, writable=writable)
-    corpus.units()  # reach every part now
+    try:
+        parts = [p.strip() for p in str(location).split(",")]
+        if not location or not all(parts):
+            raise CorpusError(f"--corpus {location!r}: empty; give {ACCEPTED}")
+        opened = [_open_part(p, writable=writable) for p in parts]
+        if writable and not any(w for _, w in opened):
+            raise CorpusError(f"--corpus {redact(location)}: read-only, but this run records "
+                              "failures (give a writable directory or redis:// as well)")
+        dbs = [db for db, _ in opened]
+        db = dbs[0] if len(dbs) == 1 else MultiplexedDatabase(*dbs)
+        corpus = Corpus(db, location=redact(location), writable=writable)
+        corpus.units()  # reach every part now
+    except CorpusError as e:
+        raise CorpusError(scrub(str(e), location)) from None
     return corpus
 
 
@@ -258,10 +264,10 @@ def _open_part(part: str, *, writable: bool) -> tuple[ExampleDatabase, bool]:
     spec = part[3:] if read_only else part
     if spec.startswith("github:"):
         db, can_write = _github(spec), False
-    elif spec.startswith("redis://"):
+    elif spec.startswith(SCHEMES):
         db, can_write = _redis(spec), True
     elif "://" in spec or spec.startswith("ro:") or not spec:
-        raise CorpusError(f"--corpus {part!r}: not a corpus location; give {ACCEPTED}")
+        raise CorpusError(f"--corpus {redact(part)!r}: not a corpus location; give {ACCEPTED}")
     else:
         db, can_write = _directory(spec, create=writable and not read_only), True
     can_write = can_write and writable and not read_only
@@ -286,34 +292,14 @@ def _directory(spec: str, *, create: bool) -> ExampleDatabase:
 
 
 def _redis(spec: str) -> ExampleDatabase:
-    url = urllib.parse.urlsplit(spec)
-    try:
-        port = url.port or 6379
-        db_path = url.path.strip("/")
-        db = int(db_path) if db_path else 0
-    except ValueError:
-        raise CorpusError(f"--corpus {spec}: give redis://HOST[:PORT][/DB] with numbers "
-                          "for PORT and DB") from None
-    if not url.hostname or url.query or url.fragment or url.username or url.password:
-        raise CorpusError(f"--corpus {spec}: give redis://HOST[:PORT][/DB] (no user, "
-                          "password or query)")
-    try:
-        import redis
-        from hypothesis.extra.redis import RedisExampleDatabase
-    except ImportError:
-        raise CorpusError(f"--corpus {spec}: the redis client is not installed "
-                          "(pip install 'kernel-harness[redis]')") from None
-    client = redis.Redis(host=url.hostname, port=port, db=db, socket_connect_timeout=5,
-                         socket_timeout=30)
-    try:
-        client.ping()
-    except redis.RedisError as e:
-        raise CorpusError(f"--corpus {spec}: cannot reach Redis: {e}") from None
-    return RedisExampleDatabase(client, expire_after=REDIS_EXPIRY, key_prefix=b"")
+    return redis_database(spec, REDIS_EXPIRY)  # type: ignore[no-any-return]
 
 
 def _github(spec: str) -> ExampleDatabase:
     fields = spec[len("github:"):].split("/")
+    if any(c in spec[len("github:"):] for c in "@:?"):
+        raise CorpusError("--corpus github:...: give github:OWNER/REPO[/ARTIFACT]; its token "
+                          "is read from $GITHUB_TOKEN only, never from the location")
     if len(fields) not in (2, 3) or not all(fields):
         raise CorpusError(f"--corpus {spec}: give github:OWNER/REPO[/ARTIFACT]")
     owner, repo = fields[:2]
