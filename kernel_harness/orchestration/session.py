@@ -110,6 +110,9 @@ class CheckSession:
             raise UsageError(str(e)) from None
         if request.kernel_coverage:
             kernel_coverage.check_backend(self.backend.name)
+        #: Installed families that do not import (a broken plugin), in an every-family run:
+        #: an ERROR each, while the others run (a named one is a usage error).
+        self.broken: list[tuple[str, str]] = []
         families = self._families()
         unknown = [p for p in request.properties if not is_property(p, families)]
         if unknown:
@@ -161,6 +164,10 @@ class CheckSession:
                 out.append(registry.get_family(fam))
             except registry.UnknownFamily as e:
                 raise UsageError(str(e)) from None
+            except UsageError as e:
+                if self.request.families:
+                    raise
+                self.broken.append((fam, str(e)))
         return out
 
     def _impl(self, n_families: int) -> tuple[Callable[..., Any] | None, str | None]:
@@ -213,11 +220,20 @@ class CheckSession:
         return lines
 
     def skip_results(self) -> list[UnitResult]:
-        """One SKIP result per family the backend cannot run (never silent)."""
-        return [UnitResult(family=f.name, prop="-", backend=self.backend.name, verdict="SKIP",
-                           record=results.skip_record(f.name, "-", self.backend.name, why),
-                           line=verdict_line(f.name, "-", "SKIP", why))
-                for f, why in self.skipped]
+        """One SKIP result per family the backend cannot run (never silent), and one ERROR
+        per installed family that does not import."""
+        out = [UnitResult(family=f.name, prop="-", backend=self.backend.name, verdict="SKIP",
+                          record=results.skip_record(f.name, "-", self.backend.name, why),
+                          line=verdict_line(f.name, "-", "SKIP", why))
+               for f, why in self.skipped]
+        for name, why in self.broken:
+            record = results.skip_record(name, "-", self.backend.name, why) | {
+                "verdict": "ERROR", "reason": None,
+                "error": {"type": "FamilyDoesNotImport", "message": why}}
+            out.append(UnitResult(family=name, prop="-", backend=self.backend.name,
+                                  verdict="ERROR", record=record, text=why,
+                                  line=verdict_line(name, "-", "ERROR", why)))
+        return out
 
     def not_run(self, unit: Unit, why: str) -> UnitResult:
         """A unit left out on purpose (``--fail-fast``), listed with the reason."""

@@ -83,3 +83,27 @@ def test_a_plugin_raising_anything_at_import_is_named_not_a_traceback(
             "no GPU driver found") in out
     code, _, err = _run(capsys, "describe", "rope")
     assert code == 2 and "RuntimeError: no GPU driver found" in err
+
+
+def test_an_every_family_check_runs_the_others_and_reports_the_broken_one(broken_plugin):
+    from kernel_harness.orchestration.request import CheckRequest
+    from kernel_harness.orchestration.session import CheckSession
+
+    session = CheckSession(CheckRequest(properties=("deterministic",)))
+    assert "toy" in {f.name for f in session.families}
+    assert "rope" not in {f.name for f in session.families}
+    (broken,) = [r for r in session.skip_results() if r.family == "rope"]
+    # (the import error text is the plugin's; another test of this module plants another)
+    assert broken.verdict == "ERROR" and broken.ran and "does not import" in broken.line
+    assert broken.record["error"]["type"] == "FamilyDoesNotImport"
+    assert "rope_family.family:FAMILY does not import" in broken.record["error"]["message"]
+    import json
+
+    import jsonschema
+
+    from kernel_harness.orchestration import results
+
+    env = results.environment(session.backend, profile="dev", seed=None, max_examples=None,
+                              impl=None)
+    jsonschema.validate(results.document(env, [broken.record]),
+                        json.loads(results.SCHEMA_PATH.read_text()))
