@@ -78,6 +78,18 @@ COMMANDS = {"list": listing.run_list, "select": listing.run_select, "check": che
             "corpus": corpus.run, "merge": merge.run, "init": init.run}
 
 
+def hypothesis_storage() -> None:
+    """Points Hypothesis's own files (its cache of the constants it mixes into draws) at
+    ``$XDG_CACHE_HOME/kernel-harness/hypothesis`` unless ``HYPOTHESIS_STORAGE_DIRECTORY``
+    is set: otherwise every ``kernel-harness`` command would leave a ``.hypothesis/`` folder
+    in whatever directory it ran in. (The harness's profiles keep no example database:
+    :mod:`kernel_harness.run.profiles`.) The CLI owns its process, so it may set this; the
+    library (pytest, ``testing.check``) leaves the user's Hypothesis configuration alone."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY",
+                          os.path.join(base, "kernel-harness", "hypothesis"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kernel-harness`` console script.
 
@@ -85,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from the working directory up) is read first: its ``family-modules`` are registered
     before ``--family-module``'s, and it supplies ``--backend`` / ``--profile`` where the
     command line leaves them unset (:func:`kernel_harness.cli.common.apply_config`)."""
+    hypothesis_storage()
     args = parse_args(argv)
     try:
         args.config = load_config()

@@ -33,9 +33,14 @@ HYPOTHESIS_PREFIX = "kernel-harness-"
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large]
 
 _PROFILES = {
+    # No profile keeps Hypothesis's example database (a .hypothesis/ folder in whatever
+    # directory the run starts in): a stale one replays an old failure as if it were this
+    # run's, reported without shrinking, and a user's folder is left with files nobody
+    # asked for. What a run finds is kept in the harness's corpus (--corpus), which
+    # survives a change of strategy (docs/corpus.md).
     "dev": settings(
-        max_examples=6, deadline=None, suppress_health_check=_SLOW_OK, print_blob=True,
-        report_multiple_bugs=False,
+        max_examples=6, deadline=None, database=None, suppress_health_check=_SLOW_OK,
+        print_blob=True, report_multiple_bugs=False,
     ),
     "ci": settings(
         max_examples=30,
@@ -49,8 +54,8 @@ _PROFILES = {
         phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
     ),
     "nightly": settings(
-        max_examples=300, deadline=None, suppress_health_check=_SLOW_OK, print_blob=True,
-        report_multiple_bugs=False,
+        max_examples=300, deadline=None, database=None, suppress_health_check=_SLOW_OK,
+        print_blob=True, report_multiple_bugs=False,
     ),
 }
 

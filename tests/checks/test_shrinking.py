@@ -66,7 +66,8 @@ def test_first_failure_is_reported_before_any_shrink_step():
     assert text.splitlines()[0].startswith("[kernel-harness] FAIL toy x=")
     assert "reproduce: rerun" in text and "detail" not in text
     assert report.exhausted is None and report.steps > 0
-    assert "minimal" in report.describe() and "NOT" not in report.describe()
+    assert "found no smaller failing case" in report.describe()
+    assert "NOT" not in report.describe() and "is minimal" not in report.describe()
 
 
 def test_unbounded_shrinking_reaches_the_minimal_example():

@@ -1,8 +1,10 @@
 """The kernel-harness CLI: exit codes, one-line errors, summary, failure report, repro."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +135,20 @@ def test_the_report_names_a_factory_made_impl_by_the_spec_given(capsys, toy_regi
     assert line in out.splitlines(), out
     assert "<locals>" not in out
     assert f"--impl {spec}" in next(x for x in out.splitlines() if "reproduce:" in x)
+
+
+def test_a_check_leaves_no_example_database_in_the_users_folder(tmp_path):
+    # A process of its own: this suite's conftest loads a profile without a database, which
+    # the harness's profiles would inherit here; a user's process has Hypothesis's default.
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    for profile in ("dev", "nightly"):  # ci never kept one
+        proc = subprocess.run(
+            [sys.executable, "-m", "kernel_harness.cli", "check", "toy", "--family-module",
+             "tests.helpers.toy_family", "--no-isolate", "--profile", profile,
+             "--max-examples", "2", "--property", "matches-reference", "--impl",
+             "tests.helpers.toy_family:wrong_softplus", "--shrink-budget", "0",
+             "--timeout", "0", "--compile-cache", "off"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert proc.returncode == 1, proc.stdout + proc.stderr  # a failure: it would be saved
+    assert list(tmp_path.iterdir()) == []
