@@ -78,10 +78,10 @@ class ShrinkReport:
             limit = f"{b.seconds:g}s" if self.exhausted == "time" else f"{b.steps} steps"
             return (f"shrinking stopped: the {limit} budget ran out after {spent} "
                     f"({self.skipped} candidates not run); the case shown is the failing "
-                    "one Hypothesis ranks smallest among those run (by its choice sequence, "
+                    "one the shrinker ranks smallest among those run (by its choice sequence, "
                     "which need not be the smallest shapes: the first failing example is "
                     "printed above), NOT necessarily minimal")
-        return (f"shrinking finished within the budget ({spent}): Hypothesis's shrinker "
+        return (f"shrinking finished within the budget ({spent}): the shrinker "
                 "found no smaller failing case (a local minimum of its search, not a proof "
                 "that none exists)")
 
