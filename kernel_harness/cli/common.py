@@ -29,19 +29,6 @@ def families(names: Sequence[str]) -> list[Family]:
         raise UsageError(str(e)) from None
 
 
-def importable_families() -> tuple[list[Family], dict[str, str]]:
-    """Every registered family that imports, and ``{name: the import error}`` of those
-    that do not (an installed plugin whose module is missing): ``list`` shows both, so
-    one broken plugin does not hide the others."""
-    found, broken = [], {}
-    for name in family_names():
-        try:
-            found.append(get_family(name))
-        except UsageError as e:
-            broken[name] = str(e)
-    return found, broken
-
-
 def profile(name: str) -> Any:
     """The harness's Hypothesis settings profile ``name``."""
     try:

@@ -13,6 +13,7 @@ from kernel_harness.core.backends import BackendUnavailable, availability, resol
 from kernel_harness.core.errors import UsageError
 from kernel_harness.run import report
 from kernel_harness.run.select import CANDIDATES, format_selection, select_attention
+from kernel_harness.spec import registry
 
 
 def add_parsers(sub: Any) -> None:
@@ -29,7 +30,7 @@ def run_list(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness list``: a family whose module does not import is listed with
     its error (exit 0: the others are usable)."""
     avail = availability()
-    families, broken = common.importable_families()
+    families, broken = registry.importable_families()
     rows = [
         [f.name, ", ".join(sorted(f.backends)), ", ".join(sorted(f.capabilities))]
         for f in families

@@ -153,9 +153,12 @@ class CheckSession:
     def _families(self) -> list[Family]:
         """The requested families; a Family object is used as given (and registered, so
         its repro command can find it by name)."""
-        names = self.request.families or registry.family_names()
+        if not self.request.families:
+            out, broken = registry.importable_families()
+            self.broken.extend(broken.items())
+            return out
         out = []
-        for fam in names:
+        for fam in self.request.families:
             if isinstance(fam, Family):
                 registry.register_family(fam)
                 out.append(fam)
@@ -164,10 +167,6 @@ class CheckSession:
                 out.append(registry.get_family(fam))
             except registry.UnknownFamily as e:
                 raise UsageError(str(e)) from None
-            except UsageError as e:
-                if self.request.families:
-                    raise
-                self.broken.append((fam, str(e)))
         return out
 
     def _impl(self, n_families: int) -> tuple[Callable[..., Any] | None, str | None]:

@@ -136,6 +136,19 @@ def get_family(name: str) -> Family:
     return import_target(family_target(name))
 
 
+def importable_families() -> tuple[list[Family], dict[str, str]]:
+    """Every registered family that imports, and ``{name: the import error}`` of those
+    that do not (an installed plugin whose module is missing): ``list`` and an
+    every-family check show both, so one broken plugin does not hide the others."""
+    found, broken = [], {}
+    for name in family_names():
+        try:
+            found.append(get_family(name))
+        except UsageError as e:
+            broken[name] = str(e)
+    return found, broken
+
+
 def _module_attribute(family: Family) -> str | None:
     """``module:attribute`` of a module-level variable holding ``family``, if any."""
     for module_name, module in list(sys.modules.items()):
