@@ -1,18 +1,22 @@
 """``kernel-harness check``: run the properties of families and print a summary table.
 
-Exit 0 only when every property of every family passed, 1 otherwise.
+Exit 0 only when every property of every family passed, 1 otherwise, 2 on bad input,
+3 when SIGTERM, SIGINT or SIGHUP interrupted the run (its results are written, the unit in
+progress INTERRUPTED; ``--resume PATH`` continues it; a second signal ends it at once:
+:mod:`kernel_harness.orchestration.interrupt`).
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from kernel_harness.checks.properties import PROPERTIES
 from kernel_harness.cli import common, plot
-from kernel_harness.orchestration import options, results
+from kernel_harness.orchestration import interrupt, options, results, resume
 from kernel_harness.orchestration.session import CheckRequest, CheckSession, SessionResult
 from kernel_harness.run import kernel_coverage, report
 from kernel_harness.run.outputs import ensure_writable
@@ -71,6 +75,9 @@ def add_parser(sub: Any) -> None:
                        "its own (merge the shards' --json with `kernel-harness merge`)")
     check.add_argument("--fail-fast", action="store_true",
                        help="once a family fails a property, list its other properties NOT RUN")
+    check.add_argument("--resume", type=Path, default=None, metavar="PATH",
+                       help="continue an interrupted run: keep the finished units of its "
+                       "--json PATH, run the others, merge (give --json PATH to rewrite it)")
     check.add_argument("--kernel-coverage", action="store_true",  # docs/kernel-coverage.md
                        help="probe interpreted kernels, print which branches the cases ran")
 
@@ -165,7 +172,18 @@ def run(args: argparse.Namespace) -> int:
     ensure_writable({"--json": args.json, "--junit": args.junit, "--plot-dir": args.plot_dir,
                      "--compile-cache": args.compile_cache})
     session = CheckSession(request_from_args(args))
-    result = session.run()
+    kept = [] if args.resume is None else resume.load(
+        args.resume, backend=session.backend.name, profile=session.request.profile)
+    if kept:
+        order = [(u.family.name, u.prop) for u in session.units]
+        done = {(r.family, r.prop) for r in kept}
+        session.units = [u for u in session.units if (u.family.name, u.prop) not in done]
+        print(f"--resume {args.resume}: {len(kept)} finished units kept, "
+              f"{len(session.units)} to run")
+    with interrupt.handling():
+        result = session.run()
+    if kept:
+        result = dataclasses.replace(result, results=resume.merged(kept, result.results, order))
     if args.plot_dir is not None:
         _plots(args, result)
     for line in _events(result) + kernel_coverage.family_tables(result.coverage,
@@ -180,4 +198,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{fam.name}: {line}")
     _write_results(args, result)
     print(f"\n{result.final_line()}")
+    if result.interrupted is not None:
+        stopped = [r for r in result.results if r.verdict == "INTERRUPTED"]
+        again = f"; `--resume {args.json}` continues it" if args.json else ""
+        print(f"INTERRUPTED by {result.interrupted}: {len(result.ran) - len(stopped)} units "
+              f"finished, {len(stopped)} interrupted, {len(result.not_started)} not started; "
+              f"results written{again} (exit {interrupt.EXIT_INTERRUPTED})")
+        return interrupt.EXIT_INTERRUPTED
     return 0 if result.ok else 1

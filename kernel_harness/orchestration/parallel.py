@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from kernel_harness.orchestration.interrupt import RunInterrupted, requested
 from kernel_harness.orchestration.supervisor import Supervisor
 from kernel_harness.orchestration.units import Unit, UnitResult
 
@@ -50,7 +51,7 @@ def run_units(session: Session, supervisors: list[Supervisor],
         nonlocal done
         while True:
             with lock:
-                index = next(queue, None) if not errors else None
+                index = next(queue, None) if not errors and not requested() else None
                 if index is None:
                     return
             unit = units[index]
@@ -69,7 +70,11 @@ def run_units(session: Session, supervisors: list[Supervisor],
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        while thread.is_alive():  # a signal here: each supervisor stops its unit and returns
+            try:
+                thread.join()
+            except RunInterrupted:
+                continue
     if errors:
         raise errors[0]
     return [r for r in results if r is not None]

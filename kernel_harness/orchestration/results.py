@@ -132,10 +132,12 @@ def document(env: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, An
     """The whole JSON document (schema version :data:`SCHEMA_VERSION`)."""
     ran = [r for r in records if r["verdict"] != "SKIP"]
     counts = {v: sum(r["verdict"] == v for r in records) for v in ("PASS", "FAIL", "ERROR", "SKIP")}
+    stopped = sum(r["verdict"] == "INTERRUPTED" for r in records)
     return {
         "schema": "kernel-harness/check-results", "schema_version": SCHEMA_VERSION,
         "environment": env, "properties": records,
         "summary": {**{k.lower(): n for k, n in counts.items()},
+                    **({"interrupted": stopped} if stopped else {}),
                     "ok": bool(ran) and all(r["verdict"] == "PASS" for r in ran)},
     }
 
@@ -156,7 +158,8 @@ def write_junit(path: Path, doc: dict[str, Any]) -> None:
     for family, records in by_family.items():
         suite = ET.SubElement(root, "testsuite", name=family, tests=str(len(records)),
                               failures=str(sum(r["verdict"] == "FAIL" for r in records)),
-                              errors=str(sum(r["verdict"] == "ERROR" for r in records)),
+                              errors=str(sum(r["verdict"] in ("ERROR", "INTERRUPTED")
+                                             for r in records)),
                               skipped=str(sum(r["verdict"] == "SKIP" for r in records)),
                               time=f"{sum(r['seconds'] for r in records):.3f}")
         props = ET.SubElement(suite, "properties")
@@ -179,7 +182,7 @@ def write_junit(path: Path, doc: dict[str, Any]) -> None:
                 node = ET.SubElement(case, "failure", message=f["summary"][0] if f["summary"]
                                      else "outputs outside tolerance", type="HarnessFailure")
                 node.text = "\n".join([*f["summary"], f"reproduce: {f['repro']}"])
-            elif r["verdict"] == "ERROR":
+            elif r["verdict"] in ("ERROR", "INTERRUPTED"):
                 node = ET.SubElement(case, "error", message=r["error"]["message"][:500],
                                      type=r["error"]["type"])
                 node.text = r["error"]["message"]

@@ -32,7 +32,7 @@ from kernel_harness.checks.properties import (
 )
 from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
-from kernel_harness.orchestration import outcome_text, parallel, results, watch
+from kernel_harness.orchestration import interrupt, outcome_text, parallel, results, watch
 from kernel_harness.orchestration.corpus import (
     ReplayResult,
     corpus_mode,
@@ -45,6 +45,7 @@ from kernel_harness.orchestration.corpus.unit import (
     replayed_failure,
     with_quarantine,
 )
+from kernel_harness.orchestration.interrupted_unit import interrupted_result
 from kernel_harness.orchestration.request import CheckRequest
 from kernel_harness.orchestration.session_result import SessionResult
 from kernel_harness.orchestration.supervisor import Supervisor
@@ -276,12 +277,22 @@ class CheckSession:
                 observer: Observer) -> UnitResult:
         """The unit's Hypothesis search, after its corpus replay passed."""
         name, fam = unit.prop, unit.family
-        outcome = run_property(
-            name, watched, prop, backend=self.backend, observer=observer,
-            profile=self.profile, max_examples=self.request.max_examples,
-            seed=self.seed, shrink_budget=self.shrink_budget,
-            on_first_failure=self._first_failure, all_bugs=self.request.all_bugs,
-        )
+        began = time.perf_counter()
+        try:
+            outcome = run_property(
+                name, watched, prop, backend=self.backend, observer=observer,
+                profile=self.profile, max_examples=self.request.max_examples,
+                seed=self.seed, shrink_budget=self.shrink_budget,
+                on_first_failure=self._first_failure, all_bugs=self.request.all_bugs,
+            )
+        except interrupt.RunInterrupted as e:
+            result, lines = interrupted_result(
+                family=fam.name, prop=name, backend=self.backend, observer=observer,
+                seconds=time.perf_counter() - began, name=e.name, corpus=self.corpus,
+                impl_spec=self.impl_spec)
+            for line in lines:
+                self.emit(line)
+            return result
         if outcome.error is not None:
             for entry in record_failure(self.corpus, fam, name, outcome.error, self.backend,
                                         self.impl_spec):
@@ -324,8 +335,12 @@ class CheckSession:
                 else:
                     run_one = supervisors[0].run_unit if supervisors else self.run_unit
                     for unit in self.units:
+                        if interrupt.requested():
+                            break
                         out.append(self.run_or_skip(unit, run_one, failed_first))
                         self.finish_unit(unit, out[-1], failed_first, len(out), start)
+            except interrupt.RunInterrupted:
+                pass  # between units: what finished is kept
             finally:
                 for supervisor in supervisors:
                     supervisor.close()
@@ -334,8 +349,11 @@ class CheckSession:
                 coverage.absorb(data)
         notes = ([n for supervisor in supervisors for n in supervisor.notes] if supervisors
                  else self.closing_notes())
+        done = {(r.family, r.prop) for r in out}
         return SessionResult(session=self, results=out + self.skip_results(), notes=notes,
-                             coverage=coverage)
+                             coverage=coverage, interrupted=interrupt.requested(),
+                             not_started=[u.name for u in self.units
+                                          if (u.family.name, u.prop) not in done])
 
     def run_or_skip(self, unit: Unit, run_one: Callable[[Unit], UnitResult],
                     failed_first: dict[str, str]) -> UnitResult:

@@ -23,6 +23,10 @@ class SessionResult:
     notes: list[str] = dataclasses.field(default_factory=list)
     #: Kernel-branch coverage (``kernel_coverage``; :mod:`kernel_harness.run.kernel_coverage`).
     coverage: Any = None
+    #: The signal that interrupted the run (None: it ran to its end), and the units it
+    #: did not start (``--resume`` runs them).
+    interrupted: str | None = None
+    not_started: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ran(self) -> list[UnitResult]:
@@ -50,6 +54,8 @@ class SessionResult:
         doc = results.document(env, self.records())
         if self.coverage is not None:
             doc["kernel_coverage"] = kernel_coverage.run_json(self.coverage, s.families)
+        if self.interrupted is not None:
+            doc["interrupted"] = {"signal": self.interrupted, "not_started": self.not_started}
         if s.corpus is not None:
             bad = {b["id"]: b for r in self.records() for b in r.get("corpus_quarantined", [])}
             doc["corpus"] = {"location": s.corpus.location, "mode": s.corpus_mode,

@@ -13,6 +13,7 @@ naming the case. Either way the next unit gets a fresh worker.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import signal
@@ -25,11 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from kernel_harness.core.errors import UsageError
-from kernel_harness.orchestration import results
+from kernel_harness.orchestration import interrupt, results
+from kernel_harness.orchestration.interrupted_unit import from_events, renamed
 from kernel_harness.orchestration.units import Unit, UnitResult
 from kernel_harness.run.report import PREFIX, case_repro_command
 
 POLL_SECONDS = 0.05
+#: How long an interrupted worker has to answer with its unit's partial result.
+ANSWER_SECONDS = 20.0
 #: The line a worker writes to its stdout after each unit: everything it printed for the
 #: unit has been passed on once the supervisor has read it.
 UNIT_DONE = "\x00kernel-harness unit done"
@@ -89,6 +93,7 @@ class Supervisor:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True,
         )
+        interrupt.track_worker(self._proc.pid, alive=True)
         assert self._proc.stdin is not None
         self._proc.stdin.write(self.request_line + "\n")
         self._proc.stdin.flush()
@@ -135,10 +140,48 @@ class Supervisor:
             proc.stdin.flush()
         except BrokenPipeError:
             pass  # it died already: the loop below reports it
+        try:
+            return self._wait(unit, proc)
+        except interrupt.RunInterrupted as e:
+            return self._interrupt(unit, proc, e.name)
+
+    def _interrupt(self, unit: Unit, proc: subprocess.Popen[str], name: str) -> UnitResult:
+        """Stops the worker's unit (SIGTERM: it answers with what it has) and returns its
+        INTERRUPTED result; a worker silent for :data:`ANSWER_SECONDS` is killed."""
+        start = time.time()
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        examples = 0
+        while time.time() - start < ANSWER_SECONDS:
+            for event in self._read_events():
+                examples += event["event"] == "start"
+                if event["event"] == "result" and event["unit"] == unit.name:
+                    proc.wait(timeout=ANSWER_SECONDS)
+                    self._unit_done.wait(timeout=5)
+                    self._ended(proc)
+                    return renamed(UnitResult(**event["result"]), name)
+            if proc.poll() is not None and not self._read_events():
+                break
+            time.sleep(POLL_SECONDS)
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        self._ended(proc)
+        return from_events(family=unit.family.name, prop=unit.prop, backend=self.backend,
+                           examples=examples, seconds=time.time() - start, name=name)
+
+    def _ended(self, proc: subprocess.Popen[str]) -> None:
+        interrupt.track_worker(proc.pid, alive=False)
+        self._proc = None
+
+    def _wait(self, unit: Unit, proc: subprocess.Popen[str]) -> UnitResult:
         running: dict[str, Any] | None = None
         start = time.time()
         timeout = self.timeout
         while True:
+            name = interrupt.requested()
+            if name is not None:  # a --jobs thread: the main thread took the signal
+                return self._interrupt(unit, proc, name)
             for event in self._read_events():
                 if event["event"] == "start":
                     running = event

@@ -13,10 +13,11 @@ import contextlib
 import dataclasses
 import faulthandler
 import json
+import signal
 import sys
 
 from kernel_harness.core.errors import UsageError
-from kernel_harness.orchestration import watch
+from kernel_harness.orchestration import interrupt, watch
 from kernel_harness.orchestration.session import CheckRequest, CheckSession
 from kernel_harness.orchestration.supervisor import UNIT_DONE, WORKER_ERROR
 from kernel_harness.run import kernel_coverage
@@ -35,6 +36,8 @@ def main(argv: list[str]) -> int:
         return 2
     units = {unit.name: unit for unit in session.units}
     with contextlib.ExitStack() as stack:
+        # The supervisor's SIGTERM stops the unit; the worker answers with what it has.
+        stack.enter_context(interrupt.handling((signal.SIGTERM,)))
         coverage = (stack.enter_context(kernel_coverage.recording())
                     if request.kernel_coverage else None)
         for line in sys.stdin:
@@ -44,6 +47,8 @@ def main(argv: list[str]) -> int:
             result = session.run_unit(units[name])
             print(UNIT_DONE, flush=True)
             watch.beat(events, event="result", unit=name, result=result.to_json_dict())
+            if interrupt.requested():
+                return 3
     watch.beat(events, event="notes", lines=session.closing_notes(),
                coverage=None if coverage is None else coverage.to_json())
     return 0

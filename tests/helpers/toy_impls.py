@@ -57,3 +57,12 @@ def wrong_when_first_above_1(x):
     import jax.numpy as jnp
 
     return jnp.where(x[0] > 1.0, softplus(x) * 1.01, softplus(x))
+
+
+def slow_wrong_at_length_8(x):
+    """``wrong_at_length_8``, 0.3 s per call: a run is still shrinking its failure when a
+    test's signal comes (the interrupt tests)."""
+    import time
+
+    time.sleep(0.3)
+    return wrong_at_length_8(x)
