@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "family_names": "kernel_harness.spec.registry",
     "get_family": "kernel_harness.spec.registry",
     "without": "kernel_harness.spec.narrow",
+    "KernelExpectation": "kernel_harness.spec.kernels",
+    "fallback": "kernel_harness.spec.kernels",
     "Bench": "kernel_harness.spec.bench",
     "Timed": "kernel_harness.spec.bench",
     "ShrinkBudget": "kernel_harness.run.profiles",

@@ -54,6 +54,13 @@ class Observer:
     #: shrinking, the smallest).
     crashes: dict[str, tuple[int, Crash]] = dataclasses.field(default_factory=dict)
     static_keys: set[Any] = dataclasses.field(default_factory=set)
+    #: Checks whose Pallas kernels were counted; of them, those below the family's
+    #: expectation (``fell_back``), and the fallback the implementation declares.
+    counted: int = 0
+    fell_back: int = 0
+    fallback_declared: str | None = None
+    #: The family's expectation, as ``KernelExpectation.describe`` words it.
+    expected_kernels: str | None = None
 
     @property
     def failed(self) -> int:
@@ -85,6 +92,12 @@ class Observer:
     def record_result(self, result: CaseResult) -> None:
         """Counts one judged draw of an example, keeping it if it failed."""
         self.record_check(result.case, result.seconds)
+        if result.kernels is not None:
+            self.counted += 1
+            self.fell_back += bool(result.fell_back)
+            self.fallback_declared = result.fallback_declared
+            if result.expected_kernels is not None:
+                self.expected_kernels = result.expected_kernels.describe()
         if not result.passed:
             self.last_failure = result
 
@@ -152,7 +165,20 @@ def _judge(family: Family, case: Any, backend: Backend, impl: Callable[..., Any]
             observer.record_crash(crash)
         raise KernelCrash(crash) from e
     _note_events(family, case, observer)
+    _note_kernels(result, observer)
     return result
+
+
+def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
+    """The example's kernel count as events: ``pallas kernels: fwd 1, bwd 2``, and
+    ``fallback: fwd`` (or ``bwd``) for a pass below the family's expectation."""
+    if result.kernels is None:
+        return
+    labels = [result.kernels.event()] + [f"fallback: {p}" for p in result.fell_back]
+    for label in labels:
+        hypothesis.event(label)
+        if observer is not None:
+            observer.events[label] += 1
 
 
 def matches_reference(

@@ -25,11 +25,15 @@ def leaves(error: BaseException) -> list[BaseException]:
 
 
 def verdict(outcome: PropertyOutcome) -> str:
-    """PASS; FAIL (with the crash kinds); ERROR when no example failed yet the run did
-    not pass (a health check, a flaky test): never "passed 2, failed 1"."""
+    """PASS (``PASS (fallback declared: ...)`` where examples ran the implementation's
+    declared fallback); FAIL (with the crash kinds); ERROR when no example failed yet the
+    run did not pass (a health check, a flaky test): never "passed 2, failed 1"."""
+    obs = outcome.observer
+    if outcome.passed and obs.fell_back:
+        return (f"PASS (fallback declared: {obs.fallback_declared}; {obs.fell_back} of "
+                f"{obs.counted} checks ran fewer Pallas kernels than {obs.expected_kernels})")
     if outcome.passed:
         return "PASS"
-    obs = outcome.observer
     if obs.failed == 0 and not obs.crashes:
         return "ERROR"
     kinds = len(obs.crashes)

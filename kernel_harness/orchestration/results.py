@@ -92,7 +92,7 @@ def _failure(outcome: PropertyOutcome) -> dict[str, Any] | None:
         })
     return {
         "case": dataclasses.asdict(result.case), "case_json": result.case.to_json(),
-        "impl": result.impl, "summary": [report.summary_line(result, v) for v in result.failures],
+        "impl": result.impl, "summary": report.summary_lines(result),
         "outputs": outputs, "excluded": dict(result.excluded),
         "repro": report.repro_command(result),
     }
@@ -117,8 +117,26 @@ def outcome_record(outcome: PropertyOutcome) -> dict[str, Any]:
         "verdict": verdict, "examples": obs.examples, "passed_examples": obs.passed,
         "checks": obs.checks, "compiles": obs.compiles, "rejected": obs.rejected,
         "seconds": round(outcome.wall_seconds, 3), "events": dict(sorted(obs.events.items())),
+        "kernels": kernels_record(outcome),
         "failure": failure, "error": error, "reason": None,
     }
+
+
+def kernels_record(outcome: PropertyOutcome) -> dict[str, Any] | None:
+    """The ``kernels`` field: the family's expectation, checks counted, those below it, the
+    declared fallback; None where nothing was counted."""
+    obs = outcome.observer
+    if not obs.counted or obs.expected_kernels is None:
+        return None
+    return {"expected": obs.expected_kernels, "counted": obs.counted,
+            "fell_back": obs.fell_back, "fallback_declared": obs.fallback_declared}
+
+
+def only_fallbacks(records: list[dict[str, Any]]) -> bool:
+    """Whether kernels were counted and not one counted check ran the expected kernels (a
+    run of declared fallbacks only: never green)."""
+    counted = [r["kernels"] for r in records if r.get("kernels")]
+    return bool(counted) and all(k["fell_back"] == k["counted"] for k in counted)
 
 
 def skip_record(family: str, prop: str, backend: str, reason: str) -> dict[str, Any]:
@@ -138,7 +156,8 @@ def document(env: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, An
         "environment": env, "properties": records,
         "summary": {**{k.lower(): n for k, n in counts.items()},
                     **({"interrupted": stopped} if stopped else {}),
-                    "ok": bool(ran) and all(r["verdict"] == "PASS" for r in ran)},
+                    "ok": bool(ran) and all(r["verdict"] == "PASS" for r in ran)
+                    and not only_fallbacks(ran)},
     }
 
 

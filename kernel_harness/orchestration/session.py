@@ -304,7 +304,8 @@ class CheckSession:
         return UnitResult(family=fam.name, prop=name, backend=self.backend.name,
                           verdict=verdict, record=record, label=label,
                           text=outcome_text.failure_text(outcome),
-                          line=verdict_line(fam.name, name, verdict, detail), outcome=outcome)
+                          line=verdict_line(fam.name, name, label if verdict == "PASS"
+                                            else verdict, detail), outcome=outcome)
 
     def replay_stored(self, fam: Family) -> list[ReplayResult]:
         """Every stored failure of ``fam``, of all its properties, replayed once (the gate's

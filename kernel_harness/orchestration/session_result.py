@@ -37,7 +37,8 @@ class SessionResult:
     def ok(self) -> bool:
         """At least one unit ran and every unit that ran passed: a run that compared
         nothing is never green."""
-        return bool(self.ran) and all(r.verdict == "PASS" for r in self.ran)
+        return (bool(self.ran) and all(r.verdict == "PASS" for r in self.ran)
+                and not results.only_fallbacks([r.record for r in self.ran]))
 
     def records(self) -> list[dict[str, Any]]:
         """The records of the results schema, one per unit."""
@@ -65,5 +66,7 @@ class SessionResult:
     def final_line(self) -> str:
         """``PASS: 40/40 properties passed on backend interpret``."""
         passed = sum(r.verdict == "PASS" for r in self.ran)
+        why = (" (every counted example ran a declared fallback, no Pallas kernel: not green)"
+               if results.only_fallbacks([r.record for r in self.ran]) else "")
         return (f"{'PASS' if self.ok else 'FAIL'}: {passed}/{len(self.ran)} properties passed "
-                f"on backend {self.session.backend.name}")
+                f"on backend {self.session.backend.name}{why}")

@@ -72,6 +72,26 @@ def summary_line(result: CaseResult, verdict: Verdict) -> str:
     ).replace("  ", " ")
 
 
+def kernel_line(result: CaseResult) -> str:
+    """``FAIL gpu-softmax no Pallas kernel (fwd) rows=... backend=interpret: the forward pass
+    ran 0 Pallas kernel(s) ...; it ran instead: exp, ...`` ("" unless the example ran fewer
+    kernels than the family expects without a declared fallback)."""
+    problem = result.kernel_problem
+    if not problem:
+        return ""
+    describe = getattr(result.case, "shape_summary", None)
+    shape = describe() if callable(describe) else ""
+    return (f"{PREFIX} FAIL {result.family} no Pallas kernel ({', '.join(result.fell_back)}) "
+            f"{result.case.dtype} {shape} backend={result.backend.name}: {problem}"
+            ).replace("  ", " ")
+
+
+def summary_lines(result: CaseResult) -> list[str]:
+    """The one-line summaries of a failing case: its kernel count first, then each output."""
+    first = kernel_line(result)
+    return [first] * bool(first) + [summary_line(result, v) for v in result.failures]
+
+
 def _judge_cells(v: Verdict) -> tuple[str, str]:
     """The ``tol`` and ``lowp`` cells: the fixed bound and "-", or for the calibrated
     judge ``cal`` and the kernel/low-precision error ratio where it is worst."""
@@ -107,7 +127,7 @@ def stats_table(verdicts: Sequence[Verdict]) -> str:
 
 def failure_report(result: CaseResult) -> str:
     """The full text of a failing case: summary lines, detail, repro command."""
-    lines = [summary_line(result, v) for v in result.failures]
+    lines = summary_lines(result)
     lines += [
         f"  family:   {result.family}   impl: {result.impl}",
         f"  backend:  {result.backend.name} ({result.backend.note})",
@@ -125,6 +145,9 @@ def failure_report(result: CaseResult) -> str:
         lines.append(f"  excluded (outside the kernel's contract): {result.excluded}")
     for name, why in result.not_compared.items():
         lines.append(f"  not compared: {name} ({why}; the adapter supplies it on both sides)")
+    if result.kernels is not None:
+        lines.append(f"  kernels:  {result.kernels.event()} (expected "
+                     f"{result.expected_kernels.describe() if result.expected_kernels else '-'})")
     if result.adjustments:
         lines.append(f"  tolerances NOT the family's defaults: {' '.join(result.adjustments)}")
     lines.append(stats_table(result.verdicts))

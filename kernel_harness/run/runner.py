@@ -14,8 +14,9 @@ from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.core.case import Arrays
 from kernel_harness.core.judges import judge_for
 from kernel_harness.core.tolerance import Verdict
-from kernel_harness.run import memory_maps
+from kernel_harness.run import kernel_count, memory_maps
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation, declared_fallback
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -33,10 +34,32 @@ class CaseResult:
     adjustments: tuple[str, ...] = ()
     #: Outputs not compared for this case, with why (``Family.not_compared``).
     not_compared: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: The Pallas kernels the example ran (None: the family expects none, nothing counted).
+    kernels: kernel_count.KernelCount | None = None
+    #: What the family expects a real implementation to run (``Family.kernels``).
+    expected_kernels: KernelExpectation | None = None
+    #: The fallback the implementation declares, with its reason, or None.
+    fallback_declared: str | None = None
+
+    @property
+    def fell_back(self) -> tuple[str, ...]:
+        """The passes (``fwd``, ``bwd``) that ran fewer Pallas kernels than expected."""
+        if self.kernels is None or self.expected_kernels is None:
+            return ()
+        return self.kernels.short(self.expected_kernels)
+
+    @property
+    def kernel_problem(self) -> str:
+        """Why this example fails on its kernel count ("" if it does not: enough kernels,
+        or a declared fallback)."""
+        if not self.fell_back or self.fallback_declared is not None:
+            return ""
+        assert self.kernels is not None and self.expected_kernels is not None
+        return self.kernels.shortfall_text(self.expected_kernels)
 
     @property
     def passed(self) -> bool:
-        return all(v.passed for v in self.verdicts)
+        return all(v.passed for v in self.verdicts) and not self.kernel_problem
 
     @property
     def failures(self) -> tuple[Verdict, ...]:
@@ -61,8 +84,26 @@ def run_on_backend(
     (see :mod:`kernel_harness.run.diagnostics`), resetting the simulator state before
     and after, also after a failure. Drops jax's compiled programs first when the process
     nears its limit on memory mappings (:mod:`kernel_harness.run.memory_maps`)."""
+    return run_counted(family, impl, case, inputs, backend)[0]
+
+
+def run_counted(
+    family: Family, impl: Callable[..., Any], case: Any, inputs: Arrays, backend: Backend
+) -> tuple[Arrays, kernel_count.KernelCount | None]:
+    """:func:`run_on_backend`, and the Pallas kernels the run launched
+    (:mod:`kernel_harness.run.kernel_count`; None where ``Family.kernels`` expects none)."""
     ensure_supported(family, backend)  # the one backend guard: adapters do not repeat it
     memory_maps.relieve()
+    if family.kernels is None:
+        return _run(family, impl, case, inputs, backend), None
+    counted = kernel_count.counting(impl, family.kernels)
+    with kernel_count.collecting(counted, family.name, case, backend.name) as sink:
+        outputs = _run(family, counted, case, inputs, backend)
+    return outputs, sink.count
+
+
+def _run(family: Family, impl: Callable[..., Any], case: Any, inputs: Arrays,
+         backend: Backend) -> Arrays:
     if backend.name != "tpu-interpret":
         return family.run(impl, case, inputs, backend)
     from kernel_harness.run import diagnostics
@@ -181,13 +222,15 @@ def check_case(
 
     ``impl_spec`` is the ``MODULE:ATTR`` the implementation was loaded from,
     for the repro command. Exceptions raised by the kernel propagate: a crash
-    is a failure too. Under ``tpu-interpret`` a detected race is a failure.
+    is a failure too. Under ``tpu-interpret`` a detected race is a failure. An example
+    that ran fewer Pallas kernels than ``Family.kernels`` expects fails too, unless
+    ``impl`` declares a fallback (:func:`kernel_harness.spec.kernels.fallback`).
     """
     ensure_supported(family, backend)
     impl = family.kernel if impl is None else impl
     start = time.perf_counter()
     inputs = case.materialize()
-    actual = run_on_backend(family, impl, case, inputs, backend)
+    actual, kernels = run_counted(family, impl, case, inputs, backend)
     expected = family.reference(case, inputs)
     verdicts, excluded = judge_outputs(
         family, case, actual, expected,
@@ -203,4 +246,7 @@ def check_case(
         seconds=time.perf_counter() - start,
         adjustments=family.adjustments,
         not_compared=dict(family.not_compared(case)),
+        kernels=kernels,
+        expected_kernels=family.kernels,
+        fallback_declared=declared_fallback(impl),
     )

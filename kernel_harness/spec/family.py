@@ -21,6 +21,7 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.spec.bench import Bench
 from kernel_harness.spec.export import ExportSnippet
 from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.spec.kernels import KernelExpectation
 from kernel_harness.spec.relations import Relation
 
 #: Capability names a family may declare (``kernel-harness list`` prints them).
@@ -103,6 +104,10 @@ class Family:
         ``draws_per_compile`` of them per compiled configuration. None: only the seed
         varies, which is valid unless the strategy's filters (``assume``) read values the
         seed makes (a random mask): such a family must give ``data_draws``.
+      kernels: the fewest Pallas kernels a real implementation launches per call, forward
+        and backward (:class:`~kernel_harness.spec.kernels.KernelExpectation`); an example
+        below it fails unless the implementation declares a fallback. None: the family's
+        kernel is not Pallas by design (XLA, torch), and nothing is counted.
       relations: the op's metamorphic relations (:class:`~kernel_harness.spec.relations.
         Relation`), each run as a property of its own name, besides the built-in ones.
     """
@@ -139,6 +144,7 @@ class Family:
     coverage_expected_missing: Mapping[str, str] = dataclasses.field(default_factory=dict)
     data_draws: Callable[[Any], SearchStrategy[Any]] | None = None
     relations: tuple[Relation, ...] = ()
+    kernels: KernelExpectation | None = None
 
     def relation(self, name: str) -> Relation | None:
         """The relation called ``name``, or None."""

@@ -19,6 +19,7 @@ from kernel_harness.families.flash.strategy import (
 from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation
 
 CONTRACT = """\
 TPU flash attention (jax.experimental.pallas.ops.tpu.flash_attention), forward and vjp.
@@ -88,6 +89,7 @@ FAMILY = Family(
     seed_cases=flash_seed_cases,
     optional=OPTIONAL,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1, backward=1),
     reference=reference,
     output_axes=output_axes("bhqd", kv_head="head", dab=("batch", "head", "query", "key")),
     tolerances=TOLERANCES,

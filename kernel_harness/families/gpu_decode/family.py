@@ -12,6 +12,7 @@ from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
 from kernel_harness.families.gpu_decode.reference import reference, visible
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, head_grouping
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation
 
 
 def _tolerances() -> ToleranceTable:
@@ -95,6 +96,7 @@ FAMILY = Family(
     case_type=DecodeCase,
     cases=decode_cases,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1),
     reference=reference,
     output_axes={**OUTPUT_AXES, "lse": ("batch", "head")},
     # The contract: a row with no key has lse = -inf, compared by position (a kernel NaN

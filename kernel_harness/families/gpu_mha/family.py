@@ -11,6 +11,7 @@ from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.families.gpu_mha.metamorphic import METAMORPHIC
 from kernel_harness.families.gpu_mha.reference import reference
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation
 
 _LOW = (
     "{dtype} inputs; the kernel feeds its dots {dtype} operands by design (P cast to "
@@ -105,6 +106,7 @@ FAMILY = Family(
     case_type=MhaCase,
     cases=mha_cases,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1, backward=1),
     reference=reference,
     output_axes={
         "out": ("batch", "query", "head", "dim"),

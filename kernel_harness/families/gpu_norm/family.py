@@ -18,6 +18,7 @@ from kernel_harness.ops.norm.reference import reference
 from kernel_harness.ops.norm.relations import RELATIONS
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.spec.kernels import KernelExpectation
 
 _F32 = (
     "float32 end to end (two-pass mean/variance in float32, {what}); worst seen {obs} over "
@@ -151,6 +152,7 @@ FAMILY = Family(
     case_type=NormCase,
     cases=norm_cases,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1, backward=1),
     reference=reference,
     output_axes={
         "out": ("batch", "row", "dim"),

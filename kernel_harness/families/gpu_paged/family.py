@@ -15,6 +15,7 @@ from kernel_harness.families.gpu_paged.reference import low_precision_reference,
 from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation
 
 _TOLERANCES = ToleranceTable.of_limits({
     ("float32", "out"): (2e-4, f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"),
@@ -93,6 +94,7 @@ FAMILY = Family(
     case_type=PagedCase,
     cases=paged_cases,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1),
     reference=reference,
     output_axes=OUTPUT_AXES,
     tolerances=_TOLERANCES,

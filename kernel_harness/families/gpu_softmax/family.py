@@ -20,6 +20,7 @@ from kernel_harness.ops.softmax.reference import low_precision_reference, refere
 from kernel_harness.ops.softmax.relations import RELATIONS
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.spec.kernels import KernelExpectation
 
 _SEEN = "worst seen {} over 200 interpret cases, each row against its own max"
 
@@ -86,6 +87,7 @@ FAMILY = Family(
     cases=softmax_cases,
     data_draws=softmax_data_draws,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={"out": ("row", "dim")},

@@ -12,6 +12,7 @@ from kernel_harness.families.hstu.export import export
 from kernel_harness.families.hstu.metamorphic import METAMORPHIC
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation
 
 OUTPUTS = ("out", "dq", "dk", "dv")
 
@@ -127,6 +128,7 @@ FAMILY = Family(
     cases=cases.hstu_cases,
     seed_cases=cases.hstu_seed_cases,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1, backward=1),
     reference=reference.reference,
     output_axes=output_axes("bqhd", kv_head="head"),
     tolerances=TOLERANCES,

@@ -19,6 +19,7 @@ from kernel_harness.ops.grouped_matmul.reference import low_precision_reference,
 from kernel_harness.ops.grouped_matmul.relations import RELATIONS
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.spec.kernels import KernelExpectation
 
 _F32 = (
     "float32 operands, float32 accumulation (interpret on CPU: exact f32 dots); worst "
@@ -148,6 +149,7 @@ FAMILY = Family(
     case_type=GmmCase,
     cases=gmm_cases,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1, backward=1),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={

@@ -32,6 +32,7 @@ from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, spla
 from kernel_harness.ops.attention.events import length_events
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation
 
 CONTRACT = """\
 Inputs: q is pre-scaled by 1/sqrt(head_dim) (splash does not scale); logits are
@@ -246,6 +247,7 @@ FAMILY = Family(
     cases=splash_cases,
     data_draws=splash_data_draws,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1, backward=1),
     reference=reference,
     output_axes=output_axes("bhqd", lse=("batch", "head", "query"), dsinks=("head",)),
     same_as={"out_residuals": "out", "out_vjp": "out"},

@@ -13,6 +13,7 @@ from kernel_harness.families.tpu_paged.reference import low_precision_reference,
 from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation
 
 TOLERANCES = ToleranceTable.of_limits(
     {
@@ -158,6 +159,7 @@ FAMILY = Family(
     case_type=TpuPagedCase,
     cases=tpu_paged_cases,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1),
     reference=reference,
     output_axes=OUTPUT_AXES,
     tolerances=TOLERANCES,

@@ -22,6 +22,7 @@ from kernel_harness.families.tpu_ragged_paged.metamorphic import METAMORPHIC, RE
 from kernel_harness.families.tpu_ragged_paged.reference import reference
 from kernel_harness.ops.paged_decode.strategy import head_grouping
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation
 
 TOLERANCES = ToleranceTable(
     {
@@ -157,6 +158,7 @@ FAMILY = Family(
     case_type=RaggedCase,
     cases=ragged_cases,
     **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1),
     reference=reference,
     output_axes={"out": ("token", "head", "dim")},
     tolerances=TOLERANCES,

@@ -1,0 +1,127 @@
+"""Counting the Pallas kernels in a traced program: the one module that knows how this jax
+spells a kernel launch in a jaxpr and where its higher-order primitives keep their bodies.
+
+A kernel is an equation of ``pallas_call_p`` (every Pallas backend: Mosaic TPU, Triton,
+Mosaic GPU, both interpreters) or of ``core_map_p`` (``pl.core_map``/``pl.kernel``). Every
+sub-jaxpr found in an equation's params is walked, closed or not, alone or in a tuple
+(``jit``/``pjit``, ``custom_vjp_call``'s and ``custom_jvp_call``'s ``call_jaxpr``, ``cond``
+branches (the fewest of them counts), ``while`` cond and body, ``scan``, ``shard_map``,
+``checkpoint``...); a kernel's own body is not (kernels do not nest). ``custom_vjp`` and
+``custom_jvp`` keep their rules as Python callables, not jaxprs: their backward appears in
+the jaxpr of the vjp function once it is traced, which is how
+:mod:`kernel_harness.run.kernel_count` counts it.
+
+An equation of a known higher-order primitive that carries no jaxpr, or any equation whose
+params hold a traced-function object (``linear_util.WrappedFun``) and no jaxpr, is a
+:class:`KernelCountLayoutError`: a kernel could hide there, so it is never counted as none.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterator
+from typing import Any
+
+import jax
+
+
+class KernelCountLayoutError(RuntimeError):
+    """This jax's jaxprs are not laid out as the kernel counter knows (a primitive moved, a
+    higher-order primitive keeps its body somewhere new): counting would be a guess."""
+
+    def __init__(self, missing: str):
+        super().__init__(
+            f"jax {jax.__version__}: cannot count Pallas kernels ({missing}); the harness "
+            "knows jax 0.10.x. Adapt kernel_harness/core/compat/pallas_count.py to this jax."
+        )
+        self.missing = missing
+
+
+#: Primitives whose equations must carry at least one sub-jaxpr (by name, as jax 0.10 and
+#: 0.12 spell them).
+HIGHER_ORDER: frozenset[str] = frozenset({
+    "jit", "pjit", "closed_call", "core_call", "remat", "checkpoint", "cond", "while", "scan",
+    "custom_vjp_call", "custom_vjp_call_jaxpr", "custom_jvp_call", "shard_map", "xla_pmap",
+    "run_state", "custom_lin", "linear_call", "custom_transpose_call",
+})
+
+#: Structural primitives left out of "what ran instead" (their bodies are listed instead).
+_STRUCTURAL = HIGHER_ORDER
+
+
+def _internals() -> tuple[Any, ...]:
+    try:
+        from jax._src import core
+        from jax._src import linear_util as lu
+        from jax._src.pallas import core as pallas_core
+        from jax._src.pallas import pallas_call
+    except ImportError as e:
+        raise KernelCountLayoutError(f"cannot import an internal module: {e}") from None
+    kernel_prims = tuple(p for p in (getattr(pallas_call, "pallas_call_p", None),
+                                     getattr(pallas_core, "core_map_p", None)) if p is not None)
+    if not kernel_prims or getattr(pallas_call, "pallas_call_p", None) is None:
+        raise KernelCountLayoutError("jax._src.pallas.pallas_call has no pallas_call_p")
+    jaxpr_types = tuple(t for t in (getattr(core, "Jaxpr", None),
+                                    getattr(core, "ClosedJaxpr", None)) if t is not None)
+    if not jaxpr_types or getattr(lu, "WrappedFun", None) is None:
+        raise KernelCountLayoutError("jax._src.core.Jaxpr or linear_util.WrappedFun is missing")
+    return kernel_prims, jaxpr_types, lu.WrappedFun
+
+
+def _open(jaxpr: Any, jaxpr_types: tuple[type, ...]) -> Any:
+    """The open jaxpr (with ``eqns``) of a Jaxpr or a ClosedJaxpr."""
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    if not hasattr(inner, "eqns"):
+        raise KernelCountLayoutError(f"{type(jaxpr).__name__} has no eqns")
+    return inner
+
+
+def _subjaxprs(value: Any, jaxpr_types: tuple[type, ...]) -> Iterator[Any]:
+    if isinstance(value, jaxpr_types):
+        yield value
+    elif isinstance(value, tuple | list):
+        for v in value:
+            yield from _subjaxprs(v, jaxpr_types)
+
+
+def _walk(jaxpr: Any, counts: collections.Counter) -> int:
+    """Kernels every path through ``jaxpr`` launches (a ``cond`` adds its branches' fewest),
+    noting the other primitives met in ``counts``."""
+    kernel_prims, jaxpr_types, wrapped_fun = _internals()
+    kernels = 0
+    for eqn in _open(jaxpr, jaxpr_types).eqns:
+        if eqn.primitive in kernel_prims:
+            kernels += 1
+            continue
+        name = eqn.primitive.name
+        if name == "cond":
+            branches = list(_subjaxprs(eqn.params.get("branches"), jaxpr_types))
+            if not branches:
+                raise KernelCountLayoutError("cond carries no 'branches' jaxprs")
+            kernels += min(_walk(b, counts) for b in branches)
+            continue
+        subs = [s for v in eqn.params.values() for s in _subjaxprs(v, jaxpr_types)]
+        if not subs and (name in HIGHER_ORDER or
+                         any(isinstance(v, wrapped_fun) for v in eqn.params.values())):
+            raise KernelCountLayoutError(
+                f"primitive {name!r} carries no jaxpr in its params {sorted(eqn.params)}")
+        if name not in _STRUCTURAL:
+            counts[name] += 1
+        kernels += sum(_walk(sub, counts) for sub in subs)
+    return kernels
+
+
+def pallas_kernels(jaxpr: Any) -> int:
+    """The Pallas kernel launches in ``jaxpr`` (a Jaxpr or ClosedJaxpr, e.g. of
+    ``jax.make_jaxpr``) that every path runs, every sub-jaxpr included: a ``cond`` counts
+    its branch with the fewest (a kernel in one branch only may not run), a loop body once
+    (a static count: a ``while`` that runs no trip is not told apart)."""
+    return _walk(jaxpr, collections.Counter())
+
+
+def top_primitives(jaxpr: Any, n: int = 5) -> tuple[str, ...]:
+    """The ``n`` most frequent non-structural primitives of ``jaxpr`` and its sub-jaxprs,
+    as ``name x count`` (what a pass ran when it ran no kernel)."""
+    counts: collections.Counter = collections.Counter()
+    _walk(jaxpr, counts)
+    return tuple(f"{name} x{k}" if k > 1 else name for name, k in counts.most_common(n))

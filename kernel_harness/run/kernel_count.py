@@ -1,0 +1,300 @@
+"""Which Pallas kernels an implementation really ran, per example, forward and backward.
+
+The runner hands the family's adapter a counting wrapper of the implementation (one per
+implementation, so compile caches keyed on it stay valid). Each time the adapter calls it,
+the wrapper traces that call again by itself, on abstract values of the same shapes
+(``jax.make_jaxpr``: a trace, never a compile), and counts the kernels
+(:mod:`kernel_harness.core.compat.pallas_count`):
+
+- forward: the jaxpr of the call;
+- backward: the jaxpr of the function ``jax.vjp`` returns, applied to cotangents of the
+  call's floating outputs, differentiating its floating traced inputs (only where the
+  family expects backward kernels).
+
+Then it makes the real call. A call that returns a callable instead of arrays (a kernel
+factory, as splash's) hands back a counting wrapper of that callable. Counts are kept per
+abstract signature, and per static configuration of the case: an adapter whose compiled
+program is cached calls nothing, and the example gets the count of the program it ran. An
+example's count is the fewest kernels over the calls it made (gpu-norm calls the kernel
+plainly and under ``jax.vjp``): a fallback in any one call shows.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import functools
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+import numpy as np
+
+from kernel_harness.core.compat import pallas_count
+from kernel_harness.spec.kernels import KernelExpectation
+
+
+@dataclasses.dataclass(frozen=True)
+class CallCount:
+    """The kernels of one call of the implementation.
+
+    ``backward`` is None where it was not traced (a forward-only family) or could not be
+    (``backward_error`` says why)."""
+
+    forward: int
+    forward_top: tuple[str, ...]
+    backward: int | None = None
+    backward_top: tuple[str, ...] = ()
+    backward_error: str | None = None
+    seconds: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelCount:
+    """The kernels one example ran: over its implementation calls, the fewest per pass
+    (and what the call with the fewest ran), and the tracing time counting cost."""
+
+    calls: int
+    forward: int
+    forward_top: tuple[str, ...]
+    backward: int | None
+    backward_top: tuple[str, ...]
+    backward_error: str | None
+    seconds: float
+
+    @classmethod
+    def of(cls, calls: list[CallCount], seconds: float) -> KernelCount:
+        """The example's count from its calls' counts."""
+        fwd = min(calls, key=lambda c: c.forward)
+        traced = [c for c in calls if c.backward is not None]
+        bwd = min(traced, key=lambda c: c.backward) if traced else None
+        error = next((c.backward_error for c in calls if c.backward_error), None)
+        return cls(calls=len(calls), forward=fwd.forward, forward_top=fwd.forward_top,
+                   backward=None if bwd is None else bwd.backward,
+                   backward_top=() if bwd is None else bwd.backward_top,
+                   backward_error=None if bwd is not None else error, seconds=seconds)
+
+    def event(self) -> str:
+        """``pallas kernels: fwd 1, bwd 2`` (the event every counted example notes)."""
+        bwd = "" if self.backward is None else f", bwd {self.backward}"
+        return f"pallas kernels: fwd {self.forward}{bwd}"
+
+    def short(self, expected: KernelExpectation) -> tuple[str, ...]:
+        """The passes below ``expected``: ``("fwd",)``, ``("bwd",)``, both or none."""
+        out = []
+        if self.forward < expected.forward:
+            out.append("fwd")
+        if expected.backward and (self.backward or 0) < expected.backward:
+            out.append("bwd")
+        return tuple(out)
+
+    def shortfall_text(self, expected: KernelExpectation) -> str:
+        """What each short pass ran instead, in one line ("" if none is short)."""
+        parts = []
+        for p in self.short(expected):
+            if p == "fwd":
+                parts.append(f"the forward pass ran {self.forward} Pallas kernel(s) "
+                             f"(expected >= {expected.forward}); it ran instead: "
+                             f"{', '.join(self.forward_top) or 'nothing'}")
+            elif self.backward is None:
+                why = self.backward_error or "the forward could not be traced"
+                parts.append(f"the backward pass could not be traced ({why})")
+            else:
+                parts.append(f"the backward pass ran {self.backward} Pallas kernel(s) "
+                             f"(expected >= {expected.backward}); it ran instead: "
+                             f"{', '.join(self.backward_top) or 'nothing'}")
+        return "; ".join(parts)
+
+
+class CountUnavailable(RuntimeError):
+    """The adapter made no call of the implementation and no earlier example of the same
+    configuration was counted: the example's kernels are unknown (never taken as none)."""
+
+
+_LOCAL = threading.local()
+_WRAPPERS: dict[Any, Counting] = {}
+_BY_CONFIG: collections.OrderedDict[Any, tuple[CallCount, ...]] = collections.OrderedDict()
+_MAX_CONFIGS = 4096
+
+
+def _sinks() -> list[list[CallCount]]:
+    if not hasattr(_LOCAL, "sinks"):
+        _LOCAL.sinks = []
+    return _LOCAL.sinks
+
+
+def _inexact(x: Any) -> bool:
+    """Floating (bfloat16 included: numpy does not count it as inexact, jnp does)."""
+    return bool(jax.numpy.issubdtype(x.dtype, jax.numpy.inexact))
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[int],
+           backward: bool) -> CallCount:
+    """Counts one call: ``fn`` on ``leaves`` with the positions ``dyn`` abstract."""
+    start = time.perf_counter()
+
+    def call(*values: Any) -> Any:
+        full = list(leaves)
+        for i, v in zip(dyn, values, strict=True):
+            full[i] = v
+        args, kwargs = jax.tree_util.tree_unflatten(treedef, full)
+        return fn(*args, **kwargs)
+
+    avals = [jax.ShapeDtypeStruct(np.shape(leaves[i]), leaves[i].dtype) for i in dyn]
+    fwd = jax.make_jaxpr(call)(*avals)
+    count = CallCount(forward=pallas_count.pallas_kernels(fwd),
+                      forward_top=pallas_count.top_primitives(fwd))
+    if backward:
+        count = dataclasses.replace(count, **_trace_backward(call, avals))
+    return dataclasses.replace(count, seconds=time.perf_counter() - start)
+
+
+def _trace_backward(call: Callable[..., Any], avals: list[Any]) -> dict[str, Any]:
+    wrt = [j for j, a in enumerate(avals) if _inexact(a)]
+    if not wrt:
+        return {"backward": None, "backward_error": "no floating traced input to differentiate"}
+    box: dict[str, Any] = {}
+
+    def differentiated(*values: Any) -> Any:
+        def f(*d: Any) -> tuple[Any, ...]:
+            full = list(values)
+            for j, v in zip(wrt, d, strict=True):
+                full[j] = v
+            return tuple(o for o in jax.tree_util.tree_leaves(call(*full)) if _inexact(o))
+
+        out, vjp = jax.vjp(f, *(values[j] for j in wrt))
+        box["bwd"] = jax.make_jaxpr(vjp)(
+            tuple(jax.ShapeDtypeStruct(o.shape, o.dtype) for o in out))
+        return out
+
+    try:
+        jax.make_jaxpr(differentiated)(*avals)
+    except pallas_count.KernelCountLayoutError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the reason is reported as the backward's count
+        return {"backward": None, "backward_error": _first_line(e)}
+    bwd = box["bwd"]
+    return {"backward": pallas_count.pallas_kernels(bwd),
+            "backward_top": pallas_count.top_primitives(bwd)}
+
+
+class Counting:
+    """A stand-in for an implementation that counts each call's kernels, then calls it.
+
+    It carries the implementation's name, module, attributes and signature
+    (``functools.update_wrapper``), so adapters that inspect their implementation
+    (splash's factory, ragged's signature check) see the implementation."""
+
+    def __init__(self, impl: Callable[..., Any], backward: bool):
+        functools.update_wrapper(self, impl)
+        target = impl
+        while isinstance(target, functools.partial):
+            target = target.func
+        if getattr(target, "__module__", None):
+            self.__module__ = target.__module__
+        self._impl, self._backward = impl, backward
+        self._memo: dict[Any, CallCount] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if "_impl" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.__dict__["_impl"], name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        dyn = [i for i, x in enumerate(leaves) if isinstance(x, jax.core.Tracer)]
+        if not dyn:
+            dyn = [i for i, x in enumerate(leaves) if isinstance(x, jax.Array)]
+        if not dyn:  # a factory: count the callable it makes
+            made = self._impl(*args, **kwargs)
+            return Counting(made, self._backward) if callable(made) else made
+        result = self._impl(*args, **kwargs)  # first: a crash stays the kernel's own
+        try:
+            count = self._count(leaves, treedef, dyn)
+        except pallas_count.KernelCountLayoutError:
+            raise
+        except Exception as e:  # noqa: BLE001 - an uncountable call is reported, not passed
+            count = CallCount(forward=0, forward_top=(
+                f"(the call could not be traced again to count: {_first_line(e)})",))
+        for sink in _sinks():
+            sink.append(count)
+        return result
+
+    def _count(self, leaves: list[Any], treedef: Any, dyn: list[int]) -> CallCount:
+        key: Any = (treedef, tuple((i, tuple(np.shape(x)), str(x.dtype)) if i in dyn else x
+                                   for i, x in enumerate(leaves)))
+        try:
+            hash(key)
+        except TypeError:  # a concrete array among the static arguments: counted each call
+            key = None
+        if key is not None and key in self._memo:
+            return dataclasses.replace(self._memo[key], seconds=0.0)
+        count = _trace(self._impl, leaves, treedef, dyn, self._backward)
+        if key is not None:
+            self._memo[key] = count
+        return count
+
+
+def counting(impl: Callable[..., Any], expected: KernelExpectation) -> Counting:
+    """The counting wrapper of ``impl`` (the same object for the same ``impl``)."""
+    backward = expected.backward > 0
+    try:
+        key: Any = (impl, backward)
+        hash(key)
+    except TypeError:
+        key = (id(impl), backward)
+    if key not in _WRAPPERS:
+        _WRAPPERS[key] = Counting(impl, backward)
+    return _WRAPPERS[key]
+
+
+def _config_key(wrapper: Counting, family: str, case: Any, backend: str) -> Any:
+    static = case.static_key() if hasattr(case, "static_key") else case
+    try:
+        hash(static)
+    except TypeError:
+        static = repr(static)
+    return (id(wrapper), family, type(case).__name__, static, backend)
+
+
+@dataclasses.dataclass
+class Sink:
+    """What :func:`collecting` found: the example's count once the block ends."""
+
+    count: KernelCount | None = None
+
+
+@contextlib.contextmanager
+def collecting(wrapper: Counting, family: str, case: Any, backend: str) -> Iterator[Sink]:
+    """Collects the counts of ``wrapper``'s calls while the adapter runs ``case``; after the
+    block ``sink.count`` is the example's :class:`KernelCount` (from an earlier example of
+    the same configuration when the adapter ran a cached program). Neither: an error."""
+    calls: list[CallCount] = []
+    sink = Sink()
+    _sinks().append(calls)
+    try:
+        yield sink
+    finally:
+        _sinks().remove(calls)
+    key = _config_key(wrapper, family, case, backend)
+    if calls:
+        _BY_CONFIG[key] = tuple(calls)
+        _BY_CONFIG.move_to_end(key)
+        while len(_BY_CONFIG) > _MAX_CONFIGS:
+            _BY_CONFIG.popitem(last=False)
+    elif key in _BY_CONFIG:
+        calls = [dataclasses.replace(c, seconds=0.0) for c in _BY_CONFIG[key]]
+    else:
+        raise CountUnavailable(
+            f"{family}: the adapter called the implementation nowhere while running this "
+            "case, and no earlier example of its configuration was counted: which kernels "
+            "ran is unknown")
+    sink.count = KernelCount.of(calls, sum(c.seconds for c in calls))

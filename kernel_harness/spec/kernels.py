@@ -1,0 +1,86 @@
+"""What a real implementation of a family runs, and how an implementation declares that it
+falls back to something else.
+
+* :class:`KernelExpectation` (``Family.kernels``): the fewest Pallas kernels one call of the
+  implementation launches in its forward pass and in its backward pass (the vjp). An example
+  below it is a FAIL naming the pass that ran no kernel and what ran instead
+  (:mod:`kernel_harness.run.kernel_count` counts).
+* :func:`fallback` (or a ``kernel_harness_fallback`` attribute, or ``--allow-fallback``): an
+  implementation that knowingly runs plain JAX for some cases says so, with the reason; its
+  examples below the expectation then pass, marked ``fallback declared``, never silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kernel_harness.core.errors import UsageError
+
+#: The attribute an implementation sets to declare, with its reason, that it falls back.
+FALLBACK_ATTR = "kernel_harness_fallback"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelExpectation:
+    """The fewest Pallas kernels a real implementation launches per call.
+
+    Attributes:
+      forward: kernels in the forward pass (``jax.make_jaxpr`` of one call), at least.
+      backward: kernels in the backward pass (the jaxpr of the function ``jax.vjp``
+        returns, applied to cotangents), at least; 0 for a forward-only family, whose
+        backward is then not traced.
+    """
+
+    forward: int = 1
+    backward: int = 0
+
+    def __post_init__(self) -> None:
+        if self.forward < 0 or self.backward < 0 or not (self.forward or self.backward):
+            raise ValueError(f"a kernel expectation needs some kernel, got {self}")
+
+    def describe(self) -> str:
+        """``fwd >= 1, bwd >= 1`` (``bwd`` left out for a forward-only family)."""
+        parts = [f"fwd >= {self.forward}"] + ([f"bwd >= {self.backward}"] if self.backward
+                                               else [])
+        return ", ".join(parts)
+
+
+def fallback(reason: str) -> Callable[[F], F]:
+    """Decorator declaring that an implementation runs plain JAX instead of its Pallas
+    kernel for some cases, and why::
+
+        @kernel_harness.fallback("rows longer than 4096 use jax.nn.softmax")
+        def my_softmax(x, *, axis=-1, interpret=False): ...
+
+    Its examples without a kernel then pass as ``PASS (fallback declared: <reason>)``.
+    """
+    text = check_reason(reason)
+
+    def mark(fn: F) -> F:
+        setattr(fn, FALLBACK_ATTR, text)
+        return fn
+
+    return mark
+
+
+def check_reason(reason: Any) -> str:
+    """``reason`` stripped; a UsageError unless it is a non-empty string."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise UsageError(f"a declared fallback needs a reason (a non-empty string), "
+                         f"got {reason!r}")
+    return reason.strip()
+
+
+def declared_fallback(impl: Callable[..., Any] | None) -> str | None:
+    """The fallback reason ``impl`` declares (its ``kernel_harness_fallback``), or None."""
+    if impl is None:
+        return None
+    declared = getattr(impl, FALLBACK_ATTR, None)
+    if declared is None and isinstance(impl, functools.partial):
+        declared = getattr(impl.func, FALLBACK_ATTR, None)
+    return None if declared is None else check_reason(declared)

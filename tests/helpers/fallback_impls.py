@@ -1,0 +1,56 @@
+"""Planted implementations that run plain JAX instead of their Pallas kernel (the silent
+fallbacks of issue 36), declared ones, and kernels whose ``pallas_call`` sits deep in
+higher-order primitives: ``--impl`` targets of gpu-softmax and gpu-norm."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.experimental.pallas.ops.gpu import layer_norm as _layer_norm
+from jax.experimental.pallas.ops.gpu import rms_norm as _rms_norm
+from jax.experimental.pallas.ops.gpu import softmax as _softmax
+
+import kernel_harness
+from kernel_harness.families.gpu_common import is_pow2
+
+
+def xla_softmax(x, *, axis=-1, interpret=False):
+    """No Pallas anywhere: ``jax.nn.softmax`` in float32, stored in x's dtype (it matches
+    the reference as well as the kernel does)."""
+    return jax.nn.softmax(x.astype(jnp.float32), axis=axis).astype(x.dtype)
+
+
+def pow2_only_softmax(x, *, axis=-1, interpret=False):
+    """The Pallas kernel for rows whose length is a power of two, plain JAX for the others
+    (a library that falls back for the shapes its kernel does not handle)."""
+    if is_pow2(x.shape[-1]):
+        return _softmax.softmax(x, axis=axis, interpret=interpret)
+    return xla_softmax(x, axis=axis)
+
+
+declared_pow2_only_softmax = kernel_harness.fallback(
+    "rows whose length is not a power of two run jax.nn.softmax")(
+    lambda x, *, axis=-1, interpret=False: pow2_only_softmax(x, axis=axis,
+                                                             interpret=interpret))
+
+declared_xla_softmax = kernel_harness.fallback("no kernel yet: jax.nn.softmax throughout")(
+    lambda x, *, axis=-1, interpret=False: xla_softmax(x, axis=axis))
+
+
+def deep_softmax(x, *, axis=-1, interpret=False):
+    """The Pallas kernel, inside a jit, a cond on a traced predicate and a one-step scan:
+    the counter must find it there."""
+    def kernel(x):
+        return _softmax.softmax(x, axis=axis, interpret=interpret)
+
+    def step(carry, _):
+        out = jax.lax.cond(jnp.all(jnp.isfinite(carry)), kernel, kernel, carry)
+        return out, None
+
+    return jax.jit(lambda x: jax.lax.scan(step, x, None, length=1)[0])(x)
+
+
+def xla_backward_norm(op, x, weight, bias, *, eps, interpret):
+    """The Pallas forward, the backward as XLA autodiff (``backward_pass_impl="xla"``)."""
+    fn = _layer_norm.layer_norm if op == "layer_norm" else _rms_norm.rms_norm
+    return fn(x, weight, bias, eps=eps, backward_pass_impl="xla", interpret=interpret)
