@@ -1,0 +1,114 @@
+"""Never a silent fallback (issue 36): every example counts the Pallas kernels it ran,
+forward and backward; a fallback to plain JAX (everywhere, for some shapes, for the
+backward only) is a FAIL naming the pass and what ran instead; a declared fallback passes
+and says so; a run of fallbacks only is not green; a broken counter fails pristine checks."""
+
+import json
+
+import pytest
+
+from kernel_harness import cli
+from kernel_harness.core.compat import pallas_count
+from kernel_harness.run import kernel_count
+
+IMPLS = "tests.helpers.fallback_impls"
+
+
+def _check(capsys, family, *extra, impl=None, examples=4):
+    argv = ["check", "--no-isolate", family, "--profile", "dev", "--seed", "1",
+            "--max-examples", str(examples), "--property", "matches-reference", *extra]
+    if impl:
+        argv += ["--impl", f"{IMPLS}:{impl}"]
+    code = cli.main(argv)
+    return code, capsys.readouterr().out
+
+
+def _report(out):
+    """The final failure report (after shrinking)."""
+    return out.partition("=== ")[2] or out
+
+
+def test_the_pristine_kernel_counts_one_forward_kernel_per_example(capsys):
+    code, out = _check(capsys, "gpu-softmax")
+    assert code == 0, out
+    assert "pallas kernels: fwd 1=" in out and "fallback:" not in out
+
+
+def test_all_xla_is_a_fail_naming_the_pass_and_what_ran_instead(capsys):
+    code, out = _check(capsys, "gpu-softmax", impl="xla_softmax")
+    assert code == 1, out
+    report = _report(out).splitlines()
+    first = report[1]  # after the "=== family / property FAILED ===" heading's tail
+    assert first.startswith("[kernel-harness] FAIL gpu-softmax no Pallas kernel (fwd)"), first
+    assert "the forward pass ran 0 Pallas kernel(s) (expected >= 1)" in first
+    assert "it ran instead: " in first and "reduce_max" in first
+    assert "reproduce: kernel-harness repro gpu-softmax" in out
+    assert "fallback: fwd=" in out and "pallas kernels: fwd 0=" in out
+
+
+def test_a_fallback_for_some_shapes_shows_the_split_and_fails(capsys):
+    code, out = _check(capsys, "gpu-softmax", impl="pow2_only_softmax", examples=8)
+    assert code == 1, out
+    assert "pallas kernels: fwd 1=" in out and "pallas kernels: fwd 0=" in out
+    assert "fallback: fwd=" in out
+    assert "[kernel-harness] FAIL gpu-softmax no Pallas kernel (fwd)" in out
+
+
+def test_a_backward_as_xla_autodiff_is_a_fail_of_the_backward(capsys):
+    code, out = _check(capsys, "gpu-norm", impl="xla_backward_norm", examples=2)
+    assert code == 1, out
+    line = next(x for x in out.splitlines() if "no Pallas kernel" in x)
+    assert "no Pallas kernel (bwd)" in line and "(fwd" not in line
+    assert "the backward pass ran 0 Pallas kernel(s) (expected >= 1)" in line
+    assert "pallas kernels: fwd 1, bwd 0=" in out and "fallback: bwd=" in out
+
+
+def test_a_declared_fallback_passes_and_says_so_in_the_summary_and_json(capsys, tmp_path):
+    path = tmp_path / "r.json"
+    code, out = _check(capsys, "gpu-softmax", "--json", str(path),
+                       impl="declared_pow2_only_softmax", examples=8)
+    assert code == 0, out
+    assert ("PASS (fallback declared: rows whose length is not a power of two run "
+            "jax.nn.softmax;") in out
+    record = json.loads(path.read_text())["properties"][0]
+    kernels = record["kernels"]
+    assert kernels["fallback_declared"].startswith("rows whose length")
+    assert 0 < kernels["fell_back"] < kernels["counted"] == record["checks"]
+    assert kernels["expected"] == "fwd >= 1"
+
+
+def test_a_run_of_declared_fallbacks_only_is_not_green(capsys, tmp_path):
+    path = tmp_path / "r.json"
+    code, out = _check(capsys, "gpu-softmax", "--json", str(path), impl="declared_xla_softmax")
+    assert code == 1, out
+    assert "PASS (fallback declared: no kernel yet" in out
+    assert "no Pallas kernel: not green" in out
+    doc = json.loads(path.read_text())
+    assert doc["summary"]["ok"] is False and doc["properties"][0]["verdict"] == "PASS"
+
+
+def test_a_kernel_deep_in_jit_scan_and_cond_is_counted(capsys):
+    code, out = _check(capsys, "gpu-softmax", impl="deep_softmax")
+    assert code == 0, out
+    assert "pallas kernels: fwd 1=" in out
+
+
+def test_a_counter_that_finds_nothing_fails_the_pristine_kernel(capsys, monkeypatch):
+    monkeypatch.setattr(pallas_count, "pallas_kernels", lambda jaxpr: 0)
+    monkeypatch.setattr(kernel_count, "_WRAPPERS", {})  # no count kept from earlier tests
+    monkeypatch.setattr(kernel_count, "_BY_CONFIG", type(kernel_count._BY_CONFIG)())
+    code, out = _check(capsys, "gpu-softmax", examples=2)
+    assert code == 1, out
+    assert "no Pallas kernel (fwd)" in out
+
+
+def test_an_adapter_that_never_calls_is_an_error_not_a_pass():
+    wrapper = kernel_count.counting(lambda x: x, kernel_count.KernelExpectation())
+
+    class Case:
+        def static_key(self):
+            return ("never-seen", id(self))
+
+    with pytest.raises(kernel_count.CountUnavailable, match="unknown"):
+        with kernel_count.collecting(wrapper, "toy", Case(), "interpret"):
+            pass
