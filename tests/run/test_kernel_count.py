@@ -44,6 +44,7 @@ def test_all_xla_is_a_fail_naming_the_pass_and_what_ran_instead(capsys):
     assert "it ran instead: " in first and "reduce_max" in first
     assert "reproduce: kernel-harness repro gpu-softmax" in out
     assert "fallback: fwd=" in out and "pallas kernels: fwd 0=" in out
+    assert "not green" not in out  # that is said of declared fallbacks only
 
 
 def test_a_fallback_for_some_shapes_shows_the_split_and_fails(capsys):
