@@ -216,9 +216,11 @@ class Counting:
         if not dyn:  # a factory: count the callable it makes
             made = self._impl(*args, **kwargs)
             return Counting(made, self._backward) if callable(made) else made
+        where = pallas_count.caller_traceback()
         result = self._impl(*args, **kwargs)  # first: a crash stays the kernel's own
         try:
-            count = self._count(leaves, treedef, dyn)
+            with pallas_count.traced_from(where):
+                count = self._count(leaves, treedef, dyn)
         except pallas_count.KernelCountLayoutError:
             raise
         except Exception as e:  # noqa: BLE001 - an uncountable call is reported, not passed

@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from kernel_harness.core.frames import is_plumbing
 from kernel_harness.core.interpret_log import BufferAccess, BufferAllocation, TpuInterpretLog
 
 JAX_VERSION: tuple[int, ...] = tuple(int(p) for p in jax.__version__.split(".")[:3] if p.isdigit())
@@ -153,22 +154,18 @@ def record_grid_point(*args: Any) -> Any:
     return token
 
 
-def _is_jax_internal(file_name: str) -> bool:
-    name = file_name.replace("\\", "/")
-    return "/jax/_src/" in name or "/kernel_harness/core/compat/" in name
-
-
 def _frame_of(source_info: Any) -> tuple[str, str]:
-    """``(line, kernel)`` of a kernel access: the innermost frame outside jax's
-    internals (``file:line (function)``; a kernel shipped inside jax.experimental,
-    like splash, counts as user code) and the kernel body function Pallas traced
-    (``function (file)``); ``("pallas_call", "")`` for the interpreter's own copies."""
+    """``(line, kernel)`` of a kernel access: the innermost frame outside jax's and the
+    harness's plumbing (:mod:`kernel_harness.core.frames`) as ``file:line (function)`` (a
+    kernel shipped inside jax.experimental, like splash, counts as user code) and the
+    kernel body function Pallas traced (``function (file)``); ``("pallas_call", "")`` for
+    the interpreter's own copies."""
     if source_info is None:
         return "pallas_call", ""
     frames = list(getattr(source_info.traceback, "frames", None) or [])
     line, kernel = "pallas_call", ""
     for f in frames:
-        if _is_jax_internal(f.file_name):
+        if is_plumbing(f.file_name):
             if kernel:
                 break
             continue

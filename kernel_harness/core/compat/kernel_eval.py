@@ -15,6 +15,8 @@ from typing import Any, Protocol
 import jax
 import numpy as np
 
+from kernel_harness.core.frames import is_plumbing
+
 KNOWN_JAX = "0.10.x and 0.12.x"
 _COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 #: Primitives whose jaxpr params are passed through untouched (their bind re-derives
@@ -78,9 +80,7 @@ _STDLIB = sysconfig.get_path("stdlib")
 
 
 def _is_internal(file_name: str) -> bool:
-    name = file_name.replace("\\", "/")
-    return ("/jax/_src/" in name or "/kernel_harness/core/compat/" in name
-            or name.startswith(_STDLIB) or name.startswith("<"))
+    return is_plumbing(file_name) or file_name.startswith((_STDLIB, "<"))
 
 
 def _frame(source_info: Any) -> tuple[str, int, str] | None:
