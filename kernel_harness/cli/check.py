@@ -17,6 +17,7 @@ from typing import Any
 from kernel_harness.checks.properties import PROPERTIES
 from kernel_harness.cli import common, plot
 from kernel_harness.orchestration import interrupt, options, results, resume
+from kernel_harness.orchestration.corpus import spill_path_for
 from kernel_harness.orchestration.session import CheckRequest, CheckSession, SessionResult
 from kernel_harness.run import kernel_coverage, report
 from kernel_harness.run.outputs import ensure_writable
@@ -70,6 +71,10 @@ def add_parser(sub: Any) -> None:
                            "(ci profile: read only)")
     check.add_argument("--corpus-write", action=argparse.BooleanOptionalAction, default=None,
                        help="store new failures in --corpus (default: all profiles but ci)")
+    check.add_argument("--require-corpus", action="store_true",
+                       help="a --corpus that cannot be reached at the start is an error (exit 2) "
+                       "before any work; without it the run goes on, and new failures go to a "
+                       "spill file beside --json (`corpus push` delivers them)")
     check.add_argument("--shard", default=None, metavar="I/N",
                        help="run shard I of N of the (family, property) units, with seeds of "
                        "its own (merge the shards' --json with `kernel-harness merge`)")
@@ -96,6 +101,7 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         shrink_budget=args.shrink_budget,
         progress_every=args.progress_every, compile_cache=args.compile_cache,
         corpus_write=args.corpus_write, shard=args.shard, kernel_coverage=args.kernel_coverage,
+        corpus_spill=spill_path_for(args.json, args.junit), corpus_required=args.require_corpus,
     )
 
 
@@ -191,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print()
     print(summary_table(result))
-    for line in result.notes:
+    for line in result.notes + result.corpus_lines():
         print(line)
     for fam in session.families:
         for line in describe_adjustments(fam):

@@ -1,4 +1,4 @@
-"""``kernel-harness corpus list|show|replay|drop|promote|check --corpus LOCATION``: the
+"""``kernel-harness corpus list|show|replay|drop|promote|check|push --corpus LOCATION``: the
 stored failures (see :mod:`kernel_harness.orchestration.corpus`); ``check`` lists the bad
 entries a run would skip (:mod:`kernel_harness.orchestration.corpus.quarantine`), ``drop
 --bad`` removes them."""
@@ -19,6 +19,7 @@ from kernel_harness.orchestration.corpus import (
     CorpusEntry,
     ReplayResult,
     open_corpus,
+    read_spill,
     replay_entries,
     repro_command,
 )
@@ -61,6 +62,13 @@ def add_parser(sub: Any) -> None:
                     "version, a case refused or past the limits); exit 1 if any")
     check.add_argument("location", nargs="?", default=None,
                        help="the corpus (instead of --corpus)")
+    push = csub.add_parser("push", help="deliver the failures a run kept in its spill file "
+                           "(its corpus was unreachable) to a corpus")
+    push.add_argument("spill", help="the spill file (the run's corpus LOST line and its "
+                      "JSON's corpus.spill name it)")
+    push.add_argument("location", nargs="?", default=None,
+                      help="the corpus (instead of --corpus)")
+    common.add_corpus_flag(push, text=ACCEPTED)
     prom = command("promote", "make an entry a golden case of its family's manifest")
     prom.add_argument("id")
     prom.add_argument("--why", required=True, help="which path or bug this case pins")
@@ -78,7 +86,9 @@ def run(args: Any) -> int:
     if args.corpus is None:
         raise UsageError(f"corpus {command}: no corpus: give --corpus LOCATION, or set corpus "
                          "in [tool.kernel-harness] of your pyproject.toml")
-    corpus = open_corpus(args.corpus, writable=command == "drop")
+    corpus = open_corpus(args.corpus, writable=command in ("drop", "push"))
+    if command == "push":
+        return _push(args.spill, corpus)
     if command == "list":
         entries = [e for e in corpus.entries(prop=args.property)
                    if not args.family or e.family in args.family]
@@ -121,6 +131,19 @@ def run(args: Any) -> int:
                   f"--corpus {corpus.location}` removes it")
         return 0 if outcome.ok else 1
     return _replay(args, corpus.entries(prop=args.property), corpus.location)
+
+
+def _push(spill: str, corpus: Corpus) -> int:
+    """Records every entry of the spill file in ``corpus`` (one there already is counted,
+    not stored twice); the file stays, to delete once delivered."""
+    entries = read_spill(spill)
+    new = [e for e in entries if corpus.record(e)]
+    for e in new:
+        print(f"pushed {e.id} ({e.family} {e.prop}, found {e.date})")
+    print(f"{len(new)} of {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} of {spill} "
+          f"stored in {corpus.location} ({len(entries) - len(new)} there already); the spill "
+          "file is kept: delete it once you no longer need it")
+    return 0
 
 
 def _bad_entries(corpus: Corpus) -> tuple[list[BadEntry], int]:

@@ -173,9 +173,12 @@ def _corpus_fails(args: Any, family: Any) -> bool:
     that family alone, as ``check`` replays them; True when one fails again."""
     session = CheckSession(options.check_request(
         {**args.kh_settings, "profile": options.Setting("ci", "default")},
-        families=(family.name,), impl=args.impl, corpus_write=False,
+        families=(family.name,), impl=args.impl, corpus_write=False, corpus_required=True,
         compile_cache=args.compile_cache))
     replays = session.replay_stored(session.families[0])
+    if session.corpus.lost is not None:  # what the nightly found must reach the gate
+        raise UsageError(f"gate: corpus {session.corpus.location} stopped answering "
+                         f"({session.corpus.lost.reason}); the gate cannot replay it")
     if not replays:
         print(f"{family.name}: corpus {session.corpus.location}: no stored failure of this "
               "family")

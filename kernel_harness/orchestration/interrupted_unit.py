@@ -41,7 +41,8 @@ def interrupted_result(*, family: str, prop: str, backend: Backend, observer: Ob
         entry = entry_from_failure(family=family, prop=prop, case=found.case, draws_json=None,
                                    first_line=summary, backend=backend, impl_spec=impl_spec)
         if corpus.record(entry):
-            lines.append(f"  corpus: stored {entry.id} (found before the interrupt, not shrunk)")
+            lines.append(f"  corpus: {corpus.kept(entry)} (found before the interrupt, not "
+                         "shrunk)")
     text = "" if record["failure"] is None else "\n".join(
         [*record["failure"]["summary"], f"  reproduce: {record['failure']['repro']}",
          "  (not shrunk: the run was interrupted)"])

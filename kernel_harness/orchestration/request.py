@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration.corpus.outage import spill_path_for
 from kernel_harness.run.impl_probe import impl_spec_of
 from kernel_harness.run.profiles import ShrinkBudget
 from kernel_harness.spec import registry
@@ -55,6 +56,11 @@ class CheckRequest:
     #: it (None: the profile decides: ci reads, dev and nightly read and write).
     corpus: str | None = None
     corpus_write: bool | None = None
+    #: Where new failures go while the corpus's store cannot be reached (its spill file,
+    #: :mod:`kernel_harness.orchestration.corpus.outage`), and whether a store unreachable
+    #: at the start is an error (``--require-corpus``) instead.
+    corpus_spill: str = dataclasses.field(default_factory=lambda: spill_path_for())
+    corpus_required: bool = False
     #: ``I/N``: run this shard's 1/N of the units (each shard with its own seeds).
     shard: str | None = None
     #: Record which branches of the interpreted kernels the cases ran (docs/kernel-coverage.md).

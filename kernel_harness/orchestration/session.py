@@ -34,6 +34,7 @@ from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_ba
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.orchestration import interrupt, outcome_text, parallel, results, watch
 from kernel_harness.orchestration.corpus import (
+    Outage,
     ReplayResult,
     corpus_mode,
     open_corpus,
@@ -43,7 +44,7 @@ from kernel_harness.orchestration.corpus import (
 from kernel_harness.orchestration.corpus.unit import (
     record_supervised,
     replayed_failure,
-    with_quarantine,
+    with_corpus_notes,
 )
 from kernel_harness.orchestration.interrupted_unit import interrupted_result
 from kernel_harness.orchestration.request import CheckRequest
@@ -148,8 +149,11 @@ class CheckSession:
             self.seed = shard_seed(request.seed, request.shard)
         self.corpus_mode = corpus_mode(self.profile_name, request.corpus,
                                        write=request.corpus_write)
+        outage = Outage(spill=request.corpus_spill, required=request.corpus_required,
+                        announce=self.emit)
         self.corpus = (None if self.corpus_mode == "off" else
-                       open_corpus(request.corpus, writable=self.corpus_mode == "read-write"))
+                       open_corpus(request.corpus, writable=self.corpus_mode == "read-write",
+                                   outage=outage))
 
     def _families(self) -> list[Family]:
         """The requested families; a Family object is used as given (and registered, so
@@ -209,8 +213,9 @@ class CheckSession:
             lines.append(f"  shard {self.request.shard}: {len(self.units)} units, seed "
                          f"{self.seed}")
         if self.corpus is not None:
-            lines.append(f"  corpus {self.corpus.location} ({self.corpus_mode}): its entries "
-                         "replay first, before each unit's search")
+            lines.append(f"  corpus {self.corpus.location} ({self.corpus_mode}): " + (
+                "LOST (above)" if self.corpus.lost else "its entries replay first, before "
+                "each unit's search"))
         if self.isolated:
             limit = f"--timeout {self.timeout:g}s per example; " if self.timeout else ""
             lines.append(f"  ({limit}units run in a worker process: a hang or a native crash "
@@ -270,8 +275,8 @@ class CheckSession:
             self.emit(f"  {replay.line()}")
         replayed = replayed_failure(replays, fam, name, self.backend)
         if replayed is not None:
-            return with_quarantine(self.corpus, replayed)
-        return with_quarantine(self.corpus, self._search(unit, watched, prop, observer))
+            return with_corpus_notes(self.corpus, replayed)
+        return with_corpus_notes(self.corpus, self._search(unit, watched, prop, observer))
 
     def _search(self, unit: Unit, watched: Family, prop: Callable[[], None],
                 observer: Observer) -> UnitResult:
@@ -296,7 +301,7 @@ class CheckSession:
         if outcome.error is not None:
             for entry in record_failure(self.corpus, fam, name, outcome.error, self.backend,
                                         self.impl_spec):
-                self.emit(f"  corpus: stored {entry.id} ({entry.first_line[:80]})")
+                self.emit(f"  corpus: {self.corpus.kept(entry)} ({entry.first_line[:80]})")
         label = outcome_text.verdict(outcome)
         verdict = label.split(" ")[0]
         record = results.outcome_record(outcome) | {"verdict": verdict}
@@ -371,7 +376,7 @@ class CheckSession:
         if not result.verdict.startswith("NOT RUN"):
             for entry in record_supervised(self.corpus, unit.family, unit.prop, result,
                                            self.backend, self.impl_spec):
-                self.emit(f"  corpus: stored {entry.id} (the case the worker died on)")
+                self.emit(f"  corpus: {self.corpus.kept(entry)} (the case the worker died on)")
             if result.verdict in ("FAIL", "ERROR"):
                 failed_first.setdefault(unit.family.name, unit.prop)
                 if result.text:

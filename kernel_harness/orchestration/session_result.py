@@ -58,10 +58,41 @@ class SessionResult:
         if self.interrupted is not None:
             doc["interrupted"] = {"signal": self.interrupted, "not_started": self.not_started}
         if s.corpus is not None:
-            bad = {b["id"]: b for r in self.records() for b in r.get("corpus_quarantined", [])}
-            doc["corpus"] = {"location": s.corpus.location, "mode": s.corpus_mode,
-                             "quarantined": list(bad.values())}
+            doc["corpus"] = self._corpus_json()
         return doc
+
+    def _corpus_json(self) -> dict[str, Any]:
+        """The JSON's ``corpus``: where, how, the bad entries skipped and, when its store
+        was lost (here or in a worker), when, the spill file and what was not replayed."""
+        s, records = self.session, self.records()
+        bad = {b["id"]: b for r in records for b in r.get("corpus_quarantined", [])}
+        out: dict[str, Any] = {"location": s.corpus.location, "mode": s.corpus_mode,
+                               "quarantined": list(bad.values())}
+        losses = [r["corpus_lost"] for r in records if r.get("corpus_lost")]
+        if s.corpus.lost is not None:
+            losses.append(s.corpus.lost.to_json())
+        if losses:
+            spilled = [i for r in records for i in r.get("corpus_spilled", [])]
+            spilled += [i for ids in s.corpus.spilled.values() for i in ids]
+            out["lost"] = min(losses, key=lambda lost: lost["at"])
+            out["spill"] = s.request.corpus_spill
+            out["spilled"] = sorted(set(spilled))
+            out["not_replayed"] = [f"{r['family']} {r['property']}" for r in records
+                                   if r.get("corpus_not_replayed")]
+        return out
+
+    def corpus_lines(self) -> list[str]:
+        """For the end of the summary: when the store was lost, what was not replayed and
+        where the new failures are (none lost: ``[]``)."""
+        doc = self._corpus_json() if self.session.corpus is not None else {}
+        if "lost" not in doc:
+            return []
+        lost, spilled = doc["lost"], doc["spilled"]
+        keep = (f"{len(spilled)} new failure(s) kept in {doc['spill']}: `kernel-harness corpus "
+                f"push {doc['spill']} LOCATION` delivers them" if spilled
+                else "no new failure to keep")
+        return [f"corpus {doc['location']} LOST at {lost['at']} ({lost['reason']}); "
+                f"{len(doc['not_replayed'])} unit(s) not replayed; {keep}"]
 
     def final_line(self) -> str:
         """``PASS: 40/40 properties passed on backend interpret``."""

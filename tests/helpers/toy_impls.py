@@ -66,3 +66,22 @@ def slow_wrong_at_length_8(x):
 
     time.sleep(0.3)
     return wrong_at_length_8(x)
+
+
+def wrong_at_length_8_and_stops_redis(x):
+    """``wrong_at_length_8`` that, at its first failing call, shuts down the Redis server on
+    port ``$KH_TEST_STOP_REDIS_PORT`` (a corpus outage right before the first failure is
+    stored: the outage tests)."""
+    import os
+
+    port = os.environ.get("KH_TEST_STOP_REDIS_PORT")
+    if port and x.shape[0] == 8:
+        import redis
+
+        client = redis.Redis(host="127.0.0.1", port=int(port), socket_connect_timeout=1)
+        try:
+            client.shutdown(nosave=True)
+        except redis.ConnectionError:
+            pass  # already down (a later call), or shutting down as it answered
+        del os.environ["KH_TEST_STOP_REDIS_PORT"]
+    return wrong_at_length_8(x)

@@ -16,6 +16,13 @@ from kernel_harness.orchestration.corpus.entry import (
     entry_id,
     failure_of,
 )
+from kernel_harness.orchestration.corpus.outage import (
+    Lost,
+    Outage,
+    StoreUnreachable,
+    read_spill,
+    spill_path_for,
+)
 from kernel_harness.orchestration.corpus.replay import ReplayResult, replay_entries, repro_command
 from kernel_harness.orchestration.corpus.store import (
     ACCEPTED,
@@ -33,14 +40,19 @@ __all__ = [
     "CorpusEntry",
     "CorpusError",
     "CorpusMode",
+    "Lost",
+    "Outage",
     "ReplayResult",
+    "StoreUnreachable",
     "corpus_mode",
     "entry_from_failure",
     "entry_id",
     "failure_of",
     "open_corpus",
+    "read_spill",
     "record_failure",
     "replay_entries",
     "replay_unit",
     "repro_command",
+    "spill_path_for",
 ]

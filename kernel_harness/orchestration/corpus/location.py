@@ -19,6 +19,7 @@ import urllib.parse
 from typing import Any
 
 from kernel_harness.orchestration.corpus.entry import CorpusError
+from kernel_harness.orchestration.corpus.outage import StoreUnreachable
 
 PASSWORD_ENV = ("KH_CORPUS_PASSWORD", "REDISCLI_AUTH")
 USERNAME_ENV = "KH_CORPUS_USERNAME"
@@ -148,6 +149,9 @@ def redis_database(spec: str, expire_after: Any) -> Any:
     except redis.RedisError as e:
         hint = ("; give its password in the URL or in $KH_CORPUS_PASSWORD"
                 if isinstance(e, redis.AuthenticationError) or "NOAUTH" in str(e) else "")
-        raise CorpusError(scrub(f"--corpus {redact(spec)}: cannot reach Redis: "
+        # Not answering is an outage (a run survives it); refused credentials are not.
+        kind = (StoreUnreachable if isinstance(e, (redis.ConnectionError, redis.TimeoutError))
+                and not hint else CorpusError)
+        raise kind(scrub(f"--corpus {redact(spec)}: cannot reach Redis: "
                                 f"{type(e).__name__}: {e}{hint}", spec)) from None
     return RedisExampleDatabase(client, expire_after=expire_after, key_prefix=b"")

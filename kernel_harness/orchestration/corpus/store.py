@@ -44,6 +44,7 @@ from hypothesis.errors import HypothesisWarning
 
 from kernel_harness.orchestration.corpus.entry import CorpusEntry, CorpusError
 from kernel_harness.orchestration.corpus.location import SCHEMES, redact, redis_database, scrub
+from kernel_harness.orchestration.corpus.outage import Lost, Outage, StoreUnreachable, spill
 from kernel_harness.orchestration.corpus.quarantine import MAX_ENTRY_BYTES, BadEntry
 
 #: A check of an entry (its case against its family): "" if usable, else why not.
@@ -86,14 +87,40 @@ def _unit_key(family: str, prop: str) -> bytes:
 
 
 class Corpus:
-    """A failure corpus over one (possibly multiplexed) example database."""
+    """A failure corpus over one (possibly multiplexed) example database.
 
-    def __init__(self, db: ExampleDatabase, *, location: str, writable: bool):
+    With an :class:`~.outage.Outage` policy (a run's corpus) a store that stops answering
+    is :attr:`lost`, not an error: reads then find nothing (the unit is noted in
+    :attr:`not_replayed`) and records go to the spill file (:attr:`spilled`)."""
+
+    def __init__(self, db: ExampleDatabase | None, *, location: str, writable: bool,
+                 outage: Outage | None = None, lost: Lost | None = None):
         self.db = db
         self.location = location
         self.writable = writable
         #: Bad entries met so far, by :attr:`BadEntry.id` (:mod:`.quarantine`).
         self.quarantined: dict[str, BadEntry] = {}
+        self.outage = outage
+        #: When and why the store stopped answering (None: it answers).
+        self.lost: Lost | None = None
+        #: The units whose entries were not replayed, and the ids spilled per unit.
+        self.not_replayed: set[tuple[str, str]] = set()
+        self.spilled: dict[tuple[str, str], list[str]] = {}
+        if lost is not None:
+            self._lose(lost)
+
+    def _lose(self, lost: Lost) -> None:
+        if self.lost is None:
+            self.lost = lost
+            if self.outage is not None:
+                self.outage.announce(lost.line(self.location, self.outage.spill,
+                                               writable=self.writable))
+
+    def _survive(self, e: StoreUnreachable) -> None:
+        """The store stopped answering: an error without an outage policy, else lost."""
+        if self.outage is None:
+            raise e
+        self._lose(Lost.now(str(e).removeprefix(f"corpus {self.location}: ")))
 
     def __repr__(self) -> str:
         return f"Corpus({self.location!r}, writable={self.writable})"
@@ -159,23 +186,48 @@ class Corpus:
         ``check``, also one for which it returns a reason) is left out and kept in
         :attr:`quarantined`."""
         found: dict[str, CorpusEntry] = {}
-        for fam, p in self.units():
-            if (family is not None and fam != family) or (prop is not None and p != prop):
-                continue
-            for _, entry in self._stored(fam, p, check):
-                if entry.id not in found or entry.date < found[entry.id].date:
-                    found[entry.id] = entry
+        try:
+            if self.lost is None:
+                for fam, p in self.units():
+                    if (family is not None and fam != family) or (prop is not None
+                                                                  and p != prop):
+                        continue
+                    for _, entry in self._stored(fam, p, check):
+                        if entry.id not in found or entry.date < found[entry.id].date:
+                            found[entry.id] = entry
+        except StoreUnreachable as e:
+            self._survive(e)
+        if self.lost is not None:
+            self.not_replayed.add((family or "*", prop or "*"))
+            return []
         return sorted(found.values(), key=lambda e: (e.family, e.prop, e.date, e.id))
 
     def record(self, entry: CorpusEntry) -> bool:
         """Stores ``entry``; False when its failure (its id) is stored already."""
         self._require_writable("recording a failure")
-        if any(e.id == entry.id for _, e in self._stored(entry.family, entry.prop)):
+        try:
+            if self.lost is None:
+                if any(e.id == entry.id for _, e in self._stored(entry.family, entry.prop)):
+                    return False
+                with _loud(self.location):
+                    self.db.save(_unit_key(entry.family, entry.prop), entry.to_json().encode())
+                    self.db.save(_INDEX, json.dumps([entry.family, entry.prop]).encode())
+                return True
+        except StoreUnreachable as e:
+            self._survive(e)
+        assert self.outage is not None  # lost implies an outage policy
+        if not spill(self.outage.spill, entry):
             return False
-        with _loud(self.location):
-            self.db.save(_unit_key(entry.family, entry.prop), entry.to_json().encode())
-            self.db.save(_INDEX, json.dumps([entry.family, entry.prop]).encode())
+        self.spilled.setdefault((entry.family, entry.prop), []).append(entry.id)
         return True
+
+    def kept(self, entry: CorpusEntry) -> str:
+        """Where :meth:`record` put ``entry``: ``stored ID``, or ``kept ID in the spill file
+        PATH (the store is lost)``."""
+        if entry.id in self.spilled.get((entry.family, entry.prop), ()):
+            assert self.outage is not None
+            return f"kept {entry.id} in the spill file {self.outage.spill} (the store is lost)"
+        return f"stored {entry.id}"
 
     def find(self, id_or_prefix: str) -> CorpusEntry:
         """The entry whose id is or starts with ``id_or_prefix`` (at least 4 characters);
@@ -227,35 +279,53 @@ def _loud(location: str) -> Iterator[None]:
         try:
             yield
         except HypothesisWarning as e:
-            raise CorpusError(f"corpus {location}: {e}") from None
+            raise StoreUnreachable(f"corpus {location}: {e}") from None
         except OSError as e:
-            raise CorpusError(f"corpus {location}: {type(e).__name__}: {e}") from None
+            raise StoreUnreachable(f"corpus {location}: {type(e).__name__}: {e}") from None
         except Exception as e:
             if type(e).__module__.startswith("redis"):
-                raise CorpusError(f"corpus {location}: redis: {e}") from None
+                import redis
+
+                kind = (StoreUnreachable if isinstance(e, (redis.ConnectionError,
+                                                           redis.TimeoutError))
+                        else CorpusError)
+                raise kind(f"corpus {location}: redis: {e}") from None
             raise
 
 
-def open_corpus(location: str, *, writable: bool) -> Corpus:
+def open_corpus(location: str, *, writable: bool, outage: Outage | None = None) -> Corpus:
     """Opens the corpus at ``location`` (see the module docstring for the forms). With
     ``writable`` at least one part must be writable, and a directory is created; without
     it every part is read-only. Each part is reached now (a directory checked, a Redis
     pinged, an artifact fetched), so a bad LOCATION is a :class:`CorpusError`, one line
-    saying what is accepted, before any kernel runs."""
+    saying what is accepted, before any kernel runs. A store that does not answer is one
+    too, unless ``outage`` says the run goes on without it (:mod:`.outage`): then the
+    corpus starts lost."""
     try:
         parts = [p.strip() for p in str(location).split(",")]
         if not location or not all(parts):
             raise CorpusError(f"--corpus {location!r}: empty; give {ACCEPTED}")
-        opened = [_open_part(p, writable=writable) for p in parts]
-        if writable and not any(w for _, w in opened):
-            raise CorpusError(f"--corpus {redact(location)}: read-only, but this run records "
-                              "failures (give a writable directory or redis:// as well)")
-        dbs = [db for db, _ in opened]
-        db = dbs[0] if len(dbs) == 1 else MultiplexedDatabase(*dbs)
-        corpus = Corpus(db, location=redact(location), writable=writable)
-        corpus.units()  # reach every part now
+        try:
+            opened = [_open_part(p, writable=writable) for p in parts]
+            if writable and not any(w for _, w in opened):
+                raise CorpusError(f"--corpus {redact(location)}: read-only, but this run "
+                                  "records failures (give a writable directory or redis:// "
+                                  "as well)")
+            dbs = [db for db, _ in opened]
+            db = dbs[0] if len(dbs) == 1 else MultiplexedDatabase(*dbs)
+            corpus = Corpus(db, location=redact(location), writable=writable, outage=outage)
+            corpus.units()  # reach every part now
+        except StoreUnreachable as e:
+            if outage is None:
+                raise
+            if outage.required:
+                raise CorpusError(f"{e} (--require-corpus: nothing ran; without it the run "
+                                  "goes on and keeps new failures in a spill file)") from None
+            reason = scrub(str(e), location).split(": ", 1)[-1]
+            corpus = Corpus(None, location=redact(location), writable=writable,
+                            outage=outage, lost=Lost.now(reason))
     except CorpusError as e:
-        raise CorpusError(scrub(str(e), location)) from None
+        raise type(e)(scrub(str(e), location)) from None
     return corpus
 
 

@@ -30,14 +30,28 @@ def replay_unit(corpus: Corpus | None, family: Family, prop: str | None, backend
     return replay_entries(entries, family, backend, impl, impl_spec)
 
 
-def with_quarantine(corpus: Corpus | None, result: UnitResult) -> UnitResult:
-    """``result`` with the bad entries of its unit that the replay skipped
-    (:mod:`.quarantine`) in its record as ``corpus_quarantined`` (none: unchanged)."""
-    bad = [] if corpus is None else corpus.quarantined_of(result.family, result.prop)
-    if not bad:
+def with_corpus_notes(corpus: Corpus | None, result: UnitResult) -> UnitResult:
+    """``result`` with what its unit met in the corpus, in its record: the bad entries the
+    replay skipped (:mod:`.quarantine`) as ``corpus_quarantined``; when the store was lost
+    (:mod:`.outage`), ``corpus_lost``, ``corpus_not_replayed`` (its entries were not
+    replayed) and ``corpus_spilled`` (the ids its failures went to the spill file with).
+    Nothing met: unchanged."""
+    if corpus is None:
         return result
-    return dataclasses.replace(result, record={**result.record, "corpus_quarantined":
-                                               [b.to_json() for b in bad]})
+    unit = (result.family, result.prop)
+    notes: dict[str, Any] = {}
+    bad = corpus.quarantined_of(*unit)
+    if bad:
+        notes["corpus_quarantined"] = [b.to_json() for b in bad]
+    if corpus.lost is not None:
+        notes["corpus_lost"] = corpus.lost.to_json()
+        if unit in corpus.not_replayed:
+            notes["corpus_not_replayed"] = True
+        if corpus.spilled.get(unit):
+            notes["corpus_spilled"] = list(corpus.spilled[unit])
+    if not notes:
+        return result
+    return dataclasses.replace(result, record={**result.record, **notes})
 
 
 def record_failure(corpus: Corpus | None, family: Family, prop: str, error: BaseException,
