@@ -120,6 +120,9 @@ class BenchRow:
     timing: Timing | None = None
     memory: Memory | None = None
     reason: str = ""
+    #: The Pallas kernels the pre-check ran and what the family expects
+    #: (:func:`kernels_text`); "" where no pre-check ran.
+    kernels: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -152,13 +155,49 @@ def defaults_for(backend: Backend) -> tuple[tuple[int, ...], int, int, float]:
     return DEFAULTS[backend.name]
 
 
+def kernels_text(result: CaseResult) -> str:
+    """Which kernels a checked case really ran, from the same count as ``check``
+    (:mod:`kernel_harness.run.kernel_count`): ``fwd 1, bwd 2 (expected fwd >= 1, bwd >= 1)``,
+    with a declared fallback or a shortfall named; a family whose kernel is XLA or torch by
+    design says so."""
+    if result.expected_kernels is None or result.kernels is None:
+        return "not counted (the family's kernel is XLA or torch by design)"
+    text = (f"{result.kernels.event().removeprefix('pallas kernels: ')} "
+            f"(expected {result.expected_kernels.describe()})")
+    if result.fell_back:
+        text += (f"; FALLBACK declared: {result.fallback_declared}"
+                 if result.fallback_declared is not None
+                 else f"; FALLBACK: {result.kernel_problem}")
+    return text
+
+
+def check_chosen(family: Family, backend: Backend, seq_len: int, dtype: str = "bfloat16",
+                 impl: Callable[..., Any] | None = None) -> tuple[bool, str]:
+    """``kernel-harness select``'s proof that the chosen kernel is what runs: ``family``'s
+    benchmark case at ``seq_len`` checked once against its reference, with its kernels
+    counted. Returns ``(ok, line)``: not ok when the check fails or a pass ran fewer Pallas
+    kernels than the family expects (a silent fallback)."""
+    assert family.bench is not None
+    case = family.bench.case_at(seq_len, dtype)
+    try:
+        result = check_case(family, case, backend, impl)
+    except Exception as e:  # noqa: BLE001 - a crash is the answer, reported
+        return False, (f"ran: {family.name} on {backend.name} CRASHED at @{seq_len} {dtype}: "
+                       f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
+    return result.passed, (f"ran: {family.name} on {backend.name} @{seq_len} {dtype}: Pallas "
+                           f"kernels {kernels_text(result)}; checked against the reference: "
+                           f"{_check_summary(result)}")
+
+
 def _check_summary(result: CaseResult) -> str:
     worst = max(result.verdicts,
                 key=lambda v: v.stats.max_rel_err / max(v.tolerance.max_rel_err, 1e-30))
     outputs = ",".join(v.stats.output for v in result.verdicts)
     verdict = "pass" if result.passed else "FAIL"
-    problems = "" if result.passed else ": " + "; ".join(
-        f"{v.stats.output}: {'; '.join(v.problems)}" for v in result.failures)
+    failures = [f"{v.stats.output}: {'; '.join(v.problems)}" for v in result.failures]
+    if result.kernel_problem:
+        failures.append(f"no Pallas kernel: {result.kernel_problem}")
+    problems = "" if result.passed else ": " + "; ".join(failures)
     return (f"{verdict} ({outputs}; worst {worst.stats.output} rel err "
             f"{worst.stats.max_rel_err:.2g} vs tol {worst.tolerance.max_rel_err:.2g}){problems}")
 
@@ -229,10 +268,11 @@ def bench_one(family: Family, seq_len: int, settings: BenchSettings,
         return _row(family, impl, seq_len, settings, "FAIL",
                     f"FAIL (crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]})",
                     case=described, reason="pre-check crashed: not timed")
-    check = _check_summary(result)
+    check, kernels = _check_summary(result), kernels_text(result)
     if not result.passed:
         return _row(family, impl, seq_len, settings, "FAIL", check, case=described,
-                    reason="pre-check failed against the reference: not timed")
+                    kernels=kernels, reason="pre-check failed against the reference: not "
+                    "timed" if not result.kernel_problem else "pre-check failed: not timed")
     try:
         with hook.context(backend):
             timed = hook.program(impl, case, backend, settings.mode)
@@ -246,12 +286,12 @@ def bench_one(family: Family, seq_len: int, settings: BenchSettings,
             memory = memory_of(compiled, backend)
     except Exception as e:  # noqa: BLE001 - the timed program's failure is the result
         return _row(family, impl, seq_len, settings, "ERROR", check, case=described,
-                    reason=f"timed program raised {type(e).__name__}: "
+                    kernels=kernels, reason=f"timed program raised {type(e).__name__}: "
                     f"{str(e).splitlines()[0][:300] if str(e) else ''}")
     timing = Timing.of(samples, compile_s=compile_s, warmup=settings.warmup,
                        iters_requested=settings.iters)
     return _row(family, impl, seq_len, settings, "OK", check, case=described, timing=timing,
-                memory=memory)
+                memory=memory, kernels=kernels)
 
 
 def bench_family(family: Family, settings: BenchSettings,

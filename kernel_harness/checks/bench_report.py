@@ -66,6 +66,8 @@ def details(rows: Sequence[BenchRow]) -> list[str]:
     for r in rows:
         where = f"{r.family}" + ("" if r.seq_len is None else f" @{r.seq_len}")
         line = f"  {where} [{r.impl}]: {r.status}; pre-check {r.check}"
+        if r.kernels:
+            line += f"; Pallas kernels {r.kernels}"
         if r.case:
             line += f"; case {r.case}"
         if r.reason:
@@ -182,12 +184,13 @@ def svg(settings: BenchSettings, rows: Sequence[BenchRow]) -> str:
 def _measured(row: BenchRow | None) -> str:
     if row is None:
         return "not measured (no such family)"
+    ran = f"; Pallas kernels {row.kernels}" if row.kernels else ""
     if row.status != "OK" or row.timing is None or row.memory is None:
-        return f"{row.status}: {row.reason or row.check}"
+        return f"{row.status}: {row.reason or row.check}{ran}"
     t, m = row.timing, row.memory
     peak = "" if m.device_peak_bytes is None else f", device peak {_mib(m.device_peak_bytes)} MiB"
     return (f"median {_ms(t.median_s)} ms (p25-p75 {_ms(t.p25_s)}-{_ms(t.p75_s)}, "
-            f"{t.iters_run} calls), temps {_mib(m.temp_bytes)} MiB{peak}; pre-check pass")
+            f"{t.iters_run} calls), temps {_mib(m.temp_bytes)} MiB{peak}; pre-check pass{ran}")
 
 
 def selection_lines(sel: Any, candidates: Sequence[str],

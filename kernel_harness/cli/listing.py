@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from kernel_harness.checks import bench_report
-from kernel_harness.checks.bench import BenchSettings, bench_family, defaults_for
+from kernel_harness.checks.bench import BenchSettings, bench_family, check_chosen, defaults_for
 from kernel_harness.cli import common
 from kernel_harness.core.backends import BackendUnavailable, availability, resolve_backend
 from kernel_harness.core.errors import UsageError
@@ -19,7 +19,8 @@ from kernel_harness.spec import registry
 def add_parsers(sub: Any) -> None:
     """Adds ``kernel-harness list`` and ``kernel-harness select``."""
     sub.add_parser("list", help="families, their capabilities, backends available here")
-    select = sub.add_parser("select", help="which attention kernel this backend would use, and why")
+    select = sub.add_parser("select", help="which attention kernel this backend would use, and "
+                            "why; the chosen one is run once, checked and its kernels counted")
     select.add_argument("--backend", default=None, help="a backend name (default: this machine)")
     select.add_argument("--bench", action="store_true",
                         help="measure every candidate (checked first) beside its reason")
@@ -60,14 +61,24 @@ def run_select(args: argparse.Namespace) -> int:
     except (ValueError, BackendUnavailable, RuntimeError) as e:
         raise UsageError(str(e)) from None
     print(format_selection(selection))
+    # Not assumed: the chosen kernel's family runs once here, its Pallas kernels counted.
+    backend = _backend_of(selection)
+    ok, line = check_chosen(registry.get_family(selection.kernel), backend,
+                            args.seq_len or defaults_for(backend)[0][0])
+    print(f"  {line}")
     if args.bench:
         print("\n".join(_bench_candidates(selection, args.seq_len)))
-    return 0
+    return 0 if ok else 1
+
+
+def _backend_of(selection: Any) -> Any:
+    """The harness backend that runs on the selection's platform (the CPU: interpret)."""
+    return common.backend({"cpu": "interpret"}.get(selection.platform, selection.platform))
 
 
 def _bench_candidates(selection: Any, seq_len: int | None) -> list[str]:
     """Each candidate family timed and measured at one length on the selection's platform."""
-    backend = common.backend({"cpu": "interpret"}.get(selection.platform, selection.platform))
+    backend = _backend_of(selection)
     lengths, warmup, iters, seconds = defaults_for(backend)
     settings = BenchSettings(backend=backend, seq_lens=(seq_len or lengths[0],),
                              dtype="bfloat16", mode="fwd", warmup=warmup, iters=iters,

@@ -47,6 +47,10 @@ def test_every_kernel_has_a_checked_measured_row(smoke):
             continue
         assert row["status"] == "OK", row
         assert row["check"].startswith("pass ("), row["check"]  # the pre-check ran and passed
+        # Which kernels really ran, from check's count (issue 36 item 5).
+        expected = get_family(name).kernels
+        assert (row["kernels"].startswith("fwd ") and "FALLBACK" not in row["kernels"]
+                if expected else row["kernels"].startswith("not counted")), row["kernels"]
         t, m = row["timing"], row["memory"]
         assert t["iters_run"] >= 1 and t["compile_s"] > 0 and t["median_s"] > 0
         assert t["p25_s"] <= t["median_s"] <= t["p75_s"]

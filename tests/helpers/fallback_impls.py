@@ -54,3 +54,19 @@ def xla_backward_norm(op, x, weight, bias, *, eps, interpret):
     """The Pallas forward, the backward as XLA autodiff (``backward_pass_impl="xla"``)."""
     fn = _layer_norm.layer_norm if op == "layer_norm" else _rms_norm.rms_norm
     return fn(x, weight, bias, eps=eps, backward_pass_impl="xla", interpret=interpret)
+
+
+def xla_flash(q, k, v, ab=None, segment_ids=None, *, causal, sm_scale, block_sizes):
+    """flash's signature, no Pallas anywhere: softmax attention in plain JAX (a selection
+    that claims flash but runs this must not pass)."""
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k, preferred_element_type=jnp.float32) * sm_scale
+    if ab is not None:
+        s = s + ab
+    keep = jnp.ones(s.shape[-2:], bool)
+    if causal:
+        keep = jnp.tril(keep, k.shape[2] - q.shape[2])
+    keep = jnp.broadcast_to(keep, s.shape)
+    if segment_ids is not None:
+        keep = keep & (segment_ids.q[:, None, :, None] == segment_ids.kv[:, None, None, :])
+    p = jax.nn.softmax(jnp.where(keep, s, -1e30), axis=-1)
+    return jnp.einsum("bhqk,bhkd->bhqd", p.astype(v.dtype), v).astype(q.dtype)

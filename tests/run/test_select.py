@@ -124,3 +124,28 @@ def test_real_machine_selection_runs():
                                       ("TPU7x", 7), ("cpu", None)])
 def test_tpu_generation(kind, gen):
     assert tpu_generation(kind) == gen
+
+
+def test_select_runs_the_chosen_kernel_once_and_says_what_ran(capsys):
+    from kernel_harness import cli
+
+    assert cli.main(["select", "--seq-len", "128"]) == 0
+    out = capsys.readouterr().out
+    assert "ran: sdpa on interpret @128 bfloat16: Pallas kernels not counted (the family's " \
+        "kernel is XLA or torch by design)" in out and "reference: pass" in out
+
+
+def test_a_chosen_kernel_that_runs_no_pallas_kernel_is_not_ok():
+    """Issue 36 item 5: 'splash > flash > SDPA, never silent' is checked, not assumed: a
+    flash that secretly runs plain JAX is named as a fallback (and `select` exits 1)."""
+    from kernel_harness.checks.bench import check_chosen
+    from kernel_harness.core.backends import resolve_backend
+    from kernel_harness.spec.registry import get_family
+    from tests.helpers.fallback_impls import xla_flash
+
+    flash, interpret = get_family("flash"), resolve_backend("interpret")
+    ok, line = check_chosen(flash, interpret, 128)
+    assert ok and "Pallas kernels fwd 1, bwd 2 (expected fwd >= 1, bwd >= 1)" in line, line
+    ok, line = check_chosen(flash, interpret, 128, impl=xla_flash)
+    assert not ok and "FALLBACK: the forward pass ran 0 Pallas kernel(s)" in line, line
+    assert "no Pallas kernel:" in line
