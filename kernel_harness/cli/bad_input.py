@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel_harness.checks.bad_input import BAD_INPUTS, check_family
+from kernel_harness.checks.bad_input import check_family
+from kernel_harness.cli import common
 from kernel_harness.core.errors import UsageError
 
 
@@ -18,12 +19,13 @@ def run(args: Any) -> int:
     """Exit 0 only if every entry behaved as declared (unclear/silent ones are reported
     as findings every time)."""
 
-    names = args.family or list(BAD_INPUTS)
-    unknown = [n for n in names if n not in BAD_INPUTS]
+    declared = [f for f in common.families([]) if f.bad_inputs is not None]
+    chosen = common.families(args.family) if args.family else declared
+    unknown = [f.name for f in chosen if f.bad_inputs is None]
     if unknown:
-        raise UsageError(f"no bad-input list for {unknown}; lists exist for "
-                             f"{', '.join(BAD_INPUTS)}")
-    results = [r for name in names for r in check_family(name)]
+        raise UsageError(f"no bad-input list for {unknown} (Family.bad_inputs); lists exist "
+                         f"for {', '.join(f.name for f in declared)}")
+    results = [r for family in chosen for r in check_family(family)]
     for r in results:
         print(r.describe())
     findings = [r for r in results if r.observed != "clear"]

@@ -18,6 +18,7 @@ from hypothesis.strategies import SearchStrategy
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays, Case
 from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.spec.bad_input import BadInput
 from kernel_harness.spec.bench import Bench
 from kernel_harness.spec.export import ExportSnippet
 from kernel_harness.spec.hooks import Metamorphic
@@ -108,6 +109,9 @@ class Family:
         and backward (:class:`~kernel_harness.spec.kernels.KernelExpectation`); an example
         below it fails unless the implementation declares a fallback. None: the family's
         kernel is not Pallas by design (XLA, torch), and nothing is counted.
+      bad_inputs: ``bad_inputs() -> [BadInput]``: invalid configurations of the kernel,
+        each of which must raise a clear error (:mod:`kernel_harness.spec.bad_input`;
+        ``kernel-harness bad-input``); None: the family lists none.
       relations: the op's metamorphic relations (:class:`~kernel_harness.spec.relations.
         Relation`), each run as a property of its own name, besides the built-in ones.
     """
@@ -145,6 +149,7 @@ class Family:
     data_draws: Callable[[Any], SearchStrategy[Any]] | None = None
     relations: tuple[Relation, ...] = ()
     kernels: KernelExpectation | None = None
+    bad_inputs: Callable[[], Sequence[BadInput]] | None = None
 
     def relation(self, name: str) -> Relation | None:
         """The relation called ``name``, or None."""

@@ -1,13 +1,23 @@
-"""Every family's invalid configurations raise a clear error, or are known findings."""
+"""Every family's invalid configurations raise a clear error, or are known findings; a
+user's family lists its own (``Family.bad_inputs``) and ``bad-input`` runs them."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from kernel_harness import cli
 from kernel_harness.checks import bad_input
+from kernel_harness.spec.bad_input import BadInput
+from kernel_harness.spec.registry import family_names, get_family
 
-ENTRIES = [(family, entry) for family, build in bad_input.BAD_INPUTS.items()
-           for entry in build()]
+DECLARED = [get_family(n) for n in family_names() if get_family(n).bad_inputs is not None]
+ENTRIES = [(family.name, entry) for family in DECLARED for entry in family.bad_inputs()]
+
+
+def test_the_tpu_attention_families_declare_lists():
+    assert {"splash", "flash", "hstu"} <= {f.name for f in DECLARED}
 
 
 @pytest.mark.parametrize(("family", "entry"), ENTRIES,
@@ -21,13 +31,32 @@ def test_classification():
     def boom():
         raise ValueError("block_q=3 is bad")
 
-    clear = bad_input.BadInput("x", boom, r"block_q=3")
+    clear = BadInput("x", boom, r"block_q=3")
     assert bad_input.run_bad_input("f", clear).observed == "clear"
-    vague = bad_input.BadInput("x", boom, r"segment", status="unclear", finding="vague")
+    vague = BadInput("x", boom, r"segment", status="unclear", finding="vague")
     assert bad_input.run_bad_input("f", vague).observed == "unclear"
-    silent = bad_input.BadInput("x", lambda: 1, r"anything")
+    silent = BadInput("x", lambda: 1, r"anything")
     result = bad_input.run_bad_input("f", silent)
     assert result.observed == "silent" and not result.as_declared
     assert "CHANGED" in result.describe()
     with pytest.raises(ValueError, match="needs its finding"):
-        bad_input.BadInput("x", boom, "", status="silent")
+        BadInput("x", boom, "", status="silent")
+
+
+def test_a_family_of_ones_own_declares_its_list_and_bad_input_runs_it(capsys, monkeypatch):
+    from kernel_harness.spec import registry
+
+    def refuse():
+        raise ValueError("width must be even, got 3")
+
+    mine = dataclasses.replace(get_family("gpu-softmax"), name="my-softmax", bad_inputs=lambda: [
+        BadInput("odd width", refuse, r"width must be even"),
+        BadInput("width 0", lambda: 0, r"width", status="silent", finding="returns 0")])
+    monkeypatch.setattr(registry, "_REGISTRY", {**registry._REGISTRY, "my-softmax": mine}) \
+        if hasattr(registry, "_REGISTRY") else None
+    registry.register_family(mine) if not hasattr(registry, "_REGISTRY") else None
+    assert cli.main(["bad-input", "my-softmax"]) == 0
+    out = capsys.readouterr().out
+    assert "odd width" in out and "CLEAR" in out and "known finding: returns 0" in out
+    assert cli.main(["bad-input", "gpu-norm"]) == 2  # no list: one line, exit 2
+    assert "no bad-input list for ['gpu-norm']" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.families.flash import kernel as _kernel
+from kernel_harness.families.flash.bad_inputs import bad_inputs
 from kernel_harness.families.flash.bench import BENCH
 from kernel_harness.families.flash.cases import FlashCase, flash_events
 from kernel_harness.families.flash.export import export
@@ -104,4 +105,5 @@ FAMILY = Family(
     export=export,
     low_precision_reference=low_precision_reference,
     not_compared=lambda case: {} if case.bias else {"dab": "no bias in this case"},
+    bad_inputs=bad_inputs,
 )

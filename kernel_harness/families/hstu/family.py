@@ -7,6 +7,7 @@ import numpy as np
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.hstu import cases, reference
 from kernel_harness.families.hstu import kernel as _kernel
+from kernel_harness.families.hstu.bad_inputs import bad_inputs
 from kernel_harness.families.hstu.bench import BENCH
 from kernel_harness.families.hstu.export import export
 from kernel_harness.families.hstu.metamorphic import METAMORPHIC
@@ -142,4 +143,5 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     bench=BENCH,
     export=export,
+    bad_inputs=bad_inputs,
 )

@@ -14,6 +14,7 @@ from kernel_harness.core.tolerance import LOW_PRECISION_FLOOR as LOW_OWN
 from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR as LOW_GRAD
 from kernel_harness.core.tolerance import Calibrated, SliceFloor, Tolerance, ToleranceTable
 from kernel_harness.families.splash import kernel as _kernel
+from kernel_harness.families.splash.bad_inputs import bad_inputs
 from kernel_harness.families.splash.bench import BENCH
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.export import export
@@ -268,4 +269,5 @@ FAMILY = Family(
     not_compared=lambda case: {} if case.sinks else {"dsinks": "no sinks in this case"},
     seed_cases=splash_seed_cases,
     coverage_expected_missing=COVERAGE_EXPECTED_MISSING,
+    bad_inputs=bad_inputs,
 )
