@@ -217,6 +217,7 @@ def matches_reference(
     prop.__name__ = f"{family.name}_matches_reference"
     for case in family.seed_cases(family.without):
         prop = hypothesis.example(case=case)(prop)
+    prop.kh_example = lambda case: hypothesis.example(case=case)
     return prop
 
 
@@ -253,4 +254,5 @@ def _with_draws(family: Family, *, backend: Backend, impl: Callable[..., Any] | 
     prop.kh_draws_per_compile = k
     for case in family.seed_cases(family.without):
         prop = hypothesis.example(cases=(case,))(prop)
+    prop.kh_example = lambda case: hypothesis.example(cases=(case,))
     return prop

@@ -20,6 +20,7 @@ from kernel_harness.checks.draws import check_draws_per_compile
 from kernel_harness.checks.lowering import lowers_for_tpu
 from kernel_harness.checks.matches_reference import HarnessFailure, Observer, matches_reference
 from kernel_harness.checks.metamorphic.op_relations import build_relation
+from kernel_harness.checks.modes import Cover, ModesNotReached, start_with_cover
 from kernel_harness.checks.shrinking import ShrinkReport, bounded_shrinking
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import PropertyNotApplicable
@@ -38,6 +39,9 @@ class PropertyOutcome:
     error: BaseException | None
     wall_seconds: float
     shrink: ShrinkReport | None = None
+    #: The examples run first to reach the family's modes (:mod:`.modes`), or None.
+    cover: Cover | None = None
+    modes_declared: int = 0
 
     @property
     def passed(self) -> bool:
@@ -57,6 +61,8 @@ def run_property(
     shrink_budget: ShrinkBudget | None = None,
     on_first_failure: Callable[[str], None] | None = None,
     all_bugs: bool = False,
+    modes_first: bool = False,
+    require_modes: bool = False,
 ) -> PropertyOutcome:
     """Runs a property outside pytest and captures (never swallows) its failure.
 
@@ -64,12 +70,20 @@ def run_property(
     once; shrinking then stops when ``shrink_budget`` runs out (None: Hypothesis's own
     limits). The outcome's ``shrink`` says which happened. ``all_bugs`` keeps drawing
     after the first failure to find every distinct failure and crash kind (the profiles
-    stop at the first: ``report_multiple_bugs=False``)."""
+    stop at the first: ``report_multiple_bugs=False``). ``modes_first``: a property that
+    takes them (``kh_example``: matches-reference) first runs a small set of examples that
+    reach every mode the family declares (:mod:`.modes`), within half its examples, then
+    searches with the rest; ``require_modes``: a declared mode not reached is an error."""
     overrides: dict[str, Any] = {}
     if max_examples is not None:
         overrides["max_examples"] = max_examples
     elif hasattr(prop, "kh_example_fraction"):  # metamorphic properties run fewer examples
         overrides["max_examples"] = metamorphic.example_cap(prop, profile.max_examples)
+    cover = None
+    if modes_first:
+        prop, overrides["max_examples"], cover = start_with_cover(
+            prop, family, max_examples=overrides.get("max_examples", profile.max_examples),
+            run_seed=seed)
     if seed is not None:
         overrides["derandomize"] = False
     if all_bugs:
@@ -90,6 +104,8 @@ def run_property(
         error = e
     finally:
         restore()
+    if error is None and require_modes and cover is not None and cover.missing:
+        error = ModesNotReached(cover.line(family.name, len(family.modes)))
     return PropertyOutcome(
         family=family.name,
         prop=name,
@@ -98,6 +114,8 @@ def run_property(
         error=error,
         wall_seconds=time.perf_counter() - start,
         shrink=shrink,
+        cover=cover,
+        modes_declared=len(family.modes),
     )
 
 

@@ -83,6 +83,12 @@ def add_parser(sub: Any) -> None:
     check.add_argument("--resume", type=Path, default=None, metavar="PATH",
                        help="continue an interrupted run: keep the finished units of its "
                        "--json PATH, run the others, merge (give --json PATH to rewrite it)")
+    check.add_argument("--modes-first", action=argparse.BooleanOptionalAction, default=None,
+                       help="matches-reference starts with a few examples that reach every "
+                       "mode the family declares (default: in the ci and nightly profiles)")
+    check.add_argument("--require-modes", action="store_true",
+                       help="a declared mode no example reached is an ERROR (default: a "
+                       "warning in the verdict line); for a gate")
     check.add_argument("--kernel-coverage", action="store_true",  # docs/kernel-coverage.md
                        help="probe interpreted kernels, print which branches the cases ran")
 
@@ -102,6 +108,7 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         progress_every=args.progress_every, compile_cache=args.compile_cache,
         corpus_write=args.corpus_write, shard=args.shard, kernel_coverage=args.kernel_coverage,
         corpus_spill=spill_path_for(args.json, args.junit), corpus_required=args.require_corpus,
+        modes_first=args.modes_first, require_modes=args.require_modes,
     )
 
 

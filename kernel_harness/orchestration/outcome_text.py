@@ -40,6 +40,19 @@ def verdict(outcome: PropertyOutcome) -> str:
     return f"FAIL ({kinds} crash kind{'s' * (kinds != 1)})" if kinds else "FAIL"
 
 
+def detail(outcome: PropertyOutcome) -> str:
+    """The verdict line's detail: examples and time, and where the run started with the
+    modes cover (:mod:`kernel_harness.checks.modes`), the modes reached and any MISSING."""
+    text = f"{outcome.observer.examples} examples, {outcome.wall_seconds:.1f}s"
+    cover = outcome.cover
+    if cover is not None:
+        declared = outcome.modes_declared
+        text += f"; modes {declared - len(cover.missing)}/{declared}"
+        if cover.missing:
+            text += f", MISSING {', '.join(cover.missing)}"
+    return text
+
+
 def _crash_text(outcome: PropertyOutcome, crashes: list[KernelCrash]) -> list[str]:
     """One report per crash kind (the smallest example Hypothesis found), with a count."""
     obs = outcome.observer

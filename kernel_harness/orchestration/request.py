@@ -65,6 +65,11 @@ class CheckRequest:
     shard: str | None = None
     #: Record which branches of the interpreted kernels the cases ran (docs/kernel-coverage.md).
     kernel_coverage: bool = False
+    #: matches-reference starts with examples reaching every declared mode
+    #: (:mod:`kernel_harness.checks.modes`; None: in the ci and nightly profiles), and a
+    #: mode not reached is an error (``--require-modes``) instead of a warning.
+    modes_first: bool | None = None
+    require_modes: bool = False
     #: Where ``profile``, ``backend`` and ``corpus`` came from (``given``, ``config`` or
     #: ``default``: :mod:`kernel_harness.orchestration.options`); empty when built by hand.
     origins: dict[str, str] = dataclasses.field(default_factory=dict)

@@ -119,7 +119,8 @@ def outcome_record(outcome: PropertyOutcome) -> dict[str, Any]:
         "seconds": round(outcome.wall_seconds, 3), "events": dict(sorted(obs.events.items())),
         "kernels": kernels_record(outcome),
         "failure": failure, "error": error, "reason": None,
-    }
+    } | ({} if outcome.cover is None else {"modes": outcome.cover.to_json(
+        outcome.modes_declared)})
 
 
 def kernels_record(outcome: PropertyOutcome) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import jax
 
+from kernel_harness.checks.modes import modes_first
 from kernel_harness.checks.properties import (
     PROPERTIES,
     Observer,
@@ -102,9 +103,9 @@ class CheckSession:
             raise UsageError("--draws-per-compile must be at least 1")
         if request.jobs < 1:
             raise UsageError(f"--jobs must be at least 1, got {request.jobs}")
-        self.timeout = request.timeout
-        if self.timeout is None and self.profile_name == "nightly":
-            self.timeout = 900.0
+        self.timeout = 900.0 if request.timeout is None and self.profile_name == "nightly" \
+            else request.timeout
+        self.modes_first = modes_first(self.profile_name, request.modes_first)
         self.cache_note = compile_cache.enable(request.compile_cache)
         try:
             self.backend: Backend = resolve_backend(request.backend, note=request.backend_note)
@@ -289,7 +290,7 @@ class CheckSession:
                 profile=self.profile, max_examples=self.request.max_examples,
                 seed=self.seed, shrink_budget=self.shrink_budget,
                 on_first_failure=self._first_failure, all_bugs=self.request.all_bugs,
-            )
+                modes_first=self.modes_first, require_modes=self.request.require_modes)
         except interrupt.RunInterrupted as e:
             result, lines = interrupted_result(
                 family=fam.name, prop=name, backend=self.backend, observer=observer,
@@ -305,7 +306,7 @@ class CheckSession:
         label = outcome_text.verdict(outcome)
         verdict = label.split(" ")[0]
         record = results.outcome_record(outcome) | {"verdict": verdict}
-        detail = f"{observer.examples} examples, {outcome.wall_seconds:.1f}s"
+        detail = outcome_text.detail(outcome)
         return UnitResult(family=fam.name, prop=name, backend=self.backend.name,
                           verdict=verdict, record=record, label=label,
                           text=outcome_text.failure_text(outcome),

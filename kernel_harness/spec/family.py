@@ -73,6 +73,13 @@ class Family:
       modes: the events naming the kernel's modes (its paths, at sizes where their bugs
         show) that ``ci``-sized draws of :attr:`cases` must reach (at least 3 draws in
         10 seeded ci-sized runs); tested per family (``tests/families/test_modes.py``).
+      nondegenerate: ``{mode: (why, case -> bool)}``: what a case must also do, beyond
+        reaching the mode's event, to be able to show a bug there (several kv heads per
+        core, a row with tokens on each core...); :mod:`kernel_harness.checks.modes` runs
+        one such case per mode first in ci and nightly runs.
+      mode_cases: ``{mode: () -> strategy}``: cases drawn inside a mode that the family's
+        strategy reaches too rarely to count on (one draw in forty or fewer); the modes
+        cover draws from it when the free draws did not reach the mode.
       without: features this (narrowed) family does not draw; empty for the
         registered family.
       adjustments: command-line flags that changed this family from its
@@ -137,6 +144,10 @@ class Family:
     without: frozenset[str] = frozenset()
     narrowed: Callable[[Family, frozenset[str]], Family] | None = None
     modes: frozenset[str] = frozenset()
+    nondegenerate: Mapping[str, tuple[str, Callable[[Any], bool]]] = dataclasses.field(
+        default_factory=dict)
+    mode_cases: Mapping[str, Callable[[], SearchStrategy[Any]]] = dataclasses.field(
+        default_factory=dict)
     adjustments: tuple[str, ...] = ()
     export: Callable[[Any], ExportSnippet] | None = None
     slice_axes: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
@@ -170,6 +181,11 @@ class Family:
         names = [r.name for r in self.relations]
         if len(set(names)) != len(names):
             raise ValueError(f"family {self.name!r}: relation names repeat: {names}")
+        stray = (set(self.nondegenerate) | set(self.mode_cases)) - self.modes
+        if stray:
+            raise ValueError(f"family {self.name!r}: nondegenerate or mode_cases name modes it "
+                             "does not "
+                             f"declare: {sorted(stray)}")
         unknown = self.without - set(self.optional)
         if unknown:
             raise ValueError(f"family {self.name!r}: cannot draw without {sorted(unknown)}")

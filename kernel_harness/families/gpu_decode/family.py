@@ -111,4 +111,9 @@ FAMILY = Family(
     bench=BENCH,
     metamorphic=METAMORPHIC,
     export=export,
+    modes=frozenset({
+        "multi-split", "split-skipped", "block-fully-masked", "multi-k-block", "empty-row",
+        "one-key-row", "partial-row", "start-per-row", "end-per-row", "unnormalized", "gqa",
+        "mqa", "entry-mqa", "head-splits", "block-k-clamped", "scale-prescaled-q", "float32",
+        "bfloat16", "float16"}),
 )

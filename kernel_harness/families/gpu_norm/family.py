@@ -171,4 +171,9 @@ FAMILY = Family(
     metamorphic=Metamorphic(roles={}, logit_input="x"),
     relations=RELATIONS,
     export=export,
+    modes=frozenset({
+        "layer_norm", "rms_norm", "multi-col-block", "partial-col-block",
+        "multi-dw-row-block", "partial-dw-row-block", "partial-dw-col-block",
+        "eps-dominates-var", "large-magnitude", "offset>=100-spreads", "one-row", "non-pow2-n",
+        "float32", "bfloat16", "float16"}),
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
@@ -107,4 +109,13 @@ FAMILY = Family(
     relations=RELATIONS,
     export=export,
     low_precision_reference=low_precision_reference,
+    modes=frozenset({
+        "int8-pages", "multi-split", "head-splits", "multi-compute-block",
+        "compute-block-clamped", "partial-page", "empty-row", "full-row", "shared-pages",
+        "soft-cap", "gqa", "mqa", "float32", "bfloat16", "float16", "logits-16x"}),
+    nondegenerate={"empty-row": ("a row with tokens besides it",
+                                 lambda c: c.lengths is not None and any(c.lengths))},
+    # A row filling every page is drawn in about one case of forty.
+    mode_cases={"full-row": lambda: paged_cases().map(lambda c: dataclasses.replace(
+        c, lengths=(c.capacity, *(c.lengths or (c.capacity,) * c.batch)[1:])))},
 )

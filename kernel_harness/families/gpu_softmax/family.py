@@ -99,4 +99,6 @@ FAMILY = Family(
     metamorphic=Metamorphic(roles={}, logit_input="x"),
     relations=RELATIONS,
     export=export,
+    modes=frozenset({"partial-block", "pow2-n", "n=1", "large-offset", "large-logits",
+                     "rank-1", "rank-4", "float32", "bfloat16", "float16"}),
 )

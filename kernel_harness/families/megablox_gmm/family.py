@@ -169,4 +169,9 @@ FAMILY = Family(
     relations=RELATIONS,
     optional=OPTIONAL,
     export=export,
+    modes=frozenset({
+        "empty-group", "group-boundary-mid-tile", "group-not-tile-multiple", "group-offset>0",
+        "group-under-one-tile", "k-remainder", "n-remainder", "multi-group",
+        "multi-group-shard", "multi-k-tile", "multi-n-tile", "rows-past-groups",
+        "transpose-rhs", "out-bfloat16", "float32", "bfloat16"}),
 )

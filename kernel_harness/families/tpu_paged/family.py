@@ -172,4 +172,17 @@ FAMILY = Family(
     relations=RELATIONS,
     export=export,
     low_precision_reference=low_precision_reference,
+    modes=frozenset({
+        "megacore-batch", "megacore-kv_head-several-heads-per-core", "int8-kv",
+        "seq-grid-axis", "inline-seq-dim", "gqa", "mqa", "group-multiple-of-8", "soft-cap",
+        "multi-compute-block", "partial-page", "empty-row", "empty-run-between-rows",
+        "shared-pages", "float32", "bfloat16"}),
+    nondegenerate={
+        "megacore-kv_head-several-heads-per-core": (
+            "a row with tokens: each core then computes several heads of it (a head-stride "
+            "bug shows; an all-empty batch compares nothing there)", lambda c: any(c.lengths)),
+        "megacore-batch": ("a row with tokens on each core (rows alternate between them)",
+                           lambda c: any(c.lengths[0::2]) and any(c.lengths[1::2])),
+        "empty-row": ("a row with tokens besides it", lambda c: any(c.lengths)),
+    },
 )

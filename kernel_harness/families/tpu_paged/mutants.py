@@ -50,6 +50,11 @@ MUTANTS: list[Mutant] = [
     _kernel("megacore-batch-same-rows",
             "megacore 'batch': both cores start at row 0 (the odd rows are never computed)",
             'b_start = core_index if megacore_mode == "batch" else 0', "b_start = 0"),
+    _kernel("megacore-kv_head-stride",
+            "megacore 'kv_head': a core steps through kv heads one by one instead of every "
+            "num_cores-th (a core with several heads computes its neighbour's; with one head "
+            "per core nothing shows)",
+            'h_step = num_cores if megacore_mode == "kv_head" else 1', "h_step = 1", tags=CI),
     _kernel("prefetch-does-not-skip-empty-rows",
             "the prefetch chain does not skip further zero-length rows after the first",
             "lambda _, b: jnp.where(lengths_ref[b] == 0, b + b_step, b)", "lambda _, b: b"),

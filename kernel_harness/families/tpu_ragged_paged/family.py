@@ -172,4 +172,9 @@ FAMILY = Family(
     relations=RELATIONS,
     optional=OPTIONAL,
     export=export,
+    modes=frozenset({
+        "mixed-prefill-decode", "decode-seq", "prefill-seq", "multi-seq", "multi-kv-block",
+        "sliding-window", "window-cuts-keys", "soft-cap", "gqa", "mqa", "seq-spans-q-blocks",
+        "q-block-shared-by-seqs", "seq-without-queries", "prefill-from-empty-cache",
+        "padding-q-rows", "num-seqs-below-max", "large-logits", "float32", "bfloat16"}),
 )
