@@ -33,7 +33,8 @@ def run_list(args: argparse.Namespace) -> int:
     avail = availability()
     families, broken = registry.importable_families()
     rows = [
-        [f.name, ", ".join(sorted(f.backends)), ", ".join(sorted(f.capabilities))]
+        [f.name, ", ".join(sorted(f.backends)) or f"- (needs {f.requires or 'a backend'})",
+         ", ".join(sorted(f.capabilities))]
         for f in families
     ]
     rows += [[name, "-", "DOES NOT IMPORT (below)"] for name in broken]

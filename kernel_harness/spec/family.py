@@ -116,6 +116,9 @@ class Family:
         and backward (:class:`~kernel_harness.spec.kernels.KernelExpectation`); an example
         below it fails unless the implementation declares a fallback. None: the family's
         kernel is not Pallas by design (XLA, torch), and nothing is counted.
+      requires: what must be installed for the family to have a backend, with the command
+        (``"torch: pip install 'kernel-harness[torch]'"``); ``list`` shows it where the
+        family has no backend here.
       bad_inputs: ``bad_inputs() -> [BadInput]``: invalid configurations of the kernel,
         each of which must raise a clear error (:mod:`kernel_harness.spec.bad_input`;
         ``kernel-harness bad-input``); None: the family lists none.
@@ -161,6 +164,7 @@ class Family:
     relations: tuple[Relation, ...] = ()
     kernels: KernelExpectation | None = None
     bad_inputs: Callable[[], Sequence[BadInput]] | None = None
+    requires: str = ""
 
     def relation(self, name: str) -> Relation | None:
         """The relation called ``name``, or None."""

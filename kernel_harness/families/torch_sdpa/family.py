@@ -98,4 +98,5 @@ FAMILY = Family(
     seed_cases=torch_sdpa_seed_cases,
     export=export,
     metamorphic=METAMORPHIC,
+    requires="torch: pip install 'kernel-harness[torch]'",
 )

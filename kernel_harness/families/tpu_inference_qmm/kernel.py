@@ -1,0 +1,78 @@
+"""Adapter running tpu-inference's quantized matmul kernel
+(``tpu_inference.kernels.quantized_matmul.kernel.quantized_matmul_kernel``) with the case's
+own tiling (its ``tuned_value``: the package's tuned table knows TPU chips, not the CPU).
+
+The kernel has no ``interpret`` argument: on ``interpret`` and ``tpu-interpret`` it runs
+under forced TPU interpret mode (plain settings on ``interpret``; NaN-filled memory and race
+detection on ``tpu-interpret``). Without tpu-inference installed the family has no backend
+(``kernel-harness list`` says it needs it).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.families import tpu_inference_loader as loader
+from kernel_harness.ops.quantized_matmul.cases import QmmCase
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+
+IMPL_SIGNATURE = (
+    "quantized_matmul(x, w_q, w_scale, *, x_q_dtype, batch_block, out_block, in_block) -> "
+    "out; x: [n_batch, n_in] float32/bfloat16, w_q: int8 [n_out, n_in], w_scale: float32 "
+    "[n_out], x_q_dtype: jnp.int8 (quantize each row of x) or None; out: [n_batch, n_out] "
+    "in x's dtype"
+)
+
+#: Where tpu-inference is installed: the TPU backends; none without it.
+QMM_BACKENDS = TPU_BACKENDS if loader.available() else frozenset()
+
+
+#: The kernel's modules, imported with the family where tpu-inference is installed (so a
+#: mutated copy, ``kernel-harness mutate``, is the one the family binds).
+_MODULES = ({name: loader.kernel_module(f"quantized_matmul.{name}")
+             for name in ("kernel", "tuned_block_sizes")} if loader.available() else {})
+
+
+def quantized_matmul(x: jax.Array, w_q: jax.Array, w_scale: jax.Array, *, x_q_dtype: Any,
+                     batch_block: int, out_block: int, in_block: int) -> jax.Array:
+    """The default implementation: tpu-inference's ``quantized_matmul_kernel``, tiled as
+    given."""
+    if not _MODULES:
+        raise ImportError(f"tpu-inference is not installed ({loader.INSTALL})")
+    tuned = _MODULES["tuned_block_sizes"].TunedValue(batch_block, out_block, in_block)
+    return _MODULES["kernel"].quantized_matmul_kernel(x, w_q, w_scale, x_q_dtype=x_q_dtype,
+                                                      tuned_value=tuned)
+
+
+@functools.lru_cache(maxsize=64)
+def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
+    fields = dict(key)
+    x_q = jnp.int8 if fields["x_q_dtype"] == "int8" else None
+    return jax.jit(lambda x, w_q, w_scale: impl(
+        x, w_q, w_scale, x_q_dtype=x_q, batch_block=fields["batch_block"],
+        out_block=fields["out_block"], in_block=fields["in_block"]))
+
+
+def run(impl: Callable[..., Any], case: QmmCase, inputs: dict[str, np.ndarray],
+        backend: Backend) -> dict[str, np.ndarray]:
+    """``out`` [n_batch, n_out] (float32)."""
+    program = _program(impl, case.static_key())
+    args = [jax.device_put(inputs[n], backend.device) for n in ("x", "w_q", "w_scale")]
+    with backend.forcing_interpret():
+        out = jax.block_until_ready(program(*args))
+    if out.shape != (case.n_batch, case.n_out):
+        raise ValueError(f"tpu-inference-quantized-matmul: the kernel returned shape "
+                         f"{out.shape}, expected {(case.n_batch, case.n_out)}")
+    return {"out": np.asarray(out, np.float32)}
+
+
+#: How the family calls its kernel.
+ADAPTER = Adapter(kernel=quantized_matmul, impl_signature=IMPL_SIGNATURE, run=run,
+                  backends=QMM_BACKENDS)
