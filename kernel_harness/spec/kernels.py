@@ -5,7 +5,7 @@ falls back to something else.
   implementation launches in its forward pass and in its backward pass (the vjp). An example
   below it is a FAIL naming the pass that ran no kernel and what ran instead
   (:mod:`kernel_harness.run.kernel_count` counts).
-* :func:`fallback` (or a ``kernel_harness_fallback`` attribute, or ``--allow-fallback``): an
+* :func:`fallback` (or a ``kernel_harness_fallback`` attribute): an
   implementation that knowingly runs plain JAX for some cases says so, with the reason; its
   examples below the expectation then pass, marked ``fallback declared``, never silently.
 """
