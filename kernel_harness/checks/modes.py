@@ -164,16 +164,23 @@ def mode_cover(family: Family, *, run_seed: int, budget: int,
     return _cover(family, run_seed, budget, max_draws)
 
 
-def start_with_cover(prop: Any, family: Family, *, max_examples: int, run_seed: int | None
-                     ) -> tuple[Any, int, Cover | None]:
+def cover_budget(max_examples: int) -> int:
+    """The cover's share of a property's examples: at most half."""
+    return max(1, max_examples // 2)
+
+
+def start_with_cover(prop: Any, family: Family, *, max_examples: int, run_seed: int | None,
+                     cover: Cover | None = None) -> tuple[Any, int, Cover | None]:
     """``prop`` (a property that takes explicit examples: ``kh_example``) with the cover of
     ``family``'s modes run first, and the examples left for the free search, so the total
-    stays ``max_examples``; the cover takes at most half. Unchanged (and None) for a
-    family without modes or a property without ``kh_example``."""
+    stays ``max_examples``; the cover takes at most half (:func:`cover_budget`). ``cover``:
+    one drawn already (``mutate`` draws it once for all its mutants). Unchanged (and None)
+    for a family without modes or a property without ``kh_example``."""
     if not family.modes or not hasattr(prop, "kh_example"):
         return prop, max_examples, None
-    cover = mode_cover(family, run_seed=0 if run_seed is None else run_seed,
-                       budget=max(1, max_examples // 2))
+    if cover is None:
+        cover = mode_cover(family, run_seed=0 if run_seed is None else run_seed,
+                           budget=cover_budget(max_examples))
     for case in reversed(cover.cases):  # explicit examples run in the order given
         prop = prop.kh_example(case)(prop)
     return prop, max(1, max_examples - len(cover.cases)), cover

@@ -39,7 +39,7 @@ def available() -> bool:
         return False
 
 
-def version() -> str | None:
+def installed_version() -> str | None:
     """The installed tpu-inference version, or None."""
     try:
         return importlib.metadata.version("tpu-inference")

@@ -82,7 +82,7 @@ def _import_family(target: str) -> Family:
 
 
 def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
-                draws_per_compile: int = 1, modes_first: bool = False) -> dict[str, Any]:
+                draws_per_compile: int = 1, cover: list[str] | None = None) -> dict[str, Any]:
     import hypothesis
 
     from kernel_harness.checks.properties import Observer, build_property
@@ -120,11 +120,13 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
     cap = getattr(sys.modules.get("kernel_harness.checks.metamorphic"), "example_cap", None)
     if cap is not None:  # metamorphic properties run a fraction of the examples
         settings = hypothesis.settings(settings, max_examples=cap(prop, settings.max_examples))
-    if modes_first:  # as check runs it in this profile: the modes' cover first
-        from kernel_harness.checks.modes import start_with_cover
+    if cover is not None:  # as check runs it in this profile: the modes' cover first
+        from kernel_harness.checks.modes import Cover, start_with_cover
 
-        prop, left, _ = start_with_cover(prop, family, max_examples=settings.max_examples,
-                                         run_seed=None)
+        cases = tuple(family.case_type.from_json(c) for c in cover)
+        prop, left, _ = start_with_cover(
+            prop, family, max_examples=settings.max_examples, run_seed=None,
+            cover=Cover(cases=cases, reached=(), missing=(), draws=0, seconds=0.0))
         settings = hypothesis.settings(settings, max_examples=left)
     error = None
     try:
@@ -211,7 +213,6 @@ def run_config(config: dict[str, Any]) -> None:
             finder = _MutantFinder(config["module"], config["origin"],
                                    Path(config["source_path"]).read_text(), config["mutant"])
             sys.meta_path.insert(0, finder)
-        from kernel_harness.checks.modes import modes_first
         from kernel_harness.core.backends import resolve_backend
         from kernel_harness.run.profiles import get_profile
 
@@ -235,7 +236,7 @@ def run_config(config: dict[str, Any]) -> None:
                 continue
             result["columns"][name] = _run_column(
                 family, name, backend, run_settings, config.get("draws_per_compile", 1),
-                modes_first=modes_first(config["profile"], None))
+                cover=config.get("cover"))
         if config["golden"]:
             result["columns"][GOLDEN_COLUMN] = _golden_column(family, backend,
                                                               config.get("golden_root"))

@@ -32,6 +32,7 @@ from typing import Any
 
 # Columns of the matrix next to the properties: the stored golden cases, and the accuracy
 # gate on the same cases (errors against the recorded baseline).
+from kernel_harness.checks.modes import cover_budget, mode_cover, modes_first
 from kernel_harness.regression.mutant_child import (
     GATE_COLUMN,
     GOLDEN_COLUMN,
@@ -39,7 +40,12 @@ from kernel_harness.regression.mutant_child import (
     status_path,
 )
 from kernel_harness.spec.mutant import Mutant, StaleMutant, patched_source
-from kernel_harness.spec.registry import BUILTIN_FAMILIES, UnknownFamily, family_target
+from kernel_harness.spec.registry import (
+    BUILTIN_FAMILIES,
+    UnknownFamily,
+    family_target,
+    get_family,
+)
 
 DEFAULT_MAX_EXAMPLES = 20
 
@@ -92,6 +98,17 @@ class MutantResult:
     wall_s: float = 0.0
 
 
+def _cover_json(family_name: str, profile: str, max_examples: int) -> list[str] | None:
+    """The modes cover every mutant's matches-reference starts with, as check's does in
+    ``profile`` (None: not a modes-first profile), drawn once here for all the mutants: the
+    cases depend on the family's strategy, not on its kernel."""
+    if not modes_first(profile, None):
+        return None
+    family = get_family(family_name)
+    cover = mode_cover(family, run_seed=0, budget=cover_budget(max_examples))
+    return [case.to_json() for case in cover.cases]
+
+
 def _zygote_command(plan_path: Path) -> list[str]:
     code = ("import sys; from kernel_harness.regression.mutant_child import zygote_main; "
             "zygote_main(sys.argv[1])")
@@ -113,6 +130,7 @@ def run_many(
         raise RuntimeError("kernel-harness mutate forks a process per mutant: it needs "
                            "os.fork (Linux or macOS), which this platform lacks")
     results: list[MutantResult | None] = [None] * len(mutants)
+    cover = _cover_json(family_name, profile, max_examples)
     with tempfile.TemporaryDirectory(prefix="kh-mutant-") as tmp:
         runs: list[tuple[int, dict[str, Any]]] = []
         for i, mutant in enumerate(mutants):
@@ -121,7 +139,7 @@ def run_many(
                 "family_target": family_target(family_name), "mutant": name,
                 "properties": list(properties), "backend": backend, "profile": profile,
                 "max_examples": max_examples, "golden": golden, "first_kill": first_kill,
-                "draws_per_compile": draws_per_compile,
+                "draws_per_compile": draws_per_compile, "cover": cover,
                 "golden_root": str(golden_root) if golden_root else None,
                 "result_path": str(Path(tmp) / f"{i}.json"),
             }

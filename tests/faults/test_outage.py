@@ -44,7 +44,8 @@ def _cli(*args: str, env_extra: dict[str, str] | None = None, cwd: Path = ROOT
 
 def _check(location: str, *args: str, **kw) -> subprocess.CompletedProcess[str]:
     return _cli("check", "toy", "--family-module", "tests.helpers.toy_family", "--profile",
-                "ci", "--property", "matches-reference", "--seed", "1", "--corpus", location,
+                "ci", "--property", "matches-reference", "--seed", "1", "--shrink-budget", "0",
+                "--corpus", location,
                 *args, **kw)
 
 

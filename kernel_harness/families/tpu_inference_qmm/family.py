@@ -9,6 +9,7 @@ from __future__ import annotations
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
 from kernel_harness.families.tpu_inference_qmm import kernel as _kernel
+from kernel_harness.families.tpu_inference_qmm.export import export
 from kernel_harness.ops.quantized_matmul.cases import QmmCase, qmm_cases, qmm_events
 from kernel_harness.ops.quantized_matmul.reference import reference_for
 from kernel_harness.spec.family import Family
@@ -73,6 +74,7 @@ FAMILY = Family(
     events=qmm_events,
     contract=CONTRACT,
     seed_cases=seed_cases,
+    export=export,
     modes=frozenset({
         "x_q:int8", "x_q:none", "accumulate-over-in-blocks",
         "quantized-x-reused-across-out-blocks", "x-quantized-per-in-block", "padded-batch",
