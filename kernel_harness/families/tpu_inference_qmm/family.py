@@ -12,7 +12,9 @@ from kernel_harness.families.tpu_inference_qmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_qmm.export import export
 from kernel_harness.ops.quantized_matmul.cases import QmmCase, qmm_cases, qmm_events
 from kernel_harness.ops.quantized_matmul.reference import reference_for
+from kernel_harness.spec.blocks import block_variants
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.hooks import Metamorphic
 from kernel_harness.spec.kernels import KernelExpectation
 
 _INT8 = ("with int8 activations the products are exact int32 sums, then two float32 "
@@ -48,12 +50,15 @@ tuned_value=TunedValue(batch_block, out_block, in_block)); install: {INSTALL}.
 
 
 def seed_cases(without: frozenset[str]) -> list[QmmCase]:
-    """Hand-made: quantized x reused across two out-blocks (one in-block), and an int32
-    accumulator over three in-blocks with every dimension padded."""
+    """Hand-made: quantized x reused across two out-blocks (one in-block), an int32
+    accumulator over three in-blocks with every dimension padded, and two batch blocks of
+    128 rows (the second padded)."""
     return [
         QmmCase(dtype="float32", seed=1, n_batch=8, n_in=128, n_out=256, batch_block=8,
                 out_block=128, in_block=128),
-        QmmCase(dtype="bfloat16", seed=2, n_batch=20, n_in=300, n_out=200, batch_block=16,
+        QmmCase(dtype="bfloat16", seed=2, n_batch=20, n_in=300, n_out=200, batch_block=32,
+                out_block=128, in_block=128),
+        QmmCase(dtype="float32", seed=3, n_batch=130, n_in=256, n_out=128, batch_block=128,
                 out_block=128, in_block=128),
     ]
 
@@ -75,6 +80,12 @@ FAMILY = Family(
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,
+    # No queries and keys: deterministic, finite-out (x scaled), block-size-invariance (any
+    # other tiling of the same problem) and lowers-for-tpu (Mosaic lowering of the tiling).
+    metamorphic=Metamorphic(
+        roles={}, logit_input="x", traceable=_kernel.traceable,
+        block_variants=block_variants({"batch_block": (8, 16, 32, 128),
+                                       "out_block": (128, 256), "in_block": (128, 256)})),
     modes=frozenset({
         "x_q:int8", "x_q:none", "accumulate-over-in-blocks",
         "quantized-x-reused-across-out-blocks", "x-quantized-per-in-block", "padded-batch",

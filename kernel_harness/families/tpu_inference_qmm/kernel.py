@@ -60,6 +60,13 @@ def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., An
         out_block=fields["out_block"], in_block=fields["in_block"]))
 
 
+def traceable(impl: Callable[..., Any] | None, case: QmmCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The adapter's program as ``f(inputs) -> {"out": ...}`` (for ``lowers-for-tpu``)."""
+    program = _program(impl or quantized_matmul, case.static_key())
+    return lambda inputs: {"out": program(inputs["x"], inputs["w_q"], inputs["w_scale"])}
+
+
 def run(impl: Callable[..., Any], case: QmmCase, inputs: dict[str, np.ndarray],
         backend: Backend) -> dict[str, np.ndarray]:
     """``out`` [n_batch, n_out] (float32)."""

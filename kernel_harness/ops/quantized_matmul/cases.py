@@ -52,6 +52,11 @@ class QmmCase(Case):
         check_sizes(self, "n_batch", "n_in", "n_out", "batch_block", "out_block", "in_block")
         if self.x_q_dtype not in X_Q_DTYPES:
             raise ValueError(f"x_q_dtype must be one of {X_Q_DTYPES}, got {self.x_q_dtype!r}")
+        if self.batch_block % 128 and self.n_batch > self.batch_block:
+            raise ValueError(
+                f"batch_block {self.batch_block} with n_batch {self.n_batch}: the kernel's "
+                "row-max block (1, batch_block) lowers for TPU only when batch_block is a "
+                "multiple of 128 or one block holds the whole batch")
 
     def blocks(self) -> tuple[int, int, int]:
         """Blocks of the padded problem along batch, out and in."""
@@ -106,16 +111,19 @@ def qmm_events(case: QmmCase) -> list[str]:
 @st.composite
 def qmm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = ("float32", "bfloat16")
               ) -> QmmCase:
-    """Valid :class:`QmmCase` s: blocks of 8-32 rows and 128-256 columns, every size 1-3
-    blocks whole or with a padded last one, activations quantized or not. Shrinks towards
-    float32, int8 activations, one block each."""
-    batch_block = draw(st.sampled_from((8, 16, 32)))
+    """Valid :class:`QmmCase` s, tilings that lower for TPU: one batch block of 8-32 rows
+    (whole or padded) or 1-2 blocks of 128, blocks of 128-256 columns with 1-2 (out) or 1-3
+    (in) blocks whole or with a padded last one, activations quantized or not. Shrinks
+    towards float32, int8 activations, one block each."""
+    batch_block = draw(st.sampled_from((8, 16, 32, 128)))
     out_block = draw(st.sampled_from((128, 256)))
     in_block = draw(st.sampled_from((128, 256)))
+    n_batch = (draw(block_aware_sizes(batch_block, max_blocks=2)) if batch_block >= 128
+               else draw(block_aware_sizes(batch_block, max_blocks=1)))
     return QmmCase(
         dtype=draw(st.sampled_from(dtypes)), seed=draw(st.integers(0, 2**31 - 1)),
         x_q_dtype=draw(st.sampled_from(X_Q_DTYPES)),
         batch_block=batch_block, out_block=out_block, in_block=in_block,
-        n_batch=draw(block_aware_sizes(batch_block, max_blocks=3)),
+        n_batch=n_batch,
         n_out=draw(block_aware_sizes(out_block, max_blocks=2)),
         n_in=draw(block_aware_sizes(in_block, max_blocks=3)))
