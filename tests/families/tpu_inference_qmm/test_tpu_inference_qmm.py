@@ -49,7 +49,7 @@ def test_truncation_and_rounding_as_declared():
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_every_row_has_a_power_of_two_scale(dtype):
-    case = QmmCase(dtype=dtype, seed=5, n_batch=20, n_in=300, n_out=130)
+    case = QmmCase(dtype=dtype, seed=5, n_batch=20, n_in=300, n_out=130, batch_block=32)
     x = case.materialize()["x"].astype(np.float32)
     assert (np.abs(x).max(axis=1) == ROW_MAX).all()
     w = case.materialize()
@@ -93,3 +93,13 @@ def test_without_tpu_inference_the_family_is_listed_as_needing_it():
     assert proc.returncode == 0, proc.stderr[-2000:]
     row = next(line for line in proc.stdout.splitlines() if line.startswith(NAME))
     assert "needs tpu-inference" in proc.stdout and "tpu-interpret" not in row, row
+
+
+def test_only_tilings_that_lower_for_tpu_are_cases():
+    """lowers-for-tpu found it: the kernel's row-max block (1, batch_block) lowers only
+    when batch_block is a multiple of 128 or covers the whole batch."""
+    QmmCase(dtype="float32", seed=0, n_batch=20, n_in=128, n_out=128, batch_block=32)
+    QmmCase(dtype="float32", seed=0, n_batch=200, n_in=128, n_out=128, batch_block=128)
+    with pytest.raises(ValueError, match="lowers for TPU only when"):
+        QmmCase(dtype="float32", seed=0, n_batch=20, n_in=128, n_out=128, batch_block=8)
+
