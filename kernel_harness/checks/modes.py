@@ -131,9 +131,14 @@ def _draw(family: Family, run_seed: int, max_draws: int
 _COVERS: dict[tuple[Any, ...], tuple[Family, Cover]] = {}
 
 
+_MAX_COVERS = 256
+
+
 def _cover(family: Family, run_seed: int, budget: int, max_draws: int) -> Cover:
     key = (id(family), run_seed, budget, max_draws)
     if key not in _COVERS:
+        while len(_COVERS) >= _MAX_COVERS:  # every session narrows its families anew
+            del _COVERS[next(iter(_COVERS))]
         _COVERS[key] = (family, _greedy(family, run_seed, budget, max_draws))
     return _COVERS[key][1]
 
