@@ -1,8 +1,8 @@
 """Standalone repro source for one gpu-norm case (``kernel-harness export-repro``).
 
-The script judges out, dx, dweight and dbias against each output's own scale (the harness
-also judges dx against the size of its cancelling terms, ``dx:magnitude``, which the
-script's fixed judge does not know: the script is the stricter of the two on dx)."""
+The script judges out, dx, dweight and dbias as the harness does: dx, dweight and dbias
+against the size of their cancelling terms where larger (``<output>:magnitude``, which the
+script's reference returns and the embedded judge reads)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,8 @@ def export(case: NormCase) -> ExportSnippet:
     centre = ("c = z - z.mean(axis=-1, keepdims=True)" if case.op == "layer_norm"
               else "c = z  # rms_norm: no centring")
     mean_g = ("- g.mean(axis=-1, keepdims=True) " if case.op == "layer_norm" else "")
+    abs_mean_g = ("np.abs(g.mean(axis=-1, keepdims=True))" if case.op == "layer_norm"
+                  else "0.0")
     reference = f'''
         def reference(x):
             """{case.op} and its vjp in float64 from the definitions."""
@@ -48,9 +50,14 @@ def export(case: NormCase) -> ExportSnippet:
             rstd = 1.0 / np.sqrt((c * c).mean(axis=-1, keepdims=True) + {case.eps!r})
             xhat = c * rstd
             g = do * w
-            dx = rstd * (g {mean_g}- xhat * (g * xhat).mean(axis=-1, keepdims=True))
-            out = dict(out=xhat * w + b, dx=dx, dweight=(do * xhat).sum(axis=(0, 1)),
-                       dbias=do.sum(axis=(0, 1)))
+            proj = xhat * (g * xhat).mean(axis=-1, keepdims=True)
+            dx = rstd * (g {mean_g}- proj)
+            mean_g = {abs_mean_g}
+            out = {{"out": xhat * w + b, "dx": dx, "dweight": (do * xhat).sum(axis=(0, 1)),
+                   "dbias": do.sum(axis=(0, 1)),
+                   "dx:magnitude": rstd * (np.abs(g) + mean_g + np.abs(proj)),
+                   "dweight:magnitude": np.abs(do * xhat).sum(axis=(0, 1)),
+                   "dbias:magnitude": np.abs(do).sum(axis=(0, 1))}}
             return {{k: v.astype(np.float32) for k, v in out.items()}}
     '''
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,

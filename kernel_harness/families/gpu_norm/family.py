@@ -55,8 +55,10 @@ _TABLE: dict[tuple[str, str], tuple[float, str]] = {
 
 _WHAT = {"out": "one rounding of x - mean, rstd, weight, bias",
          "dx": "judged against the size of its terms (dx:magnitude), which can cancel",
-         "dweight": "a float32 sum over rows of do * xhat",
-         "dbias": "a float32 sum over rows of do"}
+         "dweight": "a float32 sum over rows of do * xhat, judged against the size of its "
+                    "terms (dweight:magnitude): the sum cancels",
+         "dbias": "a float32 sum over rows of do, judged against the size of its terms "
+                  "(dbias:magnitude)"}
 
 
 def _reason(dtype: str, out: str, obs: str) -> str:

@@ -12,6 +12,9 @@ dx is a difference of terms that can cancel (n = 1 rms_norm: xhat^2 = x^2 / (x^2
 so dx ~ rstd * g * eps / (x^2 + eps)); the reference also returns ``dx:magnitude``, the size
 of the terms, rstd * (|g| + |mean(g)| + |xhat * mean(g * xhat)|), which the judge uses as
 dx's scale where it is larger (one rounding of rstd or mean is relative to these terms).
+dweight and dbias are sums over rows that cancel too (17 rows of +-1 summing to 0.98): their
+magnitudes, sum |do * xhat| and sum |do|, are their scales where larger (a rounding of each
+row's rstd is relative to its own term, not to the cancelled sum).
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ def norm(op: str, x: np.ndarray, weight: np.ndarray, bias: np.ndarray, do: np.nd
     rows = tuple(range(x.ndim - 1))
     return {"out": xhat * weight + bias, "dx": dx,
             "dx:magnitude": rstd * (np.abs(g) + mean_g + np.abs(proj)),
-            "dweight": (do * xhat).sum(axis=rows), "dbias": do.sum(axis=rows)}
+            "dweight": (do * xhat).sum(axis=rows), "dbias": do.sum(axis=rows),
+            "dweight:magnitude": np.abs(do * xhat).sum(axis=rows),
+            "dbias:magnitude": np.abs(do).sum(axis=rows)}
 
 
 def reference(case: NormCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
