@@ -101,6 +101,9 @@ def run_property(
     try:
         test()
     except Exception as e:  # noqa: BLE001 - every failure is reported, none hidden
+        stop = stop_request_within(e)
+        if stop is not None:
+            raise stop from None
         error = e
     finally:
         restore()
@@ -117,6 +120,26 @@ def run_property(
         cover=cover,
         modes_declared=len(family.modes),
     )
+
+
+def stop_request_within(error: BaseException) -> BaseException | None:
+    """A request to stop the run (a ``BaseException`` that is not an ``Exception``, a
+    ``SystemExit`` or a ``GeneratorExit``: ``KeyboardInterrupt``, a signal's interrupt) that
+    ``error`` wraps, or None. Hypothesis catches one that lands while it draws data and
+    raises ``FlakyStrategyDefinition`` from it: that is an interrupted search, not a
+    failure of the kernel."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [error]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if not isinstance(e, (Exception, SystemExit, GeneratorExit)):
+            return e
+        todo += [x for x in (e.__cause__, e.__context__) if x is not None]
+        todo += list(getattr(e, "exceptions", ()))
+    return None
 
 
 #: Property name -> builder ``(family, *, backend, impl, impl_spec, observer) -> test``:

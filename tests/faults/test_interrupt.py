@@ -61,7 +61,9 @@ def test_a_signal_after_the_first_failure_writes_everything_and_resume_completes
     rest, err = proc.communicate(timeout=120)
     text = "".join(seen) + rest
     assert proc.returncode == EXIT_INTERRUPTED, text + err
-    assert f"INTERRUPTED by {sig.name}: 1 units finished, 1 interrupted, 0 not started" in text
+    last = [line for line in text.splitlines() if line.startswith("INTERRUPTED by")]
+    assert last and last[-1].startswith(
+        f"INTERRUPTED by {sig.name}: 1 units finished, 1 interrupted, 0 not started"), text
     assert "Traceback" not in err, err[-3000:]
 
     doc = json.loads(out.read_text())
