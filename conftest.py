@@ -25,6 +25,7 @@ import pytest
 from hypothesis import settings
 
 from kernel_harness.core.compat.xla_flags import fast_cpu_compile_flags
+from kernel_harness.core.devices import DEFAULT_CPU_DEVICES
 from kernel_harness.run import profiles
 
 #: XLA's CPU compiler at its cheapest settings for this suite's own processes (and the CLI
@@ -37,8 +38,11 @@ from kernel_harness.run import profiles
 #: reorder float arithmetic; the emitters may vectorize a reduction differently (up to about
 #: a float32 ulp of an output, far inside every tolerance). A user's XLA_FLAGS that already
 #: set a flag win. The pytest header prints what the suite set.
+#: And the simulated CPU devices the harness's own processes start with
+#: (``core/devices.py``), so the collective families run in the suite's process too.
 SUITE_XLA_FLAGS = ("--xla_backend_optimization_level=0",
-                   "--xla_llvm_disable_expensive_passes=true", *fast_cpu_compile_flags())
+                   "--xla_llvm_disable_expensive_passes=true", *fast_cpu_compile_flags(),
+                   f"--xla_force_host_platform_device_count={DEFAULT_CPU_DEVICES}")
 
 
 def _suite_xla_flags(current: str) -> str:

@@ -92,12 +92,12 @@ def test_nightly_is_hang_proof_and_uploads_its_results():
     doc = yaml.safe_load(NIGHTLY.read_text())
     checks = [cli.parse_args(c) for s in _run_scripts(NIGHTLY) for c in _commands(s)
               if c[0] == "check"]
-    assert len(checks) == len(doc["jobs"]["tpu"]["strategy"]["matrix"]["include"]) == 2
+    assert len(checks) == len(doc["jobs"]["tpu"]["strategy"]["matrix"]["include"]) == 3
     for check in checks:
         assert check.backend == "tpu" and check.profile == "nightly" and check.timeout > 0
         assert check.seed is None and check.max_examples is None  # 300 fresh examples a night
     # every shard writes its own results where the verdict job's merge reads them
-    assert len({c.json for c in checks}) == 2 and all(
+    assert len({c.json for c in checks}) == 3 and all(
         c.json.match("results/nightly-*.json") for c in checks)
     for job in doc["jobs"].values():
         upload = [s for s in job["steps"]
@@ -109,7 +109,7 @@ def test_nightly_compares_goldens_and_gives_one_verdict():
     doc = yaml.safe_load(NIGHTLY.read_text())
     goldens = [cli.parse_args(c) for s in _run_scripts(NIGHTLY) for c in _commands(s)
                if c[:2] == ["golden", "check"]]
-    assert [g.backend for g in goldens] == ["tpu", "tpu"]
+    assert [g.backend for g in goldens] == ["tpu"] * 3
     verdict = doc["jobs"]["verdict"]
     assert verdict["needs"] == "tpu" and verdict["if"] == "always()"
     (merge,) = [cli.parse_args(c) for s in _run_scripts(NIGHTLY, ("verdict",))

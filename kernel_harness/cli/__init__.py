@@ -32,6 +32,7 @@ from kernel_harness.cli import (
     repro,
     shard,
 )
+from kernel_harness.core import devices
 from kernel_harness.core.errors import UsageError
 from kernel_harness.spec import registry
 from kernel_harness.spec.config import load_config
@@ -97,6 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from the working directory up) is read first: its ``family-modules`` are registered
     before ``--family-module``'s, and it supplies ``--backend`` / ``--profile`` where the
     command line leaves them unset (:func:`kernel_harness.cli.common.apply_config`)."""
+    devices.request_cpu_devices()  # before anything starts jax: collective families
     hypothesis_storage()
     args = parse_args(argv)
     try:

@@ -55,20 +55,23 @@ class Backend:
         return False
 
     @contextlib.contextmanager
-    def forcing_interpret(self) -> Iterator[None]:
-        """Context for kernels with no ``interpret`` argument (e.g. TPU flash)."""
+    def forcing_interpret(self, **schedule: Any) -> Iterator[None]:
+        """Context for kernels with no ``interpret`` argument (e.g. TPU flash).
+
+        ``schedule``: TPU interpreter settings a case draws (``dma_execution_mode``...),
+        applied on the interpreted backends; on a TPU the hardware schedules."""
         if self.name == "tpu":
             yield
         elif self.name == "tpu-interpret":
-            with compat.forced_tpu_interpret_mode(compat.tpu_interpret_params()):
+            with compat.forced_tpu_interpret_mode(compat.tpu_interpret_params(**schedule)):
                 yield
         elif self.name == "interpret":
             # A TPU kernel without an interpret switch can only be interpreted
             # by the TPU interpreter; plain settings (no race detection, zeroed
             # scratch) keep it an ordinary functional run.
-            params = compat.tpu_interpret_params(
-                detect_races=False, uninitialized_memory="zero", num_cores_or_threads=1
-            )
+            params = compat.tpu_interpret_params(**{
+                "detect_races": False, "uninitialized_memory": "zero",
+                "num_cores_or_threads": 1, **schedule})
             with compat.forced_tpu_interpret_mode(params):
                 yield
         else:

@@ -133,7 +133,7 @@ class CheckSession:
             fam = adjust_tolerances(narrow(fam, self.without | extra), list(request.tolerance),
                                     request.tolerance_scale)
             try:
-                ensure_supported(fam, self.backend)
+                ensure_supported(fam, self.backend, devices=not self.isolated)
             except BackendUnavailable as e:
                 if request.families:
                     raise UsageError(str(e)) from None

@@ -16,6 +16,7 @@ import json
 import signal
 import sys
 
+from kernel_harness.core import devices
 from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration import interrupt, watch
 from kernel_harness.orchestration.session import CheckRequest, CheckSession
@@ -26,6 +27,7 @@ from kernel_harness.run import kernel_coverage
 def main(argv: list[str]) -> int:
     """Serves units until the end of standard input; exit 2 on a request it cannot take."""
     (events,) = argv
+    devices.request_cpu_devices()  # before anything starts jax: collective families
     faulthandler.enable()  # a native crash leaves the Python stack on stderr for the report
     request = CheckRequest.from_json_dict(json.loads(sys.stdin.readline()))
     try:

@@ -94,16 +94,34 @@ def buffer_names(log: compat.TpuInterpretLog) -> dict[tuple[int, tuple[Any, ...]
     allocation order (``[input i]`` hold data, ``[output j]`` start uninitialized)."""
     names = {}
     counters: collections.Counter = collections.Counter()
+    devices = _devices(log)
     for key, alloc in log.allocations.items():
-        space, buffer_id, _device, core = (tuple(alloc.buffer) + (None,) * 4)[:4]
+        space, buffer_id, device, core = (tuple(alloc.buffer) + (None,) * 4)[:4]
         if str(space) == "hbm":
             role = "output" if alloc.uninitialized else "input"
-            label = f"[{role} {counters[(alloc.kernel_index, role)]}]"
-            counters[(alloc.kernel_index, role)] += 1
+            which = (alloc.kernel_index, role, device if len(devices) > 1 else None)
+            on = f" on device {device}" if len(devices) > 1 else ""
+            label = f"[{role} {counters[which]}{on}]"
+            counters[which] += 1
         else:
-            label = f"[{space}#{buffer_id} core {core}] scratch or block buffer,"
+            on = f"device {device} " if len(devices) > 1 else ""
+            label = f"[{space}#{buffer_id} {on}core {core}] scratch or block buffer,"
         names[key] = f"{label} {alloc.shape} {alloc.dtype}"
     return names
+
+
+def _who(access: compat.BufferAccess, devices: set[Any]) -> str:
+    """Who made an access: ``core 1``; on a mesh (``devices``: the devices that own
+    buffers) ``device 2 core 0``; a DMA, which the interpreter runs on a virtual device of
+    its own, ``a DMA``."""
+    device = getattr(access, "device", 0)
+    if devices and device not in devices:
+        return f"a DMA (core {access.core})"
+    return f"device {device} core {access.core}" if len(devices) > 1 else f"core {access.core}"
+
+
+def _devices(log: compat.TpuInterpretLog) -> set[Any]:
+    return {tuple(a.buffer)[2] for a in log.allocations.values() if len(tuple(a.buffer)) > 2}
 
 
 def _kernels(log: compat.TpuInterpretLog) -> dict[int, str]:
@@ -130,6 +148,7 @@ def find_races(log: compat.TpuInterpretLog, relative: dict[int, int]) -> list[Fi
     by_buffer: dict[tuple[int, tuple[Any, ...]], list[compat.BufferAccess]] = (
         collections.defaultdict(list)
     )
+    devices = _devices(log)
     for a in log.accesses:
         if a.clock is not None:
             by_buffer[(a.kernel_index, a.buffer)].append(a)
@@ -154,8 +173,8 @@ def find_races(log: compat.TpuInterpretLog, relative: dict[int, int]) -> list[Fi
                 buffer=names.get(key, str(key[1])), line=_line(a),
                 detail=(
                     f"{len(pairs)} conflicting pair(s); first: {a.kind} of {_fmt_where(a.where)} "
-                    f"by core {a.core} at grid point {a.grid_point} vs {b.kind} of "
-                    f"{_fmt_where(b.where)} by core {b.core} at grid point {b.grid_point} "
+                    f"by {_who(a, devices)} at grid point {a.grid_point} vs {b.kind} of "
+                    f"{_fmt_where(b.where)} by {_who(b, devices)} at grid point {b.grid_point} "
                     f"({_line(b)})"
                 ),
                 grid_points=points,
@@ -174,6 +193,7 @@ def find_uninitialized_reads(
     the order across the interpreter's barriers.
     """
     written: dict[tuple[int, tuple[Any, ...]], np.ndarray] = {}
+    devices = _devices(log)
     hits: dict[tuple[int, tuple[Any, ...], str], list[Any]] = collections.defaultdict(list)
     for a in log.accesses:
         key = (a.kernel_index, a.buffer)
@@ -203,7 +223,7 @@ def find_uninitialized_reads(
                 line=_line(first),
                 detail=(
                     f"{len(found)} read(s) of never-written elements, first "
-                    f"{_fmt_where(first.where)} by core {first.core} ({missing} elements "
+                    f"{_fmt_where(first.where)} by {_who(first, devices)} ({missing} elements "
                     f"uninitialized) at grid point(s) {shown or '-'}"
                 ),
                 grid_points=points,

@@ -12,6 +12,7 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.core.case import Arrays
+from kernel_harness.core.devices import require_devices
 from kernel_harness.core.judges import judge_for
 from kernel_harness.core.tolerance import Verdict
 from kernel_harness.run import kernel_count, memory_maps
@@ -66,13 +67,18 @@ class CaseResult:
         return tuple(v for v in self.verdicts if not v.passed)
 
 
-def ensure_supported(family: Family, backend: Backend) -> None:
-    """Raises :class:`BackendUnavailable` if ``family`` cannot run on ``backend``."""
+def ensure_supported(family: Family, backend: Backend, *, devices: bool = True) -> None:
+    """Raises :class:`BackendUnavailable` if ``family`` cannot run on ``backend``, or
+    (``devices``) this process has fewer devices than its cases use
+    (:class:`~kernel_harness.core.devices.DevicesUnavailable`)."""
     if backend.name not in family.backends:
         raise BackendUnavailable(
             f"family {family.name!r} cannot run on backend {backend.name!r}; "
             f"it supports: {', '.join(sorted(family.backends)) or 'none here: ' + family.summary}"
         )
+    if devices and family.devices > 1:
+        require_devices(backend.platform, family.devices,
+                        f"family {family.name!r} (cases on up to {family.devices} devices)")
 
 
 def run_on_backend(

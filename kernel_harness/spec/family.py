@@ -122,6 +122,10 @@ class Family:
       bad_inputs: ``bad_inputs() -> [BadInput]``: invalid configurations of the kernel,
         each of which must raise a clear error (:mod:`kernel_harness.spec.bad_input`;
         ``kernel-harness bad-input``); None: the family lists none.
+      devices: the most devices a case runs on (a collective kernel's mesh; 1: one
+        device). Each example needs that many on the backend's platform
+        (:mod:`kernel_harness.core.devices`); a process with fewer is an error, never a
+        smaller mesh.
       relations: the op's metamorphic relations (:class:`~kernel_harness.spec.relations.
         Relation`), each run as a property of its own name, besides the built-in ones.
     """
@@ -165,6 +169,7 @@ class Family:
     kernels: KernelExpectation | None = None
     bad_inputs: Callable[[], Sequence[BadInput]] | None = None
     requires: str = ""
+    devices: int = 1
 
     def relation(self, name: str) -> Relation | None:
         """The relation called ``name``, or None."""

@@ -57,6 +57,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "tpu-ragged-paged": "kernel_harness.families.tpu_ragged_paged.family:FAMILY",
     "tpu-paged": "kernel_harness.families.tpu_paged.family:FAMILY",
     "tpu-inference-quantized-matmul": "kernel_harness.families.tpu_inference_qmm.family:FAMILY",
+    "tpu-all-gather": "kernel_harness.families.tpu_all_gather.family:FAMILY",
 }
 
 # Families registered by load_family_modules (explicit calls only; empty at import).
