@@ -140,6 +140,7 @@ BOTH_STACKS = (
     "tests/cli/test_crash_everywhere.py",
     "tests/families/hstu/test_hstu_backends.py",
     "tests/families/tpu_ragged_paged/",
+    "tests/families/tpu_all_gather/",
     "tests/regression/test_export.py",
 )
 _ROOT = Path(__file__).resolve().parent

@@ -10,7 +10,6 @@ from kernel_harness.plugin import family_names_for
 from kernel_harness.spec.narrow import declared_without, narrow
 from kernel_harness.spec.registry import get_family
 
-
 #: Families whose shipped kernel has a known bug the default properties would fail on
 #: every run: this suite checks them with the corrected implementation, and the bug stays
 #: pinned where it is asserted (the finding's standalone script under findings/ and the

@@ -20,8 +20,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import jax
-
 from kernel_harness.checks.modes import modes_first
 from kernel_harness.checks.properties import (
     PROPERTIES,
@@ -33,7 +31,14 @@ from kernel_harness.checks.properties import (
 )
 from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
-from kernel_harness.orchestration import interrupt, outcome_text, parallel, results, watch
+from kernel_harness.orchestration import (
+    interrupt,
+    outcome_text,
+    parallel,
+    results,
+    session_header,
+    watch,
+)
 from kernel_harness.orchestration.corpus import (
     Outage,
     ReplayResult,
@@ -64,12 +69,14 @@ from kernel_harness.spec.impl import load_impl
 from kernel_harness.spec.narrow import (
     adjust_tolerances,
     declared_without,
-    describe_adjustments,
     narrow,
     parse_features,
 )
 
 Emit = Callable[[str], None]
+#: The per-example time limit of a run with a collective family (Family.devices > 1) when
+#: none is given: a deadlock is common there, and must end as a hang report.
+COLLECTIVE_TIMEOUT = 300.0
 
 
 def _print(line: str) -> None:
@@ -88,7 +95,7 @@ class CheckSession:
         self.emit = emit
         if request.max_examples is not None and request.max_examples < 1:
             raise UsageError("--max-examples must be at least 1")
-        if request.timeout is not None and request.timeout < 0:
+        if (request.timeout or 0) < 0:
             raise UsageError("--timeout must be positive (0 turns the limit off)")
         if short_name(request.profile) is None:
             raise UsageError(f"unknown profile {request.profile!r}; choose one of: "
@@ -117,6 +124,8 @@ class CheckSession:
         #: an ERROR each, while the others run (a named one is a usage error).
         self.broken: list[tuple[str, str]] = []
         families = self._families()
+        if self.timeout is None and any(f.devices > 1 for f in families):
+            self.timeout = COLLECTIVE_TIMEOUT  # a deadlocked collective: a hang report
         unknown = [p for p in request.properties if not is_property(p, families)]
         if unknown:
             relations = sorted({r.name for f in families for r in f.relations})
@@ -133,7 +142,9 @@ class CheckSession:
             fam = adjust_tolerances(narrow(fam, self.without | extra), list(request.tolerance),
                                     request.tolerance_scale)
             try:
-                ensure_supported(fam, self.backend, devices=not self.isolated)
+                # An isolated run's devices are its worker's (which has a heartbeat file).
+                ensure_supported(fam, self.backend, devices=not self.isolated
+                                 or self.request.heartbeat_file is not None)
             except BackendUnavailable as e:
                 if request.families:
                     raise UsageError(str(e)) from None
@@ -201,29 +212,7 @@ class CheckSession:
 
     def header_lines(self) -> list[str]:
         """What runs: backend, profile, jax, families, the implementation, the adjustments."""
-        lines = [
-            f"kernel-harness check: backend {self.backend.name} ({self.backend.note}), profile "
-            f"{self.request.profile}, jax {jax.__version__}, families "
-            f"{', '.join(f.name for f in self.families) or '-'}",
-            f"  {self.cache_note}; shrink budget {self.shrink_budget}; "
-            f"{self.draws_per_compile} data draws per compiled program",
-        ]
-        if self.impl_label is not None:
-            lines.append(f"  impl: {self.impl_label}")
-        if self.request.shard is not None:
-            lines.append(f"  shard {self.request.shard}: {len(self.units)} units, seed "
-                         f"{self.seed}")
-        if self.corpus is not None:
-            lines.append(f"  corpus {self.corpus.location} ({self.corpus_mode}): " + (
-                "LOST (above)" if self.corpus.lost else "its entries replay first, before "
-                "each unit's search"))
-        if self.isolated:
-            limit = f"--timeout {self.timeout:g}s per example; " if self.timeout else ""
-            lines.append(f"  ({limit}units run in a worker process: a hang or a native crash "
-                         "is reported and the run goes on)")
-        for fam in self.families:
-            lines += [f"  {fam.name}: {line}" for line in describe_adjustments(fam)]
-        return lines
+        return session_header.header_lines(self)
 
     def skip_results(self) -> list[UnitResult]:
         """One SKIP result per family the backend cannot run (never silent), and one ERROR

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_harness.core.errors import UsageError
-from kernel_harness.orchestration import interrupt, results
+from kernel_harness.orchestration import hang_stacks, interrupt, results
 from kernel_harness.orchestration.interrupted_unit import from_events, renamed
 from kernel_harness.orchestration.units import Unit, UnitResult
 from kernel_harness.run.report import PREFIX, case_repro_command
@@ -205,10 +205,11 @@ class Supervisor:
                     raise UsageError(refused[-1].removeprefix(WORKER_ERROR).strip())
                 return self._died(unit, running, proc.returncode, time.time() - start)
             if timeout and running is not None and time.time() - running["time"] > timeout:
+                waits = self._waits()
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 self._proc = None
-                return self._hung(unit, running, time.time() - start)
+                return self._hung(unit, running, time.time() - start, waits)
             time.sleep(POLL_SECONDS)
 
     def _repro(self, unit: Unit, case_json: str) -> str:
@@ -260,13 +261,28 @@ class Supervisor:
                             None if running is None else running["case"], seconds,
                             crash_signal=how)
 
-    def _hung(self, unit: Unit, running: dict[str, Any], seconds: float) -> UnitResult:
+    def _waits(self) -> list[dict[str, Any]] | None:
+        """What the hung worker's simulated devices wait on (:mod:`.hang_stacks`), or None
+        when it does not answer within 3 s."""
+        assert self._events is not None
+        hang_stacks.request(str(self._events))
+        deadline = time.time() + 3
+        while time.time() < deadline:
+            for event in self._read_events():
+                if event["event"] == "stacks":
+                    return event["waits"]
+            time.sleep(POLL_SECONDS)
+        return None
+
+    def _hung(self, unit: Unit, running: dict[str, Any], seconds: float,
+              waits: list[dict[str, Any]] | None = None) -> UnitResult:
         timeout = self.timeout
         summary = (f"{PREFIX} FAIL {unit.family.name} {unit.prop} "
                    f"backend={self.backend}: the kernel did not return within "
                    f"--timeout {timeout:g}s (killed after {time.time() - running['time']:.0f}s)"
                    f" on case {running['case']}")
-        return self._failed(unit, "FAIL (timeout)", summary, [], running["case"], seconds,
+        detail = hang_stacks.describe(waits) if waits else []
+        return self._failed(unit, "FAIL (timeout)", summary, detail, running["case"], seconds,
                             timeout_seconds=timeout)
 
     def close(self) -> None:

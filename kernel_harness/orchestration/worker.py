@@ -18,7 +18,7 @@ import sys
 
 from kernel_harness.core import devices
 from kernel_harness.core.errors import UsageError
-from kernel_harness.orchestration import interrupt, watch
+from kernel_harness.orchestration import hang_stacks, interrupt, watch
 from kernel_harness.orchestration.session import CheckRequest, CheckSession
 from kernel_harness.orchestration.supervisor import UNIT_DONE, WORKER_ERROR
 from kernel_harness.run import kernel_coverage
@@ -37,6 +37,7 @@ def main(argv: list[str]) -> int:
               "object must be importable there; or run with --no-isolate)", file=sys.stderr)
         return 2
     units = {unit.name: unit for unit in session.units}
+    hang_stacks.serve(events)  # a hung kernel: what its simulated devices wait on
     with contextlib.ExitStack() as stack:
         # The supervisor's SIGTERM stops the unit; the worker answers with what it has.
         stack.enter_context(interrupt.handling((signal.SIGTERM,)))

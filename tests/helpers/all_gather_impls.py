@@ -21,3 +21,28 @@ def right_on_device_0_only(x, *, mesh, axis_name, memory_space):
 
     return jax.jit(compat.shard_map_unchecked(local, mesh=mesh, in_specs=_P(axis_name),
                                               out_specs=_P(None)))(x)
+
+
+def waits_for_a_signal_nobody_sends(x, *, mesh, axis_name, memory_space):
+    """A planted deadlock: every device waits at the barrier for three signals, and its two
+    neighbours send two."""
+    from jax.experimental import pallas as pl
+    from jax.experimental.pallas import tpu as pltpu
+
+    size = mesh.shape[axis_name]
+
+    def kernel(x_ref, o_ref):
+        me = lax.axis_index(axis_name)
+        barrier = pltpu.get_barrier_semaphore()
+        for step in (1, -1):
+            pl.semaphore_signal(barrier, 1, device_id=(lax.rem(me + step + size, size),))
+        pl.semaphore_wait(barrier, 3)
+        o_ref[...] = x_ref[...]
+
+    def local(shard):
+        return pl.pallas_call(
+            kernel, out_shape=jax.ShapeDtypeStruct(shard.shape, shard.dtype),
+            compiler_params=pltpu.CompilerParams(collective_id=0))(shard)
+
+    return jax.jit(compat.shard_map_unchecked(local, mesh=mesh, in_specs=_P(axis_name),
+                                              out_specs=_P(None)))(x)

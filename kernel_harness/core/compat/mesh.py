@@ -4,6 +4,10 @@ how many devices the TPU interpreter runs a collective kernel on without deadloc
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import Any
+
 import jax
 
 #: jax < 0.11's TPU interpreter can deadlock a collective on a simulated mesh: every device
@@ -37,3 +41,51 @@ def tpu_interpreter_max_devices() -> int | None:
     (None: no known limit); see :data:`OLD_INTERPRETER_MAX_DEVICES`."""
     major_minor = tuple(int(p) for p in jax.__version__.split(".")[:2])
     return OLD_INTERPRETER_MAX_DEVICES if major_minor < (0, 11) else None
+
+
+#: Interpreter functions a simulated device blocks in, and what the wait is.
+INTERPRETER_WAITS = {
+    "semaphore_wait": "waits on a semaphore",
+    "dma_wait": "waits for a DMA",
+    "_allocate_buffer": "waits in the interpreter's buffer allocation",
+    "allocate_buffer": "waits in the interpreter's buffer allocation",
+}
+_INTERPRETER = "pallas/mosaic/interpret"
+
+
+def interpreter_waits() -> list[dict[str, Any]]:
+    """Each thread blocked in the TPU interpreter: its device, core and what it waits on."""
+    found = []
+    for frame in sys._current_frames().values():
+        while frame is not None:
+            code = frame.f_code
+            path = code.co_filename.replace("\\", "/")
+            if code.co_name in INTERPRETER_WAITS and _INTERPRETER in path:
+                local = frame.f_locals
+                found.append({
+                    "device": _plain(local.get("device_id")),
+                    "core": _plain(local.get("local_core_id")),
+                    "semaphore": _plain(local.get("sem_id")), "value": _plain(local.get("value")),
+                    "wait": code.co_name, "kernel_line": _kernel_line(local.get("source_info")),
+                    "where": f"{Path(code.co_filename).name}:{frame.f_lineno}"})
+                break
+            frame = frame.f_back
+    return found
+
+
+def _plain(value: Any) -> int | None:
+    """An int local as it is; anything else (a jax array, which the hung interpreter may be
+    reading: converting it would block here too) as None."""
+    return value if isinstance(value, int) else None
+
+
+def _kernel_line(source_info: Any) -> str | None:
+    """The kernel's source line the interpreter is running (``file:line (function)``)."""
+    if source_info is None:
+        return None
+    try:
+        from jax._src import source_info_util
+
+        return source_info_util.summarize(source_info)
+    except Exception:  # noqa: BLE001 - a report detail, never a reason to fail the report
+        return None

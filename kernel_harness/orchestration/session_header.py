@@ -1,0 +1,37 @@
+"""The lines a check session prints first: what runs (backend, profile, jax, families), the
+implementation, the corpus, the worker processes and the adjustments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+
+from kernel_harness.spec.narrow import describe_adjustments
+
+
+def header_lines(session: Any) -> list[str]:
+    """What runs: backend, profile, jax, families, the implementation, the adjustments."""
+    lines = [
+        f"kernel-harness check: backend {session.backend.name} ({session.backend.note}), profile "
+        f"{session.request.profile}, jax {jax.__version__}, families "
+        f"{', '.join(f.name for f in session.families) or '-'}",
+        f"  {session.cache_note}; shrink budget {session.shrink_budget}; "
+        f"{session.draws_per_compile} data draws per compiled program",
+    ]
+    if session.impl_label is not None:
+        lines.append(f"  impl: {session.impl_label}")
+    if session.request.shard is not None:
+        lines.append(f"  shard {session.request.shard}: {len(session.units)} units, seed "
+                     f"{session.seed}")
+    if session.corpus is not None:
+        lines.append(f"  corpus {session.corpus.location} ({session.corpus_mode}): " + (
+            "LOST (above)" if session.corpus.lost else "its entries replay first, before "
+            "each unit's search"))
+    if session.isolated:
+        limit = f"--timeout {session.timeout:g}s per example; " if session.timeout else ""
+        lines.append(f"  ({limit}units run in a worker process: a hang or a native crash "
+                     "is reported and the run goes on)")
+    for fam in session.families:
+        lines += [f"  {fam.name}: {line}" for line in describe_adjustments(fam)]
+    return lines
