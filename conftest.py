@@ -141,6 +141,7 @@ BOTH_STACKS = (
     "tests/families/hstu/test_hstu_backends.py",
     "tests/families/tpu_ragged_paged/",
     "tests/families/tpu_all_gather/",
+    "tests/families/tpu_inference_agmm/",
     "tests/regression/test_export.py",
 )
 _ROOT = Path(__file__).resolve().parent

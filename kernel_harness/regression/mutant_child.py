@@ -304,6 +304,9 @@ def zygote_main(config_path: str) -> None:
     plan = json.loads(Path(config_path).read_text())
     for name in PREIMPORTS:
         importlib.import_module(name)
+    from kernel_harness.core.devices import request_cpu_devices
+
+    request_cpu_devices()  # the zygote owns its process: collective families' devices
     threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else 1
     if threads > 1:  # forking a threaded process can deadlock the child: say so, loudly
         print(f"kernel-harness mutate: warning: {threads} threads in the process mutants "

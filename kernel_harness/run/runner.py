@@ -12,6 +12,7 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.core.case import Arrays
+from kernel_harness.core.compat import mesh as compat_mesh
 from kernel_harness.core.devices import require_devices
 from kernel_harness.core.judges import judge_for
 from kernel_harness.core.tolerance import Verdict
@@ -100,12 +101,19 @@ def run_counted(
     (:mod:`kernel_harness.run.kernel_count`; None where ``Family.kernels`` expects none)."""
     ensure_supported(family, backend)  # the one backend guard: adapters do not repeat it
     memory_maps.relieve()
-    if family.kernels is None:
-        return _run(family, impl, case, inputs, backend), None
-    counted = kernel_count.counting(impl, family.kernels)
-    with kernel_count.collecting(counted, family.name, case, backend.name) as sink:
-        outputs = _run(family, counted, case, inputs, backend)
-    return outputs, sink.count
+    try:
+        if family.kernels is None:
+            return _run(family, impl, case, inputs, backend), None
+        counted = kernel_count.counting(impl, family.kernels)
+        with kernel_count.collecting(counted, family.name, case, backend.name) as sink:
+            outputs = _run(family, counted, case, inputs, backend)
+        return outputs, sink.count
+    except Exception:
+        # A kernel that failed inside an effectful callback (the TPU interpreter's) leaves
+        # its error in jax's runtime tokens, where it fails every later example: drained
+        # here, so it is this example's failure only.
+        compat_mesh.drain_failed_effects()
+        raise
 
 
 def _run(family: Family, impl: Callable[..., Any], case: Any, inputs: Arrays,

@@ -64,3 +64,12 @@ def interpreting():
     return pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(
         detect_races=False, uninitialized_memory="zero", **{{cores: {cores}}}))
 '''
+
+
+#: Module-level lines of a collective family's script that ask for 8 simulated CPU devices
+#: before jax starts its backends (unless XLA_FLAGS names a count already).
+DEVICES_FIRST = """\
+if "--xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_force_host_platform_device_count=8").strip()
+"""

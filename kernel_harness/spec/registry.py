@@ -58,6 +58,8 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "tpu-paged": "kernel_harness.families.tpu_paged.family:FAMILY",
     "tpu-inference-quantized-matmul": "kernel_harness.families.tpu_inference_qmm.family:FAMILY",
     "tpu-all-gather": "kernel_harness.families.tpu_all_gather.family:FAMILY",
+    "tpu-inference-all-gather-matmul":
+        "kernel_harness.families.tpu_inference_agmm.family:FAMILY",
 }
 
 # Families registered by load_family_modules (explicit calls only; empty at import).

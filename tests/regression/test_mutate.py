@@ -128,7 +128,7 @@ def test_the_families_that_keep_catalogs():
     """A catalog that disappears (or a new one) is noticed here, not by a shorter CI."""
     assert sorted(FAMILIES_WITH_CATALOGS) == sorted([
         "splash", "hstu", "flash", "megablox-gmm", "gpu-norm", "gpu-softmax", "tpu-ragged-paged",
-        "tpu-paged", "tpu-inference-quantized-matmul"])
+        "tpu-paged", "tpu-inference-quantized-matmul", "tpu-inference-all-gather-matmul"])
 
 
 def _catalog(name):

@@ -89,3 +89,23 @@ def _kernel_line(source_info: Any) -> str | None:
         return source_info_util.summarize(source_info)
     except Exception:  # noqa: BLE001 - a report detail, never a reason to fail the report
         return None
+
+
+def drain_failed_effects() -> None:
+    """Waits for jax's pending effects and forgets their runtime tokens. A kernel that
+    failed inside an effectful callback on a mesh (the TPU interpreter's) leaves its error
+    in the token of each device's ordered effects; jax 0.10's barrier raises it without
+    clearing them, and every later effectful computation on those devices then fails with
+    that old error (measured: every example after a crashed 2-device collective)."""
+    import contextlib
+
+    from jax._src import dispatch
+
+    with contextlib.suppress(Exception):
+        jax.effects_barrier()
+    tokens = getattr(dispatch, "runtime_tokens", None)
+    if tokens is None or not callable(getattr(tokens, "clear", None)):
+        from kernel_harness.core.compat import InterpreterLayoutError
+
+        raise InterpreterLayoutError("jax._src.dispatch.runtime_tokens.clear() moved")
+    tokens.clear()

@@ -8,6 +8,7 @@ from __future__ import annotations
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_all_gather import kernel as _kernel
 from kernel_harness.families.tpu_all_gather.bad_inputs import bad_inputs
+from kernel_harness.families.tpu_all_gather.export import export
 from kernel_harness.ops.all_gather.cases import (
     MAX_DEVICES,
     AllGatherCase,
@@ -73,6 +74,7 @@ FAMILY = Family(
     contract=CONTRACT,
     seed_cases=seed_cases,
     bad_inputs=bad_inputs,
+    export=export,
     devices=MAX_DEVICES,
     modes=frozenset({"devices=2", "forwarded-slots", "odd-devices", "dma:on_wait",
                      "dma:eager", "memory:vmem", "memory:any", "float32", "bfloat16"}),

@@ -1,0 +1,1 @@
+"""The tpu-inference-all-gather-matmul family: tpu-inference's collective matmul."""

@@ -1,0 +1,78 @@
+"""Adapter running tpu-inference's all-gather matmul
+(``tpu_inference.kernels.collectives.all_gather_matmul.all_gather_matmul``) on a 1-D mesh
+of the case's first ``devices`` devices, with the case's blocks.
+
+The kernel has no ``interpret`` argument: on ``interpret`` and ``tpu-interpret`` it runs
+under forced TPU interpret mode with the case's DMA schedule, on simulated CPU devices
+(``core/devices.py``). Its result is sharded by columns (``out_specs=P(None, axis)``):
+every device's block is part of the array compared. The package's ``make_optimized_mesh``
+(a TPU-only device sort) is not used: the mesh is the devices in order.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.core.devices import require_devices
+from kernel_harness.families import tpu_inference_loader as loader
+from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+
+AXIS = "x"
+IMPL_SIGNATURE = (
+    "all_gather_matmul(x, y, mesh, axis_name, *, bn, bk, rhs_transpose) -> out (the "
+    "package's signature); x: [m, k] sharded by rows over axis_name, y: [k, n] (or [n, k] "
+    "with rhs_transpose); bn/bk: blocks, None for the kernel's default; out: [m, n] sharded "
+    "by columns"
+)
+
+#: Where tpu-inference is installed: the TPU backends; none without it.
+AGMM_BACKENDS = TPU_BACKENDS if loader.available() else frozenset()
+_MODULE = (loader.kernel_module("collectives.all_gather_matmul") if loader.available()
+           else None)
+
+
+def all_gather_matmul(x: jax.Array, y: jax.Array, mesh: Any, axis_name: str, *,
+                      bn: int | None, bk: int | None, rhs_transpose: bool) -> jax.Array:
+    """The default implementation: tpu-inference's ``all_gather_matmul``."""
+    if _MODULE is None:
+        raise ImportError(f"tpu-inference is not installed ({loader.INSTALL})")
+    return _MODULE.all_gather_matmul(x, y, mesh, axis_name, bn=bn, bk=bk,
+                                     rhs_transpose=rhs_transpose)
+
+
+@functools.lru_cache(maxsize=16)
+def _mesh(platform: str, devices: int) -> jax.sharding.Mesh:
+    return jax.sharding.Mesh(
+        np.array(require_devices(platform, devices, "tpu-inference-all-gather-matmul")),
+        (AXIS,))
+
+
+def run(impl: Callable[..., Any], case: AgmmCase, inputs: dict[str, np.ndarray],
+        backend: Backend) -> dict[str, np.ndarray]:
+    """``out`` [m, n] (float32)."""
+    mesh = _mesh(backend.platform, case.devices)
+    spec = jax.sharding.PartitionSpec
+    x = jax.device_put(inputs["x"], jax.sharding.NamedSharding(mesh, spec(AXIS, None)))
+    y_spec = spec(AXIS, None) if case.rhs_transpose else spec(None, AXIS)
+    y = jax.device_put(inputs["y"], jax.sharding.NamedSharding(mesh, y_spec))
+    schedule = {} if backend.name == "tpu" else {"dma_execution_mode": case.dma_mode}
+    with backend.forcing_interpret(**schedule):
+        out = jax.block_until_ready(impl(x, y, mesh, AXIS, bn=case.bn or None,
+                                         bk=case.bk or None,
+                                         rhs_transpose=case.rhs_transpose))
+    if out.shape != (case.m, case.n):
+        raise ValueError(f"tpu-inference-all-gather-matmul: the kernel returned shape "
+                         f"{out.shape}, expected {(case.m, case.n)}")
+    return {"out": np.asarray(out, np.float32)}
+
+
+#: How the family calls its kernel.
+ADAPTER = Adapter(kernel=all_gather_matmul, impl_signature=IMPL_SIGNATURE, run=run,
+                  backends=AGMM_BACKENDS)
