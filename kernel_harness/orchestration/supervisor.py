@@ -281,7 +281,9 @@ class Supervisor:
                    f"backend={self.backend}: the kernel did not return within "
                    f"--timeout {timeout:g}s (killed after {time.time() - running['time']:.0f}s)"
                    f" on case {running['case']}")
-        detail = hang_stacks.describe(waits) if waits else []
+        # A collective's report always says what its devices waited on (or that the worker
+        # did not say); another family's only when something waited in the interpreter.
+        detail = (hang_stacks.describe(waits) if waits or unit.family.devices > 1 else [])
         return self._failed(unit, "FAIL (timeout)", summary, detail, running["case"], seconds,
                             timeout_seconds=timeout)
 
