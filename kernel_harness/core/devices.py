@@ -11,9 +11,12 @@ Where a case needs more devices than the process has, :func:`require_devices` ra
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 
 import jax
+import numpy as np
 
 from kernel_harness.core import compat
 from kernel_harness.core.backends import BackendUnavailable
@@ -61,3 +64,12 @@ def require_devices(platform: str, n: int, what: str) -> list[jax.Device]:
            f"run it on a host with {n} {platform} devices")
     raise DevicesUnavailable(f"{what} needs {n} {platform} devices; this process has "
                              f"{len(have)}: {fix}")
+
+
+@functools.lru_cache(maxsize=32)
+def device_mesh(platform: str, shape: tuple[int, ...], axes: tuple[str, ...],
+                what: str) -> jax.sharding.Mesh:
+    """A mesh of ``shape`` over ``platform``'s first devices, in order, named ``axes``
+    (:func:`require_devices` for ``what``: never a smaller one)."""
+    found = require_devices(platform, math.prod(shape), what)
+    return jax.sharding.Mesh(np.array(found).reshape(shape), axes)

@@ -188,8 +188,8 @@ class Crash:
         if found:
             raised = f"{type(self.error).__name__}: {_first_line(self.error)[:120]}"
             lines.append(f"  (jax raised {raised}; the exception named above is from {found})")
-        findings = getattr(self.error, "diagnosis", None)
-        if findings is not None:  # tpu-interpret's diagnostics: the kernel's lines are in them
+        diagnosis = getattr(self.error, "diagnosis", None)
+        if diagnosis is not None:  # tpu-interpret's diagnostics: the kernel's lines are in them
             lines.append("  found by TPU interpret mode's diagnostics (each names the kernel's "
                          "source line):")
             lines += [f"  {line}" for line in str(self.error).splitlines()[1:]]
@@ -198,7 +198,7 @@ class Crash:
         else:
             lines.append("  raised outside the implementation's code (the family's adapter, "
                          "reference or jax; last frames):")
-        if findings is None:
+        if diagnosis is None:
             lines += [f"    {f.filename}:{f.lineno} in {f.name}: {(f.line or '').strip()}"
                       for f in own_frames(self.error)]
         if self.not_replayable is not None:

@@ -114,10 +114,11 @@ def _who(access: compat.BufferAccess, devices: set[Any]) -> str:
     """Who made an access: ``core 1``; on a mesh (``devices``: the devices that own
     buffers) ``device 2 core 0``; a DMA, which the interpreter runs on a virtual device of
     its own, ``a DMA``."""
-    device = getattr(access, "device", 0)
-    if devices and device not in devices:
+    if devices and access.device not in devices:
         return f"a DMA (core {access.core})"
-    return f"device {device} core {access.core}" if len(devices) > 1 else f"core {access.core}"
+    if len(devices) > 1:
+        return f"device {access.device} core {access.core}"
+    return f"core {access.core}"
 
 
 def _devices(log: compat.TpuInterpretLog) -> set[Any]:

@@ -4,11 +4,14 @@ how many devices the TPU interpreter runs a collective kernel on without deadloc
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
 
 import jax
+
+from kernel_harness.core.compat import JAX_VERSION, InterpreterLayoutError
 
 #: jax < 0.11's TPU interpreter can deadlock a collective on a simulated mesh: every device
 #: thread blocks in the interpreter's buffer allocation (``_allocate_buffer`` reading an
@@ -25,8 +28,6 @@ def backends_started() -> bool:
 
     started = getattr(xla_bridge, "backends_are_initialized", None)
     if started is None:
-        from kernel_harness.core.compat import InterpreterLayoutError
-
         raise InterpreterLayoutError("jax._src.xla_bridge.backends_are_initialized moved")
     return bool(started())
 
@@ -39,8 +40,7 @@ def cpu_device_count_config() -> int:
 def tpu_interpreter_max_devices() -> int | None:
     """The most devices a collective case may use in the TPU interpreter of this jax
     (None: no known limit); see :data:`OLD_INTERPRETER_MAX_DEVICES`."""
-    major_minor = tuple(int(p) for p in jax.__version__.split(".")[:2])
-    return OLD_INTERPRETER_MAX_DEVICES if major_minor < (0, 11) else None
+    return OLD_INTERPRETER_MAX_DEVICES if JAX_VERSION[:2] < (0, 11) else None
 
 
 #: Interpreter functions a simulated device blocks in, and what the wait is.
@@ -97,15 +97,11 @@ def drain_failed_effects() -> None:
     in the token of each device's ordered effects; jax 0.10's barrier raises it without
     clearing them, and every later effectful computation on those devices then fails with
     that old error (measured: every example after a crashed 2-device collective)."""
-    import contextlib
-
     from jax._src import dispatch
 
     with contextlib.suppress(Exception):
         jax.effects_barrier()
     tokens = getattr(dispatch, "runtime_tokens", None)
     if tokens is None or not callable(getattr(tokens, "clear", None)):
-        from kernel_harness.core.compat import InterpreterLayoutError
-
         raise InterpreterLayoutError("jax._src.dispatch.runtime_tokens.clear() moved")
     tokens.clear()

@@ -15,10 +15,9 @@ def _gather(devices: int, shard_rows: int, cols: int = 128) -> Any:
     from jax.experimental.pallas import tpu as pltpu
     from jax.experimental.pallas.ops.tpu import all_gather as ag
 
-    from kernel_harness.core.devices import require_devices
+    from kernel_harness.core.devices import device_mesh
 
-    mesh = jax.sharding.Mesh(np.array(require_devices("cpu", devices, "tpu-all-gather")),
-                             ("x",))
+    mesh = device_mesh("cpu", (devices,), ("x",), "tpu-all-gather")
     x = jnp.arange(devices * shard_rows * cols, dtype=jnp.float32).reshape(-1, cols)
     params = pltpu.InterpretParams(detect_races=False, uninitialized_memory="zero",
                                    dma_execution_mode="eager")
@@ -44,13 +43,10 @@ def bad_inputs() -> list[BadInput]:
 
 
 def _two_axes() -> Any:
-    import jax
     import jax.numpy as jnp
-    import numpy as np
     from jax.experimental.pallas.ops.tpu import all_gather as ag
 
-    from kernel_harness.core.devices import require_devices
+    from kernel_harness.core.devices import device_mesh
 
-    mesh = jax.sharding.Mesh(np.array(require_devices("cpu", 4, "tpu-all-gather"))
-                             .reshape(2, 2), ("x", "y"))
+    mesh = device_mesh("cpu", (2, 2), ("x", "y"), "tpu-all-gather")
     return ag.all_gather(jnp.ones((8, 128), jnp.float32), mesh=mesh, axis_name=("x", "y"))

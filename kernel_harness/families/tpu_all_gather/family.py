@@ -10,12 +10,12 @@ from kernel_harness.families.tpu_all_gather import kernel as _kernel
 from kernel_harness.families.tpu_all_gather.bad_inputs import bad_inputs
 from kernel_harness.families.tpu_all_gather.export import export
 from kernel_harness.ops.all_gather.cases import (
-    MAX_DEVICES,
     AllGatherCase,
     all_gather_cases,
     all_gather_events,
 )
 from kernel_harness.ops.all_gather.reference import reference
+from kernel_harness.ops.mesh import MAX_DEVICES
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.devices import require_devices
+from kernel_harness.core.devices import device_mesh
 from kernel_harness.ops.all_gather.cases import AllGatherCase
 from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
@@ -47,12 +47,6 @@ def memory_space(name: str) -> Any:
     return {"vmem": pltpu.VMEM, "any": pl.ANY}[name]
 
 
-@functools.lru_cache(maxsize=16)
-def _mesh(platform: str, devices: int) -> jax.sharding.Mesh:
-    return jax.sharding.Mesh(np.array(require_devices(platform, devices, "tpu-all-gather")),
-                             (AXIS,))
-
-
 def _program(impl: Callable[..., Any], case: AllGatherCase, mesh: Any) -> Callable[..., Any]:
     return functools.partial(impl, mesh=mesh, axis_name=AXIS,
                              memory_space=memory_space(case.memory_space))
@@ -77,11 +71,10 @@ def per_device(out: jax.Array, mesh: Any, expected: tuple[int, ...]) -> np.ndarr
 def run(impl: Callable[..., Any], case: AllGatherCase, inputs: dict[str, np.ndarray],
         backend: Backend) -> dict[str, np.ndarray]:
     """``gathered`` [devices, devices * shard_rows, cols] (float32): device d's buffer."""
-    mesh = _mesh(backend.platform, case.devices)
+    mesh = device_mesh(backend.platform, (case.devices,), (AXIS,), "tpu-all-gather")
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(AXIS))
     x = jax.device_put(inputs["x"], sharding)
-    schedule = {} if backend.name == "tpu" else {"dma_execution_mode": case.dma_mode}
-    with backend.forcing_interpret(**schedule):
+    with backend.forcing_interpret(dma_execution_mode=case.dma_mode):
         out = jax.block_until_ready(_program(impl, case, mesh)(x))
     return {"gathered": per_device(out, mesh, inputs["x"].shape)}
 

@@ -11,7 +11,6 @@ every device's block is part of the array compared. The package's ``make_optimiz
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +18,7 @@ import jax
 import numpy as np
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.devices import require_devices
+from kernel_harness.core.devices import device_mesh
 from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
 from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
@@ -47,23 +46,16 @@ def all_gather_matmul(x: jax.Array, y: jax.Array, mesh: Any, axis_name: str, *,
                                      rhs_transpose=rhs_transpose)
 
 
-@functools.lru_cache(maxsize=16)
-def _mesh(platform: str, devices: int) -> jax.sharding.Mesh:
-    return jax.sharding.Mesh(
-        np.array(require_devices(platform, devices, "tpu-inference-all-gather-matmul")),
-        (AXIS,))
-
-
 def run(impl: Callable[..., Any], case: AgmmCase, inputs: dict[str, np.ndarray],
         backend: Backend) -> dict[str, np.ndarray]:
     """``out`` [m, n] (float32)."""
-    mesh = _mesh(backend.platform, case.devices)
+    mesh = device_mesh(backend.platform, (case.devices,), (AXIS,),
+                       "tpu-inference-all-gather-matmul")
     spec = jax.sharding.PartitionSpec
     x = jax.device_put(inputs["x"], jax.sharding.NamedSharding(mesh, spec(AXIS, None)))
     y_spec = spec(AXIS, None) if case.rhs_transpose else spec(None, AXIS)
     y = jax.device_put(inputs["y"], jax.sharding.NamedSharding(mesh, y_spec))
-    schedule = {} if backend.name == "tpu" else {"dma_execution_mode": case.dma_mode}
-    with backend.forcing_interpret(**schedule):
+    with backend.forcing_interpret(dma_execution_mode=case.dma_mode):
         out = jax.block_until_ready(impl(x, y, mesh, AXIS, bn=case.bn or None,
                                          bk=case.bk or None,
                                          rhs_transpose=case.rhs_transpose))

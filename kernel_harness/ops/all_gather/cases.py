@@ -15,49 +15,37 @@ import dataclasses
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import Case, check_sizes, standard_normal
-from kernel_harness.core.compat.mesh import tpu_interpreter_max_devices
+from kernel_harness.core.case import check_sizes, standard_normal
+from kernel_harness.ops.mesh import MeshCase, device_counts, dma_modes, mesh_events
 
 MEMORY_SPACES: tuple[str, ...] = ("vmem", "any")
-DMA_MODES: tuple[str, ...] = ("on_wait", "eager")
-#: The most devices a case uses (the harness's processes simulate this many CPU devices).
-MAX_DEVICES = 8
 #: Rows of a TPU tile per dtype: a half shard (what the ring sends each way) is whole tiles.
 TILE_ROWS = {"float32": 8, "bfloat16": 16}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class AllGatherCase(Case):
-    """One all-gather.
+class AllGatherCase(MeshCase):
+    """One all-gather on ``devices`` devices (:class:`~kernel_harness.ops.mesh.MeshCase`).
 
     Attributes:
-      devices: the mesh's size (2 or more; one device gathers nothing).
       shard_rows: rows of each device's shard (even: the ring sends half each way).
       cols: columns.
       memory_space: ``vmem`` or ``any`` (the kernel's input and output blocks).
-      dma_mode: the TPU interpreter's DMA schedule, ``on_wait`` or ``eager``.
     """
 
-    devices: int
     shard_rows: int
     cols: int
     memory_space: str = "vmem"
-    dma_mode: str = "on_wait"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_sizes(self, "devices", "shard_rows", "cols")
-        if self.devices < 2:
-            raise ValueError(f"devices must be 2 or more, got {self.devices} (on one device "
-                             "an all-gather returns its input)")
+        check_sizes(self, "shard_rows", "cols")
         if self.shard_rows % 2:
             raise ValueError(f"shard_rows must be even, got {self.shard_rows}: the ring sends "
                              "half of each shard each way")
         if self.memory_space not in MEMORY_SPACES:
             raise ValueError(f"memory_space must be one of {MEMORY_SPACES}, got "
                              f"{self.memory_space!r}")
-        if self.dma_mode not in DMA_MODES:
-            raise ValueError(f"dma_mode must be one of {DMA_MODES}, got {self.dma_mode!r}")
 
     def shape_summary(self) -> str:
         """``devices=3 shard=(16,128) vmem dma=on_wait``."""
@@ -74,10 +62,7 @@ class AllGatherCase(Case):
 def all_gather_events(case: AllGatherCase) -> list[str]:
     """What the case reaches: the mesh size (a ring of 3 or more forwards slots it received,
     where an out-of-order DMA shows), the schedule and the memory space."""
-    ev = [case.dtype, f"devices={case.devices}", f"dma:{case.dma_mode}",
-          f"memory:{case.memory_space}"]
-    if case.devices >= 3:
-        ev.append("forwarded-slots")
+    ev = [case.dtype, *mesh_events(case), f"memory:{case.memory_space}"]
     if case.devices % 2:
         ev.append("odd-devices")
     if case.devices & (case.devices - 1):
@@ -85,26 +70,18 @@ def all_gather_events(case: AllGatherCase) -> list[str]:
     return ev
 
 
-def drawn_max_devices() -> int:
-    """The most devices the strategy draws on this jax: :data:`MAX_DEVICES`, or fewer where
-    its TPU interpreter deadlocks collectives beyond (jax < 0.11, ``core/compat/mesh.py``)."""
-    limit = tpu_interpreter_max_devices()
-    return MAX_DEVICES if limit is None else min(MAX_DEVICES, limit)
-
-
 @st.composite
 def all_gather_cases(draw: st.DrawFn, *, max_devices: int | None = None,
                      dtypes: tuple[str, ...] = ("float32", "bfloat16")) -> AllGatherCase:
     """Valid :class:`AllGatherCase` s that lower for TPU: 2..``max_devices`` devices
-    (None: :func:`drawn_max_devices`), shards of one or two TPU tiles per half, 128 or 256
-    columns, either memory space and either DMA schedule; the device count uniformly (a
-    ring of 3 or more is where forwarding bugs live). Shrinks towards 2 devices, float32,
-    one tile, VMEM, on_wait."""
+    (:func:`~kernel_harness.ops.mesh.device_counts`), shards of one or two TPU tiles per
+    half, 128 or 256 columns, either memory space and either DMA schedule. Shrinks towards
+    2 devices, float32, one tile, VMEM, on_wait."""
     dtype = draw(st.sampled_from(dtypes))
     return AllGatherCase(
         dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)),
-        devices=draw(st.sampled_from(range(2, (max_devices or drawn_max_devices()) + 1))),
+        devices=draw(device_counts(max_devices)),
         shard_rows=2 * TILE_ROWS[dtype] * draw(st.integers(1, 2)),
         cols=draw(st.sampled_from((128, 256))),
         memory_space=draw(st.sampled_from(MEMORY_SPACES)),
-        dma_mode=draw(st.sampled_from(DMA_MODES)))
+        dma_mode=draw(dma_modes()))

@@ -4,7 +4,7 @@
 [n, k] with ``rhs_transpose``) by columns of the product; each device gathers x and
 computes its ``n / devices`` columns of ``x @ y``. The kernel's tiling (``bn`` columns and
 ``bk`` of the contraction per step) is the case's: 0 asks for the kernel's own default.
-``dma_mode`` is the TPU interpreter's DMA schedule (:mod:`kernel_harness.ops.all_gather`).
+The mesh size and the DMA schedule are every collective case's (:mod:`kernel_harness.ops.mesh`).
 """
 
 from __future__ import annotations
@@ -14,37 +14,32 @@ import dataclasses
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import Case, check_sizes, standard_normal
-from kernel_harness.ops.all_gather.cases import DMA_MODES, drawn_max_devices
+from kernel_harness.core.case import check_sizes, standard_normal
+from kernel_harness.ops.mesh import MeshCase, device_counts, dma_modes, mesh_events
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class AgmmCase(Case):
-    """One all-gather matmul.
+class AgmmCase(MeshCase):
+    """One all-gather matmul on ``devices`` devices (:class:`~kernel_harness.ops.mesh.
+    MeshCase`).
 
     Attributes:
-      devices: the mesh's size (2 or more).
       m_per_device, k, n_per_device: x is [devices * m_per_device, k], the product
         [devices * m_per_device, devices * n_per_device].
       bn, bk: the kernel's blocks of n_per_device and k (0: the kernel's default).
       rhs_transpose: y given as [n, k].
-      dma_mode: the TPU interpreter's DMA schedule.
     """
 
-    devices: int
     m_per_device: int
     k: int
     n_per_device: int
     bn: int = 0
     bk: int = 0
     rhs_transpose: bool = False
-    dma_mode: str = "on_wait"
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_sizes(self, "devices", "m_per_device", "k", "n_per_device")
-        if self.devices < 2:
-            raise ValueError(f"devices must be 2 or more, got {self.devices}")
+        check_sizes(self, "m_per_device", "k", "n_per_device")
         if self.m_per_device % 16:
             raise ValueError(f"m_per_device must be a multiple of 16 (half a shard each way, "
                              f"in whole 8-row tiles), got {self.m_per_device}")
@@ -53,8 +48,6 @@ class AgmmCase(Case):
             if size % 128 or (block and (block % 128 or size % block)):
                 raise ValueError(f"{name} ({size}) and its block ({block}) must be multiples "
                                  f"of 128, the block dividing {name} (0: the kernel's default)")
-        if self.dma_mode not in DMA_MODES:
-            raise ValueError(f"dma_mode must be one of {DMA_MODES}, got {self.dma_mode!r}")
 
     @property
     def m(self) -> int:
@@ -83,9 +76,7 @@ class AgmmCase(Case):
 def agmm_events(case: AgmmCase) -> list[str]:
     """The kernel's paths: the mesh size, several column or contraction blocks, y
     transposed, the schedule."""
-    ev = [case.dtype, f"devices={case.devices}", f"dma:{case.dma_mode}"]
-    if case.devices >= 3:
-        ev.append("forwarded-slots")
+    ev = [case.dtype, *mesh_events(case)]
     if case.bn and case.n_per_device // case.bn > 1:
         ev.append("multi-n-block")
     if case.bk and case.k // case.bk > 1:
@@ -105,8 +96,8 @@ def agmm_cases(draw: st.DrawFn, *, max_devices: int | None = None,
     n_per_device = draw(st.sampled_from((128, 256)))
     return AgmmCase(
         dtype=draw(st.sampled_from(dtypes)), seed=draw(st.integers(0, 2**31 - 1)),
-        devices=draw(st.sampled_from(range(2, (max_devices or drawn_max_devices()) + 1))),
+        devices=draw(device_counts(max_devices)),
         m_per_device=draw(st.sampled_from((16, 32))), k=k, n_per_device=n_per_device,
         bn=draw(st.sampled_from(sorted({128, n_per_device}))),
         bk=draw(st.sampled_from(sorted({128, k}))),
-        rhs_transpose=draw(st.booleans()), dma_mode=draw(st.sampled_from(DMA_MODES)))
+        rhs_transpose=draw(st.booleans()), dma_mode=draw(dma_modes()))

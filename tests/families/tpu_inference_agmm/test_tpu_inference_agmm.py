@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from kernel_harness.core.backends import resolve_backend
-from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
 from kernel_harness.run.runner import check_case
 from kernel_harness.spec.registry import get_family
+from tests.helpers.libraries import tpu_inference_installed_or_skip
 
 ROOT = Path(__file__).resolve().parents[3]
 NAME = "tpu-inference-all-gather-matmul"
@@ -24,12 +24,7 @@ TPU_INTERPRET = resolve_backend("tpu-interpret")
 
 @pytest.fixture(autouse=True)
 def _installed() -> None:
-    if loader.available():
-        return
-    why = f"tpu-inference is not installed ({loader.INSTALL}; README, 'Kernel libraries')"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI: {why}")
-    pytest.skip(f"NOT TESTED: {why}")
+    tpu_inference_installed_or_skip()
 
 
 def _case(devices: int, **kw) -> AgmmCase:

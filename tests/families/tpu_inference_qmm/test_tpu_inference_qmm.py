@@ -6,7 +6,6 @@ and without tpu-inference the family is listed as needing it."""
 from __future__ import annotations
 
 import dataclasses
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,23 +14,14 @@ import numpy as np
 import pytest
 
 from kernel_harness.core.backends import resolve_backend
-from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.ops.quantized_matmul.cases import ROW_MAX, QmmCase
 from kernel_harness.ops.quantized_matmul.reference import quantize_rows, reference_for
 from kernel_harness.run.runner import check_case
 from kernel_harness.spec.registry import get_family
+from tests.helpers.libraries import tpu_inference_installed_or_skip
 
 ROOT = Path(__file__).resolve().parents[3]
 NAME = "tpu-inference-quantized-matmul"
-
-
-def _installed_or_skip() -> None:
-    if loader.available():
-        return
-    why = f"tpu-inference is not installed ({loader.INSTALL}; README, 'Kernel libraries')"
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"CI: {why}")
-    pytest.skip(f"NOT TESTED: {why}")
 
 
 def test_truncation_and_rounding_as_declared():
@@ -57,7 +47,7 @@ def test_every_row_has_a_power_of_two_scale(dtype):
 
 
 def test_the_kernels_load_without_vllm_or_the_package_init():
-    _installed_or_skip()
+    tpu_inference_installed_or_skip()
     code = ("import sys; import kernel_harness.families.tpu_inference_qmm.family as f; "
             "assert 'vllm' not in sys.modules, 'vllm imported'; "
             "assert not hasattr(sys.modules['tpu_inference'], '__file__'), 'real __init__'; "
@@ -72,7 +62,7 @@ def test_the_pristine_kernel_passes_and_rounding_to_nearest_is_seen():
     """The finding: the kernel truncates. Judged as truncating it matches bit for bit in
     float32 (and within bfloat16's output rounding); judged as rounding to nearest (the
     package's own test reference) it is off by about 1e-2 of the output's scale."""
-    _installed_or_skip()
+    tpu_inference_installed_or_skip()
     family, backend = get_family(NAME), resolve_backend("interpret")
     nearest = dataclasses.replace(family, reference=reference_for("nearest"))
     for case in family.seed_cases(frozenset()):
