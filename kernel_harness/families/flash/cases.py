@@ -15,6 +15,7 @@ import numpy as np
 
 from kernel_harness.core.case import Case, cast, check_logit_scale, standard_normal
 from kernel_harness.ops.attention.events import length_events, segment_events
+from kernel_harness.ops.attention.reference import visibility
 
 #: Every kv-axis block of the kernel must be a multiple of this (its softmax lane width).
 KV_TILE = 128
@@ -157,14 +158,11 @@ class FlashCase(Case):
         )
 
     def visible(self) -> np.ndarray:
-        """``(batch, q_len, kv_len)`` bool: key j visible to query i (from the description)."""
-        vis = np.ones((self.batch, self.q_len, self.kv_len), bool)
-        segs = self.segment_arrays()
-        if segs is not None:
-            vis &= segs[0][:, :, None] == segs[1][:, None, :]
-        if self.causal:
-            vis &= np.arange(self.kv_len)[None, None, :] <= np.arange(self.q_len)[None, :, None]
-        return vis
+        """``(batch, q_len, kv_len)`` bool: key j visible to query i (from the description,
+        by the attention op's dense-mask builder)."""
+        vis = visibility(self.q_len, self.kv_len, causal=self.causal,
+                         segments=self.segment_arrays(), xp=np)[:, 0]
+        return np.array(np.broadcast_to(vis, (self.batch, self.q_len, self.kv_len)))
 
     def rows_without_keys(self) -> np.ndarray:
         """``(batch, q_len)`` bool: query rows that see no key at all."""

@@ -10,13 +10,14 @@ from kernel_harness.families.flash.bench import BENCH
 from kernel_harness.families.flash.cases import FlashCase, flash_events
 from kernel_harness.families.flash.export import export
 from kernel_harness.families.flash.metamorphic import METAMORPHIC
-from kernel_harness.families.flash.reference import low_precision_reference, reference
 from kernel_harness.families.flash.strategy import (
     CALIBRATED_DTYPES,
     OPTIONAL,
     flash_cases,
     flash_seed_cases,
 )
+from kernel_harness.ops.attention.program import AttentionCall, Contract, references
+from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
@@ -46,6 +47,23 @@ TPU flash attention (jax.experimental.pallas.ops.tpu.flash_attention), forward a
   reads a bias block past the end of ab, which TPU interpret mode rejects (IndexError:
   out-of-bounds block index) where a compiled TPU pads it; untested on a TPU here.
 """
+
+
+def attention_call(case: FlashCase, inputs: dict[str, np.ndarray]) -> AttentionCall:
+    """The case in the attention op's vocabulary: bias added before scaling, visibility
+    from the causal flag and the segment ids."""
+    segments = ((inputs["segment_ids_q"], inputs["segment_ids_kv"])
+                if "segment_ids_q" in inputs else None)
+    return AttentionCall(
+        contract=Contract(layout="bhqd", scale=case.sm_scale, bias_before_scale=True),
+        q=inputs["q"], k=inputs["k"], v=inputs["v"], do=inputs["do"],
+        bias=inputs["ab"] if case.bias else None,
+        vis=visibility(case.q_len, case.kv_len, causal=case.causal, segments=segments, xp=np),
+        names={"dbias": "dab"},
+        absent={} if case.bias else {"dab": (case.batch, case.heads, case.q_len, case.kv_len)})
+
+
+reference, low_precision_reference = references(attention_call)
 
 
 def valid(case: FlashCase) -> dict[str, np.ndarray]:

@@ -16,6 +16,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.families.gpu_common import TritonCase, is_pow2
+from kernel_harness.ops.attention.reference import visibility
 
 SCALE_MODES: tuple[str, ...] = ("default", "arg", "prescaled-q")
 ENTRIES: tuple[str, ...] = ("gqa", "mqa")
@@ -106,6 +107,12 @@ class DecodeCase(TritonCase):
             return np.broadcast_to(np.asarray(value, np.int64), (self.batch,))
 
         return per_row(self.start, 0), per_row(self.end, self.kv_len)
+
+    def visible(self) -> np.ndarray:
+        """bool [batch, kv_len]: key j is visible to row b iff start_b <= j < end_b (the
+        attention op's dense-mask builder, one query per row)."""
+        start, end = self.bounds()
+        return visibility(1, self.kv_len, kv_starts=start, kv_lengths=end, xp=np)[:, 0, 0]
 
     def static_key(self) -> tuple[Any, ...]:
         """All fields but the seed and the bound values (their form stays static)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import jax
+import numpy as np
+
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import tolerance_table
 from kernel_harness.families.gpu_decode import kernel as _kernel
@@ -9,10 +12,24 @@ from kernel_harness.families.gpu_decode.bench import BENCH
 from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
 from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
-from kernel_harness.families.gpu_decode.reference import reference, visible
+from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
+from kernel_harness.ops.attention.reference import HIGHEST
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, head_grouping
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
+
+
+def reference(case: DecodeCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """out and lse (natural log) in float32 by the attention op: one query per row, the
+    denominator dividing the output (or not at all: out is then sum_j exp(s_j - m) v_j with
+    m the largest visible logit); a row with no visible key gives out 0 and lse -inf."""
+    scale = case.head_dim**-0.5 if case.scale_mode != "prescaled-q" else 1.0
+    contract = Contract(layout="bqhd", scale=scale, lse="natural",
+                        normalize="output" if case.normalize_output else "none")
+    call = AttentionCall(contract=contract, q=inputs["q"][:, None], k=inputs["k"],
+                         v=inputs["v"], vis=case.visible()[:, None, None, :])
+    res = run_call(call, np.float32, jax.devices("cpu")[0], HIGHEST)
+    return {"out": res["out"][:, 0], "lse": res["lse"][:, :, 0]}
 
 
 def _tolerances() -> ToleranceTable:
@@ -56,7 +73,7 @@ def _events(case: DecodeCase) -> list[str]:
             ev.append(f"{name}-{'scalar' if isinstance(value, int) else 'per-row'}")
     if not case.normalize_output:
         ev.append("unnormalized")
-    vis = visible(case)
+    vis = case.visible()
     counts = vis.sum(axis=1)
     if (counts == 0).any():
         ev.append("empty-row")

@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import Arrays
 from kernel_harness.families.gpu_decode.cases import DecodeCase
-from kernel_harness.families.gpu_decode.reference import visible
 from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
 
@@ -46,14 +45,14 @@ def option_toggles(case: DecodeCase) -> list[Toggle]:
 
 def no_keys(case: DecodeCase) -> dict[str, Any]:
     """lse = -inf for a row with no visible key (the contract)."""
-    return {"lse": (visible(case).sum(axis=1) == 0)[:, None]}
+    return {"lse": (case.visible().sum(axis=1) == 0)[:, None]}
 
 
 METAMORPHIC = Metamorphic(
     roles={"q": ("batch", "head", "dim"), "k": ("batch", "key", "kv_head", "dim"),
            "v": ("batch", "key", "kv_head", "dim"), "out": ("batch", "head", "dim"),
            "lse": ("batch", "head")},
-    visible=lambda case: visible(case)[:, None, None, :],
+    visible=lambda case: case.visible()[:, None, None, :],
     block_variants=block_variants, option_toggles=option_toggles, as_mha=as_mha, logit_input="q",
     may_be_nonfinite=no_keys,
 )

@@ -16,6 +16,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.families.gpu_common import TILE_SIZES, TritonCase, is_pow2
+from kernel_harness.ops.attention.reference import visibility
 
 BLOCK_FIELDS: tuple[str, ...] = (
     "block_q", "block_k", "block_q_dkv", "block_kv_dkv", "block_q_dq", "block_kv_dq",
@@ -124,6 +125,14 @@ class MhaCase(TritonCase):
         return np.stack(
             [np.repeat([s for s, _ in row], [n for _, n in row]) for row in self.segment_runs]
         ).astype(np.int32)
+
+    def visible(self) -> np.ndarray:
+        """bool [batch, q_len, kv_len]: which key each query may see, by the attention op's
+        dense-mask builder (top-left aligned causal, equal segment ids)."""
+        seg = self.segment_ids()
+        vis = visibility(self.q_len, self.kv_len, causal=self.causal,
+                         segments=None if seg is None else (seg, seg), xp=np)[:, 0]
+        return np.broadcast_to(vis, (self.batch, self.q_len, self.kv_len))
 
     def materialize(self) -> dict[str, np.ndarray]:
         """q, k, v, the cotangent ``do`` (all in ``dtype``) and, if any, ``segment_ids``."""

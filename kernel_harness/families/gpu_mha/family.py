@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import jax
+import numpy as np
+
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import is_pow2, tolerance_table
 from kernel_harness.families.gpu_mha import kernel as _kernel
@@ -9,7 +12,8 @@ from kernel_harness.families.gpu_mha.bench import BENCH
 from kernel_harness.families.gpu_mha.cases import MhaCase, mha_cases
 from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.families.gpu_mha.metamorphic import METAMORPHIC
-from kernel_harness.families.gpu_mha.reference import reference
+from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
+from kernel_harness.ops.attention.reference import HIGHEST
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 
@@ -18,6 +22,21 @@ _LOW = (
     "{dtype} before PV; dS and P cast to {dtype} in the backward) and stores outputs in "
     "{dtype}"
 )
+
+
+def reference(case: MhaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """out, lse (log base 2, as the kernel's residual), dq, dk, dv in float32 by the
+    attention op (and below float32 the magnitudes of dq's and dk's summed terms).
+
+    float32 keeps |dq|, |dk| as their scales: its tolerances must still see a float32 kernel
+    that rounds to bfloat16 inside; the low-precision tables are the fixed bound of the
+    kernel's designed rounding (P and dS cast to the input dtype), which follows the summed
+    terms, so there the magnitudes are the honest scale."""
+    contract = Contract(layout="bqhd", scale=case.sm_scale, lse="base2",
+                        magnitudes=("dq", "dk") if case.dtype != "float32" else ())
+    call = AttentionCall(contract=contract, q=inputs["q"], k=inputs["k"], v=inputs["v"],
+                         do=inputs["do"], vis=case.visible()[:, None])
+    return run_call(call, np.float32, jax.devices("cpu")[0], HIGHEST)
 
 
 def _tolerances() -> ToleranceTable:

@@ -1,7 +1,7 @@
 """gpu-mha's hooks for the metamorphic properties.
 
 Visibility comes from the case description (causal and the one segment-id array that
-serves queries and keys: :func:`kernel_harness.families.gpu_mha.reference.dense_mask`).
+serves queries and keys: :meth:`kernel_harness.families.gpu_mha.cases.MhaCase.visible`).
 Every query sees at least itself or key 0 (the contract), so no output may be
 non-finite and no cotangent needs zeroing. No GQA (one kv head per query head), no
 TPU lowering (a Triton kernel) and no sharded runs.
@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from kernel_harness.families.gpu_common import TILE_SIZES, is_pow2
 from kernel_harness.families.gpu_mha.cases import OVERSIZE_BLOCK, MhaCase
-from kernel_harness.families.gpu_mha.reference import dense_mask
 from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
@@ -25,7 +24,7 @@ ROLES = roles("bqhd", kv_head="head", segment_ids=("batch", "key"))
 
 def visible(case: MhaCase) -> np.ndarray:
     """``[batch, 1, q_len, kv_len]``: causal and segment ids."""
-    return dense_mask(case)[:, None]
+    return case.visible()[:, None]
 
 
 def segments(case: MhaCase) -> tuple[np.ndarray, np.ndarray] | None:

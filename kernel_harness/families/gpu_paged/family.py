@@ -13,8 +13,8 @@ from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
 from kernel_harness.families.gpu_paged.export import export
 from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS
-from kernel_harness.families.gpu_paged.reference import low_precision_reference, reference
 from kernel_harness.ops.paged_decode.events import paged_events
+from kernel_harness.ops.paged_decode.reference import PagedCall, references, visible_lengths
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
@@ -89,6 +89,22 @@ logits are q.k, so the harness pre-scales q by 1/sqrt(head_dim).
   (kernel asserts), compute block >= 16 keys and powers of two (Triton tiles).
   No gradients (the kernel has no backward).
 """
+
+
+def paged_call(case: PagedCase, inputs: dict[str, np.ndarray]) -> PagedCall:
+    """The case in the paged-decode op's vocabulary: token t of row b counts iff t <
+    length_b; int8 pages dequantized with their per-token scales."""
+    k = np.asarray(inputs["k_pages"], np.float32)
+    v = np.asarray(inputs["v_pages"], np.float32)
+    if case.quantized:
+        k = k * inputs["k_scales_pages"][..., None]
+        v = v * inputs["v_scales_pages"][..., None]
+    mask = visible_lengths([case.length(b) for b in range(case.batch)], case.capacity)
+    return PagedCall(q=inputs["q"], k_pages=k, v_pages=v, table=inputs["block_tables"],
+                     mask=mask, soft_cap=case.soft_cap)
+
+
+reference, low_precision_reference = references(paged_call)
 
 FAMILY = Family(
     name="gpu-paged",

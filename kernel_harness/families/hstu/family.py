@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.hstu import cases, reference
+from kernel_harness.families.hstu import cases
 from kernel_harness.families.hstu import kernel as _kernel
 from kernel_harness.families.hstu.bad_inputs import bad_inputs
 from kernel_harness.families.hstu.bench import BENCH
 from kernel_harness.families.hstu.export import export
+from kernel_harness.families.hstu.masks import case_mask
 from kernel_harness.families.hstu.metamorphic import METAMORPHIC
 from kernel_harness.ops.attention.vocabulary import output_axes
+from kernel_harness.ops.pointwise_attention.reference import pointwise_outputs
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 
@@ -80,10 +84,10 @@ def events(case: cases.HstuCase) -> list[str]:
         if case.q_segments != case.kv_segments:
             labels.append("q-kv-segments-differ")
     numpy_mask = cases.numpy_mask(case) if case.mask == "numpy" else None
-    static = reference.case_mask(case, {"mask": numpy_mask})
+    static = case_mask(case, {"mask": numpy_mask})
     dense = static
     if case.q_segments is not None:
-        dense = reference.case_mask(case, {
+        dense = case_mask(case, {
             "mask": numpy_mask,
             "q_segment_ids": cases.expand_runs(case.q_segments, case.batch),
             "kv_segment_ids": cases.expand_runs(case.kv_segments, case.batch),
@@ -121,6 +125,13 @@ MODES = frozenset({
 })
 
 
+
+def reference(case: cases.HstuCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``out``, ``dq``, ``dk``, ``dv`` (float32) by the pointwise-attention op over the
+    case's dense mask (:func:`.masks.case_mask`); scale 1/sqrt(head_dim) unless given."""
+    scale = case.scale if case.scale is not None else 1.0 / math.sqrt(case.head_dim)
+    return pointwise_outputs(inputs, case_mask(case, inputs)[:, None], scale)
+
 FAMILY = Family(
     modes=MODES,
     name="hstu",
@@ -130,7 +141,7 @@ FAMILY = Family(
     seed_cases=cases.hstu_seed_cases,
     **_kernel.ADAPTER.fields(),
     kernels=KernelExpectation(forward=1, backward=1),
-    reference=reference.reference,
+    reference=reference,
     output_axes=output_axes("bqhd", kv_head="head"),
     tolerances=TOLERANCES,
     capabilities=frozenset(

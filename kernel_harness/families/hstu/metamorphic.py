@@ -1,6 +1,6 @@
 """HSTU's hooks for the metamorphic properties, TPU lowering and sharded runs.
 
-Visibility comes from the family's own dense mask (``reference.dense_mask``).
+Visibility comes from the family's own dense mask (``masks.dense_mask``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.hstu.cases import LANES, HstuCase, expand_runs, numpy_mask
 from kernel_harness.families.hstu.kernel import BLOCK_FIELDS
-from kernel_harness.families.hstu.reference import dense_mask
+from kernel_harness.families.hstu.masks import dense_mask
 from kernel_harness.kernels.hstu.api import hstu_attention
 from kernel_harness.ops.attention.metamorphic import lane_divisors
 from kernel_harness.ops.attention.vocabulary import roles

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 from hypothesis import assume
@@ -23,6 +24,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.ops.attention.events import length_events, sharing_events
+from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.vocabulary import Shape
 
 #: The dtypes whose outputs the family judges by the calibrated bound (family.py builds
@@ -134,20 +136,15 @@ class SdpaCase(Case):
     def visible(self, *, without: str | None = None) -> np.ndarray:
         """``(batch, heads, q_len, kv_len)`` bool from the description; ``without`` names
         one option ("causal", "mask", "window", "kv_lengths", "q_lengths") to leave out."""
-        t = np.arange(self.q_len)[:, None]
-        s = np.arange(self.kv_len)[None, :]
-        vis = np.ones((self.batch, self.heads, self.q_len, self.kv_len), bool)
-        if self.is_causal and without != "causal":
-            vis &= s <= t
-        if self.window is not None and without != "window":
-            vis &= (s >= t - self.window[0]) & (s <= t + self.window[1])
-        if self.mask is not None and without != "mask":
-            vis &= self.mask_array()
-        if self.kv_lengths is not None and without != "kv_lengths":
-            vis &= s[None, None] < np.asarray(self.kv_lengths)[:, None, None, None]
-        if self.q_lengths is not None and without != "q_lengths":
-            vis &= self.padding_rows()[:, None, :, None] == 0
-        return vis
+        def unless(option: str, value: Any) -> Any:
+            return None if without == option else value
+
+        vis = visibility(self.q_len, self.kv_len, causal=self.is_causal and without != "causal",
+                         window=unless("window", self.window),
+                         mask=unless("mask", self.mask_array()),
+                         kv_lengths=unless("kv_lengths", self.kv_lengths),
+                         q_lengths=unless("q_lengths", self.q_lengths), xp=np)
+        return np.array(np.broadcast_to(vis, (self.batch, self.heads, self.q_len, self.kv_len)))
 
     def padding_rows(self) -> np.ndarray:
         """``(batch, q_len)`` bool: query rows at or past ``q_lengths`` (output zero)."""

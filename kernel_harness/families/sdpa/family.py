@@ -18,7 +18,8 @@ from kernel_harness.families.sdpa.cases import (
 )
 from kernel_harness.families.sdpa.export import export
 from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
-from kernel_harness.families.sdpa.reference import low_precision_reference, reference
+from kernel_harness.ops.attention.program import AttentionCall, Contract, references
+from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
@@ -46,6 +47,22 @@ jax.nn.dot_product_attention(implementation="xla"), forward and vjp (incl. the b
   unless run with jax_default_matmul_precision="highest"; that is the op's behaviour,
   not a harness fault.
 """
+
+
+def attention_call(case: SdpaCase, inputs: dict[str, np.ndarray]) -> AttentionCall:
+    """The case in the attention op's vocabulary: bias after scaling (jax.nn's placement);
+    visibility from the causal flag, the window and the mask and lengths handed over."""
+    vis = visibility(case.q_len, case.kv_len, causal=case.is_causal, window=case.window,
+                     q_lengths=inputs.get("q_lengths"), kv_lengths=inputs.get("kv_lengths"),
+                     mask=inputs.get("mask"), xp=np)
+    return AttentionCall(
+        contract=Contract(layout="bqhd", scale=case.effective_scale),
+        q=inputs["query"], k=inputs["key"], v=inputs["value"], do=inputs["do"],
+        bias=inputs["bias"] if case.bias else None, vis=vis,
+        absent={} if case.bias else {"dbias": (1, 1, 1, 1)})
+
+
+reference, low_precision_reference = references(attention_call)
 
 
 def valid(case: SdpaCase) -> dict[str, np.ndarray]:

@@ -19,6 +19,7 @@ from kernel_harness.families.splash.masks import (
     parse_mask,
     segment_ids,
 )
+from kernel_harness.ops.attention.program import Contract
 
 #: Sequence lengths the strategy draws (multiples of the kernel's 128 lanes).
 SEQ_LENS: tuple[int, ...] = (128, 256, 384, 512)
@@ -174,3 +175,11 @@ class SplashCase(Case):
             out["q_segment_ids"] = segment_ids(self.q_segments)
             out["kv_segment_ids"] = segment_ids(self.kv_segments)
         return out
+
+
+def attention_contract(case: SplashCase) -> Contract:
+    """Splash's softmax in the attention op's options: q arrives scaled (scale 1), soft
+    cap, the denominator applied to the output, the natural log-sum-exp as an output, and
+    with sinks the size of the terms summed into ``dsinks``."""
+    return Contract(layout="bhqd", scale=1.0, soft_cap=case.soft_cap, normalize="output",
+                    lse="natural", magnitudes=("dsinks",) if case.sinks else ())

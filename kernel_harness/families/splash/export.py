@@ -4,18 +4,15 @@ The kernel's masks are written as splash mask objects from the case's mask strin
 (seeded numpy masks travel in the .npz); the reference reads the dense mask built by the
 harness's own index formulas (``allowed`` in the .npz: the mask language is too long to
 restate in a short script), never splash's masks or mask info, and computes the family's
-own reference ``attention`` (its source embedded verbatim, after the attention op's:
-:func:`kernel_harness.ops.attention.export.reference_source`).
+contract on the attention op (the op's source embedded verbatim:
+:func:`kernel_harness.ops.attention.export.reference_source`, called with the options of
+:func:`~kernel_harness.families.splash.cases.attention_contract`).
 """
 
 from __future__ import annotations
 
-import inspect
-import textwrap
-
-from kernel_harness.families.splash.cases import SplashCase
+from kernel_harness.families.splash.cases import SplashCase, attention_contract
 from kernel_harness.families.splash.masks import MaskExpr, allowed_mask, numpy_pattern, parse_mask
-from kernel_harness.families.splash.reference import attention
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
 
@@ -130,19 +127,18 @@ def export(case: SplashCase) -> ExportSnippet:
 
             return program(x["q"], x["k"], x["v"], x["do"], x.get("sinks"))
     '''
-    # The family's own reference math, verbatim; the script fixes its case's options.
-    reference = reference_source("_HIGHEST = HI\n\n\n" + inspect.getsource(attention)
-                                 + textwrap.dedent(f'''
-
-
+    # The attention op's source, verbatim, called with the family's contract options.
+    call = attention_contract(case).attend_source(sinks="sinks")
+    reference = reference_source(f'''
         def reference(x):
-            """``attention`` above in float32, HIGHEST; q is already scaled by 1/sqrt(d).
-            x["allowed"]: [q_heads, q_len, kv_len], the mask from the case description."""
-            allowed = x["allowed"]
+            """Splash's contract on the attention op, in float32 at HIGHEST; q is already
+            scaled by 1/sqrt(d). x["allowed"]: [q_heads, q_len, kv_len], the mask from the
+            case description."""
+            vis = jnp.asarray(x["allowed"])[None]
             f32 = {{n: jnp.asarray(x[n], jnp.float32) for n in ("q", "k", "v", "do")}}
 
             def case_attention(q, k, v, sinks=None):
-                return attention(q, k, v, sinks, allowed, soft_cap={case.soft_cap!r})
+                return {call}
 
             args = [f32["q"], f32["k"], f32["v"]]
             if "sinks" in x:
@@ -151,7 +147,7 @@ def export(case: SplashCase) -> ExportSnippet:
             grads = vjp((f32["do"], jnp.zeros_like(lse)))
             names = ("dq", "dk", "dv", "dsinks")[:len(grads)]
             return dict(out=out, lse=lse, **dict(zip(names, grads, strict=True)))
-    '''))
+    ''')
     outputs = ("out", "lse", "dq", "dk", "dv") + (("dsinks",) if case.sinks else ())
     return ExportSnippet(
         default_import="from jax.experimental.pallas.ops.tpu.splash_attention."

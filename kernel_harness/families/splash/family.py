@@ -16,7 +16,7 @@ from kernel_harness.core.tolerance import Calibrated, SliceFloor, Tolerance, Tol
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.bad_inputs import bad_inputs
 from kernel_harness.families.splash.bench import BENCH
-from kernel_harness.families.splash.cases import SplashCase
+from kernel_harness.families.splash.cases import SplashCase, attention_contract
 from kernel_harness.families.splash.export import export
 from kernel_harness.families.splash.masks import (
     COMPUTABLE_KINDS,
@@ -27,10 +27,10 @@ from kernel_harness.families.splash.masks import (
     segment_ids,
 )
 from kernel_harness.families.splash.metamorphic import METAMORPHIC, block_variants
-from kernel_harness.families.splash.reference import low_precision_reference, reference
 from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, splash_data_draws
 from kernel_harness.ops.attention.events import length_events
+from kernel_harness.ops.attention.program import AttentionCall, references
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
@@ -53,6 +53,19 @@ dv (and out_residuals, out_vjp) by the calibrated bound (error at most 2x that o
 same plain-jnp math in bfloat16 at the default matmul precision, + 2^-8, globally and
 per slice; README "Calibrated bounds"), so bfloat16 draws 4x/16x logits too.
 """
+
+
+def attention_call(case: SplashCase, inputs: dict[str, np.ndarray]) -> AttentionCall:
+    """The case in the attention op's vocabulary (:func:`.cases.attention_contract`),
+    visibility from the case's masks and segments; without sinks ``dsinks`` (and its
+    magnitude) are empty."""
+    empty = {} if case.sinks else {"dsinks": (0,), "dsinks:magnitude": (0,)}
+    return AttentionCall(contract=attention_contract(case), q=inputs["q"], k=inputs["k"],
+                         v=inputs["v"], do=inputs["do"], vis=allowed_mask(case)[None],
+                         sinks=inputs["sinks"] if case.sinks else None, absent=empty)
+
+
+reference, low_precision_reference = references(attention_call)
 
 
 def valid(case: SplashCase) -> dict[str, np.ndarray]:

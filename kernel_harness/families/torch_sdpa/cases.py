@@ -25,6 +25,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.ops.attention.events import length_events
+from kernel_harness.ops.attention.reference import visibility
 
 MASKS = ("bool", "float")
 #: torch's SDPA kernels a case can pin (``torch.nn.attention.SDPBackend`` names, lowercase).
@@ -123,13 +124,9 @@ class TorchSdpaCase(Case):
 
     def visible(self) -> np.ndarray:
         """``(batch, heads, q_len, kv_len)``: which key each query row sees."""
-        t = np.arange(self.q_len)[:, None]
-        s = np.arange(self.kv_len)[None, :]
-        vis = np.ones((self.batch, self.heads, self.q_len, self.kv_len), bool)
-        if self.is_causal:
-            vis &= s <= t
-        m = self.bool_mask()
-        return vis if m is None else vis & m
+        vis = visibility(self.q_len, self.kv_len, causal=self.is_causal, mask=self.bool_mask(),
+                         xp=np)
+        return np.array(np.broadcast_to(vis, (self.batch, self.heads, self.q_len, self.kv_len)))
 
     def materialize(self) -> dict[str, np.ndarray]:
         """query, key, value, do (torch layout) and ``mask`` when drawn."""

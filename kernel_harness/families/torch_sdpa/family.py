@@ -3,6 +3,9 @@ torch wrapper of its signature, ``--impl``) under JAX, against the attention ref
 
 from __future__ import annotations
 
+import jax
+import numpy as np
+
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
 from kernel_harness.families.torch_sdpa import kernel as _kernel
 from kernel_harness.families.torch_sdpa.cases import (
@@ -18,7 +21,8 @@ from kernel_harness.families.torch_sdpa.kernel import (
     mask_has_gradient,
 )
 from kernel_harness.families.torch_sdpa.metamorphic import METAMORPHIC
-from kernel_harness.families.torch_sdpa.reference import reference
+from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
+from kernel_harness.ops.attention.reference import HIGHEST, visibility
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 
@@ -38,6 +42,27 @@ backward, run under JAX by kernel_harness.core.torch_bridge (pure_callback + cus
   compared for the math kernel only: torch's flash kernel has no mask gradient.
 - Needs torch (pip install 'kernel-harness[torch]'); without it the family has no backend.
 """
+
+
+def attention_call(case: TorchSdpaCase, inputs: dict[str, np.ndarray]) -> AttentionCall:
+    """The case in the attention op's vocabulary (torch's layout is ``bhqd``): a float
+    ``attn_mask`` is the additive bias after scaling, a bool one the visibility; rows that
+    see no key give zeros there, as torch does."""
+    mask = inputs.get("mask")
+    return AttentionCall(
+        contract=Contract(layout="bhqd", scale=case.effective_scale),
+        q=inputs["query"], k=inputs["key"], v=inputs["value"], do=inputs["do"],
+        bias=mask if case.mask == "float" else None,
+        vis=visibility(case.q_len, case.kv_len, causal=case.is_causal, xp=np,
+                       mask=mask if case.mask == "bool" else None),
+        names={"dbias": "dmask"},
+        absent={} if case.mask == "float" else {"dmask": (1, 1, 1, 1)})
+
+
+def reference(case: TorchSdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """out, dq, dk, dv in torch's layout and dmask (zeros (1, 1, 1, 1) without a float
+    mask), float32 at HIGHEST on the CPU (the attention op)."""
+    return run_call(attention_call(case, inputs), np.float32, jax.devices("cpu")[0], HIGHEST)
 
 
 def _tol(x: float, why: str, dtype: str, output: str) -> Tolerance:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_paged import kernel as _kernel
-from kernel_harness.families.tpu_paged.cases import TpuPagedCase, tpu_paged_cases
+from kernel_harness.families.tpu_paged.cases import INT8_DIVISOR, TpuPagedCase, tpu_paged_cases
 from kernel_harness.families.tpu_paged.export import export
 from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS
-from kernel_harness.families.tpu_paged.reference import low_precision_reference, reference
 from kernel_harness.ops.paged_decode.events import paged_events
+from kernel_harness.ops.paged_decode.reference import PagedCall, references, visible_lengths
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
@@ -151,6 +152,25 @@ def seed_cases(without: frozenset[str]) -> list[TpuPagedCase]:
                      lengths=(0, 45), quantized=True, megacore_mode="batch"),
     ]
 
+
+
+def paged_call(case: TpuPagedCase, inputs: dict[str, np.ndarray]) -> PagedCall:
+    """The case in the paged-decode op's vocabulary, K/V brought to the values the contract
+    computes with: int8 pages dequantized as ``w * scale / 127.5``; float pages rounded to
+    bfloat16 (round to nearest even), exactly as the kernel converts every loaded K/V block.
+    Nothing else is rounded: q, the logits, the softmax and the sums stay float32, so a
+    kernel that rounds any of those shows. Token t of row b counts iff t < lengths[b]."""
+    if case.quantized:
+        k, v = ((inputs[f"{n}_pages"].astype(np.float64) * inputs[f"{n}_scales"]
+                 / INT8_DIVISOR).astype(np.float32) for n in ("k", "v"))
+    else:
+        k, v = (np.asarray(inputs[f"{n}_pages"], np.float32).astype(jnp.bfloat16)
+                .astype(np.float32) for n in ("k", "v"))
+    return PagedCall(q=inputs["q"], k_pages=k, v_pages=v, table=inputs["page_indices"],
+                     mask=visible_lengths(case.lengths, case.capacity), soft_cap=case.soft_cap)
+
+
+reference, low_precision_reference = references(paged_call)
 
 FAMILY = Family(
     name="tpu-paged",

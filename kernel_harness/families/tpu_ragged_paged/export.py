@@ -5,7 +5,7 @@ refs, masked stores to 3-D refs), so an interpreted script carries the harness's
 extensions: the source of :mod:`kernel_harness.core.compat.interpreter_ext`, embedded
 verbatim (one source of truth, as the judge is), with its one harness import replaced by
 local definitions (the exception class; the patch helpers' own source). The reference
-embeds the family's own ``allowed`` and ``attend_sequence`` after the attention op's source
+embeds the ragged op's ``allowed`` and ``attend_sequence`` after the attention op's source
 (:func:`kernel_harness.ops.attention.export.reference_source`).
 """
 
@@ -17,9 +17,9 @@ import textwrap
 
 from kernel_harness.core import compat
 from kernel_harness.core.compat import interpreter_ext
-from kernel_harness.families.tpu_ragged_paged import reference as _reference
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.ops.paged_decode import ragged as _reference
 from kernel_harness.spec.export import ExportSnippet
 
 #: The one harness import of the extensions module (names from ``core.compat``).

@@ -19,7 +19,7 @@ from kernel_harness.families.tpu_ragged_paged.cases import (
 )
 from kernel_harness.families.tpu_ragged_paged.export import export
 from kernel_harness.families.tpu_ragged_paged.metamorphic import METAMORPHIC, RELATIONS
-from kernel_harness.families.tpu_ragged_paged.reference import reference
+from kernel_harness.ops.paged_decode.ragged import ragged_attention
 from kernel_harness.ops.paged_decode.strategy import head_grouping
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
@@ -150,6 +150,25 @@ def events(case: RaggedCase) -> list[str]:
         ev.append("nan-in-unowned-cache-slots")
     return sorted(set(ev))
 
+
+
+def sequence_kv(case: RaggedCase, kv_pages: np.ndarray, table_row: np.ndarray, kv_len: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """float32 K and V [kv_len, num_kv_heads, head_dim] of one sequence: token t lies in
+    page table_row[t // page_size] at offset t % page_size; K in combined head 2h, V 2h+1."""
+    t = np.arange(kv_len)
+    tokens = kv_pages[table_row[t // case.page_size], t % case.page_size].astype(np.float32)
+    return tokens[:, 0::2], tokens[:, 1::2]
+
+
+def reference(case: RaggedCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """out [max_tokens, num_q_heads, head_dim] float32 from the (dtype-rounded) inputs: the
+    ragged paged attention op over each sequence's pages (:func:`sequence_kv`)."""
+    pages, table = np.asarray(inputs["kv_pages"]), np.asarray(inputs["page_indices"])
+    kv = (sequence_kv(case, pages, table[i], n) for i, n in enumerate(case.kv_lens))
+    return {"out": ragged_attention(inputs["q"], kv, case.q_lens, case.kv_lens,
+                                    sm_scale=case.sm_scale, soft_cap=case.soft_cap,
+                                    window=case.sliding_window)}
 
 FAMILY = Family(
     name="tpu-ragged-paged",

@@ -5,19 +5,18 @@ Visibility is built from the case description by index arithmetic on a dense gri
 gives masked keys exactly zero weight and a row that sees no key zeros. The reference
 runs in float32 at ``Precision.HIGHEST`` on the CPU; its twin (:func:`reference_pair`)
 is the same math in the case's dtype at the backend's default matmul precision on the
-backend's device: the yardstick of the calibrated judge (README "Calibrated bounds").
+backend's device: the yardstick of the calibrated judge (README "Calibrated bounds"),
+run for every family by :mod:`.program`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.ops.attention.vocabulary import head_axis
 
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -167,27 +166,3 @@ def softmax_attention(q: jax.Array, k: jax.Array, v: jax.Array, bias: jax.Array 
     """The output of :func:`attend` (weights normalized before the product with V)."""
     return attend(q, k, v, vis, scale, layout=layout, bias=bias,
                   bias_before_scale=bias_before_scale, precision=precision)[0]
-
-
-RunIn = Callable[[Any, dict[str, np.ndarray], Any, jax.Device, Any], Outputs]
-
-
-def reference_pair(run_in: RunIn) -> tuple[Callable[[Any, dict[str, np.ndarray]], Outputs],
-                                           Callable[[Any, dict[str, np.ndarray], Backend],
-                                                    Outputs]]:
-    """``(reference, low_precision_reference)`` from ``run_in(case, inputs, dtype, device,
-    precision)``: float32 at HIGHEST on the CPU, and the case's own dtype at the default
-    matmul precision on the backend's device (both returned as float32 arrays)."""
-
-    def reference(case: Any, inputs: dict[str, np.ndarray]) -> Outputs:
-        """Every checked output from the dtype-rounded inputs, computed in float32 at
-        HIGHEST precision on the CPU."""
-        return run_in(case, inputs, np.float32, jax.devices("cpu")[0], HIGHEST)
-
-    def low_precision_reference(case: Any, inputs: dict[str, np.ndarray],
-                                backend: Backend) -> Outputs:
-        """The same outputs computed in ``case.dtype`` at the default matmul precision on
-        ``backend``'s device (returned as float32 arrays)."""
-        return run_in(case, inputs, jnp.dtype(case.dtype), backend.device, None)
-
-    return reference, low_precision_reference

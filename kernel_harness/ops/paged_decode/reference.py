@@ -5,10 +5,15 @@ Precision.HIGHEST; nothing here comes from a kernel."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from kernel_harness.core.backends import Backend
 from kernel_harness.ops.attention.reference import attend, visibility
 
 _HI = jax.lax.Precision.HIGHEST
@@ -90,3 +95,40 @@ def _compiled(soft_cap: float | None, precision: object = _HI):
             lambda q, k, v, m: grouped_decode_attention(q, k, v, m, soft_cap, precision),
             compiler_options={"xla_backend_optimization_level": 0})
     return _PROGRAMS[key]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PagedCall:
+    """One paged-decode case in the op's vocabulary: q [batch, q_heads, dim] (already
+    scaled), K and V pages [kv_heads, total_pages, page_size, dim] as float32 holding the
+    values the kernel's contract computes with (dequantized, rounded), the page ``table``
+    [batch, pages_per_seq], the visible tokens ``mask`` [batch, capacity] and the soft cap."""
+
+    q: np.ndarray
+    k_pages: np.ndarray
+    v_pages: np.ndarray
+    table: np.ndarray
+    mask: np.ndarray
+    soft_cap: float | None
+
+
+def references(call_of: Callable[[Any, dict[str, np.ndarray]], PagedCall]
+               ) -> tuple[Callable[..., dict[str, np.ndarray]],
+                          Callable[..., dict[str, np.ndarray]]]:
+    """``(reference, low_precision_reference)`` of a paged family whose cases map onto the
+    op by ``call_of(case, inputs)``: :func:`paged_decode` and its low-precision twin."""
+
+    def reference(case: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """out [batch, q_heads, head_dim] in float32 (:func:`paged_decode`)."""
+        c = call_of(case, inputs)
+        return {"out": paged_decode(c.q, c.k_pages, c.v_pages, c.table, c.mask, c.soft_cap)}
+
+    def low_precision_reference(case: Any, inputs: dict[str, np.ndarray],
+                                backend: Backend) -> dict[str, np.ndarray]:
+        """The calibrated judge's yardstick: the same math with q, the contract's K/V and the
+        softmax weights in ``case.dtype``, default matmul precision, on ``backend``'s device."""
+        c = call_of(case, inputs)
+        return {"out": paged_decode_low_precision(c.q, c.k_pages, c.v_pages, c.table, c.mask,
+                                                  c.soft_cap, case.dtype, backend.device)}
+
+    return reference, low_precision_reference

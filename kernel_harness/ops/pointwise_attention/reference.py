@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 HIGHEST = jax.lax.Precision.HIGHEST
 
@@ -20,3 +21,20 @@ def pointwise_attention(q: jax.Array, k: jax.Array, v: jax.Array, vis: jax.Array
     pointwise = s * jax.nn.sigmoid(s) / q.shape[1]
     p = jnp.where(vis, pointwise, 0.0)
     return jnp.einsum("bhqk,bkhd->bqhd", p, v, precision=precision)
+
+
+@jax.jit
+def _forward_and_grads(q, k, v, do, vis, scale):
+    out, vjp = jax.vjp(lambda q, k, v: pointwise_attention(q, k, v, vis, scale), q, k, v)
+    dq, dk, dv = vjp(do)
+    return {"out": out, "dq": dq, "dk": dk, "dv": dv}
+
+
+def pointwise_outputs(inputs: dict[str, np.ndarray], vis: np.ndarray, scale: float
+                      ) -> dict[str, np.ndarray]:
+    """``out``, ``dq``, ``dk``, ``dv`` (float32, HIGHEST) of q, k, v, do in ``inputs``
+    (``[batch, len, heads, dim]``), ``vis`` ``[batch, heads or 1, q_len, kv_len]`` bool."""
+    f32 = {name: jnp.asarray(inputs[name], jnp.float32) for name in ("q", "k", "v", "do")}
+    result = _forward_and_grads(f32["q"], f32["k"], f32["v"], f32["do"], jnp.asarray(vis),
+                                scale)
+    return {name: np.asarray(x) for name, x in result.items()}

@@ -11,8 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from kernel_harness.families.flash.cases import FlashCase, expand_runs
-from kernel_harness.families.flash.family import FAMILY, valid
-from kernel_harness.families.flash.reference import reference
+from kernel_harness.families.flash.family import FAMILY, reference, valid
 from kernel_harness.families.flash.strategy import flash_cases
 
 

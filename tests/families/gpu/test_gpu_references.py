@@ -4,16 +4,25 @@ from __future__ import annotations
 
 import math
 
+import jax
 import numpy as np
 import pytest
 
 from kernel_harness.families.gpu_decode.cases import DecodeCase
-from kernel_harness.families.gpu_decode.reference import reference as decode_reference
+from kernel_harness.families.gpu_decode.family import reference as decode_reference
 from kernel_harness.families.gpu_mha.cases import MhaCase
-from kernel_harness.families.gpu_mha.reference import attention, dense_mask
-from kernel_harness.families.gpu_mha.reference import reference as mha_reference
+from kernel_harness.families.gpu_mha.family import reference as mha_reference
 from kernel_harness.families.gpu_paged.cases import PagedCase
-from kernel_harness.families.gpu_paged.reference import reference as paged_reference
+from kernel_harness.families.gpu_paged.family import reference as paged_reference
+from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
+
+
+def attention(q, k, v, mask, scale):
+    """gpu-mha's contract on the attention op: (out, lse in log base 2)."""
+    call = AttentionCall(contract=Contract(layout="bqhd", scale=scale, lse="base2"),
+                         q=q, k=k, v=v, vis=np.asarray(mask)[:, None])
+    res = run_call(call, np.float32, jax.devices("cpu")[0])
+    return res["out"], res["lse"]
 
 
 def _softmax_rows(s):
@@ -84,7 +93,7 @@ def test_mha_reference_matches_loops(fields):
 def test_mha_dense_mask_by_hand():
     case = MhaCase(dtype="float32", seed=0, batch=1, heads=1, q_len=32, kv_len=32, head_dim=16,
                    causal=True, segment_runs=(((5, 2), (3, 29), (5, 1)),))
-    mask = dense_mask(case)[0]
+    mask = case.visible()[0]
     assert mask[1, 0] and mask[1, 1] and not mask[0, 1]  # causal inside segment 5
     assert not mask[2, 1]  # segment 3 does not see segment 5
     assert mask[31, 0] and mask[31, 1] and not mask[31, 2]  # repeated id 5 sees the first run

@@ -6,8 +6,10 @@ import math
 
 import numpy as np
 
-from kernel_harness.families.hstu import cases, reference
+from kernel_harness.families.hstu import cases, masks
 from kernel_harness.families.hstu.cases import HstuCase
+from kernel_harness.families.hstu.family import reference
+from kernel_harness.ops.pointwise_attention.reference import pointwise_outputs
 
 
 def _loops(q, k, v, do, mask, scale):
@@ -34,19 +36,19 @@ def _loops(q, k, v, do, mask, scale):
 
 
 def test_dense_mask_causal_top_left_for_unequal_lengths():
-    got = reference.dense_mask("causal", 3, 5)[0]
+    got = masks.dense_mask("causal", 3, 5)[0]
     want = np.array(
         [[1, 0, 0, 0, 0],
          [1, 1, 0, 0, 0],
          [1, 1, 1, 0, 0]], bool,
     )
     np.testing.assert_array_equal(got, want)
-    got = reference.dense_mask("causal", 4, 2)[0]
+    got = masks.dense_mask("causal", 4, 2)[0]
     np.testing.assert_array_equal(got, np.array([[1, 0], [1, 1], [1, 1], [1, 1]], bool))
 
 
 def test_dense_mask_window_is_inclusive_and_combines():
-    got = reference.dense_mask("full", 4, 4, window=1)[0]
+    got = masks.dense_mask("full", 4, 4, window=1)[0]
     want = np.array(
         [[1, 1, 0, 0],
          [1, 1, 1, 0],
@@ -55,17 +57,17 @@ def test_dense_mask_window_is_inclusive_and_combines():
     )
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(
-        reference.dense_mask("causal", 3, 3, window=0)[0], np.eye(3, dtype=bool)
+        masks.dense_mask("causal", 3, 3, window=0)[0], np.eye(3, dtype=bool)
     )
     numpy_mask = np.array([[0, 1, 1], [1, 0, 1], [1, 1, 1]], bool)
-    got = reference.dense_mask("numpy", 3, 3, window=1, numpy_mask=numpy_mask)[0]
+    got = masks.dense_mask("numpy", 3, 3, window=1, numpy_mask=numpy_mask)[0]
     np.testing.assert_array_equal(got, np.array([[0, 1, 0], [1, 0, 1], [0, 1, 1]], bool))
 
 
 def test_dense_mask_segments_per_batch_row():
     q_ids = np.array([[0, 0, 1], [2, 2, 2]])
     kv_ids = np.array([[1, 0], [2, 0]])
-    got = reference.dense_mask(
+    got = masks.dense_mask(
         "full", 3, 2, q_segment_ids=q_ids, kv_segment_ids=kv_ids, batch=2
     )
     want = np.array(
@@ -83,7 +85,7 @@ def test_attention_and_gradients_match_loops():
     do = rng.standard_normal((2, 3, 2, 4)).astype(np.float32)
     mask = rng.random((2, 3, 5)) < 0.6
     mask[1, 2, :] = False  # a row that sees no key
-    got = reference._forward_and_grads(q, k, v, do, mask, 0.7)
+    got = pointwise_outputs(dict(q=q, k=k, v=v, do=do), mask[:, None], 0.7)
     want = _loops(q, k, v, do, mask, 0.7)
     for name in want:
         np.testing.assert_allclose(np.asarray(got[name]), want[name], rtol=1e-5, atol=1e-6)
@@ -105,7 +107,7 @@ def test_case_reference_matches_loops_with_segments_and_window():
             for j in range(256):
                 mask[b, i, j] = j <= i and abs(i - j) <= 5 and q_ids[b, i] == kv_ids[b, j]
     want = _loops(inputs["q"], inputs["k"], inputs["v"], inputs["do"], mask, 1 / math.sqrt(8))
-    got = reference.reference(case, inputs)
+    got = reference(case, inputs)
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-6)
 

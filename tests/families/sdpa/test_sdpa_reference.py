@@ -14,8 +14,7 @@ from kernel_harness.families.sdpa.cases import (
     effective_options,
     sdpa_cases,
 )
-from kernel_harness.families.sdpa.family import valid
-from kernel_harness.families.sdpa.reference import reference
+from kernel_harness.families.sdpa.family import reference, valid
 
 
 def loop_sdpa(case: SdpaCase, x: dict) -> dict:

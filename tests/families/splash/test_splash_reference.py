@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 
 from kernel_harness.families.splash.cases import SplashCase
+from kernel_harness.families.splash.family import reference
 from kernel_harness.families.splash.masks import allowed_mask, dense_mask, empty_rows, parse_mask
-from kernel_harness.families.splash.reference import attention, reference
+from kernel_harness.ops.attention.reference import attend
+
+
+def attention(q, k, v, sinks, allowed, *, soft_cap):
+    """Splash's contract on the attention op, as the family's reference computes it
+    (``cases.attention_contract``): q scaled, soft cap, sinks, denominator on the output."""
+    return attend(q, k, v, allowed[None], 1.0, layout="bhqd", soft_cap=soft_cap, sinks=sinks,
+                  normalize="output")
 
 
 def _m(spec, shape):

@@ -22,8 +22,8 @@ from kernel_harness.core.torch_bridge import (  # noqa: E402
     torch_function,
 )
 from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase  # noqa: E402
+from kernel_harness.families.torch_sdpa.family import reference  # noqa: E402
 from kernel_harness.families.torch_sdpa.kernel import run, torch_sdpa  # noqa: E402
-from kernel_harness.families.torch_sdpa.reference import reference  # noqa: E402
 from kernel_harness.run.profiles import get_profile  # noqa: E402
 from kernel_harness.run.runner import check_case  # noqa: E402
 from tests.helpers.torch_impls import (  # noqa: E402

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kernel_harness.families.tpu_paged.cases import MASKED_V, TpuPagedCase
-from kernel_harness.families.tpu_paged.reference import reference
+from kernel_harness.families.tpu_paged.family import reference
 
 
 def _tiny_case(**kw):

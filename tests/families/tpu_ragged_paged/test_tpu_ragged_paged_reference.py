@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase, ragged_seed_cases
-from kernel_harness.families.tpu_ragged_paged.reference import allowed, reference
+from kernel_harness.families.tpu_ragged_paged.family import reference
+from kernel_harness.ops.paged_decode.ragged import allowed
 
 
 def _tiny() -> RaggedCase:

@@ -1,16 +1,17 @@
-"""Independent plain-jnp reference for tpu-ragged-paged: per active sequence, gather its
-keys and values page by page from the page table, build the dense causal (and window)
-mask from the case's lengths in numpy, and take a float32 softmax at
-Precision.HIGHEST. Rows past the active sequences' tokens are left 0 (excluded by the
-family's ``valid``)."""
+"""Ragged paged attention: a batch of sequences, each with its own query and key lengths
+(a prefill chunk or a decode step appended to its cache), its queries packed one after
+another. Per sequence the keys are given in order (the family gathers them through its
+page layout), the causal (and window) mask is bottom-right aligned, and the attention op's
+softmax runs in float32 at Precision.HIGHEST. Nothing here comes from a kernel."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 from kernel_harness.ops.attention.reference import attend, visibility
 
 _HI = jax.lax.Precision.HIGHEST
@@ -22,15 +23,6 @@ def allowed(q_len: int, kv_len: int, window: int | None) -> np.ndarray:
     dense-mask builder, bottom-right aligned)."""
     return visibility(q_len, kv_len, causal=True, q_offset=kv_len - q_len, xp=np,
                       window=None if window is None else (window - 1, None))[0, 0]
-
-
-def sequence_kv(case: RaggedCase, kv_pages: np.ndarray, table_row: np.ndarray, kv_len: int
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """float32 K and V [kv_len, num_kv_heads, head_dim] of one sequence: token t lies in
-    page table_row[t // page_size] at offset t % page_size; K in combined head 2h, V 2h+1."""
-    t = np.arange(kv_len)
-    tokens = kv_pages[table_row[t // case.page_size], t % case.page_size].astype(np.float32)
-    return tokens[:, 0::2], tokens[:, 1::2]
 
 
 def attend_sequence(q, k, v, mask, *, sm_scale: float, soft_cap: float | None, ratio: int):
@@ -49,20 +41,22 @@ def attend_sequence(q, k, v, mask, *, sm_scale: float, soft_cap: float | None, r
 _attend = jax.jit(attend_sequence, static_argnames=("sm_scale", "soft_cap", "ratio"))
 
 
-def reference(case: RaggedCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """out [max_tokens, num_q_heads, head_dim] float32 from the (dtype-rounded) inputs."""
-    q_all = np.asarray(inputs["q"], np.float32)
-    pages = np.asarray(inputs["kv_pages"])
-    table = np.asarray(inputs["page_indices"])
+def ragged_attention(q_all: np.ndarray, kv: Iterable[tuple[np.ndarray, np.ndarray]],
+                     q_lens: Iterable[int], kv_lens: Iterable[int], *, sm_scale: float,
+                     soft_cap: float | None, window: int | None) -> np.ndarray:
+    """out float32, shaped as ``q_all`` [max_tokens, q_heads, head_dim]: sequence i's
+    ``q_lens[i]`` queries (packed from row 0 on) attend over its keys and values ``kv[i]``
+    (float32 [kv_lens[i], kv_heads, head_dim] each) by :func:`allowed`; rows past the
+    sequences' queries are left 0."""
+    q_all = np.asarray(q_all, np.float32)
     out = np.zeros(q_all.shape, np.float32)
     start = 0
-    ratio = case.num_q_heads // case.num_kv_heads
     with jax.default_device(jax.devices("cpu")[0]):
-        for i, (q_len, kv_len) in enumerate(zip(case.q_lens, case.kv_lens, strict=True)):
-            k, v = sequence_kv(case, pages, table[i], kv_len)
+        for (k, v), q_len, kv_len in zip(kv, q_lens, kv_lens, strict=True):
             o = _attend(jnp.asarray(q_all[start:start + q_len]), jnp.asarray(k),
-                       jnp.asarray(v), jnp.asarray(allowed(q_len, kv_len, case.sliding_window)),
-                       sm_scale=case.sm_scale, soft_cap=case.soft_cap, ratio=ratio)
+                        jnp.asarray(v), jnp.asarray(allowed(q_len, kv_len, window)),
+                        sm_scale=sm_scale, soft_cap=soft_cap,
+                        ratio=q_all.shape[1] // k.shape[1])
             out[start:start + q_len] = np.asarray(o, np.float32)
             start += q_len
-    return {"out": out}
+    return out

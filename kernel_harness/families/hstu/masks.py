@@ -1,24 +1,14 @@
-"""The hstu family's reference: the pointwise-attention op
-(:mod:`kernel_harness.ops.pointwise_attention`) over the case's dense mask.
-
-Nothing here comes from the kernel package: the dense ``[batch, q_len, kv_len]`` mask is
-built from the case description by the attention op's one mask builder, and the op runs
-at ``Precision.HIGHEST`` in f32 on the dtype-rounded inputs; gradients are ``jax.vjp``.
-"""
+"""The hstu family's mask vocabulary as dense masks: ``kind`` (causal, full, numpy), a
+symmetric window and segment ids, each built by the attention op's one dense-mask builder
+(:func:`kernel_harness.ops.attention.reference.visibility`) from the case description;
+nothing comes from the kernel package."""
 
 from __future__ import annotations
 
-import math
-
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.families.hstu.cases import HstuCase
 from kernel_harness.ops.attention.reference import visibility
-from kernel_harness.ops.pointwise_attention.reference import pointwise_attention
-
-_HIGHEST = jax.lax.Precision.HIGHEST
 
 
 def dense_mask(
@@ -55,25 +45,3 @@ def case_mask(case: HstuCase, inputs: dict[str, np.ndarray]) -> np.ndarray:
         numpy_mask=inputs.get("mask"), q_segment_ids=inputs.get("q_segment_ids"),
         kv_segment_ids=inputs.get("kv_segment_ids"), batch=case.batch,
     )
-
-
-def attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, scale: float):
-    """The pointwise-attention op on ``[B, L, H, D]`` f32 arrays; ``mask`` is
-    ``[B, Lq, Lkv]`` bool."""
-    return pointwise_attention(q, k, v, mask[:, None, :, :], scale, precision=_HIGHEST)
-
-
-@jax.jit
-def _forward_and_grads(q, k, v, do, mask, scale):
-    out, vjp = jax.vjp(lambda q, k, v: attention(q, k, v, mask, scale), q, k, v)
-    dq, dk, dv = vjp(do)
-    return {"out": out, "dq": dq, "dk": dk, "dv": dv}
-
-
-def reference(case: HstuCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Reference ``out``, ``dq``, ``dk``, ``dv`` (f32) for one case."""
-    scale = case.scale if case.scale is not None else 1.0 / math.sqrt(case.head_dim)
-    f32 = {name: jnp.asarray(inputs[name], jnp.float32) for name in ("q", "k", "v", "do")}
-    mask = jnp.asarray(case_mask(case, inputs))
-    result = _forward_and_grads(f32["q"], f32["k"], f32["v"], f32["do"], mask, scale)
-    return {name: np.asarray(x) for name, x in result.items()}

@@ -1,0 +1,217 @@
+"""Every attention family's reference as one program: the kernel's declared contract
+(:class:`Contract`) plus a case's arrays in the op's vocabulary (:class:`AttentionCall`).
+
+A family maps its case onto an :class:`AttentionCall` (its names, its layout, its dense
+visibility from the case description) and gets its reference and low-precision twin from
+:func:`references`; the forward, the ``jax.vjp`` of it, the log-sum-exp output and the
+magnitudes of summed gradient terms are written here once, for every kernel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.ops.attention.reference import (
+    HIGHEST,
+    NORMALIZE,
+    attend,
+    logits,
+    softmax_weights,
+)
+from kernel_harness.ops.attention.vocabulary import LAYOUTS
+
+#: The log-sum-exp bases a kernel may return (``natural``; ``base2``: flash-style kernels
+#: that keep ``log2`` of the denominator as their residual).
+LSE_BASES: tuple[str, ...] = ("natural", "base2")
+#: Gradients whose rounding error follows the size of the terms summed into them rather
+#: than their own (see :func:`gradient_magnitudes`).
+MAGNITUDES: tuple[str, ...] = ("dq", "dk", "dsinks")
+#: The differentiable arrays of a call, in the order of their gradients.
+_DIFFERENTIABLE = ("q", "k", "v", "bias", "sinks")
+_CPU_OPTIONS = {"xla_backend_optimization_level": 0}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Contract:
+    """How one kernel's softmax attention is defined, as options of the one op.
+
+    ``layout`` (:data:`~.vocabulary.LAYOUTS`); logits ``scale * q.k^T + bias`` (``(q.k^T +
+    bias) * scale`` with ``bias_before_scale``), capped as ``soft_cap * tanh(s / soft_cap)``;
+    ``normalize`` (:data:`~.reference.NORMALIZE`) where the denominator divides; ``lse``:
+    the log-sum-exp as an output, in that base (:data:`LSE_BASES`), or None; ``magnitudes``
+    the gradients (:data:`MAGNITUDES`) whose summed-term sizes are outputs too
+    (``"<grad>:magnitude"``).
+    """
+
+    layout: str
+    scale: float = 1.0
+    bias_before_scale: bool = False
+    soft_cap: float | None = None
+    normalize: str = "probs"
+    lse: str | None = None
+    magnitudes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, value, known in (("layout", self.layout, LAYOUTS),
+                                   ("normalize", self.normalize, NORMALIZE),
+                                   ("lse", self.lse, (None, *LSE_BASES))):
+            if value not in known:
+                raise ValueError(f"Contract.{name} must be one of {known}, got {value!r}")
+        unknown = set(self.magnitudes) - set(MAGNITUDES)
+        if unknown:
+            raise ValueError(f"Contract.magnitudes: unknown {sorted(unknown)}; known {MAGNITUDES}")
+
+    def attend_source(self, *, bias: str = "None", sinks: str = "None") -> str:
+        """This contract's :func:`~.reference.attend` call as source text, on a script's
+        names ``q``, ``k``, ``v``, ``vis`` (and ``bias``/``sinks`` as given): what an
+        exported script computes, from the same fact as the reference."""
+        return (f"attend(q, k, v, vis, {self.scale!r}, layout={self.layout!r}, bias={bias}, "
+                f"bias_before_scale={self.bias_before_scale!r}, soft_cap={self.soft_cap!r}, "
+                f"sinks={sinks}, normalize={self.normalize!r}, precision=HI)")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class AttentionCall:
+    """One case in the op's vocabulary: q, k, v in the contract's layout, ``vis`` (bool,
+    broadcastable to ``[batch, q_heads, q_len, kv_len]``, from the case description), and
+    optionally the output cotangent ``do`` (None: forward only), an additive ``bias`` and
+    per-head ``sinks``. ``names`` renames the op's outputs (``out``, ``lse``, ``dq``, ``dk``,
+    ``dv``, ``dbias``, ``dsinks``, ``<grad>:magnitude``) to the family's; ``absent`` gives
+    family outputs that are float32 zeros of the given shape (a gradient of an input the
+    case does not have)."""
+
+    contract: Contract
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    vis: Any
+    do: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    sinks: np.ndarray | None = None
+    names: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    absent: Mapping[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The call's arrays by their op names (those present)."""
+        return {n: a for n in (*_DIFFERENTIABLE, "do")
+                if (a := getattr(self, n)) is not None}
+
+
+def _bhq(x: jax.Array, layout: str) -> jax.Array:
+    """``[batch, heads, q_len, ...]`` from an array in ``layout``."""
+    return x if layout == "bhqd" else jnp.swapaxes(x, 1, 2)
+
+
+def gradient_magnitudes(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
+                        out: jax.Array, lse: jax.Array, precision: Any) -> dict[str, jax.Array]:
+    """The size of the terms summed into the gradients ``c.magnitudes`` names.
+
+    ``dS = P * (dP - D)`` cancels: a key only one query sees (or a query that sees one key)
+    has ``dS = 0`` exactly, so its ``dk`` (``dq``) row is 0 in the reference, while a
+    low-precision kernel's rounding of ``D`` leaves ``~eps * |dP|`` there; each row is
+    judged against ``scale * sum P (|dP| + |D|) |q|`` (``|k|``) instead of its own zero.
+    ``dsinks = -sum over rows of p_sink * (do . out)`` can cancel hundreds of times over:
+    its scale is ``sum |p_sink * (do . out)|``. (The soft cap's derivative, at most 1, is
+    left out: the magnitude stays an upper bound.)
+    """
+    q, k, v, do = (_bhq(x[n], c.layout) for n in ("q", "k", "v", "do"))
+    group = q.shape[1] // k.shape[1]
+    k, v = (jnp.repeat(a, group, axis=1) for a in (k, v))
+    d = jnp.sum(do * _bhq(out, c.layout), axis=-1)  # [b, h, q]
+    res: dict[str, jax.Array] = {}
+    if {"dq", "dk"} & set(c.magnitudes):
+        s = logits(q, k, c.scale, layout="bhqd", bias=x.get("bias"),
+                   bias_before_scale=c.bias_before_scale, soft_cap=c.soft_cap,
+                   precision=precision)
+        weights, denom, _ = softmax_weights(s, vis, x.get("sinks"))
+        p = weights / jnp.where(denom > 0, denom, 1.0)
+        dp = jnp.einsum("bhqd,bhkd->bhqk", do, v, precision=precision)
+        terms = p * (jnp.abs(dp) + jnp.abs(d)[..., None]) * c.scale
+        if "dq" in c.magnitudes:
+            dq = jnp.einsum("bhqk,bhkd->bhqd", terms, jnp.abs(k), precision=precision)
+            res["dq:magnitude"] = _bhq(dq, c.layout)
+        if "dk" in c.magnitudes:
+            dk = jnp.einsum("bhqk,bhqd->bhkd", terms, jnp.abs(q), precision=precision)
+            b, h, n, e = dk.shape
+            dk = dk.reshape(b, h // group, group, n, e).sum(axis=2)
+            res["dk:magnitude"] = _bhq(dk, c.layout)
+    if "dsinks" in c.magnitudes:
+        p_sink = jnp.exp(x["sinks"][None, :, None] - lse)
+        res["dsinks:magnitude"] = jnp.sum(jnp.abs(p_sink * d), axis=(0, 2))
+    return res
+
+
+@functools.lru_cache(maxsize=64)
+def _program(c: Contract, present: frozenset[str], precision: Any, cpu: bool
+             ) -> Callable[..., dict[str, jax.Array]]:
+    diff = tuple(n for n in _DIFFERENTIABLE if n in present)
+
+    def program(x: dict[str, jax.Array], vis: jax.Array) -> dict[str, jax.Array]:
+        def f(*args: jax.Array) -> tuple[jax.Array, jax.Array]:
+            a = dict(zip(diff, args, strict=True))
+            return attend(a["q"], a["k"], a["v"], vis, c.scale, layout=c.layout,
+                          bias=a.get("bias"), bias_before_scale=c.bias_before_scale,
+                          soft_cap=c.soft_cap, sinks=a.get("sinks"), normalize=c.normalize,
+                          precision=precision)
+
+        if "do" in x:
+            (out, lse), vjp = jax.vjp(f, *(x[n] for n in diff))
+            grads = vjp((x["do"], jnp.zeros_like(lse)))
+            res = {"out": out, **{f"d{n}": g for n, g in zip(diff, grads, strict=True)}}
+        else:
+            out, lse = f(*(x[n] for n in diff))
+            res = {"out": out}
+        if c.lse is not None:
+            res["lse"] = lse if c.lse == "natural" else lse / math.log(2.0)
+        if c.magnitudes:
+            res.update(gradient_magnitudes(c, x, vis, out, lse, precision))
+        return res
+
+    return jax.jit(program, compiler_options=_CPU_OPTIONS if cpu else None)
+
+
+def run_call(call: AttentionCall, dtype: Any, device: jax.Device,
+             precision: Any = HIGHEST) -> dict[str, np.ndarray]:
+    """The call's outputs, its arrays in ``dtype`` on ``device`` at ``precision``,
+    returned as float32 numpy arrays under the family's names."""
+    arrays = {n: np.asarray(a, dtype) for n, a in call.arrays().items()}
+    program = _program(call.contract, frozenset(arrays), precision, device.platform == "cpu")
+    with jax.default_device(device):
+        outs = program(arrays, jnp.asarray(call.vis, bool))
+    res = {call.names.get(n, n): np.asarray(a, np.float32) for n, a in outs.items()}
+    res.update({n: np.zeros(shape, np.float32) for n, shape in call.absent.items()})
+    return res
+
+
+Arrays = dict[str, np.ndarray]
+CallOf = Callable[[Any, Mapping[str, np.ndarray]], AttentionCall]
+
+
+def references(call_of: CallOf) -> tuple[Callable[[Any, Arrays], Arrays],
+                                         Callable[[Any, Arrays, Backend], Arrays]]:
+    """``(reference, low_precision_reference)`` of a family whose cases map onto the op by
+    ``call_of(case, inputs)``: float32 at HIGHEST on the CPU, and the case's own dtype at
+    the backend's default matmul precision on its device (the calibrated judge's
+    yardstick; README "Calibrated bounds")."""
+
+    def reference(case: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every checked output from the dtype-rounded inputs, computed in float32 at
+        HIGHEST precision on the CPU (the attention op, :mod:`.program`)."""
+        return run_call(call_of(case, inputs), np.float32, jax.devices("cpu")[0], HIGHEST)
+
+    def low_precision_reference(case: Any, inputs: dict[str, np.ndarray],
+                                backend: Backend) -> dict[str, np.ndarray]:
+        """The same outputs computed in ``case.dtype`` at the default matmul precision on
+        ``backend``'s device (returned as float32 arrays)."""
+        return run_call(call_of(case, inputs), jnp.dtype(case.dtype), backend.device, None)
+
+    return reference, low_precision_reference
