@@ -15,6 +15,7 @@ import numpy as np
 
 from kernel_harness.core.case import Case, cast, check_logit_scale, standard_normal
 from kernel_harness.ops.attention.events import length_events, segment_events
+from kernel_harness.ops.attention.program import Contract
 from kernel_harness.ops.attention.reference import visibility
 
 #: Every kv-axis block of the kernel must be a multiple of this (its softmax lane width).
@@ -238,3 +239,9 @@ def flash_events(case: FlashCase) -> list[str]:
         ev.append("rows-without-keys")
     ev.append(f"logits-{case.logit_scale:g}x")
     return ev
+
+
+def attention_contract(case: FlashCase) -> Contract:
+    """Flash's softmax in the attention op's options: ``(q.k^T + ab) * sm_scale`` (the bias
+    added before scaling)."""
+    return Contract(layout="bhqd", scale=case.sm_scale, bias_before_scale=True)

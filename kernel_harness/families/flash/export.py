@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import textwrap
 
-from kernel_harness.families.flash.cases import FlashCase
-from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.families.flash.cases import FlashCase, attention_contract
+from kernel_harness.ops.attention.export import call_source
 from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
 
 _DEFAULT = "from jax.experimental.pallas.ops.tpu.flash_attention import flash_attention as kernel"
@@ -49,22 +49,13 @@ def export(case: FlashCase) -> ExportSnippet:
             with interpreting():
                 return jax.block_until_ready(_kernel_fwd_bwd(x))
     ''')
-    reference = reference_source(f'''
-        def reference(x):
-            """Softmax attention in float32, HIGHEST: logits = (q.k^T + ab) * sm_scale,
-            masked keys get exactly zero weight, rows that see no key give 0."""
-            vis = visibility({case.q_len}, {case.kv_len}, causal={case.causal},
-                             segments={segments})
-            f32 = {{n: jnp.asarray(x[n], jnp.float32) for n in {names!r}}}
-
-            def attention({", ".join(names)}):
-                return softmax_attention(q, k, v, {"ab" if case.bias else "None"}, vis,
-                                         {case.sm_scale!r}, layout="bhqd",
-                                         bias_before_scale=True)
-
-            out, vjp = jax.vjp(attention, *f32.values())
-            grads = vjp(jnp.asarray(x["do"], jnp.float32))
-            return dict(zip({("out", *grads)!r}, (out, *grads), strict=True))
-    ''')
+    reference = call_source(
+        attention_contract(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
+        f"causal={case.causal}, segments={segments})",
+        arrays={n: f'x["{n}"]' for n in ("q", "k", "v", "do")}
+        | ({"bias": 'x["ab"]'} if case.bias else {}),
+        outputs={n: n for n in ("out", "dq", "dk", "dv")} | ({"dbias": "dab"} if case.bias else {}),
+        doc="Softmax attention in float32, HIGHEST: logits = (q.k^T + ab) * sm_scale, masked "
+        "keys get exactly zero weight, rows that see no key give 0.")
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
                          outputs=("out", *grads))

@@ -7,7 +7,7 @@ import numpy as np
 from kernel_harness.families.flash import kernel as _kernel
 from kernel_harness.families.flash.bad_inputs import bad_inputs
 from kernel_harness.families.flash.bench import BENCH
-from kernel_harness.families.flash.cases import FlashCase, flash_events
+from kernel_harness.families.flash.cases import FlashCase, attention_contract, flash_events
 from kernel_harness.families.flash.export import export
 from kernel_harness.families.flash.metamorphic import METAMORPHIC
 from kernel_harness.families.flash.strategy import (
@@ -16,7 +16,7 @@ from kernel_harness.families.flash.strategy import (
     flash_cases,
     flash_seed_cases,
 )
-from kernel_harness.ops.attention.program import AttentionCall, Contract, references
+from kernel_harness.ops.attention.program import AttentionCall, references
 from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.ops.attention.vocabulary import output_axes
@@ -55,7 +55,7 @@ def attention_call(case: FlashCase, inputs: dict[str, np.ndarray]) -> AttentionC
     segments = ((inputs["segment_ids_q"], inputs["segment_ids_kv"])
                 if "segment_ids_q" in inputs else None)
     return AttentionCall(
-        contract=Contract(layout="bhqd", scale=case.sm_scale, bias_before_scale=True),
+        contract=attention_contract(case),
         q=inputs["q"], k=inputs["k"], v=inputs["v"], do=inputs["do"],
         bias=inputs["ab"] if case.bias else None,
         vis=visibility(case.q_len, case.kv_len, causal=case.causal, segments=segments, xp=np),

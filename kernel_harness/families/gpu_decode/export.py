@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel_harness.families.gpu_decode.cases import DecodeCase
+from kernel_harness.families.gpu_decode.cases import DecodeCase, attention_contract
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
 
@@ -11,7 +11,6 @@ def export(case: DecodeCase) -> ExportSnippet:
     """The kernel call (``gqa`` or ``mqa``) with the case's exact options, lse from its
     residuals, and a one-token reference with the case's start/end bounds."""
     start, end = case.bounds()
-    scale = case.head_dim**-0.5 if case.scale_mode != "prescaled-q" else 1.0
     run_kernel = f'''
         from jax.experimental.pallas.ops.gpu import decode_attention
 
@@ -41,16 +40,16 @@ def export(case: DecodeCase) -> ExportSnippet:
             lse = np.asarray(m + jnp.log(l), np.float32)
             return dict(out=out, lse=np.where(NO_KEY & (lse == -np.inf), 0.0, lse))
     '''
-    normalize = "output" if case.normalize_output else "none"
+    call = attention_contract(case).attend_source()
     reference = reference_source(f'''
         def reference(x):
             """One-token attention in float32, HIGHEST (the attention op's ``attend``, its
             source above); keys start <= j < end visible."""
             q, k, v = (jnp.asarray(x[n], jnp.float32) for n in ("q", "k", "v"))
-            mask = visibility(1, k.shape[1], kv_starts=np.asarray({start.tolist()!r}),
-                              kv_lengths=np.asarray({end.tolist()!r}), xp=np)[:, 0, 0]
-            out, lse = attend(q[:, None], k, v, jnp.asarray(mask)[:, None, None, :],
-                              {scale!r}, layout="bqhd", normalize={normalize!r})
+            q = q[:, None]  # one query per row
+            vis = visibility(1, k.shape[1], kv_starts=np.asarray({start.tolist()!r}),
+                             kv_lengths=np.asarray({end.tolist()!r}))
+            out, lse = {call}
             lse = lse[:, :, 0]
             return dict(out=out[:, 0], lse=jnp.where(NO_KEY, 0.0, lse))  # -inf written as 0
     ''')

@@ -9,10 +9,10 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import tolerance_table
 from kernel_harness.families.gpu_decode import kernel as _kernel
 from kernel_harness.families.gpu_decode.bench import BENCH
-from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
+from kernel_harness.families.gpu_decode.cases import DecodeCase, attention_contract, decode_cases
 from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
+from kernel_harness.ops.attention.program import AttentionCall, run_call
 from kernel_harness.ops.attention.reference import HIGHEST
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, head_grouping
 from kernel_harness.spec.family import Family
@@ -23,10 +23,7 @@ def reference(case: DecodeCase, inputs: dict[str, np.ndarray]) -> dict[str, np.n
     """out and lse (natural log) in float32 by the attention op: one query per row, the
     denominator dividing the output (or not at all: out is then sum_j exp(s_j - m) v_j with
     m the largest visible logit); a row with no visible key gives out 0 and lse -inf."""
-    scale = case.head_dim**-0.5 if case.scale_mode != "prescaled-q" else 1.0
-    contract = Contract(layout="bqhd", scale=scale, lse="natural",
-                        normalize="output" if case.normalize_output else "none")
-    call = AttentionCall(contract=contract, q=inputs["q"][:, None], k=inputs["k"],
+    call = AttentionCall(contract=attention_contract(case), q=inputs["q"][:, None], k=inputs["k"],
                          v=inputs["v"], vis=case.visible()[:, None, None, :])
     res = run_call(call, np.float32, jax.devices("cpu")[0], HIGHEST)
     return {"out": res["out"][:, 0], "lse": res["lse"][:, :, 0]}

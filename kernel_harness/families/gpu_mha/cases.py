@@ -16,6 +16,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.families.gpu_common import TILE_SIZES, TritonCase, is_pow2
+from kernel_harness.ops.attention.program import Contract
 from kernel_harness.ops.attention.reference import visibility
 
 BLOCK_FIELDS: tuple[str, ...] = (
@@ -258,3 +259,11 @@ def mha_cases(
         num_warps=draw(st.sampled_from((None, None, 4, 8))),
         num_stages=draw(st.sampled_from((2, 1, 3))),
     )
+
+
+def attention_contract(case: MhaCase) -> Contract:
+    """The Triton kernel's softmax in the attention op's options: ``sm_scale * q.k^T``, lse
+    in log base 2 (the kernel's residual); below float32 the magnitudes of the terms summed
+    into dq and dk (the scale of their designed rounding)."""
+    return Contract(layout="bqhd", scale=case.sm_scale, lse="base2",
+                    magnitudes=("dq", "dk") if case.dtype != "float32" else ())

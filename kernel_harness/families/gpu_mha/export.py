@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kernel_harness.families.gpu_mha.cases import BLOCK_FIELDS, MhaCase
-from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.families.gpu_mha.cases import BLOCK_FIELDS, MhaCase, attention_contract
+from kernel_harness.ops.attention.export import call_source
 from kernel_harness.spec.export import ExportSnippet
 
 
@@ -31,22 +31,13 @@ def export(case: MhaCase) -> ExportSnippet:
             with jax.default_matmul_precision("highest"):
                 return _kernel_fwd_bwd(x["q"], x["k"], x["v"], x.get("segment_ids"), x["do"])
     '''
-    reference = reference_source(f'''
-        def reference(x):
-            """Softmax attention in float32, HIGHEST (the attention op's ``attend``, its
-            source above); causal top-left aligned, equal segment ids; lse in log base 2."""
-            q, k, v, do = (jnp.asarray(x[n], jnp.float32) for n in ("q", "k", "v", "do"))
-            vis = visibility({case.q_len}, {case.kv_len}, causal={case.causal},
-                             segments={segments})
-
-            def attention(q, k, v):
-                out, lse = attend(q, k, v, vis, {case.sm_scale!r}, layout="bqhd")
-                return out, lse / np.log(2.0)
-
-            (out, lse), vjp = jax.vjp(attention, q, k, v)
-            dq, dk, dv = vjp((do, jnp.zeros_like(lse)))
-            return dict(out=out, lse=lse, dq=dq, dk=dk, dv=dv)
-    ''')
+    reference = call_source(
+        attention_contract(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
+        f"causal={case.causal}, segments={segments})",
+        arrays={n: f'x["{n}"]' for n in ("q", "k", "v", "do")},
+        outputs={n: n for n in ("out", "lse", "dq", "dk", "dv")},
+        doc="Softmax attention in float32, HIGHEST (the attention op, its source above); "
+        "causal top-left aligned, equal segment ids; lse in log base 2.")
     return ExportSnippet(
         default_import="from jax.experimental.pallas.ops.gpu.attention import mha as kernel",
         run_kernel=run_kernel,

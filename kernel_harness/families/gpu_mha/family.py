@@ -9,10 +9,10 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import is_pow2, tolerance_table
 from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.bench import BENCH
-from kernel_harness.families.gpu_mha.cases import MhaCase, mha_cases
+from kernel_harness.families.gpu_mha.cases import MhaCase, attention_contract, mha_cases
 from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.families.gpu_mha.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
+from kernel_harness.ops.attention.program import AttentionCall, run_call
 from kernel_harness.ops.attention.reference import HIGHEST
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
@@ -32,10 +32,8 @@ def reference(case: MhaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndar
     that rounds to bfloat16 inside; the low-precision tables are the fixed bound of the
     kernel's designed rounding (P and dS cast to the input dtype), which follows the summed
     terms, so there the magnitudes are the honest scale."""
-    contract = Contract(layout="bqhd", scale=case.sm_scale, lse="base2",
-                        magnitudes=("dq", "dk") if case.dtype != "float32" else ())
-    call = AttentionCall(contract=contract, q=inputs["q"], k=inputs["k"], v=inputs["v"],
-                         do=inputs["do"], vis=case.visible()[:, None])
+    call = AttentionCall(contract=attention_contract(case), q=inputs["q"], k=inputs["k"],
+                         v=inputs["v"], do=inputs["do"], vis=case.visible()[:, None])
     return run_call(call, np.float32, jax.devices("cpu")[0], HIGHEST)
 
 

@@ -24,6 +24,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.ops.attention.events import length_events, sharing_events
+from kernel_harness.ops.attention.program import Contract
 from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.vocabulary import Shape
 
@@ -342,3 +343,9 @@ def sdpa_events(case: SdpaCase) -> list[str]:
         ev.append("rows-without-keys")
     ev.append(f"logits-{case.logit_scale:g}x")
     return ev
+
+
+def attention_contract(case: SdpaCase) -> Contract:
+    """jax.nn's softmax in the attention op's options: ``scale * q.k^T + bias`` (the bias
+    after scaling), scale 1/sqrt(head_dim) unless given."""
+    return Contract(layout="bqhd", scale=case.effective_scale)

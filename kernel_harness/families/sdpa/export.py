@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kernel_harness.families.sdpa.cases import SdpaCase
-from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.families.sdpa.cases import SdpaCase, attention_contract
+from kernel_harness.ops.attention.export import call_source
 from kernel_harness.spec.export import ExportSnippet
 
 _DEFAULT = '''
@@ -40,25 +40,17 @@ def export(case: SdpaCase) -> ExportSnippet:
         def run_kernel(x):
             return _kernel_fwd_bwd(x)
     '''
-    reference = reference_source(f'''
-        def reference(x):
-            """Softmax attention in float32, HIGHEST; masked keys get exactly zero weight,
-            rows that see no key (and padding rows) give 0. GQA: head n reads kv head
-            n // {case.heads // case.kv_heads}."""
-            vis = visibility({case.q_len}, {case.kv_len}, causal={case.is_causal},
-                             window={case.window!r}, mask={arrays["mask"]},
-                             q_lengths={arrays["q_lengths"]},
-                             kv_lengths={arrays["kv_lengths"]})
-            f32 = {{n: jnp.asarray(x[n], jnp.float32) for n in {_names(has_bias)!r}}}
-
-            def attention({args}):
-                return softmax_attention(q, k, v, {"bias" if has_bias else "None"}, vis,
-                                         {case.effective_scale!r}, layout="bqhd")
-
-            out, vjp = jax.vjp(attention, *f32.values())
-            grads = vjp(jnp.asarray(x["do"], jnp.float32))
-            return dict(zip({("out", *grads)!r}, (out, *grads), strict=True))
-    ''')
+    names = {"q": "query", "k": "key", "v": "value", "do": "do"} | (
+        {"bias": "bias"} if has_bias else {})
+    reference = call_source(
+        attention_contract(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
+        f"causal={case.is_causal}, window={case.window!r}, mask={arrays['mask']}, "
+        f"q_lengths={arrays['q_lengths']}, kv_lengths={arrays['kv_lengths']})",
+        arrays={op: f'x["{name}"]' for op, name in names.items()},
+        outputs={n: n for n in ("out", *grads)},
+        doc="Softmax attention in float32, HIGHEST; masked keys get exactly zero weight, "
+        "rows that see no key (and padding rows) give 0. GQA: head n reads kv head "
+        f"n // {case.heads // case.kv_heads}.")
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
                          outputs=("out", *grads))
 

@@ -12,13 +12,14 @@ from kernel_harness.families.sdpa.cases import (
     CALIBRATED_DTYPES,
     OPTIONAL,
     SdpaCase,
+    attention_contract,
     sdpa_cases,
     sdpa_data_draws,
     sdpa_events,
 )
 from kernel_harness.families.sdpa.export import export
 from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.program import AttentionCall, Contract, references
+from kernel_harness.ops.attention.program import AttentionCall, references
 from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.ops.attention.vocabulary import output_axes
@@ -56,7 +57,7 @@ def attention_call(case: SdpaCase, inputs: dict[str, np.ndarray]) -> AttentionCa
                      q_lengths=inputs.get("q_lengths"), kv_lengths=inputs.get("kv_lengths"),
                      mask=inputs.get("mask"), xp=np)
     return AttentionCall(
-        contract=Contract(layout="bqhd", scale=case.effective_scale),
+        contract=attention_contract(case),
         q=inputs["query"], k=inputs["key"], v=inputs["value"], do=inputs["do"],
         bias=inputs["bias"] if case.bias else None, vis=vis,
         absent={} if case.bias else {"dbias": (1, 1, 1, 1)})

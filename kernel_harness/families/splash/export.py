@@ -4,16 +4,16 @@ The kernel's masks are written as splash mask objects from the case's mask strin
 (seeded numpy masks travel in the .npz); the reference reads the dense mask built by the
 harness's own index formulas (``allowed`` in the .npz: the mask language is too long to
 restate in a short script), never splash's masks or mask info, and computes the family's
-contract on the attention op (the op's source embedded verbatim:
-:func:`kernel_harness.ops.attention.export.reference_source`, called with the options of
-:func:`~kernel_harness.families.splash.cases.attention_contract`).
+contract on the attention op (the op's program embedded verbatim and run under
+:func:`~kernel_harness.families.splash.cases.attention_contract`:
+:func:`kernel_harness.ops.attention.export.call_source`).
 """
 
 from __future__ import annotations
 
 from kernel_harness.families.splash.cases import SplashCase, attention_contract
 from kernel_harness.families.splash.masks import MaskExpr, allowed_mask, numpy_pattern, parse_mask
-from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.ops.attention.export import call_source
 from kernel_harness.spec.export import ExportSnippet
 
 _LAYOUTS = {"head_dim_minor": "HEAD_DIM_MINOR", "seq_minor": "SEQ_MINOR"}
@@ -127,27 +127,16 @@ def export(case: SplashCase) -> ExportSnippet:
 
             return program(x["q"], x["k"], x["v"], x["do"], x.get("sinks"))
     '''
-    # The attention op's source, verbatim, called with the family's contract options.
-    call = attention_contract(case).attend_source(sinks="sinks")
-    reference = reference_source(f'''
-        def reference(x):
-            """Splash's contract on the attention op, in float32 at HIGHEST; q is already
-            scaled by 1/sqrt(d). x["allowed"]: [q_heads, q_len, kv_len], the mask from the
-            case description."""
-            vis = jnp.asarray(x["allowed"])[None]
-            f32 = {{n: jnp.asarray(x[n], jnp.float32) for n in ("q", "k", "v", "do")}}
-
-            def case_attention(q, k, v, sinks=None):
-                return {call}
-
-            args = [f32["q"], f32["k"], f32["v"]]
-            if "sinks" in x:
-                args.append(jnp.asarray(x["sinks"], jnp.float32))
-            (out, lse), vjp = jax.vjp(case_attention, *args)
-            grads = vjp((f32["do"], jnp.zeros_like(lse)))
-            names = ("dq", "dk", "dv", "dsinks")[:len(grads)]
-            return dict(out=out, lse=lse, **dict(zip(names, grads, strict=True)))
-    ''')
+    # The attention op's program, verbatim, run under the family's own contract.
+    reference = call_source(
+        attention_contract(case), vis='jnp.asarray(x["allowed"])[None]',
+        arrays={n: f'x["{n}"]' for n in ("q", "k", "v", "do")}
+        | ({"sinks": 'x["sinks"]'} if case.sinks else {}),
+        outputs={n: n for n in ("out", "lse", "dq", "dk", "dv")}
+        | ({"dsinks": "dsinks"} if case.sinks else {}),
+        doc="Splash's contract on the attention op, in float32 at HIGHEST; q is already "
+        "scaled by 1/sqrt(d). x['allowed']: [q_heads, q_len, kv_len], the mask from the case "
+        "description.")
     outputs = ("out", "lse", "dq", "dk", "dv") + (("dsinks",) if case.sinks else ())
     return ExportSnippet(
         default_import="from jax.experimental.pallas.ops.tpu.splash_attention."

@@ -25,6 +25,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.ops.attention.events import length_events
+from kernel_harness.ops.attention.program import Contract
 from kernel_harness.ops.attention.reference import visibility
 
 MASKS = ("bool", "float")
@@ -232,3 +233,9 @@ def torch_sdpa_seed_cases(without: frozenset[str] = frozenset()) -> list[TorchSd
         TorchSdpaCase(dtype="float32", q_len=8, kv_len=32, is_causal=True, backend="flash",
                       **base),
     ]
+
+
+def attention_contract(case: TorchSdpaCase) -> Contract:
+    """torch's softmax in the attention op's options: torch's ``bhqd`` layout, a float
+    ``attn_mask`` added after scaling, scale 1/sqrt(head_dim) unless given."""
+    return Contract(layout="bhqd", scale=case.effective_scale)

@@ -10,9 +10,9 @@ in torch's layout.
 
 from __future__ import annotations
 
-from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase
+from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase, attention_contract
 from kernel_harness.families.torch_sdpa.kernel import mask_has_gradient
-from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.ops.attention.export import call_source
 from kernel_harness.spec.export import ExportSnippet
 
 #: What the script prints (to stderr, exit 2) when torch does not import.
@@ -72,28 +72,17 @@ def export(case: TorchSdpaCase) -> ExportSnippet:
             return {{n: t.detach().float().numpy()
                      for n, t in zip(OUTPUTS, (out, *grads), strict=True)}}
     '''
-    names = ("query", "key", "value", "mask") if case.mask == "float" else (
-        "query", "key", "value")
     bool_mask = 'jnp.asarray(x["mask"])' if case.mask == "bool" else "None"
-    args = "q, k, v, bias" if case.mask == "float" else "q, k, v"
-    outs = ("out", "dq", "dk", "dv", "dmask") if case.mask == "float" else (
-        "out", "dq", "dk", "dv")
-    reference = reference_source(f'''
-        def reference(x):
-            """Softmax attention in float32, HIGHEST, torch's layout; masked keys get exactly
-            zero weight, rows that see no key give 0. GQA: head n reads kv head
-            n // {case.heads // case.kv_heads}."""
-            vis = visibility({case.q_len}, {case.kv_len}, causal={case.is_causal},
-                             mask={bool_mask})
-            f32 = {{n: jnp.asarray(x[n], jnp.float32) for n in {names!r}}}
-
-            def attention({args}):
-                return softmax_attention(q, k, v, {"bias" if case.mask == "float" else "None"},
-                                         vis, {case.effective_scale!r}, layout="bhqd")
-
-            out, vjp = jax.vjp(attention, *f32.values())
-            grads = vjp(jnp.asarray(x["do"], jnp.float32))
-            return dict(zip({outs!r}, (out, *grads), strict=True))
-    ''')
+    names = {"q": "query", "k": "key", "v": "value", "do": "do"} | (
+        {"bias": "mask"} if case.mask == "float" else {})
+    reference = call_source(
+        attention_contract(case),
+        vis=f"visibility({case.q_len}, {case.kv_len}, causal={case.is_causal}, mask={bool_mask})",
+        arrays={op: f'x["{name}"]' for op, name in names.items()},
+        outputs={"out": "out", "dq": "dq", "dk": "dk", "dv": "dv"}
+        | ({"dbias": "dmask"} if case.mask == "float" else {}),
+        doc="Softmax attention in float32, HIGHEST, torch's layout; masked keys get exactly "
+        "zero weight, rows that see no key give 0. GQA: head n reads kv head "
+        f"n // {case.heads // case.kv_heads}.")
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
                          outputs=("out", *grads))

@@ -10,6 +10,7 @@ from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_fl
 from kernel_harness.families.torch_sdpa import kernel as _kernel
 from kernel_harness.families.torch_sdpa.cases import (
     TorchSdpaCase,
+    attention_contract,
     torch_sdpa_cases,
     torch_sdpa_data_draws,
     torch_sdpa_events,
@@ -21,7 +22,7 @@ from kernel_harness.families.torch_sdpa.kernel import (
     mask_has_gradient,
 )
 from kernel_harness.families.torch_sdpa.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
+from kernel_harness.ops.attention.program import AttentionCall, run_call
 from kernel_harness.ops.attention.reference import HIGHEST, visibility
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
@@ -50,7 +51,7 @@ def attention_call(case: TorchSdpaCase, inputs: dict[str, np.ndarray]) -> Attent
     see no key give zeros there, as torch does."""
     mask = inputs.get("mask")
     return AttentionCall(
-        contract=Contract(layout="bhqd", scale=case.effective_scale),
+        contract=attention_contract(case),
         q=inputs["query"], k=inputs["key"], v=inputs["value"], do=inputs["do"],
         bias=mask if case.mask == "float" else None,
         vis=visibility(case.q_len, case.kv_len, causal=case.is_causal, xp=np,

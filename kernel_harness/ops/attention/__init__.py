@@ -7,8 +7,11 @@ paged and ragged paged kernels).
   axis roles of q/k/v/do in each.
 - :mod:`.reference`: the one dense-mask builder (:func:`~.reference.visibility`, from the
   case description), the one softmax (:func:`~.reference.attend`: exact zero weight on
-  masked keys, soft cap, sinks, where the denominator divides) and the low-precision
-  twin, the yardstick of the calibrated judge.
+  masked keys, soft cap, sinks, where the denominator divides).
+- :mod:`.program`: every attention family's reference: a family's ``Contract`` (its
+  declared options) and ``AttentionCall`` (its case in the op's arrays) run by one program
+  (forward, vjp, lse, summed-term magnitudes) and its low-precision twin, the yardstick
+  of the calibrated judge.
 - :mod:`.tolerance`: the fixed float32/bfloat16 tables with their measured reasons and
   the calibrated bound.
 - :mod:`.events`: the coverage labels every attention kernel reports the same way.

@@ -150,33 +150,41 @@ def gradient_magnitudes(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
     return res
 
 
+def attention_outputs(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
+                      precision: Any = HIGHEST) -> dict[str, jax.Array]:
+    """The op's outputs under contract ``c`` from the arrays ``x`` (op names: ``q``, ``k``,
+    ``v``; optional ``bias``, ``sinks`` and the cotangent ``do``) and visibility ``vis``:
+    ``out``; with ``do`` the gradient ``d<name>`` of every array but ``do`` (by ``jax.vjp``,
+    the lse's cotangent zero); ``lse`` in the contract's base; the contract's magnitudes."""
+    diff = tuple(n for n in _DIFFERENTIABLE if n in x)
+
+    def f(*args: jax.Array) -> tuple[jax.Array, jax.Array]:
+        a = dict(zip(diff, args, strict=True))
+        return attend(a["q"], a["k"], a["v"], vis, c.scale, layout=c.layout,
+                      bias=a.get("bias"), bias_before_scale=c.bias_before_scale,
+                      soft_cap=c.soft_cap, sinks=a.get("sinks"), normalize=c.normalize,
+                      precision=precision)
+
+    if "do" in x:
+        (out, lse), vjp = jax.vjp(f, *(x[n] for n in diff))
+        grads = vjp((x["do"], jnp.zeros_like(lse)))
+        res = {"out": out, **{f"d{n}": g for n, g in zip(diff, grads, strict=True)}}
+    else:
+        out, lse = f(*(x[n] for n in diff))
+        res = {"out": out}
+    if c.lse is not None:
+        res["lse"] = lse if c.lse == "natural" else lse / math.log(2.0)
+    if c.magnitudes:
+        res.update(gradient_magnitudes(c, x, vis, out, lse, precision))
+    return res
+
+
 @functools.lru_cache(maxsize=64)
 def _program(c: Contract, present: frozenset[str], precision: Any, cpu: bool
              ) -> Callable[..., dict[str, jax.Array]]:
-    diff = tuple(n for n in _DIFFERENTIABLE if n in present)
-
-    def program(x: dict[str, jax.Array], vis: jax.Array) -> dict[str, jax.Array]:
-        def f(*args: jax.Array) -> tuple[jax.Array, jax.Array]:
-            a = dict(zip(diff, args, strict=True))
-            return attend(a["q"], a["k"], a["v"], vis, c.scale, layout=c.layout,
-                          bias=a.get("bias"), bias_before_scale=c.bias_before_scale,
-                          soft_cap=c.soft_cap, sinks=a.get("sinks"), normalize=c.normalize,
-                          precision=precision)
-
-        if "do" in x:
-            (out, lse), vjp = jax.vjp(f, *(x[n] for n in diff))
-            grads = vjp((x["do"], jnp.zeros_like(lse)))
-            res = {"out": out, **{f"d{n}": g for n, g in zip(diff, grads, strict=True)}}
-        else:
-            out, lse = f(*(x[n] for n in diff))
-            res = {"out": out}
-        if c.lse is not None:
-            res["lse"] = lse if c.lse == "natural" else lse / math.log(2.0)
-        if c.magnitudes:
-            res.update(gradient_magnitudes(c, x, vis, out, lse, precision))
-        return res
-
-    return jax.jit(program, compiler_options=_CPU_OPTIONS if cpu else None)
+    del present  # part of the cache key: one program per set of arrays
+    return jax.jit(functools.partial(attention_outputs, c, precision=precision),
+                   compiler_options=_CPU_OPTIONS if cpu else None)
 
 
 def run_call(call: AttentionCall, dtype: Any, device: jax.Device,

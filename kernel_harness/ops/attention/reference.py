@@ -1,12 +1,11 @@
-"""The attention op's independent dense reference and its low-precision twin.
+"""The attention op's independent dense math.
 
 Visibility is built from the case description by index arithmetic on a dense grid
-(:func:`visibility`), never from a kernel's own mask objects; :func:`softmax_attention`
-gives masked keys exactly zero weight and a row that sees no key zeros. The reference
-runs in float32 at ``Precision.HIGHEST`` on the CPU; its twin (:func:`reference_pair`)
-is the same math in the case's dtype at the backend's default matmul precision on the
-backend's device: the yardstick of the calibrated judge (README "Calibrated bounds"),
-run for every family by :mod:`.program`.
+(:func:`visibility`), never from a kernel's own mask objects; :func:`attend` gives masked
+keys exactly zero weight and a row that sees no key zeros. :mod:`.program` runs it for
+every family: float32 at ``Precision.HIGHEST`` on the CPU, and its low-precision twin (the
+same math in the case's dtype at the backend's default matmul precision on the backend's
+device: the yardstick of the calibrated judge, README "Calibrated bounds").
 """
 
 from __future__ import annotations
@@ -157,12 +156,3 @@ def attend(q: jax.Array, k: jax.Array, v: jax.Array, vis: jax.Array, scale: floa
             out = out / per_row
     lse = jnp.where(denom > 0, m + jnp.log(safe), -jnp.inf)[..., 0]
     return out, lse
-
-
-def softmax_attention(q: jax.Array, k: jax.Array, v: jax.Array, bias: jax.Array | None,
-                      vis: jax.Array, scale: float, *, layout: str,
-                      bias_before_scale: bool = False,
-                      precision: jax.lax.Precision | None = HIGHEST) -> jax.Array:
-    """The output of :func:`attend` (weights normalized before the product with V)."""
-    return attend(q, k, v, vis, scale, layout=layout, bias=bias,
-                  bias_before_scale=bias_before_scale, precision=precision)[0]
