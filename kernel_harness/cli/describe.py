@@ -9,6 +9,7 @@ documentation and a few drawn cases), and an adapter template for ``--impl``.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import textwrap
 from typing import Any
@@ -74,14 +75,22 @@ def adapter_template(family: Family) -> str:
     return "\n".join(lines)
 
 
+def callable_name(fn: Any) -> str:
+    """``module:qualname`` of a kernel (a partial as ``module:qualname(keywords)``): the same
+    text in every process, never a repr with a memory address."""
+    if isinstance(fn, functools.partial):
+        bound = [*map(repr, fn.args), *(f"{k}={v!r}" for k, v in fn.keywords.items())]
+        return f"{callable_name(fn.func)}({', '.join(bound)}, ...)"
+    return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
 def describe(family: Family, samples: int = 4) -> str:
     """The full description of ``family``."""
     wrap = lambda text, indent="  ": textwrap.fill(  # noqa: E731
         text, 96, initial_indent=indent, subsequent_indent=indent + "  "
     )
     out = [f"{family.name}: {family.summary}", "", "implementation signature (--impl):",
-           wrap(family.impl_signature), f"  default: {family.kernel.__module__}:"
-           f"{getattr(family.kernel, '__qualname__', family.kernel)}", ""]
+           wrap(family.impl_signature), f"  default: {callable_name(family.kernel)}", ""]
     out.append("outputs (every one compared, forward and gradients):")
     out += [f"  {name:<8} ({', '.join(axes)})" for name, axes in family.output_axes.items()]
     out += ["", "tolerances (max error relative to the output's scale; judge: 'fixed' = "
