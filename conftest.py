@@ -130,6 +130,8 @@ BOTH_STACKS = (
     "tests/core/test_compat.py",
     "tests/core/test_compat_interpreter_ext.py",
     "tests/core/test_backends.py",
+    "tests/core/test_backend_schedule.py",
+    "tests/checks/test_schedule_invariance.py",
     "tests/checks/test_crash_origin.py",
     "tests/checks/test_lowering.py",
     "tests/run/test_diagnostics.py",

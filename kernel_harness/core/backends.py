@@ -32,11 +32,26 @@ class Backend:
       name: one of ``interpret``, ``tpu-interpret``, ``tpu``, ``gpu``.
       platform: the jax platform the arrays live on (``cpu``, ``tpu``, ``gpu``).
       note: why this backend was chosen (e.g. what ``auto`` resolved to).
+      schedule: TPU interpreter settings pinned for every kernel run on this backend
+        (``dma_execution_mode``, ``random_seed``: the grid-order seed of parallel
+        dimensions), sorted ``(field, value)`` pairs; they win over a case's own
+        (:meth:`scheduled`). Empty: the interpreter's defaults and the case's draws.
     """
 
     name: str
     platform: str
     note: str = ""
+    schedule: tuple[tuple[str, Any], ...] = ()
+
+    def scheduled(self, **schedule: Any) -> Backend:
+        """This backend with ``schedule`` pinned (see :attr:`schedule`); only the TPU
+        interpreter has one: on another backend it is a usage error, never ignored."""
+        if self.name != "tpu-interpret":
+            raise BackendUnavailable(
+                f"backend {self.name!r} has no TPU interpreter schedule to pin "
+                f"({sorted(schedule)}); use --backend tpu-interpret")
+        merged = {**dict(self.schedule), **schedule}
+        return dataclasses.replace(self, schedule=tuple(sorted(merged.items())))
 
     @property
     def is_interpreted(self) -> bool:
@@ -51,7 +66,7 @@ class Backend:
         if self.name == "interpret":
             return True
         if self.name == "tpu-interpret":
-            return compat.tpu_interpret_params()
+            return compat.tpu_interpret_params(**dict(self.schedule))
         return False
 
     @contextlib.contextmanager
@@ -59,11 +74,13 @@ class Backend:
         """Context for kernels with no ``interpret`` argument (e.g. TPU flash).
 
         ``schedule``: TPU interpreter settings a case draws (``dma_execution_mode``...),
-        applied on the interpreted backends; on a TPU the hardware schedules."""
+        applied on the interpreted backends (the backend's own :attr:`schedule` wins); on a
+        TPU the hardware schedules."""
         if self.name == "tpu":
             yield
         elif self.name == "tpu-interpret":
-            with compat.forced_tpu_interpret_mode(compat.tpu_interpret_params(**schedule)):
+            params = compat.tpu_interpret_params(**{**schedule, **dict(self.schedule)})
+            with compat.forced_tpu_interpret_mode(params):
                 yield
         elif self.name == "interpret":
             # A TPU kernel without an interpret switch can only be interpreted

@@ -61,7 +61,8 @@ def test_example_cap():
     assert mm.example_cap(lambda: None, 30) == 30
 
 
-@pytest.mark.parametrize("name", [s.name for s in mm.SPECS if s.needs != "as_mha"])
+@pytest.mark.parametrize("name", [s.name for s in mm.SPECS  # schedule-invariance: its own test
+                                  if s.needs not in ("as_mha", mm.TPU_INTERPRETER)])
 def test_correct_kernel_passes(name):
     observer = run_prop(name, examples=4)
     assert observer.passed >= 1

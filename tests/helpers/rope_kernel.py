@@ -6,6 +6,7 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
 
 
 def _rotate(x_ref, cos_ref, sin_ref, o_ref, *, sign):
@@ -58,3 +59,26 @@ def make_rope(table_block=None):
 
 rope = make_rope()
 rope_written_for_32 = make_rope(table_block=32)
+
+
+def _last_visited(rows, block_rows, interpret):
+    """[8, 128] float32 holding the grid coordinate run last: a row grid declared
+    ``parallel`` whose every point writes the same output block (a reduction over a
+    dimension declared parallel: its result depends on the order the grid runs in)."""
+    def kernel(o_ref):
+        o_ref[...] = jnp.full(o_ref.shape, pl.program_id(0), jnp.float32)
+
+    return pl.pallas_call(
+        kernel, grid=(pl.cdiv(rows, block_rows),),
+        out_specs=pl.BlockSpec((8, 128), lambda i: (0, 0)),
+        out_shape=jax.ShapeDtypeStruct((8, 128), jnp.float32),
+        compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel",)),
+        interpret=interpret)()
+
+
+def rope_last_block_wins(x, cos, sin, *, block_rows, interpret=False):
+    """The planted schedule bug: rope, with its first row nudged by which row block a
+    ``parallel`` grid ran last (right on one schedule, different on another)."""
+    out = rope(x, cos, sin, block_rows=block_rows, interpret=interpret)
+    last = _last_visited(x.shape[0], block_rows, interpret)[0, 0]
+    return out.at[0].add((1e-3 * last).astype(out.dtype))

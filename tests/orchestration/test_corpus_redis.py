@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from kernel_harness.checks.properties import PROPERTIES
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.orchestration.corpus import open_corpus, replay_entries
 from kernel_harness.spec import registry
@@ -176,7 +177,8 @@ def test_two_shards_at_once_share_one_redis_and_merge_into_one_verdict(redis_url
     for i in (1, 2):
         doc = json.loads((tmp_path / f"{i}.json").read_text())
         units += [(r["family"], r["property"]) for r in doc["properties"]]
-    assert len(units) == len(set(units)) == 18  # 2 families x 9 properties, each once
+    every = 2 * len(PROPERTIES)  # 2 families x every built-in property, each once
+    assert len(units) == len(set(units)) == every
     merged = subprocess.run([sys.executable, "-m", "kernel_harness.cli", "merge",
                              str(tmp_path / "1.json"), str(tmp_path / "2.json"), "--json",
                              str(tmp_path / "all.json")], cwd=ROOT, env=env,

@@ -4,6 +4,7 @@
 from kernel_harness.checks.metamorphic.arrays import problem_sizes, roles_of
 from kernel_harness.checks.metamorphic.machinery import (
     MIN_EXAMPLES,
+    TPU_INTERPRETER,
     Check,
     MetamorphicFailure,
     Spec,
@@ -16,6 +17,7 @@ __all__ = [
     "MIN_EXAMPLES",
     "PROPERTIES",
     "SPECS",
+    "TPU_INTERPRETER",
     "Check",
     "MetamorphicFailure",
     "Spec",

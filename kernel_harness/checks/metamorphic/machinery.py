@@ -71,27 +71,34 @@ class Check:
     def hooks(self) -> Metamorphic | None:
         return self.family.metamorphic
 
-    def run(self, case: Any = None, inputs: Arrays | None = None) -> Arrays:
-        """The kernel's outputs on ``case`` (the example's by default) and ``inputs``; an
-        exception it raises becomes :class:`KernelCrash` (the example's crash report)."""
+    def run(self, case: Any = None, inputs: Arrays | None = None,
+            backend: Backend | None = None) -> Arrays:
+        """The kernel's outputs on ``case`` (the example's by default) and ``inputs``, on
+        ``backend`` (the example's, or one with a pinned schedule); an exception it raises
+        becomes :class:`KernelCrash` (the example's crash report)."""
         self.runs += 1
         ran = self.case if case is None else case
         inputs = self.inputs if inputs is None else inputs
+        backend = self.backend if backend is None else backend
         try:
-            outputs = run_on_backend(self.family, self.impl, ran, inputs, self.backend)
+            outputs = run_on_backend(self.family, self.impl, ran, inputs, backend)
         except (TpuInterpretCannotRun, UsageError):
             raise
         except Exception as e:  # noqa: BLE001 - a crash is a failure, reported as one
-            raise KernelCrash(self.crash(e, ran)) from e
+            raise KernelCrash(self.crash(e, ran, backend)) from e
         return {k: np.asarray(v) for k, v in outputs.items()}
 
-    def crash(self, error: BaseException, ran: Any) -> Crash:
-        """The crash report of ``error`` raised by run number :attr:`runs` on ``ran``:
-        the example's case, and the ``--property``/``--draws`` that replay it."""
+    def crash(self, error: BaseException, ran: Any, backend: Backend | None = None) -> Crash:
+        """The crash report of ``error`` raised by run number :attr:`runs` on ``ran``
+        (under ``backend``'s pinned schedule, if any): the example's case, and the
+        ``--property``/``--draws`` that replay it."""
         rec = self.recorder
         draws = "[]" if rec is None else rec.to_json()
+        schedule = () if backend is None else backend.schedule
         notes = [f"crashed on: kernel run {self.runs} of this example"
-                 + ("" if ran == self.case else f", on the variant case {ran!r}")]
+                 + ("" if ran == self.case else f", on the variant case {ran!r}")
+                 + ("" if not schedule else ", under the pinned interpreter schedule "
+                    + " ".join(f"{k}={v}" for k, v in schedule))]
         return Crash(
             family=self.family.name, case=self.case, backend=self.backend,
             impl=self.impl_spec or impl_name(self.impl), impl_spec=self.impl_spec,
@@ -197,13 +204,16 @@ def example_cap(prop: Callable[..., Any], max_examples: int) -> int:
 
 #: ``Spec.needs`` of a property any family can run (no hooks needed).
 ANY_FAMILY = "any family"
+#: ``Spec.needs`` of a property that varies the TPU interpreter's schedule: any family, on
+#: the ``tpu-interpret`` backend only.
+TPU_INTERPRETER = "the TPU interpreter"
 
 
 def applicable(family: Family, spec: Spec) -> Metamorphic | None:
     """The family's hooks, or PropertyNotApplicable when ``spec`` needs one it lacks
     (``needs``: :data:`ANY_FAMILY`, None for the hooks themselves, or a hook's name)."""
     hooks = family.metamorphic
-    if spec.needs == ANY_FAMILY:
+    if spec.needs in (ANY_FAMILY, TPU_INTERPRETER):
         return hooks
     if hooks is None:
         raise PropertyNotApplicable(
@@ -221,6 +231,10 @@ def build(spec: Spec) -> Callable[..., Callable[[], None]]:
                 impl_spec: str | None = None, observer: Any = None) -> Callable[[], None]:
         ensure_supported(family, backend)
         applicable(family, spec)
+        if spec.needs == TPU_INTERPRETER and backend.name != "tpu-interpret":
+            raise PropertyNotApplicable(
+                f"{spec.name} varies the TPU interpreter's schedule: it runs on "
+                f"--backend tpu-interpret only (this run: {backend.name})")
         kernel = family.kernel if impl is None else impl
 
         @given(case=family.cases(), data=st.data())

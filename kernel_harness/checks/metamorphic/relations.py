@@ -24,7 +24,13 @@ from kernel_harness.checks.metamorphic.arrays import (
     roles_of,
     visibility,
 )
-from kernel_harness.checks.metamorphic.machinery import ANY_FAMILY, Check, Spec, build
+from kernel_harness.checks.metamorphic.machinery import (
+    ANY_FAMILY,
+    TPU_INTERPRETER,
+    Check,
+    Spec,
+    build,
+)
 
 # --- the properties -----------------------------------------------------------------------------
 
@@ -133,8 +139,8 @@ def _same_inputs(check: Check, other: Any) -> None:
             )
 
 
-def _deterministic(check: Check, data: st.DataObject) -> None:
-    first, second = check.run(), check.run()
+def _bitwise_changes(check: Check, first: dict, second: dict, what: str) -> None:
+    """A problem for every output ``second`` does not reproduce bit for bit (NaN as NaN)."""
     for name in check.family.output_axes:
         a, b = first.get(name), second.get(name)
         if a is None or np.size(a) == 0:
@@ -142,9 +148,33 @@ def _deterministic(check: Check, data: st.DataObject) -> None:
         if not np.array_equal(a, b, equal_nan=True):
             count, rel, worst, _ = differences(a, b, None, 0.0)
             check.problems.append(
-                f"{name}: rerunning changed {count} element(s) (bitwise); largest change "
-                f"{rel:.3g} x scale at {location(check.family.output_axes[name], worst)}"
+                f"{name}: {what} changed {count} element(s) (bitwise); largest change "
+                f"{rel:.3g} x scale at {location(check.family.output_axes[name], worst)}: "
+                f"{float(a[worst]):.6g} -> {float(b[worst]):.6g}"
             )
+
+
+def _deterministic(check: Check, data: st.DataObject) -> None:
+    _bitwise_changes(check, check.run(), check.run(), "rerunning")
+
+
+def schedule_text(schedule: dict[str, Any]) -> str:
+    """``dma=on_wait grid-seed=7``: a schedule as the reports name it."""
+    return f"dma={schedule['dma_execution_mode']} grid-seed={schedule['random_seed']}"
+
+
+def _schedule_invariance(check: Check, data: st.DataObject) -> None:
+    # One schedule, then the same with only the DMA completion order changed and with only
+    # the order of the parallel grid dimensions changed: a difference names its cause.
+    seed = data.draw(st.integers(0, 2**16), label="grid-order seed")
+    other = seed + data.draw(st.integers(1, 2**16), label="second seed's offset")
+    base = {"dma_execution_mode": "on_wait", "random_seed": seed}
+    first = check.run(backend=check.backend.scheduled(**base))
+    for changed, variant in (("only the DMA order", {**base, "dma_execution_mode": "eager"}),
+                             ("only the grid order", {**base, "random_seed": other})):
+        second = check.run(backend=check.backend.scheduled(**variant))
+        _bitwise_changes(check, first, second,
+                         f"{schedule_text(base)} -> {schedule_text(variant)} ({changed})")
 
 
 #: The logit scales finite-out draws (1.0: the case's own inputs).
@@ -281,6 +311,10 @@ SPECS: tuple[Spec, ...] = (
          "Two valid block configurations agree within twice the tolerance."),
     Spec("deterministic", _deterministic, ANY_FAMILY, 0.07,
          "Rerunning forward and backward gives bitwise identical outputs."),
+    Spec("schedule-invariance", _schedule_invariance, TPU_INTERPRETER, 0.1,
+         "Under the TPU interpreter, the outputs are bitwise the same whether DMAs complete "
+         "late and out of order or as issued, and whatever order the parallel grid "
+         "dimensions run in (tpu-interpret backend only)."),
     Spec("finite-out", _finite_out, None, 0.1,
          "Finite inputs (logits scaled up to 32x) give finite outputs and gradients, "
          "except where the contract says otherwise."),
