@@ -15,6 +15,7 @@ from hypothesis import given
 
 from kernel_harness.checks.draws import check_draws_per_compile, checked_cases
 from kernel_harness.core.backends import Backend
+from kernel_harness.run import kernel_coverage
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.report import failure_report
@@ -206,7 +207,8 @@ def matches_reference(
 
     @given(case=family.cases())
     def prop(case: Any) -> None:
-        result = _judge(family, case, backend, impl, impl_spec, observer)
+        with kernel_coverage.steering():
+            result = _judge(family, case, backend, impl, impl_spec, observer)
         # Guides the search towards the worst case (Phase.target is on in the profiles).
         hypothesis.target(worst_ratio(result), label=TARGET_LABEL)
         if observer is not None:
@@ -248,7 +250,8 @@ def _with_draws(family: Family, *, backend: Backend, impl: Callable[..., Any] | 
 
     @given(cases=checked_cases(family, k))
     def prop(cases: tuple[Any, ...]) -> None:
-        run_draws(cases)
+        with kernel_coverage.steering():
+            run_draws(cases)
 
     prop.__name__ = f"{family.name}_matches_reference"
     prop.kh_draws_per_compile = k

@@ -29,6 +29,8 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import hypothesis
+
 from kernel_harness.core.compat.kernel_probes import ProbeSite, clear_compiled, kernel_probes
 
 
@@ -122,6 +124,21 @@ class KernelCoverage:
             self.uninstrumented_kernels.update(data["uninstrumented_kernels"])
 
     # Queries.
+    def seen(self) -> dict[tuple[tuple[str, str, int, str], str], int]:
+        """Every ``(site key, outcome)`` seen so far, with its count: a snapshot that
+        :meth:`reached_since` compares against."""
+        with self._lock:
+            return {(k, o): n for k, s in self.sites.items() for o, n in s.counts.items()
+                    if n}
+
+    def reached_since(self, before: Mapping[tuple[tuple[str, str, int, str], str], int]
+                      ) -> tuple[int, int]:
+        """``(reached, first)`` since the snapshot ``before`` (:meth:`seen`): the outcomes
+        whose count grew, and of them those never seen before it."""
+        now = self.seen()
+        grown = [k for k, n in now.items() if n > before.get(k, 0)]
+        return len(grown), sum(k not in before for k in grown)
+
     def total_hits(self) -> int:
         """All probe reports so far."""
         with self._lock:
@@ -216,9 +233,45 @@ def recording() -> Iterator[KernelCoverage]:
     clear_compiled()
     try:
         with kernel_probes(coverage):
-            yield coverage
+            _RECORDING.append(coverage)
+            try:
+                yield coverage
+            finally:
+                _RECORDING.clear()
     finally:
         clear_compiled()
+
+
+#: The recording in progress (at most one: :func:`kernel_probes` is not reentrant).
+_RECORDING: list[KernelCoverage] = []
+
+
+def current() -> KernelCoverage | None:
+    """The kernel coverage being recorded in this process, or None (coverage off)."""
+    return _RECORDING[0] if _RECORDING else None
+
+
+#: The labels of the ``hypothesis.target`` observations coverage steering makes.
+REACHED_LABEL = "kernel branch outcomes reached"
+FIRST_LABEL = "kernel branch outcomes reached first"
+
+
+@contextlib.contextmanager
+def steering() -> Iterator[None]:
+    """Steers the search towards kernel branches (issue 40): with coverage on, the example
+    run inside reports to Hypothesis how many branch outcomes it reached and how many it
+    reached first (``hypothesis.target``), so examples that open new paths are mutated
+    further (once per example: wrap the whole example). With coverage off, or when the
+    example raises, it reports nothing."""
+    coverage = current()
+    if coverage is None:
+        yield
+        return
+    before = coverage.seen()
+    yield
+    reached, first = coverage.reached_since(before)
+    hypothesis.target(float(reached), label=REACHED_LABEL)
+    hypothesis.target(float(first), label=FIRST_LABEL)
 
 
 
