@@ -171,3 +171,24 @@ def test_shipped_gmm_waivers_still_match_with_the_kernels_counted():
                  if c.name == "ragged-empty-transpose-f32")
     outcome = golden_check.check_golden(family, gcase, resolve_backend("tpu-interpret"))
     assert outcome.status == "PASS", outcome.detail
+
+
+def test_tpu_paged_empty_first_row_is_waived_only_at_the_block_copy():
+    """Coverage steering found it (docs/kernel-coverage.md): a row of length 0 with
+    inline_seq_dim=False never writes its output blocks, and the interpreter's copy-out reads
+    them. The waiver keeps the case passing (the row is outside the contract) and is counted;
+    a row with tokens is judged as before."""
+    from kernel_harness.families.tpu_paged.cases import TpuPagedCase
+    from kernel_harness.spec.registry import get_family
+
+    family = get_family("tpu-paged")
+    fields = dict(dtype="float32", seed=0, batch=2, q_heads=2, kv_heads=2, head_dim=128,
+                  page_size=16, pages_per_seq=1, spare_pages=0, shuffle=False, soft_cap=None,
+                  pages_per_compute_block=1, shared_pages=0, quantized=False,
+                  megacore_mode=None, inline_seq_dim=False)
+    before = diagnostics.TOTALS["waived"]
+    result = check_case(family, TpuPagedCase(lengths=(0, 15), **fields),
+                        resolve_backend("tpu-interpret"))
+    assert result.passed, result.failures
+    assert diagnostics.TOTALS["waived"] >= before + 1
+    assert not family.valid(TpuPagedCase(lengths=(0, 15), **fields))["out"][0].any()
