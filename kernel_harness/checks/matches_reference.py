@@ -207,8 +207,9 @@ def matches_reference(
 
     @given(case=family.cases())
     def prop(case: Any) -> None:
-        with kernel_coverage.steering():
-            result = _judge(family, case, backend, impl, impl_spec, observer)
+        snapshot = kernel_coverage.steering_snapshot()
+        result = _judge(family, case, backend, impl, impl_spec, observer)
+        kernel_coverage.steer(snapshot)
         # Guides the search towards the worst case (Phase.target is on in the profiles).
         hypothesis.target(worst_ratio(result), label=TARGET_LABEL)
         if observer is not None:
@@ -234,7 +235,7 @@ def _with_draws(family: Family, *, backend: Backend, impl: Callable[..., Any] | 
             observer.record_result(result)
         return result
 
-    def run_draws(cases: tuple[Any, ...]) -> None:
+    def run_draws(cases: tuple[Any, ...], snapshot: kernel_coverage.Snapshot | None) -> None:
         worst, failed = 0.0, None
         for case in cases:
             result = judge_one(case)
@@ -243,6 +244,7 @@ def _with_draws(family: Family, *, backend: Backend, impl: Callable[..., Any] | 
                 failed = result
                 break
         hypothesis.target(worst, label=TARGET_LABEL)
+        kernel_coverage.steer(snapshot)
         if observer is not None:
             observer.end_example(failed is None)
         if failed is not None:
@@ -250,8 +252,8 @@ def _with_draws(family: Family, *, backend: Backend, impl: Callable[..., Any] | 
 
     @given(cases=checked_cases(family, k))
     def prop(cases: tuple[Any, ...]) -> None:
-        with kernel_coverage.steering():
-            run_draws(cases)
+        snapshot = kernel_coverage.steering_snapshot()
+        run_draws(cases, snapshot)
 
     prop.__name__ = f"{family.name}_matches_reference"
     prop.kh_draws_per_compile = k

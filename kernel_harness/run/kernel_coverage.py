@@ -256,19 +256,25 @@ REACHED_LABEL = "kernel branch outcomes reached"
 FIRST_LABEL = "kernel branch outcomes reached first"
 
 
-@contextlib.contextmanager
-def steering() -> Iterator[None]:
-    """Steers the search towards kernel branches (issue 40): with coverage on, the example
-    run inside reports to Hypothesis how many branch outcomes it reached and how many it
-    reached first (``hypothesis.target``), so examples that open new paths are mutated
-    further (once per example: wrap the whole example). With coverage off, or when the
-    example raises, it reports nothing."""
+Snapshot = tuple[KernelCoverage, dict[tuple[tuple[str, str, int, str], str], int]]
+
+
+def steering_snapshot() -> Snapshot | None:
+    """Where an example starts, for :func:`steer` (None with coverage off). Not a context
+    manager on purpose: the example's failure must leave the property with its own traceback
+    (Hypothesis tells bugs apart by where they were raised)."""
     coverage = current()
-    if coverage is None:
-        yield
+    return None if coverage is None else (coverage, coverage.seen())
+
+
+def steer(snapshot: Snapshot | None) -> None:
+    """Steers the search towards kernel branches (issue 40): with coverage on, tells
+    Hypothesis how many branch outcomes the example since ``snapshot`` reached and how many
+    it reached first (``hypothesis.target``), so examples that open new paths are mutated
+    further. Call once per example, after it ran to a verdict; None does nothing."""
+    if snapshot is None:
         return
-    before = coverage.seen()
-    yield
+    coverage, before = snapshot
     reached, first = coverage.reached_since(before)
     hypothesis.target(float(reached), label=REACHED_LABEL)
     hypothesis.target(float(first), label=FIRST_LABEL)
