@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
@@ -12,8 +11,7 @@ from kernel_harness.families.gpu_decode.bench import BENCH
 from kernel_harness.families.gpu_decode.cases import DecodeCase, attention_contract, decode_cases
 from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.program import AttentionCall, run_call
-from kernel_harness.ops.attention.reference import HIGHEST
+from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, head_grouping
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
@@ -25,7 +23,7 @@ def reference(case: DecodeCase, inputs: dict[str, np.ndarray]) -> dict[str, np.n
     m the largest visible logit); a row with no visible key gives out 0 and lse -inf."""
     call = AttentionCall(contract=attention_contract(case), q=inputs["q"][:, None], k=inputs["k"],
                          v=inputs["v"], vis=case.visible()[:, None, None, :])
-    res = run_call(call, np.float32, jax.devices("cpu")[0], HIGHEST)
+    res = float32_outputs(call)
     return {"out": res["out"][:, 0], "lse": res["lse"][:, :, 0]}
 
 

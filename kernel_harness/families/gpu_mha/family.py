@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
@@ -12,8 +11,7 @@ from kernel_harness.families.gpu_mha.bench import BENCH
 from kernel_harness.families.gpu_mha.cases import MhaCase, attention_contract, mha_cases
 from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.families.gpu_mha.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.program import AttentionCall, run_call
-from kernel_harness.ops.attention.reference import HIGHEST
+from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 
@@ -34,7 +32,7 @@ def reference(case: MhaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndar
     terms, so there the magnitudes are the honest scale."""
     call = AttentionCall(contract=attention_contract(case), q=inputs["q"], k=inputs["k"],
                          v=inputs["v"], do=inputs["do"], vis=case.visible()[:, None])
-    return run_call(call, np.float32, jax.devices("cpu")[0], HIGHEST)
+    return float32_outputs(call)
 
 
 def _tolerances() -> ToleranceTable:

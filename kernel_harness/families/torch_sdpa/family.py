@@ -3,7 +3,6 @@ torch wrapper of its signature, ``--impl``) under JAX, against the attention ref
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
@@ -22,8 +21,8 @@ from kernel_harness.families.torch_sdpa.kernel import (
     mask_has_gradient,
 )
 from kernel_harness.families.torch_sdpa.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.program import AttentionCall, run_call
-from kernel_harness.ops.attention.reference import HIGHEST, visibility
+from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
+from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 
@@ -63,7 +62,7 @@ def attention_call(case: TorchSdpaCase, inputs: dict[str, np.ndarray]) -> Attent
 def reference(case: TorchSdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """out, dq, dk, dv in torch's layout and dmask (zeros (1, 1, 1, 1) without a float
     mask), float32 at HIGHEST on the CPU (the attention op)."""
-    return run_call(attention_call(case, inputs), np.float32, jax.devices("cpu")[0], HIGHEST)
+    return float32_outputs(attention_call(case, inputs))
 
 
 def _tol(x: float, why: str, dtype: str, output: str) -> Tolerance:

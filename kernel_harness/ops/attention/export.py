@@ -14,7 +14,6 @@ from kernel_harness.ops.attention import program, reference, vocabulary
 
 _PRELUDE = f'''\
 import dataclasses
-import functools
 import math
 from collections.abc import Mapping
 from typing import Any

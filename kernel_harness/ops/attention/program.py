@@ -180,9 +180,8 @@ def attention_outputs(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
 
 
 @functools.lru_cache(maxsize=64)
-def _program(c: Contract, present: frozenset[str], precision: Any, cpu: bool
-             ) -> Callable[..., dict[str, jax.Array]]:
-    del present  # part of the cache key: one program per set of arrays
+def _program(c: Contract, precision: Any, cpu: bool) -> Callable[..., dict[str, jax.Array]]:
+    # jit traces once per set of arrays (the dict's keys are part of its input structure)
     return jax.jit(functools.partial(attention_outputs, c, precision=precision),
                    compiler_options=_CPU_OPTIONS if cpu else None)
 
@@ -192,12 +191,17 @@ def run_call(call: AttentionCall, dtype: Any, device: jax.Device,
     """The call's outputs, its arrays in ``dtype`` on ``device`` at ``precision``,
     returned as float32 numpy arrays under the family's names."""
     arrays = {n: np.asarray(a, dtype) for n, a in call.arrays().items()}
-    program = _program(call.contract, frozenset(arrays), precision, device.platform == "cpu")
+    program = _program(call.contract, precision, device.platform == "cpu")
     with jax.default_device(device):
         outs = program(arrays, jnp.asarray(call.vis, bool))
     res = {call.names.get(n, n): np.asarray(a, np.float32) for n, a in outs.items()}
     res.update({n: np.zeros(shape, np.float32) for n, shape in call.absent.items()})
     return res
+
+
+def float32_outputs(call: AttentionCall) -> dict[str, np.ndarray]:
+    """The reference's outputs of ``call``: float32 at HIGHEST precision on the CPU."""
+    return run_call(call, np.float32, jax.devices("cpu")[0], HIGHEST)
 
 
 Arrays = dict[str, np.ndarray]
@@ -214,7 +218,7 @@ def references(call_of: CallOf) -> tuple[Callable[[Any, Arrays], Arrays],
     def reference(case: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Every checked output from the dtype-rounded inputs, computed in float32 at
         HIGHEST precision on the CPU (the attention op, :mod:`.program`)."""
-        return run_call(call_of(case, inputs), np.float32, jax.devices("cpu")[0], HIGHEST)
+        return float32_outputs(call_of(case, inputs))
 
     def low_precision_reference(case: Any, inputs: dict[str, np.ndarray],
                                 backend: Backend) -> dict[str, np.ndarray]:
