@@ -39,3 +39,11 @@ class Adapter:
     def fields(self) -> dict[str, Any]:
         """The record as :class:`~kernel_harness.spec.family.Family` keyword arguments."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def expect_shape(family: str, out: Any, shape: tuple[int, ...]) -> None:
+    """An adapter's check of what its kernel returned: a ValueError naming the family and
+    both shapes when ``out`` is not ``shape`` (a wrong-shaped result is never judged)."""
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"{family}: the kernel returned shape {tuple(out.shape)}, expected "
+                         f"{tuple(shape)}")

@@ -13,7 +13,7 @@ from jax.experimental.pallas.ops.gpu import softmax as _softmax
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.ops.softmax.cases import SoftmaxCase
-from kernel_harness.spec.adapter import Adapter
+from kernel_harness.spec.adapter import Adapter, expect_shape
 
 
 def softmax(x: jax.Array, *, axis: int = -1, interpret: Any = False) -> jax.Array:
@@ -45,9 +45,7 @@ def run(impl: Callable[..., Any], case: SoftmaxCase, inputs: dict[str, np.ndarra
     with gpu_common.kernel_context(backend):
         outs = fn(arrays["x"])
     out = gpu_common.to_numpy(outs)["out"]
-    if out.shape != (*case.leading, case.n):
-        raise ValueError(f"gpu-softmax: the kernel returned shape {out.shape}, expected "
-                         f"{(*case.leading, case.n)}")
+    expect_shape("gpu-softmax", out, (*case.leading, case.n))
     return {"out": out.reshape(case.rows, case.n)}
 
 

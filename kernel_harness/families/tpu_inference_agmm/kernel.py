@@ -21,7 +21,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.devices import device_mesh
 from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
 
 AXIS = "x"
 IMPL_SIGNATURE = (
@@ -59,9 +59,7 @@ def run(impl: Callable[..., Any], case: AgmmCase, inputs: dict[str, np.ndarray],
         out = jax.block_until_ready(impl(x, y, mesh, AXIS, bn=case.bn or None,
                                          bk=case.bk or None,
                                          rhs_transpose=case.rhs_transpose))
-    if out.shape != (case.m, case.n):
-        raise ValueError(f"tpu-inference-all-gather-matmul: the kernel returned shape "
-                         f"{out.shape}, expected {(case.m, case.n)}")
+    expect_shape("tpu-inference-all-gather-matmul", out, (case.m, case.n))
     return {"out": np.asarray(out, np.float32)}
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.ops.quantized_matmul.cases import QmmCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
 
 IMPL_SIGNATURE = (
     "quantized_matmul(x, w_q, w_scale, *, x_q_dtype, batch_block, out_block, in_block) -> "
@@ -74,9 +74,7 @@ def run(impl: Callable[..., Any], case: QmmCase, inputs: dict[str, np.ndarray],
     args = [jax.device_put(inputs[n], backend.device) for n in ("x", "w_q", "w_scale")]
     with backend.forcing_interpret():
         out = jax.block_until_ready(program(*args))
-    if out.shape != (case.n_batch, case.n_out):
-        raise ValueError(f"tpu-inference-quantized-matmul: the kernel returned shape "
-                         f"{out.shape}, expected {(case.n_batch, case.n_out)}")
+    expect_shape("tpu-inference-quantized-matmul", out, (case.n_batch, case.n_out))
     return {"out": np.asarray(out, np.float32)}
 
 
