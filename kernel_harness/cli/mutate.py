@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,23 @@ def add_parser(sub: Any) -> None:
                    help="data draws judged per compiled program by matches-reference")
     p.add_argument("--first-kill", action="store_true",
                    help="stop a mutant's properties at the first one that kills it (faster)")
+    p.add_argument("--seeds", default=None, metavar="S",
+                   help="run seeds, as check --seed takes one: 3, 0-9 or 1,4,7; several give "
+                   "each mutant's kill rate over them (default: the derandomized run)")
+    p.add_argument("--modes-first", action=argparse.BooleanOptionalAction, default=None,
+                   help="matches-reference starts with the cover of the family's modes, as "
+                   "check's does (default: in the ci and nightly profiles)")
+
+
+def parse_seeds(text: str | None) -> list[int | None]:
+    """``--seeds``: ``3``, ``0-9`` (inclusive) or ``1,4,7``; None: one derandomized run."""
+    if text is None:
+        return [None]
+    parts = [re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip()) for part in text.split(",")]
+    if not all(parts) or any(p[2] and int(p[2]) < int(p[1]) for p in parts if p):
+        raise UsageError(f"--seeds takes 3, 0-9 or 1,4,7 (non-negative, low-high), not {text!r}")
+    seeds = [s for p in parts if p for s in range(int(p[1]), int(p[2] or p[1]) + 1)]
+    return list(dict.fromkeys(seeds))
 
 
 def run(args: Any) -> int:
@@ -76,18 +95,27 @@ def run(args: Any) -> int:
     bad = sorted(set(props) - set(known))
     if bad:
         raise UsageError(f"unknown properties {bad}; known for {family.name}: {list(known)}")
+    seeds = parse_seeds(args.seeds)
     kw = dict(properties=props, backend=args.backend, profile=args.profile,
               max_examples=args.max_examples, golden=not args.no_golden,
               golden_root=args.golden_dir, timeout=args.timeout,
-              draws_per_compile=args.draws_per_compile)
-    kw_mutants = dict(kw, first_kill=args.first_kill)
+              draws_per_compile=args.draws_per_compile, modes_first=args.modes_first)
     columns = props + ([] if args.no_golden else [GOLDEN_COLUMN, GATE_COLUMN])
     print(f"kernel-harness mutate {family.name}: {len(chosen)} mutants, backend {args.backend}, "
           f"profile {args.profile}, at most {args.max_examples} examples per property, "
-          f"no shrinking", flush=True)
+          f"no shrinking"
+          + ("" if seeds == [None] else f", seeds {','.join(map(str, seeds))}"), flush=True)
+    if len(seeds) > 1:
+        return _kill_rates(family.name, chosen, seeds, args, kw)
+    return _one_run(family.name, chosen, args, dict(kw, seed=seeds[0]), columns)
+
+
+def _one_run(name: str, chosen: list[Any], args: Any, kw: dict[str, Any],
+             columns: list[str]) -> int:
+    kw_mutants = dict(kw, first_kill=args.first_kill)
     results = []
     if not args.skip_control:
-        control = run_one(family.name, None, **kw)
+        control = run_one(name, None, **kw)
         results.append(control)
         print(f"  control (no mutant): {control.status} ({control.wall_s:.0f}s) {control.error}",
               flush=True)
@@ -104,7 +132,7 @@ def run(args: Any) -> int:
     def progress(r: MutantResult) -> None:
         print(f"  {r.mutant:<28} {r.status:<9} ({r.wall_s:.0f}s) {r.error}", flush=True)
 
-    results += run_many(family.name, chosen, on_result=progress, **kw_mutants)
+    results += run_many(name, chosen, on_result=progress, **kw_mutants)
     print()
     print(kill_matrix(results, columns))
     print()
@@ -119,7 +147,44 @@ def run(args: Any) -> int:
     errors = [r for r in mutants if r.status == "ERROR"]
     survivors = [r.mutant for r in mutants if r.status == "SURVIVED"]
     ok = killed == len(mutants)
-    print(f"\n{'PASS' if ok else 'FAIL'}: {family.name}: {killed}/{len(mutants)} mutants killed"
+    print(f"\n{'PASS' if ok else 'FAIL'}: {name}: {killed}/{len(mutants)} mutants killed"
           + (f"; survived: {survivors}" if survivors else "")
           + (f"; {len(errors)} ERROR (stale or broken catalog entries)" if errors else ""))
+    return 0 if ok else 1
+
+
+def _kill_rates(name: str, chosen: list[Any], seeds: list[int | None], args: Any,
+                kw: dict[str, Any]) -> int:
+    """Each mutant on every seed (the control first on each, unless skipped): how many of
+    the seeds' runs kill it. 0 only if every mutant dies on every seed."""
+    kills: dict[str, list[int | None]] = {m.name: [] for m in chosen}
+    errors: dict[str, list[str]] = {m.name: [] for m in chosen}
+    unmeasured: list[int | None] = []
+    for s in seeds:
+        if not args.skip_control:
+            control = run_one(name, None, **kw, seed=s)
+            print(f"  seed {s}: control (no mutant): {control.status} ({control.wall_s:.0f}s) "
+                  f"{control.error}", flush=True)
+            if control.status != "PASS":  # kills on this seed would mean nothing
+                unmeasured.append(s)
+                continue
+        for r in run_many(name, chosen, **kw, seed=s, first_kill=args.first_kill):
+            print(f"  seed {s}: {r.mutant:<28} {r.status:<9} ({r.wall_s:.0f}s) {r.error}",
+                  flush=True)
+            if r.status == "KILLED":
+                kills[r.mutant].append(s)
+            elif r.status == "ERROR":
+                errors[r.mutant].append(f"seed {s}: {r.error}")
+    print()
+    if unmeasured:
+        print(f"  the unmutated kernel did not pass on seeds {unmeasured}: not measured there")
+    measured = [s for s in seeds if s not in unmeasured]
+    for m in chosen:
+        survived = [s for s in measured if s not in kills[m.name]]
+        print(f"  {m.name:<28} killed on {len(kills[m.name])}/{len(measured)} seeds"
+              + (f"; not on {survived}" if survived else "")
+              + (f"; {len(errors[m.name])} ERROR" if errors[m.name] else ""))
+    ok = not unmeasured and all(len(k) == len(seeds) for k in kills.values())
+    print(f"\n{'PASS' if ok else 'FAIL'}: {name}: every mutant killed on every seed"
+          if ok else f"\nFAIL: {name}: some mutant survived a seed (or errored)")
     return 0 if ok else 1

@@ -82,7 +82,8 @@ def _import_family(target: str) -> Family:
 
 
 def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
-                draws_per_compile: int = 1, cover: list[str] | None = None) -> dict[str, Any]:
+                draws_per_compile: int = 1, cover: list[str] | None = None,
+                seed: int | None = None) -> dict[str, Any]:
     import hypothesis
 
     from kernel_harness.checks.properties import Observer, build_property
@@ -128,9 +129,12 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
             prop, family, max_examples=settings.max_examples, run_seed=None,
             cover=Cover(cases=cases, reached=(), missing=(), draws=0, seconds=0.0))
         settings = hypothesis.settings(settings, max_examples=left)
+    test = hypothesis.settings(settings)(prop)
+    if seed is not None:  # as check --seed: this stream, not the derandomized one
+        test = hypothesis.seed(seed)(test)
     error = None
     try:
-        hypothesis.settings(settings)(prop)()
+        test()
     except Exception as e:  # noqa: BLE001 - a failure is the expected outcome here
         error = e
     if error is not None and not first:
@@ -227,7 +231,8 @@ def run_config(config: dict[str, Any]) -> None:
 
         base = get_profile(config["profile"])
         run_settings = settings(
-            base, max_examples=config["max_examples"], database=None, derandomize=True,
+            base, max_examples=config["max_examples"], database=None,
+            derandomize=config.get("seed") is None,
             phases=(Phase.explicit, Phase.generate),
         )
         for name in config["properties"]:
@@ -236,7 +241,7 @@ def run_config(config: dict[str, Any]) -> None:
                 continue
             result["columns"][name] = _run_column(
                 family, name, backend, run_settings, config.get("draws_per_compile", 1),
-                cover=config.get("cover"))
+                cover=config.get("cover"), seed=config.get("seed"))
         if config["golden"]:
             result["columns"][GOLDEN_COLUMN] = _golden_column(family, backend,
                                                               config.get("golden_root"))

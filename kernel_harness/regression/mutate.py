@@ -98,14 +98,17 @@ class MutantResult:
     wall_s: float = 0.0
 
 
-def _cover_json(family_name: str, profile: str, max_examples: int) -> list[str] | None:
+def _cover_json(family_name: str, profile: str, max_examples: int, *, seed: int | None,
+                asked: bool | None) -> list[str] | None:
     """The modes cover every mutant's matches-reference starts with, as check's does in
-    ``profile`` (None: not a modes-first profile), drawn once here for all the mutants: the
-    cases depend on the family's strategy, not on its kernel."""
-    if not modes_first(profile, None):
+    ``profile`` with ``--seed seed`` and ``--[no-]modes-first`` (``asked``; None: not a
+    modes-first run), drawn once here for all the mutants: the cases depend on the family's
+    strategy, not on its kernel."""
+    if not modes_first(profile, asked):
         return None
     family = get_family(family_name)
-    cover = mode_cover(family, run_seed=0, budget=cover_budget(max_examples))
+    cover = mode_cover(family, run_seed=0 if seed is None else seed,
+                       budget=cover_budget(max_examples))
     return [case.to_json() for case in cover.cases]
 
 
@@ -119,18 +122,21 @@ def run_many(
     family_name: str, mutants: Sequence[Mutant | None], *, properties: Sequence[str],
     backend: str = "interpret", profile: str = "ci", max_examples: int = DEFAULT_MAX_EXAMPLES,
     golden: bool = True, golden_root: Path | None = None, timeout: float = 900,
-    first_kill: bool = False, draws_per_compile: int = 1,
+    first_kill: bool = False, draws_per_compile: int = 1, seed: int | None = None,
+    modes_first: bool | None = None,
     on_result: Callable[[MutantResult], None] | None = None,
 ) -> list[MutantResult]:
     """Runs the family's properties once per entry of ``mutants`` (``None``: the unmutated
     control), each with its mutant installed, in a process of its own forked from one child
     process (:mod:`.mutant_child`); ``timeout`` is per mutant. ``on_result`` gets each result
-    as soon as its run ends (the CLI prints it)."""
+    as soon as its run ends (the CLI prints it). ``seed``: the run's seed, as ``check --seed``
+    takes it (Hypothesis's stream and the modes cover; None: derandomized, cover seed 0);
+    ``modes_first``: as ``check --[no-]modes-first`` (None: the profile's default)."""
     if not hasattr(os, "fork"):
         raise RuntimeError("kernel-harness mutate forks a process per mutant: it needs "
                            "os.fork (Linux or macOS), which this platform lacks")
     results: list[MutantResult | None] = [None] * len(mutants)
-    cover = _cover_json(family_name, profile, max_examples)
+    cover = _cover_json(family_name, profile, max_examples, seed=seed, asked=modes_first)
     with tempfile.TemporaryDirectory(prefix="kh-mutant-") as tmp:
         runs: list[tuple[int, dict[str, Any]]] = []
         for i, mutant in enumerate(mutants):
@@ -139,7 +145,7 @@ def run_many(
                 "family_target": family_target(family_name), "mutant": name,
                 "properties": list(properties), "backend": backend, "profile": profile,
                 "max_examples": max_examples, "golden": golden, "first_kill": first_kill,
-                "draws_per_compile": draws_per_compile, "cover": cover,
+                "draws_per_compile": draws_per_compile, "cover": cover, "seed": seed,
                 "golden_root": str(golden_root) if golden_root else None,
                 "result_path": str(Path(tmp) / f"{i}.json"),
             }

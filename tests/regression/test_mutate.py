@@ -128,7 +128,8 @@ def test_the_families_that_keep_catalogs():
     """A catalog that disappears (or a new one) is noticed here, not by a shorter CI."""
     assert sorted(FAMILIES_WITH_CATALOGS) == sorted([
         "splash", "hstu", "flash", "megablox-gmm", "gpu-norm", "gpu-softmax", "tpu-ragged-paged",
-        "tpu-paged", "tpu-inference-quantized-matmul", "tpu-inference-all-gather-matmul"])
+        "tpu-paged", "gpu-paged", "tpu-inference-quantized-matmul",
+        "tpu-inference-all-gather-matmul"])
 
 
 def _catalog(name):
@@ -222,3 +223,63 @@ def test_load_patched_is_the_catalog_edit_in_process_and_leaves_the_original():
     assert np.allclose(np.asarray(toy_family.softplus(x)), np.log(2.0))
     with pytest.raises(StaleMutant, match="text not found"):
         load_patched(stale)
+
+
+# ---------------------------------------------------------------- kill rates over seeds
+
+def test_seeds_are_parsed_as_check_takes_them():
+    from kernel_harness.cli.mutate import parse_seeds
+    from kernel_harness.core.errors import UsageError
+
+    assert parse_seeds(None) == [None]
+    assert parse_seeds("3") == [3] and parse_seeds("0-3") == [0, 1, 2, 3]
+    assert parse_seeds("1,4-5,4") == [1, 4, 5]
+    for bad in ("x", "1-", "-1", ""):
+        with pytest.raises(UsageError, match="--seeds"):
+            parse_seeds(bad)
+
+
+def test_a_run_seed_picks_the_stream_and_the_same_seed_the_same_stream():
+    """The child's column runs Hypothesis with the seed (not the derandomized stream): the
+    cases a seed draws are the same each time and differ from another seed's."""
+    import dataclasses
+
+    from hypothesis import Phase, settings
+
+    from kernel_harness.core.backends import resolve_backend
+    from kernel_harness.regression.mutant_child import _run_column
+    from tests.helpers import toy_family
+
+    def drawn(seed):
+        seen = []
+
+        def run(impl, case, inputs, backend):
+            seen.append(case.seed)
+            return toy_family.FAMILY.run(impl, case, inputs, backend)
+
+        family = dataclasses.replace(toy_family.FAMILY, run=run)
+        column = _run_column(family, "matches-reference", resolve_backend("interpret"),
+                             settings(max_examples=4, database=None,
+                                      derandomize=seed is None,
+                                      phases=(Phase.explicit, Phase.generate)), seed=seed)
+        assert not column["killed"] and seen
+        return seen
+
+    assert drawn(1) == drawn(1) and drawn(2) == drawn(2)
+    assert drawn(1) != drawn(2) and drawn(None) == drawn(None)
+
+
+def test_cli_reports_each_mutants_kill_rate_over_the_seeds(toy_registry, capsys, tmp_path):
+    argv = ["mutate", "toy", "--catalog", "tests.helpers.toy_mutants:MUTANTS",
+            "--max-examples", "2", "--property", "matches-reference", "--no-golden",
+            "--seeds", "0-1", "--no-modes-first"]
+    assert cli.main([*argv, "--mutant", "shifted"]) == 0
+    out = capsys.readouterr().out
+    assert "seeds 0,1" in out.splitlines()[0]
+    assert "seed 0: control (no mutant): PASS" in out and "seed 1: shifted" in out
+    assert "shifted                      killed on 2/2 seeds\n" in out
+    assert "PASS: toy: every mutant killed on every seed" in out
+    assert cli.main([*argv, "--mutant", "harmless", "--skip-control"]) == 1
+    out = capsys.readouterr().out
+    assert "harmless                     killed on 0/2 seeds; not on [0, 1]" in out
+    assert "control" not in out and "FAIL: toy: some mutant survived a seed" in out

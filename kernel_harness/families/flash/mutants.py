@@ -70,6 +70,8 @@ MUTANTS: list[Mutant] = [
        "kernel((batch_idx, 0), q_tile_ref", "kernel((0, 0), q_tile_ref", tags=CI),
     _m("fwd-single-step-no-bias", "forward (one kv step): the attention bias is not added",
        "s += ab_tile_ref[batch_idx].astype(jnp.float32)", "pass"),
+    _m("fwd-ragged-q-block-dropped", "forward: the grid drops a ragged last q block (its rows "
+       "are never written)", "pl.cdiv(q_seq_len, block_q),", "q_seq_len // block_q,"),
     _m("fwd-partial-batch-block-dropped", "forward: the grid drops a partial last batch block",
        "pl.cdiv(batch_size, block_b)", "batch_size // block_b"),
     _m("fwd-stored-at-first-kv-step", "forward: the output is written after the first kv "

@@ -129,8 +129,10 @@ FAMILY = Family(
         "int8-pages", "multi-split", "head-splits", "multi-compute-block",
         "compute-block-clamped", "partial-page", "empty-row", "full-row", "shared-pages",
         "soft-cap", "gqa", "mqa", "float32", "bfloat16", "float16", "logits-16x"}),
-    nondegenerate={"empty-row": ("a row with tokens besides it",
-                                 lambda c: c.lengths is not None and any(c.lengths))},
+    # float16 excludes an empty row from the comparison (CONTRACT): its case shows nothing.
+    nondegenerate={"empty-row": ("a row with tokens besides it, not float16",
+                                 lambda c: c.lengths is not None and any(c.lengths)
+                                 and c.dtype != "float16")},
     # A row filling every page is drawn in about one case of forty.
     mode_cases={"full-row": lambda: paged_cases().map(lambda c: dataclasses.replace(
         c, lengths=(c.capacity, *(c.lengths or (c.capacity,) * c.batch)[1:])))},
