@@ -1,5 +1,9 @@
 """Judges as objects: what one (dtype, output) tolerance does with a kernel's output.
 
+What the judge knows of one output of one case is one record, :class:`JudgedOutput`
+(its name, the reference output it is compared with, axes, tolerance, slice axes, the
+contract's mask, whether non-finite reference values are allowed); a family's facts are
+gathered into it in one place (:func:`kernel_harness.spec.outputs.judged_outputs`).
 A :class:`Judge` measures (:meth:`~Judge.measure`), decides (:meth:`~Judge.verdict`)
 and names itself (:meth:`~Judge.describe`, the judge column of ``kernel-harness
 describe``). A ``--tolerance`` or ``--tolerance-scale`` changes the tolerance, not the judge:
@@ -25,6 +29,44 @@ from kernel_harness.core.tolerance import Tolerance, Verdict, judge
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
+class JudgedOutput:
+    """One output of one case as the judge sees it.
+
+    Attributes:
+      name: the output as the kernel adapter returns it (``out``, ``out_vjp``).
+      reference: the reference output it is compared with: ``name``, or for an extra
+        output that must equal another (``Family.same_as``), that other output.
+      axes: one name per dimension (of ``reference``).
+      tolerance: the bound of the case's dtype for ``reference``.
+      slice_axes: the axes indexing independent results; None derives them
+        (:func:`kernel_harness.core.compare.derive_slice_axes`).
+      valid: elements inside the kernel's contract (broadcastable); None: all.
+      nonfinite_reference_ok: the contract allows non-finite reference values inside
+        ``valid`` (compared by position); elsewhere one is an error.
+    """
+
+    name: str
+    reference: str
+    axes: tuple[str, ...]
+    tolerance: Tolerance
+    slice_axes: tuple[str, ...] | None = None
+    valid: np.ndarray | None = None
+    nonfinite_reference_ok: bool = False
+
+    @property
+    def judge(self) -> Judge:
+        """The judge its tolerance declares (:func:`judge_for`)."""
+        return judge_for(self.tolerance)
+
+    def excluded(self, shape: tuple[int, ...]) -> int:
+        """How many elements of an output of ``shape`` ``valid`` leaves out (an extra
+        output's are its reference's, counted there: 0)."""
+        if self.valid is None or self.name != self.reference:
+            return 0
+        return int(np.prod(shape) - np.broadcast_to(self.valid, shape).sum())
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Measurement:
     """One output measured by a judge: the error statistics, and the calibrated measure
     where the judge is calibrated."""
@@ -39,17 +81,15 @@ class Judge(Protocol):
     @property
     def tolerance(self) -> Tolerance: ...
 
-    def measure(self, actual: np.ndarray, expected: np.ndarray, *, output: str,
-                axes: tuple[str, ...], valid: np.ndarray | None = None,
-                slice_axes: tuple[str, ...] | None = None,
+    def measure(self, actual: np.ndarray, expected: np.ndarray, out: JudgedOutput, *,
                 magnitude: np.ndarray | None = None,
                 lowp: np.ndarray | None = None) -> Measurement:
-        """Measures ``actual`` against ``expected`` (``lowp``: the low-precision
-        computation of the same output, which a calibrated judge needs)."""
+        """Measures ``actual`` against ``expected`` as ``out`` says (``magnitude``: the size
+        of the summed terms; ``lowp``: the low-precision computation of the same output,
+        which a calibrated judge needs)."""
         ...
 
-    def verdict(self, measurement: Measurement, *,
-                nonfinite_reference_ok: bool = False) -> Verdict:
+    def verdict(self, measurement: Measurement, out: JudgedOutput) -> Verdict:
         """Passed or not, with the problems."""
         ...
 
@@ -59,9 +99,11 @@ class Judge(Protocol):
         ...
 
 
-def _stats(tol: Tolerance, actual: np.ndarray, expected: np.ndarray, **kw: object) -> OutputStats:
-    return compare(actual, expected, mismatch_threshold_rel=tol.max_rel_err,
-                   slice_floor=tol.slice_floor.fraction, **kw)  # type: ignore[arg-type]
+def _stats(tol: Tolerance, actual: np.ndarray, expected: np.ndarray, out: JudgedOutput,
+           magnitude: np.ndarray | None) -> OutputStats:
+    return compare(actual, expected, output=out.name, axes=out.axes, valid=out.valid,
+                   slice_axes=out.slice_axes, magnitude=magnitude,
+                   mismatch_threshold_rel=tol.max_rel_err, slice_floor=tol.slice_floor.fraction)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,21 +113,16 @@ class FixedJudge:
 
     tolerance: Tolerance
 
-    def measure(self, actual: np.ndarray, expected: np.ndarray, *, output: str,
-                axes: tuple[str, ...], valid: np.ndarray | None = None,
-                slice_axes: tuple[str, ...] | None = None,
+    def measure(self, actual: np.ndarray, expected: np.ndarray, out: JudgedOutput, *,
                 magnitude: np.ndarray | None = None,
                 lowp: np.ndarray | None = None) -> Measurement:
         """See :meth:`Judge.measure`; ``lowp`` is not used."""
-        return Measurement(stats=_stats(self.tolerance, actual, expected, output=output,
-                                        axes=axes, valid=valid, slice_axes=slice_axes,
-                                        magnitude=magnitude))
+        return Measurement(stats=_stats(self.tolerance, actual, expected, out, magnitude))
 
-    def verdict(self, measurement: Measurement, *,
-                nonfinite_reference_ok: bool = False) -> Verdict:
+    def verdict(self, measurement: Measurement, out: JudgedOutput) -> Verdict:
         """See :meth:`Judge.verdict`."""
         return judge(measurement.stats, self.tolerance,
-                     nonfinite_reference_ok=nonfinite_reference_ok)
+                     nonfinite_reference_ok=out.nonfinite_reference_ok)
 
     def describe(self) -> str:
         """See :meth:`Judge.describe`: ``fixed``."""
@@ -103,31 +140,27 @@ class CalibratedJudge:
         if self.tolerance.calibrated is None:
             raise ValueError("CalibratedJudge needs a tolerance that declares `calibrated`")
 
-    def measure(self, actual: np.ndarray, expected: np.ndarray, *, output: str,
-                axes: tuple[str, ...], valid: np.ndarray | None = None,
-                slice_axes: tuple[str, ...] | None = None,
+    def measure(self, actual: np.ndarray, expected: np.ndarray, out: JudgedOutput, *,
                 magnitude: np.ndarray | None = None,
                 lowp: np.ndarray | None = None) -> Measurement:
         """See :meth:`Judge.measure`; ``lowp`` is required."""
         if lowp is None:
-            raise ValueError(f"output {output!r} is judged by the calibrated bound: pass the "
+            raise ValueError(f"output {out.name!r} is judged by the calibrated bound: pass the "
                              "low-precision computation (lowp)")
         t, cal = self.tolerance, self.tolerance.calibrated
         assert cal is not None
-        kw = dict(output=output, axes=axes, valid=valid, slice_axes=slice_axes,
-                  magnitude=magnitude)
         return Measurement(
-            stats=_stats(t, actual, expected, **kw),
-            calibration=measure_calibrated(actual, lowp, expected, multiple=cal.multiple,
-                                           floor=cal.floor, slice_floor=t.slice_floor.fraction,
-                                           **kw),  # type: ignore[arg-type]
+            stats=_stats(t, actual, expected, out, magnitude),
+            calibration=measure_calibrated(
+                actual, lowp, expected, multiple=cal.multiple, floor=cal.floor,
+                slice_floor=t.slice_floor.fraction, output=out.name, axes=out.axes,
+                valid=out.valid, slice_axes=out.slice_axes, magnitude=magnitude),
         )
 
-    def verdict(self, measurement: Measurement, *,
-                nonfinite_reference_ok: bool = False) -> Verdict:
+    def verdict(self, measurement: Measurement, out: JudgedOutput) -> Verdict:
         """See :meth:`Judge.verdict`."""
         return judge(measurement.stats, self.tolerance, calibration=measurement.calibration,
-                     nonfinite_reference_ok=nonfinite_reference_ok)
+                     nonfinite_reference_ok=out.nonfinite_reference_ok)
 
     def describe(self) -> str:
         """See :meth:`Judge.describe`: ``calibrated MULTIPLEx + FLOOR``."""
@@ -139,3 +172,12 @@ class CalibratedJudge:
 def judge_for(tolerance: Tolerance) -> Judge:
     """The judge ``tolerance`` declares: calibrated where it has ``calibrated``, else fixed."""
     return CalibratedJudge(tolerance) if tolerance.calibrated is not None else FixedJudge(tolerance)
+
+
+def judge_output(out: JudgedOutput, actual: np.ndarray, expected: np.ndarray, *,
+                 magnitude: np.ndarray | None = None,
+                 lowp: np.ndarray | None = None) -> Verdict:
+    """``out``'s judge, measuring and deciding: the one call every check makes."""
+    judge_ = out.judge
+    return judge_.verdict(judge_.measure(actual, expected, out, magnitude=magnitude,
+                                         lowp=lowp), out)

@@ -23,6 +23,7 @@ import numpy as np
 from kernel_harness.core import compare as _judge_module
 from kernel_harness.core.compare import slice_layout
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.outputs import judged_outputs
 
 #: Backends a script can name: the Pallas interpreter on CPU, or compiled on a device.
 EXPORT_BACKENDS: dict[str, bool] = {"interpret": True, "gpu": False, "tpu": False}
@@ -87,8 +88,9 @@ def _npz_arrays(fam: Family, case: Any, extra: Any) -> dict[str, np.ndarray]:
             arrays[f"dtype:{name}"] = np.asarray("bfloat16")
         else:
             arrays[name] = a
-    for name, mask in fam.valid(case).items():
-        arrays[f"valid:{name}"] = np.asarray(mask, bool)
+    for out in judged_outputs(fam, case, same_as=False, compared_only=False):
+        if out.valid is not None:
+            arrays[f"valid:{out.name}"] = np.asarray(out.valid, bool)
     arrays.update({name: np.asarray(a) for name, a in extra.items()})
     return arrays
 
@@ -199,13 +201,15 @@ def render_script(fam: Family, case: Any, *, backend: str, impl_spec: str | None
     if backend not in fam.backends:
         raise ExportError(f"family {fam.name!r} does not run on backend {backend!r}")
     snippet = fam.export(case)
-    tols = {o: fam.tolerances.lookup(case.dtype, o) for o in snippet.outputs}
-    tol = {o: t.max_rel_err for o, t in tols.items()}
-    axes = {o: tuple(fam.output_axes[o]) for o in snippet.outputs}
-    slice_axes = {o: slice_layout(o, axes[o], fam.slice_axes.get(o))[0] for o in tols}
-    floor = {o: t.slice_floor.fraction for o, t in tols.items()}
-    nonfinite_ok = sorted(o for o in tols if o in fam.nonfinite_reference_ok)
-    calibrated = sorted(o for o, t in tols.items() if t.calibrated is not None)
+    records = {o.name: o for o in judged_outputs(fam, case, same_as=False,
+                                                   compared_only=False)}
+    outs = [records[o] for o in snippet.outputs]
+    tol = {o.name: o.tolerance.max_rel_err for o in outs}
+    axes = {o.name: o.axes for o in outs}
+    slice_axes = {o.name: slice_layout(o.name, o.axes, o.slice_axes)[0] for o in outs}
+    floor = {o.name: o.tolerance.slice_floor.fraction for o in outs}
+    nonfinite_ok = sorted(o.name for o in outs if o.nonfinite_reference_ok)
+    calibrated = sorted(o.name for o in outs if o.tolerance.calibrated is not None)
     interpret = EXPORT_BACKENDS[backend]
     platform_line = ""
     if interpret and snippet.platform:

@@ -14,11 +14,12 @@ from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.core.case import Arrays
 from kernel_harness.core.compat import mesh as compat_mesh
 from kernel_harness.core.devices import require_devices
-from kernel_harness.core.judges import judge_for
+from kernel_harness.core.judges import judge_output
 from kernel_harness.core.tolerance import Verdict
 from kernel_harness.run import kernel_count, memory_maps
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation, declared_fallback
+from kernel_harness.spec.outputs import judged_outputs
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -145,19 +146,18 @@ def impl_name(impl: Callable[..., Any], spec: str | None = None) -> str:
 def nonfinite_reference(family: Family, case: Any, reference: Arrays) -> str:
     """Names the outputs whose reference is non-finite inside the contract where the
     contract does not allow it (``""`` if none), e.g. ``out: 3 at batch=0 head=1 ...``."""
-    valid = family.valid(case)
     found = []
-    for name, axes in family.output_axes.items():
-        if name in family.nonfinite_reference_ok or name not in reference:
+    for out in judged_outputs(family, case, same_as=False, compared_only=False):
+        if out.nonfinite_reference_ok or out.name not in reference:
             continue
-        ref = np.asarray(reference[name])
+        ref = np.asarray(reference[out.name])
         bad = ~np.isfinite(ref)
-        if name in valid:
-            bad &= np.broadcast_to(valid[name], ref.shape)
+        if out.valid is not None:
+            bad &= np.broadcast_to(out.valid, ref.shape)
         if bad.any():
-            first = " ".join(f"{a}={int(i)}" for a, i in zip(axes, np.argwhere(bad)[0],
+            first = " ".join(f"{a}={int(i)}" for a, i in zip(out.axes, np.argwhere(bad)[0],
                                                               strict=True))
-            found.append(f"{name}: {int(bad.sum())} at {first}")
+            found.append(f"{out.name}: {int(bad.sum())} at {first}")
     return "; ".join(found)
 
 
@@ -199,28 +199,15 @@ def judge_outputs(
     missing = [name for name in (*family.output_axes, *extras) if name not in actual]
     if missing:
         raise ValueError(f"{family.name}: the kernel adapter returned no {missing}")
-    valid = family.valid(case)
     verdicts, excluded = [], {}
-    skip = family.not_compared(case)
-    judged = [(name, name) for name in family.output_axes if name not in skip]
-    judged += [(n, ref) for n, ref in extras.items() if ref not in skip]
-    for name, ref_name in judged:
-        axes = family.output_axes[ref_name]
-        tol = family.tolerances.lookup(case.dtype, ref_name)
-        mask = valid.get(ref_name)
-        if mask is not None and name == ref_name:
-            n_out = int(np.size(actual[name]) - np.broadcast_to(mask, actual[name].shape).sum())
-            if n_out:
-                excluded[name] = n_out
-        judge = judge_for(tol)
-        measurement = judge.measure(
-            actual[name], expected[ref_name], output=name, axes=axes, valid=mask,
-            slice_axes=family.slice_axes.get(ref_name),
-            magnitude=expected.get(f"{ref_name}{MAGNITUDE_SUFFIX}"),
-            lowp=None if low_precision is None else low_precision.get(ref_name),
-        )
-        verdicts.append(judge.verdict(
-            measurement, nonfinite_reference_ok=ref_name in family.nonfinite_reference_ok))
+    for out in judged_outputs(family, case, same_as=same_as):
+        n_out = out.excluded(np.shape(actual[out.name]))
+        if n_out:
+            excluded[out.name] = n_out
+        verdicts.append(judge_output(
+            out, actual[out.name], expected[out.reference],
+            magnitude=expected.get(f"{out.reference}{MAGNITUDE_SUFFIX}"),
+            lowp=None if low_precision is None else low_precision.get(out.reference)))
     return tuple(verdicts), excluded
 
 

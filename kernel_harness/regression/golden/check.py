@@ -58,6 +58,7 @@ from kernel_harness.run.runner import (
     run_on_backend,
 )
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.outputs import judged_outputs
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -173,7 +174,6 @@ def check_golden(
     kernel, _ = judge_outputs(
         family, case, actual, expected,
         low_precision=low_precision_outputs(family, case, stored.inputs, backend))
-    valid = family.valid(case)
 
     def drift_tol(o: str) -> Any:
         bounds = [bound]
@@ -182,10 +182,10 @@ def check_golden(
         return max(bounds, key=lambda t: t.max_rel_err)
 
     drift = tuple(
-        judge(compare(fresh[o], stored.reference[o], output=o, axes=axes, valid=valid.get(o),
-                      mismatch_threshold_rel=drift_tol(o).max_rel_err),
-              drift_tol(o), nonfinite_reference_ok=o in family.nonfinite_reference_ok)
-        for o, axes in family.output_axes.items()
+        judge(compare(fresh[o.name], stored.reference[o.name], output=o.name, axes=o.axes,
+                      valid=o.valid, mismatch_threshold_rel=drift_tol(o.name).max_rel_err),
+              drift_tol(o.name), nonfinite_reference_ok=o.nonfinite_reference_ok)
+        for o in judged_outputs(family, case, same_as=False, compared_only=False)
     )
     problems = [f"kernel {v.stats.output}: {'; '.join(v.problems)}" for v in kernel
                 if not v.passed]

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from kernel_harness.core.backends import resolve_backend
-from kernel_harness.core.judges import judge_for
+from kernel_harness.core.judges import JudgedOutput, judge_output
 from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR
 from kernel_harness.families.splash.family import DSINKS_FLOOR
 from kernel_harness.run.runner import MAGNITUDE_SUFFIX, check_case
@@ -51,15 +51,14 @@ def _dropped_head_caught(expected, tolerance) -> list[bool]:
     """For each head: does the judge fail dsinks (of the reference outputs ``expected``) with
     that head's sink gradient zeroed?"""
     ref = np.asarray(expected["dsinks"])
-    judge = judge_for(tolerance)
+    out = JudgedOutput(name="dsinks", reference="dsinks", axes=FAMILY.output_axes["dsinks"],
+                       tolerance=tolerance, slice_axes=FAMILY.slice_axes.get("dsinks"))
     caught = []
     for h in range(ref.shape[0]):
         dropped = ref.copy()
         dropped[h] = 0.0
-        m = judge.measure(dropped, ref, output="dsinks", axes=FAMILY.output_axes["dsinks"],
-                          slice_axes=FAMILY.slice_axes.get("dsinks"),
-                          magnitude=expected[f"dsinks{MAGNITUDE_SUFFIX}"])
-        caught.append(not judge.verdict(m).passed)
+        caught.append(not judge_output(out, dropped, ref,
+                                       magnitude=expected[f"dsinks{MAGNITUDE_SUFFIX}"]).passed)
     return caught
 
 
