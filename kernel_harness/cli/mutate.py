@@ -161,14 +161,17 @@ def _kill_rates(name: str, chosen: list[Any], seeds: list[int | None], args: Any
     errors: dict[str, list[str]] = {m.name: [] for m in chosen}
     unmeasured: list[int | None] = []
     for s in seeds:
+        # The control and the mutants of one seed share one child process (one jax import).
+        runs = run_many(name, ([] if args.skip_control else [None]) + list(chosen), **kw,
+                        seed=s, first_kill=args.first_kill)
         if not args.skip_control:
-            control = run_one(name, None, **kw, seed=s)
+            control, runs = runs[0], runs[1:]
             print(f"  seed {s}: control (no mutant): {control.status} ({control.wall_s:.0f}s) "
                   f"{control.error}", flush=True)
             if control.status != "PASS":  # kills on this seed would mean nothing
                 unmeasured.append(s)
                 continue
-        for r in run_many(name, chosen, **kw, seed=s, first_kill=args.first_kill):
+        for r in runs:
             print(f"  seed {s}: {r.mutant:<28} {r.status:<9} ({r.wall_s:.0f}s) {r.error}",
                   flush=True)
             if r.status == "KILLED":
@@ -185,6 +188,6 @@ def _kill_rates(name: str, chosen: list[Any], seeds: list[int | None], args: Any
               + (f"; not on {survived}" if survived else "")
               + (f"; {len(errors[m.name])} ERROR" if errors[m.name] else ""))
     ok = not unmeasured and all(len(k) == len(seeds) for k in kills.values())
-    print(f"\n{'PASS' if ok else 'FAIL'}: {name}: every mutant killed on every seed"
-          if ok else f"\nFAIL: {name}: some mutant survived a seed (or errored)")
+    print(f"\nPASS: {name}: every mutant killed on every seed" if ok
+          else f"\nFAIL: {name}: some mutant survived a seed (or errored)")
     return 0 if ok else 1
