@@ -243,5 +243,9 @@ def flash_events(case: FlashCase) -> list[str]:
 
 def attention_contract(case: FlashCase) -> Contract:
     """Flash's softmax in the attention op's options: ``(q.k^T + ab) * sm_scale`` (the bias
-    added before scaling)."""
-    return Contract(layout="bhqd", scale=case.sm_scale, bias_before_scale=True)
+    added before scaling), and the magnitudes of the terms summed into dq and dk: the
+    backward takes ``D = rowsum(dO * O)`` from its own rounded output, so a row whose
+    ``dP - D`` cancels carries the rounding of ``D``, not of its own small value (a bfloat16
+    row seeing two keys: 4x the plain bfloat16 math's error, all of it from ``D``)."""
+    return Contract(layout="bhqd", scale=case.sm_scale, bias_before_scale=True,
+                    magnitudes=("dq", "dk"))

@@ -180,6 +180,10 @@ class SplashCase(Case):
 def attention_contract(case: SplashCase) -> Contract:
     """Splash's softmax in the attention op's options: q arrives scaled (scale 1), soft
     cap, the denominator applied to the output, the natural log-sum-exp as an output, and
-    with sinks the size of the terms summed into ``dsinks``."""
+    the size of the terms summed into dq and dk (and with sinks ``dsinks``): the backward
+    takes ``D = rowsum(dO * O)`` from the output, so a key seen only by queries that see
+    nothing else has ``dS = 0`` exactly and a float32 ``dk`` there of ``~eps * |dP|`` per
+    query (171 such queries: 1.3x the float32 bound of that key's own scale)."""
+    sinks = ("dsinks",) if case.sinks else ()
     return Contract(layout="bhqd", scale=1.0, soft_cap=case.soft_cap, normalize="output",
-                    lse="natural", magnitudes=("dsinks",) if case.sinks else ())
+                    lse="natural", magnitudes=("dq", "dk", *sinks))
