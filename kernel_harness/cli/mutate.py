@@ -110,6 +110,18 @@ def run(args: Any) -> int:
     return _one_run(family.name, chosen, args, dict(kw, seed=seeds[0]), columns)
 
 
+def _print_control_failure(name: str, control: MutantResult, backend: str) -> None:
+    """What failed the unmutated kernel, per property, with the command that replays it."""
+    for prop, col in control.columns.items():
+        if not col.get("killed"):
+            continue
+        print(f"    control {prop}: {col.get('how', '?')} (example {col.get('examples', '?')})")
+        if "case" in col:
+            draws = "" if prop == "matches-reference" else " --draws ...  # as check prints it"
+            print(f"      replay: kernel-harness repro {name} --backend {backend} "
+                  f"--property {prop} --case '{col['case']}'{draws}")
+
+
 def _one_run(name: str, chosen: list[Any], args: Any, kw: dict[str, Any],
              columns: list[str]) -> int:
     kw_mutants = dict(kw, first_kill=args.first_kill)
@@ -121,6 +133,7 @@ def _one_run(name: str, chosen: list[Any], args: Any, kw: dict[str, Any],
               flush=True)
         if control.status != "PASS":
             print(kill_matrix(results, columns))
+            _print_control_failure(name, control, args.backend)
             print("\nFAIL: the unmutated kernel does not pass; kills would mean nothing")
             return 1
         empty = compared_nothing(control)
@@ -169,6 +182,7 @@ def _kill_rates(name: str, chosen: list[Any], seeds: list[int | None], args: Any
             print(f"  seed {s}: control (no mutant): {control.status} ({control.wall_s:.0f}s) "
                   f"{control.error}", flush=True)
             if control.status != "PASS":  # kills on this seed would mean nothing
+                _print_control_failure(name, control, args.backend)
                 unmeasured.append(s)
                 continue
         for r in runs:

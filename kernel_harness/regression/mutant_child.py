@@ -96,7 +96,7 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
             super().record_result(result)
             if not result.passed and not first:
                 first.update(seconds=time.perf_counter() - start, examples=self.examples + 1,
-                             checks=self.checks,
+                             checks=self.checks, case=result.case.to_json(),
                              how="wrong " + ",".join(v.stats.output for v in result.failures))
 
     def timed_run(impl: Any, case: Any, inputs: Any, b: Any) -> Any:
@@ -105,7 +105,7 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
         except Exception as e:
             if not first:
                 first.update(seconds=time.perf_counter() - start,
-                             examples=observer.examples + 1,
+                             examples=observer.examples + 1, case=case.to_json(),
                              how=f"crash {type(e).__name__}: {str(e)[:80]}")
             raise
 

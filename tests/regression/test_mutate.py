@@ -283,3 +283,18 @@ def test_cli_reports_each_mutants_kill_rate_over_the_seeds(toy_registry, capsys,
     out = capsys.readouterr().out
     assert "harmless                     killed on 0/2 seeds; not on [0, 1]" in out
     assert "control" not in out and "FAIL: toy: some mutant survived a seed" in out
+
+
+def test_a_failing_control_says_what_failed_and_replays_it(monkeypatch, capsys):
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy-wrong", "tests.helpers.toy_family:WRONG")
+    argv = ["mutate", "toy-wrong", "--catalog", "tests.helpers.toy_mutants:MUTANTS",
+            "--mutant", "shifted", "--max-examples", "3", "--property", "matches-reference",
+            "--no-golden", "--no-modes-first"]
+    assert cli.main(argv) == 1
+    out = capsys.readouterr().out
+    assert "control matches-reference: wrong y,dx (example 1)" in out
+    replay = next(line for line in out.splitlines() if "replay:" in line)
+    assert ("kernel-harness repro toy-wrong --backend interpret --property matches-reference"
+            in replay)
+    case = replay.split("--case '", 1)[1].removesuffix("'")
+    assert cli.main(["repro", "toy-wrong", "--case", case]) == 1  # the same failure, again
