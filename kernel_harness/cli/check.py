@@ -83,9 +83,7 @@ def add_parser(sub: Any) -> None:
     check.add_argument("--resume", type=Path, default=None, metavar="PATH",
                        help="continue an interrupted run: keep the finished units of its "
                        "--json PATH, run the others, merge (give --json PATH to rewrite it)")
-    check.add_argument("--modes-first", action=argparse.BooleanOptionalAction, default=None,
-                       help="matches-reference starts with a few examples that reach every "
-                       "mode the family declares (default: in the ci and nightly profiles)")
+    common.add_modes_first_flag(check)
     check.add_argument("--require-modes", action="store_true",
                        help="a declared mode no example reached is an ERROR (default: a "
                        "warning in the verdict line); for a gate")

@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from kernel_harness.checks.modes import MODES_FIRST_PROFILES
 from kernel_harness.core.backends import (
     BACKEND_NAMES,
     Backend,
@@ -90,6 +91,14 @@ def add_shrink_budget_flag(parser: Any) -> None:
     """``--shrink-budget SECONDS/STEPS|0`` on ``parser`` (:meth:`ShrinkBudget.parse`)."""
     parser.add_argument("--shrink-budget", type=_shrink_budget, default=None,
                         metavar="SECONDS/STEPS", help=SHRINK_BUDGET_HELP)
+
+
+def add_modes_first_flag(parser: Any) -> None:
+    """Adds ``--[no-]modes-first`` (None when neither is given: the profile decides)."""
+    parser.add_argument(
+        "--modes-first", action=argparse.BooleanOptionalAction, default=None,
+        help="matches-reference starts with a few examples that reach every mode the family "
+        f"declares (default: in the {' and '.join(sorted(MODES_FIRST_PROFILES))} profiles)")
 
 
 def add_backend_flag(parser: Any, *, builtin: str = "interpret") -> None:

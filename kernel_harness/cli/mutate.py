@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 from typing import Any
@@ -49,9 +48,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--seeds", default=None, metavar="S",
                    help="run seeds, as check --seed takes one: 3, 0-9 or 1,4,7; several give "
                    "each mutant's kill rate over them (default: the derandomized run)")
-    p.add_argument("--modes-first", action=argparse.BooleanOptionalAction, default=None,
-                   help="matches-reference starts with the cover of the family's modes, as "
-                   "check's does (default: in the ci and nightly profiles)")
+    common.add_modes_first_flag(p)
 
 
 def parse_seeds(text: str | None) -> list[int | None]:
