@@ -22,6 +22,28 @@ Arrays = dict[str, np.ndarray]
 DTYPES: tuple[str, ...] = ("float32", "bfloat16", "float16")
 
 
+#: Field names cases were stored with before one spelling per fact (goldens, gate
+#: baselines, failure corpora keep them): old name -> the name every case type uses now.
+FIELD_ALIASES: dict[str, str] = {
+    "heads": "q_heads",
+    "num_q_heads": "q_heads",
+    "num_kv_heads": "kv_heads",
+}
+
+
+def renamed_fields(data: dict[str, Any], names: set[str]) -> dict[str, Any]:
+    """``data`` (a stored case's fields) with old names (:data:`FIELD_ALIASES`) renamed,
+    where the case type has the new name and not the old; a description holding both the
+    old and the new name is an error."""
+    out = dict(data)
+    for old, new in FIELD_ALIASES.items():
+        if old in out and old not in names and new in names:
+            if new in out:
+                raise ValueError(f"case holds both {old!r} and its new name {new!r}")
+            out[new] = out.pop(old)
+    return out
+
+
 def _tupled(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_tupled(v) for v in value)
@@ -52,18 +74,29 @@ class Case:
         return json.dumps(dataclasses.asdict(self), sort_keys=True, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> Self:
-        """Inverse of :meth:`to_json`; unknown or missing fields are a clear error."""
+    def fields_from_json(cls, text: str) -> dict[str, Any]:
+        """The fields a stored case (:meth:`to_json`'s text) gives, by this type's names:
+        old names renamed (:data:`FIELD_ALIASES`), lists made tuples; invalid JSON or a
+        field this type lacks is a clear error. Fields left out are not added."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValueError(f"case is not valid JSON: {e}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"a case is a JSON object of fields, got {type(data).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
+        data = renamed_fields(data, names)
         unknown = set(data) - names
         if unknown:
             raise ValueError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+        return {k: _tupled(v) for k, v in data.items()}
+
+    @classmethod
+    def from_json(cls, text: str) -> Self:
+        """Inverse of :meth:`to_json`; unknown or missing fields are a clear error."""
+        fields = cls.fields_from_json(text)
         try:
-            return cls(**{k: _tupled(v) for k, v in data.items()})
+            return cls(**fields)
         except TypeError as e:
             raise ValueError(f"cannot build {cls.__name__} from JSON: {e}") from None
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -39,26 +38,20 @@ def build_case(fam: Family, case_json: str, *, outside_contract: bool = False) -
     known to mishandle them); missing fields take their defaults."""
     if not outside_contract:
         return fam.case_type.from_json(case_json)
-    data = json.loads(case_json)
-    fields = {f.name: f for f in dataclasses.fields(fam.case_type)}
-    unknown = set(data) - set(fields)
-    if unknown:
-        raise ExportError(f"{fam.case_type.__name__} has no field(s) {sorted(unknown)}")
+    try:
+        data = fam.case_type.fields_from_json(case_json)
+    except ValueError as e:
+        raise ExportError(str(e)) from None
     case = object.__new__(fam.case_type)
-    for name, f in fields.items():
-        if name in data:
-            value = data[name]
-            value = _tupled(value)
+    for f in dataclasses.fields(fam.case_type):
+        if f.name in data:
+            value = data[f.name]
         elif f.default is not dataclasses.MISSING:
             value = f.default
         else:
-            raise ExportError(f"{fam.case_type.__name__}: field {name!r} is required")
-        object.__setattr__(case, name, value)
+            raise ExportError(f"{fam.case_type.__name__}: field {f.name!r} is required")
+        object.__setattr__(case, f.name, value)
     return case
-
-
-def _tupled(value: Any) -> Any:
-    return tuple(_tupled(v) for v in value) if isinstance(value, list) else value
 
 
 def _impl_import(impl_spec: str) -> str:

@@ -44,3 +44,29 @@ def test_rng_is_deterministic_per_seed_and_stream():
 def test_cast_rounds_to_bfloat16():
     x = cast(np.array([1.0 + 2**-10]), "bfloat16")
     assert x.dtype.name == "bfloat16" and float(x[0]) == 1.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HeadsCase(Case):
+    q_heads: int
+    kv_heads: int = 1
+
+
+def test_stored_cases_with_old_head_names_still_load():
+    old = '{"dtype": "float32", "seed": 0, "num_q_heads": 4, "num_kv_heads": 2}'
+    assert HeadsCase.from_json(old) == HeadsCase(dtype="float32", seed=0, q_heads=4, kv_heads=2)
+    assert HeadsCase.from_json('{"dtype": "float32", "seed": 0, "heads": 3}').q_heads == 3
+
+
+def test_old_and_new_name_together_are_an_error():
+    with pytest.raises(ValueError, match="both 'heads' and its new name 'q_heads'"):
+        HeadsCase.from_json('{"dtype": "float32", "seed": 0, "heads": 3, "q_heads": 3}')
+
+
+def test_an_old_name_the_type_still_has_is_not_renamed():
+    # ToyCase-like types that really have a `heads` field keep it.
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class OwnHeads(Case):
+        heads: int
+
+    assert OwnHeads.from_json('{"dtype": "float32", "seed": 0, "heads": 2}').heads == 2

@@ -207,6 +207,7 @@ def test_outside_contract_builds_a_case_the_strategy_never_draws() -> None:
         build_case(fam, text)
     case = build_case(fam, text, outside_contract=True)
     assert (case.q_len, case.kv_len, case.block_q) == (128, 64, 32)
+    assert case.q_heads == 1  # a stored case's old name `heads` still reads
     with pytest.raises(ExportError, match="no field"):
         build_case(fam, '{"dtype":"float32","seed":0,"bogus":1}', outside_contract=True)
 

@@ -24,7 +24,7 @@ PLANTED = "tests.helpers.judge_planted"
 
 
 def _case(logit_scale: float = 1.0) -> SdpaCase:
-    return SdpaCase(dtype="bfloat16", seed=3, batch=1, q_len=512, kv_len=512, heads=2,
+    return SdpaCase(dtype="bfloat16", seed=3, batch=1, q_len=512, kv_len=512, q_heads=2,
                     kv_heads=2, head_dim=128, is_causal=True, logit_scale=logit_scale)
 
 
@@ -124,7 +124,7 @@ def test_the_low_precision_reference_is_the_same_math_in_bfloat16():
 def test_splash_bfloat16_out_is_judged_by_the_calibrated_bound(logit_scale):
     from kernel_harness.families.splash.cases import SplashCase
 
-    case = SplashCase(dtype="bfloat16", seed=0, batch=1, num_q_heads=2, num_kv_heads=2,
+    case = SplashCase(dtype="bfloat16", seed=0, batch=1, q_heads=2, kv_heads=2,
                       q_len=256, kv_len=256, masks=("causal",) * 2, sinks=True,
                       logit_scale=logit_scale)
     fam = registry.get_family("splash")

@@ -27,7 +27,7 @@ def _check(family: str, case, impl: str):
 
 
 def _causal(dtype: str) -> SdpaCase:
-    return SdpaCase(dtype=dtype, seed=3, batch=1, q_len=512, kv_len=512, heads=2,
+    return SdpaCase(dtype=dtype, seed=3, batch=1, q_len=512, kv_len=512, q_heads=2,
                     kv_heads=2, head_dim=128, is_causal=True)
 
 
@@ -89,11 +89,11 @@ def test_all_excluded_output_fails(monkeypatch, capsys):
     assert code == 1 and "no element compared" in out, out
 
 
-def _splash(dtype: str, seed: int, heads: int):
+def _splash(dtype: str, seed: int, q_heads: int):
     from kernel_harness.families.splash.cases import SplashCase
 
-    return SplashCase(dtype=dtype, seed=seed, batch=1, num_q_heads=heads, num_kv_heads=heads,
-                      q_len=128, kv_len=128, masks=("causal",) * heads, sinks=True)
+    return SplashCase(dtype=dtype, seed=seed, batch=1, q_heads=q_heads, kv_heads=q_heads,
+                      q_len=128, kv_len=128, masks=("causal",) * q_heads, sinks=True)
 
 
 def test_changed_save_residuals_output_fails():
@@ -123,7 +123,7 @@ def test_no_max_subtraction_fails_at_large_logits_only():
     # passed, so the old O(1)-only cases could not tell it from a correct kernel.
     import dataclasses
 
-    case = SdpaCase(dtype="float32", seed=5, batch=1, q_len=128, kv_len=128, heads=2,
+    case = SdpaCase(dtype="float32", seed=5, batch=1, q_len=128, kv_len=128, q_heads=2,
                     kv_heads=2, head_dim=64, is_causal=True, logit_scale=16.0)
     fam = registry.get_family("sdpa")
     assert check_case(fam, case, resolve_backend("interpret")).passed

@@ -62,7 +62,7 @@ def test_sdpa_narrowed_never_draws_what_was_excluded_and_still_draws_the_rest():
     @settings(max_examples=60, database=None, deadline=None)
     @given(fam.cases())
     def draws(case):
-        assert case.bias is None and case.window is None and case.kv_heads == case.heads
+        assert case.bias is None and case.window is None and case.kv_heads == case.q_heads
         seen.update(k for k in ("mask", "q_lengths", "kv_lengths", "scale")
                     if getattr(case, k) is not None)
         if case.is_causal:

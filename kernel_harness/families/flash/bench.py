@@ -20,7 +20,7 @@ _BLOCKS = ("block_q", "block_k_major", "block_k", "block_q_major_dkv", "block_k_
 
 def case_at(seq_len: int, dtype: str) -> FlashCase:
     """Causal self-attention, batch 1, 4 heads, head_dim 128, 128-blocks everywhere."""
-    return FlashCase(dtype=dtype, seed=0, batch=1, heads=HEADS, q_len=seq_len, kv_len=seq_len,
+    return FlashCase(dtype=dtype, seed=0, batch=1, q_heads=HEADS, q_len=seq_len, kv_len=seq_len,
                      head_dim=HEAD_DIM, causal=True, sm_scale=1 / math.sqrt(HEAD_DIM),
                      bias=False, block_b=1, **{name: BLOCK for name in _BLOCKS})
 

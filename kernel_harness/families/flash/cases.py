@@ -68,7 +68,7 @@ class FlashCase(Case):
     """
 
     batch: int
-    heads: int
+    q_heads: int
     q_len: int
     kv_len: int
     head_dim: int
@@ -93,7 +93,7 @@ class FlashCase(Case):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_logit_scale(self.logit_scale)
-        for name in ("batch", "heads", "q_len", "kv_len", "head_dim"):
+        for name in ("batch", "q_heads", "q_len", "kv_len", "head_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.head_dim > 128 and self.head_dim % 128:
@@ -130,7 +130,7 @@ class FlashCase(Case):
             "bias" if self.bias else "",
         ]
         return " ".join(
-            [f"q=({self.batch},{self.heads},{self.q_len},{self.head_dim}) kv={self.kv_len}"]
+            [f"q=({self.batch},{self.q_heads},{self.q_len},{self.head_dim}) kv={self.kv_len}"]
             + [f for f in flags if f]
             + [f"sm_scale={self.sm_scale:g}"]
         )
@@ -139,7 +139,7 @@ class FlashCase(Case):
         """What selects a compiled program: shapes, dtype, flags, block sizes (not the
         data, not the segment layout)."""
         return (
-            self.dtype, self.batch, self.heads, self.q_len, self.kv_len, self.head_dim,
+            self.dtype, self.batch, self.q_heads, self.q_len, self.kv_len, self.head_dim,
             self.causal, self.sm_scale, self.bias, self.q_segments is not None,
             tuple(sorted(self.block_sizes.items())),
         )
@@ -173,7 +173,7 @@ class FlashCase(Case):
         """q, k, v, do (``do`` zero on rows that see no key), ab if ``bias``, and
         ``segment_ids_q``/``segment_ids_kv`` if segmented."""
         rng = self.rng()
-        b, h, d = self.batch, self.heads, self.head_dim
+        b, h, d = self.batch, self.q_heads, self.head_dim
         # sm_scale * q.k ~ N(0, logit_scale**2) whatever sm_scale is (at 1x softmax is
         # neither flat nor one-hot; at 16x nearly one-hot, for the max-subtraction paths).
         q_scale = self.logit_scale / (math.sqrt(d) * self.sm_scale)
@@ -217,7 +217,7 @@ def flash_events(case: FlashCase) -> list[str]:
         ev.append("ragged-q-block")
     if case.batch > 1:
         ev.append("batch>1")
-    if case.heads > 1:
+    if case.q_heads > 1:
         ev.append("heads>1")
     if case.block_b > 1:
         ev.append("block_b>1")

@@ -60,7 +60,7 @@ def attention_call(case: FlashCase, inputs: dict[str, np.ndarray]) -> AttentionC
         bias=inputs["ab"] if case.bias else None,
         vis=visibility(case.q_len, case.kv_len, causal=case.causal, segments=segments, xp=np),
         names={"dbias": "dab"},
-        absent={} if case.bias else {"dab": (case.batch, case.heads, case.q_len, case.kv_len)})
+        absent={} if case.bias else {"dab": (case.batch, case.q_heads, case.q_len, case.kv_len)})
 
 
 reference, low_precision_reference = references(attention_call)

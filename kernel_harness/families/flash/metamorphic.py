@@ -102,12 +102,12 @@ def local_case(case: FlashCase, mesh: dict[str, int]) -> FlashCase | None:
     """One shard's case: batch and heads split; the segment layouts of the first rows
     stand in for the shard's (ids are traced operands, only their shape matters)."""
     nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
-    if case.batch % nb or case.heads % nh:
+    if case.batch % nb or case.q_heads % nh:
         return None
     b = case.batch // nb
     segs = {} if case.q_segments is None else {
         "q_segments": case.q_segments[:b], "kv_segments": case.kv_segments[:b]}
-    return dataclasses.replace(case, batch=b, heads=case.heads // nh,
+    return dataclasses.replace(case, batch=b, q_heads=case.q_heads // nh,
                                block_b=min(case.block_b, b), **segs)
 
 

@@ -199,7 +199,7 @@ def flash_cases(
         block_pair(kv_len, unit=KV_TILE, max_blocks=max_blocks))
     blocks["block_q_dq"] = draw(st.sampled_from(q_blocks))
     case = FlashCase(
-        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch, heads=heads,
+        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch, q_heads=heads,
         q_len=q_len, kv_len=kv_len, head_dim=head_dim, causal=causal, sm_scale=sm_scale,
         bias=bias, q_segments=q_segments, kv_segments=kv_segments, **blocks,
         logit_scale=draw(st.sampled_from(
@@ -227,7 +227,7 @@ def flash_seed_cases(without: frozenset[str] = frozenset()) -> tuple[FlashCase, 
     runs = (((2, 100), (0, 1), (1, 300), (2, 111)), ((0, 512),), ((3, 7), (1, 505)))
     segmented = "segments" not in without
     return (FlashCase(
-        dtype="float32", seed=11, batch=3, heads=1, q_len=512, kv_len=512, head_dim=64,
+        dtype="float32", seed=11, batch=3, q_heads=1, q_len=512, kv_len=512, head_dim=64,
         causal="causal" not in without, sm_scale=0.0625, bias="bias" not in without,
         q_segments=runs if segmented else None, kv_segments=runs if segmented else None,
         block_b=2, block_q=128, block_k_major=256, block_k=128,

@@ -20,7 +20,7 @@ def case_at(seq_len: int, dtype: str) -> MhaCase:
     length)."""
     blocks = {n: BLOCK for n in ("block_q", "block_k", "block_q_dkv", "block_kv_dkv",
                                  "block_q_dq", "block_kv_dq")}
-    return MhaCase(dtype=dtype, seed=0, batch=1, heads=HEADS, q_len=seq_len, kv_len=seq_len,
+    return MhaCase(dtype=dtype, seed=0, batch=1, q_heads=HEADS, q_len=seq_len, kv_len=seq_len,
                    head_dim=HEAD_DIM, causal=True, **blocks)
 
 

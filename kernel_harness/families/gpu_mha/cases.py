@@ -44,7 +44,7 @@ class MhaCase(TritonCase):
     """
 
     batch: int
-    heads: int
+    q_heads: int
     q_len: int
     kv_len: int
     head_dim: int
@@ -60,7 +60,7 @@ class MhaCase(TritonCase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_sizes(self, "batch", "heads", "q_len", "kv_len")
+        check_sizes(self, "batch", "q_heads", "q_len", "kv_len")
         if self.head_dim < 16:
             raise ValueError(f"head_dim must be >= 16 (a Triton dot operand), got {self.head_dim}")
         if self.scale_mode not in SCALE_MODES:
@@ -116,7 +116,7 @@ class MhaCase(TritonCase):
 
     def shape_summary(self) -> str:
         return (
-            f"q=({self.batch},{self.q_len},{self.heads},{self.head_dim}) kv_len={self.kv_len}"
+            f"q=({self.batch},{self.q_len},{self.q_heads},{self.head_dim}) kv_len={self.kv_len}"
         )
 
     def segment_ids(self) -> np.ndarray | None:
@@ -138,8 +138,8 @@ class MhaCase(TritonCase):
     def materialize(self) -> dict[str, np.ndarray]:
         """q, k, v, the cotangent ``do`` (all in ``dtype``) and, if any, ``segment_ids``."""
         rng = self.rng()
-        q_shape = (self.batch, self.q_len, self.heads, self.head_dim)
-        kv_shape = (self.batch, self.kv_len, self.heads, self.head_dim)
+        q_shape = (self.batch, self.q_len, self.q_heads, self.head_dim)
+        kv_shape = (self.batch, self.kv_len, self.q_heads, self.head_dim)
         q = rng.standard_normal(q_shape) * self.logit_scale
         if self.scale_mode == "prescaled-q":
             q = q * float(self.head_dim) ** -0.5
@@ -242,7 +242,7 @@ def mha_cases(
         dtype=dtype,
         seed=draw(st.integers(0, 2**31 - 1)),
         batch=batch,
-        heads=draw(st.integers(1, max_heads)),
+        q_heads=draw(st.integers(1, max_heads)),
         q_len=q_len,
         kv_len=kv_len,
         head_dim=draw(st.sampled_from(head_dims)),

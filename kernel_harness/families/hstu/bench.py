@@ -16,7 +16,7 @@ HEADS, HEAD_DIM = 4, 128
 
 def case_at(seq_len: int, dtype: str) -> HstuCase:
     """Causal, batch 1, 4 heads, head_dim 128, the kernel's default blocks."""
-    return HstuCase(dtype=dtype, seed=0, batch=1, heads=HEADS, head_dim=HEAD_DIM,
+    return HstuCase(dtype=dtype, seed=0, batch=1, q_heads=HEADS, head_dim=HEAD_DIM,
                     q_len=seq_len, kv_len=seq_len, mask="causal")
 
 

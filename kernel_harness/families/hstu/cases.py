@@ -53,7 +53,7 @@ class HstuCase(Case):
     """
 
     batch: int = 1
-    heads: int = 1
+    q_heads: int = 1
     head_dim: int = 64
     q_len: int = 128
     kv_len: int = 128
@@ -74,7 +74,7 @@ class HstuCase(Case):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("batch", "heads", "head_dim", "q_len", "kv_len"):
+        for name in ("batch", "q_heads", "head_dim", "q_len", "kv_len"):
             _positive(name, getattr(self, name))
         for name in ("q_len", "kv_len"):
             if getattr(self, name) % LANES:
@@ -115,8 +115,8 @@ class HstuCase(Case):
         """q, k, v, the cotangent do (standard normal, dtype-rounded), and, as the
         case asks, the numpy ``mask`` and int32 ``q_segment_ids``/``kv_segment_ids``."""
         rng = self.rng(0)
-        q_shape = (self.batch, self.q_len, self.heads, self.head_dim)
-        kv_shape = (self.batch, self.kv_len, self.heads, self.head_dim)
+        q_shape = (self.batch, self.q_len, self.q_heads, self.head_dim)
+        kv_shape = (self.batch, self.kv_len, self.q_heads, self.head_dim)
         arrays = {
             "q": standard_normal(rng, q_shape, self.dtype),
             "k": standard_normal(rng, kv_shape, self.dtype),
@@ -269,7 +269,7 @@ def hstu_cases(
         dtype=draw(st.sampled_from(dtypes)),
         seed=draw(st.integers(0, 2**31 - 1)),
         batch=draw(st.integers(1, max_batch)),
-        heads=draw(st.integers(1, max_heads)),
+        q_heads=draw(st.integers(1, max_heads)),
         head_dim=head_dim,
         q_len=q_len,
         kv_len=kv_len,
@@ -291,7 +291,7 @@ def hstu_seed_cases(without: frozenset[str] = frozenset()) -> tuple[HstuCase, ..
     20-example run once drew no case where forgetting the sub-block offset shows."""
     del without  # hstu declares no optional features
     return (HstuCase(
-        dtype="float32", seed=7, batch=2, heads=2, head_dim=64, q_len=512, kv_len=512,
+        dtype="float32", seed=7, batch=2, q_heads=2, head_dim=64, q_len=512, kv_len=512,
         mask="causal", window=200,
         q_segments=((2, 129), (0, 1), (1, 255), (3, 127)),
         kv_segments=((2, 129), (0, 1), (1, 255), (3, 127)),

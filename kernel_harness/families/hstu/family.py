@@ -61,7 +61,7 @@ def events(case: cases.HstuCase) -> list[str]:
         labels.append("q-len-ne-kv-len")
     if case.batch > 1:
         labels.append("multi-batch")
-    if case.heads > 1:
+    if case.q_heads > 1:
         labels.append("multi-head")
     if case.scale is not None:
         labels.append("sm-scale")

@@ -103,9 +103,9 @@ def local_case(case: HstuCase, mesh: dict[str, int]) -> HstuCase | None:
     """One shard's case: batch and heads split (segment ids are traced operands, so
     each shard's rows keep their own ids)."""
     nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
-    if case.batch % nb or case.heads % nh:
+    if case.batch % nb or case.q_heads % nh:
         return None
-    return dataclasses.replace(case, batch=case.batch // nb, heads=case.heads // nh)
+    return dataclasses.replace(case, batch=case.batch // nb, q_heads=case.q_heads // nh)
 
 
 METAMORPHIC = Metamorphic(

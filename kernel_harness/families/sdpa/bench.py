@@ -16,7 +16,7 @@ HEADS, HEAD_DIM = 4, 128
 
 def case_at(seq_len: int, dtype: str) -> SdpaCase:
     """Causal self-attention, batch 1, 4 heads, head_dim 128."""
-    return SdpaCase(dtype=dtype, seed=0, batch=1, q_len=seq_len, kv_len=seq_len, heads=HEADS,
+    return SdpaCase(dtype=dtype, seed=0, batch=1, q_len=seq_len, kv_len=seq_len, q_heads=HEADS,
                     kv_heads=HEADS, head_dim=HEAD_DIM, is_causal=True)
 
 

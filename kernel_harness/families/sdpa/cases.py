@@ -59,7 +59,7 @@ class SdpaCase(Case):
     batch: int
     q_len: int
     kv_len: int
-    heads: int
+    q_heads: int
     kv_heads: int
     head_dim: int
     is_causal: bool = False
@@ -75,11 +75,12 @@ class SdpaCase(Case):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_logit_scale(self.logit_scale)
-        for name in ("batch", "q_len", "kv_len", "heads", "kv_heads", "head_dim"):
+        for name in ("batch", "q_len", "kv_len", "q_heads", "kv_heads", "head_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.heads % self.kv_heads:
-            raise ValueError(f"heads={self.heads} must be a multiple of kv_heads={self.kv_heads}")
+        if self.q_heads % self.kv_heads:
+            raise ValueError(
+                f"q_heads={self.q_heads} must be a multiple of kv_heads={self.kv_heads}")
         for name in ("bias", "mask"):
             if getattr(self, name) not in (None, *BROADCASTS):
                 raise ValueError(f"{name} must be None or one of {BROADCASTS}")
@@ -98,7 +99,7 @@ class SdpaCase(Case):
 
     def shape_summary(self) -> str:
         """``q=(2,128,4,64) kv=(256,2) causal window=(8,0) bias=full``."""
-        parts = [f"q=({self.batch},{self.q_len},{self.heads},{self.head_dim}) "
+        parts = [f"q=({self.batch},{self.q_len},{self.q_heads},{self.head_dim}) "
                  f"kv=({self.kv_len},{self.kv_heads})"]
         if self.is_causal:
             parts.append("causal")
@@ -113,7 +114,7 @@ class SdpaCase(Case):
         """What selects a compiled program: shapes, dtype, which options are on, scale,
         window (not the data, the mask's values, the lengths' values or the logit scale)."""
         return (
-            self.dtype, self.batch, self.q_len, self.kv_len, self.heads, self.kv_heads,
+            self.dtype, self.batch, self.q_len, self.kv_len, self.q_heads, self.kv_heads,
             self.head_dim, self.is_causal, self.bias, self.mask, self.scale, self.window,
             self.q_lengths is not None, self.kv_lengths is not None,
         )
@@ -125,7 +126,7 @@ class SdpaCase(Case):
     def broadcast_shape(self, kind: str) -> tuple[int, int, int, int]:
         """The 4-D shape of a bias/mask of broadcast ``kind``."""
         b = 1 if kind == "batch-shared" else self.batch
-        n = 1 if kind == "head-shared" else self.heads
+        n = 1 if kind == "head-shared" else self.q_heads
         return (b, n, self.q_len, self.kv_len)
 
     def mask_array(self) -> np.ndarray | None:
@@ -145,7 +146,7 @@ class SdpaCase(Case):
                          mask=unless("mask", self.mask_array()),
                          kv_lengths=unless("kv_lengths", self.kv_lengths),
                          q_lengths=unless("q_lengths", self.q_lengths), xp=np)
-        return np.array(np.broadcast_to(vis, (self.batch, self.heads, self.q_len, self.kv_len)))
+        return np.array(np.broadcast_to(vis, (self.batch, self.q_heads, self.q_len, self.kv_len)))
 
     def padding_rows(self) -> np.ndarray:
         """``(batch, q_len)`` bool: query rows at or past ``q_lengths`` (output zero)."""
@@ -161,7 +162,7 @@ class SdpaCase(Case):
         """query, key, value, do (zero on rows outside the contract), bias and mask when on,
         and int32 ``q_lengths``/``kv_lengths`` when on."""
         rng = self.rng()
-        b, t, s, n, k, h = (self.batch, self.q_len, self.kv_len, self.heads, self.kv_heads,
+        b, t, s, n, k, h = (self.batch, self.q_len, self.kv_len, self.q_heads, self.kv_heads,
                             self.head_dim)
         # scale * q.k ~ N(0, logit_scale**2) whatever the scale is.
         q_scale = self.logit_scale / (math.sqrt(h) * self.effective_scale)
@@ -290,7 +291,7 @@ def sdpa_cases(
         logit_scales_for(dtype, calibrated=dtype in CALIBRATED_DTYPES)))
     case = SdpaCase(
         dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch, q_len=q_len,
-        kv_len=kv_len, heads=heads, kv_heads=kv_heads, head_dim=head_dim, **fields,
+        kv_len=kv_len, q_heads=heads, kv_heads=kv_heads, head_dim=head_dim, **fields,
     )
     # Options drawn but without effect (a window wider than the causal reach, lengths
     # equal to the sequence...) would hide an implementation ignoring them; and at least
@@ -320,7 +321,7 @@ def sdpa_data_draws(case: SdpaCase) -> st.SearchStrategy[SdpaCase]:
 def sdpa_events(case: SdpaCase) -> list[str]:
     """Coverage labels: dtype, GQA/MQA, options on, rows outside the contract."""
     ev = [case.dtype]
-    shape = Shape(batch=case.batch, q_heads=case.heads, kv_heads=case.kv_heads,
+    shape = Shape(batch=case.batch, q_heads=case.q_heads, kv_heads=case.kv_heads,
                   q_len=case.q_len, kv_len=case.kv_len, head_dim=case.head_dim)
     ev += sharing_events(shape) + length_events(case.q_len, case.kv_len)
     if case.is_causal:

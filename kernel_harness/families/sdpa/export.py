@@ -50,7 +50,7 @@ def export(case: SdpaCase) -> ExportSnippet:
         outputs={n: n for n in ("out", *grads)},
         doc="Softmax attention in float32, HIGHEST; masked keys get exactly zero weight, "
         "rows that see no key (and padding rows) give 0. GQA: head n reads kv head "
-        f"n // {case.heads // case.kv_heads}.")
+        f"n // {case.q_heads // case.kv_heads}.")
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
                          outputs=("out", *grads))
 

@@ -44,7 +44,7 @@ def option_toggles(case: SdpaCase) -> list[Toggle]:
         (f"bias ({case.bias})", case.bias is not None, {"bias": None}, "values"))
 
 
-as_mha = as_mha_hook(layout="bqhd", q_heads="heads", kv_heads="kv_heads", kv=("key", "value"))
+as_mha = as_mha_hook(layout="bqhd", q_heads="q_heads", kv_heads="kv_heads", kv=("key", "value"))
 
 
 def constrain(case: SdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -79,12 +79,12 @@ def local_case(case: SdpaCase, mesh: dict[str, int]) -> SdpaCase | None:
     """One shard's case: batch and heads (query and kv alike) split; lengths are traced
     operands (the first rows' lengths stand in for the shard's)."""
     nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
-    if case.batch % nb or case.heads % nh or case.kv_heads % nh:
+    if case.batch % nb or case.q_heads % nh or case.kv_heads % nh:
         return None
     b = case.batch // nb
     lengths = {n: getattr(case, n)[:b] for n in ("q_lengths", "kv_lengths")
                if getattr(case, n) is not None}
-    return dataclasses.replace(case, batch=b, heads=case.heads // nh,
+    return dataclasses.replace(case, batch=b, q_heads=case.q_heads // nh,
                                kv_heads=case.kv_heads // nh, **lengths)
 
 

@@ -17,7 +17,7 @@ HEADS, HEAD_DIM, BLOCK = 4, 128, 128
 
 def case_at(seq_len: int, dtype: str) -> SplashCase:
     """Causal self-attention, batch 1, 4 heads, head_dim 128, 128-blocks everywhere."""
-    return SplashCase(dtype=dtype, seed=0, batch=1, num_q_heads=HEADS, num_kv_heads=HEADS,
+    return SplashCase(dtype=dtype, seed=0, batch=1, q_heads=HEADS, kv_heads=HEADS,
                       q_len=seq_len, kv_len=seq_len, head_dim=HEAD_DIM, head_dim_v=HEAD_DIM,
                       masks=("causal(offset=0)",))
 

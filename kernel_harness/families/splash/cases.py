@@ -35,9 +35,9 @@ class SplashCase(Case):
 
     Attributes:
       batch: examples, run through ``jax.vmap`` of the per-example kernel.
-      num_q_heads, num_kv_heads: query and key/value heads; ``num_kv_heads``
-        divides ``num_q_heads`` (equal: MHA, fewer: grouped). MQA has 1.
-      mqa: use ``make_splash_mqa`` (k/v carry no head axis); needs num_kv_heads 1.
+      q_heads, kv_heads: query and key/value heads; ``kv_heads``
+        divides ``q_heads`` (equal: MHA, fewer: grouped). MQA has 1.
+      mqa: use ``make_splash_mqa`` (k/v carry no head axis); needs kv_heads 1.
       q_len, kv_len: sequence lengths (multiples of 128).
       head_dim, head_dim_v: q/k and v head sizes.
       masks: one mask string shared by all heads, or one per query head.
@@ -52,8 +52,8 @@ class SplashCase(Case):
     """
 
     batch: int = 1
-    num_q_heads: int = 1
-    num_kv_heads: int = 1
+    q_heads: int = 1
+    kv_heads: int = 1
     mqa: bool = False
     q_len: int = 128
     kv_len: int = 128
@@ -85,15 +85,15 @@ class SplashCase(Case):
         check_logit_scale(self.logit_scale)
         if self.dtype not in DTYPES:
             raise ValueError(f"splash runs {DTYPES}, not {self.dtype!r}")
-        for name in ("batch", "num_q_heads", "num_kv_heads"):
+        for name in ("batch", "q_heads", "kv_heads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
-        if self.num_q_heads % self.num_kv_heads:
+        if self.q_heads % self.kv_heads:
             raise ValueError(
-                f"num_kv_heads={self.num_kv_heads} must divide num_q_heads={self.num_q_heads}"
+                f"kv_heads={self.kv_heads} must divide q_heads={self.q_heads}"
             )
-        if self.mqa and self.num_kv_heads != 1:
-            raise ValueError("mqa=True needs num_kv_heads=1")
+        if self.mqa and self.kv_heads != 1:
+            raise ValueError("mqa=True needs kv_heads=1")
         for name in ("q_len", "kv_len"):
             n = getattr(self, name)
             if n < LANES or n % LANES:
@@ -101,9 +101,9 @@ class SplashCase(Case):
         for name in ("head_dim", "head_dim_v"):
             if getattr(self, name) not in HEAD_DIMS:
                 raise ValueError(f"{name} must be one of {HEAD_DIMS}")
-        if len(self.masks) not in (1, self.num_q_heads):
+        if len(self.masks) not in (1, self.q_heads):
             raise ValueError(
-                f"masks: give 1 or num_q_heads={self.num_q_heads} specs, got {len(self.masks)}"
+                f"masks: give 1 or q_heads={self.q_heads} specs, got {len(self.masks)}"
             )
         for spec in self.masks:
             parse_mask(spec)
@@ -148,7 +148,7 @@ class SplashCase(Case):
 
     def head_masks(self) -> tuple[str, ...]:
         """The mask string of every query head."""
-        return self.masks * self.num_q_heads if len(self.masks) == 1 else self.masks
+        return self.masks * self.q_heads if len(self.masks) == 1 else self.masks
 
     def materialize(self) -> dict[str, np.ndarray]:
         """q (pre-scaled by 1/sqrt(head_dim)), k, v, the cotangent ``do``, and when
@@ -157,7 +157,7 @@ class SplashCase(Case):
         k/v always carry a kv-head axis (size 1 for MQA). ``do`` is zero on rows
         that see no key when the case has no sinks (see the family contract).
         """
-        b, hq, hkv = self.batch, self.num_q_heads, self.num_kv_heads
+        b, hq, hkv = self.batch, self.q_heads, self.kv_heads
         q = self.rng(0).standard_normal((b, hq, self.q_len, self.head_dim))
         out = {
             "q": cast(q * (self.logit_scale / np.sqrt(self.head_dim)), self.dtype),

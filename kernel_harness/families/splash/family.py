@@ -39,7 +39,7 @@ CONTRACT = """\
 Inputs: q is pre-scaled by 1/sqrt(head_dim) (splash does not scale); logits are
 q.k, soft-capped as cap*tanh(logits/cap) before masking; a sink is one extra
 logit per query head that takes probability mass but has no value.
-Query head h uses kv head h // (num_q_heads // num_kv_heads).
+Query head h uses kv head h // (q_heads // kv_heads).
 Fully masked rows (a query that sees no key after mask and segment ids): without
 sinks their out and lse are outside the contract (splash returns an average of
 unmasked-block values, or NaN when none of the row's blocks runs); those rows are
@@ -81,7 +81,7 @@ def _structure_events(case: SplashCase) -> set[str]:
     allowed = allowed_mask(case)
     out: set[str] = set()
     bq, bkv = case.block_q, case.block_kv
-    blocks = allowed.reshape(case.num_q_heads, case.q_len // bq, bq, case.kv_len // bkv, bkv)
+    blocks = allowed.reshape(case.q_heads, case.q_len // bq, bq, case.kv_len // bkv, bkv)
     any_b, all_b = blocks.any(axis=(2, 4)), blocks.all(axis=(2, 4))
     if (any_b & ~all_b).any():
         out.add("partial-blocks")
@@ -95,7 +95,7 @@ def _structure_events(case: SplashCase) -> set[str]:
 def events(case: SplashCase) -> Iterable[str]:
     """Labels for what the case reaches (counted to show coverage)."""
     ev: set[str] = set()
-    ev.add("mqa" if case.mqa else "gqa" if case.num_kv_heads < case.num_q_heads else "mha")
+    ev.add("mqa" if case.mqa else "gqa" if case.kv_heads < case.q_heads else "mha")
     ev.add("bf16" if case.dtype == "bfloat16" else "f32")
     ev.add(f"logits-{case.logit_scale:g}x")
     if case.q_len // case.block_q > 1:

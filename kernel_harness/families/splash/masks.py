@@ -214,11 +214,11 @@ def visible_keys(key: tuple[Any, ...]) -> np.ndarray:
 
 
 def allowed_mask(case: Any) -> np.ndarray:
-    """[num_q_heads, q_len, kv_len]: which key each query of each head may see
+    """[q_heads, q_len, kv_len]: which key each query of each head may see
     (static mask and segment ids together)."""
     return visible_keys(_mask_key(case))
 
 
 def empty_rows(case: Any) -> np.ndarray:
-    """[num_q_heads, q_len]: rows that see no key at all."""
+    """[q_heads, q_len]: rows that see no key at all."""
     return ~allowed_mask(case).any(axis=-1)

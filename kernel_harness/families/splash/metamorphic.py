@@ -74,7 +74,7 @@ def option_toggles(case: SplashCase) -> list[Toggle]:
         ("sinks", case.sinks and not empty_rows(case).any(), {"sinks": False}, "values"))
 
 
-as_mha = as_mha_hook(layout="bhqd", q_heads="num_q_heads", kv_heads="num_kv_heads",
+as_mha = as_mha_hook(layout="bhqd", q_heads="q_heads", kv_heads="kv_heads",
                      mha_fields=lambda case: {"mqa": False})
 
 
@@ -114,13 +114,13 @@ def local_case(case: SplashCase, mesh: dict[str, int]) -> SplashCase | None:
     """One shard's case: batch split always; heads only when every head has the same
     mask (one kernel serves all local heads, so per-head masks cannot be split)."""
     nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
-    if case.batch % nb or case.num_q_heads % nh or case.num_kv_heads % nh:
+    if case.batch % nb or case.q_heads % nh or case.kv_heads % nh:
         return None
     if nh > 1 and len(set(case.head_masks())) > 1:
         return None
     return dataclasses.replace(case, batch=case.batch // nb,
-                               num_q_heads=case.num_q_heads // nh,
-                               num_kv_heads=case.num_kv_heads // nh)
+                               q_heads=case.q_heads // nh,
+                               kv_heads=case.kv_heads // nh)
 
 
 METAMORPHIC = Metamorphic(

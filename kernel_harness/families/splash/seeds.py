@@ -65,7 +65,7 @@ def splash_seed_cases(without: frozenset[str] = frozenset()) -> tuple[SplashCase
     segs = None if "segments" in without else ((0, 256), (1, 256))
     grouped = "gqa" not in without
     first = SplashCase(
-        dtype="float32", seed=11, batch=1, num_q_heads=2, num_kv_heads=1 if grouped else 2,
+        dtype="float32", seed=11, batch=1, q_heads=2, kv_heads=1 if grouped else 2,
         q_len=512,
         kv_len=512, head_dim=128, masks=("causal(offset=0)",), q_segments=segs,
         kv_segments=segs, block_q=128, block_kv=256, block_kv_compute=128,
@@ -74,7 +74,7 @@ def splash_seed_cases(without: frozenset[str] = frozenset()) -> tuple[SplashCase
     leaf = "causal(offset=0)" if "numpy-mask" in without else "numpy(causal(offset=0))"
     masks = (leaf,) if "per-head-masks" in without else (leaf, "full")
     second = SplashCase(
-        dtype="float32", seed=12, batch=1, num_q_heads=2, num_kv_heads=1 if grouped else 2,
+        dtype="float32", seed=12, batch=1, q_heads=2, kv_heads=1 if grouped else 2,
         mqa=grouped, q_len=512,
         kv_len=512, head_dim=128, masks=masks, block_q=128, block_kv=256,
         block_kv_compute=128, block_q_dkv=256, block_kv_dkv=128, block_kv_dkv_compute=128,

@@ -51,7 +51,7 @@ class TorchSdpaCase(Case):
     """
 
     batch: int
-    heads: int
+    q_heads: int
     kv_heads: int
     q_len: int
     kv_len: int
@@ -67,11 +67,12 @@ class TorchSdpaCase(Case):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_logit_scale(self.logit_scale)
-        for name in ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim"):
+        for name in ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "head_dim"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.heads % self.kv_heads:
-            raise ValueError(f"heads={self.heads} must be a multiple of kv_heads={self.kv_heads}")
+        if self.q_heads % self.kv_heads:
+            raise ValueError(f"q_heads={self.q_heads} must be a multiple of "
+                             f"kv_heads={self.kv_heads}")
         if self.mask not in (None, *MASKS):
             raise ValueError(f"mask must be None or one of {MASKS}, got {self.mask!r}")
         if self.mask is not None and self.is_causal:
@@ -91,11 +92,11 @@ class TorchSdpaCase(Case):
 
     @property
     def enable_gqa(self) -> bool:
-        return self.kv_heads != self.heads
+        return self.kv_heads != self.q_heads
 
     def shape_summary(self) -> str:
         """``q=(1,4,16,32) kv=(2,40) causal mask=bool scale=0.1 flash``."""
-        parts = [f"q=({self.batch},{self.heads},{self.q_len},{self.head_dim}) "
+        parts = [f"q=({self.batch},{self.q_heads},{self.q_len},{self.head_dim}) "
                  f"kv=({self.kv_heads},{self.kv_len})"]
         if self.is_causal:
             parts.append("causal")
@@ -110,14 +111,14 @@ class TorchSdpaCase(Case):
 
     def static_key(self) -> tuple[object, ...]:
         """Everything but the data (seed, mask values, logit scale)."""
-        return (self.dtype, self.batch, self.heads, self.kv_heads, self.q_len, self.kv_len,
+        return (self.dtype, self.batch, self.q_heads, self.kv_heads, self.q_len, self.kv_len,
                 self.head_dim, self.is_causal, self.mask, self.scale, self.backend)
 
     def bool_mask(self) -> np.ndarray | None:
         """The bool ``attn_mask`` (from the seed), or None."""
         if self.mask != "bool":
             return None
-        keep = self.rng(1).random((self.batch, self.heads, self.q_len, self.kv_len))
+        keep = self.rng(1).random((self.batch, self.q_heads, self.q_len, self.kv_len))
         m = keep < self.mask_keep
         if self.empty_row:
             m[:, :, 0, :] = False
@@ -127,12 +128,12 @@ class TorchSdpaCase(Case):
         """``(batch, heads, q_len, kv_len)``: which key each query row sees."""
         vis = visibility(self.q_len, self.kv_len, causal=self.is_causal, mask=self.bool_mask(),
                          xp=np)
-        return np.array(np.broadcast_to(vis, (self.batch, self.heads, self.q_len, self.kv_len)))
+        return np.array(np.broadcast_to(vis, (self.batch, self.q_heads, self.q_len, self.kv_len)))
 
     def materialize(self) -> dict[str, np.ndarray]:
         """query, key, value, do (torch layout) and ``mask`` when drawn."""
         rng = self.rng()
-        b, n, k, t, s, h = (self.batch, self.heads, self.kv_heads, self.q_len, self.kv_len,
+        b, n, k, t, s, h = (self.batch, self.q_heads, self.kv_heads, self.q_len, self.kv_len,
                             self.head_dim)
         q_scale = self.logit_scale / (math.sqrt(h) * self.effective_scale)
         out = {
@@ -183,7 +184,7 @@ def torch_sdpa_cases(
         fields["scale"] = draw(st.sampled_from((0.5, 2.0))) / math.sqrt(head_dim)
     fields["logit_scale"] = draw(st.sampled_from(logit_scales_for(dtype)))
     case = TorchSdpaCase(
-        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch, heads=heads,
+        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch, q_heads=heads,
         kv_heads=kv_heads, q_len=q_len, kv_len=kv_len, head_dim=head_dim, is_causal=causal,
         mask=masked, backend=backend, **fields)
     assume(drawable(case))
@@ -222,7 +223,7 @@ def torch_sdpa_seed_cases(without: frozenset[str] = frozenset()) -> list[TorchSd
     a row that sees no key on each kernel, a float mask (its gradient, math), causal with
     q_len < kv_len (top-left) under GQA."""
     del without  # the family declares no optional features
-    base = dict(seed=11, batch=1, heads=4, kv_heads=2, head_dim=16)
+    base = dict(seed=11, batch=1, q_heads=4, kv_heads=2, head_dim=16)
     return [
         TorchSdpaCase(dtype="float32", q_len=8, kv_len=16, mask="bool", empty_row=True,
                       mask_keep=0.5, backend="math", **base),

@@ -83,6 +83,6 @@ def export(case: TorchSdpaCase) -> ExportSnippet:
         | ({"dbias": "dmask"} if case.mask == "float" else {}),
         doc="Softmax attention in float32, HIGHEST, torch's layout; masked keys get exactly "
         "zero weight, rows that see no key give 0. GQA: head n reads kv head "
-        f"n // {case.heads // case.kv_heads}.")
+        f"n // {case.q_heads // case.kv_heads}.")
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
                          outputs=("out", *grads))

@@ -34,7 +34,7 @@ class RaggedCase(Case):
       max_num_seqs: rows of the page table (and of kv_lens, cu_q_lens - 1), >= num_seqs;
         the slots past num_seqs hold junk the kernel must ignore.
       max_tokens: rows of q and out, >= sum(q_lens); rows past it are padding.
-      num_q_heads, num_kv_heads: query heads, K/V heads (GQA when they differ).
+      q_heads, kv_heads: query heads, K/V heads (GQA when they differ).
       head_dim: the head dimension.
       page_size, pages_per_seq: tokens per page, page-table width.
       kv_pages_per_block, queries_per_block: the kernel's num_kv_pages_per_block and
@@ -53,8 +53,8 @@ class RaggedCase(Case):
     kv_lens: tuple[int, ...]
     max_num_seqs: int
     max_tokens: int
-    num_q_heads: int
-    num_kv_heads: int
+    q_heads: int
+    kv_heads: int
     head_dim: int = 128
     page_size: int = 4
     pages_per_seq: int = 4
@@ -89,8 +89,8 @@ class RaggedCase(Case):
             raise ValueError("max_num_seqs must be >= the number of active sequences")
         if self.max_tokens < self.total_tokens:
             raise ValueError(f"max_tokens={self.max_tokens} < sum(q_lens)={self.total_tokens}")
-        if self.num_q_heads % self.num_kv_heads:
-            raise ValueError("num_q_heads must be a multiple of num_kv_heads")
+        if self.q_heads % self.kv_heads:
+            raise ValueError("q_heads must be a multiple of kv_heads")
         if not 1 <= self.kv_pages_per_block <= self.pages_per_seq:
             raise ValueError("kv_pages_per_block must be in [1, pages_per_seq]")
         if self.queries_per_block < 1 or self.head_dim < 1:
@@ -154,17 +154,17 @@ class RaggedCase(Case):
         )
 
     def shape_summary(self) -> str:
-        return (f"q=({self.max_tokens},{self.num_q_heads},{self.head_dim}) "
-                f"pages=({self.total_pages},{self.page_size},{2 * self.num_kv_heads},"
+        return (f"q=({self.max_tokens},{self.q_heads},{self.head_dim}) "
+                f"pages=({self.total_pages},{self.page_size},{2 * self.kv_heads},"
                 f"{self.head_dim}) seqs={self.num_seqs}/{self.max_num_seqs}")
 
     def materialize(self) -> dict[str, np.ndarray]:
         """q (padding rows hold data too), kv_pages (combined heads: K at even, V at odd
         head slots), kv_lens, page_indices, cu_q_lens, num_seqs."""
         rng = self.rng()
-        q = rng.standard_normal((self.max_tokens, self.num_q_heads, self.head_dim))
+        q = rng.standard_normal((self.max_tokens, self.q_heads, self.head_dim))
         q *= self.logit_scale * self.head_dim**-0.25
-        kv = rng.standard_normal((self.total_pages, self.page_size, 2 * self.num_kv_heads,
+        kv = rng.standard_normal((self.total_pages, self.page_size, 2 * self.kv_heads,
                                   self.head_dim))
         kv[:, :, 0::2] *= self.head_dim**-0.25
         if self.poison:
@@ -200,7 +200,7 @@ OPTIONAL: dict[str, str] = {
     "soft-cap": "soft_cap always None",
     "sliding-window": "sliding_window always None",
     "sm-scale": "sm_scale always 1.0",
-    "gqa": "num_kv_heads == num_q_heads (no grouped- or multi-query attention)",
+    "gqa": "kv_heads == q_heads (no grouped- or multi-query attention)",
     "prefill": "every sequence a decode step (q_len 1 or 0)",
     "seq-without-queries": "no sequence with q_len 0",
     "padding": "max_num_seqs == num_seqs and max_tokens == sum(q_lens) (no padding slots "
@@ -213,7 +213,7 @@ def features(case: RaggedCase) -> frozenset[str]:
     used = {"soft-cap": case.soft_cap is not None,
             "sliding-window": case.sliding_window is not None,
             "sm-scale": case.sm_scale != 1.0,
-            "gqa": case.num_q_heads != case.num_kv_heads,
+            "gqa": case.q_heads != case.kv_heads,
             "prefill": any(q > 1 for q in case.q_lens),
             "seq-without-queries": 0 in case.q_lens,
             "padding": case.max_num_seqs > case.num_seqs or case.max_tokens > case.total_tokens}
@@ -255,7 +255,7 @@ def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
     if all(q == 0 for q, _ in seqs):
         seqs[0] = (1, seqs[0][1])
     q_lens, kv_lens = (tuple(x) for x in zip(*seqs, strict=True))
-    num_kv_heads = draw(st.sampled_from((1, 2, 4)))
+    kv_heads = draw(st.sampled_from((1, 2, 4)))
     ratio = 1 if "gqa" in without else draw(st.sampled_from((1, 2, 4)))
     window = draw(st.one_of(st.none(), st.integers(1, capacity)))
     cap = draw(st.sampled_from((None, 2.0, 20.0)))
@@ -267,8 +267,8 @@ def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
         kv_lens=kv_lens,
         max_num_seqs=n + (draw(st.integers(0, 2)) if padding else 0),
         max_tokens=sum(q_lens) + (draw(st.integers(0, 5)) if padding else 0),
-        num_q_heads=num_kv_heads * ratio,
-        num_kv_heads=num_kv_heads,
+        q_heads=kv_heads * ratio,
+        kv_heads=kv_heads,
         page_size=page_size,
         pages_per_seq=pages_per_seq,
         kv_pages_per_block=draw(st.integers(1, pages_per_seq)),
@@ -290,11 +290,11 @@ def ragged_seed_cases(without: frozenset[str] = frozenset()) -> tuple[RaggedCase
     _check_without(without)
     cases = (
         RaggedCase(dtype="float32", seed=7, q_lens=(1, 5, 2, 1), kv_lens=(7, 12, 5, 16),
-                   max_num_seqs=6, max_tokens=11, num_q_heads=4, num_kv_heads=2,
+                   max_num_seqs=6, max_tokens=11, q_heads=4, kv_heads=2,
                    page_size=4, pages_per_seq=4, kv_pages_per_block=2, queries_per_block=4,
                    sliding_window=6, sm_scale=0.5, logit_scale=4.0, poison=True),
         RaggedCase(dtype="bfloat16", seed=8, q_lens=(2, 1, 3), kv_lens=(2, 9, 8),
-                   max_num_seqs=4, max_tokens=8, num_q_heads=8, num_kv_heads=4,
+                   max_num_seqs=4, max_tokens=8, q_heads=8, kv_heads=4,
                    page_size=8, pages_per_seq=2, kv_pages_per_block=1, queries_per_block=2,
                    soft_cap=2.0, logit_scale=4.0, poison=True),
     )

@@ -101,7 +101,7 @@ def export(case: RaggedCase) -> ExportSnippet:
                 out = jax.block_until_ready(fn(*(x[n] for n in OPERANDS)))
             return dict(out=out)
     ''')
-    ratio = case.num_q_heads // case.num_kv_heads
+    ratio = case.q_heads // case.kv_heads
     reference = reference_source("\n\n".join([
         "_HI = HI", inspect.getsource(_reference.allowed),
         inspect.getsource(_reference.attend_sequence), textwrap.dedent(f'''

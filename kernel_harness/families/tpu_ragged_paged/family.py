@@ -48,7 +48,7 @@ forward only), from the kernel source:
   so a decode step is q_len 1 and a prefill chunk any q_len <= kv_len. Key t of the
   sequence is token t % page_size of page page_indices[i, t // page_size]; kv_pages
   interleaves heads: combined head 2h is K of kv head h, 2h+1 its V. Query head h reads
-  kv head h // (num_q_heads // num_kv_heads).
+  kv head h // (q_heads // kv_heads).
 - Query j sees key t iff t <= its position and, with sliding_window w, t > position - w
   (w keys counting itself). Logits: sm_scale * q.k, then soft_cap * tanh(./soft_cap),
   then the mask (an additive mask_value, -0.7 * float32 max); every query sees at least
@@ -137,7 +137,7 @@ def events(case: RaggedCase) -> list[str]:
         ev.append("seq-ends-at-q-block-end")
     if any(np.bincount(starts // qb) > 1):
         ev.append("q-block-shared-by-seqs")
-    ev.append(head_grouping(case.num_q_heads, case.num_kv_heads))
+    ev.append(head_grouping(case.q_heads, case.kv_heads))
     if case.sliding_window is not None:
         ev.append("sliding-window")
         if any(kv > case.sliding_window for kv in case.kv_lens):
@@ -154,7 +154,7 @@ def events(case: RaggedCase) -> list[str]:
 
 def sequence_kv(case: RaggedCase, kv_pages: np.ndarray, table_row: np.ndarray, kv_len: int
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """float32 K and V [kv_len, num_kv_heads, head_dim] of one sequence: token t lies in
+    """float32 K and V [kv_len, kv_heads, head_dim] of one sequence: token t lies in
     page table_row[t // page_size] at offset t % page_size; K in combined head 2h, V 2h+1."""
     t = np.arange(kv_len)
     tokens = kv_pages[table_row[t // case.page_size], t % case.page_size].astype(np.float32)
@@ -162,7 +162,7 @@ def sequence_kv(case: RaggedCase, kv_pages: np.ndarray, table_row: np.ndarray, k
 
 
 def reference(case: RaggedCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """out [max_tokens, num_q_heads, head_dim] float32 from the (dtype-rounded) inputs: the
+    """out [max_tokens, q_heads, head_dim] float32 from the (dtype-rounded) inputs: the
     ragged paged attention op over each sequence's pages (:func:`sequence_kv`)."""
     pages, table = np.asarray(inputs["kv_pages"]), np.asarray(inputs["page_indices"])
     kv = (sequence_kv(case, pages, table[i], n) for i, n in enumerate(case.kv_lens))

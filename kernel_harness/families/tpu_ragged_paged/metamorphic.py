@@ -31,15 +31,15 @@ def block_variants(case: RaggedCase) -> st.SearchStrategy[RaggedCase]:
 def as_mha(case: RaggedCase, inputs: Arrays) -> tuple[RaggedCase, Arrays] | None:
     """The same problem with each kv head's K and V repeated for every query head of its
     group (re-interleaved: K of head h at combined head 2h, V at 2h + 1)."""
-    ratio = case.num_q_heads // case.num_kv_heads
+    ratio = case.q_heads // case.kv_heads
     if ratio == 1:
         return None
     kv = np.asarray(inputs["kv_pages"])
     k = np.repeat(kv[:, :, 0::2], ratio, axis=2)
     v = np.repeat(kv[:, :, 1::2], ratio, axis=2)
-    both = np.empty(kv.shape[:2] + (2 * case.num_q_heads,) + kv.shape[3:], kv.dtype)
+    both = np.empty(kv.shape[:2] + (2 * case.q_heads,) + kv.shape[3:], kv.dtype)
     both[:, :, 0::2], both[:, :, 1::2] = k, v
-    return dataclasses.replace(case, num_kv_heads=case.num_q_heads), {**inputs, "kv_pages": both}
+    return dataclasses.replace(case, kv_heads=case.q_heads), {**inputs, "kv_pages": both}
 
 
 def excluded(case: RaggedCase) -> dict[str, Any]:

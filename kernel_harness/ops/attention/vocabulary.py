@@ -1,8 +1,10 @@
 """The attention op's case vocabulary: one spelling of the shape, two array layouts.
 
-A family's case keeps the field names its stored cases (goldens, corpus) were written
-with; :class:`Shape` is the one spelling the op layer reads (``q_heads``/``kv_heads``,
-never ``heads``/``num_q_heads``), and each family maps its case onto it.
+Every attention case spells its head counts as :class:`Shape` does (``q_heads``, and
+``kv_heads`` where the kernel groups heads); cases stored with the old spellings
+(``heads``, ``num_q_heads``, ``num_kv_heads``) load through
+:data:`kernel_harness.core.case.FIELD_ALIASES`. Each family maps its case onto
+:class:`Shape`.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ def allowed(q_len: int, kv_len: int, window: int | None) -> np.ndarray:
 
 
 def attend_sequence(q, k, v, mask, *, sm_scale: float, soft_cap: float | None, ratio: int):
-    """out [q_len, num_q_heads, head_dim] by the attention op's softmax (query head h reads
+    """out [q_len, q_heads, head_dim] by the attention op's softmax (query head h reads
     kv head h // ratio; ``ratio`` is implied by the shapes and kept as the cache key)."""
     del ratio
     out, _ = attend(q[None], k[None], v[None], mask[None, None], sm_scale,

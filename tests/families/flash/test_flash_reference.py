@@ -40,7 +40,7 @@ def loop_attention(q, k, v, ab, vis, scale, do):
 
 def small_case(**kw) -> FlashCase:
     base = dict(
-        dtype="float32", seed=3, batch=2, heads=2, q_len=128, kv_len=256, head_dim=8,
+        dtype="float32", seed=3, batch=2, q_heads=2, q_len=128, kv_len=256, head_dim=8,
         causal=True, sm_scale=0.3, bias=True,
         q_segments=(((1, 5), (0, 123)), ((2, 128),)),
         kv_segments=(((0, 3), (1, 253)), ((2, 1), (5, 255))),
@@ -59,9 +59,9 @@ def test_reference_matches_loops(kw):
     x = case.materialize()
     got = reference(case, x)
     vis = case.visible()
-    ab = x.get("ab", np.zeros((case.batch, case.heads, case.q_len, case.kv_len)))
+    ab = x.get("ab", np.zeros((case.batch, case.q_heads, case.q_len, case.kv_len)))
     for b in range(case.batch):
-        for h in range(case.heads):
+        for h in range(case.q_heads):
             want = loop_attention(
                 *(x[n][b, h].astype(np.float64) for n in ("q", "k", "v")),
                 ab[b, h].astype(np.float64), vis[b], case.sm_scale,
@@ -122,7 +122,7 @@ def test_every_drawn_case_is_valid_and_roundtrips(case):
     assert 4 * (seen >= 2).sum() >= (seen >= 1).sum()
     assert case.q_len // case.block_q_dq <= 4 and case.kv_len // case.block_k_major_dq <= 4
     x = case.materialize()
-    assert x["q"].shape == (case.batch, case.heads, case.q_len, case.head_dim)
+    assert x["q"].shape == (case.batch, case.q_heads, case.q_len, case.head_dim)
     assert x["q"].dtype == np.dtype(case.dtype) or case.dtype == "bfloat16"
     assert ("ab" in x) == case.bias and ("segment_ids_q" in x) == (case.q_segments is not None)
     assert all(math.isfinite(float(np.abs(a).max())) for a in x.values())

@@ -48,7 +48,7 @@ def test_mha_strategy_draws_valid_cases(case):
         case.kv_len // case.effective_block("block_kv_dkv")
     )
     assert not case.causal or case.q_len <= case.kv_len
-    assert x["q"].shape == (case.batch, case.q_len, case.heads, case.head_dim)
+    assert x["q"].shape == (case.batch, case.q_len, case.q_heads, case.head_dim)
     assert x["k"].dtype == np.dtype(jnp.dtype(case.dtype))
     if case.segment_runs is not None:
         assert case.q_len == case.kv_len
@@ -92,7 +92,7 @@ def test_paged_strategy_draws_valid_cases_and_poisons_only_unused_slots(case):
 
 
 def test_mha_case_rejects_what_the_kernel_cannot_do():
-    base = dict(dtype="float32", seed=0, batch=1, heads=1, head_dim=32)
+    base = dict(dtype="float32", seed=0, batch=1, q_heads=1, head_dim=32)
     with pytest.raises(ValueError, match="causal needs q_len <= kv_len"):
         MhaCase(**base, q_len=64, kv_len=32, causal=True, block_q_dq=32, block_kv_dkv=16)
     with pytest.raises(ValueError, match="silently computes wrong gradients"):
@@ -165,7 +165,7 @@ def test_gpu_backend_is_unavailable_without_a_gpu():
 # Hand-picked hard cases; num_warps/num_stages are Triton launch settings that the
 # interpreter accepts (and ignores).
 HARD_CASES = [
-    ("gpu-mha", MhaCase(dtype="float32", seed=1, batch=2, heads=2, q_len=32, kv_len=128,
+    ("gpu-mha", MhaCase(dtype="float32", seed=1, batch=2, q_heads=2, q_len=32, kv_len=128,
                         head_dim=48, causal=True, block_q=256, block_k=16, block_q_dkv=16,
                         block_kv_dkv=64, block_q_dq=16, block_kv_dq=32, num_warps=8,
                         num_stages=3)),

@@ -18,7 +18,7 @@ from kernel_harness.spec.registry import get_family
 from tests.families.gpu.test_gpu_planted_bugs import mha_backward_drops_segments
 from tests.families.paged_decode.helpers import fails, passes
 
-FULL = MhaCase(dtype="float32", seed=3, batch=1, heads=2, q_len=64, kv_len=64, head_dim=32,
+FULL = MhaCase(dtype="float32", seed=3, batch=1, q_heads=2, q_len=64, kv_len=64, head_dim=32,
                block_q=32, block_k=16, block_q_dkv=32, block_kv_dkv=32, block_q_dq=32,
                block_kv_dq=32)
 CAUSAL = dataclasses.replace(FULL, causal=True)

@@ -49,9 +49,9 @@ def _mha_by_loops(case, x):
     seg = case.segment_ids()
     scale = case.sm_scale
     out, dq, dk, dv = np.zeros_like(q), np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
-    lse = np.zeros((case.batch, case.heads, case.q_len))
+    lse = np.zeros((case.batch, case.q_heads, case.q_len))
     for b in range(case.batch):
-        for h in range(case.heads):
+        for h in range(case.q_heads):
             for i in range(case.q_len):
                 keys = [
                     j for j in range(case.kv_len)
@@ -82,7 +82,7 @@ def _mha_by_loops(case, x):
     ],
 )
 def test_mha_reference_matches_loops(fields):
-    case = MhaCase(dtype="float32", seed=3, batch=1, heads=2, head_dim=16, **fields)
+    case = MhaCase(dtype="float32", seed=3, batch=1, q_heads=2, head_dim=16, **fields)
     x = case.materialize()
     got = mha_reference(case, x)
     want = _mha_by_loops(case, x)
@@ -91,7 +91,7 @@ def test_mha_reference_matches_loops(fields):
 
 
 def test_mha_dense_mask_by_hand():
-    case = MhaCase(dtype="float32", seed=0, batch=1, heads=1, q_len=32, kv_len=32, head_dim=16,
+    case = MhaCase(dtype="float32", seed=0, batch=1, q_heads=1, q_len=32, kv_len=32, head_dim=16,
                    causal=True, segment_runs=(((5, 2), (3, 29), (5, 1)),))
     mask = case.visible()[0]
     assert mask[1, 0] and mask[1, 1] and not mask[0, 1]  # causal inside segment 5

@@ -17,7 +17,7 @@ from kernel_harness.kernels.hstu import api
 FAMILY = get_family("hstu")
 
 HARD = HstuCase(
-    dtype="float32", seed=11, batch=2, heads=2, head_dim=64, q_len=384, kv_len=512,
+    dtype="float32", seed=11, batch=2, q_heads=2, head_dim=64, q_len=384, kv_len=512,
     mask="numpy", mask_pattern="tiles", mask_density=0.5, mask_seed=4, window=129,
     q_segments=((2, 130), (0, 1), (1, 253)), kv_segments=((1, 200), (2, 312)),
     block_q=128, block_kv=256, block_kv_compute=128,

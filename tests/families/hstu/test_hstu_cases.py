@@ -31,9 +31,9 @@ def test_every_drawn_case_is_valid_and_round_trips(case):
     assert blocks["block_kv_dkv"] % blocks["block_kv_dkv_compute"] == 0
     inputs = case.materialize()
     assert inputs["q"].shape == inputs["do"].shape == (
-        case.batch, case.q_len, case.heads, case.head_dim)
+        case.batch, case.q_len, case.q_heads, case.head_dim)
     assert inputs["k"].shape == inputs["v"].shape == (
-        case.batch, case.kv_len, case.heads, case.head_dim)
+        case.batch, case.kv_len, case.q_heads, case.head_dim)
     assert all(inputs[n].dtype == np.dtype(case.dtype) for n in ("q", "k", "v", "do"))
     if case.mask == "numpy":
         assert inputs["mask"].shape == (case.q_len, case.kv_len)

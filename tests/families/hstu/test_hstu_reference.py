@@ -95,7 +95,7 @@ def test_attention_and_gradients_match_loops():
 
 def test_case_reference_matches_loops_with_segments_and_window():
     case = HstuCase(
-        dtype="float32", seed=3, batch=2, heads=1, head_dim=8, q_len=128, kv_len=256,
+        dtype="float32", seed=3, batch=2, q_heads=1, head_dim=8, q_len=128, kv_len=256,
         mask="causal", window=5, q_segments=((1, 60), (0, 1), (2, 67)),
         kv_segments=((0, 100), (1, 156)),
     )

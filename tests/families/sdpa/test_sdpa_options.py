@@ -19,7 +19,7 @@ from tests.helpers.sdpa_mutants import SDPA_MUTANTS
 
 BACKEND = resolve_backend("interpret")
 
-BASE = dict(dtype="float32", seed=9, batch=2, q_len=24, kv_len=32, heads=4, kv_heads=2,
+BASE = dict(dtype="float32", seed=9, batch=2, q_len=24, kv_len=32, q_heads=4, kv_heads=2,
             head_dim=16)
 #: option -> (fields turning it on, fields turning it off)
 OPTIONS = {

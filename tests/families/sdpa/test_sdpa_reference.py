@@ -69,7 +69,7 @@ def loop_sdpa(case: SdpaCase, x: dict) -> dict:
 
 
 def tiny(**kw) -> SdpaCase:
-    base = dict(dtype="float32", seed=5, batch=2, q_len=6, kv_len=7, heads=4, kv_heads=2,
+    base = dict(dtype="float32", seed=5, batch=2, q_len=6, kv_len=7, q_heads=4, kv_heads=2,
                 head_dim=4)
     base.update(kw)
     return SdpaCase(**base)
@@ -119,7 +119,7 @@ def test_rows_without_keys_are_excluded_and_silent():
 
 
 @pytest.mark.parametrize("bad", [
-    {"heads": 3}, {"bias": "rows"}, {"window": (-1, 0)}, {"q_lengths": (1,)},
+    {"q_heads": 3}, {"bias": "rows"}, {"window": (-1, 0)}, {"q_lengths": (1,)},
     {"kv_lengths": (8, 1)}, {"mask_keep": 0.0}, {"scale": -1.0},
 ])
 def test_invalid_cases_are_clear_errors(bad):
@@ -136,4 +136,4 @@ def test_every_drawn_option_takes_effect(case):
     assert used <= set(effective_options(case))
     assert (case.visible().sum(-1) >= 2).any()
     x = case.materialize()
-    assert x["query"].shape == (case.batch, case.q_len, case.heads, case.head_dim)
+    assert x["query"].shape == (case.batch, case.q_len, case.q_heads, case.head_dim)

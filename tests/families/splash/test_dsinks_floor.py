@@ -82,7 +82,7 @@ def test_a_dropped_head_sink_gradient_fails_in_95_percent_of_drawn_cases():
 
 @pytest.mark.slow
 def test_the_pristine_kernel_passes_drawn_multi_head_cases():
-    multi = [c for c in _drawn_cases(12) if c.num_q_heads >= 3][:3]
+    multi = [c for c in _drawn_cases(12) if c.q_heads >= 3][:3]
     assert len(multi) == 3
     for case in multi:
         result = check_case(FAMILY, case, resolve_backend("interpret"))

@@ -70,10 +70,10 @@ GOOD = dict(dtype="float32", seed=0, q_len=256, kv_len=256)
 @pytest.mark.parametrize("changes, message", [
     (dict(dtype="float16"), "splash runs"),
     (dict(q_len=200), "multiple of 128"),
-    (dict(num_q_heads=3, num_kv_heads=2), "must divide"),
-    (dict(mqa=True, num_q_heads=2, num_kv_heads=2), "mqa=True"),
+    (dict(q_heads=3, kv_heads=2), "must divide"),
+    (dict(mqa=True, q_heads=2, kv_heads=2), "mqa=True"),
     (dict(head_dim=32), "head_dim"),
-    (dict(masks=("full", "full")), "1 or num_q_heads"),
+    (dict(masks=("full", "full")), "1 or q_heads"),
     (dict(masks=("nope",)), "unknown kind"),
     (dict(q_segments=((0, 256),)), "both"),
     (dict(q_segments=((0, 200),), kv_segments=((0, 256),)), "sum to 200"),
@@ -102,7 +102,7 @@ def _check_drawn(case: SplashCase) -> None:
         assert not empty_rows(case).any(), "rows without keys are drawn only with sinks"
     assert (counts >= 2).mean() >= 0.5
     inputs = case.materialize()
-    b, hq, hkv = case.batch, case.num_q_heads, case.num_kv_heads
+    b, hq, hkv = case.batch, case.q_heads, case.kv_heads
     assert inputs["q"].shape == (b, hq, case.q_len, case.head_dim)
     assert inputs["k"].shape == (b, hkv, case.kv_len, case.head_dim)
     assert inputs["v"].shape == (b, hkv, case.kv_len, case.head_dim_v)
@@ -126,7 +126,7 @@ def test_drawn_cases_are_valid_round_trip_and_well_posed(case):
 def test_pinned_options_are_honoured(case):
     _check_drawn(case)
     assert case.q_segments is not None and not case.sinks and case.soft_cap is not None
-    assert case.num_kv_heads >= 2 and case.num_q_heads // case.num_kv_heads >= 2
+    assert case.kv_heads >= 2 and case.q_heads // case.kv_heads >= 2
 
 
 @FAST
@@ -135,10 +135,10 @@ def test_adapter_masks_agree_with_reference_masks(case):
     """The splash mask objects the adapter builds (the kernel's own mask classes), read
     densely, equal the reference's independent masks head by head."""
     kmask = splash_kernel.kernel_mask(case)
-    assert kmask.shape == (case.num_q_heads, case.q_len, case.kv_len)
+    assert kmask.shape == (case.q_heads, case.q_len, case.kv_len)
     no_segments = dataclasses.replace(case, q_segments=None, kv_segments=None)
     want = allowed_mask(no_segments)
-    for h in range(case.num_q_heads):
+    for h in range(case.q_heads):
         got = np.asarray(kmask[h, 0:case.q_len, 0:case.kv_len], bool)
         np.testing.assert_array_equal(got, want[h], err_msg=case.head_masks()[h])
 

@@ -17,7 +17,7 @@ SPLASH = get_family("splash")
 
 
 def _case():
-    case = find(SPLASH.cases(), lambda c: c.num_q_heads == 1 and c.q_segments is None
+    case = find(SPLASH.cases(), lambda c: c.q_heads == 1 and c.q_segments is None
                 and not c.sinks and c.soft_cap is None, settings=settings(database=None))
     return dataclasses.replace(case, masks=("local(left=3, right=0, offset=0)",))
 

@@ -59,7 +59,7 @@ def test_numpy_leaves_are_deterministic_and_boxes_cover_every_row():
 
 def test_allowed_mask_ands_segments_per_head():
     runs = ((2, 2), (0, 3), (1, 1), (2, 122))  # ids 2 2 0 0 0 1 2 2 ...
-    case = SplashCase(dtype="float32", seed=0, num_q_heads=2, num_kv_heads=2,
+    case = SplashCase(dtype="float32", seed=0, q_heads=2, kv_heads=2,
                       masks=("full", "causal(offset=0)"), q_segments=runs, kv_segments=runs)
     allowed = allowed_mask(case)
     assert allowed.shape == (2, 128, 128)
@@ -170,7 +170,7 @@ def test_reference_gradients_match_hand_formulas_and_finite_differences():
 
 def test_reference_on_a_case_matches_loops():
     runs = ((3, 40), (0, 1), (1, 87))
-    case = SplashCase(dtype="float32", seed=3, num_q_heads=2, num_kv_heads=1, mqa=True,
+    case = SplashCase(dtype="float32", seed=3, q_heads=2, kv_heads=1, mqa=True,
                       masks=("local(left=5, right=2, offset=0)",), q_segments=runs,
                       kv_segments=runs, soft_cap=2.0, sinks=True, head_dim=64, head_dim_v=64)
     inputs = case.materialize()

@@ -76,7 +76,7 @@ def test_a_none_argument_reaches_torch_as_none():
 
 
 def _case(**kw) -> TorchSdpaCase:
-    base = dict(dtype="float32", seed=3, batch=1, heads=4, kv_heads=2, q_len=8, kv_len=16,
+    base = dict(dtype="float32", seed=3, batch=1, q_heads=4, kv_heads=2, q_len=8, kv_len=16,
                 head_dim=16)
     return TorchSdpaCase(**{**base, **kw})
 

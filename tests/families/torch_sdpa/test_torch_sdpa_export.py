@@ -63,7 +63,7 @@ def test_planted_dropped_mask_exits_1(tmp_path: Path) -> None:
 
 
 def test_a_float_masks_gradient_is_judged(tmp_path: Path) -> None:
-    case = TorchSdpaCase(dtype="float32", seed=3, batch=1, heads=2, kv_heads=1, q_len=8,
+    case = TorchSdpaCase(dtype="float32", seed=3, batch=1, q_heads=2, kv_heads=1, q_len=8,
                          kv_len=16, head_dim=16, mask="float", backend="math")
     script, _ = export_repro(get_family("torch-sdpa"), case, tmp_path / "float_mask.py")
     run = run_standalone(script)

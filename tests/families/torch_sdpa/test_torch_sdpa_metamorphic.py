@@ -15,7 +15,7 @@ from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase  # noqa: E402
 from tests.families.paged_decode.helpers import fails, passes  # noqa: E402
 from tests.helpers.torch_impls import ignores_is_causal  # noqa: E402
 
-CAUSAL = TorchSdpaCase(dtype="float32", seed=1, batch=1, heads=4, kv_heads=2, q_len=16,
+CAUSAL = TorchSdpaCase(dtype="float32", seed=1, batch=1, q_heads=4, kv_heads=2, q_len=16,
                        kv_len=16, head_dim=16, is_causal=True, backend="math")
 BOOL_MASK = dataclasses.replace(CAUSAL, is_causal=False, mask="bool", mask_keep=0.5)
 FLOAT_MASK = dataclasses.replace(CAUSAL, is_causal=False, mask="float")

@@ -16,7 +16,7 @@ BACKEND = resolve_backend("interpret")
 
 def _case(q_lens, kv_lens, poison):
     return RaggedCase(dtype="float32", seed=3, q_lens=q_lens, kv_lens=kv_lens, max_num_seqs=5,
-                      max_tokens=10, num_q_heads=2, num_kv_heads=1, page_size=4,
+                      max_tokens=10, q_heads=2, kv_heads=1, page_size=4,
                       pages_per_seq=3, kv_pages_per_block=2, queries_per_block=4,
                       poison=poison)
 

@@ -14,7 +14,7 @@ from kernel_harness.ops.paged_decode.ragged import allowed
 
 def _tiny() -> RaggedCase:
     return RaggedCase(dtype="float32", seed=0, q_lens=(1, 2), kv_lens=(2, 2), max_num_seqs=3,
-                      max_tokens=4, num_q_heads=1, num_kv_heads=1, head_dim=1, page_size=2,
+                      max_tokens=4, q_heads=1, kv_heads=1, head_dim=1, page_size=2,
                       pages_per_seq=1, kv_pages_per_block=1, queries_per_block=2)
 
 
@@ -63,12 +63,12 @@ def _by_loops(case: RaggedCase, x: dict[str, np.ndarray]) -> np.ndarray:
     q = np.asarray(x["q"], np.float64)
     pages = np.asarray(x["kv_pages"], np.float64)
     out = np.zeros(q.shape)
-    ratio = case.num_q_heads // case.num_kv_heads
+    ratio = case.q_heads // case.kv_heads
     row = 0
     for i, (q_len, kv_len) in enumerate(zip(case.q_lens, case.kv_lens, strict=True)):
         for j in range(q_len):
             pos = kv_len - q_len + j
-            for h in range(case.num_q_heads):
+            for h in range(case.q_heads):
                 logits, values = [], []
                 for t in range(kv_len):
                     if t > pos or (case.sliding_window and t <= pos - case.sliding_window):

@@ -21,7 +21,7 @@ from tests.families.paged_decode.helpers import fails, passes
 from tests.helpers.mode_reach import assert_reaches, reach
 
 CASE = RaggedCase(dtype="float32", seed=5, q_lens=(1, 3), kv_lens=(7, 12), max_num_seqs=3,
-                  max_tokens=5, num_q_heads=4, num_kv_heads=2, page_size=4, pages_per_seq=4,
+                  max_tokens=5, q_heads=4, kv_heads=2, page_size=4, pages_per_seq=4,
                   kv_pages_per_block=2, queries_per_block=4, poison=True)
 
 
