@@ -19,7 +19,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.families.flash import kernel as _kernel
 from kernel_harness.families.flash.cases import KV_TILE, Q_TILE, FlashCase
 from kernel_harness.families.flash.strategy import block_pair, blocks_of
-from kernel_harness.ops.attention.metamorphic import zero_cotangent
+from kernel_harness.ops.attention.metamorphic import shard_case, zero_cotangent
 from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
@@ -99,16 +99,10 @@ def traceable(impl: Callable[..., Any] | None, case: FlashCase, backend: Backend
 
 
 def local_case(case: FlashCase, mesh: dict[str, int]) -> FlashCase | None:
-    """One shard's case: batch and heads split; the segment layouts of the first rows
-    stand in for the shard's (ids are traced operands, only their shape matters)."""
-    nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
-    if case.batch % nb or case.q_heads % nh:
-        return None
-    b = case.batch // nb
-    segs = {} if case.q_segments is None else {
-        "q_segments": case.q_segments[:b], "kv_segments": case.kv_segments[:b]}
-    return dataclasses.replace(case, batch=b, q_heads=case.q_heads // nh,
-                               block_b=min(case.block_b, b), **segs)
+    """One shard's case (:func:`shard_case`; the segment layouts of the first rows stand in
+    for the shard's), its batch block no larger than its batch."""
+    shard = shard_case(case, mesh, per_row=("q_segments", "kv_segments"))
+    return shard and dataclasses.replace(shard, block_b=min(case.block_b, shard.batch))
 
 
 METAMORPHIC = Metamorphic(

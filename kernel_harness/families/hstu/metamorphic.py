@@ -18,7 +18,7 @@ from kernel_harness.families.hstu.cases import LANES, HstuCase, expand_runs, num
 from kernel_harness.families.hstu.kernel import BLOCK_FIELDS
 from kernel_harness.families.hstu.masks import dense_mask
 from kernel_harness.kernels.hstu.api import hstu_attention
-from kernel_harness.ops.attention.metamorphic import lane_divisors
+from kernel_harness.ops.attention.metamorphic import lane_divisors, shard_case
 from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
@@ -100,12 +100,9 @@ def traceable(impl: Callable[..., Any] | None, case: HstuCase, backend: Backend
 
 
 def local_case(case: HstuCase, mesh: dict[str, int]) -> HstuCase | None:
-    """One shard's case: batch and heads split (segment ids are traced operands, so
-    each shard's rows keep their own ids)."""
-    nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
-    if case.batch % nb or case.q_heads % nh:
-        return None
-    return dataclasses.replace(case, batch=case.batch // nb, q_heads=case.q_heads // nh)
+    """One shard's case: batch and heads split (:func:`shard_case`; segment ids are traced
+    operands, so each shard's rows keep their own ids)."""
+    return shard_case(case, mesh)
 
 
 METAMORPHIC = Metamorphic(

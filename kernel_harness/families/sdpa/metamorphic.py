@@ -6,7 +6,6 @@ Visibility comes from the case description (``SdpaCase.visible``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +15,7 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.sdpa import kernel as _kernel
 from kernel_harness.families.sdpa.cases import SdpaCase
-from kernel_harness.ops.attention.metamorphic import as_mha_hook, zero_cotangent
+from kernel_harness.ops.attention.metamorphic import as_mha_hook, shard_case, zero_cotangent
 from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
@@ -44,7 +43,7 @@ def option_toggles(case: SdpaCase) -> list[Toggle]:
         (f"bias ({case.bias})", case.bias is not None, {"bias": None}, "values"))
 
 
-as_mha = as_mha_hook(layout="bqhd", q_heads="q_heads", kv_heads="kv_heads", kv=("key", "value"))
+as_mha = as_mha_hook(layout="bqhd", kv=("key", "value"))
 
 
 def constrain(case: SdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -76,16 +75,9 @@ def traceable(impl: Callable[..., Any] | None, case: SdpaCase, backend: Backend
 
 
 def local_case(case: SdpaCase, mesh: dict[str, int]) -> SdpaCase | None:
-    """One shard's case: batch and heads (query and kv alike) split; lengths are traced
-    operands (the first rows' lengths stand in for the shard's)."""
-    nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
-    if case.batch % nb or case.q_heads % nh or case.kv_heads % nh:
-        return None
-    b = case.batch // nb
-    lengths = {n: getattr(case, n)[:b] for n in ("q_lengths", "kv_lengths")
-               if getattr(case, n) is not None}
-    return dataclasses.replace(case, batch=b, q_heads=case.q_heads // nh,
-                               kv_heads=case.kv_heads // nh, **lengths)
+    """One shard's case: batch and heads split, the first rows' lengths standing in for the
+    shard's (:func:`shard_case`)."""
+    return shard_case(case, mesh, per_row=("q_lengths", "kv_lengths"))
 
 
 METAMORPHIC = Metamorphic(

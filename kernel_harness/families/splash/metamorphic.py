@@ -17,7 +17,12 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.cases import LANES, SplashCase
 from kernel_harness.families.splash.masks import allowed_mask, empty_rows, segment_ids
-from kernel_harness.ops.attention.metamorphic import as_mha_hook, lane_divisors, zero_cotangent
+from kernel_harness.ops.attention.metamorphic import (
+    as_mha_hook,
+    lane_divisors,
+    shard_case,
+    zero_cotangent,
+)
 from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
@@ -74,8 +79,7 @@ def option_toggles(case: SplashCase) -> list[Toggle]:
         ("sinks", case.sinks and not empty_rows(case).any(), {"sinks": False}, "values"))
 
 
-as_mha = as_mha_hook(layout="bhqd", q_heads="q_heads", kv_heads="kv_heads",
-                     mha_fields=lambda case: {"mqa": False})
+as_mha = as_mha_hook(layout="bhqd", mha_fields=lambda case: {"mqa": False})
 
 
 def may_be_nonfinite(case: SplashCase) -> dict[str, np.ndarray]:
@@ -111,16 +115,12 @@ def traceable(impl: Callable[..., Any] | None, case: SplashCase, backend: Backen
 
 
 def local_case(case: SplashCase, mesh: dict[str, int]) -> SplashCase | None:
-    """One shard's case: batch split always; heads only when every head has the same
-    mask (one kernel serves all local heads, so per-head masks cannot be split)."""
-    nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
-    if case.batch % nb or case.q_heads % nh or case.kv_heads % nh:
+    """One shard's case (:func:`shard_case`): batch split always; heads only when every
+    head has the same mask (one kernel serves all local heads, so per-head masks cannot be
+    split)."""
+    if mesh.get("head", 1) > 1 and len(set(case.head_masks())) > 1:
         return None
-    if nh > 1 and len(set(case.head_masks())) > 1:
-        return None
-    return dataclasses.replace(case, batch=case.batch // nb,
-                               q_heads=case.q_heads // nh,
-                               kv_heads=case.kv_heads // nh)
+    return shard_case(case, mesh)
 
 
 METAMORPHIC = Metamorphic(

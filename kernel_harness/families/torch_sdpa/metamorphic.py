@@ -35,7 +35,6 @@ METAMORPHIC = Metamorphic(
     roles=ROLES,
     visible=visible,
     option_toggles=option_toggles,
-    as_mha=as_mha_hook(layout="bhqd", q_heads="q_heads", kv_heads="kv_heads",
-                       kv=("key", "value")),
+    as_mha=as_mha_hook(layout="bhqd", kv=("key", "value")),
     logit_input="query",
 )

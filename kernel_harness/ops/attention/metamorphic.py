@@ -26,23 +26,38 @@ def zero_cotangent(inputs: Arrays, rows: np.ndarray, name: str = "do") -> Arrays
     return {**inputs, name: np.where(rows, 0, inputs[name]).astype(inputs[name].dtype)}
 
 
-def as_mha_hook(*, layout: str, q_heads: str, kv_heads: str, kv: Sequence[str] = ("k", "v"),
+def as_mha_hook(*, layout: str, kv: Sequence[str] = ("k", "v"),
                 mha_fields: Callable[[Any], dict[str, Any]] | None = None,
                 ) -> Callable[[Any, Arrays], tuple[Any, Arrays] | None]:
-    """The ``as_mha`` hook of a case whose head counts are the fields ``q_heads`` and
-    ``kv_heads``: GQA/MQA as MHA, each kv head repeated for the query heads that use it
+    """The ``as_mha`` hook of an attention case (head counts ``q_heads`` and ``kv_heads``):
+    GQA/MQA as MHA, each kv head repeated for the query heads that use it
     (``mha_fields(case)``: further fields the MHA case changes)."""
     axis = head_axis(layout)
 
     def as_mha(case: Any, inputs: Arrays) -> tuple[Any, Arrays] | None:
         """GQA/MQA as MHA: each kv head repeated for the query heads that use it."""
-        nq, nkv = getattr(case, q_heads), getattr(case, kv_heads)
-        if nq == nkv:
+        if case.q_heads == case.kv_heads:
             return None
         out = dict(inputs)
         for name in kv:
-            out[name] = np.repeat(inputs[name], nq // nkv, axis=axis)
+            out[name] = np.repeat(inputs[name], case.q_heads // case.kv_heads, axis=axis)
         extra = mha_fields(case) if mha_fields else {}
-        return dataclasses.replace(case, **{kv_heads: nq}, **extra), out
+        return dataclasses.replace(case, kv_heads=case.q_heads, **extra), out
 
     return as_mha
+
+
+def shard_case(case: Any, mesh: dict[str, int], *, per_row: Sequence[str] = ()) -> Any:
+    """One shard's case under a ``batch``/``head`` mesh: the batch and the head counts
+    (``q_heads``, and ``kv_heads`` where the case has it) divided by the mesh, the per-row
+    fields ``per_row`` (one entry per batch row) cut to the shard's rows: ids and lengths are
+    traced operands, so the first rows stand in for the shard's. None where the mesh does
+    not divide them."""
+    nb, nh = mesh.get("batch", 1), mesh.get("head", 1)
+    heads = [n for n in ("q_heads", "kv_heads") if hasattr(case, n)]
+    if case.batch % nb or any(getattr(case, n) % nh for n in heads):
+        return None
+    b = case.batch // nb
+    rows = {n: getattr(case, n)[:b] for n in per_row if getattr(case, n) is not None}
+    return dataclasses.replace(case, batch=b, **{n: getattr(case, n) // nh for n in heads},
+                               **rows)
