@@ -93,3 +93,17 @@ def test_the_wheel_carries_every_golden_file():
     files = {p for p in (REPO / "golden").rglob("*") if p.is_file()}
     shipped = {p for pat in patterns for p in (REPO / "golden").glob(pat)}
     assert files and not files - shipped, f"not shipped in the wheel: {files - shipped}"
+
+
+def test_a_user_golden_root_without_a_builtin_family_points_at_the_shipped_ones(
+        installed, capsys):
+    """A user's golden-dir holds their own families: checking a built-in family there
+    finds nothing, and the error names the shipped goldens and the flag that reads them."""
+    (installed / "cwd" / "pyproject.toml").write_text(
+        "[tool.kernel-harness]\ngolden-dir = 'golden'\n")
+    assert cli.main(["golden", "check", "gpu-softmax"]) == 1
+    out = capsys.readouterr().out
+    assert ("the goldens installed with kernel-harness has gpu-softmax's: "
+            f"`--golden-dir {REPO / 'golden'}`") in out
+    assert cli.main(["golden", "check", "gpu-softmax", "--golden-dir",
+                     str(REPO / "golden")]) == 0

@@ -54,10 +54,16 @@ def resolve(family_name: str, explicit: Path | None = None) -> GoldenRoot:
     config = load_config()
     if config.golden_dir is not None:
         return GoldenRoot(path=config.golden_dir, source=config.where("golden-dir"))
+    return shipped(family_name) or GoldenRoot(path=Path("golden"), source="the default ./golden")
+
+
+def shipped(family_name: str) -> GoldenRoot | None:
+    """The goldens that ship with the harness, for a built-in family (None for others, or
+    where none ship): the source checkout's ``golden/``, else the installed package data."""
     if family_name in BUILTIN_FAMILIES:
         if (CHECKOUT / "splash").is_dir():
             return GoldenRoot(path=CHECKOUT, source="the source checkout's golden/")
         if PACKAGED.is_dir():
             return GoldenRoot(path=PACKAGED, source="the goldens installed with kernel-harness",
                               writable=False)
-    return GoldenRoot(path=Path("golden"), source="the default ./golden")
+    return None
