@@ -113,3 +113,18 @@ def test_an_adapter_that_never_calls_is_an_error_not_a_pass():
     with pytest.raises(kernel_count.CountUnavailable, match="unknown"):
         with kernel_count.collecting(wrapper, "toy", Case(), "interpret"):
             pass
+
+
+@pytest.mark.parametrize("prop", ["deterministic", "shift-invariant"])
+def test_a_metamorphic_relation_between_fallback_runs_fails_too(capsys, prop):
+    """Two runs of a plain-JAX fallback agree with each other: the relation holds, and
+    says nothing of the kernel, so the example fails on its kernel count."""
+    code = cli.main(["check", "--no-isolate", "gpu-softmax", "--profile", "dev", "--seed", "1",
+                     "--max-examples", "2", "--property", prop,
+                     "--impl", f"{IMPLS}:xla_softmax"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert (f"FAIL gpu-softmax {prop} float32" in out
+            and "no Pallas kernel: run 1: the forward pass ran 0 Pallas kernel(s)" in out), out
+    assert cli.main(["check", "--no-isolate", "gpu-softmax", "--profile", "dev", "--seed", "1",
+                     "--max-examples", "2", "--property", prop]) == 0

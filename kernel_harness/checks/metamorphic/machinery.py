@@ -28,10 +28,12 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
+from kernel_harness.run.kernel_count import KernelCount
 from kernel_harness.run.report import case_repro_command
-from kernel_harness.run.runner import ensure_supported, impl_name, run_on_backend
+from kernel_harness.run.runner import ensure_supported, impl_name, run_counted
 from kernel_harness.spec.family import Arrays, Family
 from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.spec.kernels import declared_fallback
 
 
 class MetamorphicFailure(AssertionError):
@@ -81,12 +83,27 @@ class Check:
         inputs = self.inputs if inputs is None else inputs
         backend = self.backend if backend is None else backend
         try:
-            outputs = run_on_backend(self.family, self.impl, ran, inputs, backend)
+            outputs, count = run_counted(self.family, self.impl, ran, inputs, backend)
         except (TpuInterpretCannotRun, UsageError):
             raise
         except Exception as e:  # noqa: BLE001 - a crash is a failure, reported as one
             raise KernelCrash(self.crash(e, ran, backend)) from e
+        self._check_kernels_ran(count, ran)
         return {k: np.asarray(v) for k, v in outputs.items()}
+
+    def _check_kernels_ran(self, count: KernelCount | None, ran: Any) -> None:
+        """A relation between two runs of a plain-JAX fallback says nothing of the kernel:
+        a run with fewer Pallas kernels than ``Family.kernels`` expects is a problem of
+        the example (as in matches-reference), unless the implementation declares it."""
+        expected = self.family.kernels
+        if count is None or expected is None or declared_fallback(self.impl) is not None:
+            return
+        short = count.shortfall_text(expected)
+        if short:
+            where = "" if ran == self.case else " (a variant case)"
+            problem = f"no Pallas kernel: run {self.runs}{where}: {short}"
+            if not any(p.startswith("no Pallas kernel") for p in self.problems):
+                self.problems.append(problem)
 
     def crash(self, error: BaseException, ran: Any, backend: Backend | None = None) -> Crash:
         """The crash report of ``error`` raised by run number :attr:`runs` on ``ran``
