@@ -67,3 +67,12 @@ def shipped(family_name: str) -> GoldenRoot | None:
             return GoldenRoot(path=PACKAGED, source="the goldens installed with kernel-harness",
                               writable=False)
     return None
+
+
+def shipped_hint(family_name: str, manifest: str) -> str:
+    """"; <where> has FAMILY's: `--golden-dir PATH`" where goldens of ``family_name`` ship
+    with the harness (a user's own golden root holds only their families), else ""."""
+    ships = shipped(family_name)
+    if ships is None or not (ships.path / family_name / manifest).is_file():
+        return ""
+    return f"; {ships.source} has {family_name}'s: `--golden-dir {ships.path}`"

@@ -116,15 +116,11 @@ def load_manifest(family: Family, root: Path | None = None) -> list[GoldenCase]:
     """The named cases of ``family``; a missing or malformed manifest is a GoldenError."""
     path = family_dir(family.name, root) / MANIFEST
     if not path.is_file():
-        ships = location.shipped(family.name)
-        hint = ""
-        if ships is not None and (ships.path / family.name / MANIFEST).is_file():
-            hint = (f"; {ships.source} has {family.name}'s: "
-                    f"`--golden-dir {ships.path}`")
         raise GoldenError(
             f"{family.name}: no golden manifest {path} (golden root from "
             f"{location.resolve(family.name, root).source}); pin cases with "
-            f"`kernel-harness golden add {family.name} NAME --case JSON`{hint}"
+            f"`kernel-harness golden add {family.name} NAME --case JSON`"
+            f"{location.shipped_hint(family.name, MANIFEST)}"
         )
     try:
         data = json.loads(path.read_text())
