@@ -148,6 +148,16 @@ def check_sizes(case: Any, *names: str) -> None:
             raise ValueError(f"{name} must be >= 1, got {getattr(case, name)}")
 
 
+def check_heads(case: Any) -> None:
+    """Raises ValueError unless ``case``'s head counts (``q_heads``, and ``kv_heads`` where it
+    has one) are >= 1 and ``kv_heads`` divides ``q_heads``: every attention case's rule."""
+    names = [n for n in ("q_heads", "kv_heads") if hasattr(case, n)]
+    check_sizes(case, *names)
+    if len(names) == 2 and case.q_heads % case.kv_heads:
+        raise ValueError(f"q_heads={case.q_heads} must be a multiple of "
+                         f"kv_heads={case.kv_heads} (each kv head serves a group of query heads)")
+
+
 def cast(x: np.ndarray, dtype: str) -> np.ndarray:
     """Rounds float64/float32 data to float32, then to ``dtype`` (round to nearest even), and
     returns it as a numpy array of that dtype (bfloat16 via ml_dtypes, which jax ships).

@@ -70,3 +70,13 @@ def test_an_old_name_the_type_still_has_is_not_renamed():
         heads: int
 
     assert OwnHeads.from_json('{"dtype": "float32", "seed": 0, "heads": 2}').heads == 2
+
+
+def test_head_counts_have_one_rule_and_one_message():
+    from kernel_harness.core.case import check_heads
+
+    check_heads(HeadsCase(dtype="float32", seed=0, q_heads=8, kv_heads=2))
+    with pytest.raises(ValueError, match=r"q_heads=6 must be a multiple of kv_heads=4 "):
+        check_heads(HeadsCase(dtype="float32", seed=0, q_heads=6, kv_heads=4))
+    with pytest.raises(ValueError, match="kv_heads must be >= 1, got 0"):
+        check_heads(HeadsCase(dtype="float32", seed=0, q_heads=2, kv_heads=0))

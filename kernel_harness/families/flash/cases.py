@@ -13,7 +13,14 @@ import math
 
 import numpy as np
 
-from kernel_harness.core.case import Case, cast, check_logit_scale, standard_normal
+from kernel_harness.core.case import (
+    Case,
+    cast,
+    check_heads,
+    check_logit_scale,
+    check_sizes,
+    standard_normal,
+)
 from kernel_harness.ops.attention.events import length_events, segment_events
 from kernel_harness.ops.attention.program import Contract
 from kernel_harness.ops.attention.reference import visibility
@@ -93,9 +100,8 @@ class FlashCase(Case):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_logit_scale(self.logit_scale)
-        for name in ("batch", "q_heads", "q_len", "kv_len", "head_dim"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        check_sizes(self, "batch", "q_len", "kv_len", "head_dim")
+        check_heads(self)
         if self.head_dim > 128 and self.head_dim % 128:
             raise ValueError(f"head_dim={self.head_dim} must be <= 128 or a multiple of 128")
         if not (math.isfinite(self.sm_scale) and self.sm_scale > 0):

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import (
     DTYPES,
     cast,
+    check_heads,
     check_sizes,
     logit_scales_for,
     standard_normal,
@@ -60,9 +61,8 @@ class DecodeCase(TritonCase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_sizes(self, "batch", "q_heads", "kv_heads", "kv_len", "k_splits")
-        if self.q_heads % self.kv_heads:
-            raise ValueError(f"q_heads={self.q_heads} must be a multiple of kv_heads")
+        check_sizes(self, "batch", "kv_len", "k_splits")
+        check_heads(self)
         if self.scale_mode not in SCALE_MODES:
             raise ValueError(f"scale_mode must be one of {SCALE_MODES}, got {self.scale_mode!r}")
         if self.entry not in ENTRIES:

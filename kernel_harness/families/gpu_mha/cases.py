@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import (
     DTYPES,
     cast,
+    check_heads,
     check_sizes,
     logit_scales_for,
     standard_normal,
@@ -60,7 +61,8 @@ class MhaCase(TritonCase):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_sizes(self, "batch", "q_heads", "q_len", "kv_len")
+        check_sizes(self, "batch", "q_len", "kv_len")
+        check_heads(self)
         if self.head_dim < 16:
             raise ValueError(f"head_dim must be >= 16 (a Triton dot operand), got {self.head_dim}")
         if self.scale_mode not in SCALE_MODES:

@@ -13,7 +13,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from kernel_harness.core.case import Case, cast, check_logit_scale, standard_normal
+from kernel_harness.core.case import (
+    Case,
+    cast,
+    check_heads,
+    check_logit_scale,
+    check_sizes,
+    standard_normal,
+)
 from kernel_harness.families.splash.masks import (
     empty_rows,
     parse_mask,
@@ -85,13 +92,8 @@ class SplashCase(Case):
         check_logit_scale(self.logit_scale)
         if self.dtype not in DTYPES:
             raise ValueError(f"splash runs {DTYPES}, not {self.dtype!r}")
-        for name in ("batch", "q_heads", "kv_heads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
-        if self.q_heads % self.kv_heads:
-            raise ValueError(
-                f"kv_heads={self.kv_heads} must divide q_heads={self.q_heads}"
-            )
+        check_sizes(self, "batch")
+        check_heads(self)
         if self.mqa and self.kv_heads != 1:
             raise ValueError("mqa=True needs kv_heads=1")
         for name in ("q_len", "kv_len"):

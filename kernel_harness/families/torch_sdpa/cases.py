@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import (
     Case,
     cast,
+    check_heads,
     check_logit_scale,
+    check_sizes,
     logit_scales_for,
     standard_normal,
 )
@@ -67,12 +69,8 @@ class TorchSdpaCase(Case):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_logit_scale(self.logit_scale)
-        for name in ("batch", "q_heads", "kv_heads", "q_len", "kv_len", "head_dim"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.q_heads % self.kv_heads:
-            raise ValueError(f"q_heads={self.q_heads} must be a multiple of "
-                             f"kv_heads={self.kv_heads}")
+        check_sizes(self, "batch", "q_len", "kv_len", "head_dim")
+        check_heads(self)
         if self.mask not in (None, *MASKS):
             raise ValueError(f"mask must be None or one of {MASKS}, got {self.mask!r}")
         if self.mask is not None and self.is_causal:

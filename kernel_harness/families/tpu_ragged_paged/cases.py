@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import Case, cast
+from kernel_harness.core.case import Case, cast, check_heads
 
 #: dtypes the harness draws (q and the K/V pages share it; no quantized K/V scales).
 RAGGED_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
@@ -89,8 +89,7 @@ class RaggedCase(Case):
             raise ValueError("max_num_seqs must be >= the number of active sequences")
         if self.max_tokens < self.total_tokens:
             raise ValueError(f"max_tokens={self.max_tokens} < sum(q_lens)={self.total_tokens}")
-        if self.q_heads % self.kv_heads:
-            raise ValueError("q_heads must be a multiple of kv_heads")
+        check_heads(self)
         if not 1 <= self.kv_pages_per_block <= self.pages_per_seq:
             raise ValueError("kv_pages_per_block must be in [1, pages_per_seq]")
         if self.queries_per_block < 1 or self.head_dim < 1:

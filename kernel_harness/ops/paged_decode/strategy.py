@@ -17,6 +17,8 @@ from collections.abc import Callable
 import numpy as np
 from hypothesis import strategies as st
 
+from kernel_harness.core.case import check_heads
+
 #: V value of slots a kernel reads but must mask (finite: it multiplies them by 0).
 MASKED_V = 1e3
 
@@ -133,8 +135,7 @@ class PagedGeometry:
 
     def check_paged(self) -> None:
         """The vocabulary's own invariants (heads group evenly, spare pages, soft cap)."""
-        if self.q_heads % self.kv_heads:
-            raise ValueError(f"q_heads={self.q_heads} must be a multiple of kv_heads")
+        check_heads(self)
         if self.spare_pages < 0:
             raise ValueError("spare_pages must be >= 0")
         if self.soft_cap is not None and self.soft_cap <= 0:
