@@ -83,6 +83,3 @@ FAMILY = Family(
     backends=frozenset({"interpret"}),
     events=lambda case: [f"length={case.length}"],
 )
-
-#: The toy family whose own kernel is wrong (a control run that fails).
-WRONG = dataclasses.replace(FAMILY, name="toy-wrong", kernel=wrong_softplus)

@@ -286,7 +286,8 @@ def test_cli_reports_each_mutants_kill_rate_over_the_seeds(toy_registry, capsys,
 
 
 def test_a_failing_control_says_what_failed_and_replays_it(monkeypatch, capsys):
-    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy-wrong", "tests.helpers.toy_family:WRONG")
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy-wrong",
+                        "tests.helpers.toy_wrong_family:WRONG")
     argv = ["mutate", "toy-wrong", "--catalog", "tests.helpers.toy_mutants:MUTANTS",
             "--mutant", "shifted", "--max-examples", "3", "--property", "matches-reference",
             "--no-golden", "--no-modes-first"]

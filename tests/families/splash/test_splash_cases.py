@@ -70,7 +70,7 @@ GOOD = dict(dtype="float32", seed=0, q_len=256, kv_len=256)
 @pytest.mark.parametrize("changes, message", [
     (dict(dtype="float16"), "splash runs"),
     (dict(q_len=200), "multiple of 128"),
-    (dict(q_heads=3, kv_heads=2), "must divide"),
+    (dict(q_heads=3, kv_heads=2), "must be a multiple of kv_heads"),
     (dict(mqa=True, q_heads=2, kv_heads=2), "mqa=True"),
     (dict(head_dim=32), "head_dim"),
     (dict(masks=("full", "full")), "1 or q_heads"),
