@@ -5,6 +5,7 @@ and the extended interpreter giving the exact plain-numpy result."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import jax
@@ -89,6 +90,47 @@ def test_masked_store_to_3d_ref_needs_the_fix_and_is_exact():
     want = np.zeros((4, 4, 8), np.float32)
     want[2:, 0:2] = x[2:]
     np.testing.assert_array_equal(_run(_masked_3d_store, x, extended=True), want)
+
+
+def _store_through_transforms(x):
+    """Writes x (bf16 [8, 8]) into rows 0..7 of a [2, 8, 8] output through a reshape and
+    a uint32 bitcast (a swap), and copies the same rows by DMA into a reshaped ref."""
+    def body(x_ref, o_ref, d_ref, sem):
+        o_ref[...] = jnp.zeros(o_ref.shape, o_ref.dtype)
+        packed = pltpu.bitcast(x_ref[...], jnp.uint32)  # [4, 8]
+        o_ref.reshape(16, 8).bitcast(jnp.uint32)[2:6, :] = packed
+        copy = pltpu.make_async_copy(x_ref, d_ref.reshape(16, 8).at[8:16], sem)
+        copy.start()
+        copy.wait()
+    any_spec = pl.BlockSpec(memory_space=pltpu.HBM)
+    return pl.pallas_call(
+        body, in_specs=[pl.BlockSpec(memory_space=pltpu.VMEM)],
+        out_specs=[pl.BlockSpec(memory_space=pltpu.VMEM), any_spec],
+        scratch_shapes=[pltpu.SemaphoreType.DMA(())],
+        out_shape=[jax.ShapeDtypeStruct((2, 8, 8), jnp.bfloat16)] * 2)(x)
+
+
+def test_store_and_dma_through_reshape_and_bitcast_are_exact():
+    """Stores and DMA writes through ref.reshape/ref.bitcast (what tpu-inference's ragged
+    paged attention v3 does) fail unextended and land exactly where a TPU puts them."""
+    x = (np.arange(8 * 8, dtype=np.float32).reshape(8, 8) / 3).astype(jnp.bfloat16)
+
+    def run(extended):
+        jax.clear_caches()
+        with compat.forced_tpu_interpret_mode(_PLAIN()):
+            ctx = tpu_interpreter_extensions() if extended else contextlib.nullcontext()
+            with ctx:
+                return [np.asarray(a, np.float32)
+                        for a in jax.block_until_ready(jax.jit(_store_through_transforms)(x))]
+
+    with pytest.raises(Exception, match="Transform"):
+        run(extended=False)
+    compat.reset_tpu_interpret_state()
+    stored, copied = run(extended=True)
+    want = np.zeros((16, 8), np.float32)
+    want[4:12] = np.asarray(x, np.float32)
+    np.testing.assert_array_equal(stored.reshape(16, 8), want)
+    np.testing.assert_array_equal(copied.reshape(16, 8)[8:], np.asarray(x, np.float32))
 
 
 def test_extensions_are_removed_on_exit():

@@ -1,7 +1,8 @@
-"""Part of :mod:`kernel_harness.core.compat`: two extensions of jax's TPU interpreter that
+"""Part of :mod:`kernel_harness.core.compat`: extensions of jax's TPU interpreter that
 kernels needing them switch on explicitly (a module of its own to keep each module short).
 
-jax 0.10.2 and 0.12.0.1 cannot interpret the TPU ragged paged attention kernel:
+jax 0.10.2 and 0.12.0.1 cannot interpret jax's TPU ragged paged attention kernel, nor
+tpu-inference's ragged paged attention v3:
 
 - **reads through reshaped or bitcast refs**: the interpreter's ``get`` callback turns a
   ref's transforms into an index range and assumes every transform is an ``NDIndexer``
@@ -12,6 +13,13 @@ jax 0.10.2 and 0.12.0.1 cannot interpret the TPU ragged paged attention kernel:
   race detection and access records see that read) and applies the rest on the host with
   the semantics of ``jax._src.state.discharge.transform_array`` (reshape, the TPU bitcast
   that packs along the second-minor axis, strided/int indexing).
+- **stores and DMA writes through reshaped or bitcast refs** (``swap``, and ``store``,
+  which a DMA's write calls): the same assumption. The extension reads the block of the
+  leading indexers with the interpreter's ``get``, writes the value into it on the host
+  through the inverse transforms and stores the whole block with the interpreter's own
+  ``swap``/``store``. Race detection therefore records such an access on the whole range
+  of its leading indexers (often the whole buffer): with it on, a kernel that writes
+  through transforms may be reported racing where it does not.
 - **masked stores to refs of rank >= 2**: ``SharedMemory.swap_buffer_content`` builds its
   in-bounds mask with ``in_bounds_mask[in_bounds_shape[i]:] = False`` for every axis ``i``,
   i.e. always along axis 0, so a fully in-bounds masked store of shape (8, 2, 128) is
@@ -62,6 +70,15 @@ def _pieces() -> tuple[Any, Any, Any, Any]:
     if params != ("token", "device_id", "local_core_id", "memory_space", "buffer_id",
                   "transforms"):
         raise InterpreterLayoutError(f"interpret_pallas_call.get takes {params}")
+    for name in ("swap", "store"):
+        fn = getattr(ipc, name, None)
+        if fn is None or not callable(getattr(fn, "__wrapped__", None)):
+            raise InterpreterLayoutError(f"interpret_pallas_call.{name} (a wrapped callback) "
+                                         "is missing")
+        params = tuple(inspect.signature(fn.__wrapped__).parameters)[:7]
+        if params != ("token", "device_id", "local_core_id", "memory_space", "buffer_id",
+                      "transforms", "val"):
+            raise InterpreterLayoutError(f"interpret_pallas_call.{name} takes {params}")
     mem = getattr(shm, "SharedMemory", None)
     swap = getattr(mem, "swap_buffer_content", None)
     if swap is None or tuple(inspect.signature(swap).parameters)[:5] != (
@@ -103,16 +120,7 @@ def _apply(value: np.ndarray, transforms: list[Any], state_types: Any, indexing:
         elif isinstance(t, state_types.BitcastTransform):
             value = host_bitcast(value, np.dtype(t.dtype))
         elif isinstance(t, indexing.NDIndexer):
-            index = []
-            for i in t.indices:
-                if isinstance(i, indexing.Slice):
-                    start, size, stride = int(i.start), int(i.size), int(i.stride)
-                    index.append(slice(start, start + size * stride, stride))
-                elif np.ndim(i) == 0:
-                    index.append(int(i))
-                else:
-                    raise NotImplementedError("advanced indexing after a reshape/bitcast")
-            value = value[tuple(index)]
+            value = value[_index(t, indexing)]
         else:
             raise NotImplementedError(f"ref transform {type(t).__name__} in a TPU-interpreted "
                                       "read (kernel_harness.core.compat.interpreter_ext)")
@@ -135,6 +143,95 @@ def _reading_through_transforms(fn: Any, state_types: Any, indexing: Any) -> Any
                   *args, **kwargs)
 
     return get
+
+
+def _written(block: np.ndarray, transforms: list[Any], value: np.ndarray,
+             mask: np.ndarray | None, state_types: Any, indexing: Any) -> np.ndarray:
+    """``block`` with ``value`` stored (where ``mask``) through ``transforms``: the inverse
+    of :func:`_apply`, one transform at a time (a reshape or bitcast is undone after the
+    store below it; an indexer stores into a copy of its sub-block)."""
+    if not transforms:
+        if np.shape(value) != block.shape:
+            raise ValueError(f"a store of shape {np.shape(value)} through ref transforms "
+                             f"into a view of shape {block.shape}")
+        return np.asarray(value if mask is None else np.where(mask, value, block), block.dtype)
+    t, rest = transforms[0], transforms[1:]
+    if isinstance(t, state_types.ReshapeTransform):
+        inner = _written(block.reshape(t.shape), rest, value, mask, state_types, indexing)
+        return inner.reshape(block.shape)
+    if isinstance(t, state_types.BitcastTransform):
+        inner = _written(host_bitcast(block, np.dtype(t.dtype)), rest, value, mask,
+                         state_types, indexing)
+        return host_bitcast(inner, block.dtype)
+    sub = _apply(block, [t], state_types, indexing)
+    out = np.array(block)
+    out[_index(t, indexing)] = _written(np.array(sub), rest, value, mask, state_types, indexing)
+    return out
+
+
+def _index(t: Any, indexing: Any) -> tuple[Any, ...]:
+    index: list[Any] = []
+    for i in t.indices:
+        if isinstance(i, indexing.Slice):
+            start, size, stride = int(i.start), int(i.size), int(i.stride)
+            index.append(slice(start, start + size * stride, stride))
+        elif np.ndim(i) == 0:
+            index.append(int(i))
+        else:
+            raise NotImplementedError("advanced indexing after a reshape/bitcast")
+    return tuple(index)
+
+
+def _storing_through_transforms(swap: Any, get: Any, state_types: Any, indexing: Any) -> Any:
+    """``swap`` for stores through reshaped/bitcast refs: the block of the leading indexers
+    is read with the interpreter's ``get``, the value stored into it on the host
+    (:func:`_written`) and the whole block stored with the interpreter's ``swap`` (both
+    accesses seen by its race detection); the old view is returned."""
+    def wrapped(token, device_id, local_core_id, memory_space, buffer_id, transforms, val,
+                mask, *args, **kwargs):
+        ts = list(transforms) if isinstance(transforms, (tuple, list)) else []
+        n = 0
+        while n < len(ts) and isinstance(ts[n], indexing.NDIndexer):
+            n += 1
+        if n == len(ts):
+            return swap(token, device_id, local_core_id, memory_space, buffer_id, transforms,
+                        val, mask, *args, **kwargs)
+        info = {"source_info": kwargs["source_info"]} if "source_info" in kwargs else {}
+        token, block = get(token, device_id, local_core_id, memory_space, buffer_id,
+                           tuple(ts[:n]), **info)
+        block = np.asarray(block)
+        merged = _written(block, ts[n:], np.asarray(val),
+                          None if mask is None else np.asarray(mask), state_types, indexing)
+        token, old = swap(token, device_id, local_core_id, memory_space, buffer_id,
+                          tuple(ts[:n]), merged, None, *args, **kwargs)
+        return token, _apply(np.asarray(old), ts[n:], state_types, indexing)
+
+    return wrapped
+
+
+def _writing_through_transforms(store: Any, get: Any, state_types: Any, indexing: Any
+                                ) -> Any:
+    """``store`` (a plain store, and the write of a DMA) through reshaped/bitcast refs, as
+    :func:`_storing_through_transforms` does for ``swap``."""
+    def wrapped(token, device_id, local_core_id, memory_space, buffer_id, transforms, val,
+                *args, **kwargs):
+        ts = list(transforms) if isinstance(transforms, (tuple, list)) else []
+        n = 0
+        while n < len(ts) and isinstance(ts[n], indexing.NDIndexer):
+            n += 1
+        if n == len(ts):
+            return store(token, device_id, local_core_id, memory_space, buffer_id, transforms,
+                         val, *args, **kwargs)
+        info = {k: kwargs[k] for k in ("source_info", "clock", "src_device_id",
+                                       "src_local_core_id") if k in kwargs}
+        _, block = get(token, device_id, local_core_id, memory_space, buffer_id,
+                       tuple(ts[:n]), **info)
+        merged = _written(np.asarray(block), ts[n:], np.asarray(val), None, state_types,
+                          indexing)
+        return store(token, device_id, local_core_id, memory_space, buffer_id, tuple(ts[:n]),
+                     merged, *args, **kwargs)
+
+    return wrapped
 
 
 def _fixed_masked_swap(orig: Any) -> Any:
@@ -174,9 +271,18 @@ def tpu_interpreter_extensions() -> Iterator[None]:
             get = _reading_through_transforms(ipc.get, state_types, indexing)
             get.__wrapped__ = _reading_through_transforms(ipc.get.__wrapped__, state_types,
                                                           indexing)
-            _SAVED.extend([saved_attribute(ipc, "get"),
+            swap = _storing_through_transforms(ipc.swap, ipc.get, state_types, indexing)
+            swap.__wrapped__ = _storing_through_transforms(
+                ipc.swap.__wrapped__, ipc.get.__wrapped__, state_types, indexing)
+            store = _writing_through_transforms(ipc.store, ipc.get, state_types, indexing)
+            store.__wrapped__ = _writing_through_transforms(
+                ipc.store.__wrapped__, ipc.get.__wrapped__, state_types, indexing)
+            _SAVED.extend([saved_attribute(ipc, "get"), saved_attribute(ipc, "swap"),
+                           saved_attribute(ipc, "store"),
                            saved_attribute(mem, "swap_buffer_content")])
             ipc.get = get
+            ipc.swap = swap
+            ipc.store = store
             mem.swap_buffer_content = _fixed_masked_swap(mem.swap_buffer_content)
         _DEPTH[0] += 1
     try:
