@@ -10,19 +10,13 @@ import textwrap
 from kernel_harness.families import tpu_inference_loader
 from kernel_harness.ops.quantized_matmul import reference as _reference
 from kernel_harness.ops.quantized_matmul.cases import QmmCase
-from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
-
-
-def _source(module: object) -> str:
-    """A module's source without its ``from __future__`` line (the script has its own)."""
-    return "\n".join(line for line in inspect.getsource(module).splitlines()
-                     if not line.startswith("from __future__"))
+from kernel_harness.spec.export import ExportSnippet, module_source, tpu_interpreting_source
 
 
 def export(case: QmmCase) -> ExportSnippet:
     """The kernel with the case's tiling (under forced TPU interpret mode on interpret) and
     the truncating int8 reference."""
-    default_import = _source(tpu_inference_loader) + textwrap.dedent('''
+    default_import = module_source(tpu_inference_loader) + textwrap.dedent('''
 
         _K = kernel_module("quantized_matmul.kernel")
         _T = kernel_module("quantized_matmul.tuned_block_sizes")

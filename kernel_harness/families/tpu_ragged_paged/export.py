@@ -12,55 +12,12 @@ embeds the ragged op's ``allowed`` and ``attend_sequence`` after the attention o
 from __future__ import annotations
 
 import inspect
-import re
 import textwrap
 
-from kernel_harness.core import compat
-from kernel_harness.core.compat import interpreter_ext
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.ops.paged_decode import ragged as _reference
-from kernel_harness.spec.export import ExportSnippet
-
-#: The one harness import of the extensions module (names from ``core.compat``).
-_HARNESS_IMPORT = re.compile(
-    r"^from kernel_harness\.core\.compat import (?:\(([^)]*)\)|([^\n(]+))\n", re.MULTILINE)
-_LOCAL_ERROR = '''\
-class InterpreterLayoutError(RuntimeError):
-    """The installed jax's TPU interpreter is not laid out as the extensions expect."""
-'''
-_FUTURE = "from __future__ import annotations\n"
-
-
-def _local(name: str) -> str:
-    """The script's own definition of ``core.compat``'s ``name``: the exception class, or
-    the function's source verbatim (with the marker it compares against)."""
-    if name == "InterpreterLayoutError":
-        return _LOCAL_ERROR
-    obj = getattr(compat, name, None)
-    if not inspect.isfunction(obj):
-        raise ValueError(f"the tpu-ragged-paged export cannot embed core.compat.{name}: "
-                         "update kernel_harness/families/tpu_ragged_paged/export.py")
-    source = inspect.getsource(obj)
-    return ("_MISSING = object()\n\n\n" if "_MISSING" in source else "") + source
-
-
-def interpreter_source() -> str:
-    """The interpreter extensions as embedded in a script: the module's source verbatim,
-    less its ``__future__`` import (it must open a file) and with what it imports from the
-    harness (an exception, two patch helpers) defined in place of the import."""
-    source = inspect.getsource(interpreter_ext)
-    found = _HARNESS_IMPORT.search(source)
-    if found is None or _FUTURE not in source:
-        raise ValueError("kernel_harness/core/compat/interpreter_ext.py changed its imports: "
-                         "update the tpu-ragged-paged export")
-    listed = found.group(1) or found.group(2)
-    names = [n.strip() for n in listed.replace("\n", ",").split(",") if n.strip()]
-    local = "\n\n".join(_local(n) for n in names)
-    source = (source[:found.start()] + local + source[found.end():]).replace(_FUTURE, "", 1)
-    banner = ("# ---- kernel_harness/core/compat/interpreter_ext.py, embedded verbatim: the "
-              "harness's TPU interpreter extensions ----")
-    return f"{banner}\n{source.strip()}\n# ---- end ----"
+from kernel_harness.spec.export import ExportSnippet, interpreter_source, tpu_interpreting_source
 
 
 def export(case: RaggedCase) -> ExportSnippet:
@@ -70,29 +27,10 @@ def export(case: RaggedCase) -> ExportSnippet:
     options = dict(sm_scale=case.sm_scale, sliding_window=case.sliding_window,
                    soft_cap=case.soft_cap, num_kv_pages_per_block=case.kv_pages_per_block,
                    num_queries_per_block=case.queries_per_block)
-    run_kernel = interpreter_source() + "\n\n\n" + textwrap.dedent(f'''
-        import contextlib
-        import dataclasses
-
-        from jax.experimental.pallas import tpu as pltpu
-
+    run_kernel = interpreter_source() + "\n\n\n" + tpu_interpreting_source(
+        1, extended=True) + "\n\n" + textwrap.dedent(f'''
         OPTIONS = {options!r}
         OPERANDS = ("q", "kv_pages", "kv_lens", "page_indices", "cu_q_lens", "num_seqs")
-
-
-        def interpreting():
-            """TPU interpret mode on the CPU (one simulated core, zeroed scratch) with the
-            interpreter extensions above; compiled on a TPU."""
-            if not INTERPRET:
-                return contextlib.nullcontext()
-            known = {{f.name for f in dataclasses.fields(pltpu.InterpretParams)}}
-            cores = "num_cores_or_threads" if "num_cores_or_threads" in known else (
-                "num_cores_per_device")
-            stack = contextlib.ExitStack()
-            stack.enter_context(tpu_interpreter_extensions())
-            stack.enter_context(pltpu.force_tpu_interpret_mode(pltpu.InterpretParams(
-                detect_races=False, uninitialized_memory="zero", **{{cores: 1}})))
-            return stack
 
 
         def run_kernel(x):

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernel_harness.core.compat import interpreter_ext
-from kernel_harness.families.tpu_ragged_paged.export import interpreter_source
+from kernel_harness.spec.export import interpreter_source
 from tests.helpers.golden_export import (
     export_and_run,
     export_and_run_planted,
@@ -38,9 +37,3 @@ def test_planted_dropped_window_exits_1(tmp_path: Path) -> None:
     bad = export_and_run_planted("tpu-ragged-paged", tmp_path, PLANTED, "planted_ragged")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "FAIL out" in bad.stdout
-
-
-def test_the_embedded_extensions_are_the_harness_module_less_its_import() -> None:
-    text = interpreter_source()
-    assert "import kernel_harness" not in text and "from kernel_harness" not in text
-    assert interpreter_ext.tpu_interpreter_extensions.__doc__ in text
