@@ -1,0 +1,64 @@
+"""What a tpu-inference-rpa-v3 case reaches (events), and the cases tried first."""
+
+from __future__ import annotations
+
+from kernel_harness.families.tpu_inference_rpa_v3.cases import RpaV3Case
+from kernel_harness.ops.paged_decode.strategy import head_grouping
+
+
+def events(case: RpaV3Case) -> list[str]:
+    """Passes used, padding, blocks spanned, compute blocks below fetched ones, heads,
+    window, cap, the TPU generation, the dtype."""
+    ev = [case.dtype, f"tpu-v{case.tpu_version}", head_grouping(case.q_heads, case.kv_heads)]
+    d, p = case.decode_seqs, case.prefill_seqs
+    mixed = case.q_lens[d + p:]
+    ev += [name for name, on in (
+        ("decode-pass", d > 0), ("prefill-pass", p > 0), ("mixed-pass", bool(mixed)),
+        ("mixed-prefill-decode", 1 in mixed and any(q > 1 for q in mixed)),
+        ("multi-seq", case.num_seqs > 1),
+        ("num-seqs-below-max", case.num_seqs < case.max_num_seqs),
+        ("padding-q-rows", case.total_tokens < case.max_tokens),
+        ("kv-len-mid-page", any(kv % case.page_size for kv in case.kv_lens)),
+        ("head-dim-padded", case.head_dim % 128 != 0),
+        ("soft-cap", case.soft_cap is not None),
+        ("large-logits", case.logit_scale > 1),
+    ) if on]
+    bounds = ((case.d_blocks, 0, d), (case.p_blocks, d, d + p),
+              (case.m_blocks, d + p, case.num_seqs))
+    for (bq, bkv, bq_c, bkv_c), lo, hi in bounds:
+        q_lens, kv_lens = case.q_lens[lo:hi], case.kv_lens[lo:hi]
+        if not q_lens:
+            continue
+        if any(kv > bkv for kv in kv_lens):
+            ev.append("multi-kv-block")
+        if bkv_c < bkv:
+            ev.append("kv-compute-block-below-fetch")
+        if bq_c < bq and any(q > bq_c for q in q_lens):
+            ev.append("q-compute-block-below-fetch")
+        if any(q > bq for q in q_lens):
+            ev.append("multi-q-block")
+    if case.sliding_window is not None:
+        ev.append("sliding-window")
+        if any(kv > case.sliding_window for kv in case.kv_lens):
+            ev.append("window-cuts-keys")
+    return sorted(set(ev))
+
+
+def seed_cases(without: frozenset[str]) -> tuple[RpaV3Case, ...]:
+    """All three passes in one call (two decode steps, two prefill chunks, a mixed pair)
+    with padding, GQA, a window and compute blocks below the fetched ones, on v6 in
+    float32; and a bfloat16 mixed call with MQA, a soft cap and head_dim 64 on v7."""
+    del without
+    return (
+        RpaV3Case(dtype="float32", seed=11, q_lens=(1, 1, 5, 5, 1, 9), decode_seqs=2,
+                  kv_lens=(7, 24, 5, 17, 32, 16), prefill_seqs=2, chunk_prefill_size=5,
+                  max_num_seqs=7, max_tokens=24, q_heads=4, kv_heads=2, page_size=8,
+                  pages_per_seq=4, d_blocks=(1, 16, 1, 8), p_blocks=(4, 16, 2, 8),
+                  m_blocks=(8, 32, 4, 8), sliding_window=12, sm_scale=0.5,
+                  logit_scale=4.0, tpu_version=6),
+        RpaV3Case(dtype="bfloat16", seed=12, q_lens=(3, 1, 16), kv_lens=(30, 9, 16),
+                  max_num_seqs=3, max_tokens=22, q_heads=4, kv_heads=1, head_dim=64,
+                  page_size=16, pages_per_seq=2, d_blocks=(1, 16, 1, 16), p_blocks=(8, 16, 8, 16),
+                  m_blocks=(8, 16, 8, 16), soft_cap=20.0,
+                  tpu_version=7),
+    )

@@ -1,0 +1,127 @@
+"""The tpu-inference-rpa-v3 family: tpu-inference 0.32.0's ragged paged attention v3 (mixed
+prefill and decode over a paged KV cache, the new tokens' K/V written into the cache by
+the same call), judged against the ragged paged attention op and an exact cache update."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference_rpa_v3 import kernel as _kernel
+from kernel_harness.families.tpu_inference_rpa_v3.cases import (
+    RpaV3Case,
+    rpa_v3_cases,
+    sequence_kv,
+    updated_cache,
+)
+from kernel_harness.families.tpu_inference_rpa_v3.events import events, seed_cases
+from kernel_harness.families.tpu_inference_rpa_v3.export import export
+from kernel_harness.ops.paged_decode.ragged import ragged_attention
+from kernel_harness.spec.family import Family
+from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.spec.kernels import KernelExpectation
+
+_CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot unchanged; the judge's "
+          "bound cannot be 0, and 1e-7 of the cache's scale is under one rounding of any "
+          "drawn value (a cache written in bfloat16, a token in the wrong slot or a stale "
+          "slot errs 1e-3 to 1)")
+TOLERANCES = ToleranceTable.of_limits({
+    ("float32", "out"): (1e-4, "float32 q, K, V, logits, online softmax and accumulator "
+                         "(interpret on CPU: exact float32 dots); worst observed 3.3e-7 "
+                         "over 10 random and 2 golden interpret cases (jax 0.10.2); a "
+                         "kernel rounding its float32 operands to bfloat16 errs ~4e-3"),
+    ("bfloat16", "out"): (2.5e-2, "the kernel's accumulator, running max and sum are "
+                          "bfloat16 (out_dtype is the accumulator dtype: bfloat16 for "
+                          "bfloat16 q), rounded once per kv compute block, and the "
+                          "probabilities are cast to bfloat16 before the PV product; "
+                          "worst observed 1.1e-2 over 26 random interpret cases (jax "
+                          "0.10.2): the limit is 2.3x that; a kernel dropping a kv block "
+                          "errs ~1e-1"),
+    ("float32", "kv_cache"): (1e-7, _CACHE),
+    ("bfloat16", "kv_cache"): (1e-7, _CACHE),
+})
+
+CONTRACT = f"""\
+tpu-inference {TESTED_VERSION} ragged_paged_attention (v3), forward only; install: {INSTALL}.
+- Sequence i < distribution[2] owns query rows cu_q_lens[i]:cu_q_lens[i+1] (1 <= q_len <=
+  kv_len) and its first kv_lens[i] cache tokens; its queries are its LAST q_len positions.
+  Token t of the sequence is slot t % page_size of page page_indices[i*pages_per_seq +
+  t // page_size]; a cache token holds the K of kv head h in combined head 2h and its V in
+  2h+1 (combined heads packed `packing` per 32-bit word: 1 for float32, 2 for bfloat16;
+  lanes past head_dim are padding, zero as the kernel writes them).
+- The call first writes row r of k and v (the new tokens) into the cache at the sequence's
+  positions kv_len - q_len + j, then attends over the updated cache. The returned cache is
+  compared to the expected one EXACTLY (every slot: owned, unowned, padding pages).
+- Query j sees key t iff t <= its position and, with sliding_window w, t > position - w.
+  Logits: sm_scale * q.k, then soft_cap * tanh(./soft_cap), then the mask.
+- distribution = (d, p, n): sequences [0, d) run in the decode pass (q_len 1 each),
+  [d, p) in the prefill pass (q_len == chunk_prefill_size each; only with a chunk size),
+  [p, n) in the mixed pass; each pass has its own (bq, bkv, bq_compute, bkv_compute)
+  block sizes, drawn (compute blocks smaller than fetched ones included).
+- The TPU generation the kernel is told (tpu_version 5, 6, 7) is part of the case: the
+  adapter answers get_tpu_version() for the trace (v6+: int16 mask arithmetic for
+  bfloat16; v7: explicit HBM operands). On a real TPU the case's generation is still the
+  one answered: run the generation of the chip (a follow-up: pin it from the device).
+- Padding: rows of out at or past cu_q_lens[n] are outside the contract (excluded);
+  slots past n of kv_lens, cu_q_lens and page_indices hold junk the kernel must ignore.
+- float32 in, float32 out (accumulator float32); bfloat16 in, bfloat16 accumulator.
+- Interpreting it needs jax's TPU interpreter extended to loads, stores and DMAs through
+  ref.reshape/ref.bitcast (kernel_harness/core/compat/interpreter_ext.py). Those
+  accesses are recorded on the whole range of their leading indexers (often the whole
+  buffer), so with race detection on (backend tpu-interpret) the interpreter reports races
+  that are the extension's, not the kernel's: check it on interpret or a TPU.
+- Not covered yet: q/k/v scales and fp8/int8 caches, mask_value, use_causal_mask=False,
+  skip_kv_mask, the head-dim-64 kernel variant (kernel_hd64; head_dim 64 here is padded
+  to 128 lanes by this kernel), the default (tuned) block sizes, NaN in unowned slots.
+"""
+
+
+def valid(case: RpaV3Case) -> dict[str, np.ndarray]:
+    """Rows past the active sequences' tokens are outside the contract."""
+    rows = np.arange(case.max_tokens) < case.total_tokens
+    return {} if rows.all() else {"out": rows[:, None, None]}
+
+
+def reference(case: RpaV3Case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The expected cache (:func:`updated_cache`) and attention over it by the ragged
+    paged attention op (float32, HIGHEST)."""
+    cache = updated_cache(case, inputs)
+    kv = (sequence_kv(case, cache, i) for i in range(case.num_seqs))
+    out = ragged_attention(inputs["q"], kv, case.q_lens, case.kv_lens, sm_scale=case.sm_scale,
+                           soft_cap=case.soft_cap, window=case.sliding_window)
+    return {"out": out, "kv_cache": cache.astype(np.float32)}
+
+
+FAMILY = Family(
+    name="tpu-inference-rpa-v3",
+    summary=f"tpu-inference {TESTED_VERSION} ragged paged attention v3 (mixed prefill and "
+    "decode, KV cache updated in the same call; TPU v5/v6/v7 as a case dimension); needs "
+    "tpu-inference",
+    case_type=RpaV3Case,
+    cases=rpa_v3_cases,
+    **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1),
+    requires=f"tpu-inference: {INSTALL}",
+    reference=reference,
+    output_axes={"out": ("token", "head", "dim"),
+                 "kv_cache": ("page", "slot", "head", "pack", "lane")},
+    tolerances=TOLERANCES,
+    capabilities=frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
+                            "q-len-ne-kv-len", "ragged-lengths", "decode", "paged"}),
+    valid=valid,
+    events=events,
+    contract=CONTRACT,
+    seed_cases=seed_cases,
+    export=export,
+    # lowers-for-tpu: Mosaic lowering as on a v6e (the kernel asks the chip its VMEM size;
+    # the generation it is told stays the case's).
+    metamorphic=Metamorphic(roles={}, logit_input="q", traceable=_kernel.traceable,
+                            tpu_device_kind="TPU v6 lite"),
+    modes=frozenset({
+        "decode-pass", "prefill-pass", "mixed-pass", "mixed-prefill-decode", "multi-seq",
+        "multi-kv-block", "kv-compute-block-below-fetch", "q-compute-block-below-fetch",
+        "sliding-window", "window-cuts-keys", "soft-cap", "gqa", "mqa", "head-dim-padded",
+        "padding-q-rows", "num-seqs-below-max", "tpu-v5", "tpu-v6", "tpu-v7", "float32",
+        "bfloat16"}),
+)

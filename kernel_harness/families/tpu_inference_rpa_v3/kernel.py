@@ -1,0 +1,127 @@
+"""Adapter running tpu-inference's ragged paged attention v3
+(``tpu_inference.kernels.ragged_paged_attention.v3.kernel.ragged_paged_attention``).
+
+The kernel asks ``get_tpu_version()`` which chip it runs on (its block defaults, the
+width of its mask arithmetic and where its operands live depend on it); on a CPU the
+answer is -1 and the call fails. The TPU generation is part of the case: the default
+implementation answers it for the duration of the trace in the kernel module's own
+namespace (nothing of jax is patched), under a lock. The kernel has no ``interpret``
+switch: the CPU backends run it in TPU interpret mode inside
+:func:`~kernel_harness.core.compat.interpreter_ext.tpu_interpreter_extensions` (its
+loads, stores and DMAs go through reshaped and bitcast refs). Without tpu-inference
+installed the family has no backend (``kernel-harness list`` says it needs it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import jax
+import numpy as np
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.core.compat.interpreter_ext import tpu_interpreter_extensions
+from kernel_harness.families import tpu_inference_loader as loader
+from kernel_harness.families.tpu_inference_rpa_v3.cases import RpaV3Case
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
+
+IMPL_SIGNATURE = (
+    "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, *, "
+    "tpu_version, sm_scale, sliding_window, soft_cap, chunk_prefill_size, d_block_sizes, "
+    "p_block_sizes, m_block_sizes, vmem_limit_bytes) -> (out, kv_cache); q: [max_tokens, "
+    "q_heads, head_dim], k/v: [max_tokens, kv_heads, head_dim] (the new tokens), kv_cache: "
+    "[pages, page_size, 2*kv_heads/packing, packing, head_dim padded to 128], int32 "
+    "kv_lens [max_num_seqs], page_indices [max_num_seqs*pages_per_seq], cu_q_lens "
+    "[max_num_seqs+1], distribution [3]; tpu_version: the generation to assume"
+)
+
+#: Where tpu-inference is installed: the TPU backends; none without it.
+RPA_V3_BACKENDS = TPU_BACKENDS if loader.available() else frozenset()
+
+#: The kernel module, imported with the family (so a mutated copy is the one bound).
+_MODULES = ({"kernel": loader.kernel_module("ragged_paged_attention.v3.kernel")}
+            if loader.available() else {})
+_VERSION_LOCK = threading.RLock()
+
+#: VMEM limit handed to the kernel when interpreted (it asks the chip otherwise).
+INTERPRET_VMEM_BYTES = 64 * 2**20
+
+
+@contextlib.contextmanager
+def _assumed_tpu_version(module: Any, version: int) -> Iterator[None]:
+    """``module.get_tpu_version()`` answers ``version`` inside the context."""
+    with _VERSION_LOCK:
+        saved = module.get_tpu_version
+        module.get_tpu_version = lambda: version
+        try:
+            yield
+        finally:
+            module.get_tpu_version = saved
+
+
+def ragged_paged_attention(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution,
+                           *, tpu_version: int, **options: Any) -> tuple[Any, Any]:
+    """The default implementation: the kernel's function (traced here, not through its
+    own jit cache, which does not key on the generation) told it runs on ``tpu_version``."""
+    if not _MODULES:
+        raise ImportError(f"tpu-inference is not installed ({loader.INSTALL})")
+    module = _MODULES["kernel"]
+    fn = getattr(module.ragged_paged_attention, "__wrapped__", module.ragged_paged_attention)
+    with _assumed_tpu_version(module, tpu_version):
+        return fn(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, **options)
+
+
+_OPERANDS = ("q", "k", "v", "kv_cache", "kv_lens", "page_indices", "cu_q_lens",
+             "distribution")
+
+
+@functools.lru_cache(maxsize=64)
+def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
+    f = dict(key)
+    options = dict(
+        tpu_version=f["tpu_version"], sm_scale=f["sm_scale"],
+        sliding_window=f["sliding_window"], soft_cap=f["soft_cap"],
+        chunk_prefill_size=f["chunk_prefill_size"], d_block_sizes=f["d_blocks"],
+        p_block_sizes=f["p_blocks"], m_block_sizes=f["m_blocks"],
+        vmem_limit_bytes=INTERPRET_VMEM_BYTES if f["interpreted"] else None)
+    return jax.jit(lambda *operands: impl(*operands, **options))
+
+
+def _program_for(impl: Callable[..., Any], case: RpaV3Case, backend: Backend
+                 ) -> Callable[..., Any]:
+    return _program(impl, (*case.static_key(), ("interpreted", backend.is_interpreted)))
+
+
+def traceable(impl: Callable[..., Any] | None, case: RpaV3Case, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The adapter's program as ``f(inputs) -> outputs`` (for TPU lowering)."""
+    program = _program_for(impl or ragged_paged_attention, case, backend)
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        out, cache = program(*(inputs[n] for n in _OPERANDS))
+        return {"out": out, "kv_cache": cache}
+
+    return f
+
+
+def run(impl: Callable[..., Any], case: RpaV3Case, inputs: dict[str, np.ndarray],
+        backend: Backend) -> dict[str, np.ndarray]:
+    """``out`` [max_tokens, q_heads, head_dim] and the updated ``kv_cache`` (float32)."""
+    program = _program_for(impl, case, backend)
+    extend = (tpu_interpreter_extensions() if backend.is_interpreted
+              else contextlib.nullcontext())
+    with extend, backend.forcing_interpret():
+        args = [jax.device_put(np.asarray(inputs[n]), backend.device) for n in _OPERANDS]
+        out, cache = jax.block_until_ready(program(*args))
+    expect_shape("tpu-inference-rpa-v3", out, inputs["q"].shape)
+    expect_shape("tpu-inference-rpa-v3", cache, inputs["kv_cache"].shape)
+    return {"out": np.asarray(out, np.float32), "kv_cache": np.asarray(cache, np.float32)}
+
+
+#: How the tpu-inference-rpa-v3 family calls its kernel.
+ADAPTER = Adapter(kernel=ragged_paged_attention, impl_signature=IMPL_SIGNATURE, run=run,
+                  backends=RPA_V3_BACKENDS)

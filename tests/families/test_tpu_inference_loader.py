@@ -1,0 +1,55 @@
+"""families/tpu_inference_loader.py: every tpu-inference family's kernels load without vLLM
+or the package's ``__init__``, and without tpu-inference every one is listed as needing it
+(never an import error)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernel_harness.spec.registry import BUILTIN_FAMILIES, get_family
+from tests.helpers.libraries import tpu_inference_installed_or_skip
+
+ROOT = Path(__file__).resolve().parents[2]
+FAMILIES = [n for n in BUILTIN_FAMILIES if n.startswith("tpu-inference-")]
+
+
+def test_the_tpu_inference_families_are_the_ones_that_require_it():
+    assert len(FAMILIES) >= 3
+    for name in BUILTIN_FAMILIES:
+        assert ("tpu-inference" in get_family(name).requires) == (name in FAMILIES), name
+
+
+def test_the_kernels_load_without_vllm_or_the_package_init():
+    tpu_inference_installed_or_skip()
+    modules = "; ".join(f"import {BUILTIN_FAMILIES[n].partition(':')[0]}" for n in FAMILIES)
+    code = (f"import sys; {modules}; "
+            "assert 'vllm' not in sys.modules, 'vllm imported'; "
+            "assert not hasattr(sys.modules['tpu_inference'], '__file__'), 'real __init__'; "
+            "from kernel_harness.spec.registry import get_family; "
+            f"print([sorted(get_family(n).backends) for n in {FAMILIES!r}])")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count("tpu-interpret") == len(FAMILIES)
+
+
+@pytest.fixture(scope="module")
+def listed_without_tpu_inference() -> str:
+    code = ("import sys; sys.modules['tpu_inference'] = None; "
+            "from kernel_harness.cli import main; sys.exit(main(['list']))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_without_tpu_inference_the_family_is_listed_as_needing_it(
+        listed_without_tpu_inference, name):
+    row = next(line for line in listed_without_tpu_inference.splitlines()
+               if line.startswith(name + " "))
+    assert "needs tpu-inference" in row and "tpu-interpret" not in row, row
