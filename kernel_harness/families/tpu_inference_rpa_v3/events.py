@@ -3,44 +3,28 @@
 from __future__ import annotations
 
 from kernel_harness.families.tpu_inference_rpa_v3.cases import RpaV3Case
+from kernel_harness.ops.paged_decode.passes import passes_events
 from kernel_harness.ops.paged_decode.strategy import head_grouping
 
 
 def events(case: RpaV3Case) -> list[str]:
-    """Passes used, padding, blocks spanned, compute blocks below fetched ones, heads,
-    window, cap, the TPU generation, the dtype."""
-    ev = [case.dtype, f"tpu-v{case.tpu_version}", head_grouping(case.q_heads, case.kv_heads)]
-    d, p = case.decode_seqs, case.prefill_seqs
-    mixed = case.q_lens[d + p:]
-    ev += [name for name, on in (
-        ("decode-pass", d > 0), ("prefill-pass", p > 0), ("mixed-pass", bool(mixed)),
-        ("mixed-prefill-decode", 1 in mixed and any(q > 1 for q in mixed)),
-        ("multi-seq", case.num_seqs > 1),
-        ("num-seqs-below-max", case.num_seqs < case.max_num_seqs),
-        ("padding-q-rows", case.total_tokens < case.max_tokens),
-        ("kv-len-mid-page", any(kv % case.page_size for kv in case.kv_lens)),
-        ("head-dim-padded", case.head_dim % 128 != 0),
-        ("soft-cap", case.soft_cap is not None),
-        ("large-logits", case.logit_scale > 1),
-    ) if on]
-    bounds = ((case.d_blocks, 0, d), (case.p_blocks, d, d + p),
-              (case.m_blocks, d + p, case.num_seqs))
-    for (bq, bkv, bq_c, bkv_c), lo, hi in bounds:
+    """The passes' events (:func:`~kernel_harness.ops.paged_decode.passes.passes_events`),
+    heads, the TPU generation, padded lanes, and per pass: kv blocks spanned, compute
+    blocks below fetched ones."""
+    ev = passes_events(case) + [head_grouping(case.q_heads, case.kv_heads),
+                                f"tpu-v{case.tpu_version}"]
+    if case.head_dim % 128:
+        ev.append("head-dim-padded")
+    for (bq, bkv, bq_c, bkv_c), (lo, hi) in zip(
+            (case.d_blocks, case.p_blocks, case.m_blocks), case.pass_bounds(), strict=True):
         q_lens, kv_lens = case.q_lens[lo:hi], case.kv_lens[lo:hi]
         if not q_lens:
             continue
-        if any(kv > bkv for kv in kv_lens):
-            ev.append("multi-kv-block")
-        if bkv_c < bkv:
-            ev.append("kv-compute-block-below-fetch")
-        if bq_c < bq and any(q > bq_c for q in q_lens):
-            ev.append("q-compute-block-below-fetch")
-        if any(q > bq for q in q_lens):
-            ev.append("multi-q-block")
-    if case.sliding_window is not None:
-        ev.append("sliding-window")
-        if any(kv > case.sliding_window for kv in case.kv_lens):
-            ev.append("window-cuts-keys")
+        ev += [name for name, on in (
+            ("multi-kv-block", any(kv > bkv for kv in kv_lens)),
+            ("kv-compute-block-below-fetch", bkv_c < bkv),
+            ("q-compute-block-below-fetch", bq_c < bq and any(q > bq_c for q in q_lens)),
+            ("multi-q-block", any(q > bq for q in q_lens))) if on]
     return sorted(set(ev))
 
 

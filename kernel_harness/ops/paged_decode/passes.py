@@ -1,0 +1,199 @@
+"""Ragged paged attention in passes: the case vocabulary of the kernels that take a batch of
+sequences as decode steps, prefill chunks of one static length and a mix of both (the
+``distribution`` of tpu-inference's ragged paged attention v3 and MLA v2), write the new
+tokens' keys into the paged cache and attend over it.
+
+:class:`PassesCase` holds what every such kernel's case says (sequences, passes, padding,
+page geometry, window, cap, scale) and the arrays
+that follow from it; :func:`draw_passes` draws them; :func:`passes_events` names what a
+case reaches. A family adds its heads, dimensions, blocks and cache layout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, ClassVar
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.core.case import Case
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PassesCase(Case):
+    """One call over ``num_seqs`` active sequences in up to three passes.
+
+    Attributes:
+      q_lens, kv_lens: per active sequence, 1 <= q_len <= kv_len; its queries are its last
+        q_len positions and their keys are written into the cache by the call.
+      decode_seqs: the first ``decode_seqs`` sequences form the decode pass (q_len 1 each).
+      prefill_seqs: the next ones form the prefill pass (q_len == ``chunk_prefill_size``
+        each); the rest go to the mixed pass.
+      chunk_prefill_size: the prefill pass's static query length (None: no prefill pass).
+      max_num_seqs, max_tokens: padded sizes (slots past the active ones hold junk).
+      page_size, pages_per_seq: tokens per page, page-table width per sequence.
+      sliding_window, soft_cap, sm_scale, logit_scale: as in the attention op.
+    """
+
+    q_lens: tuple[int, ...]
+    kv_lens: tuple[int, ...]
+    decode_seqs: int = 0
+    prefill_seqs: int = 0
+    chunk_prefill_size: int | None = None
+    max_num_seqs: int
+    max_tokens: int
+    page_size: int = 8
+    pages_per_seq: int = 4
+    sliding_window: int | None = None
+    soft_cap: float | None = None
+    sm_scale: float = 1.0
+    logit_scale: float = 1.0
+
+    #: Lengths, passes and data are operands; everything else selects the program.
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"seed", "q_lens", "kv_lens", "decode_seqs", "prefill_seqs", "logit_scale"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.q_lens or len(self.q_lens) != len(self.kv_lens):
+            raise ValueError("q_lens and kv_lens need one entry per active sequence")
+        if any(not 1 <= q <= kv for q, kv in zip(self.q_lens, self.kv_lens, strict=True)):
+            raise ValueError("every sequence needs 1 <= q_len <= kv_len (the kernels' "
+                             "dynamic_validate_inputs)")
+        if max(self.kv_lens) > self.page_size * self.pages_per_seq:
+            raise ValueError(f"kv_len {max(self.kv_lens)} does not fit pages_per_seq="
+                             f"{self.pages_per_seq} pages of {self.page_size}")
+        d, p = self.decode_seqs, self.prefill_seqs
+        if d < 0 or p < 0 or d + p > self.num_seqs:
+            raise ValueError("decode_seqs + prefill_seqs must be within the sequences")
+        if any(q != 1 for q in self.q_lens[:d]):
+            raise ValueError("the decode pass's sequences must have q_len 1")
+        if p and any(q != self.chunk_prefill_size for q in self.q_lens[d:d + p]):
+            raise ValueError("the prefill pass's sequences must have q_len == "
+                             "chunk_prefill_size")
+        if self.max_num_seqs < self.num_seqs or self.max_tokens < self.total_tokens:
+            raise ValueError("max_num_seqs/max_tokens must hold the active sequences")
+        if self.sliding_window is not None and self.sliding_window < 1:
+            raise ValueError("sliding_window must be >= 1 (or None)")
+        if self.soft_cap is not None and self.soft_cap <= 0:
+            raise ValueError("soft_cap must be > 0 (or None)")
+
+    @property
+    def num_seqs(self) -> int:
+        return len(self.q_lens)
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.q_lens)
+
+    @property
+    def total_pages(self) -> int:
+        """One table's worth of pages per slot plus a spare no sequence references."""
+        return self.max_num_seqs * self.pages_per_seq + 1
+
+    def pass_bounds(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
+        """(first, end) sequence of the decode, prefill and mixed passes."""
+        d, p, n = (int(x) for x in self.distribution())
+        return (0, d), (d, p), (p, n)
+
+    def distribution(self) -> np.ndarray:
+        """int32 [3]: ends of the decode, prefill and mixed passes' sequences."""
+        d, p = self.decode_seqs, self.prefill_seqs
+        return np.asarray([d, d + p, self.num_seqs], np.int32)
+
+    def cu_q_lens(self) -> np.ndarray:
+        """int32 [max_num_seqs + 1]: 0, cumulative q_lens, then growing junk."""
+        cu = np.concatenate([[0], np.cumsum(self.q_lens)])
+        extra = cu[-1] + np.cumsum(self.rng(1).integers(1, 4, self.max_num_seqs - self.num_seqs))
+        return np.concatenate([cu, extra]).astype(np.int32)
+
+    def kv_lens_array(self) -> np.ndarray:
+        """int32 [max_num_seqs]: kv_lens, then junk lengths up to the table's capacity."""
+        junk = self.rng(2).integers(1, self.page_size * self.pages_per_seq + 1,
+                                    self.max_num_seqs - self.num_seqs)
+        return np.concatenate([self.kv_lens, junk]).astype(np.int32)
+
+    def page_table(self) -> np.ndarray:
+        """int32 [max_num_seqs, pages_per_seq]: a shuffled assignment of distinct pages."""
+        perm = self.rng(3).permutation(self.total_pages)
+        return perm[: self.max_num_seqs * self.pages_per_seq].reshape(
+            self.max_num_seqs, self.pages_per_seq).astype(np.int32)
+
+    def sequence_slots(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """(page, slot) of each of sequence i's ``kv_len`` tokens, in order."""
+        t = np.arange(self.kv_lens[i])
+        return self.page_table()[i, t // self.page_size], t % self.page_size
+
+    def new_tokens(self) -> list[tuple[int, int, int]]:
+        """(row of the new keys, page, slot) of every query token: sequence i's j-th token
+        lands at position kv_len - q_len + j."""
+        found, row = [], 0
+        for i, q_len in enumerate(self.q_lens):
+            pages, slots = self.sequence_slots(i)
+            for pos in range(self.kv_lens[i] - q_len, self.kv_lens[i]):
+                found.append((row, int(pages[pos]), int(slots[pos])))
+                row += 1
+        return found
+
+    def static_key(self) -> tuple[Any, ...]:
+        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
+                     if f.name not in self.DYNAMIC_FIELDS)
+
+    def operands(self) -> dict[str, np.ndarray]:
+        """The scalar operands: kv_lens, page_indices (flat), cu_q_lens, distribution."""
+        return {"kv_lens": self.kv_lens_array(), "page_indices": self.page_table().reshape(-1),
+                "cu_q_lens": self.cu_q_lens(), "distribution": self.distribution()}
+
+
+@st.composite
+def draw_passes(draw: st.DrawFn, *, page_size: int, pages_per_seq: int, max_seqs: int = 4
+                ) -> dict[str, Any]:
+    """:class:`PassesCase` 's sequence fields: 1-``max_seqs`` sequences ordered as the
+    passes take them (decode steps, prefill chunks of one static length, a mix of both),
+    kv_len on, before and after page edges, 0-2 padding sequence slots and 0-5 padding
+    rows. Shrinks towards one sequence in the mixed pass."""
+    capacity = page_size * pages_per_seq
+    edges = [e + d for e in range(page_size, capacity + 1, page_size) for d in (-1, 0, 1)]
+
+    def kv_len(at_least: int) -> int:
+        near = [e for e in edges if at_least <= e <= capacity] or [capacity]
+        return draw(st.one_of(st.integers(at_least, capacity), st.sampled_from(near)))
+
+    decode = draw(st.integers(0, max_seqs))
+    chunk = draw(st.sampled_from((None, 2, 5, 8)))
+    if chunk is not None and chunk > capacity:
+        chunk = None
+    prefill = 0 if chunk is None else draw(st.integers(0, max_seqs - decode))
+    mixed = draw(st.integers(0 if decode + prefill else 1, max_seqs - decode - prefill))
+    seqs = [(1, kv_len(1)) for _ in range(decode)]
+    seqs += [(chunk, kv_len(chunk)) for _ in range(prefill)]
+    for _ in range(mixed):
+        kv = kv_len(1)
+        seqs.append((draw(st.sampled_from((1, kv, max(1, kv // 2)))), kv))
+    q_lens, kv_lens = (tuple(x) for x in zip(*seqs, strict=True))
+    return dict(q_lens=q_lens, kv_lens=kv_lens, decode_seqs=decode, prefill_seqs=prefill,
+                chunk_prefill_size=chunk, max_num_seqs=len(seqs) + draw(st.integers(0, 2)),
+                max_tokens=sum(q_lens) + draw(st.integers(0, 5)))
+
+
+def passes_events(case: PassesCase) -> list[str]:
+    """What every such case reaches: the passes used, padding, pages, window, cap, large
+    logits, the dtype."""
+    (_, d), (_, p), _ = case.pass_bounds()
+    mixed = case.q_lens[p:]
+    ev = [case.dtype]
+    ev += [name for name, on in (
+        ("decode-pass", d > 0), ("prefill-pass", p > d), ("mixed-pass", bool(mixed)),
+        ("mixed-prefill-decode", 1 in mixed and any(q > 1 for q in mixed)),
+        ("multi-seq", case.num_seqs > 1),
+        ("num-seqs-below-max", case.num_seqs < case.max_num_seqs),
+        ("padding-q-rows", case.total_tokens < case.max_tokens),
+        ("kv-len-mid-page", any(kv % case.page_size for kv in case.kv_lens)),
+        ("soft-cap", case.soft_cap is not None),
+        ("large-logits", case.logit_scale > 1),
+        ("sliding-window", case.sliding_window is not None),
+        ("window-cuts-keys", case.sliding_window is not None
+         and any(kv > case.sliding_window for kv in case.kv_lens)),
+    ) if on]
+    return ev
