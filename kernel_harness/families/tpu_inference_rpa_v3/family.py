@@ -52,7 +52,11 @@ tpu-inference {TESTED_VERSION} ragged_paged_attention (v3), forward only; instal
   lanes past head_dim are padding, zero as the kernel writes them).
 - The call first writes row r of k and v (the new tokens) into the cache at the sequence's
   positions kv_len - q_len + j, then attends over the updated cache. The returned cache is
-  compared to the expected one EXACTLY (every slot: owned, unowned, padding pages).
+  compared to the expected one EXACTLY (every slot: owned, unowned, padding pages), but
+  one kind: with a sliding window, a new token below the window of its sequence's last
+  query (position <= kv_len - 1 - window) may be left unwritten (KERNEL FINDING: it is,
+  when the query block doing the update skips its kv block;
+  findings/tpu-inference-rpa-v3-window-leaves-cache-unwritten); nothing reads it again.
 - Query j sees key t iff t <= its position and, with sliding_window w, t > position - w.
   Logits: sm_scale * q.k, then soft_cap * tanh(./soft_cap), then the mask.
 - distribution = (d, p, n): sequences [0, d) run in the decode pass (q_len 1 each),
@@ -78,9 +82,23 @@ tpu-inference {TESTED_VERSION} ragged_paged_attention (v3), forward only; instal
 
 
 def valid(case: RpaV3Case) -> dict[str, np.ndarray]:
-    """Rows past the active sequences' tokens are outside the contract."""
+    """Rows past the active sequences' tokens are outside the contract; with a sliding
+    window, so are the cache slots of new tokens below the window of their sequence's last
+    query (written or not: nothing reads them again; the finding
+    tpu-inference-rpa-v3-window-leaves-cache-unwritten)."""
+    masks = {}
     rows = np.arange(case.max_tokens) < case.total_tokens
-    return {} if rows.all() else {"out": rows[:, None, None]}
+    if not rows.all():
+        masks["out"] = rows[:, None, None]
+    if case.sliding_window is not None:
+        slots = np.ones((case.total_pages, case.page_size, 1, 1, 1), bool)
+        for i, (q_len, kv_len) in enumerate(zip(case.q_lens, case.kv_lens, strict=True)):
+            pages, offsets = case.sequence_slots(i)
+            for pos in range(kv_len - q_len, kv_len - case.sliding_window):
+                slots[pages[pos], offsets[pos]] = False
+        if not slots.all():
+            masks["kv_cache"] = slots
+    return masks
 
 
 def reference(case: RpaV3Case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
