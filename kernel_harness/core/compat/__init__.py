@@ -368,6 +368,14 @@ def recording_tpu_interpret() -> Iterator[TpuInterpretLog]:
                 _STATE_INDEX.clear()
 
 
+def pallas_tpu_has(name: str) -> bool:
+    """Whether this jax's ``jax.experimental.pallas.tpu`` has ``name`` (a public op a kernel
+    needs and an older jax lacks: ``reciprocal`` is missing on jax 0.10.2)."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    return hasattr(pltpu, name)
+
+
 def lower_for_platform(fn: Any, args: tuple[Any, ...], platform: str, *,
                        device_kind: str | None = None) -> str:
     """StableHLO text of ``jax.jit(fn)`` lowered for ``platform`` (e.g. ``"tpu"``) on any

@@ -76,7 +76,7 @@ def export(case: _cases.RpaV3Case) -> ExportSnippet:
             out = np.zeros(q_all.shape, np.float32)
             kvh, d, ps = 2 * c["kv_heads"], c["head_dim"], c["page_size"]
             start = 0
-            for i, (q_len, kv_len) in enumerate(zip(c["q_lens"], c["kv_lens"])):
+            for i, (q_len, kv_len) in enumerate(zip(c["q_lens"], c["kv_lens"], strict=True)):
                 for j in range(q_len):
                     pos = kv_len - q_len + j
                     page, slot = table[i, pos // ps], pos % ps
@@ -84,7 +84,7 @@ def export(case: _cases.RpaV3Case) -> ExportSnippet:
                     flat[page, slot, 1:kvh:2, :d] = np.asarray(x["v"][start + j], np.float32)
                 start += q_len
             start = 0
-            for i, (q_len, kv_len) in enumerate(zip(c["q_lens"], c["kv_lens"])):
+            for i, (q_len, kv_len) in enumerate(zip(c["q_lens"], c["kv_lens"], strict=True)):
                 t = np.arange(kv_len)
                 tokens = flat[table[i, t // ps], t % ps]
                 o = attend_sequence(

@@ -43,13 +43,15 @@ _attend = jax.jit(attend_sequence, static_argnames=("sm_scale", "soft_cap", "rat
 
 def ragged_attention(q_all: np.ndarray, kv: Iterable[tuple[np.ndarray, np.ndarray]],
                      q_lens: Iterable[int], kv_lens: Iterable[int], *, sm_scale: float,
-                     soft_cap: float | None, window: int | None) -> np.ndarray:
-    """out float32, shaped as ``q_all`` [max_tokens, q_heads, head_dim]: sequence i's
-    ``q_lens[i]`` queries (packed from row 0 on) attend over its keys and values ``kv[i]``
-    (float32 [kv_lens[i], kv_heads, head_dim] each) by :func:`allowed`; rows past the
-    sequences' queries are left 0."""
+                     soft_cap: float | None, window: int | None,
+                     value_dim: int | None = None) -> np.ndarray:
+    """out float32 [max_tokens, q_heads, value_dim] (``value_dim`` defaults to q_all's
+    head_dim): sequence i's ``q_lens[i]`` queries (packed from row 0 on) attend over its
+    keys ``kv[i][0]`` (float32 [kv_lens[i], kv_heads, head_dim]) and values ``kv[i][1]``
+    ([kv_lens[i], kv_heads, value_dim]) by :func:`allowed`; rows past the sequences'
+    queries are left 0."""
     q_all = np.asarray(q_all, np.float32)
-    out = np.zeros(q_all.shape, np.float32)
+    out = np.zeros((*q_all.shape[:2], value_dim or q_all.shape[2]), np.float32)
     start = 0
     with jax.default_device(jax.devices("cpu")[0]):
         for (k, v), q_len, kv_len in zip(kv, q_lens, kv_lens, strict=True):

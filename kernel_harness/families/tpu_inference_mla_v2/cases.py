@@ -1,0 +1,163 @@
+"""Cases of tpu-inference's MLA (multi-head latent attention) v2 kernel and the strategy.
+
+A case is the ragged-passes vocabulary (:mod:`kernel_harness.ops.paged_decode.passes`) plus
+MLA's shapes: query heads, the latent dimension (``lkv_dim``: the compressed KV, which is
+both key and value) and the rope dimension (``r_dim``: a key part every head shares), the
+passes' kv pages and queries per block, the mixed pass's query split, and the kernel's
+two flash-attention variants.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.core import compat
+from kernel_harness.core.case import cast
+from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes
+
+#: dtypes drawn (q, the new latents and the cache share it; the logits' dtype s_dtype is
+#: the input dtype; no fp8 cache, no q/k/v scales).
+MLA_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
+
+Triple = tuple[int, int, int]
+
+#: For a query dtype other than float32 the kernel normalizes its output with
+#: ``pltpu.reciprocal``, which jax 0.10.2 lacks (AttributeError): bfloat16 is drawn only
+#: where this jax has it.
+BFLOAT16_RUNS = compat.pallas_tpu_has("reciprocal")
+
+#: The dtypes drawn on this jax.
+DRAWN_DTYPES = MLA_DTYPES if BFLOAT16_RUNS else ("float32",)
+
+
+def packing(dtype: str) -> int:
+    """Tokens per 32-bit word of the cache (the kernel's ``get_dtype_packing``)."""
+    return 1 if dtype == "float32" else 2
+
+
+def lanes(dim: int) -> int:
+    """``dim`` padded to whole 128-lane tiles."""
+    return -(-dim // 128) * 128
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MlaV2Case(PassesCase):
+    """One ``mla_ragged_paged_attention`` call.
+
+    Attributes:
+      q_heads: query heads (one latent KV shared by all: MQA over the latent).
+      lkv_dim, r_dim: the latent (key and value) and rope (key only) dimensions.
+      kv_pages_per_block, queries_per_block: per pass (decode, prefill, mixed).
+      mixed_q_split: the mixed pass's queries split this many ways (divides its block).
+      two_step: two_step_flash_attention (QK and AV as separate steps).
+      p_like_v: p_same_dtype_as_v (probabilities cast to the value dtype before AV).
+    """
+
+    q_heads: int
+    lkv_dim: int = 128
+    r_dim: int = 64
+    kv_pages_per_block: Triple = (1, 1, 1)
+    queries_per_block: Triple = (1, 8, 8)
+    mixed_q_split: int = 1
+    two_step: bool = True
+    p_like_v: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.dtype not in MLA_DTYPES:
+            raise ValueError(f"mla v2 cases take {MLA_DTYPES}, got {self.dtype!r}")
+        if self.q_heads < 1 or self.lkv_dim < 1 or self.r_dim < 1:
+            raise ValueError("q_heads, lkv_dim and r_dim must be >= 1")
+        if self.page_size % packing(self.dtype):
+            raise ValueError("page_size must be a multiple of the dtype's packing")
+        if min(self.kv_pages_per_block + self.queries_per_block) < 1:
+            raise ValueError("pages and queries per block must be >= 1")
+        if self.mixed_q_split < 1 or self.queries_per_block[2] % self.mixed_q_split:
+            raise ValueError("mixed_q_split must divide the mixed pass's queries_per_block")
+
+    def cache_shape(self) -> tuple[int, ...]:
+        """[pages, page_size / packing, packing, lanes(lkv_dim) + lanes(r_dim)]."""
+        pack = packing(self.dtype)
+        return (self.total_pages, self.page_size // pack, pack,
+                lanes(self.lkv_dim) + lanes(self.r_dim))
+
+    def shape_summary(self) -> str:
+        return (f"ql_nope=({self.q_heads},{self.max_tokens},{self.lkv_dim}) r={self.r_dim} "
+                f"cache={self.cache_shape()} seqs={self.num_seqs}/{self.max_num_seqs}")
+
+    def materialize(self) -> dict[str, np.ndarray]:
+        """ql_nope [heads, tokens, lkv], q_pe [tokens, heads, r], the new latents new_kv_c
+        [tokens, lkv] and new_k_pe [tokens, r], the old cache (latent and rope lanes drawn,
+        padding lanes zero as the kernel writes them), and the scalar operands."""
+        rng = self.rng()
+        t, h, lkv, r = self.max_tokens, self.q_heads, self.lkv_dim, self.r_dim
+        scale = (lkv + r) ** -0.25
+        cache = np.zeros(self.cache_shape())
+        old = rng.standard_normal((*cache.shape[:3], lkv + r)) * scale
+        cache[..., :lkv], cache[..., lanes(lkv):lanes(lkv) + r] = old[..., :lkv], old[..., lkv:]
+        return {
+            "ql_nope": cast(rng.standard_normal((h, t, lkv)) * scale * self.logit_scale,
+                            self.dtype),
+            "q_pe": cast(rng.standard_normal((t, h, r)) * scale * self.logit_scale, self.dtype),
+            "new_kv_c": cast(rng.standard_normal((t, lkv)) * scale, self.dtype),
+            "new_k_pe": cast(rng.standard_normal((t, r)) * scale, self.dtype),
+            "cache_kv": cast(cache, self.dtype), **self.operands(),
+        }
+
+
+def updated_cache(case: MlaV2Case, inputs: dict[str, np.ndarray]) -> np.ndarray:
+    """The cache after the call: each new token's slot holds its latent in lanes
+    [0, lkv_dim), its rope key in [lanes(lkv_dim), + r_dim), zeros in the padding lanes;
+    nothing else changes. Slot s of a page is row s // packing, column s % packing."""
+    cache = np.array(inputs["cache_kv"])
+    pack, lkv = packing(case.dtype), case.lkv_dim
+    for row, page, slot in case.new_tokens():
+        token = np.zeros(cache.shape[-1], cache.dtype)
+        token[:lkv] = inputs["new_kv_c"][row]
+        token[lanes(lkv):lanes(lkv) + case.r_dim] = inputs["new_k_pe"][row]
+        cache[page, slot // pack, slot % pack] = token
+    return cache
+
+
+def sequence_latents(case: MlaV2Case, cache: np.ndarray, i: int
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """float32 latents [kv_len, lkv_dim] and rope keys [kv_len, r_dim] of sequence i."""
+    pages, slots = case.sequence_slots(i)
+    pack, lkv = packing(case.dtype), case.lkv_dim
+    tokens = cache[pages, slots // pack, slots % pack].astype(np.float32)
+    return tokens[:, :lkv], tokens[:, lanes(lkv):lanes(lkv) + case.r_dim]
+
+
+@st.composite
+def mla_v2_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DRAWN_DTYPES,
+                 max_seqs: int = 4, without: frozenset[str] = frozenset()) -> MlaV2Case:
+    """Valid :class:`MlaV2Case` s: the passes' sequences (:func:`draw_passes`), 1-8 query
+    heads (odd counts too), latent 128 or 256 and rope 64 or 128 lanes, pages of 8 or 16
+    tokens, 1..pages_per_seq kv pages and 1-16 queries per block per pass, the mixed pass
+    split 1 or 2 ways, both flash-attention variants, windows, soft caps, large logits,
+    float32 and (where this jax runs it: :data:`BFLOAT16_RUNS`) bfloat16."""
+    del without  # nothing optional yet
+    dtype = draw(st.sampled_from(dtypes))
+    page_size = draw(st.sampled_from((8, 16)))
+    pages_per_seq = draw(st.integers(1, 4))
+    passes = draw(draw_passes(page_size=page_size, pages_per_seq=pages_per_seq,
+                              max_seqs=max_seqs))
+    split = draw(st.sampled_from((1, 2)))
+    queries = (draw(st.sampled_from((1, 2))), draw(st.sampled_from((8, 4, 16))),
+               split * draw(st.sampled_from((4, 1, 8))))
+    return MlaV2Case(
+        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), **passes,
+        q_heads=draw(st.sampled_from((4, 1, 3, 8))),
+        lkv_dim=draw(st.sampled_from((128, 256))), r_dim=draw(st.sampled_from((64, 128))),
+        page_size=page_size, pages_per_seq=pages_per_seq,
+        kv_pages_per_block=tuple(draw(st.integers(1, pages_per_seq)) for _ in range(3)),
+        queries_per_block=queries, mixed_q_split=split,
+        two_step=draw(st.booleans()), p_like_v=draw(st.booleans()),
+        sliding_window=draw(st.one_of(st.none(), st.integers(1, page_size * pages_per_seq))),
+        soft_cap=draw(st.sampled_from((None, 2.0, 20.0))),
+        sm_scale=draw(st.sampled_from((1.0, 0.5))),
+        logit_scale=draw(st.sampled_from((1.0, 4.0))),
+    )

@@ -1,0 +1,43 @@
+"""Mutant catalog for tpu-inference-mla-v2: bugs planted in tpu-inference's MLA v2 source
+(``kernel_harness.spec.mutant``; ``kernel-harness mutate``).
+
+Loading this catalog prepares tpu-inference's packages (:func:`~kernel_harness.families.
+tpu_inference_loader.prepare_packages`), so the mutated module is found without the
+package's ``__init__``.
+"""
+
+from __future__ import annotations
+
+from kernel_harness.families.tpu_inference_loader import prepare_packages
+from kernel_harness.spec.mutant import CI, Mutant, edits_of
+
+prepare_packages()
+
+_kernel = edits_of("tpu_inference.kernels.mla.v2.kernel")
+
+MUTANTS: list[Mutant] = [
+    _kernel("one-step-causal-excludes-diagonal",
+            "one-step flash: a query no longer sees its own key",
+            "mask = q_span < k_span\n            if sliding_window is not None:",
+            "mask = q_span <= k_span\n            if sliding_window is not None:", tags=CI),
+    _kernel("two-step-sum-not-rescaled",
+            "two-step flash: the running softmax sum is not rescaled when the running max "
+            "grows",
+            "l_curr = exp_m_diff * l_prev + p_rowsum\n        head_l_ref[...] = l_curr\n\n"
+            "        return p, exp_m_diff",
+            "l_curr = l_prev + p_rowsum\n        head_l_ref[...] = l_curr\n\n"
+            "        return p, exp_m_diff", tags=CI),
+    _kernel("last-new-token-read-from-cache",
+            "one token fewer is taken from the new latents: the cache's stale slot is read "
+            "for the first new token",
+            "kv_left_frm_cache = jnp.maximum(kv_left - q_len, 0)\n"
+            "            kv_left_frm_cache_per_kv_packing",
+            "kv_left_frm_cache = jnp.maximum(kv_left - q_len + 1, 0)\n"
+            "            kv_left_frm_cache_per_kv_packing", tags=CI),
+    _kernel("one-step-window-one-key-too-many",
+            "one-step flash: the sliding window lets in one key past its edge",
+            "mask = jnp.logical_or(mask, q_span - sliding_window >= k_span)\n"
+            "            mask_list.append(mask)",
+            "mask = jnp.logical_or(mask, q_span - sliding_window > k_span)\n"
+            "            mask_list.append(mask)"),
+]
