@@ -15,6 +15,7 @@ package (import tpu-inference first where its ``__init__`` is needed).
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import logging
@@ -79,6 +80,9 @@ def prepare_packages() -> None:
     for name, path in (("tpu_inference", root), ("tpu_inference.kernels", root / "kernels")):
         package = types.ModuleType(name)
         package.__path__ = [str(path)]
+        # A spec of its own: importlib.util.find_spec on a module without one raises.
+        package.__spec__ = importlib.machinery.ModuleSpec(name, None, is_package=True)
+        package.__spec__.submodule_search_locations = [str(path)]
         sys.modules[name] = package
     logger = types.ModuleType("tpu_inference.logger")
     logger.init_logger = lambda name: _Logger(logging.getLogger(name), {})  # type: ignore[attr-defined]

@@ -37,6 +37,20 @@ def test_the_kernels_load_without_vllm_or_the_package_init():
     assert proc.stdout.count("tpu-interpret") == len(FAMILIES)
 
 
+def test_the_bare_packages_can_be_found_again():
+    """importlib.util.find_spec on a prepared package works (a module without a __spec__
+    makes it raise: tests/test_findings.py asks it of the findings' required modules)."""
+    tpu_inference_installed_or_skip()
+    code = ("import importlib.util, kernel_harness.families.tpu_inference_loader as l; "
+            "l.prepare_packages(); "
+            "print(importlib.util.find_spec('tpu_inference').submodule_search_locations, "
+            "importlib.util.find_spec('tpu_inference.kernels.mla') is not None)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "tpu_inference" in proc.stdout and proc.stdout.strip().endswith("True")
+
+
 @pytest.fixture(scope="module")
 def listed_without_tpu_inference() -> str:
     code = ("import sys; sys.modules['tpu_inference'] = None; "

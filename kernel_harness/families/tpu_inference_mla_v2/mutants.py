@@ -40,4 +40,15 @@ MUTANTS: list[Mutant] = [
             "            mask_list.append(mask)",
             "mask = jnp.logical_or(mask, q_span - sliding_window > k_span)\n"
             "            mask_list.append(mask)"),
+    _kernel("two-step-soft-cap-dropped", "two-step flash: the logit soft cap is never applied",
+            "            s *= q_scale\n\n        if soft_cap is not None:\n"
+            "            s = soft_cap * jnp.tanh(s / soft_cap)",
+            "            s *= q_scale\n\n        if soft_cap is not None:\n"
+            "            s = s"),
+    _kernel("two-step-accumulator-not-rescaled",
+            "two-step flash: the running output is not rescaled when the running max grows",
+            "o_curr = broadcast_minor(exp_m_diff, o_prev.shape) * o_prev + pv\n"
+            "        head_acc_ref[...] = o_curr\n\n    def _async_copy",
+            "o_curr = o_prev + pv\n"
+            "        head_acc_ref[...] = o_curr\n\n    def _async_copy"),
 ]

@@ -36,4 +36,10 @@ MUTANTS: list[Mutant] = [
             "too early",
             "jnp.maximum(processed_q_len - sliding_window, 0) // bkv_sz)",
             "jnp.maximum(processed_q_len - sliding_window + bkv_sz, 0) // bkv_sz)"),
+    _kernel("soft-cap-dropped", "the logit soft cap is never applied",
+            "s = soft_cap * jnp.tanh(s / soft_cap)", "s = s"),
+    _kernel("accumulator-not-rescaled",
+            "the running output is not rescaled when the running max grows",
+            "o_ref[...] = broadcast_minor(exp_m_diff, o_prev.shape) * o_prev + pv",
+            "o_ref[...] = o_prev + pv"),
 ]
