@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 
 from kernel_harness.core.backends import resolve_backend
@@ -27,8 +26,10 @@ def _first_seed() -> RpaV3Case:
     return get_family(NAME).seed_cases(frozenset())[0]
 
 
-@pytest.mark.parametrize("version", [5, 7])
-def test_the_pristine_kernel_passes_told_any_generation(version):
+def test_the_pristine_kernel_passes_told_another_generation():
+    """The seed case runs on v6 in every check; here on v7 (operands placed in HBM: another
+    program)."""
+    version = 7
     tpu_inference_installed_or_skip()
     family = get_family(NAME)
     case = dataclasses.replace(_first_seed(), tpu_version=version)
