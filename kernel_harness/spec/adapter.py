@@ -8,12 +8,17 @@ family record takes it whole: ``Family(**ADAPTER.fields(), name=..., ...)``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+import jax
+import numpy as np
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays
+from kernel_harness.core.compat.interpreter_ext import tpu_interpreter_extensions
 
 #: Backends a TPU Pallas kernel runs on: the generic interpreter, TPU interpret mode, a TPU.
 TPU_BACKENDS: frozenset[str] = frozenset({"interpret", "tpu-interpret", "tpu"})
@@ -47,3 +52,16 @@ def expect_shape(family: str, out: Any, shape: tuple[int, ...]) -> None:
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"{family}: the kernel returned shape {tuple(out.shape)}, expected "
                          f"{tuple(shape)}")
+
+
+def run_tpu_program(program: Callable[..., Any], inputs: Arrays, names: Sequence[str],
+                    backend: Backend, *, extended: bool = False) -> Any:
+    """``program(*inputs[names])`` on ``backend`` for a TPU kernel without an ``interpret``
+    switch (:meth:`Backend.forcing_interpret`), its result blocked on; ``extended``: when
+    interpreted, inside the harness's TPU interpreter extensions (kernels that access refs
+    through reshapes and bitcasts)."""
+    extend = (tpu_interpreter_extensions() if extended and backend.is_interpreted
+              else contextlib.nullcontext())
+    with extend, backend.forcing_interpret():
+        args = [jax.device_put(np.asarray(inputs[n]), backend.device) for n in names]
+        return jax.block_until_ready(program(*args))

@@ -130,15 +130,11 @@ def _apply(value: np.ndarray, transforms: list[Any], state_types: Any, indexing:
 def _reading_through_transforms(fn: Any, state_types: Any, indexing: Any) -> Any:
     def get(token, device_id, local_core_id, memory_space, buffer_id, transforms, *args,
             **kwargs):
-        if isinstance(transforms, (tuple, list)):
-            ts = list(transforms)
-            n = 0
-            while n < len(ts) and isinstance(ts[n], indexing.NDIndexer):
-                n += 1
-            if n < len(ts):
-                token, value = fn(token, device_id, local_core_id, memory_space, buffer_id,
-                                  tuple(ts[:n]), *args, **kwargs)
-                return token, _apply(np.asarray(value), ts[n:], state_types, indexing)
+        ts, n = _leading_indexers(transforms, indexing)
+        if n < len(ts):
+            token, value = fn(token, device_id, local_core_id, memory_space, buffer_id,
+                              tuple(ts[:n]), *args, **kwargs)
+            return token, _apply(np.asarray(value), ts[n:], state_types, indexing)
         return fn(token, device_id, local_core_id, memory_space, buffer_id, transforms,
                   *args, **kwargs)
 
@@ -182,6 +178,16 @@ def _index(t: Any, indexing: Any) -> tuple[Any, ...]:
     return tuple(index)
 
 
+def _leading_indexers(transforms: Any, indexing: Any) -> tuple[list[Any], int]:
+    """The transforms as a list, and how many leading ones are plain ``NDIndexer`` s (all
+    of them: the interpreter handles the access itself)."""
+    ts = list(transforms) if isinstance(transforms, (tuple, list)) else []
+    n = 0
+    while n < len(ts) and isinstance(ts[n], indexing.NDIndexer):
+        n += 1
+    return ts, n
+
+
 def _storing_through_transforms(swap: Any, get: Any, state_types: Any, indexing: Any) -> Any:
     """``swap`` for stores through reshaped/bitcast refs: the block of the leading indexers
     is read with the interpreter's ``get``, the value stored into it on the host
@@ -189,10 +195,7 @@ def _storing_through_transforms(swap: Any, get: Any, state_types: Any, indexing:
     accesses seen by its race detection); the old view is returned."""
     def wrapped(token, device_id, local_core_id, memory_space, buffer_id, transforms, val,
                 mask, *args, **kwargs):
-        ts = list(transforms) if isinstance(transforms, (tuple, list)) else []
-        n = 0
-        while n < len(ts) and isinstance(ts[n], indexing.NDIndexer):
-            n += 1
+        ts, n = _leading_indexers(transforms, indexing)
         if n == len(ts):
             return swap(token, device_id, local_core_id, memory_space, buffer_id, transforms,
                         val, mask, *args, **kwargs)
@@ -215,10 +218,7 @@ def _writing_through_transforms(store: Any, get: Any, state_types: Any, indexing
     :func:`_storing_through_transforms` does for ``swap``."""
     def wrapped(token, device_id, local_core_id, memory_space, buffer_id, transforms, val,
                 *args, **kwargs):
-        ts = list(transforms) if isinstance(transforms, (tuple, list)) else []
-        n = 0
-        while n < len(ts) and isinstance(ts[n], indexing.NDIndexer):
-            n += 1
+        ts, n = _leading_indexers(transforms, indexing)
         if n == len(ts):
             return store(token, device_id, local_core_id, memory_space, buffer_id, transforms,
                          val, *args, **kwargs)

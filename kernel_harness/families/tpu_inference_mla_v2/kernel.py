@@ -10,7 +10,6 @@ reads and writes its cache through reshaped and bitcast refs). Its module import
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import importlib.util
 from collections.abc import Callable
@@ -21,10 +20,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.compat.interpreter_ext import tpu_interpreter_extensions
 from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.families.tpu_inference_mla_v2.cases import MlaV2Case
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape, run_tpu_program
 
 IMPL_SIGNATURE = (
     "impl(ql_nope, q_pe, new_kv_c, new_k_pe, cache_kv, kv_lens, page_indices, cu_q_lens, "
@@ -95,12 +93,8 @@ def traceable(impl: Callable[..., Any] | None, case: MlaV2Case, backend: Backend
 def run(impl: Callable[..., Any], case: MlaV2Case, inputs: dict[str, np.ndarray],
         backend: Backend) -> dict[str, np.ndarray]:
     """``out`` [q_heads, max_tokens, lkv_dim] and the updated ``cache_kv`` (float32)."""
-    program = _program_for(impl, case, backend)
-    extend = (tpu_interpreter_extensions() if backend.is_interpreted
-              else contextlib.nullcontext())
-    with extend, backend.forcing_interpret():
-        args = [jax.device_put(np.asarray(inputs[n]), backend.device) for n in _OPERANDS]
-        out, cache = jax.block_until_ready(program(*args))
+    out, cache = run_tpu_program(_program_for(impl, case, backend), inputs, _OPERANDS,
+                                 backend, extended=True)
     expect_shape("tpu-inference-mla-v2", out, inputs["ql_nope"].shape)
     expect_shape("tpu-inference-mla-v2", cache, inputs["cache_kv"].shape)
     return {"out": np.asarray(out, np.float32), "cache_kv": np.asarray(cache, np.float32)}

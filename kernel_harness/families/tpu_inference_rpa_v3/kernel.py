@@ -24,10 +24,9 @@ import jax
 import numpy as np
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.compat.interpreter_ext import tpu_interpreter_extensions
 from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.families.tpu_inference_rpa_v3.cases import RpaV3Case
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape, run_tpu_program
 
 IMPL_SIGNATURE = (
     "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, *, "
@@ -111,12 +110,8 @@ def traceable(impl: Callable[..., Any] | None, case: RpaV3Case, backend: Backend
 def run(impl: Callable[..., Any], case: RpaV3Case, inputs: dict[str, np.ndarray],
         backend: Backend) -> dict[str, np.ndarray]:
     """``out`` [max_tokens, q_heads, head_dim] and the updated ``kv_cache`` (float32)."""
-    program = _program_for(impl, case, backend)
-    extend = (tpu_interpreter_extensions() if backend.is_interpreted
-              else contextlib.nullcontext())
-    with extend, backend.forcing_interpret():
-        args = [jax.device_put(np.asarray(inputs[n]), backend.device) for n in _OPERANDS]
-        out, cache = jax.block_until_ready(program(*args))
+    out, cache = run_tpu_program(_program_for(impl, case, backend), inputs, _OPERANDS,
+                                 backend, extended=True)
     expect_shape("tpu-inference-rpa-v3", out, inputs["q"].shape)
     expect_shape("tpu-inference-rpa-v3", cache, inputs["kv_cache"].shape)
     return {"out": np.asarray(out, np.float32), "kv_cache": np.asarray(cache, np.float32)}

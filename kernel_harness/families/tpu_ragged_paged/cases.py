@@ -15,6 +15,11 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Case, cast, check_heads
+from kernel_harness.ops.paged_decode.passes import (
+    padded_cu_q_lens,
+    padded_kv_lens,
+    shuffled_page_table,
+)
 
 #: dtypes the harness draws (q and the K/V pages share it; no quantized K/V scales).
 RAGGED_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
@@ -116,25 +121,18 @@ class RaggedCase(Case):
     def cu_q_lens(self) -> np.ndarray:
         """int32 [max_num_seqs + 1]: 0, then cumulative q_lens; past num_seqs, junk that
         keeps growing (the kernel must read cu_q_lens[num_seqs] as the end)."""
-        rng = self.rng(1)
-        cu = np.concatenate([[0], np.cumsum(self.q_lens)])
-        extra = cu[-1] + np.cumsum(rng.integers(1, 4, self.max_num_seqs - self.num_seqs))
-        return np.concatenate([cu, extra]).astype(np.int32)
+        return padded_cu_q_lens(self.q_lens, self.max_num_seqs, self.rng(1))
 
     def kv_lens_array(self) -> np.ndarray:
         """int32 [max_num_seqs]: kv_lens, then junk lengths up to the table's capacity."""
-        rng = self.rng(2)
-        junk = rng.integers(1, self.page_size * self.pages_per_seq + 1,
-                            self.max_num_seqs - self.num_seqs)
-        return np.concatenate([self.kv_lens, junk]).astype(np.int32)
+        return padded_kv_lens(self.kv_lens, self.max_num_seqs,
+                              self.page_size * self.pages_per_seq, self.rng(2))
 
     def page_indices(self) -> np.ndarray:
         """int32 [max_num_seqs, pages_per_seq]: a shuffled assignment of distinct pages
         (every entry a valid page, the unused ones too)."""
-        rng = self.rng(3)
-        perm = rng.permutation(self.total_pages)
-        return perm[: self.max_num_seqs * self.pages_per_seq].reshape(
-            self.max_num_seqs, self.pages_per_seq).astype(np.int32)
+        return shuffled_page_table(self.max_num_seqs, self.pages_per_seq, self.total_pages,
+                                   self.rng(3))
 
     def owned_slots(self) -> np.ndarray:
         """bool [total_pages, page_size]: cache slots holding a token of an active sequence."""

@@ -14,7 +14,6 @@ compiles to Mosaic with nothing extended.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 from collections.abc import Callable
@@ -25,9 +24,8 @@ import numpy as np
 from jax.experimental.pallas.ops.tpu.ragged_paged_attention import kernel as _rpa
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
-from kernel_harness.core.compat.interpreter_ext import tpu_interpreter_extensions
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, run_tpu_program
 
 #: The default implementation: the kernel's public (jitted) entry point.
 ragged_paged_attention = _rpa.ragged_paged_attention
@@ -99,12 +97,8 @@ def run(impl: Callable[..., Any], case: RaggedCase, inputs: dict[str, np.ndarray
         )
     check_signature(impl)
     key = (*case.static_key(), ("interpreted", backend.is_interpreted))
-    program = _program(impl, key)
     names = ("q", "kv_pages", "kv_lens", "page_indices", "cu_q_lens", "num_seqs")
-    extend = tpu_interpreter_extensions() if backend.is_interpreted else contextlib.nullcontext()
-    with extend, backend.forcing_interpret():
-        args = [jax.device_put(np.asarray(inputs[n]), backend.device) for n in names]
-        out = jax.block_until_ready(program(*args))
+    out = run_tpu_program(_program(impl, key), inputs, names, backend, extended=True)
     return {"out": np.asarray(out, np.float32)}
 
 

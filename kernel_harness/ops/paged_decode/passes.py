@@ -12,12 +12,38 @@ case reaches. A family adds its heads, dimensions, blocks and cache layout.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Case
+
+
+def padded_cu_q_lens(q_lens: Sequence[int], max_num_seqs: int, rng: np.random.Generator
+                     ) -> np.ndarray:
+    """int32 [max_num_seqs + 1]: 0, the cumulative q_lens, then junk that keeps growing
+    (a kernel must read cu_q_lens[num_seqs] as the end)."""
+    cu = np.concatenate([[0], np.cumsum(q_lens)])
+    extra = cu[-1] + np.cumsum(rng.integers(1, 4, max_num_seqs - len(q_lens)))
+    return np.concatenate([cu, extra]).astype(np.int32)
+
+
+def padded_kv_lens(kv_lens: Sequence[int], max_num_seqs: int, capacity: int,
+                   rng: np.random.Generator) -> np.ndarray:
+    """int32 [max_num_seqs]: kv_lens, then junk lengths up to the table's capacity."""
+    junk = rng.integers(1, capacity + 1, max_num_seqs - len(kv_lens))
+    return np.concatenate([kv_lens, junk]).astype(np.int32)
+
+
+def shuffled_page_table(max_num_seqs: int, pages_per_seq: int, total_pages: int,
+                        rng: np.random.Generator) -> np.ndarray:
+    """int32 [max_num_seqs, pages_per_seq]: a shuffled assignment of distinct pages (every
+    entry a valid page, the unused ones too)."""
+    perm = rng.permutation(total_pages)
+    return perm[: max_num_seqs * pages_per_seq].reshape(
+        max_num_seqs, pages_per_seq).astype(np.int32)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -103,22 +129,18 @@ class PassesCase(Case):
         return np.asarray([d, d + p, self.num_seqs], np.int32)
 
     def cu_q_lens(self) -> np.ndarray:
-        """int32 [max_num_seqs + 1]: 0, cumulative q_lens, then growing junk."""
-        cu = np.concatenate([[0], np.cumsum(self.q_lens)])
-        extra = cu[-1] + np.cumsum(self.rng(1).integers(1, 4, self.max_num_seqs - self.num_seqs))
-        return np.concatenate([cu, extra]).astype(np.int32)
+        """int32 [max_num_seqs + 1]: :func:`padded_cu_q_lens`."""
+        return padded_cu_q_lens(self.q_lens, self.max_num_seqs, self.rng(1))
 
     def kv_lens_array(self) -> np.ndarray:
-        """int32 [max_num_seqs]: kv_lens, then junk lengths up to the table's capacity."""
-        junk = self.rng(2).integers(1, self.page_size * self.pages_per_seq + 1,
-                                    self.max_num_seqs - self.num_seqs)
-        return np.concatenate([self.kv_lens, junk]).astype(np.int32)
+        """int32 [max_num_seqs]: :func:`padded_kv_lens`."""
+        return padded_kv_lens(self.kv_lens, self.max_num_seqs,
+                              self.page_size * self.pages_per_seq, self.rng(2))
 
     def page_table(self) -> np.ndarray:
-        """int32 [max_num_seqs, pages_per_seq]: a shuffled assignment of distinct pages."""
-        perm = self.rng(3).permutation(self.total_pages)
-        return perm[: self.max_num_seqs * self.pages_per_seq].reshape(
-            self.max_num_seqs, self.pages_per_seq).astype(np.int32)
+        """int32 [max_num_seqs, pages_per_seq]: :func:`shuffled_page_table`."""
+        return shuffled_page_table(self.max_num_seqs, self.pages_per_seq, self.total_pages,
+                                   self.rng(3))
 
     def sequence_slots(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """(page, slot) of each of sequence i's ``kv_len`` tokens, in order."""
