@@ -71,14 +71,15 @@ def _impl_import(impl_spec: str) -> str:
 
 
 def _npz_arrays(fam: Family, case: Any, extra: Any) -> dict[str, np.ndarray]:
-    """Inputs (bfloat16/float16 stored as a uint16 view with a ``dtype:`` entry) and
-    ``valid:<output>`` masks."""
+    """Inputs (ml_dtypes' dtypes, bfloat16 and the float8 ones, stored as an unsigned view
+    of their width with a ``dtype:`` entry the script reads back) and ``valid:<output>``
+    masks."""
     arrays: dict[str, np.ndarray] = {}
     for name, a in case.materialize().items():
         a = np.asarray(a)
-        if a.dtype.name == "bfloat16":
-            arrays[name] = a.view(np.uint16)
-            arrays[f"dtype:{name}"] = np.asarray("bfloat16")
+        if a.dtype.kind == "V" and a.dtype.names is None:  # an ml_dtypes scalar type
+            arrays[name] = a.view(np.dtype(f"u{a.dtype.itemsize}"))
+            arrays[f"dtype:{name}"] = np.asarray(a.dtype.name)
         else:
             arrays[name] = a
     for out in judged_outputs(fam, case, same_as=False, compared_only=False):

@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import dataclasses
 
+import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast, check_heads
 from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes
 
-#: dtypes drawn (q, the new K/V and the cache share it; no fp8 cache, no q/k/v scales).
+#: dtypes drawn for q (and for the new K/V and the cache, unless ``kv_dtype`` says fp8).
 RPA_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
+
+#: The quantized K/V cache dtype drawn (the kernel takes any floating cache dtype).
+FP8 = "float8_e4m3fn"
+
+#: Features an implementation may declare it lacks (``--without``).
+OPTIONAL: dict[str, str] = {"fp8": "no fp8 K/V cache and no q/k/v scales"}
 
 #: TPU generations the kernel is told it runs on (``get_tpu_version``): 5 and 6 share its
 #: default block table; 6+ narrows the mask's position arithmetic to int16 for packed
@@ -29,7 +36,7 @@ Blocks = tuple[int, int, int, int]
 
 def _packing(dtype: str) -> int:
     """Elements per 32-bit word (the kernel's ``get_dtype_packing``)."""
-    return 1 if dtype == "float32" else 2
+    return {"float32": 1, FP8: 4}.get(dtype, 2)
 
 
 def _align(x: int, a: int) -> int:
@@ -46,6 +53,12 @@ class RpaV3Case(PassesCase):
       d_blocks, p_blocks, m_blocks: (bq_sz, bkv_sz, bq_csz, bkv_csz) of each pass: query
         and kv tokens fetched per block, and the compute blocks within them.
       tpu_version: the TPU generation the kernel is told it runs on.
+      kv_dtype: the new K/V and the cache's dtype when quantized (``float8_e4m3fn``);
+        None: ``dtype``.
+      q_scale, k_scale, v_scale: the kernel's quantization scales (None: off). The real
+        K is the stored K times k_scale (V likewise); with q_scale the kernel quantizes q
+        to the cache dtype as ``q / q_scale`` and multiplies the logits back (a power of
+        two, so the division is exact and the quantization one rounding).
     """
 
     q_heads: int
@@ -55,6 +68,14 @@ class RpaV3Case(PassesCase):
     p_blocks: Blocks = (8, 16, 8, 8)
     m_blocks: Blocks = (8, 16, 8, 8)
     tpu_version: int = 6
+    kv_dtype: str | None = None
+    q_scale: float | None = None
+    k_scale: float | None = None
+    v_scale: float | None = None
+
+    @property
+    def cache_dtype(self) -> str:
+        return self.kv_dtype or self.dtype
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -63,8 +84,17 @@ class RpaV3Case(PassesCase):
         check_heads(self)
         if self.tpu_version not in TPU_VERSIONS:
             raise ValueError(f"tpu_version must be one of {TPU_VERSIONS}")
-        if self.page_size % _packing(self.dtype):
-            raise ValueError("page_size must be a multiple of the dtype's packing")
+        if self.kv_dtype not in (None, FP8):
+            raise ValueError(f"kv_dtype must be None or {FP8!r}, got {self.kv_dtype!r}")
+        if self.page_size % _packing(self.cache_dtype):
+            raise ValueError("page_size must be a multiple of the cache dtype's packing")
+        for name in ("q_scale", "k_scale", "v_scale"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be > 0 (or None)")
+        if self.q_scale is not None and (self.kv_dtype is None
+                                         or np.log2(self.q_scale) % 1):
+            raise ValueError("q_scale needs an fp8 cache and a power of two")
         for name in ("d_blocks", "p_blocks", "m_blocks"):
             bq, bkv, bq_c, bkv_c = getattr(self, name)
             if bq % bq_c or bkv % bkv_c or bkv % self.page_size or bkv_c % self.page_size:
@@ -73,7 +103,7 @@ class RpaV3Case(PassesCase):
 
     def cache_shape(self) -> tuple[int, ...]:
         """[pages, page_size, combined heads / packing, packing, head_dim padded to 128]."""
-        pack = _packing(self.dtype)
+        pack = _packing(self.cache_dtype)
         return (self.total_pages, self.page_size, _align(2 * self.kv_heads, pack) // pack,
                 pack, _align(self.head_dim, 128))
 
@@ -84,7 +114,8 @@ class RpaV3Case(PassesCase):
     def materialize(self) -> dict[str, np.ndarray]:
         """q, the new tokens' k and v [max_tokens, heads, head_dim] (padding rows too), the
         old cache (every real lane drawn, lanes past head_dim zero as the kernel writes
-        them), kv_lens, page_indices (flat), cu_q_lens, distribution."""
+        them), kv_lens, page_indices (flat), cu_q_lens, distribution. Quantized K/V are
+        the real ones divided by their scale, rounded to the cache dtype."""
         rng = self.rng()
         t, d = self.max_tokens, self.head_dim
         q = rng.standard_normal((t, self.q_heads, d)) * self.logit_scale * d**-0.25
@@ -96,9 +127,12 @@ class RpaV3Case(PassesCase):
         heads[:, :, 0::2] *= d**-0.25
         cache_heads = cache.reshape(pages, size, -1, lanes)
         cache_heads[:, :, : 2 * self.kv_heads, :d] = heads
+        ks, vs, kv = self.k_scale or 1.0, self.v_scale or 1.0, self.cache_dtype
+        cache_heads[:, :, 0: 2 * self.kv_heads: 2] /= ks
+        cache_heads[:, :, 1: 2 * self.kv_heads: 2] /= vs
         return {
-            "q": cast(q, self.dtype), "k": cast(k, self.dtype), "v": cast(v, self.dtype),
-            "kv_cache": cast(cache_heads.reshape(cache.shape), self.dtype), **self.operands(),
+            "q": cast(q, self.dtype), "k": cast(k / ks, kv), "v": cast(v / vs, kv),
+            "kv_cache": cast(cache_heads.reshape(cache.shape), kv), **self.operands(),
         }
 
 
@@ -116,11 +150,24 @@ def updated_cache(case: RpaV3Case, inputs: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def sequence_kv(case: RpaV3Case, cache: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
-    """float32 K and V [kv_len, kv_heads, head_dim] of sequence i read from ``cache``."""
+    """float32 K and V [kv_len, kv_heads, head_dim] of sequence i read from ``cache``,
+    dequantized (times k_scale, v_scale)."""
     flat = cache.reshape(*cache.shape[:2], -1, cache.shape[-1]).astype(np.float32)
     tokens = flat[case.sequence_slots(i)]
     heads, d = 2 * case.kv_heads, case.head_dim
-    return tokens[:, 0:heads:2, :d], tokens[:, 1:heads:2, :d]
+    return (tokens[:, 0:heads:2, :d] * (case.k_scale or 1.0),
+            tokens[:, 1:heads:2, :d] * (case.v_scale or 1.0))
+
+
+def effective_q(case: RpaV3Case, q: np.ndarray) -> np.ndarray:
+    """float32 queries as the kernel uses them: with q_scale, q / q_scale clipped to the
+    cache dtype's range, rounded to it, times q_scale (q_scale is a power of two: exact)."""
+    q = np.asarray(q, np.float32)
+    if case.q_scale is None:
+        return q
+    top = float(ml_dtypes.finfo(case.cache_dtype).max)
+    quantized = cast(np.clip(q / case.q_scale, -top, top), case.cache_dtype)
+    return quantized.astype(np.float32) * case.q_scale
 
 
 @st.composite
@@ -143,8 +190,8 @@ def rpa_v3_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RPA_DTYPES,
     kv_len on, before and after page edges, 0-2 padding sequence slots and 0-5 padding
     rows, MHA/GQA/MQA, head_dim 128 or 64, pages of 8 or 16 tokens, drawn memory and
     compute blocks per pass, windows, soft caps, large logits, TPU v5/v6/v7, float32 and
-    bfloat16. Shrinks towards one float32 sequence in the mixed pass, on v5."""
-    del without  # nothing optional yet
+    bfloat16 queries, and half the time an fp8 cache with k/v scales and q quantized or not
+    (``without={"fp8"}``: never). Shrinks towards one float32 sequence in the mixed pass, on v5."""
     dtype = draw(st.sampled_from(dtypes))
     page_size = draw(st.sampled_from((8, 16)))
     pages_per_seq = draw(st.integers(1, 4))
@@ -164,4 +211,15 @@ def rpa_v3_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RPA_DTYPES,
         sm_scale=draw(st.sampled_from((1.0, 0.5))),
         logit_scale=draw(st.sampled_from((1.0, 4.0))),
         tpu_version=draw(st.sampled_from(TPU_VERSIONS)),
+        **(draw(_quantization()) if "fp8" not in without else {}),
     )
+
+
+@st.composite
+def _quantization(draw: st.DrawFn) -> dict[str, object]:
+    """Half the cases: an fp8 cache with or without k/v scales, q quantized or not."""
+    if not draw(st.booleans()):
+        return {}
+    return dict(kv_dtype=FP8, q_scale=draw(st.sampled_from((None, 0.25, 0.5))),
+                k_scale=draw(st.sampled_from((None, 0.05, 0.2))),
+                v_scale=draw(st.sampled_from((None, 0.5, 0.1))))

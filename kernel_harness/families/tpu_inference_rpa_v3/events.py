@@ -15,6 +15,9 @@ def events(case: RpaV3Case) -> list[str]:
                                 f"tpu-v{case.tpu_version}"]
     if case.head_dim % 128:
         ev.append("head-dim-padded")
+    ev += [name for name, on in (
+        ("fp8-kv-cache", case.kv_dtype is not None), ("q-quantized", case.q_scale is not None),
+        ("kv-scales", case.k_scale is not None or case.v_scale is not None)) if on]
     for (bq, bkv, bq_c, bkv_c), (lo, hi) in zip(
             (case.d_blocks, case.p_blocks, case.m_blocks), case.pass_bounds(), strict=True):
         q_lens, kv_lens = case.q_lens[lo:hi], case.kv_lens[lo:hi]

@@ -41,7 +41,8 @@ def export(case: _cases.RpaV3Case) -> ExportSnippet:
     options = dict(tpu_version=case.tpu_version, sm_scale=case.sm_scale,
                    sliding_window=case.sliding_window, soft_cap=case.soft_cap,
                    chunk_prefill_size=case.chunk_prefill_size, d_block_sizes=case.d_blocks,
-                   p_block_sizes=case.p_blocks, m_block_sizes=case.m_blocks)
+                   p_block_sizes=case.p_blocks, m_block_sizes=case.m_blocks,
+                   q_scale=case.q_scale, k_scale=case.k_scale, v_scale=case.v_scale)
     run_kernel = interpreter_source() + "\n\n\n" + tpu_interpreting_source(
         1, extended=True) + "\n\n" + textwrap.dedent(f'''
         OPTIONS = {options!r}
@@ -57,7 +58,8 @@ def export(case: _cases.RpaV3Case) -> ExportSnippet:
             return dict(out=np.asarray(out, np.float32), kv_cache=np.asarray(cache, np.float32))
     ''')
     fields = {f: getattr(case, f) for f in (
-        "q_lens", "kv_lens", "kv_heads", "head_dim", "page_size", "pages_per_seq")}
+        "q_lens", "kv_lens", "kv_heads", "head_dim", "page_size", "pages_per_seq", "q_scale",
+        "k_scale", "v_scale", "cache_dtype")}
     reference = reference_source("\n\n".join([
         "_HI = HI", inspect.getsource(_ragged.allowed),
         inspect.getsource(_ragged.attend_sequence), textwrap.dedent(f'''
@@ -67,12 +69,18 @@ def export(case: _cases.RpaV3Case) -> ExportSnippet:
         def reference(x):
             """The cache with the new tokens written at each sequence's last q_len
             positions (K in even, V in odd combined heads), then per sequence its keys
-            read back page by page, the causal (and window) mask, a float32 softmax."""
+            read back page by page and dequantized, the causal (and window) mask, a float32
+            softmax."""
             c = CASE
             table = np.asarray(x["page_indices"]).reshape(-1, c["pages_per_seq"])
             cache = np.array(x["kv_cache"]).astype(np.float32)
             flat = cache.reshape(*cache.shape[:2], -1, cache.shape[-1])
             q_all = np.asarray(x["q"]).astype(np.float32)
+            if c["q_scale"] is not None:  # q as the kernel quantizes it
+                top = float(jnp.finfo(c["cache_dtype"]).max)
+                q_fp8 = np.clip(q_all / c["q_scale"], -top, top).astype(c["cache_dtype"])
+                q_all = q_fp8.astype(np.float32) * c["q_scale"]
+            k_scale, v_scale = c["k_scale"] or 1.0, c["v_scale"] or 1.0
             out = np.zeros(q_all.shape, np.float32)
             kvh, d, ps = 2 * c["kv_heads"], c["head_dim"], c["page_size"]
             start = 0
@@ -88,8 +96,9 @@ def export(case: _cases.RpaV3Case) -> ExportSnippet:
                 t = np.arange(kv_len)
                 tokens = flat[table[i, t // ps], t % ps]
                 o = attend_sequence(
-                    jnp.asarray(q_all[start:start + q_len]), jnp.asarray(tokens[:, 0:kvh:2, :d]),
-                    jnp.asarray(tokens[:, 1:kvh:2, :d]),
+                    jnp.asarray(q_all[start:start + q_len]),
+                    jnp.asarray(tokens[:, 0:kvh:2, :d] * k_scale),
+                    jnp.asarray(tokens[:, 1:kvh:2, :d] * v_scale),
                     jnp.asarray(allowed(q_len, kv_len, {case.sliding_window!r})),
                     sm_scale={case.sm_scale!r}, soft_cap={case.soft_cap!r}, ratio=0)
                 out[start:start + q_len] = np.asarray(o, np.float32)

@@ -10,7 +10,9 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
 from kernel_harness.families.tpu_inference_rpa_v3 import kernel as _kernel
 from kernel_harness.families.tpu_inference_rpa_v3.cases import (
+    OPTIONAL,
     RpaV3Case,
+    effective_q,
     rpa_v3_cases,
     sequence_kv,
     updated_cache,
@@ -75,7 +77,11 @@ tpu-inference {TESTED_VERSION} ragged_paged_attention (v3), forward only; instal
   accesses are recorded on the whole range of their leading indexers (often the whole
   buffer), so with race detection on (backend tpu-interpret) the interpreter reports races
   that are the extension's, not the kernel's: check it on interpret or a TPU.
-- Not covered yet: q/k/v scales and fp8/int8 caches, mask_value, use_causal_mask=False,
+- Quantized caches: kv_dtype float8_e4m3fn (packing 4) with k_scale/v_scale (the real K
+  is the stored one times k_scale; V likewise) and q_scale (q / q_scale rounded to fp8
+  inside the kernel, the logits multiplied back; drawn as a power of two). The reference
+  attends with the dequantized K/V and q quantized the same way; the cache stays exact.
+- Not covered yet: int8 caches, mask_value, use_causal_mask=False,
   skip_kv_mask, the head-dim-64 kernel variant (kernel_hd64; head_dim 64 here is padded
   to 128 lanes by this kernel), the default (tuned) block sizes, NaN in unowned slots.
 """
@@ -103,11 +109,13 @@ def valid(case: RpaV3Case) -> dict[str, np.ndarray]:
 
 def reference(case: RpaV3Case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The expected cache (:func:`updated_cache`) and attention over it by the ragged
-    paged attention op (float32, HIGHEST)."""
+    paged attention op (float32, HIGHEST), K/V dequantized and q as the kernel quantizes it
+    (:func:`effective_q`)."""
     cache = updated_cache(case, inputs)
     kv = (sequence_kv(case, cache, i) for i in range(case.num_seqs))
-    out = ragged_attention(inputs["q"], kv, case.q_lens, case.kv_lens, sm_scale=case.sm_scale,
-                           soft_cap=case.soft_cap, window=case.sliding_window)
+    out = ragged_attention(effective_q(case, inputs["q"]), kv, case.q_lens, case.kv_lens,
+                           sm_scale=case.sm_scale, soft_cap=case.soft_cap,
+                           window=case.sliding_window)
     return {"out": out, "kv_cache": cache.astype(np.float32)}
 
 
@@ -131,6 +139,7 @@ FAMILY = Family(
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
+    optional=OPTIONAL,
     export=export,
     # lowers-for-tpu: Mosaic lowering as on a v6e (the kernel asks the chip its VMEM size;
     # the generation it is told stays the case's).
@@ -141,5 +150,5 @@ FAMILY = Family(
         "multi-kv-block", "kv-compute-block-below-fetch", "q-compute-block-below-fetch",
         "sliding-window", "window-cuts-keys", "soft-cap", "gqa", "mqa", "head-dim-padded",
         "padding-q-rows", "num-seqs-below-max", "tpu-v5", "tpu-v6", "tpu-v7", "float32",
-        "bfloat16"}),
+        "bfloat16", "fp8-kv-cache", "kv-scales", "q-quantized"}),
 )

@@ -31,7 +31,8 @@ from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape, run
 IMPL_SIGNATURE = (
     "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, *, "
     "tpu_version, sm_scale, sliding_window, soft_cap, chunk_prefill_size, d_block_sizes, "
-    "p_block_sizes, m_block_sizes, vmem_limit_bytes) -> (out, kv_cache); q: [max_tokens, "
+    "p_block_sizes, m_block_sizes, q_scale, k_scale, v_scale, vmem_limit_bytes) -> "
+    "(out, kv_cache); q: [max_tokens, "
     "q_heads, head_dim], k/v: [max_tokens, kv_heads, head_dim] (the new tokens), kv_cache: "
     "[pages, page_size, 2*kv_heads/packing, packing, head_dim padded to 128], int32 "
     "kv_lens [max_num_seqs], page_indices [max_num_seqs*pages_per_seq], cu_q_lens "
@@ -85,7 +86,8 @@ def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., An
         tpu_version=f["tpu_version"], sm_scale=f["sm_scale"],
         sliding_window=f["sliding_window"], soft_cap=f["soft_cap"],
         chunk_prefill_size=f["chunk_prefill_size"], d_block_sizes=f["d_blocks"],
-        p_block_sizes=f["p_blocks"], m_block_sizes=f["m_blocks"],
+        p_block_sizes=f["p_blocks"], m_block_sizes=f["m_blocks"], q_scale=f["q_scale"],
+        k_scale=f["k_scale"], v_scale=f["v_scale"],
         vmem_limit_bytes=INTERPRET_VMEM_BYTES if f["interpreted"] else None)
     return jax.jit(lambda *operands: impl(*operands, **options))
 

@@ -53,6 +53,24 @@ def test_a_kernel_that_does_not_update_the_cache_fails_on_the_cache():
     assert failed == {"kv_cache"}, [v.problems for v in result.verdicts]
 
 
+def test_an_fp8_cache_with_scales_is_exact_and_a_dropped_scale_fails():
+    """fp8 K/V with k/v scales and q quantized: the pristine kernel within the float32
+    bound and its cache exact; a kernel told no k_scale (it then attends over the stored,
+    unscaled keys) fails on out alone."""
+    tpu_inference_installed_or_skip()
+    family = get_family(NAME)
+    case = dataclasses.replace(_first_seed(), kv_dtype="float8_e4m3fn", q_scale=0.25,
+                               k_scale=0.05, v_scale=0.5)
+    result = check_case(family, case, resolve_backend("interpret"))
+    assert result.passed, [v.problems for v in result.verdicts]
+
+    def no_k_scale(*operands, k_scale=None, **options):
+        return adapter.ragged_paged_attention(*operands, **options)
+
+    wrong = check_case(family, case, resolve_backend("interpret"), impl=no_k_scale)
+    assert {v.stats.output for v in wrong.verdicts if not v.passed} == {"out"}
+
+
 def test_the_generation_is_answered_only_inside_the_call():
     tpu_inference_installed_or_skip()
     module = adapter._MODULES["kernel"]
