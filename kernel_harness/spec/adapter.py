@@ -23,6 +23,10 @@ from kernel_harness.core.compat.interpreter_ext import tpu_interpreter_extension
 #: Backends a TPU Pallas kernel runs on: the generic interpreter, TPU interpret mode, a TPU.
 TPU_BACKENDS: frozenset[str] = frozenset({"interpret", "tpu-interpret", "tpu"})
 
+#: The VMEM limit handed to an interpreted TPU kernel that otherwise asks the chip for it
+#: (``pltpu.get_tpu_info``, which has no answer on a CPU); on a TPU the kernel asks.
+INTERPRET_VMEM_BYTES = 64 * 2**20
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Adapter:

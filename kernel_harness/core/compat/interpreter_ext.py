@@ -159,9 +159,9 @@ def _written(block: np.ndarray, transforms: list[Any], value: np.ndarray,
         inner = _written(host_bitcast(block, np.dtype(t.dtype)), rest, value, mask,
                          state_types, indexing)
         return host_bitcast(inner, block.dtype)
-    sub = _apply(block, [t], state_types, indexing)
+    index = _index(t, indexing)
     out = np.array(block)
-    out[_index(t, indexing)] = _written(np.array(sub), rest, value, mask, state_types, indexing)
+    out[index] = _written(np.array(block[index]), rest, value, mask, state_types, indexing)
     return out
 
 
@@ -188,25 +188,32 @@ def _leading_indexers(transforms: Any, indexing: Any) -> tuple[list[Any], int]:
     return ts, n
 
 
+def _merged_block(get: Any, token: Any, ids: tuple[Any, ...], ts: list[Any], n: int,
+                  val: Any, mask: Any, kwargs: dict[str, Any], state_types: Any,
+                  indexing: Any) -> tuple[Any, np.ndarray]:
+    """(token, the block of the leading ``n`` indexers with ``val`` written into it through
+    the rest of the transforms), the block read with the interpreter's ``get`` (its race
+    detection sees the read)."""
+    info = {k: kwargs[k] for k in ("source_info", "clock", "src_device_id",
+                                   "src_local_core_id") if k in kwargs}
+    token, block = get(token, *ids, tuple(ts[:n]), **info)
+    return token, _written(np.asarray(block), ts[n:], np.asarray(val),
+                           None if mask is None else np.asarray(mask), state_types, indexing)
+
+
 def _storing_through_transforms(swap: Any, get: Any, state_types: Any, indexing: Any) -> Any:
-    """``swap`` for stores through reshaped/bitcast refs: the block of the leading indexers
-    is read with the interpreter's ``get``, the value stored into it on the host
-    (:func:`_written`) and the whole block stored with the interpreter's ``swap`` (both
-    accesses seen by its race detection); the old view is returned."""
+    """``swap`` for stores through reshaped/bitcast refs: the block of the leading indexers,
+    with the value stored into it on the host (:func:`_merged_block`), stored whole with the
+    interpreter's ``swap`` (seen by its race detection); the old view is returned."""
     def wrapped(token, device_id, local_core_id, memory_space, buffer_id, transforms, val,
                 mask, *args, **kwargs):
         ts, n = _leading_indexers(transforms, indexing)
+        ids = (device_id, local_core_id, memory_space, buffer_id)
         if n == len(ts):
-            return swap(token, device_id, local_core_id, memory_space, buffer_id, transforms,
-                        val, mask, *args, **kwargs)
-        info = {"source_info": kwargs["source_info"]} if "source_info" in kwargs else {}
-        token, block = get(token, device_id, local_core_id, memory_space, buffer_id,
-                           tuple(ts[:n]), **info)
-        block = np.asarray(block)
-        merged = _written(block, ts[n:], np.asarray(val),
-                          None if mask is None else np.asarray(mask), state_types, indexing)
-        token, old = swap(token, device_id, local_core_id, memory_space, buffer_id,
-                          tuple(ts[:n]), merged, None, *args, **kwargs)
+            return swap(token, *ids, transforms, val, mask, *args, **kwargs)
+        token, merged = _merged_block(get, token, ids, ts, n, val, mask, kwargs, state_types,
+                                      indexing)
+        token, old = swap(token, *ids, tuple(ts[:n]), merged, None, *args, **kwargs)
         return token, _apply(np.asarray(old), ts[n:], state_types, indexing)
 
     return wrapped
@@ -219,17 +226,12 @@ def _writing_through_transforms(store: Any, get: Any, state_types: Any, indexing
     def wrapped(token, device_id, local_core_id, memory_space, buffer_id, transforms, val,
                 *args, **kwargs):
         ts, n = _leading_indexers(transforms, indexing)
+        ids = (device_id, local_core_id, memory_space, buffer_id)
         if n == len(ts):
-            return store(token, device_id, local_core_id, memory_space, buffer_id, transforms,
-                         val, *args, **kwargs)
-        info = {k: kwargs[k] for k in ("source_info", "clock", "src_device_id",
-                                       "src_local_core_id") if k in kwargs}
-        _, block = get(token, device_id, local_core_id, memory_space, buffer_id,
-                       tuple(ts[:n]), **info)
-        merged = _written(np.asarray(block), ts[n:], np.asarray(val), None, state_types,
-                          indexing)
-        return store(token, device_id, local_core_id, memory_space, buffer_id, tuple(ts[:n]),
-                     merged, *args, **kwargs)
+            return store(token, *ids, transforms, val, *args, **kwargs)
+        _, merged = _merged_block(get, token, ids, ts, n, val, None, kwargs, state_types,
+                                  indexing)
+        return store(token, *ids, tuple(ts[:n]), merged, *args, **kwargs)
 
     return wrapped
 

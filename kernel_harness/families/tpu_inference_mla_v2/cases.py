@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from kernel_harness.core import compat
 from kernel_harness.core.case import cast
-from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes
+from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes, dtype_packing, lanes
 
 #: dtypes drawn (q, the new latents and the cache share it; the logits' dtype s_dtype is
 #: the input dtype; no fp8 cache, no q/k/v scales).
@@ -31,16 +31,6 @@ BFLOAT16_RUNS = compat.pallas_tpu_has("reciprocal")
 
 #: The dtypes drawn on this jax.
 DRAWN_DTYPES = MLA_DTYPES if BFLOAT16_RUNS else ("float32",)
-
-
-def packing(dtype: str) -> int:
-    """Tokens per 32-bit word of the cache (the kernel's ``get_dtype_packing``)."""
-    return 1 if dtype == "float32" else 2
-
-
-def lanes(dim: int) -> int:
-    """``dim`` padded to whole 128-lane tiles."""
-    return -(-dim // 128) * 128
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -71,7 +61,7 @@ class MlaV2Case(PassesCase):
             raise ValueError(f"mla v2 cases take {MLA_DTYPES}, got {self.dtype!r}")
         if self.q_heads < 1 or self.lkv_dim < 1 or self.r_dim < 1:
             raise ValueError("q_heads, lkv_dim and r_dim must be >= 1")
-        if self.page_size % packing(self.dtype):
+        if self.page_size % dtype_packing(self.dtype):
             raise ValueError("page_size must be a multiple of the dtype's packing")
         if min(self.kv_pages_per_block + self.queries_per_block) < 1:
             raise ValueError("pages and queries per block must be >= 1")
@@ -80,7 +70,7 @@ class MlaV2Case(PassesCase):
 
     def cache_shape(self) -> tuple[int, ...]:
         """[pages, page_size / packing, packing, lanes(lkv_dim) + lanes(r_dim)]."""
-        pack = packing(self.dtype)
+        pack = dtype_packing(self.dtype)
         return (self.total_pages, self.page_size // pack, pack,
                 lanes(self.lkv_dim) + lanes(self.r_dim))
 
@@ -113,7 +103,7 @@ def updated_cache(case: MlaV2Case, inputs: dict[str, np.ndarray]) -> np.ndarray:
     [0, lkv_dim), its rope key in [lanes(lkv_dim), + r_dim), zeros in the padding lanes;
     nothing else changes. Slot s of a page is row s // packing, column s % packing."""
     cache = np.array(inputs["cache_kv"])
-    pack, lkv = packing(case.dtype), case.lkv_dim
+    pack, lkv = dtype_packing(case.dtype), case.lkv_dim
     for row, page, slot in case.new_tokens():
         token = np.zeros(cache.shape[-1], cache.dtype)
         token[:lkv] = inputs["new_kv_c"][row]
@@ -126,7 +116,7 @@ def sequence_latents(case: MlaV2Case, cache: np.ndarray, i: int
                      ) -> tuple[np.ndarray, np.ndarray]:
     """float32 latents [kv_len, lkv_dim] and rope keys [kv_len, r_dim] of sequence i."""
     pages, slots = case.sequence_slots(i)
-    pack, lkv = packing(case.dtype), case.lkv_dim
+    pack, lkv = dtype_packing(case.dtype), case.lkv_dim
     tokens = cache[pages, slots // pack, slots % pack].astype(np.float32)
     return tokens[:, :lkv], tokens[:, lanes(lkv):lanes(lkv) + case.r_dim]
 

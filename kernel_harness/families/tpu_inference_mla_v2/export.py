@@ -9,9 +9,10 @@ import textwrap
 
 from kernel_harness.families import tpu_inference_loader
 from kernel_harness.families.tpu_inference_mla_v2 import cases as _cases
-from kernel_harness.families.tpu_inference_mla_v2.kernel import INTERPRET_VMEM_BYTES
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.ops.paged_decode import ragged as _ragged
+from kernel_harness.ops.paged_decode.passes import dtype_packing, lanes
+from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES
 from kernel_harness.spec.export import (
     ExportSnippet,
     interpreter_source,
@@ -53,8 +54,8 @@ def export(case: _cases.MlaV2Case) -> ExportSnippet:
     ''')
     fields = {f: getattr(case, f) for f in (
         "q_lens", "kv_lens", "lkv_dim", "r_dim", "page_size", "pages_per_seq")}
-    fields["packing"] = _cases.packing(case.dtype)
-    fields["rope_lane"] = _cases.lanes(case.lkv_dim)
+    fields["packing"] = dtype_packing(case.dtype)
+    fields["rope_lane"] = lanes(case.lkv_dim)
     reference = reference_source("\n\n".join([
         "_HI = HI", inspect.getsource(_ragged.allowed),
         inspect.getsource(_ragged.attend_sequence), textwrap.dedent(f'''

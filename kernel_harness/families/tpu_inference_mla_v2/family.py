@@ -14,12 +14,12 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
     BFLOAT16_RUNS,
     MlaV2Case,
     mla_v2_cases,
-    packing,
     sequence_latents,
     updated_cache,
 )
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
+from kernel_harness.ops.paged_decode.passes import dtype_packing
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
@@ -77,7 +77,7 @@ def valid(case: MlaV2Case) -> dict[str, np.ndarray]:
     tokens = np.arange(case.max_tokens) < case.total_tokens
     if not tokens.all():
         masks["out"] = tokens[None, :, None]
-    pack = packing(case.dtype)
+    pack = dtype_packing(case.dtype)
     if pack > 1:
         slots = np.ones(case.cache_shape()[:3] + (1,), bool)
         for i, kv_len in enumerate(case.kv_lens):

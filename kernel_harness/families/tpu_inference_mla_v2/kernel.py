@@ -22,7 +22,13 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.families.tpu_inference_mla_v2.cases import MlaV2Case
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape, run_tpu_program
+from kernel_harness.spec.adapter import (
+    INTERPRET_VMEM_BYTES,
+    TPU_BACKENDS,
+    Adapter,
+    expect_shape,
+    run_tpu_program,
+)
 
 IMPL_SIGNATURE = (
     "impl(ql_nope, q_pe, new_kv_c, new_k_pe, cache_kv, kv_lens, page_indices, cu_q_lens, "
@@ -43,9 +49,6 @@ MLA_V2_BACKENDS = TPU_BACKENDS if _AVAILABLE else frozenset()
 
 #: The kernel module, imported with the family (so a mutated copy is the one bound).
 _MODULES = {"kernel": loader.kernel_module("mla.v2.kernel")} if _AVAILABLE else {}
-
-#: VMEM limit handed to the kernel when interpreted (it asks the chip otherwise).
-INTERPRET_VMEM_BYTES = 64 * 2**20
 
 
 def mla_ragged_paged_attention(*operands: Any, **options: Any) -> tuple[Any, Any]:

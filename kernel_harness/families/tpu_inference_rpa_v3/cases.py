@@ -15,7 +15,13 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast, check_heads
-from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes
+from kernel_harness.ops.paged_decode.passes import (
+    PassesCase,
+    align,
+    draw_passes,
+    dtype_packing,
+    lanes,
+)
 
 #: dtypes drawn for q (and for the new K/V and the cache, unless ``kv_dtype`` says fp8).
 RPA_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
@@ -32,15 +38,6 @@ OPTIONAL: dict[str, str] = {"fp8": "no fp8 K/V cache and no q/k/v scales"}
 TPU_VERSIONS: tuple[int, ...] = (5, 6, 7)
 
 Blocks = tuple[int, int, int, int]
-
-
-def _packing(dtype: str) -> int:
-    """Elements per 32-bit word (the kernel's ``get_dtype_packing``)."""
-    return {"float32": 1, FP8: 4}.get(dtype, 2)
-
-
-def _align(x: int, a: int) -> int:
-    return -(-x // a) * a
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -86,7 +83,7 @@ class RpaV3Case(PassesCase):
             raise ValueError(f"tpu_version must be one of {TPU_VERSIONS}")
         if self.kv_dtype not in (None, FP8):
             raise ValueError(f"kv_dtype must be None or {FP8!r}, got {self.kv_dtype!r}")
-        if self.page_size % _packing(self.cache_dtype):
+        if self.page_size % dtype_packing(self.cache_dtype):
             raise ValueError("page_size must be a multiple of the cache dtype's packing")
         for name in ("q_scale", "k_scale", "v_scale"):
             value = getattr(self, name)
@@ -103,9 +100,9 @@ class RpaV3Case(PassesCase):
 
     def cache_shape(self) -> tuple[int, ...]:
         """[pages, page_size, combined heads / packing, packing, head_dim padded to 128]."""
-        pack = _packing(self.cache_dtype)
-        return (self.total_pages, self.page_size, _align(2 * self.kv_heads, pack) // pack,
-                pack, _align(self.head_dim, 128))
+        pack = dtype_packing(self.cache_dtype)
+        return (self.total_pages, self.page_size, align(2 * self.kv_heads, pack) // pack,
+                pack, lanes(self.head_dim))
 
     def shape_summary(self) -> str:
         return (f"q=({self.max_tokens},{self.q_heads},{self.head_dim}) cache={self.cache_shape()}"

@@ -9,9 +9,9 @@ import textwrap
 
 from kernel_harness.families import tpu_inference_loader
 from kernel_harness.families.tpu_inference_rpa_v3 import cases as _cases
-from kernel_harness.families.tpu_inference_rpa_v3.kernel import INTERPRET_VMEM_BYTES
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.ops.paged_decode import ragged as _ragged
+from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES
 from kernel_harness.spec.export import (
     ExportSnippet,
     interpreter_source,

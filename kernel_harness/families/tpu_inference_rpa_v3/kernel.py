@@ -26,7 +26,13 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.families.tpu_inference_rpa_v3.cases import RpaV3Case
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape, run_tpu_program
+from kernel_harness.spec.adapter import (
+    INTERPRET_VMEM_BYTES,
+    TPU_BACKENDS,
+    Adapter,
+    expect_shape,
+    run_tpu_program,
+)
 
 IMPL_SIGNATURE = (
     "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, *, "
@@ -46,9 +52,6 @@ RPA_V3_BACKENDS = TPU_BACKENDS if loader.available() else frozenset()
 _MODULES = ({"kernel": loader.kernel_module("ragged_paged_attention.v3.kernel")}
             if loader.available() else {})
 _VERSION_LOCK = threading.RLock()
-
-#: VMEM limit handed to the kernel when interpreted (it asks the chip otherwise).
-INTERPRET_VMEM_BYTES = 64 * 2**20
 
 
 @contextlib.contextmanager

@@ -15,10 +15,27 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import jax.numpy as jnp
 import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Case
+
+
+def dtype_packing(dtype: str) -> int:
+    """Elements of ``dtype`` per 32-bit word: how these kernels pack cache tokens or heads
+    (their ``get_dtype_packing``: 1 for float32, 2 for bfloat16, 4 for float8)."""
+    return 4 // np.dtype(jnp.dtype(dtype)).itemsize
+
+
+def align(x: int, a: int) -> int:
+    """``x`` rounded up to a multiple of ``a``."""
+    return -(-x // a) * a
+
+
+def lanes(dim: int) -> int:
+    """``dim`` padded to whole 128-lane tiles (how the kernels lay out a head dimension)."""
+    return align(dim, 128)
 
 
 def padded_cu_q_lens(q_lens: Sequence[int], max_num_seqs: int, rng: np.random.Generator
@@ -157,10 +174,6 @@ class PassesCase(Case):
                 found.append((row, int(pages[pos]), int(slots[pos])))
                 row += 1
         return found
-
-    def static_key(self) -> tuple[Any, ...]:
-        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
-                     if f.name not in self.DYNAMIC_FIELDS)
 
     def operands(self) -> dict[str, np.ndarray]:
         """The scalar operands: kv_lens, page_indices (flat), cu_q_lens, distribution."""

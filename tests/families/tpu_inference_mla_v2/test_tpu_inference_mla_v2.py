@@ -15,9 +15,9 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
     DRAWN_DTYPES,
     MlaV2Case,
     mla_v2_cases,
-    packing,
     updated_cache,
 )
+from kernel_harness.ops.paged_decode.passes import dtype_packing
 from kernel_harness.run.runner import check_case
 from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import tpu_inference_installed_or_skip
@@ -58,7 +58,7 @@ def test_the_reference_is_multi_head_latent_attention():
     cache = updated_cache(case, x).astype(np.float64)
     ql = np.asarray(x["ql_nope"], np.float64)
     qp = np.asarray(x["q_pe"], np.float64)
-    pack, row = packing(case.dtype), 0
+    pack, row = dtype_packing(case.dtype), 0
     for i, (q_len, kv_len) in enumerate(zip(case.q_lens, case.kv_lens, strict=True)):
         pages, slots = case.sequence_slots(i)
         tok = cache[pages, slots // pack, slots % pack]
