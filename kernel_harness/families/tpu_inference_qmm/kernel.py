@@ -25,9 +25,9 @@ from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
 
 IMPL_SIGNATURE = (
     "quantized_matmul(x, w_q, w_scale, *, x_q_dtype, batch_block, out_block, in_block) -> "
-    "out; x: [n_batch, n_in] float32/bfloat16, w_q: int8 [n_out, n_in], w_scale: float32 "
-    "[n_out], x_q_dtype: jnp.int8 (quantize each row of x) or None; out: [n_batch, n_out] "
-    "in x's dtype"
+    "out; x: [n_batch, n_in] float32/bfloat16, w_q: int8 or float8_e4m3fn [n_out, n_in], "
+    "w_scale: float32 [n_out], x_q_dtype: w_q's dtype (quantize each row of x) or None; "
+    "out: [n_batch, n_out] in x's dtype"
 )
 
 #: Where tpu-inference is installed: the TPU backends; none without it.
@@ -54,7 +54,7 @@ def quantized_matmul(x: jax.Array, w_q: jax.Array, w_scale: jax.Array, *, x_q_dt
 @functools.lru_cache(maxsize=64)
 def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
     fields = dict(key)
-    x_q = jnp.int8 if fields["x_q_dtype"] == "int8" else None
+    x_q = None if fields["x_q_dtype"] == "none" else jnp.dtype(fields["x_q_dtype"])
     return jax.jit(lambda x, w_q, w_scale: impl(
         x, w_q, w_scale, x_q_dtype=x_q, batch_block=fields["batch_block"],
         out_block=fields["out_block"], in_block=fields["in_block"]))

@@ -32,6 +32,10 @@ MUTANTS: list[Mutant] = [
     _util("scale-off-by-one", "the activations are scaled to +-126 while the row scale "
           "assumes 127", "scale = jnp.transpose(x_abs_max / dtype_max)",
           "scale = jnp.transpose(x_abs_max / (dtype_max + 1))"),
+    _util("first-row-scale-for-all",
+          "every row of a batch block is quantized and rescaled with the first row's scale",
+          "scale = jnp.transpose(x_abs_max / dtype_max)",
+          "scale = jnp.transpose(x_abs_max[:, :1] / dtype_max)"),
     _kernel("quantized-x-cached-at-wrong-block",
             "with x quantized once per batch block, it is quantized at out-block 1 instead of "
             "0 (out-block 0 reads a scratch nothing wrote)",
