@@ -57,6 +57,8 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "tpu-ragged-paged": "kernel_harness.families.tpu_ragged_paged.family:FAMILY",
     "tpu-paged": "kernel_harness.families.tpu_paged.family:FAMILY",
     "tpu-inference-quantized-matmul": "kernel_harness.families.tpu_inference_qmm.family:FAMILY",
+    "tpu-inference-blockwise-quantized-matmul":
+        "kernel_harness.families.tpu_inference_bqmm.family:FAMILY",
     "tpu-inference-rpa-v3": "kernel_harness.families.tpu_inference_rpa_v3.family:FAMILY",
     "tpu-inference-mla-v2": "kernel_harness.families.tpu_inference_mla_v2.family:FAMILY",
     "tpu-all-gather": "kernel_harness.families.tpu_all_gather.family:FAMILY",

@@ -129,7 +129,8 @@ def test_the_families_that_keep_catalogs():
     assert sorted(FAMILIES_WITH_CATALOGS) == sorted([
         "splash", "hstu", "flash", "megablox-gmm", "gpu-norm", "gpu-softmax", "tpu-ragged-paged",
         "tpu-paged", "gpu-paged", "tpu-inference-quantized-matmul",
-        "tpu-inference-all-gather-matmul", "tpu-inference-rpa-v3", "tpu-inference-mla-v2"])
+        "tpu-inference-all-gather-matmul", "tpu-inference-rpa-v3", "tpu-inference-mla-v2",
+        "tpu-inference-blockwise-quantized-matmul"])
 
 
 def _catalog(name):

@@ -1,0 +1,85 @@
+"""Adapter running tpu-inference's blockwise quantized matmul kernel
+(``tpu_inference.kernels.quantized_matmul.blockwise_kernel.quantized_matmul_kernel``) with
+the case's scale block and tiling (its ``tuned_value``: the package's tuned table knows TPU
+chips, not the CPU).
+
+The kernel has no ``interpret`` argument: on ``interpret`` and ``tpu-interpret`` it runs
+under forced TPU interpret mode. Without tpu-inference installed the family has no backend
+(``kernel-harness list`` says it needs it).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from kernel_harness.core.backends import Backend
+from kernel_harness.families import tpu_inference_loader as loader
+from kernel_harness.ops.quantized_matmul.cases import QmmCase
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
+
+IMPL_SIGNATURE = (
+    "blockwise_quantized_matmul(x, w_q, w_scale, *, block_size, x_q_dtype, batch_block, "
+    "out_block, in_block) -> out; x: [n_batch, n_in] float32/bfloat16, w_q: float8_e4m3fn "
+    "[n_out, n_in], w_scale: float32 [n_in / block_size, 1, n_out], x_q_dtype: w_q's dtype "
+    "(quantize x per row and block_size inputs) or None; out: [n_batch, n_out] in x's dtype"
+)
+
+#: Where tpu-inference is installed: the TPU backends; none without it.
+BQMM_BACKENDS = TPU_BACKENDS if loader.available() else frozenset()
+
+#: The kernel's modules, imported with the family where tpu-inference is installed (so a
+#: mutated copy, ``kernel-harness mutate``, is the one the family binds).
+_MODULES = ({name: loader.kernel_module(f"quantized_matmul.{name}")
+             for name in ("blockwise_kernel", "tuned_block_sizes")}
+            if loader.available() else {})
+
+
+def blockwise_quantized_matmul(x: jax.Array, w_q: jax.Array, w_scale: jax.Array, *,
+                               block_size: int, x_q_dtype: Any, batch_block: int,
+                               out_block: int, in_block: int) -> jax.Array:
+    """The default implementation: tpu-inference's blockwise ``quantized_matmul_kernel``,
+    tiled as given."""
+    if not _MODULES:
+        raise ImportError(f"tpu-inference is not installed ({loader.INSTALL})")
+    tuned = _MODULES["tuned_block_sizes"].TunedValue(batch_block, out_block, in_block)
+    return _MODULES["blockwise_kernel"].quantized_matmul_kernel(
+        x, w_q, w_scale, block_size=block_size, x_q_dtype=x_q_dtype, tuned_value=tuned)
+
+
+@functools.lru_cache(maxsize=64)
+def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
+    fields = dict(key)
+    x_q = None if fields["x_q_dtype"] == "none" else jnp.dtype(fields["x_q_dtype"])
+    return jax.jit(lambda x, w_q, w_scale: impl(
+        x, w_q, w_scale, block_size=fields["scale_block"], x_q_dtype=x_q,
+        batch_block=fields["batch_block"], out_block=fields["out_block"],
+        in_block=fields["in_block"]))
+
+
+def traceable(impl: Callable[..., Any] | None, case: QmmCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The adapter's program as ``f(inputs) -> {"out": ...}`` (for ``lowers-for-tpu``)."""
+    program = _program(impl or blockwise_quantized_matmul, case.static_key())
+    return lambda inputs: {"out": program(inputs["x"], inputs["w_q"], inputs["w_scale"])}
+
+
+def run(impl: Callable[..., Any], case: QmmCase, inputs: dict[str, np.ndarray],
+        backend: Backend) -> dict[str, np.ndarray]:
+    """``out`` [n_batch, n_out] (float32)."""
+    program = _program(impl, case.static_key())
+    args = [jax.device_put(inputs[n], backend.device) for n in ("x", "w_q", "w_scale")]
+    with backend.forcing_interpret():
+        out = jax.block_until_ready(program(*args))
+    expect_shape("tpu-inference-blockwise-quantized-matmul", out, (case.n_batch, case.n_out))
+    return {"out": np.asarray(out, np.float32)}
+
+
+#: How the family calls its kernel.
+ADAPTER = Adapter(kernel=blockwise_quantized_matmul, impl_signature=IMPL_SIGNATURE, run=run,
+                  backends=BQMM_BACKENDS)
