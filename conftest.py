@@ -144,6 +144,7 @@ BOTH_STACKS = (
     "tests/families/tpu_ragged_paged/",
     "tests/families/tpu_all_gather/",
     "tests/families/tpu_inference_agmm/",
+    "tests/families/tpu_inference_rpa_hd64/",
     "tests/regression/test_export.py",
 )
 _ROOT = Path(__file__).resolve().parent

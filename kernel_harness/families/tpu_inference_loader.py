@@ -68,9 +68,10 @@ class _Logger(logging.LoggerAdapter):
 
 
 def prepare_packages() -> None:
-    """``tpu_inference`` and ``tpu_inference.kernels`` as bare packages, and its logger as a
-    standard one (only where the real package is not imported already): after this, its
-    kernel modules import, and ``importlib.util.find_spec`` finds them, without vLLM."""
+    """``tpu_inference`` and ``tpu_inference.kernels`` as bare packages, its logger as a
+    standard one and its ``utils`` as stand-ins that raise when called (only where the real
+    package is not imported already): after this, its kernel modules import, and
+    ``importlib.util.find_spec`` finds them, without vLLM or torch."""
     if "tpu_inference" in sys.modules:
         return
     spec = importlib.util.find_spec("tpu_inference")
@@ -87,6 +88,25 @@ def prepare_packages() -> None:
     logger = types.ModuleType("tpu_inference.logger")
     logger.init_logger = lambda name: _Logger(logging.getLogger(name), {})  # type: ignore[attr-defined]
     sys.modules["tpu_inference.logger"] = logger
+    utils = types.ModuleType("tpu_inference.utils")
+    utils.__getattr__ = _unloaded_util  # type: ignore[attr-defined]
+    sys.modules["tpu_inference.utils"] = utils
+
+
+def _unloaded_util(name: str) -> Any:
+    """``tpu_inference.utils.<name>`` in the bare package: the real module imports torch
+    and vLLM, so its functions are stand-ins that fail loudly if a kernel calls one (the
+    head_dim-64 RPA imports ``get_device_name`` for its tuned-block lookup, which the
+    harness never reaches: it passes the case's blocks)."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+
+    def unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"tpu_inference.utils.{name} is not available: the harness loads "
+                           "tpu-inference's kernels without tpu_inference.utils (it imports "
+                           "torch and vLLM); pass the kernel's block sizes explicitly")
+
+    return unavailable
 
 
 def kernel_module(name: str) -> types.ModuleType:

@@ -60,6 +60,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "tpu-inference-blockwise-quantized-matmul":
         "kernel_harness.families.tpu_inference_bqmm.family:FAMILY",
     "tpu-inference-rpa-v3": "kernel_harness.families.tpu_inference_rpa_v3.family:FAMILY",
+    "tpu-inference-rpa-v3-hd64": "kernel_harness.families.tpu_inference_rpa_hd64.family:FAMILY",
     "tpu-inference-mla-v2": "kernel_harness.families.tpu_inference_mla_v2.family:FAMILY",
     "tpu-all-gather": "kernel_harness.families.tpu_all_gather.family:FAMILY",
     "tpu-inference-all-gather-matmul":

@@ -37,4 +37,7 @@ def test_every_family_but_the_torch_one_is_exported_here():
 
 @pytest.mark.parametrize("family", _exported())
 def test_the_scripts_reference_is_the_harness_reference(family: str, tmp_path: Path) -> None:
+    if not get_family(family).backends:  # runs where its jax has what the kernel needs
+        pytest.skip(f"{family} has no backend on this stack ({get_family(family).requires}); "
+                    "its own tests check the export where it runs")
     assert reference_agrees(family, tmp_path) <= BOUND

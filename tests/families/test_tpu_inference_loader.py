@@ -30,11 +30,16 @@ def test_the_kernels_load_without_vllm_or_the_package_init():
             "assert 'vllm' not in sys.modules, 'vllm imported'; "
             "assert not hasattr(sys.modules['tpu_inference'], '__file__'), 'real __init__'; "
             "from kernel_harness.spec.registry import get_family; "
-            f"print([sorted(get_family(n).backends) for n in {FAMILIES!r}])")
+            "from kernel_harness.core import compat; "
+            "print(compat.pallas_tpu_has('reciprocal'), "
+            f"[sorted(get_family(n).backends) for n in {FAMILIES!r}])")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.count("tpu-interpret") == len(FAMILIES)
+    # every family runs here, but the head_dim-64 RPA where jax lacks pltpu.reciprocal
+    runs_everywhere = [n for n in FAMILIES if n != "tpu-inference-rpa-v3-hd64"]
+    expected = len(FAMILIES) if proc.stdout.startswith("True") else len(runs_everywhere)
+    assert proc.stdout.count("tpu-interpret") == expected
 
 
 def test_the_bare_packages_can_be_found_again():

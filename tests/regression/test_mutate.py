@@ -130,7 +130,7 @@ def test_the_families_that_keep_catalogs():
         "splash", "hstu", "flash", "megablox-gmm", "gpu-norm", "gpu-softmax", "tpu-ragged-paged",
         "tpu-paged", "gpu-paged", "tpu-inference-quantized-matmul",
         "tpu-inference-all-gather-matmul", "tpu-inference-rpa-v3", "tpu-inference-mla-v2",
-        "tpu-inference-blockwise-quantized-matmul"])
+        "tpu-inference-blockwise-quantized-matmul", "tpu-inference-rpa-v3-hd64"])
 
 
 def _catalog(name):

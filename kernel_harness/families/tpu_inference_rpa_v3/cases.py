@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
@@ -154,17 +153,6 @@ def sequence_kv(case: RpaV3Case, cache: np.ndarray, i: int) -> tuple[np.ndarray,
     heads, d = 2 * case.kv_heads, case.head_dim
     return (tokens[:, 0:heads:2, :d] * (case.k_scale or 1.0),
             tokens[:, 1:heads:2, :d] * (case.v_scale or 1.0))
-
-
-def effective_q(case: RpaV3Case, q: np.ndarray) -> np.ndarray:
-    """float32 queries as the kernel uses them: with q_scale, q / q_scale clipped to the
-    cache dtype's range, rounded to it, times q_scale (q_scale is a power of two: exact)."""
-    q = np.asarray(q, np.float32)
-    if case.q_scale is None:
-        return q
-    top = float(ml_dtypes.finfo(case.cache_dtype).max)
-    quantized = cast(np.clip(q / case.q_scale, -top, top), case.cache_dtype)
-    return quantized.astype(np.float32) * case.q_scale
 
 
 @st.composite

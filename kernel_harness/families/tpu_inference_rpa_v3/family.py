@@ -12,13 +12,13 @@ from kernel_harness.families.tpu_inference_rpa_v3 import kernel as _kernel
 from kernel_harness.families.tpu_inference_rpa_v3.cases import (
     OPTIONAL,
     RpaV3Case,
-    effective_q,
     rpa_v3_cases,
     sequence_kv,
     updated_cache,
 )
 from kernel_harness.families.tpu_inference_rpa_v3.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_v3.export import export
+from kernel_harness.ops.paged_decode.passes import effective_q
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic

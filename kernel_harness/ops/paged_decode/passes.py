@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import Case
+from kernel_harness.core.case import Case, cast
 
 
 def dtype_packing(dtype: str) -> int:
@@ -232,3 +233,15 @@ def passes_events(case: PassesCase) -> list[str]:
          and any(kv > case.sliding_window for kv in case.kv_lens)),
     ) if on]
     return ev
+
+
+def effective_q(case: Any, q: np.ndarray) -> np.ndarray:
+    """float32 queries as a kernel with a quantized cache uses them: with ``case.q_scale``,
+    q / q_scale clipped to ``case.cache_dtype``'s range, rounded to it, times q_scale
+    (q_scale is a power of two: exact); without, q itself."""
+    q = np.asarray(q, np.float32)
+    if case.q_scale is None:
+        return q
+    top = float(ml_dtypes.finfo(case.cache_dtype).max)
+    quantized = cast(np.clip(q / case.q_scale, -top, top), case.cache_dtype)
+    return quantized.astype(np.float32) * case.q_scale

@@ -25,12 +25,14 @@ def allowed(q_len: int, kv_len: int, window: int | None) -> np.ndarray:
                       window=None if window is None else (window - 1, None))[0, 0]
 
 
-def attend_sequence(q, k, v, mask, *, sm_scale: float, soft_cap: float | None, ratio: int):
+def attend_sequence(q, k, v, mask, *, sm_scale: float, soft_cap: float | None, ratio: int,
+                    sinks=None):
     """out [q_len, q_heads, head_dim] by the attention op's softmax (query head h reads
-    kv head h // ratio; ``ratio`` is implied by the shapes and kept as the cache key)."""
+    kv head h // ratio; ``ratio`` is implied by the shapes and kept as the cache key;
+    ``sinks`` [q_heads]: the op's attention sinks, one extra logit per head)."""
     del ratio
     out, _ = attend(q[None], k[None], v[None], mask[None, None], sm_scale,
-                          layout="bqhd", soft_cap=soft_cap, precision=_HI)
+                          layout="bqhd", soft_cap=soft_cap, sinks=sinks, precision=_HI)
     return out[0]
 
 
@@ -44,12 +46,14 @@ _attend = jax.jit(attend_sequence, static_argnames=("sm_scale", "soft_cap", "rat
 def ragged_attention(q_all: np.ndarray, kv: Iterable[tuple[np.ndarray, np.ndarray]],
                      q_lens: Iterable[int], kv_lens: Iterable[int], *, sm_scale: float,
                      soft_cap: float | None, window: int | None,
-                     value_dim: int | None = None) -> np.ndarray:
+                     value_dim: int | None = None, sinks: np.ndarray | None = None
+                     ) -> np.ndarray:
     """out float32 [max_tokens, q_heads, value_dim] (``value_dim`` defaults to q_all's
     head_dim): sequence i's ``q_lens[i]`` queries (packed from row 0 on) attend over its
     keys ``kv[i][0]`` (float32 [kv_lens[i], kv_heads, head_dim]) and values ``kv[i][1]``
     ([kv_lens[i], kv_heads, value_dim]) by :func:`allowed`; rows past the sequences'
-    queries are left 0."""
+    queries are left 0. ``sinks`` [q_heads]: an attention-sink logit per query head (not
+    scaled, capped or masked: it takes softmax weight and has no value)."""
     q_all = np.asarray(q_all, np.float32)
     out = np.zeros((*q_all.shape[:2], value_dim or q_all.shape[2]), np.float32)
     start = 0
@@ -58,7 +62,8 @@ def ragged_attention(q_all: np.ndarray, kv: Iterable[tuple[np.ndarray, np.ndarra
             o = _attend(jnp.asarray(q_all[start:start + q_len]), jnp.asarray(k),
                         jnp.asarray(v), jnp.asarray(allowed(q_len, kv_len, window)),
                         sm_scale=sm_scale, soft_cap=soft_cap,
-                        ratio=q_all.shape[1] // k.shape[1])
+                        ratio=q_all.shape[1] // k.shape[1],
+                        sinks=None if sinks is None else jnp.asarray(sinks, jnp.float32))
             out[start:start + q_len] = np.asarray(o, np.float32)
             start += q_len
     return out

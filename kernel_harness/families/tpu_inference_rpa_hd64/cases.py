@@ -1,0 +1,175 @@
+"""Cases of tpu-inference's ragged paged attention v3 for head_dim 64 and the strategy.
+
+A case is the ragged-passes vocabulary (:mod:`kernel_harness.ops.paged_decode.passes`:
+sequences, passes, padding, pages, window, cap, scale) plus the kernel's heads, its one
+pair of block sizes (kv pages and queries per block), the attention sinks and the
+quantized cache. The layout is this variant's own: a cache row holds a kv head's K in
+lanes 0-63 and its V in lanes 64-127, kv heads packed ``packing`` per 32-bit word.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.core.case import cast, check_heads
+from kernel_harness.ops.paged_decode.passes import PassesCase, align, draw_passes, dtype_packing
+
+#: The head dimension of this kernel (its only one).
+HEAD_DIM = 64
+DTYPES: tuple[str, ...] = ("float32", "bfloat16")
+FP8 = "float8_e4m3fn"
+#: Features an implementation may declare it lacks (``--without``).
+OPTIONAL: dict[str, str] = {"fp8": "no fp8 K/V cache and no q/k/v scales",
+                            "sinks": "no attention sinks"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RpaHd64Case(PassesCase):
+    """One ``ragged_paged_attention_hd64`` call: the passes' sequences
+    (:class:`~kernel_harness.ops.paged_decode.passes.PassesCase`), and
+
+    Attributes:
+      q_heads, kv_heads: heads (head_dim is 64).
+      kv_pages_per_block, queries_per_block: the kernel's block sizes (every pass).
+      sinks: an attention-sink logit per query head (float32), or none.
+      kv_dtype, q_scale, k_scale, v_scale: as in the rpa-v3 family (the real K is the
+        stored one times k_scale; q quantized to the cache dtype as q / q_scale).
+    """
+
+    q_heads: int
+    kv_heads: int
+    kv_pages_per_block: int = 2
+    queries_per_block: int = 8
+    sinks: bool = False
+    kv_dtype: str | None = None
+    q_scale: float | None = None
+    k_scale: float | None = None
+    v_scale: float | None = None
+
+    @property
+    def cache_dtype(self) -> str:
+        return self.kv_dtype or self.dtype
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.dtype not in DTYPES:
+            raise ValueError(f"rpa hd64 cases take {DTYPES}, got {self.dtype!r}")
+        check_heads(self)
+        if self.kv_dtype not in (None, FP8):
+            raise ValueError(f"kv_dtype must be None or {FP8!r}, got {self.kv_dtype!r}")
+        if self.page_size % dtype_packing(self.cache_dtype):
+            raise ValueError("page_size must be a multiple of the cache dtype's packing")
+        if self.kv_pages_per_block < 1 or self.queries_per_block < 1:
+            raise ValueError("kv_pages_per_block and queries_per_block must be >= 1")
+        for name in ("q_scale", "k_scale", "v_scale"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be > 0 (or None)")
+        if self.q_scale is not None and (self.kv_dtype is None or np.log2(self.q_scale) % 1):
+            raise ValueError("q_scale needs an fp8 cache and a power of two")
+
+    def cache_shape(self) -> tuple[int, ...]:
+        """[pages, page_size, kv heads / packing, packing, 128]."""
+        pack = dtype_packing(self.cache_dtype)
+        return (self.total_pages, self.page_size, align(self.kv_heads, pack) // pack, pack,
+                2 * HEAD_DIM)
+
+    def shape_summary(self) -> str:
+        sinks = " sinks" if self.sinks else ""
+        return (f"q=({self.max_tokens},{self.q_heads},{HEAD_DIM}) cache={self.cache_shape()}"
+                f" seqs={self.num_seqs}/{self.max_num_seqs} blocks={self.kv_pages_per_block}p"
+                f"x{self.queries_per_block}q{sinks}")
+
+    def materialize(self) -> dict[str, np.ndarray]:
+        """q, the new tokens' k and v [max_tokens, heads, 64] (padding rows too), the old
+        cache (every lane drawn, the padding heads too: a kernel must not read them),
+        the sinks [q_heads] float32 when drawn, and the scalar operands. Quantized K/V are
+        the real ones divided by their scale, rounded to the cache dtype."""
+        rng = self.rng()
+        t, d = self.max_tokens, HEAD_DIM
+        q = rng.standard_normal((t, self.q_heads, d)) * self.logit_scale * d**-0.25
+        k = rng.standard_normal((t, self.kv_heads, d)) * d**-0.25
+        v = rng.standard_normal((t, self.kv_heads, d))
+        shape = self.cache_shape()
+        rows = rng.standard_normal((shape[0], shape[1], shape[2] * shape[3], 2 * d))
+        rows[..., :d] *= d**-0.25
+        ks, vs, kv = self.k_scale or 1.0, self.v_scale or 1.0, self.cache_dtype
+        rows[..., :d] /= ks
+        rows[..., d:] /= vs
+        inputs = {"q": cast(q, self.dtype), "k": cast(k / ks, kv), "v": cast(v / vs, kv),
+                  "kv_cache": cast(rows.reshape(shape), kv), **self.operands()}
+        if self.sinks:
+            inputs["attention_sink"] = (rng.standard_normal(self.q_heads) * 2
+                                        * self.logit_scale).astype(np.float32)
+        return inputs
+
+
+def updated_cache(case: RpaHd64Case, inputs: dict[str, np.ndarray]) -> np.ndarray:
+    """The cache after the call, by the contract: each new token's slot holds, for kv head
+    h, its K in lanes 0-63 and its V in lanes 64-127 of row h, and zeros in the padding
+    heads' rows (the kernel writes whole packed words, padded with zeros); nothing else
+    changes."""
+    cache = np.array(inputs["kv_cache"])
+    rows = cache.reshape(*cache.shape[:2], -1, cache.shape[-1])
+    for row, page, slot in case.new_tokens():
+        rows[page, slot, : case.kv_heads, :HEAD_DIM] = inputs["k"][row]
+        rows[page, slot, : case.kv_heads, HEAD_DIM:] = inputs["v"][row]
+        rows[page, slot, case.kv_heads:] = 0
+    return rows.reshape(cache.shape)
+
+
+def sequence_kv(case: RpaHd64Case, cache: np.ndarray, i: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """float32 K and V [kv_len, kv_heads, 64] of sequence i read from ``cache``,
+    dequantized (times k_scale, v_scale)."""
+    rows = cache.reshape(*cache.shape[:2], -1, cache.shape[-1]).astype(np.float32)
+    tokens = rows[case.sequence_slots(i)][:, : case.kv_heads]
+    return (tokens[..., :HEAD_DIM] * (case.k_scale or 1.0),
+            tokens[..., HEAD_DIM:] * (case.v_scale or 1.0))
+
+
+def sinks_supported(dtype: str, ratio: int) -> bool:
+    """Whether the kernel takes sinks with ``dtype`` queries and ``ratio`` query heads per
+    kv head: it pads each group of q heads to the dtype's packing but not the sinks, so a
+    ratio that is not a multiple of it (bfloat16, ratio 1) fails or reads past the sinks
+    (findings/tpu-inference-rpa-hd64-sinks-bf16-odd-head-groups)."""
+    return ratio % dtype_packing(dtype) == 0
+
+
+@st.composite
+def rpa_hd64_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES, max_seqs: int = 4,
+                   without: frozenset[str] = frozenset()) -> RpaHd64Case:
+    """Valid :class:`RpaHd64Case` s: the passes of :func:`draw_passes` (1-4 sequences,
+    decode, prefill and mixed, padding), MHA/GQA/MQA with 1-3 kv heads (odd counts leave a
+    padding head in a packed word), pages of 8 or 16 tokens, blocks of 1-4 pages and 1-16
+    queries, sinks in half the cases where the kernel takes them (:func:`sinks_supported`),
+    windows, soft caps, large logits, float32 and bfloat16, half the time an fp8 cache with
+    scales (``without`` drops fp8 or sinks).
+    Shrinks towards one float32 sequence in the mixed pass without sinks."""
+    dtype = draw(st.sampled_from(dtypes))
+    page_size = draw(st.sampled_from((8, 16)))
+    pages_per_seq = draw(st.integers(1, 4))
+    passes = draw(draw_passes(page_size=page_size, pages_per_seq=pages_per_seq,
+                              max_seqs=max_seqs))
+    kv_heads = draw(st.sampled_from((1, 2, 3)))
+    ratio = draw(st.sampled_from((1, 2, 4)))
+    quantized = "fp8" not in without and draw(st.booleans())
+    return RpaHd64Case(
+        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), **passes,
+        q_heads=kv_heads * ratio, kv_heads=kv_heads,
+        page_size=page_size, pages_per_seq=pages_per_seq,
+        kv_pages_per_block=draw(st.sampled_from((1, 2, 4))),
+        queries_per_block=draw(st.sampled_from((8, 1, 4, 16))),
+        sinks=("sinks" not in without and sinks_supported(dtype, ratio)
+               and draw(st.booleans())),
+        sliding_window=draw(st.one_of(st.none(), st.integers(1, page_size * pages_per_seq))),
+        soft_cap=draw(st.sampled_from((None, 2.0, 20.0))),
+        sm_scale=draw(st.sampled_from((1.0, 0.5))),
+        logit_scale=draw(st.sampled_from((1.0, 4.0))),
+        **(dict(kv_dtype=FP8, q_scale=draw(st.sampled_from((None, 0.25, 0.5))),
+                k_scale=draw(st.sampled_from((None, 0.05, 0.2))),
+                v_scale=draw(st.sampled_from((None, 0.5, 0.1)))) if quantized else {}),
+    )

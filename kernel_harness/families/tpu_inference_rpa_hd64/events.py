@@ -1,0 +1,41 @@
+"""What a tpu-inference-rpa-v3-hd64 case reaches (events), and the cases tried first."""
+
+from __future__ import annotations
+
+from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
+from kernel_harness.ops.paged_decode.passes import dtype_packing, passes_events
+from kernel_harness.ops.paged_decode.strategy import head_grouping
+
+
+def events(case: RpaHd64Case) -> list[str]:
+    """The passes' events (:func:`~kernel_harness.ops.paged_decode.passes.passes_events`),
+    heads (and a padding head in a packed word), sinks, the quantized cache, and the
+    blocks: kv blocks spanned, query blocks spanned."""
+    bkv = case.kv_pages_per_block * case.page_size
+    ev = passes_events(case) + [head_grouping(case.q_heads, case.kv_heads)]
+    ev += [name for name, on in (
+        ("padding-kv-head", case.kv_heads % dtype_packing(case.cache_dtype) != 0),
+        ("attention-sinks", case.sinks),
+        ("fp8-kv-cache", case.kv_dtype is not None), ("q-quantized", case.q_scale is not None),
+        ("kv-scales", case.k_scale is not None or case.v_scale is not None),
+        ("multi-kv-block", any(kv > bkv for kv in case.kv_lens)),
+        ("multi-q-block", any(q > case.queries_per_block for q in case.q_lens))) if on]
+    return sorted(set(ev))
+
+
+def seed_cases(without: frozenset[str]) -> tuple[RpaHd64Case, ...]:
+    """All three passes in one call (two decode steps, two prefill chunks, a mixed pair)
+    with padding, GQA, a window, several kv and query blocks and sinks, in float32; and a
+    bfloat16 mixed call with MQA, a soft cap and 3 kv heads (a padding head) without sinks."""
+    return (
+        RpaHd64Case(dtype="float32", seed=11, q_lens=(1, 1, 5, 5, 1, 9), decode_seqs=2,
+                    kv_lens=(7, 24, 5, 17, 32, 16), prefill_seqs=2, chunk_prefill_size=5,
+                    max_num_seqs=7, max_tokens=24, q_heads=4, kv_heads=2, page_size=8,
+                    pages_per_seq=4, kv_pages_per_block=1, queries_per_block=4,
+                    sinks="sinks" not in without, sliding_window=12, sm_scale=0.5,
+                    logit_scale=4.0),
+        RpaHd64Case(dtype="bfloat16", seed=12, q_lens=(3, 1, 16), kv_lens=(30, 9, 16),
+                    max_num_seqs=3, max_tokens=22, q_heads=6, kv_heads=3, page_size=16,
+                    pages_per_seq=2, kv_pages_per_block=2, queries_per_block=8,
+                    soft_cap=20.0),
+    )

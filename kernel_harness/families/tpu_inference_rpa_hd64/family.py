@@ -1,0 +1,122 @@
+"""The tpu-inference-rpa-v3-hd64 family: tpu-inference 0.32.0's ragged paged attention v3
+variant for head_dim 64 (K and V of a head side by side in one 128-lane cache row,
+attention sinks, mixed prefill and decode, the new tokens written into the cache by the
+same call), judged against the ragged paged attention op and an exact cache update."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference_rpa_hd64 import kernel as _kernel
+from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
+    OPTIONAL,
+    RpaHd64Case,
+    rpa_hd64_cases,
+    sequence_kv,
+    updated_cache,
+)
+from kernel_harness.families.tpu_inference_rpa_hd64.events import events, seed_cases
+from kernel_harness.families.tpu_inference_rpa_hd64.export import export
+from kernel_harness.ops.paged_decode.passes import effective_q
+from kernel_harness.ops.paged_decode.ragged import ragged_attention
+from kernel_harness.spec.family import Family
+from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.spec.kernels import KernelExpectation
+
+_CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot (and the padding "
+          "heads' rows) unchanged; 1e-7 of the cache's scale is under one rounding of any "
+          "drawn value (a token in the wrong slot, K and V halves swapped or a stale slot "
+          "errs 1e-3 to 1)")
+TOLERANCES = ToleranceTable.of_limits({
+    ("float32", "out"): (1e-4, "float32 q, K, V, logits, online softmax and accumulator "
+                         "(interpret on CPU: exact float32 dots); worst observed 6.7e-7 "
+                         "over 27 random interpret cases (jax 0.12.0.1); a kernel rounding "
+                         "its float32 operands to bfloat16 errs ~4e-3"),
+    ("bfloat16", "out"): (1.5e-2, "bfloat16 accumulator, running max and sum, the "
+                          "probabilities cast to bfloat16 before the PV product (as in the "
+                          "main v3 kernel); worst observed 5.0e-3 over 33 random interpret "
+                          "cases (jax 0.12.0.1), the limit 3x that; a kernel dropping a kv "
+                          "block errs ~1e-1"),
+    ("float32", "kv_cache"): (1e-7, _CACHE),
+    ("bfloat16", "kv_cache"): (1e-7, _CACHE),
+})
+
+CONTRACT = f"""\
+tpu-inference {TESTED_VERSION} ragged_paged_attention_hd64 (v3, head_dim 64), forward only;
+install: {INSTALL}; needs jax >= 0.11 (pltpu.reciprocal; on jax 0.10.2 the family has
+no backend and says so).
+- Sequences, passes (distribution), pages, padding and the causal (and window) mask as in
+  tpu-inference-rpa-v3; head_dim is 64 and a cache row holds kv head h's K in lanes 0-63
+  and its V in lanes 64-127 (rows packed `packing` per 32-bit word: 1 for float32, 2 for
+  bfloat16, 4 for float8; a row past kv_heads in the last word is padding: drawn with
+  data, never read; in a new token's slot the kernel writes it zero, as the whole packed
+  word is written, elsewhere it stays).
+- The call writes row r of k and v into the sequence's positions kv_len - q_len + j, then
+  attends over the updated cache; the returned cache is compared EXACTLY, every slot.
+- attention_sink (float32 [q_heads], drawn in half the cases): one extra logit per query
+  head, not scaled, capped or masked, that takes softmax weight and has no value (the
+  attention op's sinks). NOT DRAWN: sinks with bfloat16 queries and an odd number of
+  query heads per kv head (the kernel pads q's head groups to the packing but not the
+  sinks: a reshape error, or an out-of-bounds read of the sinks; KERNEL FINDING
+  findings/tpu-inference-rpa-hd64-sinks-bf16-odd-head-groups).
+- One pair of block sizes for every pass (num_kv_pages_per_block, num_queries_per_block),
+  drawn; the kernel does not ask the TPU generation (the main v3 kernel does).
+- Quantized caches as in tpu-inference-rpa-v3 (float8_e4m3fn, k/v scales, q_scale a power
+  of two); the reference attends with the dequantized K/V and q quantized the same way.
+- Padding: rows of out at or past cu_q_lens[n] are outside the contract (excluded).
+- Interpreted inside the harness's TPU interpreter extensions (reshaped refs): check on
+  interpret or a TPU (tpu-interpret's race detection reports the extension's accesses).
+"""
+
+
+def valid(case: RpaHd64Case) -> dict[str, np.ndarray]:
+    """Rows past the active sequences' tokens are outside the contract."""
+    rows = np.arange(case.max_tokens) < case.total_tokens
+    return {} if rows.all() else {"out": rows[:, None, None]}
+
+
+def reference(case: RpaHd64Case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The expected cache (:func:`updated_cache`) and attention over it by the ragged
+    paged attention op (float32, HIGHEST) with the case's sinks, K/V dequantized and q as
+    the kernel quantizes it."""
+    cache = updated_cache(case, inputs)
+    kv = (sequence_kv(case, cache, i) for i in range(case.num_seqs))
+    out = ragged_attention(effective_q(case, inputs["q"]), kv, case.q_lens, case.kv_lens,
+                           sm_scale=case.sm_scale, soft_cap=case.soft_cap,
+                           window=case.sliding_window, sinks=inputs.get("attention_sink"))
+    return {"out": out, "kv_cache": cache.astype(np.float32)}
+
+
+FAMILY = Family(
+    name="tpu-inference-rpa-v3-hd64",
+    summary=f"tpu-inference {TESTED_VERSION} ragged paged attention v3 for head_dim 64 (K|V "
+    "in one cache row, attention sinks, KV cache updated in the same call); needs "
+    "tpu-inference and jax >= 0.11",
+    case_type=RpaHd64Case,
+    cases=rpa_hd64_cases,
+    **_kernel.ADAPTER.fields(),
+    kernels=KernelExpectation(forward=1),
+    requires=f"tpu-inference: {INSTALL}; {_kernel.NEEDS_JAX}",
+    reference=reference,
+    output_axes={"out": ("token", "head", "dim"),
+                 "kv_cache": ("page", "slot", "head", "pack", "lane")},
+    tolerances=TOLERANCES,
+    capabilities=frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
+                            "q-len-ne-kv-len", "ragged-lengths", "decode", "paged", "sinks"}),
+    valid=valid,
+    events=events,
+    contract=CONTRACT,
+    seed_cases=seed_cases,
+    optional=OPTIONAL,
+    export=export,
+    metamorphic=Metamorphic(roles={}, logit_input="q", traceable=_kernel.traceable,
+                            tpu_device_kind="TPU v6 lite"),
+    modes=frozenset({
+        "decode-pass", "prefill-pass", "mixed-pass", "mixed-prefill-decode", "multi-seq",
+        "multi-kv-block", "multi-q-block", "sliding-window", "window-cuts-keys", "soft-cap",
+        "gqa", "mqa", "padding-kv-head", "attention-sinks", "padding-q-rows",
+        "num-seqs-below-max", "float32", "bfloat16", "fp8-kv-cache", "kv-scales",
+        "q-quantized"}),
+)

@@ -1,0 +1,113 @@
+"""Adapter running tpu-inference's ragged paged attention v3 for head_dim 64
+(``tpu_inference.kernels.ragged_paged_attention.v3.kernel_hd64.ragged_paged_attention_hd64``).
+
+Unlike the main v3 kernel this variant does not ask the TPU generation: one pair of block
+sizes (kv pages and queries per block) serves every pass, passed from the case. No
+``interpret`` switch: the CPU backends run it in TPU interpret mode inside the harness's
+interpreter extensions (its cache accesses go through reshaped refs). Without
+tpu-inference installed the family has no backend (``kernel-harness list`` says so).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from kernel_harness.core import compat
+from kernel_harness.core.backends import Backend
+from kernel_harness.families import tpu_inference_loader as loader
+from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
+from kernel_harness.spec.adapter import (
+    INTERPRET_VMEM_BYTES,
+    TPU_BACKENDS,
+    Adapter,
+    expect_shape,
+    run_tpu_program,
+)
+
+IMPL_SIGNATURE = (
+    "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, "
+    "attention_sink=None, *, sm_scale, sliding_window, soft_cap, chunk_prefill_size, "
+    "num_kv_pages_per_block, num_queries_per_block, q_scale, k_scale, v_scale, "
+    "vmem_limit_bytes) -> (out, kv_cache); q: [max_tokens, q_heads, 64], k/v: [max_tokens, "
+    "kv_heads, 64] (the new tokens), kv_cache: [pages, page_size, kv_heads/packing, "
+    "packing, 128] (K in lanes 0-63, V in 64-127), attention_sink: float32 [q_heads]"
+)
+
+#: What the kernel needs besides tpu-inference: every pass ends with
+#: ``pltpu.reciprocal``, which jax 0.10.2 lacks (AttributeError while tracing).
+NEEDS_JAX = "jax >= 0.11 (the kernel calls pltpu.reciprocal, missing on jax 0.10.2)"
+
+#: Where tpu-inference is installed on a jax with pltpu.reciprocal: the TPU backends.
+RPA_HD64_BACKENDS = (TPU_BACKENDS if loader.available() and compat.pallas_tpu_has("reciprocal")
+                     else frozenset())
+
+#: The kernel module, imported with the family (so a mutated copy is the one bound).
+_MODULES = ({"kernel": loader.kernel_module("ragged_paged_attention.v3.kernel_hd64")}
+            if loader.available() else {})
+
+
+def ragged_paged_attention_hd64(*operands: Any, **options: Any) -> tuple[Any, Any]:
+    """The default implementation: the kernel's function, traced by the adapter's jit."""
+    if not _MODULES:
+        raise ImportError(f"tpu-inference is not installed ({loader.INSTALL})")
+    module = _MODULES["kernel"]
+    fn = getattr(module.ragged_paged_attention_hd64, "__wrapped__",
+                 module.ragged_paged_attention_hd64)
+    return fn(*operands, **options)
+
+
+def operand_names(case: RpaHd64Case) -> tuple[str, ...]:
+    """The kernel's positional operands, the sinks last when the case draws them."""
+    names = ("q", "k", "v", "kv_cache", "kv_lens", "page_indices", "cu_q_lens",
+             "distribution")
+    return (*names, "attention_sink") if case.sinks else names
+
+
+@functools.lru_cache(maxsize=64)
+def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
+    f = dict(key)
+    options = dict(
+        sm_scale=f["sm_scale"], sliding_window=f["sliding_window"], soft_cap=f["soft_cap"],
+        chunk_prefill_size=f["chunk_prefill_size"],
+        num_kv_pages_per_block=f["kv_pages_per_block"],
+        num_queries_per_block=f["queries_per_block"], q_scale=f["q_scale"],
+        k_scale=f["k_scale"], v_scale=f["v_scale"],
+        vmem_limit_bytes=INTERPRET_VMEM_BYTES if f["interpreted"] else None)
+    return jax.jit(lambda *operands: impl(*operands, **options))
+
+
+def _program_for(impl: Callable[..., Any], case: RpaHd64Case, backend: Backend
+                 ) -> Callable[..., Any]:
+    return _program(impl, (*case.static_key(), ("interpreted", backend.is_interpreted)))
+
+
+def traceable(impl: Callable[..., Any] | None, case: RpaHd64Case, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The adapter's program as ``f(inputs) -> outputs`` (for TPU lowering)."""
+    program = _program_for(impl or ragged_paged_attention_hd64, case, backend)
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        out, cache = program(*(inputs[n] for n in operand_names(case)))
+        return {"out": out, "kv_cache": cache}
+
+    return f
+
+
+def run(impl: Callable[..., Any], case: RpaHd64Case, inputs: dict[str, np.ndarray],
+        backend: Backend) -> dict[str, np.ndarray]:
+    """``out`` [max_tokens, q_heads, 64] and the updated ``kv_cache`` (float32)."""
+    out, cache = run_tpu_program(_program_for(impl, case, backend), inputs,
+                                 operand_names(case), backend, extended=True)
+    expect_shape("tpu-inference-rpa-v3-hd64", out, inputs["q"].shape)
+    expect_shape("tpu-inference-rpa-v3-hd64", cache, inputs["kv_cache"].shape)
+    return {"out": np.asarray(out, np.float32), "kv_cache": np.asarray(cache, np.float32)}
+
+
+#: How the tpu-inference-rpa-v3-hd64 family calls its kernel.
+ADAPTER = Adapter(kernel=ragged_paged_attention_hd64, impl_signature=IMPL_SIGNATURE, run=run,
+                  backends=RPA_HD64_BACKENDS)
