@@ -68,6 +68,13 @@ class LoweringFailure(AssertionError):
 
 
 def traceable_of(family: Family) -> Callable[..., Any]:
+    """The family's ``traceable`` hook; PropertyNotApplicable where it has none, or where
+    the family does not run with this installation (its kernel library missing, or a jax
+    without what the kernel calls: it would not trace either)."""
+    if not family.backends:
+        raise PropertyNotApplicable(
+            f"{family.name} does not run with this installation (needs {family.requires}): "
+            "its kernel is not lowered here")
     hooks = family.metamorphic
     if hooks is None or hooks.traceable is None:
         raise PropertyNotApplicable(
