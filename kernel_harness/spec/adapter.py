@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -69,3 +70,73 @@ def run_tpu_program(program: Callable[..., Any], inputs: Arrays, names: Sequence
     with extend, backend.forcing_interpret():
         args = [jax.device_put(np.asarray(inputs[n]), backend.device) for n in names]
         return jax.block_until_ready(program(*args))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class JittedTpuProgram:
+    """A TPU kernel without an ``interpret`` switch, called as one jitted program over
+    named inputs: the ``run`` and ``traceable`` of its adapter, written once.
+
+    Attributes:
+      family: the family's name (for errors).
+      kernel: the default implementation.
+      operands: ``operands(case) -> input names`` passed positionally, in order.
+      options: ``options(fields, interpreted) -> keyword arguments`` of the call, from the
+        case's static fields (``dict(case.static_key())``) and whether the backend
+        interprets the kernel.
+      outputs: the names of what the kernel returns, in order (one name: a single array).
+      shapes: ``shapes(case, inputs) -> one shape per output``; a result of another shape
+        is an error, never judged.
+      extended: interpreted inside the harness's TPU interpreter extensions
+        (:func:`run_tpu_program`).
+    """
+
+    family: str
+    kernel: Callable[..., Any]
+    operands: Callable[[Any], Sequence[str]]
+    options: Callable[[dict[str, Any], bool], dict[str, Any]]
+    outputs: tuple[str, ...]
+    shapes: Callable[[Any, Arrays], Sequence[tuple[int, ...]]]
+    extended: bool = False
+
+    def program(self, impl: Callable[..., Any], case: Any, backend: Backend
+                ) -> Callable[..., Any]:
+        """``impl`` jitted with the case's options (one program per static key)."""
+        return _jitted(self, impl, case.static_key(), backend.is_interpreted)
+
+    def _named(self, result: Any) -> dict[str, Any]:
+        results = (result,) if len(self.outputs) == 1 else tuple(result)
+        if len(results) != len(self.outputs):
+            raise ValueError(f"{self.family}: the kernel returned {len(results)} results, "
+                             f"expected {len(self.outputs)} ({', '.join(self.outputs)})")
+        return dict(zip(self.outputs, results, strict=True))
+
+    def traceable(self, impl: Callable[..., Any] | None, case: Any, backend: Backend
+                  ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        """The program as ``f(inputs) -> outputs`` (for TPU lowering); ``impl`` None: the
+        default implementation."""
+        program = self.program(impl or self.kernel, case, backend)
+        names = tuple(self.operands(case))
+        return lambda inputs: self._named(program(*(inputs[n] for n in names)))
+
+    def run(self, impl: Callable[..., Any], case: Any, inputs: Arrays, backend: Backend
+            ) -> Arrays:
+        """Every output of ``impl`` on ``backend``, shape-checked, as float32."""
+        result = run_tpu_program(self.program(impl, case, backend), inputs,
+                                 tuple(self.operands(case)), backend, extended=self.extended)
+        named = self._named(result)
+        for (name, got), shape in zip(named.items(), self.shapes(case, inputs), strict=True):
+            expect_shape(f"{self.family} ({name})", got, shape)
+        return {name: np.asarray(got, np.float32) for name, got in named.items()}
+
+    def adapter(self, *, impl_signature: str, backends: frozenset[str]) -> Adapter:
+        """The family's :class:`Adapter` running this program."""
+        return Adapter(kernel=self.kernel, impl_signature=impl_signature, run=self.run,
+                       backends=backends)
+
+
+@functools.lru_cache(maxsize=128)
+def _jitted(spec: JittedTpuProgram, impl: Callable[..., Any], key: tuple[Any, ...],
+            interpreted: bool) -> Callable[..., Any]:
+    options = spec.options(dict(key), interpreted)
+    return jax.jit(lambda *operands: impl(*operands, **options))

@@ -10,18 +10,13 @@ detection on ``tpu-interpret``). Without tpu-inference installed the family has 
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.families import tpu_inference_loader as loader
-from kernel_harness.ops.quantized_matmul.cases import QmmCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
+from kernel_harness.spec.adapter import TPU_BACKENDS, JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "quantized_matmul(x, w_q, w_scale, *, x_q_dtype, batch_block, out_block, in_block) -> "
@@ -51,33 +46,18 @@ def quantized_matmul(x: jax.Array, w_q: jax.Array, w_scale: jax.Array, *, x_q_dt
                                                       tuned_value=tuned)
 
 
-@functools.lru_cache(maxsize=64)
-def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
-    fields = dict(key)
+def _options(fields: dict[str, Any], interpreted: bool) -> dict[str, Any]:
     x_q = None if fields["x_q_dtype"] == "none" else jnp.dtype(fields["x_q_dtype"])
-    return jax.jit(lambda x, w_q, w_scale: impl(
-        x, w_q, w_scale, x_q_dtype=x_q, batch_block=fields["batch_block"],
-        out_block=fields["out_block"], in_block=fields["in_block"]))
+    return dict(x_q_dtype=x_q, batch_block=fields["batch_block"],
+                out_block=fields["out_block"], in_block=fields["in_block"])
 
 
-def traceable(impl: Callable[..., Any] | None, case: QmmCase, backend: Backend
-              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The adapter's program as ``f(inputs) -> {"out": ...}`` (for ``lowers-for-tpu``)."""
-    program = _program(impl or quantized_matmul, case.static_key())
-    return lambda inputs: {"out": program(inputs["x"], inputs["w_q"], inputs["w_scale"])}
-
-
-def run(impl: Callable[..., Any], case: QmmCase, inputs: dict[str, np.ndarray],
-        backend: Backend) -> dict[str, np.ndarray]:
-    """``out`` [n_batch, n_out] (float32)."""
-    program = _program(impl, case.static_key())
-    args = [jax.device_put(inputs[n], backend.device) for n in ("x", "w_q", "w_scale")]
-    with backend.forcing_interpret():
-        out = jax.block_until_ready(program(*args))
-    expect_shape("tpu-inference-quantized-matmul", out, (case.n_batch, case.n_out))
-    return {"out": np.asarray(out, np.float32)}
-
+#: The kernel as one jitted program: ``out`` [n_batch, n_out].
+PROGRAM = JittedTpuProgram(
+    family="tpu-inference-quantized-matmul", kernel=quantized_matmul,
+    operands=lambda case: ("x", "w_q", "w_scale"), options=_options, outputs=("out",),
+    shapes=lambda case, inputs: [(case.n_batch, case.n_out)])
+traceable = PROGRAM.traceable
 
 #: How the family calls its kernel.
-ADAPTER = Adapter(kernel=quantized_matmul, impl_signature=IMPL_SIGNATURE, run=run,
-                  backends=QMM_BACKENDS)
+ADAPTER = PROGRAM.adapter(impl_signature=IMPL_SIGNATURE, backends=QMM_BACKENDS)

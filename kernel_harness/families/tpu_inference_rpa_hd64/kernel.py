@@ -10,23 +10,15 @@ tpu-inference installed the family has no backend (``kernel-harness list`` says 
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
-import jax
-import numpy as np
-
 from kernel_harness.core import compat
-from kernel_harness.core.backends import Backend
 from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
 from kernel_harness.spec.adapter import (
     INTERPRET_VMEM_BYTES,
     TPU_BACKENDS,
-    Adapter,
-    expect_shape,
-    run_tpu_program,
+    JittedTpuProgram,
 )
 
 IMPL_SIGNATURE = (
@@ -68,46 +60,24 @@ def operand_names(case: RpaHd64Case) -> tuple[str, ...]:
     return (*names, "attention_sink") if case.sinks else names
 
 
-@functools.lru_cache(maxsize=64)
-def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
-    f = dict(key)
-    options = dict(
+def _options(f: dict[str, Any], interpreted: bool) -> dict[str, Any]:
+    return dict(
         sm_scale=f["sm_scale"], sliding_window=f["sliding_window"], soft_cap=f["soft_cap"],
         chunk_prefill_size=f["chunk_prefill_size"],
         num_kv_pages_per_block=f["kv_pages_per_block"],
         num_queries_per_block=f["queries_per_block"], q_scale=f["q_scale"],
         k_scale=f["k_scale"], v_scale=f["v_scale"],
-        vmem_limit_bytes=INTERPRET_VMEM_BYTES if f["interpreted"] else None)
-    return jax.jit(lambda *operands: impl(*operands, **options))
+        vmem_limit_bytes=INTERPRET_VMEM_BYTES if interpreted else None)
 
 
-def _program_for(impl: Callable[..., Any], case: RpaHd64Case, backend: Backend
-                 ) -> Callable[..., Any]:
-    return _program(impl, (*case.static_key(), ("interpreted", backend.is_interpreted)))
-
-
-def traceable(impl: Callable[..., Any] | None, case: RpaHd64Case, backend: Backend
-              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The adapter's program as ``f(inputs) -> outputs`` (for TPU lowering)."""
-    program = _program_for(impl or ragged_paged_attention_hd64, case, backend)
-
-    def f(inputs: dict[str, Any]) -> dict[str, Any]:
-        out, cache = program(*(inputs[n] for n in operand_names(case)))
-        return {"out": out, "kv_cache": cache}
-
-    return f
-
-
-def run(impl: Callable[..., Any], case: RpaHd64Case, inputs: dict[str, np.ndarray],
-        backend: Backend) -> dict[str, np.ndarray]:
-    """``out`` [max_tokens, q_heads, 64] and the updated ``kv_cache`` (float32)."""
-    out, cache = run_tpu_program(_program_for(impl, case, backend), inputs,
-                                 operand_names(case), backend, extended=True)
-    expect_shape("tpu-inference-rpa-v3-hd64", out, inputs["q"].shape)
-    expect_shape("tpu-inference-rpa-v3-hd64", cache, inputs["kv_cache"].shape)
-    return {"out": np.asarray(out, np.float32), "kv_cache": np.asarray(cache, np.float32)}
-
+#: The kernel as one jitted program: ``out`` [max_tokens, q_heads, 64] and the updated
+#: ``kv_cache``.
+PROGRAM = JittedTpuProgram(
+    family="tpu-inference-rpa-v3-hd64", kernel=ragged_paged_attention_hd64,
+    operands=operand_names, options=_options, outputs=("out", "kv_cache"),
+    shapes=lambda case, inputs: [inputs["q"].shape, inputs["kv_cache"].shape],
+    extended=True)
+traceable = PROGRAM.traceable
 
 #: How the tpu-inference-rpa-v3-hd64 family calls its kernel.
-ADAPTER = Adapter(kernel=ragged_paged_attention_hd64, impl_signature=IMPL_SIGNATURE, run=run,
-                  backends=RPA_HD64_BACKENDS)
+ADAPTER = PROGRAM.adapter(impl_signature=IMPL_SIGNATURE, backends=RPA_HD64_BACKENDS)

@@ -15,23 +15,15 @@ installed the family has no backend (``kernel-harness list`` says it needs it).
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import jax
-import numpy as np
-
-from kernel_harness.core.backends import Backend
 from kernel_harness.families import tpu_inference_loader as loader
-from kernel_harness.families.tpu_inference_rpa_v3.cases import RpaV3Case
 from kernel_harness.spec.adapter import (
     INTERPRET_VMEM_BYTES,
     TPU_BACKENDS,
-    Adapter,
-    expect_shape,
-    run_tpu_program,
+    JittedTpuProgram,
 )
 
 IMPL_SIGNATURE = (
@@ -78,50 +70,26 @@ def ragged_paged_attention(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, 
         return fn(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, **options)
 
 
-_OPERANDS = ("q", "k", "v", "kv_cache", "kv_lens", "page_indices", "cu_q_lens",
-             "distribution")
-
-
-@functools.lru_cache(maxsize=64)
-def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
-    f = dict(key)
-    options = dict(
+def _options(f: dict[str, Any], interpreted: bool) -> dict[str, Any]:
+    return dict(
         tpu_version=f["tpu_version"], sm_scale=f["sm_scale"],
         sliding_window=f["sliding_window"], soft_cap=f["soft_cap"],
         chunk_prefill_size=f["chunk_prefill_size"], d_block_sizes=f["d_blocks"],
         p_block_sizes=f["p_blocks"], m_block_sizes=f["m_blocks"], q_scale=f["q_scale"],
         k_scale=f["k_scale"], v_scale=f["v_scale"],
-        vmem_limit_bytes=INTERPRET_VMEM_BYTES if f["interpreted"] else None)
-    return jax.jit(lambda *operands: impl(*operands, **options))
+        vmem_limit_bytes=INTERPRET_VMEM_BYTES if interpreted else None)
 
 
-def _program_for(impl: Callable[..., Any], case: RpaV3Case, backend: Backend
-                 ) -> Callable[..., Any]:
-    return _program(impl, (*case.static_key(), ("interpreted", backend.is_interpreted)))
-
-
-def traceable(impl: Callable[..., Any] | None, case: RpaV3Case, backend: Backend
-              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The adapter's program as ``f(inputs) -> outputs`` (for TPU lowering)."""
-    program = _program_for(impl or ragged_paged_attention, case, backend)
-
-    def f(inputs: dict[str, Any]) -> dict[str, Any]:
-        out, cache = program(*(inputs[n] for n in _OPERANDS))
-        return {"out": out, "kv_cache": cache}
-
-    return f
-
-
-def run(impl: Callable[..., Any], case: RpaV3Case, inputs: dict[str, np.ndarray],
-        backend: Backend) -> dict[str, np.ndarray]:
-    """``out`` [max_tokens, q_heads, head_dim] and the updated ``kv_cache`` (float32)."""
-    out, cache = run_tpu_program(_program_for(impl, case, backend), inputs, _OPERANDS,
-                                 backend, extended=True)
-    expect_shape("tpu-inference-rpa-v3", out, inputs["q"].shape)
-    expect_shape("tpu-inference-rpa-v3", cache, inputs["kv_cache"].shape)
-    return {"out": np.asarray(out, np.float32), "kv_cache": np.asarray(cache, np.float32)}
-
+#: The kernel as one jitted program: ``out`` [max_tokens, q_heads, head_dim] and the
+#: updated ``kv_cache``.
+PROGRAM = JittedTpuProgram(
+    family="tpu-inference-rpa-v3", kernel=ragged_paged_attention,
+    operands=lambda case: ("q", "k", "v", "kv_cache", "kv_lens", "page_indices",
+                           "cu_q_lens", "distribution"),
+    options=_options, outputs=("out", "kv_cache"),
+    shapes=lambda case, inputs: [inputs["q"].shape, inputs["kv_cache"].shape],
+    extended=True)
+traceable = PROGRAM.traceable
 
 #: How the tpu-inference-rpa-v3 family calls its kernel.
-ADAPTER = Adapter(kernel=ragged_paged_attention, impl_signature=IMPL_SIGNATURE, run=run,
-                  backends=RPA_V3_BACKENDS)
+ADAPTER = PROGRAM.adapter(impl_signature=IMPL_SIGNATURE, backends=RPA_V3_BACKENDS)
