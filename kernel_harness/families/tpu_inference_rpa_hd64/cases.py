@@ -14,62 +14,48 @@ import dataclasses
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import cast, check_heads
-from kernel_harness.ops.paged_decode.passes import PassesCase, align, draw_passes, dtype_packing
+from kernel_harness.core.case import cast
+from kernel_harness.ops.paged_decode.kv_update import KV_UPDATE_DTYPES, KvUpdateCase, fp8_scales
+from kernel_harness.ops.paged_decode.passes import align, draw_passes, dtype_packing
 
 #: The head dimension of this kernel (its only one).
 HEAD_DIM = 64
-DTYPES: tuple[str, ...] = ("float32", "bfloat16")
-FP8 = "float8_e4m3fn"
 #: Features an implementation may declare it lacks (``--without``).
 OPTIONAL: dict[str, str] = {"fp8": "no fp8 K/V cache and no q/k/v scales",
                             "sinks": "no attention sinks"}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RpaHd64Case(PassesCase):
-    """One ``ragged_paged_attention_hd64`` call: the passes' sequences
-    (:class:`~kernel_harness.ops.paged_decode.passes.PassesCase`), and
+class RpaHd64Case(KvUpdateCase):
+    """One ``ragged_paged_attention_hd64`` call: the passes' sequences, heads (head_dim is
+    64) and quantization (:class:`~kernel_harness.ops.paged_decode.kv_update.KvUpdateCase`),
+    and
 
     Attributes:
-      q_heads, kv_heads: heads (head_dim is 64).
       kv_pages_per_block, queries_per_block: the kernel's block sizes (every pass).
       sinks: an attention-sink logit per query head (float32), or none.
-      kv_dtype, q_scale, k_scale, v_scale: as in the rpa-v3 family (the real K is the
-        stored one times k_scale; q quantized to the cache dtype as q / q_scale).
     """
 
-    q_heads: int
-    kv_heads: int
     kv_pages_per_block: int = 2
     queries_per_block: int = 8
     sinks: bool = False
-    kv_dtype: str | None = None
-    q_scale: float | None = None
-    k_scale: float | None = None
-    v_scale: float | None = None
-
-    @property
-    def cache_dtype(self) -> str:
-        return self.kv_dtype or self.dtype
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.dtype not in DTYPES:
-            raise ValueError(f"rpa hd64 cases take {DTYPES}, got {self.dtype!r}")
-        check_heads(self)
-        if self.kv_dtype not in (None, FP8):
-            raise ValueError(f"kv_dtype must be None or {FP8!r}, got {self.kv_dtype!r}")
-        if self.page_size % dtype_packing(self.cache_dtype):
-            raise ValueError("page_size must be a multiple of the cache dtype's packing")
         if self.kv_pages_per_block < 1 or self.queries_per_block < 1:
             raise ValueError("kv_pages_per_block and queries_per_block must be >= 1")
-        for name in ("q_scale", "k_scale", "v_scale"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be > 0 (or None)")
-        if self.q_scale is not None and (self.kv_dtype is None or np.log2(self.q_scale) % 1):
-            raise ValueError("q_scale needs an fp8 cache and a power of two")
+
+    def write_token(self, rows: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+        """Kv head h's K in lanes 0-63 and its V in lanes 64-127 of row h, zeros in the
+        padding heads' rows (the kernel writes whole packed words, padded with zeros)."""
+        rows[: self.kv_heads, :HEAD_DIM] = k
+        rows[: self.kv_heads, HEAD_DIM:] = v
+        rows[self.kv_heads:] = 0
+
+    def token_kv(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """K from lanes 0-63 and V from lanes 64-127 of the kv heads' rows."""
+        heads = rows[..., : self.kv_heads, :]
+        return heads[..., :HEAD_DIM], heads[..., HEAD_DIM:]
 
     def cache_shape(self) -> tuple[int, ...]:
         """[pages, page_size, kv heads / packing, packing, 128]."""
@@ -107,30 +93,6 @@ class RpaHd64Case(PassesCase):
         return inputs
 
 
-def updated_cache(case: RpaHd64Case, inputs: dict[str, np.ndarray]) -> np.ndarray:
-    """The cache after the call, by the contract: each new token's slot holds, for kv head
-    h, its K in lanes 0-63 and its V in lanes 64-127 of row h, and zeros in the padding
-    heads' rows (the kernel writes whole packed words, padded with zeros); nothing else
-    changes."""
-    cache = np.array(inputs["kv_cache"])
-    rows = cache.reshape(*cache.shape[:2], -1, cache.shape[-1])
-    for row, page, slot in case.new_tokens():
-        rows[page, slot, : case.kv_heads, :HEAD_DIM] = inputs["k"][row]
-        rows[page, slot, : case.kv_heads, HEAD_DIM:] = inputs["v"][row]
-        rows[page, slot, case.kv_heads:] = 0
-    return rows.reshape(cache.shape)
-
-
-def sequence_kv(case: RpaHd64Case, cache: np.ndarray, i: int
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """float32 K and V [kv_len, kv_heads, 64] of sequence i read from ``cache``,
-    dequantized (times k_scale, v_scale)."""
-    rows = cache.reshape(*cache.shape[:2], -1, cache.shape[-1]).astype(np.float32)
-    tokens = rows[case.sequence_slots(i)][:, : case.kv_heads]
-    return (tokens[..., :HEAD_DIM] * (case.k_scale or 1.0),
-            tokens[..., HEAD_DIM:] * (case.v_scale or 1.0))
-
-
 def sinks_supported(dtype: str, ratio: int) -> bool:
     """Whether the kernel takes sinks with ``dtype`` queries and ``ratio`` query heads per
     kv head: it pads each group of q heads to the dtype's packing but not the sinks, so a
@@ -140,8 +102,8 @@ def sinks_supported(dtype: str, ratio: int) -> bool:
 
 
 @st.composite
-def rpa_hd64_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES, max_seqs: int = 4,
-                   without: frozenset[str] = frozenset()) -> RpaHd64Case:
+def rpa_hd64_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = KV_UPDATE_DTYPES,
+                   max_seqs: int = 4, without: frozenset[str] = frozenset()) -> RpaHd64Case:
     """Valid :class:`RpaHd64Case` s: the passes of :func:`draw_passes` (1-4 sequences,
     decode, prefill and mixed, padding), MHA/GQA/MQA with 1-3 kv heads (odd counts leave a
     padding head in a packed word), pages of 8 or 16 tokens, blocks of 1-4 pages and 1-16
@@ -169,7 +131,5 @@ def rpa_hd64_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES, max_seq
         soft_cap=draw(st.sampled_from((None, 2.0, 20.0))),
         sm_scale=draw(st.sampled_from((1.0, 0.5))),
         logit_scale=draw(st.sampled_from((1.0, 4.0))),
-        **(dict(kv_dtype=FP8, q_scale=draw(st.sampled_from((None, 0.25, 0.5))),
-                k_scale=draw(st.sampled_from((None, 0.05, 0.2))),
-                v_scale=draw(st.sampled_from((None, 0.5, 0.1)))) if quantized else {}),
+        **(draw(fp8_scales()) if quantized else {}),
     )

@@ -14,13 +14,10 @@ from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
     OPTIONAL,
     RpaHd64Case,
     rpa_hd64_cases,
-    sequence_kv,
-    updated_cache,
 )
 from kernel_harness.families.tpu_inference_rpa_hd64.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_hd64.export import export
-from kernel_harness.ops.paged_decode.passes import effective_q
-from kernel_harness.ops.paged_decode.ragged import ragged_attention
+from kernel_harness.ops.paged_decode.kv_update import kv_update_reference
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
 from kernel_harness.spec.kernels import KernelExpectation
@@ -77,18 +74,6 @@ def valid(case: RpaHd64Case) -> dict[str, np.ndarray]:
     return {} if rows.all() else {"out": rows[:, None, None]}
 
 
-def reference(case: RpaHd64Case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The expected cache (:func:`updated_cache`) and attention over it by the ragged
-    paged attention op (float32, HIGHEST) with the case's sinks, K/V dequantized and q as
-    the kernel quantizes it."""
-    cache = updated_cache(case, inputs)
-    kv = (sequence_kv(case, cache, i) for i in range(case.num_seqs))
-    out = ragged_attention(effective_q(case, inputs["q"]), kv, case.q_lens, case.kv_lens,
-                           sm_scale=case.sm_scale, soft_cap=case.soft_cap,
-                           window=case.sliding_window, sinks=inputs.get("attention_sink"))
-    return {"out": out, "kv_cache": cache.astype(np.float32)}
-
-
 FAMILY = Family(
     name="tpu-inference-rpa-v3-hd64",
     summary=f"tpu-inference {TESTED_VERSION} ragged paged attention v3 for head_dim 64 (K|V "
@@ -99,7 +84,7 @@ FAMILY = Family(
     **_kernel.ADAPTER.fields(),
     kernels=KernelExpectation(forward=1),
     requires=f"tpu-inference: {INSTALL}; {_kernel.NEEDS_JAX}",
-    reference=reference,
+    reference=kv_update_reference,
     output_axes={"out": ("token", "head", "dim"),
                  "kv_cache": ("page", "slot", "head", "pack", "lane")},
     tolerances=TOLERANCES,

@@ -13,9 +13,13 @@ import dataclasses
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import cast, check_heads
+from kernel_harness.core.case import cast
+from kernel_harness.ops.paged_decode.kv_update import (
+    KV_UPDATE_DTYPES,
+    KvUpdateCase,
+    fp8_quantization,
+)
 from kernel_harness.ops.paged_decode.passes import (
-    PassesCase,
     align,
     draw_passes,
     dtype_packing,
@@ -23,10 +27,7 @@ from kernel_harness.ops.paged_decode.passes import (
 )
 
 #: dtypes drawn for q (and for the new K/V and the cache, unless ``kv_dtype`` says fp8).
-RPA_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
-
-#: The quantized K/V cache dtype drawn (the kernel takes any floating cache dtype).
-FP8 = "float8_e4m3fn"
+RPA_DTYPES: tuple[str, ...] = KV_UPDATE_DTYPES
 
 #: Features an implementation may declare it lacks (``--without``).
 OPTIONAL: dict[str, str] = {"fp8": "no fp8 K/V cache and no q/k/v scales"}
@@ -40,62 +41,44 @@ Blocks = tuple[int, int, int, int]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RpaV3Case(PassesCase):
-    """One ``ragged_paged_attention`` (v3) call: the passes' sequences
-    (:class:`~kernel_harness.ops.paged_decode.passes.PassesCase`), and
+class RpaV3Case(KvUpdateCase):
+    """One ``ragged_paged_attention`` (v3) call: the passes' sequences, heads and
+    quantization (:class:`~kernel_harness.ops.paged_decode.kv_update.KvUpdateCase`), and
 
     Attributes:
-      q_heads, kv_heads, head_dim: heads and head dimension (64 is padded to 128 lanes).
+      head_dim: the head dimension (64 is padded to 128 lanes).
       d_blocks, p_blocks, m_blocks: (bq_sz, bkv_sz, bq_csz, bkv_csz) of each pass: query
         and kv tokens fetched per block, and the compute blocks within them.
       tpu_version: the TPU generation the kernel is told it runs on.
-      kv_dtype: the new K/V and the cache's dtype when quantized (``float8_e4m3fn``);
-        None: ``dtype``.
-      q_scale, k_scale, v_scale: the kernel's quantization scales (None: off). The real
-        K is the stored K times k_scale (V likewise); with q_scale the kernel quantizes q
-        to the cache dtype as ``q / q_scale`` and multiplies the logits back (a power of
-        two, so the division is exact and the quantization one rounding).
     """
 
-    q_heads: int
-    kv_heads: int
     head_dim: int = 128
     d_blocks: Blocks = (1, 8, 1, 8)
     p_blocks: Blocks = (8, 16, 8, 8)
     m_blocks: Blocks = (8, 16, 8, 8)
     tpu_version: int = 6
-    kv_dtype: str | None = None
-    q_scale: float | None = None
-    k_scale: float | None = None
-    v_scale: float | None = None
-
-    @property
-    def cache_dtype(self) -> str:
-        return self.kv_dtype or self.dtype
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.dtype not in RPA_DTYPES:
-            raise ValueError(f"rpa v3 cases take {RPA_DTYPES}, got {self.dtype!r}")
-        check_heads(self)
         if self.tpu_version not in TPU_VERSIONS:
             raise ValueError(f"tpu_version must be one of {TPU_VERSIONS}")
-        if self.kv_dtype not in (None, FP8):
-            raise ValueError(f"kv_dtype must be None or {FP8!r}, got {self.kv_dtype!r}")
-        if self.page_size % dtype_packing(self.cache_dtype):
-            raise ValueError("page_size must be a multiple of the cache dtype's packing")
-        for name in ("q_scale", "k_scale", "v_scale"):
-            value = getattr(self, name)
-            if value is not None and not value > 0:
-                raise ValueError(f"{name} must be > 0 (or None)")
-        if self.q_scale is not None and (self.kv_dtype is None
-                                         or np.log2(self.q_scale) % 1):
-            raise ValueError("q_scale needs an fp8 cache and a power of two")
         for name in ("d_blocks", "p_blocks", "m_blocks"):
             bq, bkv, bq_c, bkv_c = getattr(self, name)
             if bq % bq_c or bkv % bkv_c or bkv % self.page_size or bkv_c % self.page_size:
                 raise ValueError(f"{name}={getattr(self, name)}: compute blocks must divide "
                                  "the fetched ones, kv blocks be multiples of page_size")
+
+    def write_token(self, rows: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+        """K of kv head h in combined head (row) 2h, its V in 2h+1, lanes past head_dim
+        untouched."""
+        heads, d = 2 * self.kv_heads, self.head_dim
+        rows[0:heads:2, :d] = k
+        rows[1:heads:2, :d] = v
+
+    def token_kv(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """K from the even combined heads, V from the odd ones, the head_dim first lanes."""
+        heads, d = 2 * self.kv_heads, self.head_dim
+        return rows[..., 0:heads:2, :d], rows[..., 1:heads:2, :d]
 
     def cache_shape(self) -> tuple[int, ...]:
         """[pages, page_size, combined heads / packing, packing, head_dim padded to 128]."""
@@ -130,29 +113,6 @@ class RpaV3Case(PassesCase):
             "q": cast(q, self.dtype), "k": cast(k / ks, kv), "v": cast(v / vs, kv),
             "kv_cache": cast(cache_heads.reshape(cache.shape), kv), **self.operands(),
         }
-
-
-def updated_cache(case: RpaV3Case, inputs: dict[str, np.ndarray]) -> np.ndarray:
-    """The cache after the call, by the contract: each new token's slot
-    (:meth:`~kernel_harness.ops.paged_decode.passes.PassesCase.new_tokens`) holds its K in
-    combined head 2h and its V in 2h+1; nothing else changes."""
-    cache = np.array(inputs["kv_cache"])
-    flat = cache.reshape(*cache.shape[:2], -1, cache.shape[-1])  # combined heads
-    heads, d = 2 * case.kv_heads, case.head_dim
-    for row, page, slot in case.new_tokens():
-        flat[page, slot, 0:heads:2, :d] = inputs["k"][row]
-        flat[page, slot, 1:heads:2, :d] = inputs["v"][row]
-    return flat.reshape(cache.shape)
-
-
-def sequence_kv(case: RpaV3Case, cache: np.ndarray, i: int) -> tuple[np.ndarray, np.ndarray]:
-    """float32 K and V [kv_len, kv_heads, head_dim] of sequence i read from ``cache``,
-    dequantized (times k_scale, v_scale)."""
-    flat = cache.reshape(*cache.shape[:2], -1, cache.shape[-1]).astype(np.float32)
-    tokens = flat[case.sequence_slots(i)]
-    heads, d = 2 * case.kv_heads, case.head_dim
-    return (tokens[:, 0:heads:2, :d] * (case.k_scale or 1.0),
-            tokens[:, 1:heads:2, :d] * (case.v_scale or 1.0))
 
 
 @st.composite
@@ -196,15 +156,5 @@ def rpa_v3_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RPA_DTYPES,
         sm_scale=draw(st.sampled_from((1.0, 0.5))),
         logit_scale=draw(st.sampled_from((1.0, 4.0))),
         tpu_version=draw(st.sampled_from(TPU_VERSIONS)),
-        **(draw(_quantization()) if "fp8" not in without else {}),
+        **(draw(fp8_quantization()) if "fp8" not in without else {}),
     )
-
-
-@st.composite
-def _quantization(draw: st.DrawFn) -> dict[str, object]:
-    """Half the cases: an fp8 cache with or without k/v scales, q quantized or not."""
-    if not draw(st.booleans()):
-        return {}
-    return dict(kv_dtype=FP8, q_scale=draw(st.sampled_from((None, 0.25, 0.5))),
-                k_scale=draw(st.sampled_from((None, 0.05, 0.2))),
-                v_scale=draw(st.sampled_from((None, 0.5, 0.1))))

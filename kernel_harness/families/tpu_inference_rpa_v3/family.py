@@ -13,13 +13,10 @@ from kernel_harness.families.tpu_inference_rpa_v3.cases import (
     OPTIONAL,
     RpaV3Case,
     rpa_v3_cases,
-    sequence_kv,
-    updated_cache,
 )
 from kernel_harness.families.tpu_inference_rpa_v3.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_v3.export import export
-from kernel_harness.ops.paged_decode.passes import effective_q
-from kernel_harness.ops.paged_decode.ragged import ragged_attention
+from kernel_harness.ops.paged_decode.kv_update import kv_update_reference
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
 from kernel_harness.spec.kernels import KernelExpectation
@@ -107,18 +104,6 @@ def valid(case: RpaV3Case) -> dict[str, np.ndarray]:
     return masks
 
 
-def reference(case: RpaV3Case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The expected cache (:func:`updated_cache`) and attention over it by the ragged
-    paged attention op (float32, HIGHEST), K/V dequantized and q as the kernel quantizes it
-    (:func:`effective_q`)."""
-    cache = updated_cache(case, inputs)
-    kv = (sequence_kv(case, cache, i) for i in range(case.num_seqs))
-    out = ragged_attention(effective_q(case, inputs["q"]), kv, case.q_lens, case.kv_lens,
-                           sm_scale=case.sm_scale, soft_cap=case.soft_cap,
-                           window=case.sliding_window)
-    return {"out": out, "kv_cache": cache.astype(np.float32)}
-
-
 FAMILY = Family(
     name="tpu-inference-rpa-v3",
     summary=f"tpu-inference {TESTED_VERSION} ragged paged attention v3 (mixed prefill and "
@@ -129,7 +114,7 @@ FAMILY = Family(
     **_kernel.ADAPTER.fields(),
     kernels=KernelExpectation(forward=1),
     requires=f"tpu-inference: {INSTALL}",
-    reference=reference,
+    reference=kv_update_reference,
     output_axes={"out": ("token", "head", "dim"),
                  "kv_cache": ("page", "slot", "head", "pack", "lane")},
     tolerances=TOLERANCES,

@@ -15,9 +15,7 @@ from kernel_harness.core.backends import resolve_backend
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
     HEAD_DIM,
     RpaHd64Case,
-    sequence_kv,
     sinks_supported,
-    updated_cache,
 )
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
 from kernel_harness.run.runner import check_case
@@ -34,7 +32,7 @@ CASE = RpaHd64Case(dtype="bfloat16", seed=3, q_lens=(2, 1), kv_lens=(9, 4), max_
 def test_new_tokens_land_as_k_then_v_in_one_row_and_zero_the_padding_head():
     inputs = CASE.materialize()
     assert inputs["kv_cache"].shape == (CASE.total_pages, 8, 2, 2, 2 * HEAD_DIM)
-    cache = updated_cache(CASE, inputs).astype(np.float32)
+    cache = CASE.updated_cache(inputs).astype(np.float32)
     rows = cache.reshape(CASE.total_pages, 8, 4, 2 * HEAD_DIM)
     old = np.asarray(inputs["kv_cache"], np.float32).reshape(rows.shape)
     written = CASE.new_tokens()
@@ -48,7 +46,7 @@ def test_new_tokens_land_as_k_then_v_in_one_row_and_zero_the_padding_head():
     for _, page, slot in written:
         untouched[page, slot] = False
     np.testing.assert_array_equal(rows[untouched], old[untouched])
-    k, v = sequence_kv(CASE, cache, 0)
+    k, v = CASE.sequence_kv(cache, 0)
     assert k.shape == v.shape == (9, 3, HEAD_DIM)
 
 
