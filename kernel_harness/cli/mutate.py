@@ -15,6 +15,7 @@ from kernel_harness.regression.mutate import (
     GATE_COLUMN,
     GOLDEN_COLUMN,
     MutantResult,
+    catalog_impl,
     compared_nothing,
     kill_matrix,
     load_catalog,
@@ -96,12 +97,15 @@ def run(args: Any) -> int:
     kw = dict(properties=props, backend=args.backend, profile=args.profile,
               max_examples=args.max_examples, golden=not args.no_golden,
               golden_root=args.golden_dir, timeout=args.timeout,
-              draws_per_compile=args.draws_per_compile, modes_first=args.modes_first)
+              draws_per_compile=args.draws_per_compile, modes_first=args.modes_first,
+              catalog=args.catalog)
     columns = props + ([] if args.no_golden else [GOLDEN_COLUMN, GATE_COLUMN])
     print(f"kernel-harness mutate {family.name}: {len(chosen)} mutants, backend {args.backend}, "
           f"profile {args.profile}, at most {args.max_examples} examples per property, "
           f"no shrinking"
-          + ("" if seeds == [None] else f", seeds {','.join(map(str, seeds))}"), flush=True)
+          + ("" if seeds == [None] else f", seeds {','.join(map(str, seeds))}")
+          + (f"; planted in {impl} (run in place of the family's kernel)"
+             if (impl := catalog_impl(family.name, args.catalog)) else ""), flush=True)
     if len(seeds) > 1:
         return _kill_rates(family.name, chosen, seeds, args, kw)
     return _one_run(family.name, chosen, args, dict(kw, seed=seeds[0]), columns)

@@ -224,6 +224,10 @@ def run_config(config: dict[str, Any]) -> None:
             family = _import_family(config["family_target"])
         except Exception as e:
             raise RuntimeError(f"the family does not import: {type(e).__name__}: {e}") from e
+        if config.get("impl"):  # the catalog's mutants are planted in this implementation
+            from kernel_harness.spec.impl import load_impl
+
+            family = dataclasses.replace(family, kernel=load_impl(config["impl"]))
         if finder is not None and not finder.hits:
             raise RuntimeError(f"the family never imported {config['module']}")
         backend = resolve_backend(config["backend"])

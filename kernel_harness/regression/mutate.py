@@ -81,6 +81,18 @@ def load_catalog(family_name: str, spec: str | None = None) -> list[Mutant]:
     return list(mutants)
 
 
+def catalog_impl(family_name: str, spec: str | None = None) -> str | None:
+    """The implementation (``MODULE:ATTR``) a catalog's mutants are planted in, when it is
+    not the family's kernel: the catalog module's ``IMPL`` (for a family whose default
+    kernel fails on its own, its finding, the mutants go into the corrected one). None:
+    the family's kernel."""
+    module = (spec or catalog_module(family_name)).partition(":")[0]
+    try:
+        return getattr(importlib.import_module(module), "IMPL", None)
+    except ImportError:
+        return None
+
+
 # ---------------------------------------------------------------- the parent process
 
 
@@ -123,7 +135,7 @@ def run_many(
     backend: str = "interpret", profile: str = "ci", max_examples: int = DEFAULT_MAX_EXAMPLES,
     golden: bool = True, golden_root: Path | None = None, timeout: float = 900,
     first_kill: bool = False, draws_per_compile: int = 1, seed: int | None = None,
-    modes_first: bool | None = None,
+    modes_first: bool | None = None, catalog: str | None = None,
     on_result: Callable[[MutantResult], None] | None = None,
 ) -> list[MutantResult]:
     """Runs the family's properties once per entry of ``mutants`` (``None``: the unmutated
@@ -131,12 +143,16 @@ def run_many(
     process (:mod:`.mutant_child`); ``timeout`` is per mutant. ``on_result`` gets each result
     as soon as its run ends (the CLI prints it). ``seed``: the run's seed, as ``check --seed``
     takes it (Hypothesis's stream and the modes cover; None: derandomized, cover seed 0);
-    ``modes_first``: as ``check --[no-]modes-first`` (None: the profile's default)."""
+    ``modes_first``: as ``check --[no-]modes-first`` (None: the profile's default);
+    ``catalog``: the catalog's ``MODULE:ATTR`` when not the family's own, whose ``IMPL``
+    (:func:`catalog_impl`) every run, the control too, uses in place of the family's
+    kernel."""
     if not hasattr(os, "fork"):
         raise RuntimeError("kernel-harness mutate forks a process per mutant: it needs "
                            "os.fork (Linux or macOS), which this platform lacks")
     results: list[MutantResult | None] = [None] * len(mutants)
     cover = _cover_json(family_name, profile, max_examples, seed=seed, asked=modes_first)
+    impl = catalog_impl(family_name, catalog)
     with tempfile.TemporaryDirectory(prefix="kh-mutant-") as tmp:
         runs: list[tuple[int, dict[str, Any]]] = []
         for i, mutant in enumerate(mutants):
@@ -146,6 +162,7 @@ def run_many(
                 "properties": list(properties), "backend": backend, "profile": profile,
                 "max_examples": max_examples, "golden": golden, "first_kill": first_kill,
                 "draws_per_compile": draws_per_compile, "cover": cover, "seed": seed,
+                "impl": impl,
                 "golden_root": str(golden_root) if golden_root else None,
                 "result_path": str(Path(tmp) / f"{i}.json"),
             }

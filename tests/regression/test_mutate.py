@@ -118,6 +118,26 @@ def test_cli_prints_the_kill_matrix_and_fails_on_survivors(toy_registry, capsys,
     assert cli.main([*argv, "--mutant", "nope"]) == 2
 
 
+def test_a_catalog_may_plant_its_mutants_in_another_implementation(toy_registry, capsys,
+                                                                  tmp_path):
+    """A family whose kernel fails on its own (tpu-all-gather: jax's kernel) keeps its
+    mutants in the corrected implementation: the catalog's IMPL runs in place of the
+    family's kernel, the control too. Were it not run, the mutated module would never be
+    imported: an ERROR, not a kill."""
+    spec = "tests.helpers.toy_impl_mutants:MUTANTS"
+    assert mutate.catalog_impl("toy", spec) == "tests.helpers.toy_planted_impl:softplus_copy"
+    assert mutate.catalog_impl("toy", "tests.helpers.toy_mutants:MUTANTS") is None
+    assert (mutate.catalog_impl("tpu-all-gather")
+            == "kernel_harness.kernels.all_gather_ring:all_gather")
+    argv = ["mutate", "toy", "--catalog", spec, "--max-examples", "3", "--property",
+            "matches-reference", "--golden-dir", str(tmp_path)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "planted in tests.helpers.toy_planted_impl:softplus_copy" in out
+    assert "(control: no mutant)  passed 3ex" in out
+    assert "PASS: toy: 1/1 mutants killed" in out
+
+
 # ---------------------------------------------------------------- real families
 
 #: Every built-in family with a catalog (``.github/workflows/ci.yml``'s nightly kill-matrices
@@ -131,7 +151,8 @@ def test_the_families_that_keep_catalogs():
         "splash", "hstu", "flash", "megablox-gmm", "gpu-norm", "gpu-softmax", "tpu-ragged-paged",
         "tpu-paged", "gpu-paged", "tpu-inference-quantized-matmul",
         "tpu-inference-all-gather-matmul", "tpu-inference-rpa-v3", "tpu-inference-mla-v2",
-        "tpu-inference-blockwise-quantized-matmul", "tpu-inference-rpa-v3-hd64"])
+        "tpu-inference-blockwise-quantized-matmul", "tpu-inference-rpa-v3-hd64",
+        "tpu-all-gather"])
 
 
 def _catalog(name):
