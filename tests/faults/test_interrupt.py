@@ -29,7 +29,10 @@ SLOW = "tests.helpers.toy_impls:slow_wrong_at_length_8"
 def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "kernel_harness.cli", "check", "toy", "--family-module",
             "tests.helpers.toy_family", "--profile", "ci", "--property", "deterministic",
-            "--property", "matches-reference", "--impl", SLOW, "--seed", "1", *args]
+            "--property", "matches-reference", "--impl", SLOW, "--seed", "1",
+            # one draw per example: the first failure is reported as soon as it is found,
+            # not after the example's other draws (2 s each once the impl has failed)
+            "--draws-per-compile", "1", *args]
 
 
 def _env() -> dict[str, str]:

@@ -63,13 +63,14 @@ _SLOW_FAILED: list[bool] = []
 
 
 def slow_wrong_at_length_8(x):
-    """``wrong_at_length_8``, 0.3 s per call, and 2 s per call once it has failed in this
-    process: a run is still shrinking its failure when a test's signal comes (the
-    interrupt tests; with 0.3 s throughout a loaded CI machine once delivered the signal
-    after a 6.4 s shrink had ended, and the run finished instead of being interrupted)."""
+    """``wrong_at_length_8``, and 2 s per call once it has failed in this process: a run is
+    still shrinking its failure when a test's signal comes (the interrupt tests; with 0.3 s
+    a call throughout, a loaded CI machine once delivered the signal after a 6.4 s shrink
+    had ended, and the run finished instead of being interrupted). Before its first
+    failure 0.02 s a call: the slowness matters only once the signal is on its way."""
     import time
 
-    time.sleep(2.0 if _SLOW_FAILED else 0.3)
+    time.sleep(2.0 if _SLOW_FAILED else 0.02)
     if x.shape[0] == 8:
         _SLOW_FAILED.append(True)
     return wrong_at_length_8(x)
