@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "CaseResult": "kernel_harness.run.runner",
     "check_case": "kernel_harness.run.runner",
     "Adapter": "kernel_harness.spec.adapter",
+    "JittedTpuProgram": "kernel_harness.spec.adapter",
     "Family": "kernel_harness.spec.family",
     "UnknownFamily": "kernel_harness.spec.registry",
     "family_names": "kernel_harness.spec.registry",

@@ -41,13 +41,20 @@ def _neighbour(my_id: jax.Array, size: int, step: int) -> jax.Array:
 
 
 def _ring_kernel(x_ref: Any, o_ref: Any, local_sem: Any, send_sems: Any, recv_sems: Any, *,
-                 axis_name: str, size: int) -> None:
+                 axis_name: str, axis_names: tuple[str, ...], size: int) -> None:
     my_id = lax.axis_index(axis_name)
     pltpu.async_copy(x_ref, o_ref.at[my_id], local_sem).wait()
     right, left = _neighbour(my_id, size, 1), _neighbour(my_id, size, -1)
+
+    def device(index: jax.Array) -> tuple[jax.Array, ...]:
+        # Mesh coordinates: the ring's index on its axis, this device's on the others (a
+        # 2-D mesh runs one ring per row of the other axes).
+        return tuple(index if name == axis_name else lax.axis_index(name)
+                     for name in axis_names)
+
     barrier = pltpu.get_barrier_semaphore()
-    pl.semaphore_signal(barrier, 1, device_id=(left,))
-    pl.semaphore_signal(barrier, 1, device_id=(right,))
+    pl.semaphore_signal(barrier, 1, device_id=device(left))
+    pl.semaphore_signal(barrier, 1, device_id=device(right))
     pl.semaphore_wait(barrier, 2)
     half = x_ref.shape[0] // 2
     for step in range(size - 1):
@@ -58,7 +65,7 @@ def _ring_kernel(x_ref: Any, o_ref: Any, local_sem: Any, send_sems: Any, recv_se
                 (left, _neighbour(my_id, size, step), pl.ds(0, half)))):
             copy = pltpu.make_async_remote_copy(
                 o_ref.at[slot, rows], o_ref.at[slot, rows], send_sems.at[direction, step],
-                recv_sems.at[direction, step], device_id=(to,))
+                recv_sems.at[direction, step], device_id=device(to))
             copy.start()
             copies.append(copy)
         for copy in copies:  # what step + 1 forwards has arrived: its own semaphore said so
@@ -76,7 +83,8 @@ def all_gather(x: jax.Array, *, mesh: Any, axis_name: str, memory_space: Any = N
 
     def local(shard: jax.Array) -> jax.Array:
         out = pl.pallas_call(
-            functools.partial(_ring_kernel, axis_name=axis_name, size=size),
+            functools.partial(_ring_kernel, axis_name=axis_name,
+                              axis_names=tuple(mesh.axis_names), size=size),
             out_shape=jax.ShapeDtypeStruct((size, *shard.shape), shard.dtype),
             compiler_params=pltpu.CompilerParams(collective_id=0),
             grid_spec=pltpu.PrefetchScalarGridSpec(

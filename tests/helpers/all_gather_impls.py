@@ -35,7 +35,10 @@ def waits_for_a_signal_nobody_sends(x, *, mesh, axis_name, memory_space):
         me = lax.axis_index(axis_name)
         barrier = pltpu.get_barrier_semaphore()
         for step in (1, -1):
-            pl.semaphore_signal(barrier, 1, device_id=(lax.rem(me + step + size, size),))
+            to = lax.rem(me + step + size, size)  # a neighbour on the ring's axis, in the
+            # mesh's coordinates (a 2-D mesh runs one ring per row of its other axis)
+            pl.semaphore_signal(barrier, 1, device_id=tuple(
+                to if name == axis_name else lax.axis_index(name) for name in mesh.axis_names))
         pl.semaphore_wait(barrier, 3)
         o_ref[...] = x_ref[...]
 

@@ -1,6 +1,7 @@
 """What differs between jax versions for simulated meshes: whether jax has started its
-backends (after which the CPU device count is fixed), the count the user configured, and
-how many devices the TPU interpreter runs a collective kernel on without deadlocking."""
+backends (after which the CPU device count is fixed), the count the user configured, how
+many devices the TPU interpreter runs a collective kernel on without deadlocking, and its
+stale programs across meshes whose axes are the same but in another order (every jax)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,28 @@ def backends_started() -> bool:
 def cpu_device_count_config() -> int:
     """``jax_num_cpu_devices`` as configured (-1 or 0: not set)."""
     return int(getattr(jax.config, "jax_num_cpu_devices", -1) or -1)
+
+
+#: The TPU interpreter reuses a kernel traced on one mesh for a mesh with the same axis
+#: sizes in another order (a (2, 2) mesh ("x", "y") then ("y", "x"), or (4, 2) ("x", "y")
+#: then (2, 4) ("y", "x")): its device ids are computed in the first mesh's axis order, so
+#: remote DMAs reach the wrong devices. Measured on 2x2 meshes, the second call wrong on the
+#: two off-diagonal devices every time and right after ``jax.clear_caches()``: jax 0.10.2
+#: with jax's own all_gather and with the harness's ring; jax 0.12.0.1 with the ring (jax's
+#: kernel right there). No version known to be free of it, so every version gets the
+#: workaround.
+_LAYOUTS: dict[frozenset[tuple[str, int]], tuple[str, ...]] = {}
+
+
+def before_mesh_call(mesh: Any) -> None:
+    """Call before running a kernel on ``mesh``: clears jax's caches when this process
+    last ran a mesh with the same axis sizes in another order (the TPU interpreter's stale
+    program, see above: the interpreter's bug, not the kernel's)."""
+    names = tuple(mesh.axis_names)
+    sizes = frozenset((name, int(mesh.shape[name])) for name in names)
+    if _LAYOUTS.get(sizes, names) != names:
+        jax.clear_caches()
+    _LAYOUTS[sizes] = names
 
 
 def tpu_interpreter_max_devices() -> int | None:

@@ -20,16 +20,18 @@ def export(case: AllGatherCase) -> ExportSnippet:
 
             return ag.all_gather(x, mesh=mesh, axis_name=axis_name, memory_space=memory_space)
     ''')
+    shape, names = case.mesh_layout()
     run_kernel = DEVICES_FIRST + textwrap.dedent(f'''
 
         def run_kernel(x):
-            """Every device's own copy of the gathered array, [devices, rows, cols]."""
+            """Every device's own copy of the gathered array, [mesh devices, rows, cols]."""
             import contextlib
 
             from jax.experimental import pallas as pl
             from jax.experimental.pallas import tpu as pltpu
 
-            mesh = jax.sharding.Mesh(np.array(jax.devices()[:{case.devices}]), ("x",))
+            mesh = jax.sharding.Mesh(
+                np.array(jax.devices()[:{case.total_devices}]).reshape({shape}), {names})
             spec = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("x"))
             space = {{"vmem": pltpu.VMEM, "any": pl.ANY}}[{case.memory_space!r}]
             context = contextlib.nullcontext()
@@ -44,9 +46,10 @@ def export(case: AllGatherCase) -> ExportSnippet:
     ''')
     reference = textwrap.dedent(f'''
         def reference(x):
-            """Every device holds all of x."""
+            """Every device of the mesh holds all of x."""
             whole = np.asarray(x["x"]).astype(np.float32)
-            return dict(gathered=np.broadcast_to(whole, ({case.devices},) + whole.shape).copy())
+            copies = ({case.total_devices},) + whole.shape
+            return dict(gathered=np.broadcast_to(whole, copies).copy())
     ''')
     return ExportSnippet(default_import=default_import, run_kernel=run_kernel,
                          reference=reference, outputs=("gathered",))

@@ -29,8 +29,11 @@ TOLERANCES = ToleranceTable.of_limits({
 
 CONTRACT = """\
 jax.experimental.pallas.ops.tpu.all_gather.all_gather(x, mesh=mesh, axis_name="x",
-memory_space=...) on a 1-D mesh of the first `devices` devices (2..8), x sharded by rows.
-- Every device ends with all of x, in mesh order; its result is declared replicated
+memory_space=...) on a mesh of the first devices, x sharded by rows over axis "x" of
+`devices` devices (2..8): a 1-D mesh, or a 2-D one (other_axis > 1: shape (other_axis,
+devices), axes ("y", "x"), or (devices, other_axis), axes ("x", "y"); at most 8 devices)
+where x is replicated across "y" and each of its positions gathers on its own ring.
+- Every device of the mesh ends with all of x, in mesh order; its result is declared replicated
   (out_specs=P(None), unchecked), so each device's own buffer is read and compared (a
   device-0 view would hide the others).
 - The ring splits each shard in two halves and sends one each way, forwarding what it
@@ -48,12 +51,16 @@ memory_space=...) on a 1-D mesh of the first `devices` devices (2..8), x sharded
 
 def seed_cases(without: frozenset[str]) -> list[AllGatherCase]:
     """Hand-made: two devices (no slot is forwarded), four devices in bfloat16 from HBM,
-    and three devices (slots forwarded both ways), each under the out-of-order schedule."""
+    three devices (slots forwarded both ways), and two devices gathering on a (2, 2) mesh
+    (axes x, y: the ring's neighbours are not neighbours in device order; 4 devices, what
+    jax < 0.11's interpreter runs), each under the out-of-order schedule."""
     return [
         AllGatherCase(dtype="float32", seed=1, devices=2, shard_rows=16, cols=128),
         AllGatherCase(dtype="bfloat16", seed=3, devices=4, shard_rows=32, cols=256,
                       memory_space="any"),
         AllGatherCase(dtype="float32", seed=2, devices=3, shard_rows=16, cols=128),
+        AllGatherCase(dtype="float32", seed=4, devices=2, shard_rows=16, cols=128,
+                      other_axis=2, other_axis_first=False),
     ]
 
 
@@ -76,6 +83,7 @@ FAMILY = Family(
     bad_inputs=bad_inputs,
     export=export,
     devices=MAX_DEVICES,
-    modes=frozenset({"devices=2", "forwarded-slots", "odd-devices", "dma:on_wait",
+    modes=frozenset({"devices=2", "forwarded-slots", "odd-devices", "dma:on_wait", "mesh:2d",
+                     "mesh:other-axis-first", "mesh:other-axis-last",
                      "dma:eager", "memory:vmem", "memory:any", "float32", "bfloat16"}),
 )

@@ -1,6 +1,6 @@
 """Adapter running jax's Pallas TPU all-gather
-(``jax.experimental.pallas.ops.tpu.all_gather.all_gather``) on a 1-D mesh of the case's
-first ``devices`` devices.
+(``jax.experimental.pallas.ops.tpu.all_gather.all_gather``) on the case's mesh of the first
+devices: 1-D, or 2-D with the gather over axis ``x`` (``MeshCase.mesh_layout``).
 
 The kernel has no ``interpret`` argument: on ``interpret`` and ``tpu-interpret`` it runs
 under forced TPU interpret mode, with the case's DMA schedule (``dma_mode``), on simulated
@@ -21,9 +21,9 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.devices import device_mesh
 from kernel_harness.ops.all_gather.cases import AllGatherCase
+from kernel_harness.ops.mesh import AXIS
 from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
-AXIS = "x"
 IMPL_SIGNATURE = (
     "all_gather(x, *, mesh, axis_name, memory_space) -> gathered (jax's own signature); "
     "x: [devices * shard_rows, cols] sharded by rows over mesh's axis axis_name; "
@@ -70,8 +70,9 @@ def per_device(out: jax.Array, mesh: Any, expected: tuple[int, ...]) -> np.ndarr
 
 def run(impl: Callable[..., Any], case: AllGatherCase, inputs: dict[str, np.ndarray],
         backend: Backend) -> dict[str, np.ndarray]:
-    """``gathered`` [devices, devices * shard_rows, cols] (float32): device d's buffer."""
-    mesh = device_mesh(backend.platform, (case.devices,), (AXIS,), "tpu-all-gather")
+    """``gathered`` [total_devices, devices * shard_rows, cols] (float32): the buffer of
+    every device of the mesh, in mesh order."""
+    mesh = device_mesh(backend.platform, *case.mesh_layout(), "tpu-all-gather")
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(AXIS))
     x = jax.device_put(inputs["x"], sharding)
     with backend.forcing_interpret(dma_execution_mode=case.dma_mode):

@@ -23,8 +23,8 @@ MUTANTS: list[Mutant] = [
           "every step's remote copy signals the direction's first receive semaphore (jax's "
           "kernel): a wait can be satisfied by the next step's DMA, and a slot forwarded "
           "before it arrived (3+ devices, out-of-order DMAs)",
-          "recv_sems.at[direction, step], device_id=(to,))",
-          "recv_sems.at[direction, 0], device_id=(to,))"),
+          "recv_sems.at[direction, step], device_id=device(to))",
+          "recv_sems.at[direction, 0], device_id=device(to))"),
     _ring("missing-wait", "the leftward copies are never waited for: their slots are "
           "forwarded, and read, before they arrived",
           "for copy in copies:", "for copy in copies[:1]:", tags=CI),

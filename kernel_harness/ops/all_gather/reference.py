@@ -8,6 +8,7 @@ from kernel_harness.ops.all_gather.cases import AllGatherCase
 
 
 def reference(case: AllGatherCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """``gathered`` [devices, devices * shard_rows, cols] (float32): device d's copy is x."""
+    """``gathered`` [total_devices, devices * shard_rows, cols] (float32): the copy of
+    every device of the mesh (in mesh order) is x."""
     x = np.asarray(inputs["x"]).astype(np.float32)
-    return {"gathered": np.broadcast_to(x, (case.devices, *x.shape)).copy()}
+    return {"gathered": np.broadcast_to(x, (case.total_devices, *x.shape)).copy()}
