@@ -36,6 +36,9 @@ rhs_transpose=...); install: {INSTALL}.
 - dma_mode is the TPU interpreter's DMA schedule (on_wait: late and out of order; eager:
   in issue order); a result that depends on it is a bug. Cases use 2..8 devices (at most 4
   on jax < 0.11, whose interpreter deadlocks collectives on more).
+- 1-D meshes only: the kernel names its neighbours by one mesh coordinate
+  (device_id=(neighbor,)); on a 2-D mesh the TPU interpreter rejects that (an
+  AssertionError, jax 0.10.2, measured), so its cases refuse a second mesh axis.
 """
 
 
