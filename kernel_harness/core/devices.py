@@ -70,8 +70,8 @@ def device_mesh(platform: str, shape: tuple[int, ...], axes: tuple[str, ...],
                 what: str) -> jax.sharding.Mesh:
     """A mesh of ``shape`` over ``platform``'s first devices, in order, named ``axes``
     (:func:`require_devices` for ``what``: never a smaller one), for a kernel run on it
-    next (on an older jax, the TPU interpreter's programs of the same axes in another
-    order are dropped first: :func:`~kernel_harness.core.compat.mesh.before_mesh_call`)."""
+    next (the TPU interpreter's programs traced on the same axes in another order are
+    dropped first, on every jax: :func:`~kernel_harness.core.compat.mesh.before_mesh_call`)."""
     mesh = _mesh(platform, shape, axes, what)
     compat_mesh.before_mesh_call(mesh)
     return mesh
