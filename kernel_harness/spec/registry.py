@@ -65,6 +65,8 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "tpu-all-gather": "kernel_harness.families.tpu_all_gather.family:FAMILY",
     "tpu-inference-all-gather-matmul":
         "kernel_harness.families.tpu_inference_agmm.family:FAMILY",
+    "tpu-inference-fused-moe":
+        "kernel_harness.families.tpu_inference_fused_moe.family:FAMILY",
 }
 
 # Families registered by load_family_modules (explicit calls only; empty at import).

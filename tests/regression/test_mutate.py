@@ -152,7 +152,7 @@ def test_the_families_that_keep_catalogs():
         "tpu-paged", "gpu-paged", "tpu-inference-quantized-matmul",
         "tpu-inference-all-gather-matmul", "tpu-inference-rpa-v3", "tpu-inference-mla-v2",
         "tpu-inference-blockwise-quantized-matmul", "tpu-inference-rpa-v3-hd64",
-        "tpu-all-gather"])
+        "tpu-all-gather", "tpu-inference-fused-moe"])
 
 
 def _catalog(name):

@@ -1,0 +1,1 @@
+"""tpu-inference fused expert-parallel MoE (issue 38)."""
