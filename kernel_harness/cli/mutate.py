@@ -40,6 +40,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--golden-dir", type=Path, default=None, help=GOLDEN_DIR_HELP)
     p.add_argument("--catalog", default=None, help="MODULE:ATTR of the mutant list")
     p.add_argument("--timeout", type=float, default=900, help="seconds per mutant")
+    p.add_argument("--example-timeout", type=float, default=None, metavar="SECONDS",
+                   help="per-example limit on the kernel run: a run past it kills the mutant "
+                   "as a hang (default: check's, 300 for a collective family, else none; "
+                   "0: off)")
     p.add_argument("--skip-control", action="store_true",
                    help="do not first check that the unmutated kernel passes")
     p.add_argument("--draws-per-compile", type=int, default=1, metavar="K",
@@ -98,7 +102,7 @@ def run(args: Any) -> int:
               max_examples=args.max_examples, golden=not args.no_golden,
               golden_root=args.golden_dir, timeout=args.timeout,
               draws_per_compile=args.draws_per_compile, modes_first=args.modes_first,
-              catalog=args.catalog)
+              catalog=args.catalog, example_timeout=args.example_timeout)
     columns = props + ([] if args.no_golden else [GOLDEN_COLUMN, GATE_COLUMN])
     print(f"kernel-harness mutate {family.name}: {len(chosen)} mutants, backend {args.backend}, "
           f"profile {args.profile}, at most {args.max_examples} examples per property, "

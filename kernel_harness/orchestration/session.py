@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kernel_harness.checks.modes import modes_first
@@ -79,6 +79,12 @@ Emit = Callable[[str], None]
 COLLECTIVE_TIMEOUT = 300.0
 
 
+def default_example_timeout(families: Sequence[Family]) -> float | None:
+    """The per-example time limit when none is given: :data:`COLLECTIVE_TIMEOUT` where a
+    family is a collective (``Family.devices > 1``), else none."""
+    return COLLECTIVE_TIMEOUT if any(f.devices > 1 for f in families) else None
+
+
 def _print(line: str) -> None:
     print(line, flush=True)
 
@@ -124,8 +130,8 @@ class CheckSession:
         #: an ERROR each, while the others run (a named one is a usage error).
         self.broken: list[tuple[str, str]] = []
         families = self._families()
-        if self.timeout is None and any(f.devices > 1 for f in families):
-            self.timeout = COLLECTIVE_TIMEOUT  # a deadlocked collective: a hang report
+        if self.timeout is None:  # a deadlocked collective: a hang report
+            self.timeout = default_example_timeout(families)
         unknown = [p for p in request.properties if not is_property(p, families)]
         if unknown:
             relations = sorted({r.name for f in families for r in f.relations})

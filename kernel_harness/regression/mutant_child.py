@@ -16,6 +16,7 @@ an abort) with its exit status and the last lines it printed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import importlib.abc
 import importlib.util
@@ -24,7 +25,9 @@ import linecache
 import os
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +86,11 @@ def _import_family(target: str) -> Family:
 
 def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
                 draws_per_compile: int = 1, cover: list[str] | None = None,
-                seed: int | None = None) -> dict[str, Any]:
+                seed: int | None = None, example_timeout: float | None = None,
+                on_hang: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """One property's column. ``example_timeout``: an example whose kernel run takes longer
+    is a hang, the column killed by it: ``on_hang(column)`` is called (from a watchdog
+    thread, with the kernel still stuck) and must end the process."""
     import hypothesis
 
     from kernel_harness.checks.properties import Observer, build_property
@@ -99,7 +106,19 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
                              checks=self.checks, case=result.case.to_json(),
                              how="wrong " + ",".join(v.stats.output for v in result.failures))
 
+    def hung(case: Any) -> None:
+        assert on_hang is not None
+        on_hang({"killed": True, "examples": observer.examples + 1, "checks": observer.checks,
+                 "compiles": observer.compiles, "wall_s": time.perf_counter() - start,
+                 "seconds": time.perf_counter() - start, "case": case.to_json(),
+                 "how": f"hang: no result within {example_timeout:g}s"})
+
     def timed_run(impl: Any, case: Any, inputs: Any, b: Any) -> Any:
+        watchdog = None
+        if example_timeout and on_hang is not None:
+            watchdog = threading.Timer(example_timeout, hung, args=(case,))
+            watchdog.daemon = True
+            watchdog.start()
         try:
             return family.run(impl, case, inputs, b)
         except Exception as e:
@@ -108,6 +127,9 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
                              examples=observer.examples + 1, case=case.to_json(),
                              how=f"crash {type(e).__name__}: {str(e)[:80]}")
             raise
+        finally:
+            if watchdog is not None:
+                watchdog.cancel()
 
     observer = FirstFailure()
     timed = dataclasses.replace(family, run=timed_run)
@@ -245,7 +267,9 @@ def run_config(config: dict[str, Any]) -> None:
                 continue
             result["columns"][name] = _run_column(
                 family, name, backend, run_settings, config.get("draws_per_compile", 1),
-                cover=config.get("cover"), seed=config.get("seed"))
+                cover=config.get("cover"), seed=config.get("seed"),
+                example_timeout=config.get("example_timeout"),
+                on_hang=functools.partial(_hung, result, name, config))
         if config["golden"]:
             result["columns"][GOLDEN_COLUMN] = _golden_column(family, backend,
                                                               config.get("golden_root"))
@@ -254,6 +278,18 @@ def run_config(config: dict[str, Any]) -> None:
     except Exception as e:  # noqa: BLE001 - reported as the mutant's ERROR
         result["error"] = f"{type(e).__name__}: {e}"
     _write_whole(Path(config["result_path"]), json.dumps(result))
+
+
+def _hung(result: dict[str, Any], name: str, config: dict[str, Any],
+          column: dict[str, Any]) -> None:
+    """A kernel run hung in ``name``'s column: the result so far with that column killed
+    by the hang is written, and the process ends at once (the stuck kernel cannot be
+    interrupted; the golden and gate columns are not run)."""
+    result["columns"][name] = column
+    _write_whole(Path(config["result_path"]), json.dumps(result))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _write_whole(path: Path, text: str) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 # Columns of the matrix next to the properties: the stored golden cases, and the accuracy
 # gate on the same cases (errors against the recorded baseline).
 from kernel_harness.checks.modes import cover_budget, mode_cover, modes_first
+from kernel_harness.orchestration.session import default_example_timeout
 from kernel_harness.regression.mutant_child import (
     GATE_COLUMN,
     GOLDEN_COLUMN,
@@ -137,6 +138,7 @@ def run_many(
     first_kill: bool = False, draws_per_compile: int = 1, seed: int | None = None,
     modes_first: bool | None = None, catalog: str | None = None,
     on_result: Callable[[MutantResult], None] | None = None,
+    example_timeout: float | None = None,
 ) -> list[MutantResult]:
     """Runs the family's properties once per entry of ``mutants`` (``None``: the unmutated
     control), each with its mutant installed, in a process of its own forked from one child
@@ -146,13 +148,18 @@ def run_many(
     ``modes_first``: as ``check --[no-]modes-first`` (None: the profile's default);
     ``catalog``: the catalog's ``MODULE:ATTR`` when not the family's own, whose ``IMPL``
     (:func:`catalog_impl`) every run, the control too, uses in place of the family's
-    kernel."""
+    kernel; ``example_timeout``: an example whose kernel run takes longer kills the mutant
+    as a hang (None: the limit ``check`` applies, :func:`~kernel_harness.orchestration.
+    session.default_example_timeout`; 0: none); within ``timeout``, which ends any run as an
+    ERROR."""
     if not hasattr(os, "fork"):
         raise RuntimeError("kernel-harness mutate forks a process per mutant: it needs "
                            "os.fork (Linux or macOS), which this platform lacks")
     results: list[MutantResult | None] = [None] * len(mutants)
     cover = _cover_json(family_name, profile, max_examples, seed=seed, asked=modes_first)
     impl = catalog_impl(family_name, catalog)
+    if example_timeout is None:
+        example_timeout = default_example_timeout([get_family(family_name)])
     with tempfile.TemporaryDirectory(prefix="kh-mutant-") as tmp:
         runs: list[tuple[int, dict[str, Any]]] = []
         for i, mutant in enumerate(mutants):
@@ -162,7 +169,7 @@ def run_many(
                 "properties": list(properties), "backend": backend, "profile": profile,
                 "max_examples": max_examples, "golden": golden, "first_kill": first_kill,
                 "draws_per_compile": draws_per_compile, "cover": cover, "seed": seed,
-                "impl": impl,
+                "impl": impl, "example_timeout": example_timeout or None,
                 "golden_root": str(golden_root) if golden_root else None,
                 "result_path": str(Path(tmp) / f"{i}.json"),
             }
