@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -72,6 +73,11 @@ def run_tpu_program(program: Callable[..., Any], inputs: Arrays, names: Sequence
         return jax.block_until_ready(program(*args))
 
 
+class KernelSignatureError(RuntimeError):
+    """A kernel's keyword arguments are not the layout its adapter knows (a kernel whose
+    installed version renamed or dropped one): never a call with arguments dropped."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class JittedTpuProgram:
     """A TPU kernel without an ``interpret`` switch, called as one jitted program over
@@ -89,6 +95,11 @@ class JittedTpuProgram:
         is an error, never judged.
       extended: interpreted inside the harness's TPU interpreter extensions
         (:func:`run_tpu_program`).
+      keywords: keyword arguments ``options`` passes that the kernel must take; an
+        implementation without one is a :class:`KernelSignatureError` naming them and the
+        jax version (a kernel of another jax), checked before anything is traced.
+      low_opt_when_interpreted: interpreted programs compiled at XLA optimisation level 0
+        (a kernel whose interpreted program XLA spends long optimising for nothing).
     """
 
     family: str
@@ -98,11 +109,31 @@ class JittedTpuProgram:
     outputs: tuple[str, ...]
     shapes: Callable[[Any, Arrays], Sequence[tuple[int, ...]]]
     extended: bool = False
+    keywords: tuple[str, ...] = ()
+    low_opt_when_interpreted: bool = False
 
     def program(self, impl: Callable[..., Any], case: Any, backend: Backend
                 ) -> Callable[..., Any]:
         """``impl`` jitted with the case's options (one program per static key)."""
+        self.check_signature(impl)
         return _jitted(self, impl, case.static_key(), backend.is_interpreted)
+
+    def check_signature(self, impl: Callable[..., Any]) -> None:
+        """:class:`KernelSignatureError` when ``impl`` takes none of some :attr:`keywords`
+        (an implementation taking ``**kwargs``, or without a signature, is not judged)."""
+        try:
+            params = inspect.signature(impl).parameters
+        except (TypeError, ValueError):
+            return  # a C callable or partial without a signature: the call itself will say
+        if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+            return
+        missing = [k for k in self.keywords if k not in params]
+        if missing:
+            raise KernelSignatureError(
+                f"{self.family}: {getattr(impl, '__name__', impl)!s} (jax "
+                f"{jax.__version__}) takes no {missing}, which the adapter passes; the "
+                "harness knows the signature of the kernel of jax 0.10.2/0.12.0.1 - adapt "
+                "the family's kernel.py to this version")
 
     def _named(self, result: Any) -> dict[str, Any]:
         results = (result,) if len(self.outputs) == 1 else tuple(result)
@@ -139,4 +170,6 @@ class JittedTpuProgram:
 def _jitted(spec: JittedTpuProgram, impl: Callable[..., Any], key: tuple[Any, ...],
             interpreted: bool) -> Callable[..., Any]:
     options = spec.options(dict(key), interpreted)
-    return jax.jit(lambda *operands: impl(*operands, **options))
+    low = spec.low_opt_when_interpreted and interpreted
+    return jax.jit(lambda *operands: impl(*operands, **options),
+                   compiler_options={"xla_backend_optimization_level": 0} if low else None)
