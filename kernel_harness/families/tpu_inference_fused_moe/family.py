@@ -101,7 +101,7 @@ FAMILY = Family(
     export=export,
     devices=MAX_DEVICES,
     modes=frozenset({"devices=2", "forwarded-slots", "dma:on_wait", "dma:eager", "float32",
-                     "bfloat16", "top-k=1", "top-k>1", "multi-token-block",
+                     "bfloat16", "top-k=1", "top-k>1", "multi-token-block", "token-blocks>=3",
                      "multi-intermediate-block", "multi-hidden-block",
                      "hidden-compute<block", "several-experts-per-device", "renormalized",
                      "bias", "scoring:sigmoid", "activation:swigluoai"}),

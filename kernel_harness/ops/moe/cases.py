@@ -148,6 +148,8 @@ def moe_events(case: MoeCase) -> list[str]:
             ("hidden", case.hidden, case.bd, case.bd_compute)):
         if size // block > 1:
             ev.append(f"multi-{name}-block")
+        if name == "token" and size // block > 2:
+            ev.append("token-blocks>=3")  # a block's output slot reused: waits on block - 2
         if block // compute > 1:
             ev.append(f"{name}-compute<block")
     if case.experts_per_device > 1:
@@ -167,14 +169,15 @@ def _divisors(n: int, unit: int) -> list[int]:
 def moe_cases(draw: st.DrawFn, *, max_devices: int | None = None,
               dtypes: tuple[str, ...] = ("float32", "bfloat16")) -> MoeCase:
     """Valid :class:`MoeCase` s: 2..``max_devices`` devices (None: what this jax's
-    interpreter runs), 1-2 experts per device, top_k up to 3, 8-32 tokens per device,
-    hidden 256 or 512, intermediate 128 or 256, every block and compute block that divides
-    them, each scoring, activation and routing option, either DMA schedule."""
+    interpreter runs), 1-2 experts per device, top_k up to 3, 8, 16 or 24 packed rows of
+    tokens per device (up to three token blocks), hidden 256 or 512, intermediate 128 or
+    256, every block and compute block that divides them, each scoring, activation and
+    routing option, either DMA schedule."""
     dtype = draw(st.sampled_from(dtypes))
     p = packing(dtype)
     devices = draw(device_counts(max_devices))
     experts_per_device = draw(st.integers(1, 2))
-    tokens_per_device = draw(st.sampled_from((8 * p, 16 * p)))
+    tokens_per_device = draw(st.sampled_from((8 * p, 16 * p, 24 * p)))
     hidden = draw(st.sampled_from((256, 512)))
     intermediate = draw(st.sampled_from((128, 256)))
     blocks = {}
