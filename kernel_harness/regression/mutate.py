@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,27 +152,51 @@ def run_many(
     as a hang (None: the limit ``check`` applies, :func:`~kernel_harness.orchestration.
     session.default_example_timeout`; 0: none); within ``timeout``, which ends any run as an
     ERROR."""
+    return run_families(
+        {family_name: mutants}, properties=properties, backend=backend, profile=profile,
+        max_examples=max_examples, golden=golden, golden_root=golden_root, timeout=timeout,
+        first_kill=first_kill, draws_per_compile=draws_per_compile, seed=seed,
+        modes_first=modes_first, catalogs={family_name: catalog}, on_result=on_result,
+        example_timeout=example_timeout)[family_name]
+
+
+def run_families(
+    selection: Mapping[str, Sequence[Mutant | None]], *, properties: Sequence[str],
+    backend: str = "interpret", profile: str = "ci", max_examples: int = DEFAULT_MAX_EXAMPLES,
+    golden: bool = True, golden_root: Path | None = None, timeout: float = 900,
+    first_kill: bool = False, draws_per_compile: int = 1, seed: int | None = None,
+    modes_first: bool | None = None, catalogs: Mapping[str, str | None] | None = None,
+    on_result: Callable[[MutantResult], None] | None = None,
+    example_timeout: float | None = None,
+) -> dict[str, list[MutantResult]]:
+    """:func:`run_many` of several families' mutants, every run forked from one child
+    process (one import of jax and the harness for all of them): each family's results in
+    its order. ``catalogs``: a family's catalog when not its own (see :func:`run_many`)."""
     if not hasattr(os, "fork"):
         raise RuntimeError("kernel-harness mutate forks a process per mutant: it needs "
                            "os.fork (Linux or macOS), which this platform lacks")
-    results: list[MutantResult | None] = [None] * len(mutants)
-    cover = _cover_json(family_name, profile, max_examples, seed=seed, asked=modes_first)
-    impl = catalog_impl(family_name, catalog)
-    if example_timeout is None:
-        example_timeout = default_example_timeout([get_family(family_name)])
+    entries: list[tuple[str, Mutant | None]] = [
+        (family, m) for family, mutants in selection.items() for m in mutants]
+    results: list[MutantResult | None] = [None] * len(entries)
+    shared = {"properties": list(properties), "backend": backend, "profile": profile,
+              "max_examples": max_examples, "golden": golden, "first_kill": first_kill,
+              "draws_per_compile": draws_per_compile, "seed": seed,
+              "golden_root": str(golden_root) if golden_root else None}
+    per_family: dict[str, dict[str, Any]] = {}
+    for family in selection:
+        limit = (default_example_timeout([get_family(family)]) if example_timeout is None
+                 else example_timeout)
+        per_family[family] = {
+            "family_target": family_target(family),
+            "cover": _cover_json(family, profile, max_examples, seed=seed, asked=modes_first),
+            "impl": catalog_impl(family, (catalogs or {}).get(family)),
+            "example_timeout": limit or None}
     with tempfile.TemporaryDirectory(prefix="kh-mutant-") as tmp:
         runs: list[tuple[int, dict[str, Any]]] = []
-        for i, mutant in enumerate(mutants):
+        for i, (family, mutant) in enumerate(entries):
             name = None if mutant is None else mutant.name
-            config: dict[str, Any] = {
-                "family_target": family_target(family_name), "mutant": name,
-                "properties": list(properties), "backend": backend, "profile": profile,
-                "max_examples": max_examples, "golden": golden, "first_kill": first_kill,
-                "draws_per_compile": draws_per_compile, "cover": cover, "seed": seed,
-                "impl": impl, "example_timeout": example_timeout or None,
-                "golden_root": str(golden_root) if golden_root else None,
-                "result_path": str(Path(tmp) / f"{i}.json"),
-            }
+            config: dict[str, Any] = {**shared, **per_family[family], "mutant": name,
+                                      "result_path": str(Path(tmp) / f"{i}.json")}
             if mutant is not None:
                 try:
                     origin, mutated = patched_source(mutant)
@@ -186,36 +210,47 @@ def run_many(
                 config.update(module=mutant.module, origin=str(origin),
                               source_path=str(source_path))
             runs.append((i, config))
-        if not runs:  # every entry stale: nothing to run
-            return [r for r in results if r is not None]
-        plan_path = Path(tmp) / "plan.json"
-        plan_path.write_text(json.dumps({"timeout": timeout, "runs": [c for _, c in runs]}))
-        # One thread when it forks: numpy's OpenBLAS would otherwise start a pool at import.
-        env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
-        proc = subprocess.Popen(_zygote_command(plan_path), stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, env=env)
-        configs = dict(runs)
-        try:
-            for i in range(len(mutants)):  # in order; a stale entry's ERROR is already there
-                if i in configs:
-                    status = status_path(configs[i])
-                    while not status.exists() and proc.poll() is None:
-                        time.sleep(0.05)
-                    results[i] = _result(mutants[i], outcome(configs[i]), timeout)
-                if on_result is not None:
-                    on_result(results[i])
-        except BaseException:
-            proc.kill()
-            proc.communicate()
-            raise
-        zygote_output = proc.communicate(timeout=300)[0]
-        for line in zygote_output.splitlines():
-            if line.startswith("kernel-harness mutate: warning"):
-                print(line, file=sys.stderr)
-        if proc.returncode:
-            raise RuntimeError(f"the mutant child process exited {proc.returncode}: "
-                               f"{zygote_output.strip()[-2000:]}")
-    return [r for r in results if r is not None]
+        if runs:  # else every entry stale: nothing to run
+            _run_forked(runs, [m for _, m in entries], results, Path(tmp), timeout,
+                        on_result)
+    by_family: dict[str, list[MutantResult]] = {family: [] for family in selection}
+    for (family, _), result in zip(entries, results, strict=True):
+        if result is not None:
+            by_family[family].append(result)
+    return by_family
+
+
+def _run_forked(runs: list[tuple[int, dict[str, Any]]], mutants: list[Mutant | None],
+                results: list[MutantResult | None], tmp: Path, timeout: float,
+                on_result: Callable[[MutantResult], None] | None) -> None:
+    """Runs ``runs`` in processes forked from one child, filling ``results`` in order."""
+    plan_path = tmp / "plan.json"
+    plan_path.write_text(json.dumps({"timeout": timeout, "runs": [c for _, c in runs]}))
+    # One thread when it forks: numpy's OpenBLAS would otherwise start a pool at import.
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
+    proc = subprocess.Popen(_zygote_command(plan_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+    configs = dict(runs)
+    try:
+        for i in range(len(mutants)):  # in order; a stale entry's ERROR is already there
+            if i in configs:
+                status = status_path(configs[i])
+                while not status.exists() and proc.poll() is None:
+                    time.sleep(0.05)
+                results[i] = _result(mutants[i], outcome(configs[i]), timeout)
+            if on_result is not None and results[i] is not None:
+                on_result(results[i])
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    zygote_output = proc.communicate(timeout=300)[0]
+    for line in zygote_output.splitlines():
+        if line.startswith("kernel-harness mutate: warning"):
+            print(line, file=sys.stderr)
+    if proc.returncode:
+        raise RuntimeError(f"the mutant child process exited {proc.returncode}: "
+                           f"{zygote_output.strip()[-2000:]}")
 
 
 def _result(mutant: Mutant | None, found: dict[str, Any], timeout: float) -> MutantResult:
