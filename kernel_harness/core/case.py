@@ -175,6 +175,14 @@ def cast(x: np.ndarray, dtype: str) -> np.ndarray:
     return np.asarray(x, np.float32).astype(target)
 
 
+def dtype_packing(dtype: str) -> int:
+    """Elements of ``dtype`` per 32-bit word: how TPU kernels pack tokens, cache rows or
+    heads (their ``get_dtype_packing``: 1 for float32, 2 for bfloat16, 4 for float8)."""
+    import jax.numpy as jnp
+
+    return 4 // np.dtype(jnp.dtype(dtype)).itemsize
+
+
 def standard_normal(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     """Standard normal data rounded to ``dtype`` (the reference sees the rounded values)."""
     return cast(rng.standard_normal(shape), dtype)

@@ -15,8 +15,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core import compat
-from kernel_harness.core.case import cast
-from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes, dtype_packing, lanes
+from kernel_harness.core.case import cast, dtype_packing
+from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes, lanes
 
 #: dtypes drawn (q, the new latents and the cache share it; the logits' dtype s_dtype is
 #: the input dtype; no fp8 cache, no q/k/v scales).

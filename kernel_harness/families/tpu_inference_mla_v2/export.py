@@ -7,11 +7,12 @@ from __future__ import annotations
 import inspect
 import textwrap
 
+from kernel_harness.core.case import dtype_packing
 from kernel_harness.families import tpu_inference_loader
 from kernel_harness.families.tpu_inference_mla_v2 import cases as _cases
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.ops.paged_decode import ragged as _ragged
-from kernel_harness.ops.paged_decode.passes import dtype_packing, lanes
+from kernel_harness.ops.paged_decode.passes import lanes
 from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES
 from kernel_harness.spec.export import (
     ExportSnippet,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernel_harness.core.case import dtype_packing
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import TESTED_VERSION
 from kernel_harness.families.tpu_inference_mla_v2 import kernel as _kernel
@@ -19,7 +20,6 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
 )
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
-from kernel_harness.ops.paged_decode.passes import dtype_packing
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic

@@ -14,9 +14,9 @@ import dataclasses
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import cast
+from kernel_harness.core.case import cast, dtype_packing
 from kernel_harness.ops.paged_decode.kv_update import KV_UPDATE_DTYPES, KvUpdateCase, fp8_scales
-from kernel_harness.ops.paged_decode.passes import align, draw_passes, dtype_packing
+from kernel_harness.ops.paged_decode.passes import align, draw_passes
 
 #: The head dimension of this kernel (its only one).
 HEAD_DIM = 64

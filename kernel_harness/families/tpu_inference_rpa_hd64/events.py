@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from kernel_harness.core.case import dtype_packing
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
-from kernel_harness.ops.paged_decode.passes import dtype_packing, passes_events
+from kernel_harness.ops.paged_decode.passes import passes_events
 from kernel_harness.ops.paged_decode.strategy import head_grouping
 
 

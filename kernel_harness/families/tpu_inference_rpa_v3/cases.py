@@ -13,18 +13,13 @@ import dataclasses
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import cast
+from kernel_harness.core.case import cast, dtype_packing
 from kernel_harness.ops.paged_decode.kv_update import (
     KV_UPDATE_DTYPES,
     KvUpdateCase,
     fp8_quantization,
 )
-from kernel_harness.ops.paged_decode.passes import (
-    align,
-    draw_passes,
-    dtype_packing,
-    lanes,
-)
+from kernel_harness.ops.paged_decode.passes import align, draw_passes, lanes
 
 #: dtypes drawn for q (and for the new K/V and the cache, unless ``kv_dtype`` says fp8).
 RPA_DTYPES: tuple[str, ...] = KV_UPDATE_DTYPES

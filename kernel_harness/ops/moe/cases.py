@@ -22,7 +22,7 @@ import math
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import cast, check_sizes, standard_normal
+from kernel_harness.core.case import cast, check_sizes, dtype_packing, standard_normal
 from kernel_harness.ops.mesh import MeshCase, device_counts, dma_modes, mesh_events
 
 SCORINGS: tuple[str, ...] = ("softmax", "sigmoid")
@@ -31,11 +31,6 @@ ACTIVATIONS: tuple[str, ...] = ("silu", "gelu", "swigluoai")
 GATING_STEP = 0.25
 #: Lanes of a TPU vreg: hidden, intermediate and their blocks are multiples of it.
 LANES = 128
-
-
-def packing(dtype: str) -> int:
-    """Values per 32-bit word of ``dtype`` (bfloat16: 2): the kernel packs tokens so."""
-    return 2 if dtype == "bfloat16" else 1
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -83,7 +78,7 @@ class MoeCase(MeshCase):
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got "
                              f"{self.activation!r}")
-        p = packing(self.dtype)
+        p = dtype_packing(self.dtype)
         self._blocks("tokens_per_device", self.tokens_per_device, "bt", self.bt,
                      "bt_compute", self.bt_compute, 8 * p)
         self._blocks("intermediate", self.intermediate, "bf", self.bf, "bf_compute",
@@ -174,7 +169,7 @@ def moe_cases(draw: st.DrawFn, *, max_devices: int | None = None,
     256, every block and compute block that divides them, each scoring, activation and
     routing option, either DMA schedule."""
     dtype = draw(st.sampled_from(dtypes))
-    p = packing(dtype)
+    p = dtype_packing(dtype)
     devices = draw(device_counts(max_devices))
     experts_per_device = draw(st.integers(1, 2))
     tokens_per_device = draw(st.sampled_from((8 * p, 16 * p, 24 * p)))

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import check_heads
-from kernel_harness.ops.paged_decode.passes import PassesCase, dtype_packing, effective_q
+from kernel_harness.core.case import check_heads, dtype_packing
+from kernel_harness.ops.paged_decode.passes import PassesCase, effective_q
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
 
 #: dtypes drawn for q (and for the new K/V and the cache, unless ``kv_dtype`` says fp8).

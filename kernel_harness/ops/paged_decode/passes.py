@@ -15,18 +15,11 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Case, cast
-
-
-def dtype_packing(dtype: str) -> int:
-    """Elements of ``dtype`` per 32-bit word: how these kernels pack cache tokens or heads
-    (their ``get_dtype_packing``: 1 for float32, 2 for bfloat16, 4 for float8)."""
-    return 4 // np.dtype(jnp.dtype(dtype)).itemsize
 
 
 def align(x: int, a: int) -> int:

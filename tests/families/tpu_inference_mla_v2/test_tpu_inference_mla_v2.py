@@ -10,6 +10,7 @@ from hypothesis import given, settings
 
 from kernel_harness.core import compat
 from kernel_harness.core.backends import resolve_backend
+from kernel_harness.core.case import dtype_packing
 from kernel_harness.families.tpu_inference_mla_v2 import kernel as adapter
 from kernel_harness.families.tpu_inference_mla_v2.cases import (
     DRAWN_DTYPES,
@@ -17,7 +18,6 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
     mla_v2_cases,
     updated_cache,
 )
-from kernel_harness.ops.paged_decode.passes import dtype_packing
 from kernel_harness.run.runner import check_case
 from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import tpu_inference_installed_or_skip
