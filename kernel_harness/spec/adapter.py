@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
@@ -60,15 +60,24 @@ def expect_shape(family: str, out: Any, shape: tuple[int, ...]) -> None:
                          f"{tuple(shape)}")
 
 
+@contextlib.contextmanager
+def tpu_kernel_context(backend: Backend, *, extended: bool = False,
+                       **schedule: Any) -> Iterator[None]:
+    """Where a TPU kernel without an ``interpret`` switch runs on ``backend``:
+    :meth:`Backend.forcing_interpret` with ``schedule`` (TPU interpreter settings) and,
+    ``extended`` and interpreted, inside the harness's TPU interpreter extensions (kernels
+    that access refs through reshapes and bitcasts)."""
+    extend = (tpu_interpreter_extensions() if extended and backend.is_interpreted
+              else contextlib.nullcontext())
+    with extend, backend.forcing_interpret(**schedule):
+        yield
+
+
 def run_tpu_program(program: Callable[..., Any], inputs: Arrays, names: Sequence[str],
                     backend: Backend, *, extended: bool = False) -> Any:
     """``program(*inputs[names])`` on ``backend`` for a TPU kernel without an ``interpret``
-    switch (:meth:`Backend.forcing_interpret`), its result blocked on; ``extended``: when
-    interpreted, inside the harness's TPU interpreter extensions (kernels that access refs
-    through reshapes and bitcasts)."""
-    extend = (tpu_interpreter_extensions() if extended and backend.is_interpreted
-              else contextlib.nullcontext())
-    with extend, backend.forcing_interpret():
+    switch (:func:`tpu_kernel_context`), its result blocked on."""
+    with tpu_kernel_context(backend, extended=extended):
         args = [jax.device_put(np.asarray(inputs[n]), backend.device) for n in names]
         return jax.block_until_ready(program(*args))
 

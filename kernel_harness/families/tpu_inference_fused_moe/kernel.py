@@ -12,7 +12,6 @@ is sharded by tokens: every device's rows are part of the array compared.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -20,12 +19,11 @@ import jax
 import numpy as np
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.compat.interpreter_ext import tpu_interpreter_extensions
 from kernel_harness.core.devices import device_mesh
 from kernel_harness.families import tpu_inference_loader as loader
 from kernel_harness.ops.mesh import AXIS
 from kernel_harness.ops.moe.cases import MoeCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape, tpu_kernel_context
 
 NAME = "tpu-inference-fused-moe"
 #: The mesh's first axis: the kernel names it "data" itself (``axis_index("data")``).
@@ -72,10 +70,8 @@ def run(impl: Callable[..., Any], case: MoeCase, inputs: dict[str, np.ndarray],
         return jax.device_put(inputs[name], jax.sharding.NamedSharding(mesh, spec))
 
     biases = {b: sharded(b) for b in ("b1", "b2") if case.bias}
-    extend = (tpu_interpreter_extensions() if backend.is_interpreted
-              else contextlib.nullcontext())
-    with extend, backend.forcing_interpret(dma_execution_mode=case.dma_mode,
-                                           **INTERPRETER_SETTINGS):
+    with tpu_kernel_context(backend, extended=True, dma_execution_mode=case.dma_mode,
+                            **INTERPRETER_SETTINGS):
         out = jax.block_until_ready(impl(mesh, sharded("tokens"), sharded("w1"),
                                          sharded("w2"), sharded("gating"), case.top_k,
                                          **biases, **options(case)))
