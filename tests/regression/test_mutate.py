@@ -85,17 +85,14 @@ def test_each_mutant_runs_in_a_process_of_its_own(toy_registry):
     assert by["survivor"].status == "SURVIVED", by["survivor"]
 
 
-def test_a_mutant_whose_kernel_run_hangs_is_killed_by_the_hang():
+def test_a_mutant_whose_kernel_run_hangs_is_killed_by_the_hang(toy_registry):
     """A kernel that never returns is caught as check catches it (a hang is a failure):
     past the per-example limit the column is killed with the example named, not the whole
     mutant's budget spent and reported as an ERROR."""
-    registry_item = ("toy", "tests.helpers.toy_family:FAMILY")
     hangs = _m("return jnp.logaddexp(x, 0.0)",
                "return __import__('time').sleep(600) or jnp.logaddexp(x, 0.0)", name="hangs")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(registry.BUILTIN_FAMILIES, *registry_item)
-        result = mutate.run_one("toy", hangs, properties=["matches-reference"],
-                                max_examples=3, golden=False, timeout=60, example_timeout=1)
+    result = mutate.run_one("toy", hangs, properties=["matches-reference"], max_examples=3,
+                            golden=False, timeout=60, example_timeout=1)
     assert result.status == "KILLED", result
     col = result.columns["matches-reference"]
     assert col["how"] == "hang: no result within 1s" and col["examples"] == 1, col
