@@ -14,39 +14,27 @@ from typing import Any, ClassVar
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import Case, cast, check_heads
-from kernel_harness.ops.paged_decode.passes import (
-    padded_cu_q_lens,
-    padded_kv_lens,
-    shuffled_page_table,
-)
+from kernel_harness.core.case import cast, check_heads
+from kernel_harness.ops.paged_decode.sequences import RaggedBatch
 
 #: dtypes the harness draws (q and the K/V pages share it; no quantized K/V scales).
 RAGGED_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RaggedCase(Case):
-    """One ragged paged attention call over ``num_seqs`` active sequences.
+class RaggedCase(RaggedBatch):
+    """One ragged paged attention call over ``num_seqs`` active sequences (the sequences,
+    padding, pages, window, cap and scale: :class:`~kernel_harness.ops.paged_decode.
+    sequences.RaggedBatch`).
 
     Attributes:
-      q_lens: query tokens of each active sequence (1: decode; more: prefill chunk; 0: a
-        sequence with no queries in this step); the sequences' tokens are consecutive rows
-        of q, from row 0.
-      kv_lens: kv length of each active sequence, >= its q_len (the queries are its last
-        q_len positions). 0 is accepted (the kernel's validator allows it) but never
-        drawn: see the family contract (a kv_len 0 sequence corrupts the next one).
-      max_num_seqs: rows of the page table (and of kv_lens, cu_q_lens - 1), >= num_seqs;
-        the slots past num_seqs hold junk the kernel must ignore.
-      max_tokens: rows of q and out, >= sum(q_lens); rows past it are padding.
+      q_lens: 0 allowed (a sequence with no queries in this step), at least one query in
+        all. kv_lens: 0 is accepted (the kernel's validator allows it) but never drawn:
+        see the family contract (a kv_len 0 sequence corrupts the next one).
       q_heads, kv_heads: query heads, K/V heads (GQA when they differ).
       head_dim: the head dimension.
-      page_size, pages_per_seq: tokens per page, page-table width.
       kv_pages_per_block, queries_per_block: the kernel's num_kv_pages_per_block and
         num_queries_per_block.
-      sliding_window: keys a query sees, counting itself (None: all earlier keys).
-      soft_cap: logits become soft_cap * tanh(logits / soft_cap) (None: off).
-      sm_scale: the logit scale.
       logit_scale: the queries are drawn with this standard deviation times
         head_dim**-0.25 (large values: large logits).
       poison: cache slots no active sequence owns (token slots past kv_len in a
@@ -54,23 +42,15 @@ class RaggedCase(Case):
         stale or uninitialized cache memory may; the kernel must not let them in.
     """
 
-    q_lens: tuple[int, ...]
-    kv_lens: tuple[int, ...]
-    max_num_seqs: int
-    max_tokens: int
     q_heads: int
     kv_heads: int
     head_dim: int = 128
     page_size: int = 4
-    pages_per_seq: int = 4
     kv_pages_per_block: int = 1
     queries_per_block: int = 8
-    sliding_window: int | None = None
-    soft_cap: float | None = None
-    sm_scale: float = 1.0
-    logit_scale: float = 1.0
     poison: bool = False
 
+    MIN_Q_LEN: ClassVar[int] = 0
     #: Lengths and data are operands; everything else selects the program.
     DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {"seed", "q_lens", "kv_lens", "poison", "logit_scale"})
@@ -80,68 +60,11 @@ class RaggedCase(Case):
         if self.dtype not in RAGGED_DTYPES:
             raise ValueError(f"ragged paged attention cases take {RAGGED_DTYPES}, "
                              f"got {self.dtype!r}")
-        if not self.q_lens or len(self.q_lens) != len(self.kv_lens):
-            raise ValueError("q_lens and kv_lens need one entry per active sequence")
-        if any(q < 0 for q in self.q_lens) or self.total_tokens < 1:
-            raise ValueError("q_lens must be >= 0 with at least one query token in all")
-        if any(kv < q for q, kv in zip(self.q_lens, self.kv_lens, strict=True)):
-            raise ValueError("kv_len must be >= q_len for every sequence (the kernel "
-                             "requires it: the queries are the sequence's last tokens)")
-        if max(self.kv_lens) > self.page_size * self.pages_per_seq:
-            raise ValueError(f"kv_len {max(self.kv_lens)} does not fit pages_per_seq="
-                             f"{self.pages_per_seq} pages of {self.page_size}")
-        if self.max_num_seqs < self.num_seqs:
-            raise ValueError("max_num_seqs must be >= the number of active sequences")
-        if self.max_tokens < self.total_tokens:
-            raise ValueError(f"max_tokens={self.max_tokens} < sum(q_lens)={self.total_tokens}")
         check_heads(self)
         if not 1 <= self.kv_pages_per_block <= self.pages_per_seq:
             raise ValueError("kv_pages_per_block must be in [1, pages_per_seq]")
         if self.queries_per_block < 1 or self.head_dim < 1:
             raise ValueError("queries_per_block and head_dim must be >= 1")
-        if self.sliding_window is not None and self.sliding_window < 1:
-            raise ValueError("sliding_window must be >= 1 (or None)")
-        if self.soft_cap is not None and self.soft_cap <= 0:
-            raise ValueError("soft_cap must be > 0 (or None)")
-
-    @property
-    def num_seqs(self) -> int:
-        return len(self.q_lens)
-
-    @property
-    def total_tokens(self) -> int:
-        return sum(self.q_lens)
-
-    @property
-    def total_pages(self) -> int:
-        """Pages in the cache: one table's worth per slot plus a spare (never referenced
-        by an active sequence)."""
-        return self.max_num_seqs * self.pages_per_seq + 1
-
-    def cu_q_lens(self) -> np.ndarray:
-        """int32 [max_num_seqs + 1]: 0, then cumulative q_lens; past num_seqs, junk that
-        keeps growing (the kernel must read cu_q_lens[num_seqs] as the end)."""
-        return padded_cu_q_lens(self.q_lens, self.max_num_seqs, self.rng(1))
-
-    def kv_lens_array(self) -> np.ndarray:
-        """int32 [max_num_seqs]: kv_lens, then junk lengths up to the table's capacity."""
-        return padded_kv_lens(self.kv_lens, self.max_num_seqs,
-                              self.page_size * self.pages_per_seq, self.rng(2))
-
-    def page_indices(self) -> np.ndarray:
-        """int32 [max_num_seqs, pages_per_seq]: a shuffled assignment of distinct pages
-        (every entry a valid page, the unused ones too)."""
-        return shuffled_page_table(self.max_num_seqs, self.pages_per_seq, self.total_pages,
-                                   self.rng(3))
-
-    def owned_slots(self) -> np.ndarray:
-        """bool [total_pages, page_size]: cache slots holding a token of an active sequence."""
-        owned = np.zeros((self.total_pages, self.page_size), bool)
-        table = self.page_indices()
-        for i, kv_len in enumerate(self.kv_lens):
-            t = np.arange(kv_len)
-            owned[table[i, t // self.page_size], t % self.page_size] = True
-        return owned
 
     def static_key(self) -> tuple[Any, ...]:
         """Program-selecting fields: the number of active sequences is a traced operand."""
@@ -170,7 +93,7 @@ class RaggedCase(Case):
             "q": cast(q, self.dtype),
             "kv_pages": cast(kv, self.dtype),
             "kv_lens": self.kv_lens_array(),
-            "page_indices": self.page_indices(),
+            "page_indices": self.page_table(),
             "cu_q_lens": self.cu_q_lens(),
             "num_seqs": np.asarray([self.num_seqs], np.int32),
         }

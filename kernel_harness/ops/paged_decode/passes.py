@@ -12,14 +12,14 @@ case reaches. A family adds its heads, dimensions, blocks and cache layout.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import Case, cast
+from kernel_harness.core.case import cast
+from kernel_harness.ops.paged_decode.sequences import RaggedBatch
 
 
 def align(x: int, a: int) -> int:
@@ -32,60 +32,21 @@ def lanes(dim: int) -> int:
     return align(dim, 128)
 
 
-def padded_cu_q_lens(q_lens: Sequence[int], max_num_seqs: int, rng: np.random.Generator
-                     ) -> np.ndarray:
-    """int32 [max_num_seqs + 1]: 0, the cumulative q_lens, then junk that keeps growing
-    (a kernel must read cu_q_lens[num_seqs] as the end)."""
-    cu = np.concatenate([[0], np.cumsum(q_lens)])
-    extra = cu[-1] + np.cumsum(rng.integers(1, 4, max_num_seqs - len(q_lens)))
-    return np.concatenate([cu, extra]).astype(np.int32)
-
-
-def padded_kv_lens(kv_lens: Sequence[int], max_num_seqs: int, capacity: int,
-                   rng: np.random.Generator) -> np.ndarray:
-    """int32 [max_num_seqs]: kv_lens, then junk lengths up to the table's capacity."""
-    junk = rng.integers(1, capacity + 1, max_num_seqs - len(kv_lens))
-    return np.concatenate([kv_lens, junk]).astype(np.int32)
-
-
-def shuffled_page_table(max_num_seqs: int, pages_per_seq: int, total_pages: int,
-                        rng: np.random.Generator) -> np.ndarray:
-    """int32 [max_num_seqs, pages_per_seq]: a shuffled assignment of distinct pages (every
-    entry a valid page, the unused ones too)."""
-    perm = rng.permutation(total_pages)
-    return perm[: max_num_seqs * pages_per_seq].reshape(
-        max_num_seqs, pages_per_seq).astype(np.int32)
-
-
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PassesCase(Case):
-    """One call over ``num_seqs`` active sequences in up to three passes.
+class PassesCase(RaggedBatch):
+    """One call over ``num_seqs`` active sequences (:class:`~.sequences.RaggedBatch`) in up
+    to three passes.
 
     Attributes:
-      q_lens, kv_lens: per active sequence, 1 <= q_len <= kv_len; its queries are its last
-        q_len positions and their keys are written into the cache by the call.
       decode_seqs: the first ``decode_seqs`` sequences form the decode pass (q_len 1 each).
       prefill_seqs: the next ones form the prefill pass (q_len == ``chunk_prefill_size``
         each); the rest go to the mixed pass.
       chunk_prefill_size: the prefill pass's static query length (None: no prefill pass).
-      max_num_seqs, max_tokens: padded sizes (slots past the active ones hold junk).
-      page_size, pages_per_seq: tokens per page, page-table width per sequence.
-      sliding_window, soft_cap, sm_scale, logit_scale: as in the attention op.
     """
 
-    q_lens: tuple[int, ...]
-    kv_lens: tuple[int, ...]
     decode_seqs: int = 0
     prefill_seqs: int = 0
     chunk_prefill_size: int | None = None
-    max_num_seqs: int
-    max_tokens: int
-    page_size: int = 8
-    pages_per_seq: int = 4
-    sliding_window: int | None = None
-    soft_cap: float | None = None
-    sm_scale: float = 1.0
-    logit_scale: float = 1.0
 
     #: Lengths, passes and data are operands; everything else selects the program.
     DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
@@ -93,14 +54,6 @@ class PassesCase(Case):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.q_lens or len(self.q_lens) != len(self.kv_lens):
-            raise ValueError("q_lens and kv_lens need one entry per active sequence")
-        if any(not 1 <= q <= kv for q, kv in zip(self.q_lens, self.kv_lens, strict=True)):
-            raise ValueError("every sequence needs 1 <= q_len <= kv_len (the kernels' "
-                             "dynamic_validate_inputs)")
-        if max(self.kv_lens) > self.page_size * self.pages_per_seq:
-            raise ValueError(f"kv_len {max(self.kv_lens)} does not fit pages_per_seq="
-                             f"{self.pages_per_seq} pages of {self.page_size}")
         d, p = self.decode_seqs, self.prefill_seqs
         if d < 0 or p < 0 or d + p > self.num_seqs:
             raise ValueError("decode_seqs + prefill_seqs must be within the sequences")
@@ -109,25 +62,6 @@ class PassesCase(Case):
         if p and any(q != self.chunk_prefill_size for q in self.q_lens[d:d + p]):
             raise ValueError("the prefill pass's sequences must have q_len == "
                              "chunk_prefill_size")
-        if self.max_num_seqs < self.num_seqs or self.max_tokens < self.total_tokens:
-            raise ValueError("max_num_seqs/max_tokens must hold the active sequences")
-        if self.sliding_window is not None and self.sliding_window < 1:
-            raise ValueError("sliding_window must be >= 1 (or None)")
-        if self.soft_cap is not None and self.soft_cap <= 0:
-            raise ValueError("soft_cap must be > 0 (or None)")
-
-    @property
-    def num_seqs(self) -> int:
-        return len(self.q_lens)
-
-    @property
-    def total_tokens(self) -> int:
-        return sum(self.q_lens)
-
-    @property
-    def total_pages(self) -> int:
-        """One table's worth of pages per slot plus a spare no sequence references."""
-        return self.max_num_seqs * self.pages_per_seq + 1
 
     def pass_bounds(self) -> tuple[tuple[int, int], tuple[int, int], tuple[int, int]]:
         """(first, end) sequence of the decode, prefill and mixed passes."""
@@ -138,25 +72,6 @@ class PassesCase(Case):
         """int32 [3]: ends of the decode, prefill and mixed passes' sequences."""
         d, p = self.decode_seqs, self.prefill_seqs
         return np.asarray([d, d + p, self.num_seqs], np.int32)
-
-    def cu_q_lens(self) -> np.ndarray:
-        """int32 [max_num_seqs + 1]: :func:`padded_cu_q_lens`."""
-        return padded_cu_q_lens(self.q_lens, self.max_num_seqs, self.rng(1))
-
-    def kv_lens_array(self) -> np.ndarray:
-        """int32 [max_num_seqs]: :func:`padded_kv_lens`."""
-        return padded_kv_lens(self.kv_lens, self.max_num_seqs,
-                              self.page_size * self.pages_per_seq, self.rng(2))
-
-    def page_table(self) -> np.ndarray:
-        """int32 [max_num_seqs, pages_per_seq]: :func:`shuffled_page_table`."""
-        return shuffled_page_table(self.max_num_seqs, self.pages_per_seq, self.total_pages,
-                                   self.rng(3))
-
-    def sequence_slots(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """(page, slot) of each of sequence i's ``kv_len`` tokens, in order."""
-        t = np.arange(self.kv_lens[i])
-        return self.page_table()[i, t // self.page_size], t % self.page_size
 
     def new_tokens(self) -> list[tuple[int, int, int]]:
         """(row of the new keys, page, slot) of every query token: sequence i's j-th token
