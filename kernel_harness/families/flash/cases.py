@@ -24,33 +24,18 @@ from kernel_harness.core.case import (
 from kernel_harness.ops.attention.events import length_events, segment_events
 from kernel_harness.ops.attention.program import Contract
 from kernel_harness.ops.attention.reference import visibility
+from kernel_harness.ops.attention.segments import Runs, check_pair, check_rows, stacked_ids
 
 #: Every kv-axis block of the kernel must be a multiple of this (its softmax lane width).
 KV_TILE = 128
 #: q-axis blocks are drawn from multiples of this (safe sublane tiling for f32 and bf16).
 Q_TILE = 32
 
-Runs = tuple[tuple[int, int], ...]
-"""A segment layout of one sequence: ``(segment id, length)`` runs in order."""
-
 FWD_BLOCKS = ("block_b", "block_q", "block_k_major", "block_k")
 BWD_BLOCKS = (
     "block_q_major_dkv", "block_k_major_dkv", "block_k_dkv", "block_q_dkv",
     "block_k_major_dq", "block_k_dq", "block_q_dq",
 )
-
-
-def expand_runs(runs: Runs) -> np.ndarray:
-    """The int32 id per position of one layout, e.g. ``((2, 2), (0, 1))`` -> ``[2, 2, 0]``."""
-    return np.concatenate([np.full(n, i, np.int32) for i, n in runs])
-
-
-def _check_layout(name: str, layout: tuple[Runs, ...], batch: int, length: int) -> None:
-    if len(layout) != batch:
-        raise ValueError(f"{name}: {len(layout)} rows of runs for batch={batch}")
-    for row in layout:
-        if any(n < 1 for _, n in row) or sum(n for _, n in row) != length:
-            raise ValueError(f"{name}: runs {row} must have positive lengths summing to {length}")
 
 
 def _divides(name: str, block: int, dim_name: str, dim: int) -> None:
@@ -106,11 +91,10 @@ class FlashCase(Case):
             raise ValueError(f"head_dim={self.head_dim} must be <= 128 or a multiple of 128")
         if not (math.isfinite(self.sm_scale) and self.sm_scale > 0):
             raise ValueError(f"sm_scale must be positive and finite, got {self.sm_scale}")
-        if (self.q_segments is None) != (self.kv_segments is None):
-            raise ValueError("q_segments and kv_segments must both be given or both be None")
+        check_pair(self.q_segments, self.kv_segments)
         if self.q_segments is not None:
-            _check_layout("q_segments", self.q_segments, self.batch, self.q_len)
-            _check_layout("kv_segments", self.kv_segments, self.batch, self.kv_len)
+            check_rows("q_segments", self.q_segments, self.batch, self.q_len)
+            check_rows("kv_segments", self.kv_segments, self.batch, self.kv_len)
         if not 1 <= self.block_b <= self.batch:
             raise ValueError(f"block_b={self.block_b} must be in [1, batch={self.batch}]")
         if not 1 <= self.block_q <= self.q_len:  # the forward q block need not divide
@@ -159,10 +143,7 @@ class FlashCase(Case):
         """``(q ids (batch, q_len), kv ids (batch, kv_len))`` int32, or None."""
         if self.q_segments is None:
             return None
-        return (
-            np.stack([expand_runs(r) for r in self.q_segments]),
-            np.stack([expand_runs(r) for r in self.kv_segments]),
-        )
+        return stacked_ids(self.q_segments), stacked_ids(self.kv_segments)
 
     def visible(self) -> np.ndarray:
         """``(batch, q_len, kv_len)`` bool: key j visible to query i (from the description,

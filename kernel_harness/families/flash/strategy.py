@@ -9,13 +9,8 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import logit_scales_for
-from kernel_harness.families.flash.cases import (
-    KV_TILE,
-    Q_TILE,
-    FlashCase,
-    Runs,
-    expand_runs,
-)
+from kernel_harness.families.flash.cases import KV_TILE, Q_TILE, FlashCase
+from kernel_harness.ops.attention.segments import Runs, segment_ids
 
 #: The dtypes whose outputs the family judges by the calibrated bound (family.py builds
 #: its tolerance table from this): they draw large logits too (``logit_scales_for``).
@@ -53,7 +48,7 @@ def matched_runs(draw: st.DrawFn, length: int, kv_runs: Runs, *, causal: bool,
     key at all. The first run always sees a key: a layout in which no row does leaves
     nothing inside the contract to compare. Shrinks towards one run with the first
     visible id."""
-    kv_ids = expand_runs(kv_runs)
+    kv_ids = segment_ids(kv_runs)
     bounds = _cuts(draw, length, max_segments)
     runs = []
     for lo, hi in zip(bounds, bounds[1:], strict=False):

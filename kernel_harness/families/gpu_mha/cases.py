@@ -19,6 +19,7 @@ from kernel_harness.core.case import (
 from kernel_harness.families.gpu_common import TILE_SIZES, TritonCase, is_pow2
 from kernel_harness.ops.attention.program import Contract
 from kernel_harness.ops.attention.reference import visibility
+from kernel_harness.ops.attention.segments import Runs, check_rows, stacked_ids
 
 BLOCK_FIELDS: tuple[str, ...] = (
     "block_q", "block_k", "block_q_dkv", "block_kv_dkv", "block_q_dq", "block_kv_dq",
@@ -50,7 +51,7 @@ class MhaCase(TritonCase):
     kv_len: int
     head_dim: int
     causal: bool = False
-    segment_runs: tuple[tuple[tuple[int, int], ...], ...] | None = None
+    segment_runs: tuple[Runs, ...] | None = None
     scale_mode: str = "arg"
     block_q: int = 32
     block_k: int = 32
@@ -90,11 +91,7 @@ class MhaCase(TritonCase):
         if self.segment_runs is not None:
             if self.q_len != self.kv_len:
                 raise ValueError("segment ids need q_len == kv_len (one array serves q and kv)")
-            if len(self.segment_runs) != self.batch:
-                raise ValueError(f"segment_runs needs one layout per batch row ({self.batch})")
-            for row in self.segment_runs:
-                if sum(n for _, n in row) != self.kv_len or any(n < 1 for _, n in row):
-                    raise ValueError(f"segment runs {row} must be >= 1 and sum to {self.kv_len}")
+            check_rows("segment_runs", self.segment_runs, self.batch, self.kv_len)
 
     def _block_length(self, name: str) -> int:
         return self.q_len if name in ("block_q", "block_q_dkv", "block_q_dq") else self.kv_len
@@ -125,9 +122,7 @@ class MhaCase(TritonCase):
         """The int32 [batch, kv_len] segment ids laid out by ``segment_runs``."""
         if self.segment_runs is None:
             return None
-        return np.stack(
-            [np.repeat([s for s, _ in row], [n for _, n in row]) for row in self.segment_runs]
-        ).astype(np.int32)
+        return stacked_ids(self.segment_runs)
 
     def visible(self) -> np.ndarray:
         """bool [batch, q_len, kv_len]: which key each query may see, by the attention op's

@@ -15,6 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Case, standard_normal
+from kernel_harness.ops.attention.segments import Runs, check_pair, check_runs, stacked_ids
 
 LANES = 128
 #: Largest default block: a ``None`` block size means ``min(DEFAULT_BLOCK, length)``.
@@ -25,8 +26,6 @@ BLOCK_FIELDS = (
     "block_q", "block_kv", "block_kv_compute", "block_q_dkv", "block_kv_dkv",
     "block_kv_dkv_compute",
 )
-
-Runs = tuple[tuple[int, int], ...]
 
 
 def _positive(name: str, value: object) -> None:
@@ -93,11 +92,10 @@ class HstuCase(Case):
             raise ValueError("mask_pattern/mask_density/mask_seed describe numpy masks only")
         if self.window is not None and (not isinstance(self.window, int) or self.window < 0):
             raise ValueError(f"window must be an int >= 0 or None, got {self.window!r}")
-        if (self.q_segments is None) != (self.kv_segments is None):
-            raise ValueError("q_segments and kv_segments are both set or both None")
+        check_pair(self.q_segments, self.kv_segments)
         if self.q_segments is not None:
-            _check_runs("q_segments", self.q_segments, self.q_len)
-            _check_runs("kv_segments", self.kv_segments, self.kv_len)
+            check_runs("q_segments", self.q_segments, self.q_len)
+            check_runs("kv_segments", self.kv_segments, self.kv_len)
         if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
             raise ValueError(f"scale must be a positive finite float, got {self.scale}")
         blocks = resolved_blocks(self)
@@ -131,13 +129,6 @@ class HstuCase(Case):
         return arrays
 
 
-def _check_runs(name: str, runs: Runs, length: int) -> None:
-    if not runs or any(len(r) != 2 or r[0] < 0 or r[1] < 1 for r in runs):
-        raise ValueError(f"{name} must be non-empty runs (id >= 0, length >= 1), got {runs}")
-    if sum(r[1] for r in runs) != length:
-        raise ValueError(f"{name} run lengths must sum to {length}, got {runs}")
-
-
 def resolved_blocks(case: HstuCase) -> dict[str, int]:
     """The case's block sizes with the kernel's documented defaults filled in."""
     b = {name: getattr(case, name) for name in BLOCK_FIELDS}
@@ -152,13 +143,9 @@ def resolved_blocks(case: HstuCase) -> dict[str, int]:
 
 def expand_runs(runs: Runs, batch: int) -> np.ndarray:
     """``[batch, length]`` int32 ids; row b gives run r the id of run ``(r + b) % len(runs)``."""
-    ids = [r[0] for r in runs]
-    rows = []
-    for b in range(batch):
-        rows.append(np.concatenate(
-            [np.full(n, ids[(r + b) % len(runs)], np.int32) for r, (_, n) in enumerate(runs)]
-        ))
-    return np.stack(rows)
+    ids = [i for i, _ in runs]
+    return stacked_ids([tuple((ids[(r + b) % len(runs)], n) for r, (_, n) in enumerate(runs))
+                        for b in range(batch)])
 
 
 def numpy_mask(case: HstuCase) -> np.ndarray:

@@ -21,12 +21,9 @@ from kernel_harness.core.case import (
     check_sizes,
     standard_normal,
 )
-from kernel_harness.families.splash.masks import (
-    empty_rows,
-    parse_mask,
-    segment_ids,
-)
+from kernel_harness.families.splash.masks import empty_rows, parse_mask
 from kernel_harness.ops.attention.program import Contract
+from kernel_harness.ops.attention.segments import Runs, check_pair, check_runs, segment_ids
 
 #: Sequence lengths the strategy draws (multiples of the kernel's 128 lanes).
 SEQ_LENS: tuple[int, ...] = (128, 256, 384, 512)
@@ -67,8 +64,8 @@ class SplashCase(Case):
     head_dim: int = 128
     head_dim_v: int = 128
     masks: tuple[str, ...] = ("full",)
-    q_segments: tuple[tuple[int, int], ...] | None = None
-    kv_segments: tuple[tuple[int, int], ...] | None = None
+    q_segments: Runs | None = None
+    kv_segments: Runs | None = None
     soft_cap: float | None = None
     sinks: bool = False
     logit_scale: float = 1.0
@@ -118,16 +115,10 @@ class SplashCase(Case):
                 raise ValueError(f"{name} must be one of {LAYOUTS}")
 
     def _check_segments(self) -> None:
-        if (self.q_segments is None) != (self.kv_segments is None):
-            raise ValueError("give both q_segments and kv_segments, or neither")
-        if self.q_segments is None:
-            return
-        for name, runs, n in (("q_segments", self.q_segments, self.q_len),
-                              ("kv_segments", self.kv_segments, self.kv_len)):
-            if not runs or any(len(r) != 2 or r[0] < 0 or r[1] < 1 for r in runs):
-                raise ValueError(f"{name}: runs are (id >= 0, length >= 1) pairs")
-            if sum(r[1] for r in runs) != n:
-                raise ValueError(f"{name}: run lengths sum to {sum(r[1] for r in runs)}, not {n}")
+        check_pair(self.q_segments, self.kv_segments)
+        if self.q_segments is not None:
+            check_runs("q_segments", self.q_segments, self.q_len)
+            check_runs("kv_segments", self.kv_segments, self.kv_len)
 
     def _check_blocks(self) -> None:
         pairs = [("block_q", self.q_len), ("block_kv", self.kv_len),

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from kernel_harness.ops.attention.reference import visibility
+from kernel_harness.ops.attention.segments import segment_ids
 
 _LEAF_PARAMS: dict[str, tuple[str, ...]] = {
     "full": (),
@@ -164,11 +165,6 @@ def numpy_pattern(leaf: MaskExpr, shape: tuple[int, int]) -> np.ndarray:
             out[r0:r1, c0:c1] = True
         return out
     raise ValueError(f"{leaf.kind!r} is not a numpy mask leaf")
-
-
-def segment_ids(runs: tuple[tuple[int, int], ...]) -> np.ndarray:
-    """Expands ``((id, length), ...)`` runs into an int32 id array."""
-    return np.concatenate([np.full(n, i, np.int32) for i, n in runs])
 
 
 def dense_mask(expr: MaskExpr, shape: tuple[int, int]) -> np.ndarray:

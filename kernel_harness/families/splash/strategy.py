@@ -25,9 +25,9 @@ from kernel_harness.families.splash.masks import (
     LEAF_KINDS,
     NUMPY_KINDS,
     parse_mask,
-    segment_ids,
     visible_keys,
 )
+from kernel_harness.ops.attention.segments import segment_ids
 
 #: The dtypes whose out/dq/dk/dv the family judges by the calibrated bound (family.py
 #: sets it on those entries): they draw large logits too (``logit_scales_for``).

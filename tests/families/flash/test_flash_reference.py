@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from kernel_harness.families.flash.cases import FlashCase, expand_runs
+from kernel_harness.families.flash.cases import FlashCase
 from kernel_harness.families.flash.family import FAMILY, reference, valid
 from kernel_harness.families.flash.strategy import flash_cases
 
@@ -92,10 +92,6 @@ def test_rows_without_keys_are_excluded_and_silent():
     assert not x["do"][0, :, :3].any() and x["do"][0, :, 3:].any()
     mask = valid(case)["out"]
     assert mask.shape == (2, 1, 128, 1) and not mask[0, 0, :3].any() and mask[0, 0, 3:].all()
-
-
-def test_expand_runs():
-    assert expand_runs(((2, 2), (0, 1), (2, 1))).tolist() == [2, 2, 0, 2]
 
 
 @pytest.mark.parametrize("bad", [

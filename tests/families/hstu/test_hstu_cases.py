@@ -81,7 +81,7 @@ def test_same_case_same_arrays():
         ({"mask": "numpy"}, "mask_pattern must be one of"),
         ({"mask_seed": 3}, "describe numpy masks only"),
         ({"window": -1}, "window must be an int >= 0"),
-        ({"q_segments": ((0, 128),)}, "both set or both None"),
+        ({"q_segments": ((0, 128),)}, "both be given or both be None"),
         ({"q_segments": ((0, 100),), "kv_segments": ((0, 128),)}, "must sum to 128"),
         ({"block_q": 256}, "block_q=256 must be a multiple of 128 dividing 128"),
         ({"block_kv_compute": 64}, "block_kv_compute=64"),

@@ -15,7 +15,6 @@ from kernel_harness.families.splash.masks import (
     dense_mask,
     empty_rows,
     parse_mask,
-    segment_ids,
 )
 from kernel_harness.families.splash.strategy import splash_cases
 
@@ -76,7 +75,7 @@ GOOD = dict(dtype="float32", seed=0, q_len=256, kv_len=256)
     (dict(masks=("full", "full")), "1 or q_heads"),
     (dict(masks=("nope",)), "unknown kind"),
     (dict(q_segments=((0, 256),)), "both"),
-    (dict(q_segments=((0, 200),), kv_segments=((0, 256),)), "sum to 200"),
+    (dict(q_segments=((0, 200),), kv_segments=((0, 256),)), "must sum to 256"),
     (dict(q_segments=((0, 0), (1, 256)), kv_segments=((0, 256),)), "length >= 1"),
     (dict(block_q=384), "block_q=384"),
     (dict(block_kv=256, block_kv_compute=192), "block_kv_compute=192"),
@@ -88,11 +87,6 @@ GOOD = dict(dtype="float32", seed=0, q_len=256, kv_len=256)
 def test_invalid_cases_are_rejected_clearly(changes, message):
     with pytest.raises(ValueError, match=message):
         SplashCase(**{**GOOD, **changes})
-
-
-def test_segment_runs_expand():
-    np.testing.assert_array_equal(segment_ids(((2, 2), (0, 3), (1, 1), (2, 1))),
-                                  [2, 2, 0, 0, 0, 1, 2])
 
 
 def _check_drawn(case: SplashCase) -> None:
