@@ -17,18 +17,14 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import (
-    Case,
     cast,
-    check_heads,
-    check_logit_scale,
-    check_sizes,
     logit_scales_for,
     standard_normal,
 )
 from kernel_harness.ops.attention.events import length_events, sharing_events
 from kernel_harness.ops.attention.program import Contract
 from kernel_harness.ops.attention.reference import visibility
-from kernel_harness.ops.attention.vocabulary import Shape
+from kernel_harness.ops.attention.sdpa import SdpaCall
 
 #: The dtypes whose outputs the family judges by the calibrated bound (family.py builds
 #: its tolerance table from this): they draw large logits too (``logit_scales_for``).
@@ -41,51 +37,28 @@ BROADCASTS = ("full", "batch-shared", "head-shared")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SdpaCase(Case):
-    """One call of ``jax.nn.dot_product_attention`` and its vjp.
+class SdpaCase(SdpaCall):
+    """One call of ``jax.nn.dot_product_attention`` and its vjp (the SDPA call's fields:
+    :class:`~kernel_harness.ops.attention.sdpa.SdpaCall`; ``query`` is ``(batch, q_len,
+    q_heads, head_dim)``).
 
     Attributes:
-      batch, q_len, kv_len, heads, kv_heads, head_dim: shapes; ``heads % kv_heads == 0``
-        (kv_heads < heads is grouped-query attention, kv_heads == 1 multi-query).
-      is_causal: top-left causal mask (query i sees key j <= i).
       bias: None or the broadcast shape of an additive bias (see :data:`BROADCASTS`).
       mask: None or the broadcast shape of a random boolean mask (True = attend).
-      mask_keep: probability that a mask element is True.
-      scale: explicit ``scale``, or None for the default ``1/sqrt(head_dim)``.
       window: ``(left, right)`` for ``local_window_size``, or None.
       q_lengths, kv_lengths: per-batch ``query_seq_lengths`` / ``key_value_seq_lengths``.
-      logit_scale: multiple of the O(1) logit scale: q is drawn so that the logits
-        (``scale * q.k``) are ~N(0, logit_scale**2); see ``core.case.LOGIT_SCALES``.
     """
 
-    batch: int
-    q_len: int
-    kv_len: int
-    q_heads: int
-    kv_heads: int
-    head_dim: int
-    is_causal: bool = False
     bias: str | None = None
-    mask: str | None = None
-    mask_keep: float = 0.7
-    scale: float | None = None
     window: tuple[int, int] | None = None
     q_lengths: tuple[int, ...] | None = None
     kv_lengths: tuple[int, ...] | None = None
-    logit_scale: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_logit_scale(self.logit_scale)
-        check_sizes(self, "batch", "q_len", "kv_len", "head_dim")
-        check_heads(self)
         for name in ("bias", "mask"):
             if getattr(self, name) not in (None, *BROADCASTS):
                 raise ValueError(f"{name} must be None or one of {BROADCASTS}")
-        if not 0.0 < self.mask_keep <= 1.0:
-            raise ValueError(f"mask_keep must be in (0, 1], got {self.mask_keep}")
-        if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
-            raise ValueError(f"scale must be positive and finite, got {self.scale}")
         if self.window is not None and (len(self.window) != 2 or min(self.window) < 0):
             raise ValueError(f"window must be (left >= 0, right >= 0), got {self.window}")
         for name, length in (("q_lengths", self.q_len), ("kv_lengths", self.kv_len)):
@@ -116,10 +89,6 @@ class SdpaCase(Case):
             self.head_dim, self.is_causal, self.bias, self.mask, self.scale, self.window,
             self.q_lengths is not None, self.kv_lengths is not None,
         )
-
-    @property
-    def effective_scale(self) -> float:
-        return 1.0 / math.sqrt(self.head_dim) if self.scale is None else self.scale
 
     def broadcast_shape(self, kind: str) -> tuple[int, int, int, int]:
         """The 4-D shape of a bias/mask of broadcast ``kind``."""
@@ -162,10 +131,8 @@ class SdpaCase(Case):
         rng = self.rng()
         b, t, s, n, k, h = (self.batch, self.q_len, self.kv_len, self.q_heads, self.kv_heads,
                             self.head_dim)
-        # scale * q.k ~ N(0, logit_scale**2) whatever the scale is.
-        q_scale = self.logit_scale / (math.sqrt(h) * self.effective_scale)
         out = {
-            "query": cast(rng.standard_normal((b, t, n, h)) * q_scale, self.dtype),
+            "query": cast(rng.standard_normal((b, t, n, h)) * self.q_scale, self.dtype),
             "key": standard_normal(rng, (b, s, k, h), self.dtype),
             "value": standard_normal(rng, (b, s, k, h), self.dtype),
         }
@@ -319,9 +286,7 @@ def sdpa_data_draws(case: SdpaCase) -> st.SearchStrategy[SdpaCase]:
 def sdpa_events(case: SdpaCase) -> list[str]:
     """Coverage labels: dtype, GQA/MQA, options on, rows outside the contract."""
     ev = [case.dtype]
-    shape = Shape(batch=case.batch, q_heads=case.q_heads, kv_heads=case.kv_heads,
-                  q_len=case.q_len, kv_len=case.kv_len, head_dim=case.head_dim)
-    ev += sharing_events(shape) + length_events(case.q_len, case.kv_len)
+    ev += sharing_events(case.shape) + length_events(case.q_len, case.kv_len)
     if case.is_causal:
         ev.append("causal")
     if case.bias is not None:

@@ -18,17 +18,14 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import (
-    Case,
     cast,
-    check_heads,
-    check_logit_scale,
-    check_sizes,
     logit_scales_for,
     standard_normal,
 )
 from kernel_harness.ops.attention.events import length_events
 from kernel_harness.ops.attention.program import Contract
 from kernel_harness.ops.attention.reference import visibility
+from kernel_harness.ops.attention.sdpa import SdpaCall
 
 MASKS = ("bool", "float")
 #: torch's SDPA kernels a case can pin (``torch.nn.attention.SDPBackend`` names, lowercase).
@@ -36,57 +33,31 @@ SDPA_KERNELS = ("math", "flash")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TorchSdpaCase(Case):
-    """One SDPA call and its backward.
+class TorchSdpaCase(SdpaCall):
+    """One SDPA call and its backward (the SDPA call's fields:
+    :class:`~kernel_harness.ops.attention.sdpa.SdpaCall`; ``enable_gqa`` is passed as
+    ``kv_heads != q_heads``; the causal mask is torch's, top-left aligned).
 
     Attributes:
-      batch, heads, kv_heads, q_len, kv_len, head_dim: shapes; ``heads % kv_heads == 0``
-        (``enable_gqa`` is passed as ``kv_heads != heads``).
-      is_causal: torch's causal mask, top-left aligned (query i sees key j <= i).
       mask: None, ``"bool"`` or ``"float"`` (a full ``(batch, heads, q_len, kv_len)``
         ``attn_mask``).
-      mask_keep: probability that a bool mask element is True.
       empty_row: a bool mask's query row 0 sees no key (torch's output there is 0).
-      scale: explicit ``scale``, or None for torch's default ``1/sqrt(head_dim)``.
       backend: the SDPA kernel pinned by ``sdpa_kernel`` (:data:`SDPA_KERNELS`).
-      logit_scale: multiple of the O(1) logit scale (``core.case.LOGIT_SCALES``).
     """
 
-    batch: int
-    q_heads: int
-    kv_heads: int
-    q_len: int
-    kv_len: int
-    head_dim: int
-    is_causal: bool = False
-    mask: str | None = None
-    mask_keep: float = 0.7
     empty_row: bool = False
-    scale: float | None = None
     backend: str = "math"
-    logit_scale: float = 1.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_logit_scale(self.logit_scale)
-        check_sizes(self, "batch", "q_len", "kv_len", "head_dim")
-        check_heads(self)
         if self.mask not in (None, *MASKS):
             raise ValueError(f"mask must be None or one of {MASKS}, got {self.mask!r}")
         if self.mask is not None and self.is_causal:
             raise ValueError("torch refuses attn_mask together with is_causal=True")
         if self.empty_row and self.mask != "bool":
             raise ValueError("empty_row needs a bool mask")
-        if not 0.0 < self.mask_keep <= 1.0:
-            raise ValueError(f"mask_keep must be in (0, 1], got {self.mask_keep}")
-        if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
-            raise ValueError(f"scale must be positive and finite, got {self.scale}")
         if self.backend not in SDPA_KERNELS:
             raise ValueError(f"backend must be one of {SDPA_KERNELS}, got {self.backend!r}")
-
-    @property
-    def effective_scale(self) -> float:
-        return 1.0 / math.sqrt(self.head_dim) if self.scale is None else self.scale
 
     @property
     def enable_gqa(self) -> bool:
@@ -133,9 +104,8 @@ class TorchSdpaCase(Case):
         rng = self.rng()
         b, n, k, t, s, h = (self.batch, self.q_heads, self.kv_heads, self.q_len, self.kv_len,
                             self.head_dim)
-        q_scale = self.logit_scale / (math.sqrt(h) * self.effective_scale)
         out = {
-            "query": cast(rng.standard_normal((b, n, t, h)) * q_scale, self.dtype),
+            "query": cast(rng.standard_normal((b, n, t, h)) * self.q_scale, self.dtype),
             "key": standard_normal(rng, (b, k, s, h), self.dtype),
             "value": standard_normal(rng, (b, k, s, h), self.dtype),
             "do": standard_normal(rng, (b, n, t, h), self.dtype),

@@ -1,0 +1,34 @@
+"""ops.attention.sdpa: the scaled-dot-product-attention call both SDPA families share."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from kernel_harness.ops.attention.sdpa import SdpaCall
+
+GOOD = dict(dtype="float32", seed=0, batch=2, q_heads=4, kv_heads=2, q_len=8, kv_len=16,
+            head_dim=64)
+
+
+def test_default_scale_and_query_spread() -> None:
+    case = SdpaCall(**GOOD, logit_scale=4.0)
+    assert case.effective_scale == pytest.approx(1 / 8)
+    # scale * q.k over head_dim standard-normal products: std logit_scale.
+    assert case.q_scale * math.sqrt(case.head_dim) * case.effective_scale == pytest.approx(4.0)
+    explicit = SdpaCall(**GOOD, scale=0.5)
+    assert explicit.effective_scale == 0.5 and explicit.q_scale == pytest.approx(1 / 4)
+    assert case.shape.sharing == "gqa" and case.shape.group == 2
+
+
+@pytest.mark.parametrize(("over", "message"), [
+    (dict(kv_heads=3), "multiple of kv_heads"),
+    (dict(q_len=0), "q_len"),
+    (dict(mask_keep=0.0), "mask_keep"),
+    (dict(scale=float("inf")), "scale must be positive and finite"),
+    (dict(logit_scale=-1.0), "logit_scale"),
+])
+def test_bad_calls_say_what_is_wrong(over: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SdpaCall(**{**GOOD, **over})
