@@ -19,11 +19,12 @@ def test_default_scale_and_query_spread() -> None:
     assert case.q_scale * math.sqrt(case.head_dim) * case.effective_scale == pytest.approx(4.0)
     explicit = SdpaCall(**GOOD, scale=0.5)
     assert explicit.effective_scale == 0.5 and explicit.q_scale == pytest.approx(1 / 4)
-    assert case.shape.sharing == "gqa" and case.shape.group == 2
+    assert case.sharing == "gqa" and case.group == 2
 
 
 @pytest.mark.parametrize(("over", "message"), [
     (dict(kv_heads=3), "multiple of kv_heads"),
+    (dict(q_heads=0), "q_heads"),
     (dict(q_len=0), "q_len"),
     (dict(mask_keep=0.0), "mask_keep"),
     (dict(scale=float("inf")), "scale must be positive and finite"),

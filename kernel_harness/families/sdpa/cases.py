@@ -286,7 +286,7 @@ def sdpa_data_draws(case: SdpaCase) -> st.SearchStrategy[SdpaCase]:
 def sdpa_events(case: SdpaCase) -> list[str]:
     """Coverage labels: dtype, GQA/MQA, options on, rows outside the contract."""
     ev = [case.dtype]
-    ev += sharing_events(case.shape) + length_events(case.q_len, case.kv_len)
+    ev += sharing_events(case) + length_events(case.q_len, case.kv_len)
     if case.is_causal:
         ev.append("causal")
     if case.bias is not None:

@@ -9,17 +9,18 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from kernel_harness.core.case import Case, check_heads, check_logit_scale, check_sizes
+from kernel_harness.core.case import Case, check_logit_scale, check_sizes
 from kernel_harness.ops.attention.vocabulary import Shape
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SdpaCall(Case):
+class SdpaCall(Shape, Case):
     """One SDPA call and its vjp.
 
     Attributes:
-      batch, q_heads, kv_heads, q_len, kv_len, head_dim: shapes (``q_heads % kv_heads ==
-        0``: fewer kv heads is grouped-query attention, one is multi-query).
+      batch, q_heads, kv_heads, q_len, kv_len, head_dim: the op's :class:`~kernel_harness.
+        ops.attention.vocabulary.Shape` (fewer kv heads: grouped-query attention, one:
+        multi-query).
       is_causal: top-left causal mask (query i sees key j <= i).
       mask: None or the kind of the call's mask (each family names its kinds).
       mask_keep: probability that a random boolean mask element is True.
@@ -28,12 +29,6 @@ class SdpaCall(Case):
         (``scale * q.k``) are ~N(0, logit_scale**2); see ``core.case.LOGIT_SCALES``.
     """
 
-    batch: int
-    q_heads: int
-    kv_heads: int
-    q_len: int
-    kv_len: int
-    head_dim: int
     is_causal: bool = False
     mask: str | None = None
     mask_keep: float = 0.7
@@ -44,17 +39,10 @@ class SdpaCall(Case):
         super().__post_init__()
         check_logit_scale(self.logit_scale)
         check_sizes(self, "batch", "q_len", "kv_len", "head_dim")
-        check_heads(self)
         if not 0.0 < self.mask_keep <= 1.0:
             raise ValueError(f"mask_keep must be in (0, 1], got {self.mask_keep}")
         if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
             raise ValueError(f"scale must be positive and finite, got {self.scale}")
-
-    @property
-    def shape(self) -> Shape:
-        """The call's sizes in the op's vocabulary."""
-        return Shape(batch=self.batch, q_heads=self.q_heads, kv_heads=self.kv_heads,
-                     q_len=self.q_len, kv_len=self.kv_len, head_dim=self.head_dim)
 
     @property
     def effective_scale(self) -> float:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from kernel_harness.core.case import check_heads
+
 #: ``bhqd``: heads before positions (``[batch, heads, len, dim]``: flash, splash);
 #: ``bqhd``: positions before heads (``[batch, len, heads, dim]``: sdpa, gpu-mha, hstu).
 LAYOUTS: tuple[str, ...] = ("bhqd", "bqhd")
@@ -18,7 +20,9 @@ LAYOUTS: tuple[str, ...] = ("bhqd", "bqhd")
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Shape:
-    """An attention problem's sizes in the op's vocabulary."""
+    """An attention problem's sizes in the op's vocabulary; a case with all six inherits
+    them (``class MyCase(Shape, Case)``: :class:`~kernel_harness.ops.attention.sdpa.
+    SdpaCall`)."""
 
     batch: int
     q_heads: int
@@ -28,9 +32,10 @@ class Shape:
     head_dim: int
 
     def __post_init__(self) -> None:
-        if self.kv_heads < 1 or self.q_heads % self.kv_heads:
-            raise ValueError(
-                f"q_heads={self.q_heads} must be a multiple of kv_heads={self.kv_heads}")
+        parent = getattr(super(), "__post_init__", None)
+        if parent is not None:  # a case's own checks (dtype, ...) first
+            parent()
+        check_heads(self)
 
     @property
     def group(self) -> int:
