@@ -7,14 +7,14 @@ import math
 import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.hstu import cases
 from kernel_harness.families.hstu import kernel as _kernel
 from kernel_harness.families.hstu.bad_inputs import bad_inputs
 from kernel_harness.families.hstu.bench import BENCH
 from kernel_harness.families.hstu.export import export
-from kernel_harness.families.hstu.masks import case_mask
 from kernel_harness.families.hstu.metamorphic import METAMORPHIC
 from kernel_harness.ops.attention.vocabulary import output_axes
+from kernel_harness.ops.pointwise_attention import cases
+from kernel_harness.ops.pointwise_attention.masks import case_mask
 from kernel_harness.ops.pointwise_attention.reference import pointwise_outputs
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation

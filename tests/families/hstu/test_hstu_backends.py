@@ -11,8 +11,8 @@ import pytest
 
 from kernel_harness import check_case, get_family, resolve_backend
 from kernel_harness.core import compat
-from kernel_harness.families.hstu.cases import HstuCase
 from kernel_harness.kernels.hstu import api
+from kernel_harness.ops.pointwise_attention.cases import HstuCase
 
 FAMILY = get_family("hstu")
 

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel_harness.families.hstu import cases
-from kernel_harness.families.hstu.cases import HstuCase
 from kernel_harness.families.hstu.family import FAMILY
+from kernel_harness.ops.pointwise_attention import cases
+from kernel_harness.ops.pointwise_attention.cases import HstuCase
 
 DRAWS = settings(
     max_examples=150, deadline=None, database=None, derandomize=True,

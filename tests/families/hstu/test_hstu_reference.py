@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from kernel_harness.families.hstu import cases, masks
-from kernel_harness.families.hstu.cases import HstuCase
 from kernel_harness.families.hstu.family import reference
+from kernel_harness.ops.pointwise_attention import cases, masks
+from kernel_harness.ops.pointwise_attention.cases import HstuCase
 from kernel_harness.ops.pointwise_attention.reference import pointwise_outputs
 
 

@@ -1,4 +1,5 @@
-"""HSTU cases: a frozen description of one call, and the Hypothesis strategy drawing them.
+"""The pointwise-attention op's cases (HSTU's vocabulary): a frozen description of one
+call, and the Hypothesis strategy drawing them.
 
 A case names shapes, block sizes, the mask (``causal``/``full``, or a numpy
 mask described by ``mask_pattern``/``mask_density``/``mask_seed``), an

@@ -1,4 +1,4 @@
-"""The hstu family's mask vocabulary as dense masks: ``kind`` (causal, full, numpy), a
+"""The pointwise-attention op's masks as dense arrays: ``kind`` (causal, full, numpy), a
 symmetric window and segment ids, each built by the attention op's one dense-mask builder
 (:func:`kernel_harness.ops.attention.reference.visibility`) from the case description;
 nothing comes from the kernel package."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.families.hstu.cases import HstuCase
 from kernel_harness.ops.attention.reference import visibility
+from kernel_harness.ops.pointwise_attention.cases import HstuCase
 
 
 def dense_mask(
