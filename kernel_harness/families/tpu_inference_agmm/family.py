@@ -9,11 +9,10 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_agmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_agmm.export import export
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase, agmm_cases, agmm_events
 from kernel_harness.ops.all_gather_matmul.reference import reference
 from kernel_harness.ops.mesh import MAX_DEVICES
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
 
 TOLERANCES = ToleranceTable.of_limits({
     ("float32", "out"): (2e-5, "float32 products summed over k <= 256 in a float32 "
@@ -55,19 +54,16 @@ def seed_cases(without: frozenset[str]) -> list[AgmmCase]:
     ]
 
 
-FAMILY = Family(
+FAMILY = tpu_inference_family(
     name="tpu-inference-all-gather-matmul",
-    summary=f"tpu-inference {TESTED_VERSION} all-gather matmul (a collective: x gathered "
-    "over a ring while each device multiplies); needs tpu-inference",
+    summary="all-gather matmul (a collective: x gathered over a ring while each device "
+    "multiplies)",
+    adapter=_kernel.ADAPTER,
     case_type=AgmmCase,
     cases=agmm_cases,
-    **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
-    requires=f"tpu-inference: {INSTALL}",
     reference=reference,
     output_axes={"out": ("row", "dim")},
     tolerances=TOLERANCES,
-    capabilities=frozenset(),
     events=agmm_events,
     contract=CONTRACT,
     seed_cases=seed_cases,

@@ -19,9 +19,9 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.devices import device_mesh
-from kernel_harness.families import tpu_inference_loader as loader
+from kernel_harness.families.tpu_inference_record import KernelModules
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
+from kernel_harness.spec.adapter import Adapter, expect_shape
 
 AXIS = "x"
 IMPL_SIGNATURE = (
@@ -31,19 +31,14 @@ IMPL_SIGNATURE = (
     "by columns"
 )
 
-#: Where tpu-inference is installed: the TPU backends; none without it.
-AGMM_BACKENDS = TPU_BACKENDS if loader.available() else frozenset()
-_MODULE = (loader.kernel_module("collectives.all_gather_matmul") if loader.available()
-           else None)
+_MODULES = KernelModules("collectives.all_gather_matmul")
 
 
 def all_gather_matmul(x: jax.Array, y: jax.Array, mesh: Any, axis_name: str, *,
                       bn: int | None, bk: int | None, rhs_transpose: bool) -> jax.Array:
     """The default implementation: tpu-inference's ``all_gather_matmul``."""
-    if _MODULE is None:
-        raise ImportError(f"tpu-inference is not installed ({loader.INSTALL})")
-    return _MODULE.all_gather_matmul(x, y, mesh, axis_name, bn=bn, bk=bk,
-                                     rhs_transpose=rhs_transpose)
+    return _MODULES["all_gather_matmul"].all_gather_matmul(x, y, mesh, axis_name, bn=bn,
+                                                           bk=bk, rhs_transpose=rhs_transpose)
 
 
 def run(impl: Callable[..., Any], case: AgmmCase, inputs: dict[str, np.ndarray],
@@ -65,4 +60,4 @@ def run(impl: Callable[..., Any], case: AgmmCase, inputs: dict[str, np.ndarray],
 
 #: How the family calls its kernel.
 ADAPTER = Adapter(kernel=all_gather_matmul, impl_signature=IMPL_SIGNATURE, run=run,
-                  backends=AGMM_BACKENDS)
+                  backends=_MODULES.backends)

@@ -4,12 +4,10 @@ tpu-inference's all-gather matmul source (``kernel_harness.spec.mutant``;
 
 from __future__ import annotations
 
-from kernel_harness.families.tpu_inference_loader import prepare_packages
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.families.tpu_inference_record import tpu_inference_edits
+from kernel_harness.spec.mutant import CI, Mutant
 
-prepare_packages()
-
-_kernel = edits_of("tpu_inference.kernels.collectives.all_gather_matmul")
+_kernel = tpu_inference_edits("collectives.all_gather_matmul")
 
 MUTANTS: list[Mutant] = [
     _kernel("first-left-wait-dropped",

@@ -10,11 +10,10 @@ from kernel_harness.core.tolerance import Calibrated, ToleranceTable
 from kernel_harness.families.tpu_inference_bqmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_bqmm.export import export
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.quantized_matmul.cases import QmmCase, qmm_cases, qmm_events
 from kernel_harness.ops.quantized_matmul.reference import bfloat16_accumulation, reference_for
-from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
 
 #: The weights' dtype drawn (int8 does not trace: findings/).
 W_Q_DTYPES = ("float8_e4m3fn",)
@@ -86,20 +85,17 @@ def seed_cases(without: frozenset[str]) -> list[QmmCase]:
     ]
 
 
-FAMILY = Family(
+FAMILY = tpu_inference_family(
     name="tpu-inference-blockwise-quantized-matmul",
-    summary=f"tpu-inference {TESTED_VERSION} blockwise quantized matmul (fp8 weights with a "
-    "scale per block of inputs; bfloat16 accumulation); needs tpu-inference",
+    summary="blockwise quantized matmul (fp8 weights with a scale per block of inputs; "
+    "bfloat16 accumulation)",
+    adapter=_kernel.ADAPTER,
     case_type=QmmCase,
     cases=cases,
-    **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
-    requires=f"tpu-inference: {INSTALL}",
     reference=reference_for(rounding="nearest"),
     low_precision_reference=bfloat16_accumulation(rounding="nearest"),
     output_axes={"out": ("row", "dim")},
     tolerances=TOLERANCES,
-    capabilities=frozenset(),
     events=qmm_events,
     contract=CONTRACT,
     seed_cases=seed_cases,

@@ -15,8 +15,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from kernel_harness.families import tpu_inference_loader as loader
-from kernel_harness.spec.adapter import TPU_BACKENDS, JittedTpuProgram
+from kernel_harness.families.tpu_inference_record import KernelModules
+from kernel_harness.spec.adapter import JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "blockwise_quantized_matmul(x, w_q, w_scale, *, block_size, x_q_dtype, batch_block, "
@@ -25,14 +25,8 @@ IMPL_SIGNATURE = (
     "(quantize x per row and block_size inputs) or None; out: [n_batch, n_out] in x's dtype"
 )
 
-#: Where tpu-inference is installed: the TPU backends; none without it.
-BQMM_BACKENDS = TPU_BACKENDS if loader.available() else frozenset()
-
-#: The kernel's modules, imported with the family where tpu-inference is installed (so a
-#: mutated copy, ``kernel-harness mutate``, is the one the family binds).
-_MODULES = ({name: loader.kernel_module(f"quantized_matmul.{name}")
-             for name in ("blockwise_kernel", "tuned_block_sizes")}
-            if loader.available() else {})
+_MODULES = KernelModules("quantized_matmul.blockwise_kernel",
+                         "quantized_matmul.tuned_block_sizes")
 
 
 def blockwise_quantized_matmul(x: jax.Array, w_q: jax.Array, w_scale: jax.Array, *,
@@ -40,8 +34,6 @@ def blockwise_quantized_matmul(x: jax.Array, w_q: jax.Array, w_scale: jax.Array,
                                out_block: int, in_block: int) -> jax.Array:
     """The default implementation: tpu-inference's blockwise ``quantized_matmul_kernel``,
     tiled as given."""
-    if not _MODULES:
-        raise ImportError(f"tpu-inference is not installed ({loader.INSTALL})")
     tuned = _MODULES["tuned_block_sizes"].TunedValue(batch_block, out_block, in_block)
     return _MODULES["blockwise_kernel"].quantized_matmul_kernel(
         x, w_q, w_scale, block_size=block_size, x_q_dtype=x_q_dtype, tuned_value=tuned)
@@ -62,4 +54,4 @@ PROGRAM = JittedTpuProgram(
 traceable = PROGRAM.traceable
 
 #: How the family calls its kernel.
-ADAPTER = PROGRAM.adapter(impl_signature=IMPL_SIGNATURE, backends=BQMM_BACKENDS)
+ADAPTER = PROGRAM.adapter(impl_signature=IMPL_SIGNATURE, backends=_MODULES.backends)

@@ -9,11 +9,10 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_fused_moe import kernel as _kernel
 from kernel_harness.families.tpu_inference_fused_moe.export import export
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.mesh import MAX_DEVICES
 from kernel_harness.ops.moe.cases import MoeCase, moe_cases, moe_events
 from kernel_harness.ops.moe.reference import reference
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
 
 TOLERANCES = ToleranceTable.of_limits({
     ("float32", "out"): (2e-5, "float32 throughout (scores, both projections, the "
@@ -82,19 +81,16 @@ def seed_cases(without: frozenset[str]) -> list[MoeCase]:
     ]
 
 
-FAMILY = Family(
+FAMILY = tpu_inference_family(
     name=_kernel.NAME,
-    summary=f"tpu-inference {TESTED_VERSION} fused expert-parallel MoE (a collective: "
-    "tokens routed to their experts' devices by remote DMAs); needs tpu-inference",
+    summary="fused expert-parallel MoE (a collective: tokens routed to their experts' "
+    "devices by remote DMAs)",
+    adapter=_kernel.ADAPTER,
     case_type=MoeCase,
     cases=moe_cases,
-    **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
-    requires=f"tpu-inference: {INSTALL}",
     reference=reference,
     output_axes={"out": ("row", "dim")},
     tolerances=TOLERANCES,
-    capabilities=frozenset(),
     events=moe_events,
     contract=CONTRACT,
     seed_cases=seed_cases,

@@ -20,10 +20,10 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.devices import device_mesh
-from kernel_harness.families import tpu_inference_loader as loader
+from kernel_harness.families.tpu_inference_record import KernelModules
 from kernel_harness.ops.mesh import AXIS
 from kernel_harness.ops.moe.cases import MoeCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape, tpu_kernel_context
+from kernel_harness.spec.adapter import Adapter, expect_shape, tpu_kernel_context
 
 NAME = "tpu-inference-fused-moe"
 #: The mesh's first axis: the kernel names it "data" itself (``axis_index("data")``).
@@ -37,18 +37,13 @@ IMPL_SIGNATURE = (
 )
 #: The TPU interpreter's settings besides the case's DMA schedule (see the module doc).
 INTERPRETER_SETTINGS = {"uninitialized_memory": "nan", "out_of_bounds_reads": "uninitialized"}
-
-#: Where tpu-inference is installed: the TPU backends; none without it.
-MOE_BACKENDS = TPU_BACKENDS if loader.available() else frozenset()
-_MODULE = loader.kernel_module("fused_moe.v1.kernel") if loader.available() else None
+_MODULES = KernelModules("fused_moe.v1.kernel")
 
 
 def fused_ep_moe(mesh: Any, tokens: jax.Array, w1: jax.Array, w2: jax.Array,
                  gating_output: jax.Array, top_k: int, **options: Any) -> jax.Array:
     """The default implementation: tpu-inference's ``fused_ep_moe``."""
-    if _MODULE is None:
-        raise ImportError(f"tpu-inference is not installed ({loader.INSTALL})")
-    return _MODULE.fused_ep_moe(mesh, tokens, w1, w2, gating_output, top_k, **options)
+    return _MODULES["kernel"].fused_ep_moe(mesh, tokens, w1, w2, gating_output, top_k, **options)
 
 
 def options(case: MoeCase) -> dict[str, Any]:
@@ -81,4 +76,4 @@ def run(impl: Callable[..., Any], case: MoeCase, inputs: dict[str, np.ndarray],
 
 #: How the family calls its kernel.
 ADAPTER = Adapter(kernel=fused_ep_moe, impl_signature=IMPL_SIGNATURE, run=run,
-                  backends=MOE_BACKENDS)
+                  backends=_MODULES.backends)

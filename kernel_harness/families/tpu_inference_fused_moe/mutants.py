@@ -4,12 +4,10 @@ mutate``)."""
 
 from __future__ import annotations
 
-from kernel_harness.families.tpu_inference_loader import prepare_packages
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.families.tpu_inference_record import tpu_inference_edits
+from kernel_harness.spec.mutant import CI, Mutant
 
-prepare_packages()
-
-_kernel = edits_of("tpu_inference.kernels.fused_moe.v1.kernel")
+_kernel = tpu_inference_edits("fused_moe.v1.kernel")
 
 MUTANTS: list[Mutant] = [
     _kernel("scatter-recv-wait-dropped",

@@ -20,10 +20,9 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
 )
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
+from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
-from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
 
 _CACHE = ("a copy: the new latents bit for bit (padding lanes zero), every other slot "
           "unchanged; the judge's bound cannot be 0, and 1e-7 of the cache's scale is under "
@@ -108,15 +107,14 @@ def reference(case: MlaV2Case, inputs: dict[str, np.ndarray]) -> dict[str, np.nd
     return {"out": np.transpose(out, (1, 0, 2)), "cache_kv": cache.astype(np.float32)}
 
 
-FAMILY = Family(
+FAMILY = tpu_inference_family(
     name="tpu-inference-mla-v2",
-    summary=f"tpu-inference {TESTED_VERSION} MLA v2 (multi-head latent attention over a "
-    "paged latent cache, updated in the same call; mixed prefill and decode); needs "
-    "tpu-inference and sympy",
+    summary="MLA v2 (multi-head latent attention over a paged latent cache, updated in the "
+    "same call; mixed prefill and decode)",
+    needs="tpu-inference and sympy",
+    adapter=_kernel.ADAPTER,
     case_type=MlaV2Case,
     cases=mla_v2_cases,
-    **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
     requires=f"tpu-inference and sympy: {_kernel.NEEDS}",
     reference=reference,
     output_axes={"out": ("head", "token", "dim"),

@@ -16,11 +16,8 @@ from typing import Any
 import jax.numpy as jnp
 
 from kernel_harness.families import tpu_inference_loader as loader
-from kernel_harness.spec.adapter import (
-    INTERPRET_VMEM_BYTES,
-    TPU_BACKENDS,
-    JittedTpuProgram,
-)
+from kernel_harness.families.tpu_inference_record import KernelModules
+from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "impl(ql_nope, q_pe, new_kv_c, new_k_pe, cache_kv, kv_lens, page_indices, cu_q_lens, "
@@ -34,19 +31,13 @@ IMPL_SIGNATURE = (
 
 #: What the kernel module needs beyond jax.
 NEEDS = f"{loader.INSTALL} && pip install sympy"
-_AVAILABLE = loader.available() and importlib.util.find_spec("sympy") is not None
-
-#: Where tpu-inference and sympy are installed: the TPU backends; none without them.
-MLA_V2_BACKENDS = TPU_BACKENDS if _AVAILABLE else frozenset()
-
-#: The kernel module, imported with the family (so a mutated copy is the one bound).
-_MODULES = {"kernel": loader.kernel_module("mla.v2.kernel")} if _AVAILABLE else {}
+_MODULES = KernelModules(
+    "mla.v2.kernel", missing=f"tpu-inference and sympy are not installed ({NEEDS})",
+    available=loader.available() and importlib.util.find_spec("sympy") is not None)
 
 
 def mla_ragged_paged_attention(*operands: Any, **options: Any) -> tuple[Any, Any]:
     """The default implementation: the kernel module's entry point."""
-    if not _MODULES:
-        raise ImportError(f"tpu-inference and sympy are not installed ({NEEDS})")
     return _MODULES["kernel"].mla_ragged_paged_attention(*operands, **options)
 
 
@@ -73,4 +64,4 @@ PROGRAM = JittedTpuProgram(
 traceable = PROGRAM.traceable
 
 #: How the tpu-inference-mla-v2 family calls its kernel.
-ADAPTER = PROGRAM.adapter(impl_signature=IMPL_SIGNATURE, backends=MLA_V2_BACKENDS)
+ADAPTER = PROGRAM.adapter(impl_signature=IMPL_SIGNATURE, backends=_MODULES.backends)

@@ -10,12 +10,11 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
 from kernel_harness.families.tpu_inference_qmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_qmm.export import export
+from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.quantized_matmul.cases import W_Q_DTYPES, QmmCase, qmm_cases, qmm_events
 from kernel_harness.ops.quantized_matmul.reference import reference_for
 from kernel_harness.spec.blocks import block_variants
-from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
 
 _INT8 = ("with quantized activations the products are exact (int32 sums for int8; float8 "
          "products summed in float32, exact for n_in <= 768), then two float32 scalings "
@@ -84,20 +83,16 @@ def seed_cases(without: frozenset[str]) -> list[QmmCase]:
     ] + fp8
 
 
-FAMILY = Family(
+FAMILY = tpu_inference_family(
     name="tpu-inference-quantized-matmul",
-    summary=f"tpu-inference {TESTED_VERSION} quantized matmul (per-channel int8/fp8 weights, "
-    "activations quantized per row); needs tpu-inference",
+    summary="quantized matmul (per-channel int8/fp8 weights, activations quantized per row)",
+    adapter=_kernel.ADAPTER,
     case_type=QmmCase,
     cases=cases,
     optional=OPTIONAL,
-    **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
-    requires=f"tpu-inference: {INSTALL}",
     reference=reference_for(rounding="toward-zero"),
     output_axes={"out": ("row", "dim")},
     tolerances=TOLERANCES,
-    capabilities=frozenset(),
     events=qmm_events,
     contract=CONTRACT,
     seed_cases=seed_cases,

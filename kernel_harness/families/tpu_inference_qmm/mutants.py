@@ -1,20 +1,13 @@
 """Mutant catalog for tpu-inference-quantized-matmul: bugs planted in tpu-inference's
-quantized matmul source (``kernel_harness.spec.mutant``; ``kernel-harness mutate``).
-
-Loading this catalog prepares tpu-inference's packages (:func:`~kernel_harness.families.
-tpu_inference_loader.prepare_packages`), so the mutated modules are found without the
-package's ``__init__``.
-"""
+quantized matmul source (``kernel_harness.spec.mutant``; ``kernel-harness mutate``)."""
 
 from __future__ import annotations
 
-from kernel_harness.families.tpu_inference_loader import prepare_packages
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.families.tpu_inference_record import tpu_inference_edits
+from kernel_harness.spec.mutant import CI, Mutant
 
-prepare_packages()
-
-_kernel = edits_of("tpu_inference.kernels.quantized_matmul.kernel")
-_util = edits_of("tpu_inference.kernels.quantized_matmul.util")
+_kernel = tpu_inference_edits("quantized_matmul.kernel")
+_util = tpu_inference_edits("quantized_matmul.util")
 
 MUTANTS: list[Mutant] = [
     _util("rounds-to-nearest",

@@ -9,6 +9,7 @@ import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference_record import REQUIRES, tpu_inference_family
 from kernel_harness.families.tpu_inference_rpa_hd64 import kernel as _kernel
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
     OPTIONAL,
@@ -18,9 +19,7 @@ from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
 from kernel_harness.families.tpu_inference_rpa_hd64.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_hd64.export import export
 from kernel_harness.ops.paged_decode.kv_update import kv_update_reference
-from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
 
 _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot (and the padding "
           "heads' rows) unchanged; 1e-7 of the cache's scale is under one rounding of any "
@@ -74,16 +73,15 @@ def valid(case: RpaHd64Case) -> dict[str, np.ndarray]:
     return {} if rows.all() else {"out": rows[:, None, None]}
 
 
-FAMILY = Family(
+FAMILY = tpu_inference_family(
     name="tpu-inference-rpa-v3-hd64",
-    summary=f"tpu-inference {TESTED_VERSION} ragged paged attention v3 for head_dim 64 (K|V "
-    "in one cache row, attention sinks, KV cache updated in the same call); needs "
-    "tpu-inference and jax >= 0.11",
+    summary="ragged paged attention v3 for head_dim 64 (K|V in one cache row, attention "
+    "sinks, KV cache updated in the same call)",
+    needs="tpu-inference and jax >= 0.11",
+    adapter=_kernel.ADAPTER,
     case_type=RpaHd64Case,
     cases=rpa_hd64_cases,
-    **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
-    requires=f"tpu-inference: {INSTALL}; {_kernel.NEEDS_JAX}",
+    requires=f"{REQUIRES}; {_kernel.NEEDS_JAX}",
     reference=kv_update_reference,
     output_axes={"out": ("token", "head", "dim"),
                  "kv_cache": ("page", "slot", "head", "pack", "lane")},

@@ -13,13 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernel_harness.core import compat
-from kernel_harness.families import tpu_inference_loader as loader
+from kernel_harness.families.tpu_inference_record import KernelModules
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
-from kernel_harness.spec.adapter import (
-    INTERPRET_VMEM_BYTES,
-    TPU_BACKENDS,
-    JittedTpuProgram,
-)
+from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, "
@@ -34,20 +30,14 @@ IMPL_SIGNATURE = (
 #: ``pltpu.reciprocal``, which jax 0.10.2 lacks (AttributeError while tracing).
 NEEDS_JAX = "jax >= 0.11 (the kernel calls pltpu.reciprocal, missing on jax 0.10.2)"
 
+_MODULES = KernelModules("ragged_paged_attention.v3.kernel_hd64")
 #: Where tpu-inference is installed on a jax with pltpu.reciprocal: the TPU backends.
-RPA_HD64_BACKENDS = (TPU_BACKENDS if loader.available() and compat.pallas_tpu_has("reciprocal")
-                     else frozenset())
-
-#: The kernel module, imported with the family (so a mutated copy is the one bound).
-_MODULES = ({"kernel": loader.kernel_module("ragged_paged_attention.v3.kernel_hd64")}
-            if loader.available() else {})
+RPA_HD64_BACKENDS = _MODULES.backends if compat.pallas_tpu_has("reciprocal") else frozenset()
 
 
 def ragged_paged_attention_hd64(*operands: Any, **options: Any) -> tuple[Any, Any]:
     """The default implementation: the kernel's function, traced by the adapter's jit."""
-    if not _MODULES:
-        raise ImportError(f"tpu-inference is not installed ({loader.INSTALL})")
-    module = _MODULES["kernel"]
+    module = _MODULES["kernel_hd64"]
     fn = getattr(module.ragged_paged_attention_hd64, "__wrapped__",
                  module.ragged_paged_attention_hd64)
     return fn(*operands, **options)

@@ -1,20 +1,13 @@
 """Mutant catalog for tpu-inference-rpa-v3-hd64: bugs planted in tpu-inference's ragged
 paged attention v3 head_dim-64 source (``kernel_harness.spec.mutant``; ``kernel-harness
-mutate``).
-
-Loading this catalog prepares tpu-inference's packages (:func:`~kernel_harness.families.
-tpu_inference_loader.prepare_packages`), so the mutated module is found without the
-package's ``__init__``.
-"""
+mutate``)."""
 
 from __future__ import annotations
 
-from kernel_harness.families.tpu_inference_loader import prepare_packages
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.families.tpu_inference_record import tpu_inference_edits
+from kernel_harness.spec.mutant import CI, Mutant
 
-prepare_packages()
-
-_kernel = edits_of("tpu_inference.kernels.ragged_paged_attention.v3.kernel_hd64")
+_kernel = tpu_inference_edits("ragged_paged_attention.v3.kernel_hd64")
 
 #: CI kills the two ``ci`` ones (the sinks and the cache path); the nightly kill matrix all.
 MUTANTS: list[Mutant] = [

@@ -8,6 +8,7 @@ import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.families.tpu_inference_rpa_v3 import kernel as _kernel
 from kernel_harness.families.tpu_inference_rpa_v3.cases import (
     OPTIONAL,
@@ -17,9 +18,7 @@ from kernel_harness.families.tpu_inference_rpa_v3.cases import (
 from kernel_harness.families.tpu_inference_rpa_v3.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_v3.export import export
 from kernel_harness.ops.paged_decode.kv_update import kv_update_reference
-from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
 
 _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot unchanged; the judge's "
           "bound cannot be 0, and 1e-7 of the cache's scale is under one rounding of any "
@@ -104,16 +103,13 @@ def valid(case: RpaV3Case) -> dict[str, np.ndarray]:
     return masks
 
 
-FAMILY = Family(
+FAMILY = tpu_inference_family(
     name="tpu-inference-rpa-v3",
-    summary=f"tpu-inference {TESTED_VERSION} ragged paged attention v3 (mixed prefill and "
-    "decode, KV cache updated in the same call; TPU v5/v6/v7 as a case dimension); needs "
-    "tpu-inference",
+    summary="ragged paged attention v3 (mixed prefill and decode, KV cache updated in the "
+    "same call; TPU v5/v6/v7 as a case dimension)",
+    adapter=_kernel.ADAPTER,
     case_type=RpaV3Case,
     cases=rpa_v3_cases,
-    **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
-    requires=f"tpu-inference: {INSTALL}",
     reference=kv_update_reference,
     output_axes={"out": ("token", "head", "dim"),
                  "kv_cache": ("page", "slot", "head", "pack", "lane")},

@@ -19,12 +19,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from kernel_harness.families import tpu_inference_loader as loader
-from kernel_harness.spec.adapter import (
-    INTERPRET_VMEM_BYTES,
-    TPU_BACKENDS,
-    JittedTpuProgram,
-)
+from kernel_harness.families.tpu_inference_record import KernelModules
+from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, *, "
@@ -37,12 +33,7 @@ IMPL_SIGNATURE = (
     "[max_num_seqs+1], distribution [3]; tpu_version: the generation to assume"
 )
 
-#: Where tpu-inference is installed: the TPU backends; none without it.
-RPA_V3_BACKENDS = TPU_BACKENDS if loader.available() else frozenset()
-
-#: The kernel module, imported with the family (so a mutated copy is the one bound).
-_MODULES = ({"kernel": loader.kernel_module("ragged_paged_attention.v3.kernel")}
-            if loader.available() else {})
+_MODULES = KernelModules("ragged_paged_attention.v3.kernel")
 _VERSION_LOCK = threading.RLock()
 
 
@@ -62,8 +53,6 @@ def ragged_paged_attention(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, 
                            *, tpu_version: int, **options: Any) -> tuple[Any, Any]:
     """The default implementation: the kernel's function (traced here, not through its
     own jit cache, which does not key on the generation) told it runs on ``tpu_version``."""
-    if not _MODULES:
-        raise ImportError(f"tpu-inference is not installed ({loader.INSTALL})")
     module = _MODULES["kernel"]
     fn = getattr(module.ragged_paged_attention, "__wrapped__", module.ragged_paged_attention)
     with _assumed_tpu_version(module, tpu_version):
@@ -92,4 +81,4 @@ PROGRAM = JittedTpuProgram(
 traceable = PROGRAM.traceable
 
 #: How the tpu-inference-rpa-v3 family calls its kernel.
-ADAPTER = PROGRAM.adapter(impl_signature=IMPL_SIGNATURE, backends=RPA_V3_BACKENDS)
+ADAPTER = PROGRAM.adapter(impl_signature=IMPL_SIGNATURE, backends=_MODULES.backends)
