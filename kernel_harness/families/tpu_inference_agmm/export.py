@@ -5,10 +5,9 @@ case's mesh, blocks and DMA schedule, and the product in float64."""
 
 from __future__ import annotations
 
-import inspect
 import textwrap
 
-from kernel_harness.families import tpu_inference_loader
+from kernel_harness.families.tpu_inference_record import loader_source
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
 from kernel_harness.spec.export import DEVICES_FIRST, ExportSnippet
 
@@ -16,9 +15,7 @@ from kernel_harness.spec.export import DEVICES_FIRST, ExportSnippet
 def export(case: AgmmCase) -> ExportSnippet:
     """The kernel with the case's blocks (TPU interpret mode with NaN-filled memory and the
     case's DMA schedule on the CPU) and the float64 product."""
-    loader = "\n".join(line for line in inspect.getsource(tpu_inference_loader).splitlines()
-                       if not line.startswith("from __future__"))
-    default_import = loader + textwrap.dedent('''
+    default_import = loader_source('''
 
         _AGMM = kernel_module("collectives.all_gather_matmul")
 

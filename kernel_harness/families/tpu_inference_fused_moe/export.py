@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import textwrap
 
-from kernel_harness.families import tpu_inference_loader
 from kernel_harness.families.tpu_inference_fused_moe.kernel import (
     DATA_AXIS,
     INTERPRETER_SETTINGS,
     options,
 )
+from kernel_harness.families.tpu_inference_record import loader_source
 from kernel_harness.ops.mesh import AXIS
 from kernel_harness.ops.moe.cases import MoeCase
 from kernel_harness.ops.moe.export import reference_source
@@ -21,14 +21,13 @@ from kernel_harness.spec.export import (
     DEVICES_FIRST,
     ExportSnippet,
     interpreter_source,
-    module_source,
 )
 
 
 def export(case: MoeCase) -> ExportSnippet:
     """The kernel with the case's options (TPU interpret mode on the CPU with the
     family's interpreter settings and the case's DMA schedule) and the op's reference."""
-    default_import = module_source(tpu_inference_loader) + textwrap.dedent('''
+    default_import = loader_source('''
 
         _MOE = kernel_module("fused_moe.v1.kernel")
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from kernel_harness.core import compat
 from kernel_harness.core.case import cast, dtype_packing
-from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes, lanes
+from kernel_harness.families.tpu_inference_ragged import draw_attention, draw_paging
+from kernel_harness.ops.paged_decode.passes import PassesCase, lanes
 
 #: dtypes drawn (q, the new latents and the cache share it; the logits' dtype s_dtype is
 #: the input dtype; no fp8 cache, no q/k/v scales).
@@ -130,24 +131,17 @@ def mla_v2_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DRAWN_DTYPES,
     split 1 or 2 ways, both flash-attention variants, windows, soft caps, large logits,
     float32 and (where this jax runs it: :data:`BFLOAT16_RUNS`) bfloat16."""
     del without  # nothing optional yet
-    dtype = draw(st.sampled_from(dtypes))
-    page_size = draw(st.sampled_from((8, 16)))
-    pages_per_seq = draw(st.integers(1, 4))
-    passes = draw(draw_passes(page_size=page_size, pages_per_seq=pages_per_seq,
-                              max_seqs=max_seqs))
+    dtype, paging = draw_paging(draw, dtypes, max_seqs)
     split = draw(st.sampled_from((1, 2)))
     queries = (draw(st.sampled_from((1, 2))), draw(st.sampled_from((8, 4, 16))),
                split * draw(st.sampled_from((4, 1, 8))))
     return MlaV2Case(
-        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), **passes,
+        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), **paging,
         q_heads=draw(st.sampled_from((4, 1, 3, 8))),
         lkv_dim=draw(st.sampled_from((128, 256))), r_dim=draw(st.sampled_from((64, 128))),
-        page_size=page_size, pages_per_seq=pages_per_seq,
-        kv_pages_per_block=tuple(draw(st.integers(1, pages_per_seq)) for _ in range(3)),
+        kv_pages_per_block=tuple(draw(st.integers(1, paging["pages_per_seq"]))
+                                 for _ in range(3)),
         queries_per_block=queries, mixed_q_split=split,
         two_step=draw(st.booleans()), p_like_v=draw(st.booleans()),
-        sliding_window=draw(st.one_of(st.none(), st.integers(1, page_size * pages_per_seq))),
-        soft_cap=draw(st.sampled_from((None, 2.0, 20.0))),
-        sm_scale=draw(st.sampled_from((1.0, 0.5))),
-        logit_scale=draw(st.sampled_from((1.0, 4.0))),
+        **draw_attention(draw, paging),
     )

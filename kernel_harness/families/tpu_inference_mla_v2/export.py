@@ -4,29 +4,22 @@ the ragged op's reference, embedded verbatim."""
 
 from __future__ import annotations
 
-import inspect
-import textwrap
-
 from kernel_harness.core.case import dtype_packing
-from kernel_harness.families import tpu_inference_loader
 from kernel_harness.families.tpu_inference_mla_v2 import cases as _cases
-from kernel_harness.ops.attention.export import reference_source
-from kernel_harness.ops.paged_decode import ragged as _ragged
-from kernel_harness.ops.paged_decode.passes import lanes
-from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES
-from kernel_harness.spec.export import (
-    ExportSnippet,
-    interpreter_source,
-    module_source,
-    tpu_interpreting_source,
+from kernel_harness.families.tpu_inference_ragged import (
+    ragged_reference_source,
+    run_kernel_source,
 )
+from kernel_harness.families.tpu_inference_record import loader_source
+from kernel_harness.ops.paged_decode.passes import lanes
+from kernel_harness.spec.export import ExportSnippet
 
 
 def export(case: _cases.MlaV2Case) -> ExportSnippet:
     """The kernel with the case's options (TPU interpret mode inside the embedded
     extensions on interpret), and the exact cache update plus the attention op over the
     updated cache."""
-    default_import = module_source(tpu_inference_loader) + textwrap.dedent('''
+    default_import = loader_source('''
 
         kernel = kernel_module("mla.v2.kernel").mla_ragged_paged_attention
     ''')
@@ -38,31 +31,13 @@ def export(case: _cases.MlaV2Case) -> ExportSnippet:
                    p_same_dtype_as_v=case.p_like_v)
     operands = ("ql_nope", "q_pe", "new_kv_c", "new_k_pe", "cache_kv", "kv_lens",
                 "page_indices", "cu_q_lens", "distribution")
-    run_kernel = interpreter_source() + "\n\n\n" + tpu_interpreting_source(
-        1, extended=True) + "\n\n" + textwrap.dedent(f'''
-        OPTIONS = {options!r}
-        OPERANDS = {operands!r}
-
-
-        def run_kernel(x):
-            vmem = {INTERPRET_VMEM_BYTES} if INTERPRET else None
-            fn = jax.jit(lambda *ops: kernel(*ops, vmem_limit_bytes=vmem,
-                                             s_dtype=jnp.dtype("{case.dtype}"), **OPTIONS))
-            with interpreting():
-                out, cache = jax.block_until_ready(fn(*(x[n] for n in OPERANDS)))
-            return dict(out=np.asarray(out, np.float32),
-                        cache_kv=np.asarray(cache, np.float32))
-    ''')
+    run_kernel = run_kernel_source(options, operands, "cache_kv",
+                                   keywords=f's_dtype=jnp.dtype("{case.dtype}"), ')
     fields = {f: getattr(case, f) for f in (
         "q_lens", "kv_lens", "lkv_dim", "r_dim", "page_size", "pages_per_seq")}
     fields["packing"] = dtype_packing(case.dtype)
     fields["rope_lane"] = lanes(case.lkv_dim)
-    reference = reference_source("\n\n".join([
-        "_HI = HI", inspect.getsource(_ragged.allowed),
-        inspect.getsource(_ragged.attend_sequence), textwrap.dedent(f'''
-        CASE = {fields!r}
-
-
+    reference = ragged_reference_source(fields, f'''
         def reference(x):
             """The cache with each new token's latent and rope key written into its slot
             (padding lanes zero), then per sequence the attention op over [latent | rope]
@@ -98,6 +73,6 @@ def export(case: _cases.MlaV2Case) -> ExportSnippet:
                 out[start:start + q_len] = np.asarray(o, np.float32)
                 start += q_len
             return dict(out=out.transpose(1, 0, 2), cache_kv=cache)
-        ''')]))
+        ''')
     return ExportSnippet(default_import=default_import, run_kernel=run_kernel,
                          reference=reference, outputs=("out", "cache_kv"))

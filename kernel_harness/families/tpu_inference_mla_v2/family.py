@@ -20,9 +20,14 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
 )
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
+from kernel_harness.families.tpu_inference_ragged import (
+    CAPABILITIES,
+    PASSES_MODES,
+    lowering,
+    token_rows,
+)
 from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
-from kernel_harness.spec.hooks import Metamorphic
 
 _CACHE = ("a copy: the new latents bit for bit (padding lanes zero), every other slot "
           "unchanged; the judge's bound cannot be 0, and 1e-7 of the cache's scale is under "
@@ -73,7 +78,7 @@ def valid(case: MlaV2Case) -> dict[str, np.ndarray]:
     kv_len (bfloat16: the kernel stores whole packed rows and leaves its new token there
     too; nothing reads a slot past kv_len)."""
     masks = {}
-    tokens = np.arange(case.max_tokens) < case.total_tokens
+    tokens = token_rows(case)
     if not tokens.all():
         masks["out"] = tokens[None, :, None]
     pack = dtype_packing(case.dtype)
@@ -120,19 +125,13 @@ FAMILY = tpu_inference_family(
     output_axes={"out": ("head", "token", "dim"),
                  "cache_kv": ("page", "row", "pack", "lane")},
     tolerances=TOLERANCES,
-    capabilities=frozenset({"causal", "local-window", "mqa", "soft-cap", "sm-scale",
-                            "q-len-ne-kv-len", "ragged-lengths", "decode", "paged"}),
+    capabilities=CAPABILITIES - {"gqa"},
     valid=valid,
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,
-    # lowers-for-tpu: Mosaic lowering as on a v6e (the kernel asks the chip its VMEM size).
-    metamorphic=Metamorphic(roles={}, logit_input="ql_nope", traceable=_kernel.traceable,
-                            tpu_device_kind="TPU v6 lite"),
-    modes=frozenset({
-        "decode-pass", "prefill-pass", "mixed-pass", "mixed-prefill-decode", "multi-seq",
-        "multi-kv-block", "mixed-q-split", "one-step-flash", "p-in-s-dtype", "rope-padded",
-        "odd-heads", "sliding-window", "window-cuts-keys", "soft-cap", "padding-q-rows",
-        "num-seqs-below-max", "float32"} | ({"bfloat16"} if BFLOAT16_RUNS else set())),
+    metamorphic=lowering("ql_nope", _kernel.traceable),
+    modes=PASSES_MODES | {"mixed-q-split", "one-step-flash", "p-in-s-dtype", "rope-padded",
+                          "odd-heads"} | ({"bfloat16"} if BFLOAT16_RUNS else set()),
 )

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import textwrap
 
-from kernel_harness.families import tpu_inference_loader
+from kernel_harness.families.tpu_inference_record import loader_source
 from kernel_harness.ops.quantized_matmul.cases import QmmCase
 from kernel_harness.ops.quantized_matmul.export import reference_source
-from kernel_harness.spec.export import ExportSnippet, module_source, tpu_interpreting_source
+from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
 
 
 def export(case: QmmCase) -> ExportSnippet:
     """The kernel with the case's tiling (under forced TPU interpret mode on interpret) and
     the op's reference, int8 activations truncated."""
-    default_import = module_source(tpu_inference_loader) + textwrap.dedent('''
+    default_import = loader_source('''
 
         _K = kernel_module("quantized_matmul.kernel")
         _T = kernel_module("quantized_matmul.tuned_block_sizes")

@@ -15,8 +15,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast, dtype_packing
+from kernel_harness.families.tpu_inference_ragged import draw_attention, draw_paging
 from kernel_harness.ops.paged_decode.kv_update import KV_UPDATE_DTYPES, KvUpdateCase, fp8_scales
-from kernel_harness.ops.paged_decode.passes import align, draw_passes
+from kernel_harness.ops.paged_decode.passes import align
 
 #: The head dimension of this kernel (its only one).
 HEAD_DIM = 64
@@ -111,25 +112,17 @@ def rpa_hd64_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = KV_UPDATE_DTYPE
     windows, soft caps, large logits, float32 and bfloat16, half the time an fp8 cache with
     scales (``without`` drops fp8 or sinks).
     Shrinks towards one float32 sequence in the mixed pass without sinks."""
-    dtype = draw(st.sampled_from(dtypes))
-    page_size = draw(st.sampled_from((8, 16)))
-    pages_per_seq = draw(st.integers(1, 4))
-    passes = draw(draw_passes(page_size=page_size, pages_per_seq=pages_per_seq,
-                              max_seqs=max_seqs))
+    dtype, paging = draw_paging(draw, dtypes, max_seqs)
     kv_heads = draw(st.sampled_from((1, 2, 3)))
     ratio = draw(st.sampled_from((1, 2, 4)))
     quantized = "fp8" not in without and draw(st.booleans())
     return RpaHd64Case(
-        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), **passes,
+        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), **paging,
         q_heads=kv_heads * ratio, kv_heads=kv_heads,
-        page_size=page_size, pages_per_seq=pages_per_seq,
         kv_pages_per_block=draw(st.sampled_from((1, 2, 4))),
         queries_per_block=draw(st.sampled_from((8, 1, 4, 16))),
         sinks=("sinks" not in without and sinks_supported(dtype, ratio)
                and draw(st.booleans())),
-        sliding_window=draw(st.one_of(st.none(), st.integers(1, page_size * pages_per_seq))),
-        soft_cap=draw(st.sampled_from((None, 2.0, 20.0))),
-        sm_scale=draw(st.sampled_from((1.0, 0.5))),
-        logit_scale=draw(st.sampled_from((1.0, 4.0))),
+        **draw_attention(draw, paging),
         **(draw(fp8_scales()) if quantized else {}),
     )

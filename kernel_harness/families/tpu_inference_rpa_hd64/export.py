@@ -4,28 +4,21 @@ the ragged op's reference, embedded verbatim."""
 
 from __future__ import annotations
 
-import inspect
-import textwrap
-
-from kernel_harness.families import tpu_inference_loader
+from kernel_harness.families.tpu_inference_ragged import (
+    ragged_reference_source,
+    run_kernel_source,
+)
+from kernel_harness.families.tpu_inference_record import loader_source
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
 from kernel_harness.families.tpu_inference_rpa_hd64.kernel import operand_names
-from kernel_harness.ops.attention.export import reference_source
-from kernel_harness.ops.paged_decode import ragged as _ragged
-from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES
-from kernel_harness.spec.export import (
-    ExportSnippet,
-    interpreter_source,
-    module_source,
-    tpu_interpreting_source,
-)
+from kernel_harness.spec.export import ExportSnippet
 
 
 def export(case: RpaHd64Case) -> ExportSnippet:
     """The kernel with the case's blocks (TPU interpret mode inside the embedded extensions
     on interpret), and the exact cache update plus the ragged op (with the sinks) over the
     updated cache."""
-    default_import = module_source(tpu_inference_loader) + textwrap.dedent('''
+    default_import = loader_source('''
 
         _RPA = kernel_module("ragged_paged_attention.v3.kernel_hd64")
 
@@ -39,28 +32,11 @@ def export(case: RpaHd64Case) -> ExportSnippet:
                    num_kv_pages_per_block=case.kv_pages_per_block,
                    num_queries_per_block=case.queries_per_block, q_scale=case.q_scale,
                    k_scale=case.k_scale, v_scale=case.v_scale)
-    run_kernel = interpreter_source() + "\n\n\n" + tpu_interpreting_source(
-        1, extended=True) + "\n\n" + textwrap.dedent(f'''
-        OPTIONS = {options!r}
-        OPERANDS = {operand_names(case)!r}
-
-
-        def run_kernel(x):
-            vmem = {INTERPRET_VMEM_BYTES} if INTERPRET else None
-            fn = jax.jit(lambda *ops: kernel(*ops, vmem_limit_bytes=vmem, **OPTIONS))
-            with interpreting():
-                out, cache = jax.block_until_ready(fn(*(x[n] for n in OPERANDS)))
-            return dict(out=np.asarray(out, np.float32), kv_cache=np.asarray(cache, np.float32))
-    ''')
+    run_kernel = run_kernel_source(options, operand_names(case), "kv_cache")
     fields = {f: getattr(case, f) for f in (
         "q_lens", "kv_lens", "kv_heads", "page_size", "pages_per_seq", "q_scale", "k_scale",
         "v_scale", "cache_dtype")}
-    reference = reference_source("\n\n".join([
-        "_HI = HI", inspect.getsource(_ragged.allowed),
-        inspect.getsource(_ragged.attend_sequence), textwrap.dedent(f'''
-        CASE = {fields!r}
-
-
+    reference = ragged_reference_source(fields, f'''
         def reference(x):
             """The cache with the new tokens written at each sequence's last q_len
             positions (kv head h's K in lanes 0-63 of row h, its V in 64-127), then per
@@ -103,6 +79,6 @@ def export(case: RpaHd64Case) -> ExportSnippet:
                 out[start:start + q_len] = np.asarray(o, np.float32)
                 start += q_len
             return dict(out=out, kv_cache=rows.reshape(cache.shape))
-        ''')]))
+        ''')
     return ExportSnippet(default_import=default_import, run_kernel=run_kernel,
                          reference=reference, outputs=("out", "kv_cache"))

@@ -9,6 +9,13 @@ import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference_ragged import (
+    CAPABILITIES,
+    KV_CACHE_AXES,
+    PASSES_MODES,
+    lowering,
+    token_rows,
+)
 from kernel_harness.families.tpu_inference_record import REQUIRES, tpu_inference_family
 from kernel_harness.families.tpu_inference_rpa_hd64 import kernel as _kernel
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
@@ -19,7 +26,6 @@ from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
 from kernel_harness.families.tpu_inference_rpa_hd64.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_hd64.export import export
 from kernel_harness.ops.paged_decode.kv_update import kv_update_reference
-from kernel_harness.spec.hooks import Metamorphic
 
 _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot (and the padding "
           "heads' rows) unchanged; 1e-7 of the cache's scale is under one rounding of any "
@@ -69,7 +75,7 @@ no backend and says so).
 
 def valid(case: RpaHd64Case) -> dict[str, np.ndarray]:
     """Rows past the active sequences' tokens are outside the contract."""
-    rows = np.arange(case.max_tokens) < case.total_tokens
+    rows = token_rows(case)
     return {} if rows.all() else {"out": rows[:, None, None]}
 
 
@@ -83,23 +89,16 @@ FAMILY = tpu_inference_family(
     cases=rpa_hd64_cases,
     requires=f"{REQUIRES}; {_kernel.NEEDS_JAX}",
     reference=kv_update_reference,
-    output_axes={"out": ("token", "head", "dim"),
-                 "kv_cache": ("page", "slot", "head", "pack", "lane")},
+    output_axes=KV_CACHE_AXES,
     tolerances=TOLERANCES,
-    capabilities=frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
-                            "q-len-ne-kv-len", "ragged-lengths", "decode", "paged", "sinks"}),
+    capabilities=CAPABILITIES | {"sinks"},
     valid=valid,
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     optional=OPTIONAL,
     export=export,
-    metamorphic=Metamorphic(roles={}, logit_input="q", traceable=_kernel.traceable,
-                            tpu_device_kind="TPU v6 lite"),
-    modes=frozenset({
-        "decode-pass", "prefill-pass", "mixed-pass", "mixed-prefill-decode", "multi-seq",
-        "multi-kv-block", "multi-q-block", "sliding-window", "window-cuts-keys", "soft-cap",
-        "gqa", "mqa", "padding-kv-head", "attention-sinks", "padding-q-rows",
-        "num-seqs-below-max", "float32", "bfloat16", "fp8-kv-cache", "kv-scales",
-        "q-quantized"}),
+    metamorphic=lowering("q", _kernel.traceable),
+    modes=PASSES_MODES | {"multi-q-block", "gqa", "mqa", "padding-kv-head", "attention-sinks",
+                          "bfloat16", "fp8-kv-cache", "kv-scales", "q-quantized"},
 )

@@ -14,12 +14,13 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast, dtype_packing
+from kernel_harness.families.tpu_inference_ragged import draw_attention, draw_paging
 from kernel_harness.ops.paged_decode.kv_update import (
     KV_UPDATE_DTYPES,
     KvUpdateCase,
     fp8_quantization,
 )
-from kernel_harness.ops.paged_decode.passes import align, draw_passes, lanes
+from kernel_harness.ops.paged_decode.passes import align, lanes
 
 #: dtypes drawn for q (and for the new K/V and the cache, unless ``kv_dtype`` says fp8).
 RPA_DTYPES: tuple[str, ...] = KV_UPDATE_DTYPES
@@ -132,24 +133,16 @@ def rpa_v3_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RPA_DTYPES,
     compute blocks per pass, windows, soft caps, large logits, TPU v5/v6/v7, float32 and
     bfloat16 queries, and half the time an fp8 cache with k/v scales and q quantized or not
     (``without={"fp8"}``: never). Shrinks towards one float32 sequence in the mixed pass, on v5."""
-    dtype = draw(st.sampled_from(dtypes))
-    page_size = draw(st.sampled_from((8, 16)))
-    pages_per_seq = draw(st.integers(1, 4))
-    passes = draw(draw_passes(page_size=page_size, pages_per_seq=pages_per_seq,
-                              max_seqs=max_seqs))
+    dtype, paging = draw_paging(draw, dtypes, max_seqs)
     kv_heads = draw(st.sampled_from((1, 2, 4)))
     return RpaV3Case(
-        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), **passes,
+        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), **paging,
         q_heads=kv_heads * draw(st.sampled_from((1, 2, 4))), kv_heads=kv_heads,
         head_dim=draw(st.sampled_from((128, 64))),
-        page_size=page_size, pages_per_seq=pages_per_seq,
-        d_blocks=draw(_blocks(page_size, decode=True)),
-        p_blocks=draw(_blocks(page_size, decode=False)),
-        m_blocks=draw(_blocks(page_size, decode=False)),
-        sliding_window=draw(st.one_of(st.none(), st.integers(1, page_size * pages_per_seq))),
-        soft_cap=draw(st.sampled_from((None, 2.0, 20.0))),
-        sm_scale=draw(st.sampled_from((1.0, 0.5))),
-        logit_scale=draw(st.sampled_from((1.0, 4.0))),
+        d_blocks=draw(_blocks(paging["page_size"], decode=True)),
+        p_blocks=draw(_blocks(paging["page_size"], decode=False)),
+        m_blocks=draw(_blocks(paging["page_size"], decode=False)),
+        **draw_attention(draw, paging),
         tpu_version=draw(st.sampled_from(TPU_VERSIONS)),
         **(draw(fp8_quantization()) if "fp8" not in without else {}),
     )

@@ -4,27 +4,20 @@ the ragged op's reference, embedded verbatim."""
 
 from __future__ import annotations
 
-import inspect
-import textwrap
-
-from kernel_harness.families import tpu_inference_loader
-from kernel_harness.families.tpu_inference_rpa_v3 import cases as _cases
-from kernel_harness.ops.attention.export import reference_source
-from kernel_harness.ops.paged_decode import ragged as _ragged
-from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES
-from kernel_harness.spec.export import (
-    ExportSnippet,
-    interpreter_source,
-    module_source,
-    tpu_interpreting_source,
+from kernel_harness.families.tpu_inference_ragged import (
+    ragged_reference_source,
+    run_kernel_source,
 )
+from kernel_harness.families.tpu_inference_record import loader_source
+from kernel_harness.families.tpu_inference_rpa_v3 import cases as _cases
+from kernel_harness.spec.export import ExportSnippet
 
 
 def export(case: _cases.RpaV3Case) -> ExportSnippet:
     """The kernel told the case's TPU generation, with the case's blocks (TPU interpret
     mode inside the embedded extensions on interpret), and the exact cache update plus
     the ragged op over the updated cache."""
-    default_import = module_source(tpu_inference_loader) + textwrap.dedent('''
+    default_import = loader_source('''
 
         _RPA = kernel_module("ragged_paged_attention.v3.kernel")
 
@@ -43,29 +36,13 @@ def export(case: _cases.RpaV3Case) -> ExportSnippet:
                    chunk_prefill_size=case.chunk_prefill_size, d_block_sizes=case.d_blocks,
                    p_block_sizes=case.p_blocks, m_block_sizes=case.m_blocks,
                    q_scale=case.q_scale, k_scale=case.k_scale, v_scale=case.v_scale)
-    run_kernel = interpreter_source() + "\n\n\n" + tpu_interpreting_source(
-        1, extended=True) + "\n\n" + textwrap.dedent(f'''
-        OPTIONS = {options!r}
-        OPERANDS = {("q", "k", "v", "kv_cache", "kv_lens", "page_indices", "cu_q_lens",
-                     "distribution")!r}
-
-
-        def run_kernel(x):
-            vmem = {INTERPRET_VMEM_BYTES} if INTERPRET else None
-            fn = jax.jit(lambda *ops: kernel(*ops, vmem_limit_bytes=vmem, **OPTIONS))
-            with interpreting():
-                out, cache = jax.block_until_ready(fn(*(x[n] for n in OPERANDS)))
-            return dict(out=np.asarray(out, np.float32), kv_cache=np.asarray(cache, np.float32))
-    ''')
+    operands = ("q", "k", "v", "kv_cache", "kv_lens", "page_indices", "cu_q_lens",
+                "distribution")
+    run_kernel = run_kernel_source(options, operands, "kv_cache")
     fields = {f: getattr(case, f) for f in (
         "q_lens", "kv_lens", "kv_heads", "head_dim", "page_size", "pages_per_seq", "q_scale",
         "k_scale", "v_scale", "cache_dtype")}
-    reference = reference_source("\n\n".join([
-        "_HI = HI", inspect.getsource(_ragged.allowed),
-        inspect.getsource(_ragged.attend_sequence), textwrap.dedent(f'''
-        CASE = {fields!r}
-
-
+    reference = ragged_reference_source(fields, f'''
         def reference(x):
             """The cache with the new tokens written at each sequence's last q_len
             positions (K in even, V in odd combined heads), then per sequence its keys
@@ -104,6 +81,6 @@ def export(case: _cases.RpaV3Case) -> ExportSnippet:
                 out[start:start + q_len] = np.asarray(o, np.float32)
                 start += q_len
             return dict(out=out, kv_cache=flat.reshape(cache.shape))
-        ''')]))
+        ''')
     return ExportSnippet(default_import=default_import, run_kernel=run_kernel,
                          reference=reference, outputs=("out", "kv_cache"))

@@ -8,6 +8,13 @@ import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference_ragged import (
+    CAPABILITIES,
+    KV_CACHE_AXES,
+    PASSES_MODES,
+    lowering,
+    token_rows,
+)
 from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.families.tpu_inference_rpa_v3 import kernel as _kernel
 from kernel_harness.families.tpu_inference_rpa_v3.cases import (
@@ -18,7 +25,6 @@ from kernel_harness.families.tpu_inference_rpa_v3.cases import (
 from kernel_harness.families.tpu_inference_rpa_v3.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_v3.export import export
 from kernel_harness.ops.paged_decode.kv_update import kv_update_reference
-from kernel_harness.spec.hooks import Metamorphic
 
 _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot unchanged; the judge's "
           "bound cannot be 0, and 1e-7 of the cache's scale is under one rounding of any "
@@ -89,7 +95,7 @@ def valid(case: RpaV3Case) -> dict[str, np.ndarray]:
     query (written or not: nothing reads them again; the finding
     tpu-inference-rpa-v3-window-leaves-cache-unwritten)."""
     masks = {}
-    rows = np.arange(case.max_tokens) < case.total_tokens
+    rows = token_rows(case)
     if not rows.all():
         masks["out"] = rows[:, None, None]
     if case.sliding_window is not None:
@@ -111,25 +117,19 @@ FAMILY = tpu_inference_family(
     case_type=RpaV3Case,
     cases=rpa_v3_cases,
     reference=kv_update_reference,
-    output_axes={"out": ("token", "head", "dim"),
-                 "kv_cache": ("page", "slot", "head", "pack", "lane")},
+    output_axes=KV_CACHE_AXES,
     tolerances=TOLERANCES,
-    capabilities=frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
-                            "q-len-ne-kv-len", "ragged-lengths", "decode", "paged"}),
+    capabilities=CAPABILITIES,
     valid=valid,
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     optional=OPTIONAL,
     export=export,
-    # lowers-for-tpu: Mosaic lowering as on a v6e (the kernel asks the chip its VMEM size;
-    # the generation it is told stays the case's).
-    metamorphic=Metamorphic(roles={}, logit_input="q", traceable=_kernel.traceable,
-                            tpu_device_kind="TPU v6 lite"),
-    modes=frozenset({
-        "decode-pass", "prefill-pass", "mixed-pass", "mixed-prefill-decode", "multi-seq",
-        "multi-kv-block", "kv-compute-block-below-fetch", "q-compute-block-below-fetch",
-        "sliding-window", "window-cuts-keys", "soft-cap", "gqa", "mqa", "head-dim-padded",
-        "padding-q-rows", "num-seqs-below-max", "tpu-v5", "tpu-v6", "tpu-v7", "float32",
-        "bfloat16", "fp8-kv-cache", "kv-scales", "q-quantized"}),
+    # lowers-for-tpu as on a v6e; the generation the kernel is told stays the case's.
+    metamorphic=lowering("q", _kernel.traceable),
+    modes=PASSES_MODES | {
+        "kv-compute-block-below-fetch", "q-compute-block-below-fetch", "gqa", "mqa",
+        "head-dim-padded", "tpu-v5", "tpu-v6", "tpu-v7", "bfloat16", "fp8-kv-cache",
+        "kv-scales", "q-quantized"},
 )

@@ -1,0 +1,104 @@
+"""What tpu-inference's ragged paged kernels (rpa v3, its head_dim-64 variant, MLA v2)
+share, written once: the draws of their cases' pages, passes and attention options, the
+facts of their records (capabilities, the passes' modes, padding rows, lowering as on a
+v6e) and their exported scripts' ``run_kernel`` and reference preamble.
+
+Each kernel takes the passes' operands (:mod:`kernel_harness.ops.paged_decode.passes`),
+writes the new tokens into its cache and returns ``(out, cache)``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import strategies as st
+
+from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.ops.paged_decode import ragged as _ragged
+from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes
+from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES
+from kernel_harness.spec.export import interpreter_source, tpu_interpreting_source
+from kernel_harness.spec.hooks import Metamorphic
+
+#: What every one of them does (MLA has no gqa: one latent KV; hd64 adds sinks).
+CAPABILITIES = frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
+                          "q-len-ne-kv-len", "ragged-lengths", "decode", "paged"})
+
+#: The modes of :func:`~kernel_harness.ops.paged_decode.passes.passes_events` each reaches.
+PASSES_MODES = frozenset({
+    "decode-pass", "prefill-pass", "mixed-pass", "mixed-prefill-decode", "multi-seq",
+    "multi-kv-block", "sliding-window", "window-cuts-keys", "soft-cap", "padding-q-rows",
+    "num-seqs-below-max", "float32"})
+
+#: The axes of a kernel's ``out`` and ``kv_cache`` whose cache holds K and V per token.
+KV_CACHE_AXES = {"out": ("token", "head", "dim"),
+                 "kv_cache": ("page", "slot", "head", "pack", "lane")}
+
+
+def draw_paging(draw: st.DrawFn, dtypes: tuple[str, ...], max_seqs: int
+                ) -> tuple[str, dict[str, Any]]:
+    """The dtype, then the case's pages (8 or 16 tokens, 1-4 per sequence) and passes
+    (:func:`~kernel_harness.ops.paged_decode.passes.draw_passes`) as case fields."""
+    dtype = draw(st.sampled_from(dtypes))
+    page_size = draw(st.sampled_from((8, 16)))
+    pages_per_seq = draw(st.integers(1, 4))
+    passes = draw(draw_passes(page_size=page_size, pages_per_seq=pages_per_seq,
+                              max_seqs=max_seqs))
+    return dtype, {**passes, "page_size": page_size, "pages_per_seq": pages_per_seq}
+
+
+def draw_attention(draw: st.DrawFn, paging: dict[str, Any]) -> dict[str, Any]:
+    """Case fields: a window (or none) up to a sequence's capacity, a soft cap or none,
+    sm_scale 1 or 0.5, large logits or not."""
+    capacity = paging["page_size"] * paging["pages_per_seq"]
+    return dict(sliding_window=draw(st.one_of(st.none(), st.integers(1, capacity))),
+                soft_cap=draw(st.sampled_from((None, 2.0, 20.0))),
+                sm_scale=draw(st.sampled_from((1.0, 0.5))),
+                logit_scale=draw(st.sampled_from((1.0, 4.0))))
+
+
+def token_rows(case: PassesCase) -> np.ndarray:
+    """Whether each of the max_tokens query rows is an active sequence's: rows at or past
+    cu_q_lens[n] are padding, outside the contract."""
+    return np.arange(case.max_tokens) < case.total_tokens
+
+
+def lowering(logit_input: str, traceable: Callable[..., Any]) -> Metamorphic:
+    """The metamorphic hooks: no queries and keys of the op's own, ``logit_input`` scaled
+    for the large-logit properties, Mosaic lowering as on a v6e (the kernels ask the chip
+    its VMEM size)."""
+    return Metamorphic(roles={}, logit_input=logit_input, traceable=traceable,
+                       tpu_device_kind="TPU v6 lite")
+
+
+def run_kernel_source(options: dict[str, Any], operands: tuple[str, ...], cache: str, *,
+                      keywords: str = "") -> str:
+    """An exported script's ``run_kernel``: the interpreter extensions embedded, the
+    kernel jitted with ``options`` (and ``keywords``, source) on ``operands``, under
+    ``interpreting()``; it returns ``out`` and the updated cache, named ``cache``."""
+    return interpreter_source() + "\n\n\n" + tpu_interpreting_source(
+        1, extended=True) + "\n\n" + textwrap.dedent(f'''
+        OPTIONS = {options!r}
+        OPERANDS = {operands!r}
+
+
+        def run_kernel(x):
+            vmem = {INTERPRET_VMEM_BYTES} if INTERPRET else None
+            fn = jax.jit(lambda *ops: kernel(*ops, vmem_limit_bytes=vmem, {keywords}**OPTIONS))
+            with interpreting():
+                out, cache = jax.block_until_ready(fn(*(x[n] for n in OPERANDS)))
+            return dict(out=np.asarray(out, np.float32), {cache}=np.asarray(cache, np.float32))
+    ''')
+
+
+def ragged_reference_source(fields: dict[str, Any], body: str) -> str:
+    """An exported script's reference: the ragged op's mask and per-sequence attention
+    (embedded), ``CASE = fields``, then ``body`` (source defining ``reference(x)``)."""
+    return reference_source("\n\n".join([
+        "_HI = HI", inspect.getsource(_ragged.allowed),
+        inspect.getsource(_ragged.attend_sequence),
+        f"\nCASE = {fields!r}\n\n" + textwrap.dedent(body)]))
