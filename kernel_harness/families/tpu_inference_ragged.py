@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.ops.paged_decode import ragged as _ragged
 from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes
@@ -59,6 +60,15 @@ def draw_attention(draw: st.DrawFn, paging: dict[str, Any]) -> dict[str, Any]:
                 soft_cap=draw(st.sampled_from((None, 2.0, 20.0))),
                 sm_scale=draw(st.sampled_from((1.0, 0.5))),
                 logit_scale=draw(st.sampled_from((1.0, 4.0))))
+
+
+def cache_update_tolerances(*, float32: tuple[float, str], bfloat16: tuple[float, str],
+                            cache: str, copy: str) -> ToleranceTable:
+    """``out``'s limits and reasons per dtype; the updated ``cache``, a copy (``copy``
+    says why), at 1e-7 of its scale in either dtype."""
+    return ToleranceTable.of_limits({
+        ("float32", "out"): float32, ("bfloat16", "out"): bfloat16,
+        **{(dtype, cache): (1e-7, copy) for dtype in ("float32", "bfloat16")}})
 
 
 def token_rows(case: PassesCase) -> np.ndarray:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.core.case import dtype_packing
-from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import TESTED_VERSION
 from kernel_harness.families.tpu_inference_mla_v2 import kernel as _kernel
 from kernel_harness.families.tpu_inference_mla_v2.cases import (
@@ -23,6 +22,7 @@ from kernel_harness.families.tpu_inference_mla_v2.export import export
 from kernel_harness.families.tpu_inference_ragged import (
     CAPABILITIES,
     PASSES_MODES,
+    cache_update_tolerances,
     lowering,
     token_rows,
 )
@@ -32,19 +32,17 @@ from kernel_harness.ops.paged_decode.ragged import ragged_attention
 _CACHE = ("a copy: the new latents bit for bit (padding lanes zero), every other slot "
           "unchanged; the judge's bound cannot be 0, and 1e-7 of the cache's scale is under "
           "one rounding of any drawn value")
-TOLERANCES = ToleranceTable.of_limits({
-    ("float32", "out"): (1e-4, "float32 inputs, logits (s_dtype float32), probabilities and "
-                         "accumulator (interpret on CPU: exact float32 dots); worst observed "
-                         "1.7e-6 over 10 random interpret cases (jax 0.12.0.1); a kernel "
-                         "rounding its float32 operands to bfloat16 errs ~4e-3"),
-    ("bfloat16", "out"): (3e-2, "the logits are bfloat16 (s_dtype, the kernel's default), "
-                          "the probabilities bfloat16 where p_same_dtype_as_v, the output "
-                          "normalized by an approximate reciprocal and rounded to bfloat16; "
-                          "worst observed 9.6e-3 over 21 random interpret cases (jax "
-                          "0.12.0.1): the limit is 3.1x that"),
-    ("float32", "cache_kv"): (1e-7, _CACHE),
-    ("bfloat16", "cache_kv"): (1e-7, _CACHE),
-})
+TOLERANCES = cache_update_tolerances(
+    float32=(1e-4, "float32 inputs, logits (s_dtype float32), probabilities and "
+             "accumulator (interpret on CPU: exact float32 dots); worst observed "
+             "1.7e-6 over 10 random interpret cases (jax 0.12.0.1); a kernel "
+             "rounding its float32 operands to bfloat16 errs ~4e-3"),
+    bfloat16=(3e-2, "the logits are bfloat16 (s_dtype, the kernel's default), "
+              "the probabilities bfloat16 where p_same_dtype_as_v, the output "
+              "normalized by an approximate reciprocal and rounded to bfloat16; "
+              "worst observed 9.6e-3 over 21 random interpret cases (jax "
+              "0.12.0.1): the limit is 3.1x that"),
+    cache="cache_kv", copy=_CACHE)
 
 CONTRACT = f"""\
 tpu-inference {TESTED_VERSION} mla_ragged_paged_attention (MLA v2), forward only; install:

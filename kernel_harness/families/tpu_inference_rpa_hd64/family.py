@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
 from kernel_harness.families.tpu_inference_ragged import (
     CAPABILITIES,
     KV_CACHE_AXES,
     PASSES_MODES,
+    cache_update_tolerances,
     lowering,
     token_rows,
 )
@@ -31,19 +31,17 @@ _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot (and the pa
           "heads' rows) unchanged; 1e-7 of the cache's scale is under one rounding of any "
           "drawn value (a token in the wrong slot, K and V halves swapped or a stale slot "
           "errs 1e-3 to 1)")
-TOLERANCES = ToleranceTable.of_limits({
-    ("float32", "out"): (1e-4, "float32 q, K, V, logits, online softmax and accumulator "
-                         "(interpret on CPU: exact float32 dots); worst observed 6.7e-7 "
-                         "over 27 random interpret cases (jax 0.12.0.1); a kernel rounding "
-                         "its float32 operands to bfloat16 errs ~4e-3"),
-    ("bfloat16", "out"): (1.5e-2, "bfloat16 accumulator, running max and sum, the "
-                          "probabilities cast to bfloat16 before the PV product (as in the "
-                          "main v3 kernel); worst observed 5.0e-3 over 33 random interpret "
-                          "cases (jax 0.12.0.1), the limit 3x that; a kernel dropping a kv "
-                          "block errs ~1e-1"),
-    ("float32", "kv_cache"): (1e-7, _CACHE),
-    ("bfloat16", "kv_cache"): (1e-7, _CACHE),
-})
+TOLERANCES = cache_update_tolerances(
+    float32=(1e-4, "float32 q, K, V, logits, online softmax and accumulator "
+             "(interpret on CPU: exact float32 dots); worst observed 6.7e-7 "
+             "over 27 random interpret cases (jax 0.12.0.1); a kernel rounding "
+             "its float32 operands to bfloat16 errs ~4e-3"),
+    bfloat16=(1.5e-2, "bfloat16 accumulator, running max and sum, the "
+              "probabilities cast to bfloat16 before the PV product (as in the "
+              "main v3 kernel); worst observed 5.0e-3 over 33 random interpret "
+              "cases (jax 0.12.0.1), the limit 3x that; a kernel dropping a kv "
+              "block errs ~1e-1"),
+    cache="kv_cache", copy=_CACHE)
 
 CONTRACT = f"""\
 tpu-inference {TESTED_VERSION} ragged_paged_attention_hd64 (v3, head_dim 64), forward only;

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
 from kernel_harness.families.tpu_inference_ragged import (
     CAPABILITIES,
     KV_CACHE_AXES,
     PASSES_MODES,
+    cache_update_tolerances,
     lowering,
     token_rows,
 )
@@ -30,21 +30,19 @@ _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot unchanged; 
           "bound cannot be 0, and 1e-7 of the cache's scale is under one rounding of any "
           "drawn value (a cache written in bfloat16, a token in the wrong slot or a stale "
           "slot errs 1e-3 to 1)")
-TOLERANCES = ToleranceTable.of_limits({
-    ("float32", "out"): (1e-4, "float32 q, K, V, logits, online softmax and accumulator "
-                         "(interpret on CPU: exact float32 dots); worst observed 3.3e-7 "
-                         "over 10 random and 2 golden interpret cases (jax 0.10.2); a "
-                         "kernel rounding its float32 operands to bfloat16 errs ~4e-3"),
-    ("bfloat16", "out"): (2.5e-2, "the kernel's accumulator, running max and sum are "
-                          "bfloat16 (out_dtype is the accumulator dtype: bfloat16 for "
-                          "bfloat16 q), rounded once per kv compute block, and the "
-                          "probabilities are cast to bfloat16 before the PV product; "
-                          "worst observed 1.1e-2 over 26 random interpret cases (jax "
-                          "0.10.2): the limit is 2.3x that; a kernel dropping a kv block "
-                          "errs ~1e-1"),
-    ("float32", "kv_cache"): (1e-7, _CACHE),
-    ("bfloat16", "kv_cache"): (1e-7, _CACHE),
-})
+TOLERANCES = cache_update_tolerances(
+    float32=(1e-4, "float32 q, K, V, logits, online softmax and accumulator "
+             "(interpret on CPU: exact float32 dots); worst observed 3.3e-7 "
+             "over 10 random and 2 golden interpret cases (jax 0.10.2); a "
+             "kernel rounding its float32 operands to bfloat16 errs ~4e-3"),
+    bfloat16=(2.5e-2, "the kernel's accumulator, running max and sum are "
+              "bfloat16 (out_dtype is the accumulator dtype: bfloat16 for "
+              "bfloat16 q), rounded once per kv compute block, and the "
+              "probabilities are cast to bfloat16 before the PV product; "
+              "worst observed 1.1e-2 over 26 random interpret cases (jax "
+              "0.10.2): the limit is 2.3x that; a kernel dropping a kv block "
+              "errs ~1e-1"),
+    cache="kv_cache", copy=_CACHE)
 
 CONTRACT = f"""\
 tpu-inference {TESTED_VERSION} ragged_paged_attention (v3), forward only; install: {INSTALL}.
