@@ -7,12 +7,13 @@ against the same sum accumulated in bfloat16."""
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import Calibrated, ToleranceTable
+from kernel_harness.families import tpu_inference_matmul as matmul
 from kernel_harness.families.tpu_inference_bqmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_bqmm.export import export
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
 from kernel_harness.families.tpu_inference_record import tpu_inference_family
-from kernel_harness.ops.quantized_matmul.cases import QmmCase, qmm_cases, qmm_events
-from kernel_harness.ops.quantized_matmul.reference import bfloat16_accumulation, reference_for
+from kernel_harness.ops.quantized_matmul.cases import QmmCase, qmm_cases
+from kernel_harness.ops.quantized_matmul.reference import bfloat16_accumulation
 from kernel_harness.spec.hooks import Metamorphic
 
 #: The weights' dtype drawn (int8 does not trace: findings/).
@@ -90,13 +91,10 @@ FAMILY = tpu_inference_family(
     summary="blockwise quantized matmul (fp8 weights with a scale per block of inputs; "
     "bfloat16 accumulation)",
     adapter=_kernel.ADAPTER,
-    case_type=QmmCase,
+    **matmul.record_fields("nearest"),
     cases=cases,
-    reference=reference_for(rounding="nearest"),
     low_precision_reference=bfloat16_accumulation(rounding="nearest"),
-    output_axes={"out": ("row", "dim")},
     tolerances=TOLERANCES,
-    events=qmm_events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,

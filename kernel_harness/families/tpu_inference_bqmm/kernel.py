@@ -13,10 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
+from kernel_harness.families import tpu_inference_matmul as matmul
 from kernel_harness.families.tpu_inference_record import KernelModules
-from kernel_harness.spec.adapter import JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "blockwise_quantized_matmul(x, w_q, w_scale, *, block_size, x_q_dtype, batch_block, "
@@ -34,23 +33,14 @@ def blockwise_quantized_matmul(x: jax.Array, w_q: jax.Array, w_scale: jax.Array,
                                out_block: int, in_block: int) -> jax.Array:
     """The default implementation: tpu-inference's blockwise ``quantized_matmul_kernel``,
     tiled as given."""
-    tuned = _MODULES["tuned_block_sizes"].TunedValue(batch_block, out_block, in_block)
-    return _MODULES["blockwise_kernel"].quantized_matmul_kernel(
-        x, w_q, w_scale, block_size=block_size, x_q_dtype=x_q_dtype, tuned_value=tuned)
-
-
-def _options(fields: dict[str, Any], interpreted: bool) -> dict[str, Any]:
-    x_q = None if fields["x_q_dtype"] == "none" else jnp.dtype(fields["x_q_dtype"])
-    return dict(block_size=fields["scale_block"], x_q_dtype=x_q,
-                batch_block=fields["batch_block"], out_block=fields["out_block"],
-                in_block=fields["in_block"])
+    return matmul.tiled_call(_MODULES, "blockwise_kernel", x, w_q, w_scale,
+                             block_size=block_size, x_q_dtype=x_q_dtype,
+                             batch_block=batch_block, out_block=out_block, in_block=in_block)
 
 
 #: The kernel as one jitted program: ``out`` [n_batch, n_out].
-PROGRAM = JittedTpuProgram(
-    family="tpu-inference-blockwise-quantized-matmul", kernel=blockwise_quantized_matmul,
-    operands=lambda case: ("x", "w_q", "w_scale"), options=_options, outputs=("out",),
-    shapes=lambda case, inputs: [(case.n_batch, case.n_out)])
+PROGRAM = matmul.program("tpu-inference-blockwise-quantized-matmul", blockwise_quantized_matmul,
+                         blockwise=True)
 traceable = PROGRAM.traceable
 
 #: How the family calls its kernel.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.core.case import dtype_packing
+from kernel_harness.families import tpu_inference_ragged as ragged
 from kernel_harness.families.tpu_inference_loader import TESTED_VERSION
 from kernel_harness.families.tpu_inference_mla_v2 import kernel as _kernel
 from kernel_harness.families.tpu_inference_mla_v2.cases import (
@@ -19,20 +20,13 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
 )
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
-from kernel_harness.families.tpu_inference_ragged import (
-    CAPABILITIES,
-    PASSES_MODES,
-    cache_update_tolerances,
-    lowering,
-    token_rows,
-)
 from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
 
 _CACHE = ("a copy: the new latents bit for bit (padding lanes zero), every other slot "
           "unchanged; the judge's bound cannot be 0, and 1e-7 of the cache's scale is under "
           "one rounding of any drawn value")
-TOLERANCES = cache_update_tolerances(
+TOLERANCES = ragged.cache_update_tolerances(
     float32=(1e-4, "float32 inputs, logits (s_dtype float32), probabilities and "
              "accumulator (interpret on CPU: exact float32 dots); worst observed "
              "1.7e-6 over 10 random interpret cases (jax 0.12.0.1); a kernel "
@@ -76,7 +70,7 @@ def valid(case: MlaV2Case) -> dict[str, np.ndarray]:
     kv_len (bfloat16: the kernel stores whole packed rows and leaves its new token there
     too; nothing reads a slot past kv_len)."""
     masks = {}
-    tokens = token_rows(case)
+    tokens = ragged.token_rows(case)
     if not tokens.all():
         masks["out"] = tokens[None, :, None]
     pack = dtype_packing(case.dtype)
@@ -123,13 +117,14 @@ FAMILY = tpu_inference_family(
     output_axes={"out": ("head", "token", "dim"),
                  "cache_kv": ("page", "row", "pack", "lane")},
     tolerances=TOLERANCES,
-    capabilities=CAPABILITIES - {"gqa"},
+    capabilities=ragged.CAPABILITIES - {"gqa"},
     valid=valid,
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,
-    metamorphic=lowering("ql_nope", _kernel.traceable),
-    modes=PASSES_MODES | {"mixed-q-split", "one-step-flash", "p-in-s-dtype", "rope-padded",
-                          "odd-heads"} | ({"bfloat16"} if BFLOAT16_RUNS else set()),
+    metamorphic=ragged.lowering("ql_nope", _kernel.traceable),
+    modes=ragged.PASSES_MODES | {
+        "mixed-q-split", "one-step-flash", "p-in-s-dtype", "rope-padded", "odd-heads",
+    } | ({"bfloat16"} if BFLOAT16_RUNS else set()),
 )

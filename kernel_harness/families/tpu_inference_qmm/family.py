@@ -7,12 +7,12 @@ zero; docs/findings.md says what rounding to nearest would change)."""
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.families import tpu_inference_matmul as matmul
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
 from kernel_harness.families.tpu_inference_qmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_qmm.export import export
 from kernel_harness.families.tpu_inference_record import tpu_inference_family
-from kernel_harness.ops.quantized_matmul.cases import W_Q_DTYPES, QmmCase, qmm_cases, qmm_events
-from kernel_harness.ops.quantized_matmul.reference import reference_for
+from kernel_harness.ops.quantized_matmul.cases import W_Q_DTYPES, QmmCase, qmm_cases
 from kernel_harness.spec.blocks import block_variants
 from kernel_harness.spec.hooks import Metamorphic
 
@@ -87,13 +87,10 @@ FAMILY = tpu_inference_family(
     name="tpu-inference-quantized-matmul",
     summary="quantized matmul (per-channel int8/fp8 weights, activations quantized per row)",
     adapter=_kernel.ADAPTER,
-    case_type=QmmCase,
+    **matmul.record_fields("toward-zero"),
     cases=cases,
     optional=OPTIONAL,
-    reference=reference_for(rounding="toward-zero"),
-    output_axes={"out": ("row", "dim")},
     tolerances=TOLERANCES,
-    events=qmm_events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,

@@ -13,10 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
+from kernel_harness.families import tpu_inference_matmul as matmul
 from kernel_harness.families.tpu_inference_record import KernelModules
-from kernel_harness.spec.adapter import JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "quantized_matmul(x, w_q, w_scale, *, x_q_dtype, batch_block, out_block, in_block) -> "
@@ -32,22 +31,12 @@ def quantized_matmul(x: jax.Array, w_q: jax.Array, w_scale: jax.Array, *, x_q_dt
                      batch_block: int, out_block: int, in_block: int) -> jax.Array:
     """The default implementation: tpu-inference's ``quantized_matmul_kernel``, tiled as
     given."""
-    tuned = _MODULES["tuned_block_sizes"].TunedValue(batch_block, out_block, in_block)
-    return _MODULES["kernel"].quantized_matmul_kernel(x, w_q, w_scale, x_q_dtype=x_q_dtype,
-                                                      tuned_value=tuned)
-
-
-def _options(fields: dict[str, Any], interpreted: bool) -> dict[str, Any]:
-    x_q = None if fields["x_q_dtype"] == "none" else jnp.dtype(fields["x_q_dtype"])
-    return dict(x_q_dtype=x_q, batch_block=fields["batch_block"],
-                out_block=fields["out_block"], in_block=fields["in_block"])
+    return matmul.tiled_call(_MODULES, "kernel", x, w_q, w_scale, x_q_dtype=x_q_dtype,
+                             batch_block=batch_block, out_block=out_block, in_block=in_block)
 
 
 #: The kernel as one jitted program: ``out`` [n_batch, n_out].
-PROGRAM = JittedTpuProgram(
-    family="tpu-inference-quantized-matmul", kernel=quantized_matmul,
-    operands=lambda case: ("x", "w_q", "w_scale"), options=_options, outputs=("out",),
-    shapes=lambda case, inputs: [(case.n_batch, case.n_out)])
+PROGRAM = matmul.program("tpu-inference-quantized-matmul", quantized_matmul, blockwise=False)
 traceable = PROGRAM.traceable
 
 #: How the family calls its kernel.

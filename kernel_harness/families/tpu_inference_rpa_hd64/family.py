@@ -7,15 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernel_harness.families import tpu_inference_ragged as ragged
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
-from kernel_harness.families.tpu_inference_ragged import (
-    CAPABILITIES,
-    KV_CACHE_AXES,
-    PASSES_MODES,
-    cache_update_tolerances,
-    lowering,
-    token_rows,
-)
 from kernel_harness.families.tpu_inference_record import REQUIRES, tpu_inference_family
 from kernel_harness.families.tpu_inference_rpa_hd64 import kernel as _kernel
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
@@ -31,7 +24,7 @@ _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot (and the pa
           "heads' rows) unchanged; 1e-7 of the cache's scale is under one rounding of any "
           "drawn value (a token in the wrong slot, K and V halves swapped or a stale slot "
           "errs 1e-3 to 1)")
-TOLERANCES = cache_update_tolerances(
+TOLERANCES = ragged.cache_update_tolerances(
     float32=(1e-4, "float32 q, K, V, logits, online softmax and accumulator "
              "(interpret on CPU: exact float32 dots); worst observed 6.7e-7 "
              "over 27 random interpret cases (jax 0.12.0.1); a kernel rounding "
@@ -73,7 +66,7 @@ no backend and says so).
 
 def valid(case: RpaHd64Case) -> dict[str, np.ndarray]:
     """Rows past the active sequences' tokens are outside the contract."""
-    rows = token_rows(case)
+    rows = ragged.token_rows(case)
     return {} if rows.all() else {"out": rows[:, None, None]}
 
 
@@ -87,16 +80,17 @@ FAMILY = tpu_inference_family(
     cases=rpa_hd64_cases,
     requires=f"{REQUIRES}; {_kernel.NEEDS_JAX}",
     reference=kv_update_reference,
-    output_axes=KV_CACHE_AXES,
+    output_axes=ragged.KV_CACHE_AXES,
     tolerances=TOLERANCES,
-    capabilities=CAPABILITIES | {"sinks"},
+    capabilities=ragged.CAPABILITIES | {"sinks"},
     valid=valid,
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     optional=OPTIONAL,
     export=export,
-    metamorphic=lowering("q", _kernel.traceable),
-    modes=PASSES_MODES | {"multi-q-block", "gqa", "mqa", "padding-kv-head", "attention-sinks",
-                          "bfloat16", "fp8-kv-cache", "kv-scales", "q-quantized"},
+    metamorphic=ragged.lowering("q", _kernel.traceable),
+    modes=ragged.PASSES_MODES | {
+        "multi-q-block", "gqa", "mqa", "padding-kv-head", "attention-sinks", "bfloat16",
+        "fp8-kv-cache", "kv-scales", "q-quantized"},
 )

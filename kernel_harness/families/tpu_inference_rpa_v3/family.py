@@ -6,15 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernel_harness.families import tpu_inference_ragged as ragged
 from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
-from kernel_harness.families.tpu_inference_ragged import (
-    CAPABILITIES,
-    KV_CACHE_AXES,
-    PASSES_MODES,
-    cache_update_tolerances,
-    lowering,
-    token_rows,
-)
 from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.families.tpu_inference_rpa_v3 import kernel as _kernel
 from kernel_harness.families.tpu_inference_rpa_v3.cases import (
@@ -30,7 +23,7 @@ _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot unchanged; 
           "bound cannot be 0, and 1e-7 of the cache's scale is under one rounding of any "
           "drawn value (a cache written in bfloat16, a token in the wrong slot or a stale "
           "slot errs 1e-3 to 1)")
-TOLERANCES = cache_update_tolerances(
+TOLERANCES = ragged.cache_update_tolerances(
     float32=(1e-4, "float32 q, K, V, logits, online softmax and accumulator "
              "(interpret on CPU: exact float32 dots); worst observed 3.3e-7 "
              "over 10 random and 2 golden interpret cases (jax 0.10.2); a "
@@ -93,7 +86,7 @@ def valid(case: RpaV3Case) -> dict[str, np.ndarray]:
     query (written or not: nothing reads them again; the finding
     tpu-inference-rpa-v3-window-leaves-cache-unwritten)."""
     masks = {}
-    rows = token_rows(case)
+    rows = ragged.token_rows(case)
     if not rows.all():
         masks["out"] = rows[:, None, None]
     if case.sliding_window is not None:
@@ -115,9 +108,9 @@ FAMILY = tpu_inference_family(
     case_type=RpaV3Case,
     cases=rpa_v3_cases,
     reference=kv_update_reference,
-    output_axes=KV_CACHE_AXES,
+    output_axes=ragged.KV_CACHE_AXES,
     tolerances=TOLERANCES,
-    capabilities=CAPABILITIES,
+    capabilities=ragged.CAPABILITIES,
     valid=valid,
     events=events,
     contract=CONTRACT,
@@ -125,8 +118,8 @@ FAMILY = tpu_inference_family(
     optional=OPTIONAL,
     export=export,
     # lowers-for-tpu as on a v6e; the generation the kernel is told stays the case's.
-    metamorphic=lowering("q", _kernel.traceable),
-    modes=PASSES_MODES | {
+    metamorphic=ragged.lowering("q", _kernel.traceable),
+    modes=ragged.PASSES_MODES | {
         "kv-compute-block-below-fetch", "q-compute-block-below-fetch", "gqa", "mqa",
         "head-dim-padded", "tpu-v5", "tpu-v6", "tpu-v7", "bfloat16", "fp8-kv-cache",
         "kv-scales", "q-quantized"},
