@@ -72,3 +72,14 @@ def test_without_tpu_inference_the_family_is_listed_as_needing_it(
     row = next(line for line in listed_without_tpu_inference.splitlines()
                if line.startswith(name + " "))
     assert "needs tpu-inference" in row and "tpu-interpret" not in row, row
+
+
+def test_kernel_modules_where_tpu_inference_is_missing():
+    """Where it is not installed a family's modules are none, its backends none, and
+    calling its kernel is an ImportError saying what to install."""
+    from kernel_harness.families.tpu_inference_record import KernelModules
+
+    modules = KernelModules("quantized_matmul.kernel", available=False, missing="install it")
+    assert not modules and modules.backends == frozenset()
+    with pytest.raises(ImportError, match="install it"):
+        modules["kernel"]
