@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import Arrays
 from kernel_harness.families.gpu_decode.cases import DecodeCase
+from kernel_harness.ops.attention.metamorphic import as_mha_hook
 from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
 
@@ -25,14 +24,6 @@ def block_variants(case: DecodeCase) -> st.SearchStrategy[DecodeCase]:
                 except ValueError:
                     continue  # kv_len does not split that way
     return st.sampled_from(out)
-
-
-def as_mha(case: DecodeCase, inputs: Arrays) -> tuple[DecodeCase, Arrays] | None:
-    """The same problem with each kv head repeated for every query head of its group."""
-    if case.group == 1:
-        return None
-    mha = dataclasses.replace(case, kv_heads=case.q_heads, entry="gqa")
-    return mha, {**inputs, **{n: np.repeat(inputs[n], case.group, axis=2) for n in ("k", "v")}}
 
 
 def option_toggles(case: DecodeCase) -> list[Toggle]:
@@ -53,6 +44,8 @@ METAMORPHIC = Metamorphic(
            "v": ("batch", "key", "kv_head", "dim"), "out": ("batch", "head", "dim"),
            "lse": ("batch", "head")},
     visible=lambda case: case.visible()[:, None, None, :],
-    block_variants=block_variants, option_toggles=option_toggles, as_mha=as_mha, logit_input="q",
+    block_variants=block_variants, option_toggles=option_toggles, logit_input="q",
+    # Each kv head repeated for every query head of its group: the gqa entry, never mqa.
+    as_mha=as_mha_hook(layout="bqhd", mha_fields=lambda case: {"entry": "gqa"}),
     may_be_nonfinite=no_keys,
 )

@@ -5,7 +5,6 @@ Visibility comes from the family's own dense mask (``masks.dense_mask``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +15,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.hstu.kernel import BLOCK_FIELDS
 from kernel_harness.kernels.hstu.api import hstu_attention
-from kernel_harness.ops.attention.metamorphic import lane_divisors, shard_case
+from kernel_harness.ops.attention.metamorphic import lane_block_variants, shard_case
 from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.ops.pointwise_attention.cases import LANES, HstuCase, expand_runs, numpy_mask
 from kernel_harness.ops.pointwise_attention.masks import dense_mask
@@ -45,26 +44,9 @@ def visible(case: HstuCase) -> np.ndarray:
     return mask[:, None]
 
 
-def _divisors(n: int) -> list[int]:
-    return lane_divisors(n, LANES)
-
-
 def block_variants(case: HstuCase) -> st.SearchStrategy[HstuCase]:
     """The same case with independently redrawn forward and backward blocks."""
-
-    @st.composite
-    def variant(draw: st.DrawFn) -> HstuCase:
-        def pick(n: int) -> int:
-            return draw(st.sampled_from(_divisors(n)))
-
-        bkv, bkv_dkv = pick(case.kv_len), pick(case.kv_len)
-        return dataclasses.replace(
-            case, block_q=pick(case.q_len), block_kv=bkv, block_kv_compute=pick(bkv),
-            block_q_dkv=pick(case.q_len), block_kv_dkv=bkv_dkv,
-            block_kv_dkv_compute=pick(bkv_dkv),
-        )
-
-    return variant()
+    return lane_block_variants(case, LANES)
 
 
 def option_toggles(case: HstuCase) -> list[Toggle]:
@@ -99,12 +81,6 @@ def traceable(impl: Callable[..., Any] | None, case: HstuCase, backend: Backend
     return f
 
 
-def local_case(case: HstuCase, mesh: dict[str, int]) -> HstuCase | None:
-    """One shard's case: batch and heads split (:func:`shard_case`; segment ids are traced
-    operands, so each shard's rows keep their own ids)."""
-    return shard_case(case, mesh)
-
-
 METAMORPHIC = Metamorphic(
     roles=ROLES,
     visible=visible,
@@ -112,5 +88,7 @@ METAMORPHIC = Metamorphic(
     block_variants=block_variants,
     option_toggles=option_toggles,
     traceable=traceable,
-    local_case=local_case,
+    # Batch and heads split; segment ids are traced operands, so each shard's rows keep
+    # their own ids.
+    local_case=shard_case,
 )

@@ -19,7 +19,7 @@ from kernel_harness.families.splash.cases import LANES, SplashCase
 from kernel_harness.families.splash.masks import allowed_mask, empty_rows, segment_ids
 from kernel_harness.ops.attention.metamorphic import (
     as_mha_hook,
-    lane_divisors,
+    lane_block_variants,
     shard_case,
     zero_cotangent,
 )
@@ -41,32 +41,12 @@ def segments(case: SplashCase) -> tuple[np.ndarray, np.ndarray] | None:
     return segment_ids(case.q_segments)[None], segment_ids(case.kv_segments)[None]
 
 
-def _divisors(n: int) -> list[int]:
-    return lane_divisors(n, LANES)
-
-
 def block_variants(case: SplashCase, *, fused_only: bool = False
                    ) -> st.SearchStrategy[SplashCase]:
     """The same case with independently redrawn block sizes and fused/split backward
     (shrinks towards the smallest blocks and the split backward; ``fused_only``: the
     fused backward always, for an implementation without the split one)."""
-
-    @st.composite
-    def variant(draw: st.DrawFn) -> SplashCase:
-        def pick(n: int) -> int:
-            return draw(st.sampled_from(_divisors(n)))
-
-        bkv, bkv_dkv = pick(case.kv_len), pick(case.kv_len)
-        fused = fused_only or draw(st.booleans())
-        return dataclasses.replace(
-            case, block_q=pick(case.q_len), block_kv=bkv, block_kv_compute=pick(bkv),
-            block_q_dkv=pick(case.q_len), block_kv_dkv=bkv_dkv,
-            block_kv_dkv_compute=pick(bkv_dkv),
-            block_q_dq=None if fused else pick(case.q_len),
-            block_kv_dq=None if fused else pick(case.kv_len), fused_bwd=fused,
-        )
-
-    return variant()
+    return lane_block_variants(case, LANES, split_backward="never" if fused_only else "drawn")
 
 
 def option_toggles(case: SplashCase) -> list[Toggle]:
