@@ -51,17 +51,11 @@ def _events(case: DecodeCase) -> list[str]:
     ev = [case.dtype, f"scale-{case.scale_mode}", f"entry-{case.entry}",
           f"logits-{case.logit_scale:g}x"]
     ev.append(head_grouping(case.q_heads, case.kv_heads))
-    if case.group > case.block_h:
-        ev.append("head-splits")
-    if case.group % case.block_h:
-        ev.append("head-padding")
-    if case.k_splits > 1:
-        ev.append("multi-split")
     block = min(case.block_k, case.split_len)
-    if case.split_len > block:
-        ev.append("multi-k-block")
-    if case.block_k > case.split_len:
-        ev.append("block-k-clamped")
+    ev += [label for label, on in (
+        ("head-splits", case.group > case.block_h), ("head-padding", case.group % case.block_h),
+        ("multi-split", case.k_splits > 1), ("multi-k-block", case.split_len > block),
+        ("block-k-clamped", case.block_k > case.split_len)) if on]
     for name in ("start", "end"):
         value = getattr(case, name)
         if value is not None:

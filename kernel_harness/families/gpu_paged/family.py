@@ -46,22 +46,13 @@ def _events(case: PagedCase) -> list[str]:
     ev = paged_events(case, dtype=case.dtype, lengths=lengths,
                       read_pages=[case.read_pages(b) for b in range(case.batch)])
     ev.append(f"logits-{case.logit_scale:g}x")
-    if case.group % case.block_h:
-        ev.append("head-padding")
-    if case.group > case.block_h:
-        ev.append("head-splits")
-    if case.k_splits > 1:
-        ev.append("multi-split")
-    if case.pages_per_partition > case.compute_pages:
-        ev.append("multi-compute-block")
-    if case.compute_pages > 1:
-        ev.append("pages-per-compute-block>1")
-    if case.pages_per_compute_block > case.compute_pages:
-        ev.append("compute-block-clamped")
-    if case.shared_pages:
-        ev.append("shared-pages")
-    if case.quantized:
-        ev.append("int8-pages")
+    ev += [label for label, on in (
+        ("head-padding", case.group % case.block_h), ("head-splits", case.group > case.block_h),
+        ("multi-split", case.k_splits > 1),
+        ("multi-compute-block", case.pages_per_partition > case.compute_pages),
+        ("pages-per-compute-block>1", case.compute_pages > 1),
+        ("compute-block-clamped", case.pages_per_compute_block > case.compute_pages),
+        ("shared-pages", case.shared_pages), ("int8-pages", case.quantized)) if on]
     return sorted(set(ev))
 
 

@@ -41,30 +41,16 @@ def events(case: cases.HstuCase) -> list[str]:
     labels = [f"dtype:{case.dtype}", f"mask:{case.mask}"]
     if case.mask == "numpy":
         labels += ["numpy-mask", f"numpy-pattern:{case.mask_pattern}"]
-    if case.q_len // blocks["block_q"] > 1:
-        labels.append("multi-q-block")
-    if case.kv_len // blocks["block_kv"] > 1:
-        labels.append("multi-kv-block")
-    if blocks["block_kv_compute"] < blocks["block_kv"]:
-        labels.append("kv-compute-split")
-    if case.q_len // blocks["block_q_dkv"] > 1:
-        labels.append("bwd-multi-q-block")
-    if case.kv_len // blocks["block_kv_dkv"] > 1:
-        labels.append("bwd-multi-kv-block")
-    if blocks["block_kv_dkv_compute"] < blocks["block_kv_dkv"]:
-        labels.append("bwd-kv-compute-split")
     fwd = (blocks["block_q"], blocks["block_kv"], blocks["block_kv_compute"])
     bwd = (blocks["block_q_dkv"], blocks["block_kv_dkv"], blocks["block_kv_dkv_compute"])
-    if fwd != bwd:
-        labels.append("bwd-blocks-differ")
-    if case.q_len != case.kv_len:
-        labels.append("q-len-ne-kv-len")
-    if case.batch > 1:
-        labels.append("multi-batch")
-    if case.q_heads > 1:
-        labels.append("multi-head")
-    if case.scale is not None:
-        labels.append("sm-scale")
+    for prefix, (bq, bkv, bkv_compute) in (("", fwd), ("bwd-", bwd)):
+        labels += [prefix + label for label, on in (
+            ("multi-q-block", case.q_len // bq > 1), ("multi-kv-block", case.kv_len // bkv > 1),
+            ("kv-compute-split", bkv_compute < bkv)) if on]
+    labels += [label for label, on in (
+        ("bwd-blocks-differ", fwd != bwd), ("q-len-ne-kv-len", case.q_len != case.kv_len),
+        ("multi-batch", case.batch > 1), ("multi-head", case.q_heads > 1),
+        ("sm-scale", case.scale is not None)) if on]
     if case.window is not None:
         labels.append("window")
         if case.window == 0:

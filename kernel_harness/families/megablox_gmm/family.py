@@ -111,28 +111,14 @@ def events(case: GmmCase) -> list[str]:
     sizes = case.group_sizes
     ends = np.cumsum(sizes)
     ev = [case.dtype, f"out-{case.out_dtype}"]
-    if case.num_groups > 1:
-        ev.append("multi-group")
-    if 0 in sizes:
-        ev.append("empty-group")
-    if any(s % tm for s in sizes if s):
-        ev.append("group-not-tile-multiple")
-    if any(e % tm for e in ends[:-1]):
-        ev.append("group-boundary-mid-tile")
-    if any(0 < s < tm for s in sizes):
-        ev.append("group-under-one-tile")
-    if sum(sizes) < case.m:
-        ev.append("rows-past-groups")
-    if case.k % tk:
-        ev.append("k-remainder")
-    if case.k > tk:
-        ev.append("multi-k-tile")
-    if case.n % tn:
-        ev.append("n-remainder")
-    if case.n > tn:
-        ev.append("multi-n-tile")
-    if case.transpose_rhs:
-        ev.append("transpose-rhs")
+    ev += [label for label, on in (
+        ("multi-group", case.num_groups > 1), ("empty-group", 0 in sizes),
+        ("group-not-tile-multiple", any(s % tm for s in sizes if s)),
+        ("group-boundary-mid-tile", any(e % tm for e in ends[:-1])),
+        ("group-under-one-tile", any(0 < s < tm for s in sizes)),
+        ("rows-past-groups", sum(sizes) < case.m), ("k-remainder", case.k % tk),
+        ("multi-k-tile", case.k > tk), ("n-remainder", case.n % tn),
+        ("multi-n-tile", case.n > tn), ("transpose-rhs", case.transpose_rhs)) if on]
     if case.sharded:
         ev.append("rhs-shard")
         if case.rhs_groups > 1:
