@@ -12,7 +12,8 @@ from kernel_harness.families.gpu_paged import kernel as _kernel
 from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
 from kernel_harness.families.gpu_paged.export import export
-from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS
+from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
+from kernel_harness.ops.attention.metamorphic import inside
 from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.ops.paged_decode.reference import PagedCall, references, visible_lengths
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
@@ -32,13 +33,6 @@ _TOLERANCES = ToleranceTable.of_limits({
     ("float16", "out"): (5e-3, "float16 inputs; P cast to float16 for the PV dot, split "
                          "partials stored and combined in float16; ~4x the worst seen"),
 })
-
-
-def _valid(case: PagedCase) -> dict[str, np.ndarray]:
-    """float16 rows of length 0 are outside the contract (see CONTRACT); all else counts."""
-    if case.dtype != "float16" or case.lengths is None or 0 not in case.lengths:
-        return {}
-    return {"out": (np.asarray(case.lengths) > 0)[:, None, None]}
 
 
 def _events(case: PagedCase) -> list[str]:
@@ -108,7 +102,7 @@ FAMILY = Family(
     output_axes=OUTPUT_AXES,
     tolerances=_TOLERANCES,
     capabilities=PAGED_CAPABILITIES,
-    valid=_valid,
+    valid=inside(excluded),
     events=_events,
     contract=CONTRACT,
     bench=BENCH,

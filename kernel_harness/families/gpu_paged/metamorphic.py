@@ -39,7 +39,8 @@ def block_variants(case: PagedCase) -> list[PagedCase]:
 
 
 def excluded(case: PagedCase) -> dict[str, Any]:
-    """float16 rows of length 0 are outside the contract (the kernel may give NaN)."""
+    """float16 rows of length 0 are outside the contract (the kernel may give NaN; see the
+    family's CONTRACT); all else counts."""
     if case.dtype != "float16" or case.lengths is None or 0 not in case.lengths:
         return {}
     return {"out": (np.asarray(case.lengths) == 0)[:, None, None]}

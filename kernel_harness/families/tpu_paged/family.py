@@ -9,7 +9,8 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import INT8_DIVISOR, TpuPagedCase, tpu_paged_cases
 from kernel_harness.families.tpu_paged.export import export
-from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS
+from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
+from kernel_harness.ops.attention.metamorphic import inside
 from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.ops.paged_decode.reference import PagedCall, references, visible_lengths
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
@@ -99,13 +100,6 @@ q by 1/sqrt(head_dim)). Forward only (no VJP). From the kernel source (jax 0.10.
 """
 
 
-def valid(case: TpuPagedCase) -> dict[str, np.ndarray]:
-    """Length-0 rows are outside the contract with inline_seq_dim=False (never written)."""
-    if case.inline_seq_dim or 0 not in case.lengths:
-        return {}
-    return {"out": (np.asarray(case.lengths) > 0)[:, None, None]}
-
-
 def events(case: TpuPagedCase) -> list[str]:
     """What the case reaches: the op's events, then megacore, the seq loop, the group of 8,
     pages per block, empty-row runs and shared pages."""
@@ -184,7 +178,7 @@ FAMILY = Family(
     output_axes=OUTPUT_AXES,
     tolerances=TOLERANCES,
     capabilities=PAGED_CAPABILITIES,
-    valid=valid,
+    valid=inside(excluded),
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,

@@ -31,7 +31,8 @@ def block_variants(case: TpuPagedCase) -> list[TpuPagedCase]:
 
 
 def excluded(case: TpuPagedCase) -> dict[str, Any]:
-    """Rows outside the contract (never written) may hold anything, NaN included."""
+    """Length-0 rows are outside the contract with inline_seq_dim=False (never written:
+    they may hold anything, NaN included)."""
     if case.inline_seq_dim or 0 not in case.lengths:
         return {}
     return {"out": (np.asarray(case.lengths) == 0)[:, None, None]}

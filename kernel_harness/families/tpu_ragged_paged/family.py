@@ -18,7 +18,8 @@ from kernel_harness.families.tpu_ragged_paged.cases import (
     ragged_seed_cases,
 )
 from kernel_harness.families.tpu_ragged_paged.export import export
-from kernel_harness.families.tpu_ragged_paged.metamorphic import METAMORPHIC, RELATIONS
+from kernel_harness.families.tpu_ragged_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
+from kernel_harness.ops.attention.metamorphic import inside
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
 from kernel_harness.ops.paged_decode.strategy import head_grouping
 from kernel_harness.spec.family import Family
@@ -90,14 +91,6 @@ forward only), from the kernel source:
   the tuned table asks for the TPU generation), more than 4 kv heads (one head block
   only: num_heads_blks > 1 is never reached), kv_len 0 sequences (the finding above).
 """
-
-
-def valid(case: RaggedCase) -> dict[str, np.ndarray]:
-    """Rows past the active sequences' tokens (padding) are outside the contract."""
-    rows = np.arange(case.max_tokens) < case.total_tokens
-    if rows.all():
-        return {}
-    return {"out": rows[:, None, None]}
 
 
 def events(case: RaggedCase) -> list[str]:
@@ -183,7 +176,7 @@ FAMILY = Family(
     tolerances=TOLERANCES,
     capabilities=frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
                             "q-len-ne-kv-len", "ragged-lengths", "decode", "paged"}),
-    valid=valid,
+    valid=inside(excluded),
     events=events,
     contract=CONTRACT,
     seed_cases=ragged_seed_cases,

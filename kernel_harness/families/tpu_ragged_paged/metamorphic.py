@@ -43,7 +43,8 @@ def as_mha(case: RaggedCase, inputs: Arrays) -> tuple[RaggedCase, Arrays] | None
 
 
 def excluded(case: RaggedCase) -> dict[str, Any]:
-    """Padding rows (past the active sequences' tokens) may hold anything."""
+    """Padding rows (past the active sequences' tokens) are outside the contract: they may
+    hold anything."""
     rows = np.arange(case.max_tokens) >= case.total_tokens
     return {"out": rows[:, None, None]} if rows.any() else {}
 

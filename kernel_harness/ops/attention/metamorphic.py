@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,6 +47,17 @@ def lane_block_variants(case: Any, lanes: int, *, split_backward: str = "absent"
         return dataclasses.replace(case, **blocks)
 
     return variant()
+
+
+def inside(outside: Callable[[Any], Mapping[str, np.ndarray]]
+           ) -> Callable[[Any], dict[str, np.ndarray]]:
+    """``case -> {output: ~mask}`` for the masks of ``outside(case)``: a family's ``valid``
+    (what the contract covers) from its ``may_be_nonfinite`` hook (what it does not), so
+    the one fact serves both."""
+    def valid(case: Any) -> dict[str, np.ndarray]:
+        return {name: ~mask for name, mask in outside(case).items()}
+
+    return valid
 
 
 def zero_cotangent(inputs: Arrays, rows: np.ndarray, name: str = "do") -> Arrays:
