@@ -18,6 +18,7 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Case, check_logit_scale
 from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.spec.hooks import Metamorphic
 
 #: Backends a GPU family can run on.
 GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})
@@ -32,6 +33,13 @@ F32_DOT_NOTE = (
     "mantissa would need a bound near 1e-3 or more (estimate, not measured: no GPU run yet) "
     "and could no longer tell a bf16 PV product (~3e-3) from a correct kernel"
 )
+
+#: The reason of a GPU attention family's float32 limits.
+F32_REASON = f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
+
+#: The Metamorphic record of the row-wise GPU families (gpu-norm, gpu-softmax): no queries
+#: and keys, so deterministic, finite-out (x scaled) and the op's relations.
+ROWWISE_METAMORPHIC = Metamorphic(roles={}, logit_input="x")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -130,7 +138,7 @@ def tolerance_table(
     the outputs named in ``gradients``."""
     def reason(dtype: str, name: str) -> str:
         if dtype == "float32":
-            return f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
+            return F32_REASON
         return lse_reason if name == "lse" else low_reason.format(dtype=dtype)
 
     return ToleranceTable.of_limits(

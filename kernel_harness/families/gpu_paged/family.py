@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.gpu_common import F32_DOT_NOTE
+from kernel_harness.families.gpu_common import F32_REASON
 from kernel_harness.families.gpu_paged import kernel as _kernel
 from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
@@ -21,7 +21,7 @@ from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 
 _TOLERANCES = ToleranceTable.of_limits({
-    ("float32", "out"): (2e-4, f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"),
+    ("float32", "out"): (2e-4, F32_REASON),
     # Low precision: ~4x the worst interpret error seen over 94 cases (80 earlier: bf16
     # 7.7e-3, f16 1.3e-3; 14 more each on 2026-12-01: 6.1e-3, 9.7e-4). A calibrated bound
     # (2x plain low-precision math) was tried on 2026-12-01 and failed the pristine
