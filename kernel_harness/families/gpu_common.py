@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -18,6 +18,7 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Case, check_logit_scale
 from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.spec.adapter import Adapter
 from kernel_harness.spec.hooks import Metamorphic
 
 #: Backends a GPU family can run on.
@@ -125,6 +126,36 @@ def put(arrays: Mapping[str, np.ndarray | None], backend: Backend) -> dict[str, 
 def to_numpy(outputs: Mapping[str, jax.Array]) -> dict[str, np.ndarray]:
     """Device outputs as float32 numpy arrays (exact for every input dtype)."""
     return {k: np.asarray(jax.device_get(v)).astype(np.float32) for k, v in outputs.items()}
+
+
+#: ``build(impl, case, interpret)``: a family's jitted program of ``impl`` for the case's static
+#: configuration, taking the inputs positionally and returning ``{output: array}``.
+Build = Callable[[Callable[..., Any], Any, Any], Callable[..., Any]]
+
+
+def run_program(family: str, build: Build, names: Sequence[str], impl: Callable[..., Any],
+                case: Any, inputs: Mapping[str, np.ndarray], backend: Backend
+                ) -> dict[str, np.ndarray]:
+    """Runs ``impl`` on ``backend`` as every GPU family does: the backend checked, the inputs
+    ``names`` (a missing one is ``None``) placed on its device and passed in that order to
+    ``build``'s program (:func:`cached_program`), called in :func:`kernel_context`; the
+    outputs as float32 numpy arrays."""
+    check_backend(family, backend)
+    arrays = put({name: inputs.get(name) for name in names}, backend)
+    with kernel_context(backend):
+        outs = cached_program(impl, case, backend, build)(*(arrays[name] for name in names))
+    return to_numpy(outs)
+
+
+def triton_adapter(family: str, *, kernel: Callable[..., Any], impl_signature: str,
+                   build: Build, names: Sequence[str]) -> Adapter:
+    """How a GPU family calls its kernel: ``run`` is :func:`run_program` of ``build`` on the
+    inputs ``names``, on the GPU backends."""
+    def run(impl: Callable[..., Any], case: Any, inputs: Mapping[str, np.ndarray],
+            backend: Backend) -> dict[str, np.ndarray]:
+        return run_program(family, build, names, impl, case, inputs, backend)
+
+    return Adapter(kernel=kernel, impl_signature=impl_signature, run=run, backends=GPU_BACKENDS)
 
 
 def tolerance_table(

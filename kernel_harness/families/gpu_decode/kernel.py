@@ -6,13 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 import jax.numpy as jnp
-import numpy as np
 from jax.experimental.pallas.ops.gpu import decode_attention as _decode
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_decode.cases import DecodeCase
-from kernel_harness.spec.adapter import Adapter
 
 IMPL_SIGNATURE = (
     "decode(q, k, v, start_idx, kv_seq_len, *, entry, sm_scale, block_h, block_k, k_splits, "
@@ -50,20 +47,7 @@ def _build(impl: Callable[..., Any], case: DecodeCase, interpret: Any) -> Callab
     return gpu_common.jit(fn, cpu=interpret is True)
 
 
-def run(
-    impl: Callable[..., Any], case: DecodeCase, inputs: dict[str, np.ndarray], backend: Backend
-) -> dict[str, np.ndarray]:
-    """Runs ``impl`` on ``backend``; ``lse = m + log(l)`` from its residuals."""
-    gpu_common.check_backend("gpu-decode", backend)
-    a = gpu_common.put(
-        {n: inputs.get(n) for n in ("q", "k", "v", "start_idx", "kv_seq_len")}, backend
-    )
-    with gpu_common.kernel_context(backend):
-        fn = gpu_common.cached_program(impl, case, backend, _build)
-        outs = fn(a["q"], a["k"], a["v"], a["start_idx"], a["kv_seq_len"])
-    return gpu_common.to_numpy(outs)
-
-
-#: How the gpu-decode family calls its kernel.
-ADAPTER = Adapter(kernel=decode, impl_signature=IMPL_SIGNATURE, run=run,
-                   backends=gpu_common.GPU_BACKENDS)
+#: How the gpu-decode family calls its kernel: ``lse = m + log(l)`` from its residuals.
+ADAPTER = gpu_common.triton_adapter(
+    "gpu-decode", kernel=decode, impl_signature=IMPL_SIGNATURE, build=_build,
+    names=("q", "k", "v", "start_idx", "kv_seq_len"))

@@ -6,13 +6,10 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import numpy as np
 from jax.experimental.pallas.ops.gpu import attention as _attention
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_mha.cases import MhaCase
-from kernel_harness.spec.adapter import Adapter
 
 #: The default implementation: ``jax.experimental.pallas.ops.gpu.attention.mha``.
 mha = _attention.mha
@@ -48,19 +45,7 @@ def _build(impl: Callable[..., Any], case: MhaCase, interpret: Any) -> Callable[
     return gpu_common.jit(fn, cpu=interpret is True)
 
 
-def run(
-    impl: Callable[..., Any], case: MhaCase, inputs: dict[str, np.ndarray], backend: Backend
-) -> dict[str, np.ndarray]:
-    """Runs ``impl`` forward and backward (cotangent ``do``) on ``backend``."""
-    arrays = gpu_common.put(
-        {k: inputs.get(k) for k in ("q", "k", "v", "segment_ids", "do")}, backend
-    )
-    fn = gpu_common.cached_program(impl, case, backend, _build)
-    with gpu_common.kernel_context(backend):
-        outs = fn(arrays["q"], arrays["k"], arrays["v"], arrays["segment_ids"], arrays["do"])
-    return gpu_common.to_numpy(outs)
-
-
-#: How the gpu-mha family calls its kernel.
-ADAPTER = Adapter(kernel=mha, impl_signature=IMPL_SIGNATURE, run=run,
-                   backends=gpu_common.GPU_BACKENDS)
+#: How the gpu-mha family calls its kernel: forward and backward (cotangent ``do``).
+ADAPTER = gpu_common.triton_adapter(
+    "gpu-mha", kernel=mha, impl_signature=IMPL_SIGNATURE, build=_build,
+    names=("q", "k", "v", "segment_ids", "do"))

@@ -7,14 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import numpy as np
 from jax.experimental.pallas.ops.gpu import layer_norm as _layer_norm
 from jax.experimental.pallas.ops.gpu import rms_norm as _rms_norm
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.ops.norm.cases import NormCase
-from kernel_harness.spec.adapter import Adapter
 
 
 def norm(op: str, x: jax.Array, weight: jax.Array, bias: jax.Array, *, eps: float,
@@ -55,17 +52,7 @@ def _build(impl: Callable[..., Any], case: NormCase, interpret: Any) -> Callable
     return gpu_common.jit(fn, cpu=interpret is True)
 
 
-def run(impl: Callable[..., Any], case: NormCase, inputs: dict[str, np.ndarray],
-        backend: Backend) -> dict[str, np.ndarray]:
-    """Runs ``impl`` forward (plain and under vjp) and backward on ``backend``."""
-    gpu_common.check_backend("gpu-norm", backend)
-    arrays = gpu_common.put({k: inputs[k] for k in ("x", "weight", "bias", "do")}, backend)
-    fn = gpu_common.cached_program(impl, case, backend, _build)
-    with gpu_common.kernel_context(backend):
-        outs = fn(arrays["x"], arrays["weight"], arrays["bias"], arrays["do"])
-    return gpu_common.to_numpy(outs)
-
-
-#: How the gpu-norm family calls its kernel.
-ADAPTER = Adapter(kernel=norm, impl_signature=IMPL_SIGNATURE, run=run,
-                   backends=gpu_common.GPU_BACKENDS)
+#: How the gpu-norm family calls its kernel: forward (plain and under vjp) and backward.
+ADAPTER = gpu_common.triton_adapter(
+    "gpu-norm", kernel=norm, impl_signature=IMPL_SIGNATURE, build=_build,
+    names=("x", "weight", "bias", "do"))

@@ -5,13 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from jax.experimental.pallas.ops.gpu import paged_attention as _paged
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_paged.cases import PagedCase
-from kernel_harness.spec.adapter import Adapter
 
 #: The default implementation: ``jax.experimental.pallas.ops.gpu.paged_attention``.
 paged_attention = _paged.paged_attention
@@ -39,21 +36,8 @@ def _build(impl: Callable[..., Any], case: PagedCase, interpret: Any) -> Callabl
     return gpu_common.jit(fn, cpu=interpret is True)
 
 
-NAMES = ("q", "k_pages", "v_pages", "block_tables", "lengths", "k_scales_pages",
-         "v_scales_pages")
-
-
-def run(
-    impl: Callable[..., Any], case: PagedCase, inputs: dict[str, np.ndarray], backend: Backend
-) -> dict[str, np.ndarray]:
-    """Runs ``impl`` on ``backend``."""
-    gpu_common.check_backend("gpu-paged", backend)
-    a = gpu_common.put({n: inputs.get(n) for n in NAMES}, backend)
-    with gpu_common.kernel_context(backend):
-        outs = gpu_common.cached_program(impl, case, backend, _build)(*(a[n] for n in NAMES))
-    return gpu_common.to_numpy(outs)
-
-
 #: How the gpu-paged family calls its kernel.
-ADAPTER = Adapter(kernel=paged_attention, impl_signature=IMPL_SIGNATURE, run=run,
-                   backends=gpu_common.GPU_BACKENDS)
+ADAPTER = gpu_common.triton_adapter(
+    "gpu-paged", kernel=paged_attention, impl_signature=IMPL_SIGNATURE, build=_build,
+    names=("q", "k_pages", "v_pages", "block_tables", "lengths", "k_scales_pages",
+           "v_scales_pages"))

@@ -39,12 +39,7 @@ def run(impl: Callable[..., Any], case: SoftmaxCase, inputs: dict[str, np.ndarra
         backend: Backend) -> dict[str, np.ndarray]:
     """Runs ``impl`` on x [*leading, n]; ``out`` comes back as [rows, n] (a reshape of the
     kernel's result, so one axis layout serves every leading rank)."""
-    gpu_common.check_backend("gpu-softmax", backend)
-    arrays = gpu_common.put({"x": inputs["x"]}, backend)
-    fn = gpu_common.cached_program(impl, case, backend, _build)
-    with gpu_common.kernel_context(backend):
-        outs = fn(arrays["x"])
-    out = gpu_common.to_numpy(outs)["out"]
+    out = gpu_common.run_program("gpu-softmax", _build, ("x",), impl, case, inputs, backend)["out"]
     expect_shape("gpu-softmax", out, (*case.leading, case.n))
     return {"out": out.reshape(case.rows, case.n)}
 
