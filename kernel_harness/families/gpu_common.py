@@ -19,7 +19,6 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Case, check_logit_scale
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.spec.adapter import Adapter
-from kernel_harness.spec.hooks import Metamorphic
 
 #: Backends a GPU family can run on.
 GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})
@@ -37,10 +36,6 @@ F32_DOT_NOTE = (
 
 #: The reason of a GPU attention family's float32 limits.
 F32_REASON = f"float32 end to end; interpret worst seen ~1e-6; {F32_DOT_NOTE}"
-
-#: The Metamorphic record of the row-wise GPU families (gpu-norm, gpu-softmax): no queries
-#: and keys, so deterministic, finite-out (x scaled) and the op's relations.
-ROWWISE_METAMORPHIC = Metamorphic(roles={}, logit_input="x")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
