@@ -3,8 +3,16 @@
 import dataclasses
 
 import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from kernel_harness.ops.attention.metamorphic import as_mha_hook, shard_case
+from kernel_harness.ops.attention.metamorphic import (
+    as_mha_hook,
+    inside,
+    lane_block_variants,
+    shard_case,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,3 +49,45 @@ def test_as_mha_repeats_each_kv_head_for_its_query_heads():
     np.testing.assert_array_equal(out["k"][:, 2], k[:, 1])
     assert out["q"] is k
     assert hook(Gqa(batch=1, q_heads=2, kv_heads=2), {"k": k}) is None
+
+
+@dataclasses.dataclass(frozen=True)
+class Blocks:
+    q_len: int = 256
+    kv_len: int = 384
+    block_q: int = 128
+    block_kv: int = 128
+    block_kv_compute: int = 128
+    block_q_dkv: int = 128
+    block_kv_dkv: int = 128
+    block_kv_dkv_compute: int = 128
+    block_q_dq: int | None = None
+    block_kv_dq: int | None = None
+    fused_bwd: bool = True
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_lane_block_variants_draw_lane_multiple_divisors(data):
+    case = Blocks()
+    v = data.draw(lane_block_variants(case, 128, split_backward="drawn"))
+    for length, block in ((256, v.block_q), (384, v.block_kv), (256, v.block_q_dkv),
+                          (384, v.block_kv_dkv), (v.block_kv, v.block_kv_compute),
+                          (v.block_kv_dkv, v.block_kv_dkv_compute)):
+        assert block % 128 == 0 and length % block == 0
+    assert (v.block_q_dq is None) == v.fused_bwd == (v.block_kv_dq is None)
+    fused = data.draw(lane_block_variants(case, 128, split_backward="never"))
+    assert fused.fused_bwd and fused.block_q_dq is None
+    plain = data.draw(lane_block_variants(case, 128))  # no dq kernel: those fields untouched
+    assert (plain.block_q_dq, plain.block_kv_dq, plain.fused_bwd) == (None, None, True)
+
+
+def test_lane_block_variants_refuses_an_unknown_backward():
+    with pytest.raises(ValueError, match="split_backward"):
+        lane_block_variants(Blocks(), 128, split_backward="sometimes")
+
+
+def test_inside_is_the_complement_of_outside():
+    valid = inside(lambda case: {"out": np.array([True, False])} if case else {})
+    np.testing.assert_array_equal(valid(1)["out"], [False, True])
+    assert valid(0) == {}
