@@ -95,52 +95,32 @@ forward only), from the kernel source:
 
 def events(case: RaggedCase) -> list[str]:
     """What the case reaches: decode/prefill mixes, padding, block spans, GQA, window, cap."""
-    ev = [case.dtype]
     decode = sum(1 for q in case.q_lens if q == 1)
     prefill = sum(1 for q in case.q_lens if q > 1)
-    if decode:
-        ev.append("decode-seq")
-    if prefill:
-        ev.append("prefill-seq")
-    if decode and prefill:
-        ev.append("mixed-prefill-decode")
-    if 0 in case.q_lens:
-        ev.append("seq-without-queries")
-    if case.num_seqs > 1:
-        ev.append("multi-seq")
-    if case.num_seqs < case.max_num_seqs:
-        ev.append("num-seqs-below-max")
-    if case.total_tokens < case.max_tokens:
-        ev.append("padding-q-rows")
-    if any(kv % case.page_size for kv in case.kv_lens):
-        ev.append("kv-len-mid-page")
-    if any(kv < q_len + 1 for q_len, kv in zip(case.q_lens, case.kv_lens, strict=True)
-           if q_len > 1):
-        ev.append("prefill-from-empty-cache")
     block_kv = case.kv_pages_per_block * case.page_size
-    if any(kv > block_kv for kv in case.kv_lens):
-        ev.append("multi-kv-block")
     q_lens = np.asarray(case.q_lens)
     ends = np.cumsum(q_lens)[q_lens > 0]
     starts = ends - q_lens[q_lens > 0]
     qb = case.queries_per_block
-    if any(s // qb != (e - 1) // qb for s, e in zip(starts, ends, strict=True)):
-        ev.append("seq-spans-q-blocks")
-    if any(e % qb == 0 for e in ends[:-1]):
-        ev.append("seq-ends-at-q-block-end")
-    if any(np.bincount(starts // qb) > 1):
-        ev.append("q-block-shared-by-seqs")
-    ev.append(head_grouping(case.q_heads, case.kv_heads))
-    if case.sliding_window is not None:
-        ev.append("sliding-window")
-        if any(kv > case.sliding_window for kv in case.kv_lens):
-            ev.append("window-cuts-keys")
-    if case.soft_cap is not None:
-        ev.append("soft-cap")
-    if case.logit_scale > 1:
-        ev.append("large-logits")
-    if case.poison:
-        ev.append("nan-in-unowned-cache-slots")
+    window = case.sliding_window
+    ev = [case.dtype, head_grouping(case.q_heads, case.kv_heads)]
+    ev += [label for label, on in (
+        ("decode-seq", decode), ("prefill-seq", prefill),
+        ("mixed-prefill-decode", decode and prefill), ("seq-without-queries", 0 in case.q_lens),
+        ("multi-seq", case.num_seqs > 1), ("num-seqs-below-max", case.num_seqs < case.max_num_seqs),
+        ("padding-q-rows", case.total_tokens < case.max_tokens),
+        ("kv-len-mid-page", any(kv % case.page_size for kv in case.kv_lens)),
+        ("prefill-from-empty-cache", any(kv < q_len + 1 for q_len, kv in zip(
+            case.q_lens, case.kv_lens, strict=True) if q_len > 1)),
+        ("multi-kv-block", any(kv > block_kv for kv in case.kv_lens)),
+        ("seq-spans-q-blocks", any(s // qb != (e - 1) // qb
+                                   for s, e in zip(starts, ends, strict=True))),
+        ("seq-ends-at-q-block-end", any(e % qb == 0 for e in ends[:-1])),
+        ("q-block-shared-by-seqs", any(np.bincount(starts // qb) > 1)),
+        ("sliding-window", window is not None),
+        ("window-cuts-keys", window is not None and any(kv > window for kv in case.kv_lens)),
+        ("soft-cap", case.soft_cap is not None), ("large-logits", case.logit_scale > 1),
+        ("nan-in-unowned-cache-slots", case.poison)) if on]
     return sorted(set(ev))
 
 
