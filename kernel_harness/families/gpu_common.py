@@ -1,4 +1,5 @@
-"""Helpers shared by the GPU (Triton-lowered Pallas) families: gpu-mha, gpu-decode, gpu-paged.
+"""Helpers shared by the GPU (Triton-lowered Pallas) families: gpu-mha, gpu-decode, gpu-paged,
+gpu-norm and gpu-softmax.
 
 The GPU kernels take ``interpret=`` directly, so they run on two backends:
 ``interpret`` (the generic Pallas interpreter on CPU, whose out-of-bounds block
