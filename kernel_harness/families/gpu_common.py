@@ -63,15 +63,6 @@ def is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
-def check_backend(family: str, backend: Backend) -> None:
-    """Raises a clear error for a backend a GPU family cannot run on."""
-    if backend.name not in GPU_BACKENDS:
-        raise ValueError(
-            f"family {family!r} runs Triton-lowered (GPU) Pallas kernels: backend "
-            f"{backend.name!r} cannot run it; use one of {sorted(GPU_BACKENDS)}"
-        )
-
-
 @contextlib.contextmanager
 def kernel_context(backend: Backend) -> Iterator[None]:
     """The context a GPU kernel is traced in on every backend: highest matmul precision,
@@ -129,27 +120,27 @@ def to_numpy(outputs: Mapping[str, jax.Array]) -> dict[str, np.ndarray]:
 Build = Callable[[Callable[..., Any], Any, Any], Callable[..., Any]]
 
 
-def run_program(family: str, build: Build, names: Sequence[str], impl: Callable[..., Any],
+def run_program(build: Build, names: Sequence[str], impl: Callable[..., Any],
                 case: Any, inputs: Mapping[str, np.ndarray], backend: Backend
                 ) -> dict[str, np.ndarray]:
-    """Runs ``impl`` on ``backend`` as every GPU family does: the backend checked, the inputs
+    """Runs ``impl`` on ``backend`` (one the family supports: the runner checks it first,
+    :func:`~kernel_harness.run.runner.ensure_supported`) as every GPU family does: the inputs
     ``names`` (a missing one is ``None``) placed on its device and passed in that order to
     ``build``'s program (:func:`cached_program`), called in :func:`kernel_context`; the
     outputs as float32 numpy arrays."""
-    check_backend(family, backend)
     arrays = put({name: inputs.get(name) for name in names}, backend)
     with kernel_context(backend):
         outs = cached_program(impl, case, backend, build)(*(arrays[name] for name in names))
     return to_numpy(outs)
 
 
-def triton_adapter(family: str, *, kernel: Callable[..., Any], impl_signature: str,
+def triton_adapter(*, kernel: Callable[..., Any], impl_signature: str,
                    build: Build, names: Sequence[str]) -> Adapter:
     """How a GPU family calls its kernel: ``run`` is :func:`run_program` of ``build`` on the
     inputs ``names``, on the GPU backends."""
     def run(impl: Callable[..., Any], case: Any, inputs: Mapping[str, np.ndarray],
             backend: Backend) -> dict[str, np.ndarray]:
-        return run_program(family, build, names, impl, case, inputs, backend)
+        return run_program(build, names, impl, case, inputs, backend)
 
     return Adapter(kernel=kernel, impl_signature=impl_signature, run=run, backends=GPU_BACKENDS)
 

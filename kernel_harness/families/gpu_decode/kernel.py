@@ -49,5 +49,5 @@ def _build(impl: Callable[..., Any], case: DecodeCase, interpret: Any) -> Callab
 
 #: How the gpu-decode family calls its kernel: ``lse = m + log(l)`` from its residuals.
 ADAPTER = gpu_common.triton_adapter(
-    "gpu-decode", kernel=decode, impl_signature=IMPL_SIGNATURE, build=_build,
+    kernel=decode, impl_signature=IMPL_SIGNATURE, build=_build,
     names=("q", "k", "v", "start_idx", "kv_seq_len"))

@@ -54,5 +54,5 @@ def _build(impl: Callable[..., Any], case: NormCase, interpret: Any) -> Callable
 
 #: How the gpu-norm family calls its kernel: forward (plain and under vjp) and backward.
 ADAPTER = gpu_common.triton_adapter(
-    "gpu-norm", kernel=norm, impl_signature=IMPL_SIGNATURE, build=_build,
+    kernel=norm, impl_signature=IMPL_SIGNATURE, build=_build,
     names=("x", "weight", "bias", "do"))

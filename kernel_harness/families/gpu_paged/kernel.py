@@ -38,6 +38,6 @@ def _build(impl: Callable[..., Any], case: PagedCase, interpret: Any) -> Callabl
 
 #: How the gpu-paged family calls its kernel.
 ADAPTER = gpu_common.triton_adapter(
-    "gpu-paged", kernel=paged_attention, impl_signature=IMPL_SIGNATURE, build=_build,
+    kernel=paged_attention, impl_signature=IMPL_SIGNATURE, build=_build,
     names=("q", "k_pages", "v_pages", "block_tables", "lengths", "k_scales_pages",
            "v_scales_pages"))

@@ -39,7 +39,7 @@ def run(impl: Callable[..., Any], case: SoftmaxCase, inputs: dict[str, np.ndarra
         backend: Backend) -> dict[str, np.ndarray]:
     """Runs ``impl`` on x [*leading, n]; ``out`` comes back as [rows, n] (a reshape of the
     kernel's result, so one axis layout serves every leading rank)."""
-    out = gpu_common.run_program("gpu-softmax", _build, ("x",), impl, case, inputs, backend)["out"]
+    out = gpu_common.run_program(_build, ("x",), impl, case, inputs, backend)["out"]
     expect_shape("gpu-softmax", out, (*case.leading, case.n))
     return {"out": out.reshape(case.rows, case.n)}
 

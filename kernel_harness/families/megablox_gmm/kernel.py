@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental.pallas.ops.tpu.megablox import ops as _ops
 
-from kernel_harness.core.backends import Backend, BackendUnavailable
+from kernel_harness.core.backends import Backend
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
 from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
@@ -60,11 +60,6 @@ def _program(impl: Callable[..., Any], key: tuple[Any, ...], interpret: Any) -> 
 def run(impl: Callable[..., Any], case: GmmCase, inputs: dict[str, np.ndarray],
         backend: Backend) -> dict[str, np.ndarray]:
     """Runs ``impl`` forward and backward on ``backend``: out, dlhs, drhs (float32)."""
-    if backend.name not in GMM_BACKENDS:
-        raise BackendUnavailable(
-            f"megablox-gmm: a TPU Pallas kernel cannot run on backend {backend.name!r}; "
-            f"use one of {sorted(GMM_BACKENDS)}"
-        )
     program = _program(impl, case.static_key(), backend.pallas_interpret())
     args = [inputs["lhs"], inputs["rhs"], inputs["group_sizes"],
             # A scalar (the golden store keeps it as shape (1,)); gmm wants shape ().

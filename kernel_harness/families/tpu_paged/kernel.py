@@ -22,7 +22,7 @@ from jax.experimental.pallas.ops.tpu import paged_attention as _pa
 from jax.experimental.pallas.ops.tpu.paged_attention import quantization_utils as _qu
 
 from kernel_harness.core import compat
-from kernel_harness.core.backends import Backend, BackendUnavailable
+from kernel_harness.core.backends import Backend
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase
 from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
@@ -73,11 +73,6 @@ def _interpreting(case: TpuPagedCase, backend: Backend) -> Iterator[None]:
 def run(impl: Callable[..., Any], case: TpuPagedCase, inputs: dict[str, np.ndarray],
         backend: Backend) -> dict[str, np.ndarray]:
     """Runs ``impl`` on ``backend``; returns ``out`` as float32."""
-    if backend.name not in TPU_PAGED_BACKENDS:
-        raise BackendUnavailable(
-            f"tpu-paged: a TPU Pallas kernel cannot run on backend {backend.name!r}; "
-            f"use one of {sorted(TPU_PAGED_BACKENDS)}"
-        )
     none = np.zeros((1,), np.float32)
     args = [inputs["q"], inputs["k_pages"], inputs["v_pages"], inputs.get("k_scales", none),
             inputs.get("v_scales", none), inputs["lengths"], inputs["page_indices"]]
