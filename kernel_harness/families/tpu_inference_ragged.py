@@ -25,10 +25,6 @@ from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES
 from kernel_harness.spec.export import interpreter_source, tpu_interpreting_source
 from kernel_harness.spec.hooks import Metamorphic
 
-#: What every one of them does (MLA has no gqa: one latent KV; hd64 adds sinks).
-CAPABILITIES = frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
-                          "q-len-ne-kv-len", "ragged-lengths", "decode", "paged"})
-
 #: The modes of :func:`~kernel_harness.ops.paged_decode.passes.passes_events` each reaches.
 PASSES_MODES = frozenset({
     "decode-pass", "prefill-pass", "mixed-pass", "mixed-prefill-decode", "multi-seq",

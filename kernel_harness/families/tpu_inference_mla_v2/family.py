@@ -21,7 +21,7 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
 from kernel_harness.families.tpu_inference_record import tpu_inference_family
-from kernel_harness.ops.paged_decode.ragged import ragged_attention
+from kernel_harness.ops.paged_decode.ragged import CAPABILITIES, ragged_attention
 
 _CACHE = ("a copy: the new latents bit for bit (padding lanes zero), every other slot "
           "unchanged; the judge's bound cannot be 0, and 1e-7 of the cache's scale is under "
@@ -117,7 +117,7 @@ FAMILY = tpu_inference_family(
     output_axes={"out": ("head", "token", "dim"),
                  "cache_kv": ("page", "row", "pack", "lane")},
     tolerances=TOLERANCES,
-    capabilities=ragged.CAPABILITIES - {"gqa"},
+    capabilities=CAPABILITIES - {"gqa"},
     valid=valid,
     events=events,
     contract=CONTRACT,

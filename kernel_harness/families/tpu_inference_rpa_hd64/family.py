@@ -19,6 +19,7 @@ from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
 from kernel_harness.families.tpu_inference_rpa_hd64.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_hd64.export import export
 from kernel_harness.ops.paged_decode.kv_update import kv_update_reference
+from kernel_harness.ops.paged_decode.ragged import CAPABILITIES
 
 _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot (and the padding "
           "heads' rows) unchanged; 1e-7 of the cache's scale is under one rounding of any "
@@ -82,7 +83,7 @@ FAMILY = tpu_inference_family(
     reference=kv_update_reference,
     output_axes=ragged.KV_CACHE_AXES,
     tolerances=TOLERANCES,
-    capabilities=ragged.CAPABILITIES | {"sinks"},
+    capabilities=CAPABILITIES | {"sinks"},
     valid=valid,
     events=events,
     contract=CONTRACT,

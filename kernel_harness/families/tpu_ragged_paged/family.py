@@ -20,7 +20,7 @@ from kernel_harness.families.tpu_ragged_paged.cases import (
 from kernel_harness.families.tpu_ragged_paged.export import export
 from kernel_harness.families.tpu_ragged_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
 from kernel_harness.ops.attention.metamorphic import inside
-from kernel_harness.ops.paged_decode.ragged import ragged_attention
+from kernel_harness.ops.paged_decode.ragged import CAPABILITIES, ragged_attention
 from kernel_harness.ops.paged_decode.strategy import head_grouping
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
@@ -154,8 +154,7 @@ FAMILY = Family(
     reference=reference,
     output_axes={"out": ("token", "head", "dim")},
     tolerances=TOLERANCES,
-    capabilities=frozenset({"causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale",
-                            "q-len-ne-kv-len", "ragged-lengths", "decode", "paged"}),
+    capabilities=CAPABILITIES,
     valid=inside(excluded),
     events=events,
     contract=CONTRACT,

@@ -16,6 +16,13 @@ from kernel_harness.ops.attention.reference import attend, visibility
 
 _HI = jax.lax.Precision.HIGHEST
 
+#: What a ragged paged attention kernel does (``Family.capabilities``): causal over each
+#: sequence's own lengths, decode steps and prefill chunks from a paged cache, a sliding
+#: window, a soft cap, a scale, grouped or shared kv heads.
+CAPABILITIES: frozenset[str] = frozenset({
+    "causal", "local-window", "gqa", "mqa", "soft-cap", "sm-scale", "q-len-ne-kv-len",
+    "ragged-lengths", "decode", "paged"})
+
 
 def allowed(q_len: int, kv_len: int, window: int | None) -> np.ndarray:
     """bool [q_len, kv_len]: query j (at position kv_len - q_len + j) sees key t when
