@@ -111,6 +111,22 @@ def test_modules_fit_in_one_sitting():
     assert long == {}
 
 
+def _private_attributes(path: Path, modules: dict[str, Path]) -> list[str]:
+    """``alias._name`` uses in the file where ``alias`` is a harness module it imported
+    (``from kernel_harness.x import y as alias``, ``import kernel_harness.x as alias``)."""
+    tree = ast.parse(path.read_text())
+    aliases = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kernel_harness"):
+            aliases |= {a.asname or a.name: f"{node.module}.{a.name}" for a in node.names
+                        if f"{node.module}.{a.name}" in modules}
+        elif isinstance(node, ast.Import):
+            aliases |= {a.asname: a.name for a in node.names if a.asname and a.name in modules}
+    return [f"{aliases[n.value.id]}.{n.attr}" for n in ast.walk(tree)
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id in aliases and n.attr.startswith("_") and not n.attr.startswith("__")]
+
+
 def test_no_module_imports_another_modules_private_names():
     modules = _modules()
     bad = []
@@ -118,7 +134,16 @@ def test_no_module_imports_another_modules_private_names():
         for target, imported in _imports(path, name, modules):
             if imported and imported.startswith("_") and target != name:
                 bad.append(f"{name} imports {target}.{imported}")
+        bad += [f"{name} uses {used}" for used in _private_attributes(path, modules)]
     assert bad == []
+
+
+def test_a_private_name_reached_through_a_module_alias_is_seen(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("from kernel_harness.families.flash import kernel as _kernel\n"
+                    "f = _kernel._program\n")
+    modules = {"kernel_harness.families.flash.kernel": path}
+    assert _private_attributes(path, modules) == ["kernel_harness.families.flash.kernel._program"]
 
 
 def test_the_cli_is_a_leaf():

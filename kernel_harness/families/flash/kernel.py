@@ -40,7 +40,7 @@ def program_key(case: FlashCase) -> tuple[Any, ...]:
 
 
 @functools.lru_cache(maxsize=64)
-def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
+def jitted_program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
     """Jitted ``(q, k, v, ab, seg_q, seg_kv, do) -> (out, dq, dk, dv, dab)`` for ``impl``."""
     (_, _, _, _, _, _, causal, sm_scale, has_bias, has_segments, blocks) = key
     block_sizes = _fa.BlockSizes(**dict(blocks))
@@ -79,7 +79,7 @@ def run(impl: Callable[..., Any], case: FlashCase, inputs: dict[str, np.ndarray]
         inputs.get("segment_ids_kv", zeros_ids[1]),
         inputs["do"],
     ]
-    program = _program(impl, program_key(case))
+    program = jitted_program(impl, program_key(case))
     # Tracing (first call) and execution both happen under the forced interpret mode;
     # the mode is part of jax's jit cache key, so a tpu run never reuses an interpreted one.
     with backend.forcing_interpret():

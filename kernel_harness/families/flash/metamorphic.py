@@ -81,7 +81,7 @@ def traceable(impl: Callable[..., Any] | None, case: FlashCase, backend: Backend
               ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The adapter's jitted program as ``f(inputs) -> outputs``, traced under the
     backend's forced interpret mode (the kernel has no interpret argument)."""
-    program = _kernel._program(impl or _kernel.flash_attention, _kernel.program_key(case))
+    program = _kernel.jitted_program(impl or _kernel.flash_attention, _kernel.program_key(case))
     b = case.batch
     zeros_q, zeros_kv = np.zeros((b, case.q_len), np.int32), np.zeros((b, case.kv_len), np.int32)
 

@@ -51,7 +51,9 @@ def program_key(case: SdpaCase) -> tuple[Any, ...]:
 
 
 @functools.lru_cache(maxsize=128)
-def _program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
+def jitted_program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
+    """Jitted ``(query, key, value, bias, mask, q_lengths, kv_lengths, do) -> outputs`` for
+    ``impl`` and one static configuration (:func:`program_key`)."""
     (*_, is_causal, bias_kind, mask_kind, scale, window, has_q_len, has_kv_len) = key
 
     def program(query, key_, value, bias, mask, q_lengths, kv_lengths, do):
@@ -87,7 +89,7 @@ def run(impl: Callable[..., Any], case: SdpaCase, inputs: dict[str, np.ndarray],
     ]
     device_args = [jax.device_put(a, backend.device) for a in args]
     out, dq, dk, dv, dbias = jax.block_until_ready(
-        _program(impl, program_key(case))(*device_args)
+        jitted_program(impl, program_key(case))(*device_args)
     )
     if case.bias is None:
         dbias = jnp.zeros((1, 1, 1, 1), jnp.float32)

@@ -54,7 +54,7 @@ def constrain(case: SdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.nda
 def traceable(impl: Callable[..., Any] | None, case: SdpaCase, backend: Backend
               ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The adapter's jitted program as ``f(inputs) -> outputs``."""
-    program = _kernel._program(impl or _kernel.xla_sdpa, _kernel.program_key(case))
+    program = _kernel.jitted_program(impl or _kernel.xla_sdpa, _kernel.program_key(case))
 
     def f(inputs: dict[str, Any]) -> dict[str, Any]:
         q = inputs["query"]

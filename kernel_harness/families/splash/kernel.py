@@ -147,7 +147,8 @@ def block_sizes(case: SplashCase, module: types.ModuleType = _splash) -> Any:
 
 
 @functools.lru_cache(maxsize=48)
-def _program(impl: Callable[..., Any], key: SplashCase, backend: Backend) -> Callable[..., Any]:
+def jitted_program(impl: Callable[..., Any], key: SplashCase, backend: Backend
+                   ) -> Callable[..., Any]:
     """Jitted ``(q, k, v, do, sinks, seg_q, seg_kv) -> outputs`` for one static config."""
     case = key
     module = splash_module(impl)
@@ -191,7 +192,7 @@ def run(impl: Callable[..., Any], case: SplashCase, inputs: dict[str, np.ndarray
     ``dq/dk/dv/dsinks`` from ``jax.vjp`` with cotangent ``do``; ``dsinks`` is empty
     (shape (0,)) when the case has no sinks."""
     # The data fields (seed, logit_scale: only materialize reads it) are not the program's.
-    program = _program(impl, dataclasses.replace(case, seed=0, logit_scale=1.0), backend)
+    program = jitted_program(impl, dataclasses.replace(case, seed=0, logit_scale=1.0), backend)
     no_ids = np.zeros((0,), np.int32)
     args = [
         inputs["q"], inputs["k"], inputs["v"], inputs["do"],

@@ -80,7 +80,7 @@ def constrain(case: SplashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.n
 def traceable(impl: Callable[..., Any] | None, case: SplashCase, backend: Backend
               ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The adapter's jitted forward + vjp program as ``f(inputs) -> outputs``."""
-    program = _kernel._program(impl or _kernel.make_splash_mha,
+    program = _kernel.jitted_program(impl or _kernel.make_splash_mha,
                                dataclasses.replace(case, seed=0), backend)
     no_ids = np.zeros((0,), np.int32)
 

@@ -23,7 +23,7 @@ LAYOUTS = {vocabulary.LAYOUTS!r}
 NORMALIZE = {reference.NORMALIZE!r}
 LSE_BASES = {program.LSE_BASES!r}
 MAGNITUDES = {program.MAGNITUDES!r}
-_DIFFERENTIABLE = {program._DIFFERENTIABLE!r}
+DIFFERENTIABLE = {program.DIFFERENTIABLE!r}
 '''
 
 
@@ -33,7 +33,7 @@ def op_source() -> str:
     ``gradient_magnitudes`` and ``attention_outputs``, verbatim."""
     parts = [_PRELUDE, *(inspect.getsource(f) for f in (
         vocabulary.head_axis, reference.visibility, reference.logits, reference.softmax_weights,
-        reference.attend, program.Contract, program._bhq,
+        reference.attend, program.Contract, program.heads_first,
         program.gradient_magnitudes, program.attention_outputs))]
     return "\n\n".join(parts)
 

@@ -36,7 +36,7 @@ LSE_BASES: tuple[str, ...] = ("natural", "base2")
 #: than their own (see :func:`gradient_magnitudes`).
 MAGNITUDES: tuple[str, ...] = ("dq", "dk", "dsinks")
 #: The differentiable arrays of a call, in the order of their gradients.
-_DIFFERENTIABLE = ("q", "k", "v", "bias", "sinks")
+DIFFERENTIABLE = ("q", "k", "v", "bias", "sinks")
 _CPU_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
@@ -102,11 +102,11 @@ class AttentionCall:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The call's arrays by their op names (those present)."""
-        return {n: a for n in (*_DIFFERENTIABLE, "do")
+        return {n: a for n in (*DIFFERENTIABLE, "do")
                 if (a := getattr(self, n)) is not None}
 
 
-def _bhq(x: jax.Array, layout: str) -> jax.Array:
+def heads_first(x: jax.Array, layout: str) -> jax.Array:
     """``[batch, heads, q_len, ...]`` from an array in ``layout``."""
     return x if layout == "bhqd" else jnp.swapaxes(x, 1, 2)
 
@@ -123,10 +123,10 @@ def gradient_magnitudes(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
     its scale is ``sum |p_sink * (do . out)|``. (The soft cap's derivative, at most 1, is
     left out: the magnitude stays an upper bound.)
     """
-    q, k, v, do = (_bhq(x[n], c.layout) for n in ("q", "k", "v", "do"))
+    q, k, v, do = (heads_first(x[n], c.layout) for n in ("q", "k", "v", "do"))
     group = q.shape[1] // k.shape[1]
     k, v = (jnp.repeat(a, group, axis=1) for a in (k, v))
-    d = jnp.sum(do * _bhq(out, c.layout), axis=-1)  # [b, h, q]
+    d = jnp.sum(do * heads_first(out, c.layout), axis=-1)  # [b, h, q]
     res: dict[str, jax.Array] = {}
     if {"dq", "dk"} & set(c.magnitudes):
         s = logits(q, k, c.scale, layout="bhqd", bias=x.get("bias"),
@@ -138,12 +138,12 @@ def gradient_magnitudes(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
         terms = p * (jnp.abs(dp) + jnp.abs(d)[..., None]) * c.scale
         if "dq" in c.magnitudes:
             dq = jnp.einsum("bhqk,bhkd->bhqd", terms, jnp.abs(k), precision=precision)
-            res["dq:magnitude"] = _bhq(dq, c.layout)
+            res["dq:magnitude"] = heads_first(dq, c.layout)
         if "dk" in c.magnitudes:
             dk = jnp.einsum("bhqk,bhqd->bhkd", terms, jnp.abs(q), precision=precision)
             b, h, n, e = dk.shape
             dk = dk.reshape(b, h // group, group, n, e).sum(axis=2)
-            res["dk:magnitude"] = _bhq(dk, c.layout)
+            res["dk:magnitude"] = heads_first(dk, c.layout)
     if "dsinks" in c.magnitudes:
         p_sink = jnp.exp(x["sinks"][None, :, None] - lse)
         res["dsinks:magnitude"] = jnp.sum(jnp.abs(p_sink * d), axis=(0, 2))
@@ -156,7 +156,7 @@ def attention_outputs(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
     ``v``; optional ``bias``, ``sinks`` and the cotangent ``do``) and visibility ``vis``:
     ``out``; with ``do`` the gradient ``d<name>`` of every array but ``do`` (by ``jax.vjp``,
     the lse's cotangent zero); ``lse`` in the contract's base; the contract's magnitudes."""
-    diff = tuple(n for n in _DIFFERENTIABLE if n in x)
+    diff = tuple(n for n in DIFFERENTIABLE if n in x)
 
     def f(*args: jax.Array) -> tuple[jax.Array, jax.Array]:
         a = dict(zip(diff, args, strict=True))
