@@ -13,12 +13,10 @@ from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
 from kernel_harness.families.gpu_paged.export import export
 from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
-from kernel_harness.ops.attention.metamorphic import inside
 from kernel_harness.ops.paged_decode.events import paged_events
-from kernel_harness.ops.paged_decode.reference import PagedCall, references, visible_lengths
-from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
+from kernel_harness.ops.paged_decode.record import paged_record
+from kernel_harness.ops.paged_decode.reference import PagedCall, visible_lengths
 from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
 
 _TOLERANCES = ToleranceTable.of_limits({
     ("float32", "out"): (2e-4, F32_REASON),
@@ -89,27 +87,20 @@ def paged_call(case: PagedCase, inputs: dict[str, np.ndarray]) -> PagedCall:
                      mask=mask, soft_cap=case.soft_cap)
 
 
-reference, low_precision_reference = references(paged_call)
-
 FAMILY = Family(
     name="gpu-paged",
     summary="Pallas GPU (Triton) paged attention: block tables, lengths, GQA, soft cap, int8",
     case_type=PagedCase,
     cases=paged_cases,
     **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
-    reference=reference,
-    output_axes=OUTPUT_AXES,
+    **paged_record(paged_call, excluded),
     tolerances=_TOLERANCES,
-    capabilities=PAGED_CAPABILITIES,
-    valid=inside(excluded),
     events=_events,
     contract=CONTRACT,
     bench=BENCH,
     metamorphic=METAMORPHIC,
     relations=RELATIONS,
     export=export,
-    low_precision_reference=low_precision_reference,
     modes=frozenset({
         "int8-pages", "multi-split", "head-splits", "multi-compute-block",
         "compute-block-clamped", "partial-page", "empty-row", "full-row", "shared-pages",

@@ -10,12 +10,10 @@ from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import INT8_DIVISOR, TpuPagedCase, tpu_paged_cases
 from kernel_harness.families.tpu_paged.export import export
 from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
-from kernel_harness.ops.attention.metamorphic import inside
 from kernel_harness.ops.paged_decode.events import paged_events
-from kernel_harness.ops.paged_decode.reference import PagedCall, references, visible_lengths
-from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
+from kernel_harness.ops.paged_decode.record import paged_record
+from kernel_harness.ops.paged_decode.reference import PagedCall, visible_lengths
 from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
 
 TOLERANCES = ToleranceTable.of_limits(
     {
@@ -164,8 +162,6 @@ def paged_call(case: TpuPagedCase, inputs: dict[str, np.ndarray]) -> PagedCall:
                      mask=visible_lengths(case.lengths, case.capacity), soft_cap=case.soft_cap)
 
 
-reference, low_precision_reference = references(paged_call)
-
 FAMILY = Family(
     name="tpu-paged",
     summary="TPU Pallas paged attention (decode over a paged KV cache): page tables, "
@@ -173,19 +169,14 @@ FAMILY = Family(
     case_type=TpuPagedCase,
     cases=tpu_paged_cases,
     **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
-    reference=reference,
-    output_axes=OUTPUT_AXES,
+    **paged_record(paged_call, excluded),
     tolerances=TOLERANCES,
-    capabilities=PAGED_CAPABILITIES,
-    valid=inside(excluded),
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     metamorphic=METAMORPHIC,
     relations=RELATIONS,
     export=export,
-    low_precision_reference=low_precision_reference,
     modes=frozenset({
         "megacore-batch", "megacore-kv_head-several-heads-per-core", "int8-kv",
         "seq-grid-axis", "inline-seq-dim", "gqa", "mqa", "group-multiple-of-8", "soft-cap",

@@ -13,8 +13,10 @@ from kernel_harness.families.gpu_decode.family import reference as decode_refere
 from kernel_harness.families.gpu_mha.cases import MhaCase
 from kernel_harness.families.gpu_mha.family import reference as mha_reference
 from kernel_harness.families.gpu_paged.cases import PagedCase
-from kernel_harness.families.gpu_paged.family import reference as paged_reference
+from kernel_harness.families.gpu_paged.family import FAMILY as PAGED
 from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
+
+paged_reference = PAGED.reference
 
 
 def attention(q, k, v, mask, scale):

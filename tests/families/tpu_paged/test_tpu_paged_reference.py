@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from kernel_harness.families.tpu_paged.cases import MASKED_V, TpuPagedCase
-from kernel_harness.families.tpu_paged.family import reference
+from kernel_harness.families.tpu_paged.family import FAMILY
+
+reference = FAMILY.reference
 
 
 def _tiny_case(**kw):
