@@ -121,26 +121,28 @@ Build = Callable[[Callable[..., Any], Any, Any], Callable[..., Any]]
 
 
 def run_program(build: Build, names: Sequence[str], impl: Callable[..., Any],
-                case: Any, inputs: Mapping[str, np.ndarray], backend: Backend
-                ) -> dict[str, np.ndarray]:
+                case: Any, inputs: Mapping[str, np.ndarray], backend: Backend, *,
+                optional: Sequence[str] = ()) -> dict[str, np.ndarray]:
     """Runs ``impl`` on ``backend`` (one the family supports: the runner checks it first,
     :func:`~kernel_harness.run.runner.ensure_supported`) as every GPU family does: the inputs
-    ``names`` (a missing one is ``None``) placed on its device and passed in that order to
-    ``build``'s program (:func:`cached_program`), called in :func:`kernel_context`; the
-    outputs as float32 numpy arrays."""
-    arrays = put({name: inputs.get(name) for name in names}, backend)
+    ``names`` placed on its device and passed in that order to ``build``'s program
+    (:func:`cached_program`), called in :func:`kernel_context`; the outputs as float32 numpy
+    arrays. A name in ``optional`` a case does not give is passed as ``None``; any other
+    missing input is a KeyError naming it."""
+    arrays = put({name: inputs.get(name) if name in optional else inputs[name]
+                  for name in names}, backend)
     with kernel_context(backend):
         outs = cached_program(impl, case, backend, build)(*(arrays[name] for name in names))
     return to_numpy(outs)
 
 
 def triton_adapter(*, kernel: Callable[..., Any], impl_signature: str,
-                   build: Build, names: Sequence[str]) -> Adapter:
+                   build: Build, names: Sequence[str], optional: Sequence[str] = ()) -> Adapter:
     """How a GPU family calls its kernel: ``run`` is :func:`run_program` of ``build`` on the
-    inputs ``names``, on the GPU backends."""
+    inputs ``names`` (those in ``optional`` may be absent), on the GPU backends."""
     def run(impl: Callable[..., Any], case: Any, inputs: Mapping[str, np.ndarray],
             backend: Backend) -> dict[str, np.ndarray]:
-        return run_program(build, names, impl, case, inputs, backend)
+        return run_program(build, names, impl, case, inputs, backend, optional=optional)
 
     return Adapter(kernel=kernel, impl_signature=impl_signature, run=run, backends=GPU_BACKENDS)
 

@@ -50,4 +50,4 @@ def _build(impl: Callable[..., Any], case: DecodeCase, interpret: Any) -> Callab
 #: How the gpu-decode family calls its kernel: ``lse = m + log(l)`` from its residuals.
 ADAPTER = gpu_common.triton_adapter(
     kernel=decode, impl_signature=IMPL_SIGNATURE, build=_build,
-    names=("q", "k", "v", "start_idx", "kv_seq_len"))
+    names=("q", "k", "v", "start_idx", "kv_seq_len"), optional=("start_idx", "kv_seq_len"))

@@ -48,4 +48,4 @@ def _build(impl: Callable[..., Any], case: MhaCase, interpret: Any) -> Callable[
 #: How the gpu-mha family calls its kernel: forward and backward (cotangent ``do``).
 ADAPTER = gpu_common.triton_adapter(
     kernel=mha, impl_signature=IMPL_SIGNATURE, build=_build,
-    names=("q", "k", "v", "segment_ids", "do"))
+    names=("q", "k", "v", "segment_ids", "do"), optional=("segment_ids",))

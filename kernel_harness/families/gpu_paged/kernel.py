@@ -40,4 +40,5 @@ def _build(impl: Callable[..., Any], case: PagedCase, interpret: Any) -> Callabl
 ADAPTER = gpu_common.triton_adapter(
     kernel=paged_attention, impl_signature=IMPL_SIGNATURE, build=_build,
     names=("q", "k_pages", "v_pages", "block_tables", "lengths", "k_scales_pages",
-           "v_scales_pages"))
+           "v_scales_pages"),
+    optional=("lengths", "k_scales_pages", "v_scales_pages"))
