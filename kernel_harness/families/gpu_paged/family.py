@@ -17,6 +17,7 @@ from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.ops.paged_decode.record import paged_record
 from kernel_harness.ops.paged_decode.reference import PagedCall, visible_lengths
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation
 
 _TOLERANCES = ToleranceTable.of_limits({
     ("float32", "out"): (2e-4, F32_REASON),
@@ -93,7 +94,9 @@ FAMILY = Family(
     case_type=PagedCase,
     cases=paged_cases,
     **_kernel.ADAPTER.fields(),
+    # The op's: reference, low_precision_reference, output_axes, capabilities, valid.
     **paged_record(paged_call, excluded),
+    kernels=KernelExpectation(forward=1),
     tolerances=_TOLERANCES,
     events=_events,
     contract=CONTRACT,

@@ -14,6 +14,7 @@ from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.ops.paged_decode.record import paged_record
 from kernel_harness.ops.paged_decode.reference import PagedCall, visible_lengths
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.kernels import KernelExpectation
 
 TOLERANCES = ToleranceTable.of_limits(
     {
@@ -169,7 +170,9 @@ FAMILY = Family(
     case_type=TpuPagedCase,
     cases=tpu_paged_cases,
     **_kernel.ADAPTER.fields(),
+    # The op's: reference, low_precision_reference, output_axes, capabilities, valid.
     **paged_record(paged_call, excluded),
+    kernels=KernelExpectation(forward=1),
     tolerances=TOLERANCES,
     events=events,
     contract=CONTRACT,

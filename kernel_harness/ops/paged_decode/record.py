@@ -10,7 +10,6 @@ import numpy as np
 from kernel_harness.ops.attention.metamorphic import inside
 from kernel_harness.ops.paged_decode.reference import PagedCall, references
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
-from kernel_harness.spec.kernels import KernelExpectation
 
 
 def paged_record(call_of: Callable[[Any, dict[str, np.ndarray]], PagedCall],
@@ -18,9 +17,8 @@ def paged_record(call_of: Callable[[Any, dict[str, np.ndarray]], PagedCall],
     """``Family`` fields of a paged decode kernel whose cases map onto the op by
     ``call_of(case, inputs)`` and whose contract leaves out ``excluded(case)`` (its
     ``may_be_nonfinite`` hook): the op's reference and low-precision twin over the call, the
-    op's output axes and capabilities, ``valid`` as the complement of ``excluded``, and one
-    Pallas kernel per call."""
+    op's output axes and capabilities, and ``valid`` as the complement of ``excluded``."""
     reference, low_precision_reference = references(call_of)
     return dict(reference=reference, low_precision_reference=low_precision_reference,
                 output_axes=OUTPUT_AXES, capabilities=PAGED_CAPABILITIES,
-                valid=inside(excluded), kernels=KernelExpectation(forward=1))
+                valid=inside(excluded))
