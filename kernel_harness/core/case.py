@@ -66,6 +66,9 @@ class Case:
     DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed"})
 
     def __post_init__(self) -> None:
+        parent = getattr(super(), "__post_init__", None)
+        if parent is not None:  # a mixed-in base's checks (the attention op's Shape) too
+            parent()
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {self.dtype!r}")
 

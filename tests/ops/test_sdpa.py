@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 
+from kernel_harness.core.case import Case
 from kernel_harness.ops.attention.sdpa import SdpaCall
+from kernel_harness.ops.attention.vocabulary import Shape
 
 GOOD = dict(dtype="float32", seed=0, batch=2, q_heads=4, kv_heads=2, q_len=8, kv_len=16,
             head_dim=64)
@@ -33,3 +36,14 @@ def test_default_scale_and_query_spread() -> None:
 def test_bad_calls_say_what_is_wrong(over: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SdpaCall(**{**GOOD, **over})
+
+
+@pytest.mark.parametrize("bases", [(Shape, Case), (Case, Shape)], ids=["shape-first", "case-first"])
+def test_a_shape_case_checks_heads_and_dtype_in_either_base_order(bases: tuple) -> None:
+    kind = dataclasses.dataclass(frozen=True, kw_only=True)(type("Kind", bases, {}))
+    sizes = dict(batch=1, q_heads=4, kv_heads=2, q_len=2, kv_len=2, head_dim=8)
+    assert kind(dtype="float32", seed=0, **sizes).group == 2
+    with pytest.raises(ValueError, match="multiple of kv_heads"):
+        kind(dtype="float32", seed=0, **{**sizes, "kv_heads": 3})
+    with pytest.raises(ValueError, match="dtype"):
+        kind(dtype="int8", seed=0, **sizes)

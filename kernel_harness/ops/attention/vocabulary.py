@@ -33,7 +33,7 @@ class Shape:
 
     def __post_init__(self) -> None:
         parent = getattr(super(), "__post_init__", None)
-        if parent is not None:  # a case's own checks (dtype, ...) first
+        if parent is not None:  # the case's own checks, whichever base comes first
             parent()
         check_heads(self)
 
