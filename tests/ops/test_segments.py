@@ -21,9 +21,10 @@ def test_runs_expand_to_ids_in_order() -> None:
 
 
 @pytest.mark.parametrize(("runs", "message"), [
-    ((), "non-empty"),
-    (((0, 0), (1, 4)), "length >= 1"),
-    (((-1, 4),), "id >= 0"),
+    ((), "at least one"),
+    (((0, 4, 1),), r"run \(0, 4, 1\) must be an \(id, length\) pair"),
+    (((0, 0), (1, 4)), r"run \(0, 0\) must have length >= 1"),
+    (((-1, 4),), r"run \(-1, 4\) must have id >= 0"),
     (((0, 3),), "must sum to 4"),
 ])
 def test_bad_runs_say_what_is_wrong(runs: tuple, message: str) -> None:

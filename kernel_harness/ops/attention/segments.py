@@ -30,8 +30,15 @@ def stacked_ids(rows: Sequence[Runs]) -> np.ndarray:
 def check_runs(name: str, runs: Runs, length: int) -> None:
     """Raises unless ``runs`` is non-empty ``(id >= 0, length >= 1)`` pairs summing to
     ``length``."""
-    if not runs or any(len(r) != 2 or r[0] < 0 or r[1] < 1 for r in runs):
-        raise ValueError(f"{name} must be non-empty runs (id >= 0, length >= 1), got {runs}")
+    if not runs:
+        raise ValueError(f"{name} must hold at least one (id, length) run, got {runs!r}")
+    for run in runs:
+        if len(run) != 2:
+            raise ValueError(f"{name}: run {run!r} must be an (id, length) pair")
+        if run[0] < 0:
+            raise ValueError(f"{name}: run {run!r} must have id >= 0")
+        if run[1] < 1:
+            raise ValueError(f"{name}: run {run!r} must have length >= 1")
     if sum(r[1] for r in runs) != length:
         raise ValueError(f"{name} run lengths must sum to {length}, got {runs}")
 
