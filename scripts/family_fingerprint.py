@@ -1,9 +1,12 @@
 """Fingerprint every registered family, to show that a refactor changed nothing a user sees.
 
 For each family: every data field of its ``Family`` record (callables as ``<callable>``,
-sets sorted, addresses dropped), its seed cases and 8 derandomized drawn cases with their
-events, ``not_compared`` and ``valid`` masks (hashed), and the inputs and reference outputs
-of its first three seed cases and first two drawn cases (hashed). One file per family in OUTDIR::
+sets sorted, addresses dropped), its case type's fields in order, its seed cases and 8
+derandomized drawn cases (as they print) with their events, ``not_compared`` and ``valid``
+masks (hashed), and the inputs, reference outputs and exported script of its first three
+seed cases and first two drawn cases (hashed). Not covered: what callables do beyond these,
+``describe`` and mutant catalogs (diff ``kernel-harness describe`` and ``mutate --list``).
+One file per family in OUTDIR::
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 python scripts/family_fingerprint.py before/
     # ... the change ...
@@ -76,9 +79,11 @@ def fingerprint(family: Family) -> list[str]:
     """The lines of one family's fingerprint."""
     lines = [f"field {f.name}: {canonical(getattr(family, f.name))}"
              for f in dataclasses.fields(family)]
+    fields = dataclasses.fields(family.case_type)
+    lines.append("case fields " + ", ".join(f.name for f in fields))
     seeds, draws = list(family.seed_cases(frozenset())), drawn(family)
     for kind, case in [("seed", c) for c in seeds] + [("drawn", c) for c in draws]:
-        lines.append(f"{kind} {type(case).__name__} {case.to_json()}")
+        lines.append(f"{kind} {case!r}")
         lines.append(f"  events {sorted(family.events(case))}")
         lines.append(f"  not_compared {canonical(dict(family.not_compared(case)))}")
         valid = family.valid(case)
@@ -88,6 +93,9 @@ def fingerprint(family: Family) -> list[str]:
         lines.append("inputs " + ", ".join(f"{k}={digest(v)}" for k, v in sorted(inputs.items())))
         ref = family.reference(case, inputs)
         lines.append("reference " + ", ".join(f"{k}={digest(v)}" for k, v in sorted(ref.items())))
+        if family.export is not None:
+            script = repr(family.export(case)).encode()
+            lines.append(f"export {hashlib.sha1(script).hexdigest()[:12]}")
     return lines
 
 

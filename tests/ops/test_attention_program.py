@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from kernel_harness.ops.attention import export as attention_export
+from kernel_harness.ops.attention import program
 from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
 
 CPU = jax.devices("cpu")[0]
@@ -153,3 +154,9 @@ def test_the_exported_call_computes_what_the_program_computes():
 def test_no_family_has_a_reference_of_its_own():
     """Every built-in family's reference is its op's (issue: one op, one reference)."""
     assert sorted(ROOT.glob("kernel_harness/families/*/reference.py")) == []
+
+
+def test_heads_first_puts_heads_before_positions_in_either_layout():
+    x = np.arange(2 * 3 * 4 * 5).reshape(2, 3, 4, 5)  # bqhd: batch, q_len 3, heads 4, dim
+    np.testing.assert_array_equal(program.heads_first(x, "bqhd"), np.swapaxes(x, 1, 2))
+    np.testing.assert_array_equal(program.heads_first(x, "bhqd"), x)

@@ -6,9 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.families.hstu.kernel import BLOCK_FIELDS
 from kernel_harness.kernels.hstu.api import hstu_attention
-from kernel_harness.ops.pointwise_attention.cases import HstuCase
+from kernel_harness.ops.pointwise_attention.cases import BLOCK_FIELDS, HstuCase
 from kernel_harness.spec.bench import Bench, Timed, attention_program
 
 HEADS, HEAD_DIM = 4, 128

@@ -11,9 +11,8 @@ import inspect
 import math
 from importlib import resources
 
-from kernel_harness.families.hstu.kernel import BLOCK_FIELDS
 from kernel_harness.ops.attention.export import reference_source
-from kernel_harness.ops.pointwise_attention.cases import HstuCase
+from kernel_harness.ops.pointwise_attention.cases import BLOCK_FIELDS, HstuCase
 from kernel_harness.ops.pointwise_attention.reference import pointwise_attention
 from kernel_harness.spec.export import ExportSnippet
 

@@ -43,11 +43,13 @@ def events(case: cases.HstuCase) -> list[str]:
         labels += ["numpy-mask", f"numpy-pattern:{case.mask_pattern}"]
     fwd = (blocks["block_q"], blocks["block_kv"], blocks["block_kv_compute"])
     bwd = (blocks["block_q_dkv"], blocks["block_kv_dkv"], blocks["block_kv_dkv_compute"])
-    for prefix, (bq, bkv, bkv_compute) in (("", fwd), ("bwd-", bwd)):
-        labels += [prefix + label for label, on in (
-            ("multi-q-block", case.q_len // bq > 1), ("multi-kv-block", case.kv_len // bkv > 1),
-            ("kv-compute-split", bkv_compute < bkv)) if on]
     labels += [label for label, on in (
+        ("multi-q-block", case.q_len // blocks["block_q"] > 1),
+        ("multi-kv-block", case.kv_len // blocks["block_kv"] > 1),
+        ("kv-compute-split", blocks["block_kv_compute"] < blocks["block_kv"]),
+        ("bwd-multi-q-block", case.q_len // blocks["block_q_dkv"] > 1),
+        ("bwd-multi-kv-block", case.kv_len // blocks["block_kv_dkv"] > 1),
+        ("bwd-kv-compute-split", blocks["block_kv_dkv_compute"] < blocks["block_kv_dkv"]),
         ("bwd-blocks-differ", fwd != bwd), ("q-len-ne-kv-len", case.q_len != case.kv_len),
         ("multi-batch", case.batch > 1), ("multi-head", case.q_heads > 1),
         ("sm-scale", case.scale is not None)) if on]

@@ -11,6 +11,7 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.kernels.hstu.api import hstu_attention
+from kernel_harness.ops.pointwise_attention.cases import BLOCK_FIELDS
 from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
 
 IMPL_SIGNATURE = (
@@ -20,12 +21,6 @@ IMPL_SIGNATURE = (
     "block_kv_dkv_compute=None, interpret=False) -> out; q/k/v [batch, length, heads, "
     "head_dim], mask_type 'causal' | 'full' | numpy bool [q_len, kv_len]; gradients via jax.vjp"
 )
-
-BLOCK_FIELDS = (
-    "block_q", "block_kv", "block_kv_compute", "block_q_dkv", "block_kv_dkv",
-    "block_kv_dkv_compute",
-)
-
 
 def run(impl: Any, case: Any, inputs: dict[str, np.ndarray], backend: Backend) -> dict:
     """Calls ``impl`` on ``backend`` and returns ``out`` and its vjp ``dq``, ``dk``, ``dv``."""

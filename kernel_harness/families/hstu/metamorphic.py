@@ -13,11 +13,16 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.families.hstu.kernel import BLOCK_FIELDS
 from kernel_harness.kernels.hstu.api import hstu_attention
 from kernel_harness.ops.attention.metamorphic import lane_block_variants, shard_case
 from kernel_harness.ops.attention.vocabulary import roles
-from kernel_harness.ops.pointwise_attention.cases import LANES, HstuCase, expand_runs, numpy_mask
+from kernel_harness.ops.pointwise_attention.cases import (
+    BLOCK_FIELDS,
+    LANES,
+    HstuCase,
+    expand_runs,
+    numpy_mask,
+)
 from kernel_harness.ops.pointwise_attention.masks import dense_mask
 from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 

@@ -29,8 +29,10 @@ class RaggedCase(RaggedBatch):
 
     Attributes:
       q_lens: 0 allowed (a sequence with no queries in this step), at least one query in
-        all. kv_lens: 0 is accepted (the kernel's validator allows it) but never drawn:
-        see the family contract (a kv_len 0 sequence corrupts the next one).
+        all.
+      kv_lens: 0 is accepted (the kernel's validator allows it) but never drawn: see the
+        family contract (a kv_len 0 sequence corrupts the next one).
+      page_size: 4 unless given (the batch's default is 8).
       q_heads, kv_heads: query heads, K/V heads (GQA when they differ).
       head_dim: the head dimension.
       kv_pages_per_block, queries_per_block: the kernel's num_kv_pages_per_block and
@@ -50,6 +52,7 @@ class RaggedCase(RaggedBatch):
     queries_per_block: int = 8
     poison: bool = False
 
+    #: jax's ragged paged attention takes sequences with no queries in a step.
     MIN_Q_LEN: ClassVar[int] = 0
     #: Lengths and data are operands; everything else selects the program.
     DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
