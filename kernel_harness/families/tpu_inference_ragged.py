@@ -17,10 +17,19 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
+from kernel_harness.core.case import cast
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.ops.paged_decode import kv_update
 from kernel_harness.ops.paged_decode import ragged as _ragged
-from kernel_harness.ops.paged_decode.passes import PassesCase, draw_passes
+from kernel_harness.ops.paged_decode.kv_update import KvUpdateCase
+from kernel_harness.ops.paged_decode.passes import (
+    PassesCase,
+    draw_passes,
+    effective_q,
+    new_token_slots,
+)
+from kernel_harness.ops.paged_decode.sequences import page_slots
 from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES
 from kernel_harness.spec.export import interpreter_source, tpu_interpreting_source
 from kernel_harness.spec.hooks import Metamorphic
@@ -101,10 +110,50 @@ def run_kernel_source(options: dict[str, Any], operands: tuple[str, ...], cache:
     ''')
 
 
-def ragged_reference_source(fields: dict[str, Any], body: str) -> str:
-    """An exported script's reference: the ragged op's mask and per-sequence attention
-    (embedded), ``CASE = fields``, then ``body`` (source defining ``reference(x)``)."""
+#: What an exported reference needs beyond the attention op's prelude: the annotations of
+#: the embedded functions, ml_dtypes (q quantized to fp8) and the ragged op's precision.
+_PRELUDE = """\
+import ml_dtypes
+from collections.abc import Callable, Iterable, Sequence
+
+_HI = HI
+"""
+
+
+def ragged_reference_source(functions: tuple[Callable[..., Any], ...], fields: dict[str, Any],
+                            *, pages_per_seq: int, call: str, doc: str) -> str:
+    """An exported script's reference, all embedded verbatim: the ragged op
+    (:func:`~kernel_harness.ops.paged_decode.ragged.ragged_attention` over the eager
+    ``attend_sequence``), the page walk (``page_slots``, ``new_token_slots``) and the
+    family's ``functions``; then ``CASE = fields`` and ``reference(x)`` returning ``call``
+    (source over ``x``, the page table ``table`` and ``CASE``; ``doc`` its docstring)."""
+    def source(*fs: Callable[..., Any]) -> list[str]:
+        return [inspect.getsource(f) for f in fs]
+
     return reference_source("\n\n".join([
-        "_HI = HI", inspect.getsource(_ragged.allowed),
-        inspect.getsource(_ragged.attend_sequence),
-        f"\nCASE = {fields!r}\n\n" + textwrap.dedent(body)]))
+        _PRELUDE, *source(_ragged.allowed, _ragged.attend_sequence),
+        "# The harness jits attend_sequence per sequence shape; the script runs it eagerly.\n"
+        "_attend = attend_sequence",
+        *source(_ragged.ragged_attention, page_slots, new_token_slots, *functions),
+        f"CASE = {fields!r}\nPAGES_PER_SEQ = {pages_per_seq!r}",
+        textwrap.dedent(f'''
+            def reference(x):
+                """{doc}"""
+                table = np.asarray(x["page_indices"]).reshape(-1, PAGES_PER_SEQ)
+                return {call}
+        ''')]))
+
+
+def kv_update_reference_source(case: KvUpdateCase) -> str:
+    """The reference of an exported script of a kernel that writes the new tokens' K/V
+    first (rpa v3, hd64): :func:`~kernel_harness.ops.paged_decode.kv_update.kv_update_attention`,
+    what it calls and the case's layout functions (``write_token``, ``token_kv``) embedded,
+    called with the case's
+    :data:`~kernel_harness.ops.paged_decode.kv_update.REFERENCE_FIELDS`."""
+    functions = (cast, effective_q, kv_update.updated_cache, kv_update.sequence_kv,
+                 kv_update.kv_update_attention, type(case).write_token, type(case).token_kv)
+    return ragged_reference_source(
+        functions, {f: getattr(case, f) for f in kv_update.REFERENCE_FIELDS},
+        pages_per_seq=case.pages_per_seq,
+        call="kv_update_attention(x, table, write_token, token_kv, **CASE)",
+        doc="The cache update (write_token: the kernel's layout), the ragged op over it.")

@@ -10,6 +10,7 @@ two flash-attention variants.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from hypothesis import strategies as st
@@ -17,7 +18,9 @@ from hypothesis import strategies as st
 from kernel_harness.core import compat
 from kernel_harness.core.case import cast, dtype_packing
 from kernel_harness.families.tpu_inference_ragged import draw_attention, draw_paging
-from kernel_harness.ops.paged_decode.passes import PassesCase, lanes
+from kernel_harness.ops.paged_decode.passes import PassesCase, lanes, new_token_slots
+from kernel_harness.ops.paged_decode.ragged import ragged_attention
+from kernel_harness.ops.paged_decode.sequences import page_slots
 
 #: dtypes drawn (q, the new latents and the cache share it; the logits' dtype s_dtype is
 #: the input dtype; no fp8 cache, no q/k/v scales).
@@ -99,27 +102,58 @@ class MlaV2Case(PassesCase):
         }
 
 
-def updated_cache(case: MlaV2Case, inputs: dict[str, np.ndarray]) -> np.ndarray:
-    """The cache after the call: each new token's slot holds its latent in lanes
-    [0, lkv_dim), its rope key in [lanes(lkv_dim), + r_dim), zeros in the padding lanes;
-    nothing else changes. Slot s of a page is row s // packing, column s % packing."""
-    cache = np.array(inputs["cache_kv"])
-    pack, lkv = dtype_packing(case.dtype), case.lkv_dim
-    for row, page, slot in case.new_tokens():
+# The reference is plain functions of arrays and plain values (exported scripts embed
+# their source and call mla_attention with the case's REFERENCE_FIELDS).
+
+def updated_cache(cache: np.ndarray, new_tokens: Iterable[tuple[int, int, int]],
+                  new_kv_c: np.ndarray, new_k_pe: np.ndarray) -> np.ndarray:
+    """The cache after the call: each new token's slot (``new_tokens``: row of new_kv_c and
+    new_k_pe, page, slot) holds its latent in lanes [0, lkv_dim), its rope key in
+    [lanes(lkv_dim), + r_dim), zeros in the padding lanes; nothing else changes. Slot s of
+    a page is row s // packing, column s % packing (packing: the cache's axis 2)."""
+    cache = np.array(cache)
+    pack, lkv, r = cache.shape[2], new_kv_c.shape[-1], new_k_pe.shape[-1]
+    for row, page, slot in new_tokens:
         token = np.zeros(cache.shape[-1], cache.dtype)
-        token[:lkv] = inputs["new_kv_c"][row]
-        token[lanes(lkv):lanes(lkv) + case.r_dim] = inputs["new_k_pe"][row]
+        token[:lkv] = new_kv_c[row]
+        token[lanes(lkv):lanes(lkv) + r] = new_k_pe[row]
         cache[page, slot // pack, slot % pack] = token
     return cache
 
 
-def sequence_latents(case: MlaV2Case, cache: np.ndarray, i: int
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """float32 latents [kv_len, lkv_dim] and rope keys [kv_len, r_dim] of sequence i."""
-    pages, slots = case.sequence_slots(i)
-    pack, lkv = dtype_packing(case.dtype), case.lkv_dim
+def sequence_latents(cache: np.ndarray, pages: np.ndarray, slots: np.ndarray, lkv_dim: int,
+                     r_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """float32 latents [kv_len, lkv_dim] and rope keys [kv_len, r_dim] of the tokens at
+    ``pages``, ``slots`` of ``cache``."""
+    pack = cache.shape[2]
     tokens = cache[pages, slots // pack, slots % pack].astype(np.float32)
-    return tokens[:, :lkv], tokens[:, lanes(lkv):lanes(lkv) + case.r_dim]
+    return tokens[:, :lkv_dim], tokens[:, lanes(lkv_dim):lanes(lkv_dim) + r_dim]
+
+
+#: The case fields :func:`mla_attention` takes (an exported script's ``CASE``).
+REFERENCE_FIELDS = ("q_lens", "kv_lens", "page_size", "lkv_dim", "r_dim", "sm_scale",
+                    "soft_cap", "sliding_window")
+
+
+def mla_attention(inputs: dict[str, np.ndarray], table: np.ndarray, *, q_lens: Sequence[int],
+                  kv_lens: Sequence[int], page_size: int, lkv_dim: int, r_dim: int,
+                  sm_scale: float, soft_cap: float | None, sliding_window: int | None
+                  ) -> dict[str, np.ndarray]:
+    """The expected cache (:func:`updated_cache` through the page ``table``), then the
+    attention op per sequence: queries [ql_nope | q_pe], one kv head with keys
+    [latent | rope] and the latents as values (float32, HIGHEST)."""
+    new = new_token_slots(table, q_lens, kv_lens, page_size)
+    cache = updated_cache(inputs["cache_kv"], new, inputs["new_kv_c"], inputs["new_k_pe"])
+    q = np.concatenate([np.transpose(np.asarray(inputs["ql_nope"], np.float32), (1, 0, 2)),
+                        np.asarray(inputs["q_pe"], np.float32)], axis=-1)
+    kv = []
+    for i, kv_len in enumerate(kv_lens):
+        pages, slots = page_slots(table[i], kv_len, page_size)
+        latent, rope = sequence_latents(cache, pages, slots, lkv_dim, r_dim)
+        kv.append((np.concatenate([latent, rope], -1)[:, None], latent[:, None]))
+    out = ragged_attention(q, kv, q_lens, kv_lens, sm_scale=sm_scale, soft_cap=soft_cap,
+                           window=sliding_window, value_dim=lkv_dim)
+    return {"out": np.transpose(out, (1, 0, 2)), "cache_kv": cache.astype(np.float32)}
 
 
 @st.composite

@@ -13,15 +13,15 @@ from kernel_harness.families.tpu_inference_loader import TESTED_VERSION
 from kernel_harness.families.tpu_inference_mla_v2 import kernel as _kernel
 from kernel_harness.families.tpu_inference_mla_v2.cases import (
     BFLOAT16_RUNS,
+    REFERENCE_FIELDS,
     MlaV2Case,
+    mla_attention,
     mla_v2_cases,
-    sequence_latents,
-    updated_cache,
 )
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
 from kernel_harness.families.tpu_inference_record import tpu_inference_family
-from kernel_harness.ops.paged_decode.ragged import CAPABILITIES, ragged_attention
+from kernel_harness.ops.paged_decode.ragged import CAPABILITIES
 
 _CACHE = ("a copy: the new latents bit for bit (padding lanes zero), every other slot "
           "unchanged; the judge's bound cannot be 0, and 1e-7 of the cache's scale is under "
@@ -88,20 +88,10 @@ def valid(case: MlaV2Case) -> dict[str, np.ndarray]:
 
 
 def reference(case: MlaV2Case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The expected cache (:func:`updated_cache`), then the attention op per sequence:
-    queries [ql_nope | q_pe], one kv head with keys [latent | rope] and the latents as
-    values (float32, HIGHEST)."""
-    cache = updated_cache(case, inputs)
-    q = np.concatenate([np.transpose(np.asarray(inputs["ql_nope"], np.float32), (1, 0, 2)),
-                        np.asarray(inputs["q_pe"], np.float32)], axis=-1)
-    kv = []
-    for i in range(case.num_seqs):
-        latent, rope = sequence_latents(case, cache, i)
-        kv.append((np.concatenate([latent, rope], -1)[:, None], latent[:, None]))
-    out = ragged_attention(q, kv, case.q_lens, case.kv_lens, sm_scale=case.sm_scale,
-                           soft_cap=case.soft_cap, window=case.sliding_window,
-                           value_dim=case.lkv_dim)
-    return {"out": np.transpose(out, (1, 0, 2)), "cache_kv": cache.astype(np.float32)}
+    """:func:`~.cases.mla_attention` on the case's page table and
+    :data:`~.cases.REFERENCE_FIELDS`."""
+    return mla_attention(inputs, case.page_table(),
+                         **{f: getattr(case, f) for f in REFERENCE_FIELDS})
 
 
 FAMILY = tpu_inference_family(

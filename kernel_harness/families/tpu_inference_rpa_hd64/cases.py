@@ -26,6 +26,25 @@ OPTIONAL: dict[str, str] = {"fp8": "no fp8 K/V cache and no q/k/v scales",
                             "sinks": "no attention sinks"}
 
 
+def write_token(rows: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+    """The kernel's layout of a new token (k, v [kv_heads, 64]) in its slot's ``rows``: kv
+    head h's K in lanes 0-63 and its V in lanes 64-127 of row h, zeros in the padding
+    heads' rows (the kernel writes whole packed words, padded with zeros; exported scripts
+    embed this source)."""
+    heads, d = k.shape
+    rows[:heads, :d] = k
+    rows[:heads, d:] = v
+    rows[heads:] = 0
+
+
+def token_kv(rows: np.ndarray, kv_heads: int, head_dim: int
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """K from lanes 0-63 and V from lanes 64-127 of the kv heads' rows of cache ``rows``
+    [..., rows, lanes] (exported scripts embed this source)."""
+    heads = rows[..., :kv_heads, :]
+    return heads[..., :head_dim], heads[..., head_dim:]
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RpaHd64Case(KvUpdateCase):
     """One ``ragged_paged_attention_hd64`` call: the passes' sequences, heads (head_dim is
@@ -35,6 +54,8 @@ class RpaHd64Case(KvUpdateCase):
     Attributes:
       kv_pages_per_block, queries_per_block: the kernel's block sizes (every pass).
       sinks: an attention-sink logit per query head (float32), or none.
+
+    Its cache layout is :func:`write_token` and :func:`token_kv`.
     """
 
     kv_pages_per_block: int = 2
@@ -46,17 +67,13 @@ class RpaHd64Case(KvUpdateCase):
         if self.kv_pages_per_block < 1 or self.queries_per_block < 1:
             raise ValueError("kv_pages_per_block and queries_per_block must be >= 1")
 
-    def write_token(self, rows: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
-        """Kv head h's K in lanes 0-63 and its V in lanes 64-127 of row h, zeros in the
-        padding heads' rows (the kernel writes whole packed words, padded with zeros)."""
-        rows[: self.kv_heads, :HEAD_DIM] = k
-        rows[: self.kv_heads, HEAD_DIM:] = v
-        rows[self.kv_heads:] = 0
+    write_token = staticmethod(write_token)
+    token_kv = staticmethod(token_kv)
 
-    def token_kv(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """K from lanes 0-63 and V from lanes 64-127 of the kv heads' rows."""
-        heads = rows[..., : self.kv_heads, :]
-        return heads[..., :HEAD_DIM], heads[..., HEAD_DIM:]
+    @property
+    def head_dim(self) -> int:
+        """:data:`HEAD_DIM`, the kernel's only head dimension."""
+        return HEAD_DIM
 
     def cache_shape(self) -> tuple[int, ...]:
         """[pages, page_size, kv heads / packing, packing, 128]."""

@@ -36,6 +36,23 @@ TPU_VERSIONS: tuple[int, ...] = (5, 6, 7)
 Blocks = tuple[int, int, int, int]
 
 
+def write_token(rows: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
+    """The kernel's layout of a new token (k, v [kv_heads, head_dim]) in its slot's
+    ``rows``: K of kv head h in combined head (row) 2h, its V in 2h+1, lanes past head_dim
+    untouched (exported scripts embed this source)."""
+    heads, d = 2 * k.shape[0], k.shape[1]
+    rows[0:heads:2, :d] = k
+    rows[1:heads:2, :d] = v
+
+
+def token_kv(rows: np.ndarray, kv_heads: int, head_dim: int
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """K from the even combined heads of cache ``rows`` [..., rows, lanes], V from the odd
+    ones, the head_dim first lanes (exported scripts embed this source)."""
+    heads = 2 * kv_heads
+    return rows[..., 0:heads:2, :head_dim], rows[..., 1:heads:2, :head_dim]
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RpaV3Case(KvUpdateCase):
     """One ``ragged_paged_attention`` (v3) call: the passes' sequences, heads and
@@ -46,6 +63,8 @@ class RpaV3Case(KvUpdateCase):
       d_blocks, p_blocks, m_blocks: (bq_sz, bkv_sz, bq_csz, bkv_csz) of each pass: query
         and kv tokens fetched per block, and the compute blocks within them.
       tpu_version: the TPU generation the kernel is told it runs on.
+
+    Its cache layout is :func:`write_token` and :func:`token_kv`.
     """
 
     head_dim: int = 128
@@ -64,17 +83,8 @@ class RpaV3Case(KvUpdateCase):
                 raise ValueError(f"{name}={getattr(self, name)}: compute blocks must divide "
                                  "the fetched ones, kv blocks be multiples of page_size")
 
-    def write_token(self, rows: np.ndarray, k: np.ndarray, v: np.ndarray) -> None:
-        """K of kv head h in combined head (row) 2h, its V in 2h+1, lanes past head_dim
-        untouched."""
-        heads, d = 2 * self.kv_heads, self.head_dim
-        rows[0:heads:2, :d] = k
-        rows[1:heads:2, :d] = v
-
-    def token_kv(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """K from the even combined heads, V from the odd ones, the head_dim first lanes."""
-        heads, d = 2 * self.kv_heads, self.head_dim
-        return rows[..., 0:heads:2, :d], rows[..., 1:heads:2, :d]
+    write_token = staticmethod(write_token)
+    token_kv = staticmethod(token_kv)
 
     def cache_shape(self) -> tuple[int, ...]:
         """[pages, page_size, combined heads / packing, packing, head_dim padded to 128]."""

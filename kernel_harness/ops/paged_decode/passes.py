@@ -12,6 +12,7 @@ case reaches. A family adds its heads, dimensions, blocks and cache layout.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import ml_dtypes
@@ -19,7 +20,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast
-from kernel_harness.ops.paged_decode.sequences import RaggedBatch
+from kernel_harness.ops.paged_decode.sequences import RaggedBatch, page_slots
 
 
 def align(x: int, a: int) -> int:
@@ -74,20 +75,28 @@ class PassesCase(RaggedBatch):
         return np.asarray([d, d + p, self.num_seqs], np.int32)
 
     def new_tokens(self) -> list[tuple[int, int, int]]:
-        """(row of the new keys, page, slot) of every query token: sequence i's j-th token
-        lands at position kv_len - q_len + j."""
-        found, row = [], 0
-        for i, q_len in enumerate(self.q_lens):
-            pages, slots = self.sequence_slots(i)
-            for pos in range(self.kv_lens[i] - q_len, self.kv_lens[i]):
-                found.append((row, int(pages[pos]), int(slots[pos])))
-                row += 1
-        return found
+        """(row of the new keys, page, slot) of every query token (:func:`new_token_slots`
+        over this case's page table)."""
+        return new_token_slots(self.page_table(), self.q_lens, self.kv_lens, self.page_size)
 
     def operands(self) -> dict[str, np.ndarray]:
         """The scalar operands: kv_lens, page_indices (flat), cu_q_lens, distribution."""
         return {"kv_lens": self.kv_lens_array(), "page_indices": self.page_table().reshape(-1),
                 "cu_q_lens": self.cu_q_lens(), "distribution": self.distribution()}
+
+
+def new_token_slots(table: np.ndarray, q_lens: Sequence[int], kv_lens: Sequence[int],
+                    page_size: int) -> list[tuple[int, int, int]]:
+    """(row of the new keys, page, slot) of every query token: sequence i's j-th token
+    (row sum(q_lens[:i]) + j) lands at position kv_len - q_len + j of its ``table`` row
+    (exported scripts embed this source)."""
+    found, row = [], 0
+    for i, q_len in enumerate(q_lens):
+        pages, slots = page_slots(table[i], kv_lens[i], page_size)
+        for pos in range(kv_lens[i] - q_len, kv_lens[i]):
+            found.append((row, int(pages[pos]), int(slots[pos])))
+            row += 1
+    return found
 
 
 @st.composite
@@ -143,13 +152,14 @@ def passes_events(case: PassesCase) -> list[str]:
     return ev
 
 
-def effective_q(case: Any, q: np.ndarray) -> np.ndarray:
-    """float32 queries as a kernel with a quantized cache uses them: with ``case.q_scale``,
-    q / q_scale clipped to ``case.cache_dtype``'s range, rounded to it, times q_scale
-    (q_scale is a power of two: exact); without, q itself."""
+def effective_q(q: np.ndarray, q_scale: float | None, cache_dtype: str) -> np.ndarray:
+    """float32 queries as a kernel with a quantized cache uses them: with ``q_scale``,
+    q / q_scale clipped to ``cache_dtype``'s range, rounded to it, times q_scale
+    (q_scale is a power of two: exact); without, q itself (exported scripts embed this
+    source)."""
     q = np.asarray(q, np.float32)
-    if case.q_scale is None:
+    if q_scale is None:
         return q
-    top = float(ml_dtypes.finfo(case.cache_dtype).max)
-    quantized = cast(np.clip(q / case.q_scale, -top, top), case.cache_dtype)
-    return quantized.astype(np.float32) * case.q_scale
+    top = float(ml_dtypes.finfo(cache_dtype).max)
+    quantized = cast(np.clip(q / q_scale, -top, top), cache_dtype)
+    return quantized.astype(np.float32) * q_scale

@@ -36,6 +36,14 @@ def padded_kv_lens(kv_lens: Sequence[int], max_num_seqs: int, capacity: int,
     return np.concatenate([kv_lens, junk]).astype(np.int32)
 
 
+def page_slots(table_row: np.ndarray, kv_len: int, page_size: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(page, slot) of each of a sequence's ``kv_len`` tokens, in order, through its row of
+    the page table (exported scripts embed this source)."""
+    t = np.arange(kv_len)
+    return table_row[t // page_size], t % page_size
+
+
 def shuffled_page_table(max_num_seqs: int, pages_per_seq: int, total_pages: int,
                         rng: np.random.Generator) -> np.ndarray:
     """int32 [max_num_seqs, pages_per_seq]: a shuffled assignment of distinct pages (every
@@ -131,9 +139,9 @@ class RaggedBatch(Case):
                                    self.rng(3))
 
     def sequence_slots(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """(page, slot) of each of sequence i's ``kv_len`` tokens, in order."""
-        t = np.arange(self.kv_lens[i])
-        return self.page_table()[i, t // self.page_size], t % self.page_size
+        """(page, slot) of each of sequence i's ``kv_len`` tokens, in order
+        (:func:`page_slots`)."""
+        return page_slots(self.page_table()[i], self.kv_lens[i], self.page_size)
 
     def owned_slots(self) -> np.ndarray:
         """bool [total_pages, page_size]: cache slots holding a token of an active sequence."""

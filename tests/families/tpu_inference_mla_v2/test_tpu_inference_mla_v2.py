@@ -55,7 +55,8 @@ def test_the_reference_is_multi_head_latent_attention():
     family, case = get_family(NAME), _seed()
     x = case.materialize()
     want = family.reference(case, x)["out"]
-    cache = updated_cache(case, x).astype(np.float64)
+    cache = updated_cache(x["cache_kv"], case.new_tokens(), x["new_kv_c"],
+                          x["new_k_pe"]).astype(np.float64)
     ql = np.asarray(x["ql_nope"], np.float64)
     qp = np.asarray(x["q_pe"], np.float64)
     pack, row = dtype_packing(case.dtype), 0
