@@ -1,7 +1,8 @@
 """What tpu-inference's ragged paged kernels (rpa v3, its head_dim-64 variant, MLA v2)
 share, written once: the draws of their cases' pages, passes and attention options, the
-facts of their records (capabilities, the passes' modes, padding rows, lowering as on a
-v6e) and their exported scripts' ``run_kernel`` and reference preamble.
+facts of their records (the passes' modes, the cache's output axes and tolerances, the
+metamorphic record: lowering as on a v6e) and their exported scripts' ``run_kernel`` and
+reference (the op's functions embedded).
 
 Each kernel takes the passes' operands (:mod:`kernel_harness.ops.paged_decode.passes`),
 writes the new tokens into its cache and returns ``(out, cache)``.
@@ -14,7 +15,6 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast
@@ -24,7 +24,6 @@ from kernel_harness.ops.paged_decode import kv_update
 from kernel_harness.ops.paged_decode import ragged as _ragged
 from kernel_harness.ops.paged_decode.kv_update import KvUpdateCase
 from kernel_harness.ops.paged_decode.passes import (
-    PassesCase,
     draw_passes,
     effective_q,
     new_token_slots,
@@ -48,7 +47,9 @@ KV_CACHE_AXES = {"out": ("token", "head", "dim"),
 def draw_paging(draw: st.DrawFn, dtypes: tuple[str, ...], max_seqs: int
                 ) -> tuple[str, dict[str, Any]]:
     """The dtype, then the case's pages (8 or 16 tokens, 1-4 per sequence) and passes
-    (:func:`~kernel_harness.ops.paged_decode.passes.draw_passes`) as case fields."""
+    (:func:`~kernel_harness.ops.paged_decode.passes.draw_passes`) as case fields. The dtype
+    is drawn here, first, because the families drew it first before this was shared: the
+    same draw order keeps every stored derandomized stream and shrink the same."""
     dtype = draw(st.sampled_from(dtypes))
     page_size = draw(st.sampled_from((8, 16)))
     pages_per_seq = draw(st.integers(1, 4))
@@ -76,13 +77,7 @@ def cache_update_tolerances(*, float32: tuple[float, str], bfloat16: tuple[float
         **{(dtype, cache): (1e-7, copy) for dtype in ("float32", "bfloat16")}})
 
 
-def token_rows(case: PassesCase) -> np.ndarray:
-    """Whether each of the max_tokens query rows is an active sequence's: rows at or past
-    cu_q_lens[n] are padding, outside the contract."""
-    return np.arange(case.max_tokens) < case.total_tokens
-
-
-def lowering(logit_input: str, traceable: Callable[..., Any]) -> Metamorphic:
+def lowering_hooks(logit_input: str, traceable: Callable[..., Any]) -> Metamorphic:
     """The metamorphic hooks: no queries and keys of the op's own, ``logit_input`` scaled
     for the large-logit properties, Mosaic lowering as on a v6e (the kernels ask the chip
     its VMEM size)."""

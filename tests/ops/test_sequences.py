@@ -28,6 +28,10 @@ def test_operands_pad_past_the_active_sequences() -> None:
     assert table.max() < case.total_pages == 13
 
 
+def test_token_rows_are_the_active_queries() -> None:
+    assert _batch().token_rows().tolist() == [True] * 4 + [False] * 2
+
+
 def test_owned_slots_are_the_sequences_tokens() -> None:
     case = _batch()
     owned = case.owned_slots()

@@ -70,7 +70,7 @@ def valid(case: MlaV2Case) -> dict[str, np.ndarray]:
     kv_len (bfloat16: the kernel stores whole packed rows and leaves its new token there
     too; nothing reads a slot past kv_len)."""
     masks = {}
-    tokens = ragged.token_rows(case)
+    tokens = case.token_rows()
     if not tokens.all():
         masks["out"] = tokens[None, :, None]
     pack = dtype_packing(case.dtype)
@@ -107,13 +107,13 @@ FAMILY = tpu_inference_family(
     output_axes={"out": ("head", "token", "dim"),
                  "cache_kv": ("page", "row", "pack", "lane")},
     tolerances=TOLERANCES,
-    capabilities=CAPABILITIES - {"gqa"},
+    capabilities=CAPABILITIES - {"gqa"},  # one latent KV shared by every query head
     valid=valid,
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,
-    metamorphic=ragged.lowering("ql_nope", _kernel.traceable),
+    metamorphic=ragged.lowering_hooks("ql_nope", _kernel.traceable),
     modes=ragged.PASSES_MODES | {
         "mixed-q-split", "one-step-flash", "p-in-s-dtype", "rope-padded", "odd-heads",
     } | ({"bfloat16"} if BFLOAT16_RUNS else set()),

@@ -67,7 +67,7 @@ no backend and says so).
 
 def valid(case: RpaHd64Case) -> dict[str, np.ndarray]:
     """Rows past the active sequences' tokens are outside the contract."""
-    rows = ragged.token_rows(case)
+    rows = case.token_rows()
     return {} if rows.all() else {"out": rows[:, None, None]}
 
 
@@ -90,7 +90,7 @@ FAMILY = tpu_inference_family(
     seed_cases=seed_cases,
     optional=OPTIONAL,
     export=export,
-    metamorphic=ragged.lowering("q", _kernel.traceable),
+    metamorphic=ragged.lowering_hooks("q", _kernel.traceable),
     modes=ragged.PASSES_MODES | {
         "multi-q-block", "gqa", "mqa", "padding-kv-head", "attention-sinks", "bfloat16",
         "fp8-kv-cache", "kv-scales", "q-quantized"},

@@ -87,7 +87,7 @@ def valid(case: RpaV3Case) -> dict[str, np.ndarray]:
     query (written or not: nothing reads them again; the finding
     tpu-inference-rpa-v3-window-leaves-cache-unwritten)."""
     masks = {}
-    rows = ragged.token_rows(case)
+    rows = case.token_rows()
     if not rows.all():
         masks["out"] = rows[:, None, None]
     if case.sliding_window is not None:
@@ -119,7 +119,7 @@ FAMILY = tpu_inference_family(
     optional=OPTIONAL,
     export=export,
     # lowers-for-tpu as on a v6e; the generation the kernel is told stays the case's.
-    metamorphic=ragged.lowering("q", _kernel.traceable),
+    metamorphic=ragged.lowering_hooks("q", _kernel.traceable),
     modes=ragged.PASSES_MODES | {
         "kv-compute-block-below-fetch", "q-compute-block-below-fetch", "gqa", "mqa",
         "head-dim-padded", "tpu-v5", "tpu-v6", "tpu-v7", "bfloat16", "fp8-kv-cache",

@@ -45,7 +45,7 @@ def as_mha(case: RaggedCase, inputs: Arrays) -> tuple[RaggedCase, Arrays] | None
 def excluded(case: RaggedCase) -> dict[str, Any]:
     """Padding rows (past the active sequences' tokens) are outside the contract: they may
     hold anything."""
-    rows = np.arange(case.max_tokens) >= case.total_tokens
+    rows = ~case.token_rows()
     return {"out": rows[:, None, None]} if rows.any() else {}
 
 

@@ -125,6 +125,11 @@ class RaggedBatch(Case):
         """One table's worth of pages per slot plus a spare no sequence references."""
         return self.max_num_seqs * self.pages_per_seq + 1
 
+    def token_rows(self) -> np.ndarray:
+        """bool [max_tokens]: the query rows of the active sequences (rows at or past
+        cu_q_lens[num_seqs] are padding, outside every kernel's contract)."""
+        return np.arange(self.max_tokens) < self.total_tokens
+
     def cu_q_lens(self) -> np.ndarray:
         """int32 [max_num_seqs + 1]: :func:`padded_cu_q_lens`."""
         return padded_cu_q_lens(self.q_lens, self.max_num_seqs, self.rng(1))
