@@ -1,0 +1,42 @@
+"""families/tpu_inference_ragged.py: the draws and record pieces rpa v3, its head-dim-64
+variant and MLA v2 share."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernel_harness.families import tpu_inference_ragged as ragged
+from kernel_harness.ops.paged_decode.passes import PassesCase
+
+
+@st.composite
+def _fields(draw: st.DrawFn) -> tuple[str, dict]:
+    dtype, paging = ragged.draw_paging(draw, ("float32", "bfloat16"), 3)
+    return dtype, {**paging, **ragged.draw_attention(draw, paging)}
+
+
+@settings(max_examples=40, deadline=None, database=None)
+@given(_fields())
+def test_drawn_paging_and_options_make_a_valid_passes_case(drawn: tuple[str, dict]) -> None:
+    dtype, fields = drawn
+    case = PassesCase(dtype=dtype, seed=0, **fields)
+    assert case.page_size in (8, 16) and 1 <= case.pages_per_seq <= 4
+    assert case.num_seqs <= 3 and max(case.kv_lens) <= case.capacity
+    assert case.sliding_window is None or 1 <= case.sliding_window <= case.capacity
+
+
+def test_the_cache_is_judged_as_a_copy_in_either_dtype() -> None:
+    table = ragged.cache_update_tolerances(float32=(1e-5, "f32"), bfloat16=(2e-2, "bf16"),
+                                           cache="kv_cache", copy="a copy")
+    assert table.entries[("float32", "out")].max_rel_err == 1e-5
+    assert table.entries[("bfloat16", "out")].max_rel_err == 2e-2
+    for dtype in ("float32", "bfloat16"):
+        entry = table.entries[(dtype, "kv_cache")]
+        assert entry.max_rel_err == 1e-7 and entry.reason == "a copy"
+
+
+def test_lowering_hooks_lower_as_on_a_v6e_with_no_roles() -> None:
+    hooks = ragged.lowering_hooks("q", traceable=print)
+    assert hooks.roles == {} and hooks.logit_input == "q"
+    assert hooks.tpu_device_kind == "TPU v6 lite" and hooks.traceable is print
