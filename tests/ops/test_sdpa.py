@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 
 from kernel_harness.core.case import Case
@@ -47,3 +48,13 @@ def test_a_shape_case_checks_heads_and_dtype_in_either_base_order(bases: tuple) 
         kind(dtype="float32", seed=0, **{**sizes, "kv_heads": 3})
     with pytest.raises(ValueError, match="dtype"):
         kind(dtype="int8", seed=0, **sizes)
+
+
+@pytest.mark.parametrize(("layout", "q", "kv"), [("bqhd", (2, 8, 4, 64), (2, 16, 2, 64)),
+                                                 ("bhqd", (2, 4, 8, 64), (2, 2, 16, 64))])
+def test_query_key_value_come_in_the_layout_asked(layout: str, q: tuple, kv: tuple) -> None:
+    case = SdpaCall(**GOOD)
+    got = case.draw_qkv(np.random.default_rng(0), layout)
+    assert got["query"].shape == q == case.query_shape(layout)
+    assert got["key"].shape == got["value"].shape == kv
+    assert {a.dtype for a in got.values()} == {np.dtype("float32")}

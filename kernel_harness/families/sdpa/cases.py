@@ -129,14 +129,8 @@ class SdpaCase(SdpaCall):
         """query, key, value, do (zero on rows outside the contract), bias and mask when on,
         and int32 ``q_lengths``/``kv_lengths`` when on."""
         rng = self.rng()
-        b, t, s, n, k, h = (self.batch, self.q_len, self.kv_len, self.q_heads, self.kv_heads,
-                            self.head_dim)
-        out = {
-            "query": cast(rng.standard_normal((b, t, n, h)) * self.q_scale, self.dtype),
-            "key": standard_normal(rng, (b, s, k, h), self.dtype),
-            "value": standard_normal(rng, (b, s, k, h), self.dtype),
-        }
-        do = rng.standard_normal((b, t, n, h))
+        out = self.draw_qkv(rng, "bqhd")
+        do = rng.standard_normal(self.query_shape("bqhd"))
         do[np.transpose(self.rows_outside_contract(), (0, 2, 1))] = 0.0
         out["do"] = cast(do, self.dtype)
         if self.bias is not None:

@@ -18,7 +18,6 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import (
-    cast,
     logit_scales_for,
     standard_normal,
 )
@@ -102,18 +101,13 @@ class TorchSdpaCase(SdpaCall):
     def materialize(self) -> dict[str, np.ndarray]:
         """query, key, value, do (torch layout) and ``mask`` when drawn."""
         rng = self.rng()
-        b, n, k, t, s, h = (self.batch, self.q_heads, self.kv_heads, self.q_len, self.kv_len,
-                            self.head_dim)
-        out = {
-            "query": cast(rng.standard_normal((b, n, t, h)) * self.q_scale, self.dtype),
-            "key": standard_normal(rng, (b, k, s, h), self.dtype),
-            "value": standard_normal(rng, (b, k, s, h), self.dtype),
-            "do": standard_normal(rng, (b, n, t, h), self.dtype),
-        }
+        out = self.draw_qkv(rng, "bhqd")
+        out["do"] = standard_normal(rng, self.query_shape("bhqd"), self.dtype)
         if self.mask == "bool":
             out["mask"] = self.bool_mask()
         elif self.mask == "float":
-            out["mask"] = standard_normal(rng, (b, n, t, s), self.dtype)
+            shape = (self.batch, self.q_heads, self.q_len, self.kv_len)
+            out["mask"] = standard_normal(rng, shape, self.dtype)
         return out
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from kernel_harness.core.case import Case, check_logit_scale, check_sizes
+import numpy as np
+
+from kernel_harness.core.case import Case, cast, check_logit_scale, check_sizes, standard_normal
 from kernel_harness.ops.attention.vocabulary import Shape
 
 
@@ -48,6 +50,20 @@ class SdpaCall(Shape, Case):
     def effective_scale(self) -> float:
         """The scale the call applies: ``scale``, else ``1/sqrt(head_dim)``."""
         return 1.0 / math.sqrt(self.head_dim) if self.scale is None else self.scale
+
+    def query_shape(self, layout: str) -> tuple[int, int, int, int]:
+        """query's (and do's) shape in ``layout`` (``bqhd`` or ``bhqd``)."""
+        return ((self.batch, self.q_len, self.q_heads, self.head_dim) if layout == "bqhd"
+                else (self.batch, self.q_heads, self.q_len, self.head_dim))
+
+    def draw_qkv(self, rng: np.random.Generator, layout: str) -> dict[str, np.ndarray]:
+        """query (standard normal times :attr:`q_scale`), key and value (standard normal)
+        in ``layout``, drawn in that order from ``rng`` and rounded to the case's dtype."""
+        kv = ((self.batch, self.kv_len, self.kv_heads, self.head_dim) if layout == "bqhd"
+              else (self.batch, self.kv_heads, self.kv_len, self.head_dim))
+        query = rng.standard_normal(self.query_shape(layout)) * self.q_scale
+        return {"query": cast(query, self.dtype), "key": standard_normal(rng, kv, self.dtype),
+                "value": standard_normal(rng, kv, self.dtype)}
 
     @property
     def q_scale(self) -> float:
