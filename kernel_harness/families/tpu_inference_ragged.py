@@ -24,12 +24,13 @@ from kernel_harness.ops.paged_decode import kv_update
 from kernel_harness.ops.paged_decode import ragged as _ragged
 from kernel_harness.ops.paged_decode.kv_update import KvUpdateCase
 from kernel_harness.ops.paged_decode.passes import (
+    PassesCase,
     draw_passes,
     effective_q,
     new_token_slots,
 )
 from kernel_harness.ops.paged_decode.sequences import page_slots
-from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES
+from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
 from kernel_harness.spec.export import interpreter_source, tpu_interpreting_source
 from kernel_harness.spec.hooks import Metamorphic
 
@@ -83,6 +84,16 @@ def lowering_hooks(logit_input: str, traceable: Callable[..., Any]) -> Metamorph
     its VMEM size)."""
     return Metamorphic(roles={}, logit_input=logit_input, traceable=traceable,
                        tpu_device_kind="TPU v6 lite")
+
+
+def script_options(program: JittedTpuProgram, case: PassesCase, *,
+                   leave_out: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The keyword arguments the harness calls the kernel with for ``case`` (the program's
+    own options, so a script runs the kernel exactly as a check does), less
+    ``vmem_limit_bytes`` (the script sets it by backend) and ``leave_out`` (keywords the
+    script writes as source, a dtype say)."""
+    options = program.options(dict(case.static_key()), False)
+    return {k: v for k, v in options.items() if k not in ("vmem_limit_bytes", *leave_out)}
 
 
 def run_kernel_source(options: dict[str, Any], operands: tuple[str, ...], cache: str, *,

@@ -5,9 +5,11 @@ the reference (the latent cache update and the ragged op), embedded verbatim."""
 from __future__ import annotations
 
 from kernel_harness.families.tpu_inference_mla_v2 import cases as _cases
+from kernel_harness.families.tpu_inference_mla_v2 import kernel as _kernel
 from kernel_harness.families.tpu_inference_ragged import (
     ragged_reference_source,
     run_kernel_source,
+    script_options,
 )
 from kernel_harness.families.tpu_inference_record import loader_source
 from kernel_harness.ops.paged_decode.passes import align, lanes
@@ -22,12 +24,7 @@ def export(case: _cases.MlaV2Case) -> ExportSnippet:
 
         kernel = kernel_module("mla.v2.kernel").mla_ragged_paged_attention
     ''')
-    options = dict(sm_scale=case.sm_scale, sliding_window=case.sliding_window,
-                   soft_cap=case.soft_cap, chunk_prefill_size=case.chunk_prefill_size,
-                   num_kv_pages_per_block=case.kv_pages_per_block,
-                   num_queries_per_block=case.queries_per_block,
-                   mixed_q_split=case.mixed_q_split, two_step_flash_attention=case.two_step,
-                   p_same_dtype_as_v=case.p_like_v)
+    options = script_options(_kernel.PROGRAM, case, leave_out=("s_dtype",))
     operands = ("ql_nope", "q_pe", "new_kv_c", "new_k_pe", "cache_kv", "kv_lens",
                 "page_indices", "cu_q_lens", "distribution")
     run_kernel = run_kernel_source(options, operands, "cache_kv",

@@ -8,10 +8,11 @@ from __future__ import annotations
 from kernel_harness.families.tpu_inference_ragged import (
     kv_update_reference_source,
     run_kernel_source,
+    script_options,
 )
 from kernel_harness.families.tpu_inference_record import loader_source
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
-from kernel_harness.families.tpu_inference_rpa_hd64.kernel import operand_names
+from kernel_harness.families.tpu_inference_rpa_hd64.kernel import PROGRAM, operand_names
 from kernel_harness.spec.export import ExportSnippet
 
 
@@ -28,11 +29,7 @@ def export(case: RpaHd64Case) -> ExportSnippet:
             """The head_dim-64 v3 kernel."""
             return _RPA.ragged_paged_attention_hd64.__wrapped__(*operands, **options)
     ''')
-    options = dict(sm_scale=case.sm_scale, sliding_window=case.sliding_window,
-                   soft_cap=case.soft_cap, chunk_prefill_size=case.chunk_prefill_size,
-                   num_kv_pages_per_block=case.kv_pages_per_block,
-                   num_queries_per_block=case.queries_per_block, q_scale=case.q_scale,
-                   k_scale=case.k_scale, v_scale=case.v_scale)
+    options = script_options(PROGRAM, case)
     run_kernel = run_kernel_source(options, operand_names(case), "kv_cache")
     reference = kv_update_reference_source(case)
     return ExportSnippet(default_import=default_import, run_kernel=run_kernel,

@@ -8,9 +8,11 @@ from __future__ import annotations
 from kernel_harness.families.tpu_inference_ragged import (
     kv_update_reference_source,
     run_kernel_source,
+    script_options,
 )
 from kernel_harness.families.tpu_inference_record import loader_source
 from kernel_harness.families.tpu_inference_rpa_v3 import cases as _cases
+from kernel_harness.families.tpu_inference_rpa_v3 import kernel as _kernel
 from kernel_harness.spec.export import ExportSnippet
 
 
@@ -32,11 +34,7 @@ def export(case: _cases.RpaV3Case) -> ExportSnippet:
             finally:
                 _RPA.get_tpu_version = saved
     ''')
-    options = dict(tpu_version=case.tpu_version, sm_scale=case.sm_scale,
-                   sliding_window=case.sliding_window, soft_cap=case.soft_cap,
-                   chunk_prefill_size=case.chunk_prefill_size, d_block_sizes=case.d_blocks,
-                   p_block_sizes=case.p_blocks, m_block_sizes=case.m_blocks,
-                   q_scale=case.q_scale, k_scale=case.k_scale, v_scale=case.v_scale)
+    options = script_options(_kernel.PROGRAM, case)
     operands = ("q", "k", "v", "kv_cache", "kv_lens", "page_indices", "cu_q_lens",
                 "distribution")
     run_kernel = run_kernel_source(options, operands, "kv_cache")
