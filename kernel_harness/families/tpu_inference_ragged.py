@@ -156,10 +156,12 @@ def kv_update_reference_source(case: KvUpdateCase) -> str:
     what it calls and the case's layout functions (``write_token``, ``token_kv``) embedded,
     called with the case's
     :data:`~kernel_harness.ops.paged_decode.kv_update.REFERENCE_FIELDS`."""
+    write, read = type(case).write_token, type(case).token_kv
     functions = (cast, effective_q, kv_update.updated_cache, kv_update.sequence_kv,
-                 kv_update.kv_update_attention, type(case).write_token, type(case).token_kv)
+                 kv_update.kv_update_attention, write, read)
     return ragged_reference_source(
         functions, {f: getattr(case, f) for f in kv_update.REFERENCE_FIELDS},
         pages_per_seq=case.pages_per_seq,
-        call="kv_update_attention(x, table, write_token, token_kv, **CASE)",
+        call=f"{kv_update.kv_update_attention.__name__}(x, table, {write.__name__}, "
+             f"{read.__name__}, **CASE)",
         doc="The cache update (write_token: the kernel's layout), the ragged op over it.")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernel_harness.spec.registry import BUILTIN_FAMILIES, get_family
-from tests.helpers.golden_export import GOLDEN, reference_agrees
+from tests.helpers.golden_export import GOLDEN, golden_cases, reference_agrees
 
 #: Largest |script reference - harness reference| / the output's scale: the script runs
 #: the same source (the op's, embedded verbatim); what is left is eager against jitted
@@ -41,3 +41,16 @@ def test_the_scripts_reference_is_the_harness_reference(family: str, tmp_path: P
         pytest.skip(f"{family} has no backend on this stack ({get_family(family).requires}); "
                     "its own tests check the export where it runs")
     assert reference_agrees(family, tmp_path) <= BOUND
+
+
+#: The families whose scripts embed the cache update and the attention over it (their first
+#: golden case is float32 without quantization: every golden case reaches the fp8 paths).
+KV_UPDATE = ("tpu-inference-rpa-v3", "tpu-inference-rpa-v3-hd64", "tpu-inference-mla-v2")
+
+
+@pytest.mark.parametrize("family", KV_UPDATE)
+def test_every_golden_case_of_a_kv_update_script_agrees(family: str, tmp_path: Path) -> None:
+    if not get_family(family).backends:
+        pytest.skip(f"{family} has no backend on this stack ({get_family(family).requires})")
+    worst = {c.to_json(): reference_agrees(family, tmp_path, c) for c in golden_cases(family)}
+    assert len(worst) >= 3 and max(worst.values()) <= BOUND, worst

@@ -3,11 +3,16 @@ variant and MLA v2 share."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel_harness.families import tpu_inference_ragged as ragged
 from kernel_harness.ops.paged_decode.passes import PassesCase
+from kernel_harness.spec.registry import get_family
 
 
 @st.composite
@@ -40,3 +45,22 @@ def test_lowering_hooks_lower_as_on_a_v6e_with_no_roles() -> None:
     hooks = ragged.lowering_hooks("q", traceable=print)
     assert hooks.roles == {} and hooks.logit_input == "q"
     assert hooks.tpu_device_kind == "TPU v6 lite" and hooks.traceable is print
+
+
+@pytest.mark.parametrize(("family", "script_keywords"), [
+    ("tpu-inference-rpa-v3", ()), ("tpu-inference-rpa-v3-hd64", ()),
+    ("tpu-inference-mla-v2", ("s_dtype",))])
+def test_an_exported_script_calls_the_kernel_as_the_check_does(family: str,
+                                                               script_keywords: tuple) -> None:
+    fam = get_family(family)
+    program = importlib.import_module(fam.kernel.__module__).PROGRAM
+    cases = fam.seed_cases(frozenset())
+    assert cases
+    for case in cases:
+        run_kernel = fam.export(case).run_kernel
+        line = next(x for x in run_kernel.splitlines() if x.startswith("OPTIONS = "))
+        script = ast.literal_eval(line.removeprefix("OPTIONS = "))
+        check = program.options(dict(case.static_key()), False)
+        assert script == {k: v for k, v in check.items()
+                          if k not in ("vmem_limit_bytes", *script_keywords)}
+        assert all(f"{k}=" in run_kernel for k in ("vmem_limit_bytes", *script_keywords))

@@ -17,10 +17,15 @@ from tests.helpers.standalone import run_standalone
 GOLDEN = Path(kernel_harness.__file__).parent / "_golden_data"
 
 
+def golden_cases(family: str) -> list[object]:
+    """Every case of ``family``'s golden store, in its order."""
+    data = json.loads((GOLDEN / family / "cases.json").read_text())
+    return [build_case(get_family(family), json.dumps(c["case"])) for c in data["cases"]]
+
+
 def first_golden_case(family: str) -> object:
     """The first case of ``family``'s golden store."""
-    data = json.loads((GOLDEN / family / "cases.json").read_text())
-    return build_case(get_family(family), json.dumps(data["cases"][0]["case"]))
+    return golden_cases(family)[0]
 
 
 def export_and_run(family: str, tmp: Path, *, impl_spec: str | None = None,
@@ -31,12 +36,13 @@ def export_and_run(family: str, tmp: Path, *, impl_spec: str | None = None,
     return run_standalone(script, extra_path=extra_path)
 
 
-def reference_agrees(family: str, tmp: Path) -> float:
-    """Largest |script reference - harness reference| / scale over the compared outputs."""
+def reference_agrees(family: str, tmp: Path, case: object | None = None) -> float:
+    """Largest |script reference - harness reference| / scale over the compared outputs, on
+    ``case`` (default: the first golden case)."""
     import importlib.util
 
     fam = get_family(family)
-    case = first_golden_case(family)
+    case = first_golden_case(family) if case is None else case
     script, _ = export_repro(fam, case, tmp / "ref_check.py")
     spec = importlib.util.spec_from_file_location("ref_check", script)
     module = importlib.util.module_from_spec(spec)

@@ -58,3 +58,8 @@ def test_query_key_value_come_in_the_layout_asked(layout: str, q: tuple, kv: tup
     assert got["query"].shape == q == case.query_shape(layout)
     assert got["key"].shape == got["value"].shape == kv
     assert {a.dtype for a in got.values()} == {np.dtype("float32")}
+
+
+def test_an_unknown_layout_is_an_error() -> None:
+    with pytest.raises(ValueError, match="layout must be one of"):
+        SdpaCall(**GOOD).draw_qkv(np.random.default_rng(0), "bshd")

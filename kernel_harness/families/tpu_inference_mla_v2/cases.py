@@ -142,8 +142,9 @@ def mla_attention(inputs: dict[str, np.ndarray], table: np.ndarray, *, q_lens: S
     """The expected cache (:func:`updated_cache` through the page ``table``), then the
     attention op per sequence: queries [ql_nope | q_pe], one kv head with keys
     [latent | rope] and the latents as values (float32, HIGHEST)."""
-    new = new_token_slots(table, q_lens, kv_lens, page_size)
-    cache = updated_cache(inputs["cache_kv"], new, inputs["new_kv_c"], inputs["new_k_pe"])
+    new_slots = new_token_slots(table, q_lens, kv_lens, page_size)
+    cache = updated_cache(inputs["cache_kv"], new_slots, inputs["new_kv_c"],
+                          inputs["new_k_pe"])
     q = np.concatenate([np.transpose(np.asarray(inputs["ql_nope"], np.float32), (1, 0, 2)),
                         np.asarray(inputs["q_pe"], np.float32)], axis=-1)
     kv = []

@@ -32,7 +32,8 @@ def export(case: _cases.MlaV2Case) -> ExportSnippet:
     reference = ragged_reference_source(
         (align, lanes, _cases.updated_cache, _cases.sequence_latents, _cases.mla_attention),
         {f: getattr(case, f) for f in _cases.REFERENCE_FIELDS},
-        pages_per_seq=case.pages_per_seq, call="mla_attention(x, table, **CASE)",
+        pages_per_seq=case.pages_per_seq,
+        call=f"{_cases.mla_attention.__name__}(x, table, **CASE)",
         doc="The latent cache update, then the attention op over [latent | rope] keys with "
             "the latents as values.")
     return ExportSnippet(default_import=default_import, run_kernel=run_kernel,

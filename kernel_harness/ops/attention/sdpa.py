@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from kernel_harness.core.case import Case, cast, check_logit_scale, check_sizes, standard_normal
-from kernel_harness.ops.attention.vocabulary import Shape
+from kernel_harness.ops.attention.vocabulary import Shape, head_axis
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -53,6 +53,7 @@ class SdpaCall(Shape, Case):
 
     def query_shape(self, layout: str) -> tuple[int, int, int, int]:
         """query's (and do's) shape in ``layout`` (``bqhd`` or ``bhqd``)."""
+        head_axis(layout)  # an unknown layout is an error, not the other one
         return ((self.batch, self.q_len, self.q_heads, self.head_dim) if layout == "bqhd"
                 else (self.batch, self.q_heads, self.q_len, self.head_dim))
 

@@ -151,8 +151,8 @@ def kv_update_attention(inputs: dict[str, np.ndarray], table: np.ndarray,
     inputs' ``attention_sink`` when there are any, K/V dequantized
     (:func:`sequence_kv`) and q quantized as the kernel quantizes it
     (:func:`~kernel_harness.ops.paged_decode.passes.effective_q`)."""
-    new = new_token_slots(table, q_lens, kv_lens, page_size)
-    cache = updated_cache(inputs["kv_cache"], new, inputs["k"], inputs["v"], write_token)
+    new_slots = new_token_slots(table, q_lens, kv_lens, page_size)
+    cache = updated_cache(inputs["kv_cache"], new_slots, inputs["k"], inputs["v"], write_token)
     kv = (sequence_kv(cache, *page_slots(table[i], kv_len, page_size), token_kv, kv_heads,
                       head_dim, k_scale, v_scale) for i, kv_len in enumerate(kv_lens))
     out = ragged_attention(effective_q(inputs["q"], q_scale, cache_dtype), kv, q_lens,
