@@ -3,8 +3,8 @@
 :func:`export_repro` writes ``PATH.py`` and ``PATH.npz`` (the exact inputs and the
 masks of elements inside the kernel's contract). The script imports only jax, numpy
 and the kernel's own package, calls the kernel with the case's exact static options
-on the named backend, computes the family's short plain-jnp reference for that case
-(:class:`~kernel_harness.spec.export.ExportSnippet`), prints versions, per-output
+on the named backend, computes the family's reference for that case, its op's source
+embedded verbatim (:class:`~kernel_harness.spec.export.ExportSnippet`), prints versions, per-output
 errors and the worst location, and exits 1 when an output is outside its tolerance
 (NaN included) or compares no element, 2 when the kernel raises, 0 otherwise.
 """
