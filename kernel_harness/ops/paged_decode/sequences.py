@@ -151,6 +151,7 @@ class RaggedBatch(Case):
     def owned_slots(self) -> np.ndarray:
         """bool [total_pages, page_size]: cache slots holding a token of an active sequence."""
         owned = np.zeros((self.total_pages, self.page_size), bool)
-        for i in range(self.num_seqs):
-            owned[self.sequence_slots(i)] = True
+        table = self.page_table()  # drawn once, not once a sequence
+        for row, kv_len in zip(table, self.kv_lens, strict=False):
+            owned[page_slots(row, kv_len, self.page_size)] = True
         return owned
