@@ -11,6 +11,7 @@ writes the new tokens into its cache and returns ``(out, cache)``.
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 from collections.abc import Callable
 from typing import Any
@@ -116,14 +117,21 @@ def run_kernel_source(options: dict[str, Any], operands: tuple[str, ...], cache:
     ''')
 
 
-#: What an exported reference needs beyond the attention op's prelude: the annotations of
-#: the embedded functions, ml_dtypes (q quantized to fp8) and the ragged op's precision.
-_PRELUDE = """\
-import ml_dtypes
-from collections.abc import Callable, Iterable, Sequence
+#: What an embedded function may need beyond the attention op's prelude: ml_dtypes (q
+#: quantized to fp8) and the names of its annotations; a script imports only those its
+#: embedded sources use (:func:`_prelude`).
+_OPTIONAL_IMPORTS = {"ml_dtypes": "import ml_dtypes",
+                     "Callable": "from collections.abc import Callable",
+                     "Iterable": "from collections.abc import Iterable",
+                     "Sequence": "from collections.abc import Sequence"}
 
-_HI = HI
-"""
+
+def _prelude(sources: list[str]) -> str:
+    """The imports ``sources`` use, and ``_HI``, the ragged op's precision."""
+    text = "\n".join(sources)
+    used = [line for name, line in _OPTIONAL_IMPORTS.items()
+            if re.search(rf"\b{name}\b", text)]
+    return "\n".join([*used, "", "_HI = HI", ""])
 
 
 def ragged_reference_source(functions: tuple[Callable[..., Any], ...], fields: dict[str, Any],
@@ -136,11 +144,14 @@ def ragged_reference_source(functions: tuple[Callable[..., Any], ...], fields: d
     def source(*fs: Callable[..., Any]) -> list[str]:
         return [inspect.getsource(f) for f in fs]
 
-    return reference_source("\n\n".join([
-        _PRELUDE, *source(_ragged.allowed, _ragged.attend_sequence),
+    embedded = [
+        *source(_ragged.allowed, _ragged.attend_sequence),
         "# The harness jits attend_sequence per sequence shape; the script runs it eagerly.\n"
         "_attend = attend_sequence",
         *source(_ragged.ragged_attention, page_slots, new_token_slots, *functions),
+    ]
+    return reference_source("\n\n".join([
+        _prelude(embedded), *embedded,
         f"CASE = {fields!r}\nPAGES_PER_SEQ = {pages_per_seq!r}",
         textwrap.dedent(f'''
             def reference(x):

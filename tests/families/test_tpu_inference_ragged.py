@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -64,3 +65,27 @@ def test_an_exported_script_calls_the_kernel_as_the_check_does(family: str,
         assert script == {k: v for k, v in check.items()
                           if k not in ("vmem_limit_bytes", *script_keywords)}
         assert all(f"{k}=" in run_kernel for k in ("vmem_limit_bytes", *script_keywords))
+
+
+def _imported_names(source: str) -> set[str]:
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names - {"annotations"}
+
+
+@pytest.mark.parametrize(("family", "needs"), [
+    ("tpu-inference-rpa-v3", {"ml_dtypes", "Callable"}),
+    ("tpu-inference-rpa-v3-hd64", {"ml_dtypes", "Callable"}),
+    ("tpu-inference-mla-v2", set())])
+def test_an_exported_reference_imports_only_what_its_embedded_code_uses(family: str,
+                                                                       needs: set) -> None:
+    fam = get_family(family)
+    reference = fam.export(fam.seed_cases(frozenset())[0]).reference
+    imported = _imported_names(reference)
+    body = "\n".join(x for x in reference.splitlines()
+                     if not x.startswith(("import ", "from ")))
+    unused = {n for n in imported if not re.search(rf"\b{n}\b", body)}
+    assert unused == set(), unused
+    assert needs <= imported and not ({"ml_dtypes", "Callable"} - needs) & imported
