@@ -63,3 +63,19 @@ def test_a_query_with_one_key_gets_that_keys_value():
 def test_bad_fields_are_clear_errors(fields, message):
     with pytest.raises(ValueError, match=message):
         RpaV3Case(**{**BASE, **fields})
+
+
+def test_a_case_that_gives_no_head_dim_is_refused_saying_so():
+    import dataclasses
+
+    from kernel_harness.ops.paged_decode.kv_update import KvUpdateCase
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class NoHeadDim(KvUpdateCase):
+        pass
+
+    fields = {k: v for k, v in BASE.items() if k != "head_dim"}
+    with pytest.raises(TypeError, match="NoHeadDim must give head_dim"):
+        NoHeadDim(**fields)
+    with pytest.raises(ValueError, match="head_dim"):
+        RpaV3Case(**{**BASE, "head_dim": 0})

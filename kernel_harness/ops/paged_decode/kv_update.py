@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import check_heads, dtype_packing
+from kernel_harness.core.case import check_heads, check_sizes, dtype_packing
 from kernel_harness.ops.paged_decode.passes import PassesCase, effective_q, new_token_slots
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
 from kernel_harness.ops.paged_decode.sequences import page_slots
@@ -45,8 +45,8 @@ class KvUpdateCase(PassesCase):
         to the cache dtype as ``q / q_scale`` and multiplies the logits back (a power of
         two, so the division is exact and the quantization one rounding).
 
-    A family's case adds ``head_dim`` and its layout (:meth:`write_token`,
-    :meth:`token_kv`).
+    A family's case adds ``head_dim`` (a field or a property; checked on construction) and
+    its layout (:meth:`write_token`, :meth:`token_kv`).
     """
 
     q_heads: int
@@ -55,6 +55,8 @@ class KvUpdateCase(PassesCase):
     q_scale: float | None = None
     k_scale: float | None = None
     v_scale: float | None = None
+    if TYPE_CHECKING:  # not a field: a subclass gives it as a field or a property
+        head_dim: int
 
     @property
     def cache_dtype(self) -> str:
@@ -67,6 +69,10 @@ class KvUpdateCase(PassesCase):
             raise ValueError(f"{type(self).__name__} takes dtypes {KV_UPDATE_DTYPES}, got "
                              f"{self.dtype!r}")
         check_heads(self)
+        if not isinstance(getattr(self, "head_dim", None), int):
+            raise TypeError(f"{type(self).__name__} must give head_dim, an int (a field or a "
+                            f"property), got {getattr(self, 'head_dim', None)!r}")
+        check_sizes(self, "head_dim")
         if self.kv_dtype not in (None, FP8):
             raise ValueError(f"kv_dtype must be None or {FP8!r}, got {self.kv_dtype!r}")
         if self.page_size % dtype_packing(self.cache_dtype):
