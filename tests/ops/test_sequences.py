@@ -41,6 +41,15 @@ def test_owned_slots_are_the_sequences_tokens() -> None:
         assert owned[pages, slots].all()
 
 
+def test_slots_by_sequence_are_each_sequences_slots_in_order() -> None:
+    case = _batch()
+    together = case.slots_by_sequence()
+    assert len(together) == case.num_seqs
+    for i, (pages, slots) in enumerate(together):
+        np.testing.assert_array_equal(pages, case.sequence_slots(i)[0])
+        np.testing.assert_array_equal(slots, case.sequence_slots(i)[1])
+
+
 @pytest.mark.parametrize(("over", "message"), [
     (dict(kv_lens=(5,)), "one entry per active sequence"),
     (dict(q_lens=(0, 3)), "q_lens must be >= 1"),

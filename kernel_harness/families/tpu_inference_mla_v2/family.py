@@ -76,9 +76,8 @@ def valid(case: MlaV2Case) -> dict[str, np.ndarray]:
     pack = dtype_packing(case.dtype)
     if pack > 1:
         slots = np.ones(case.cache_shape()[:3] + (1,), bool)
-        for i, kv_len in enumerate(case.kv_lens):
+        for kv_len, (pages, _) in zip(case.kv_lens, case.slots_by_sequence(), strict=True):
             if kv_len % pack:
-                pages, _ = case.sequence_slots(i)
                 last = kv_len - 1
                 slot = last % case.page_size
                 slots[pages[last], slot // pack, slot % pack + 1:] = False

@@ -92,8 +92,8 @@ def valid(case: RpaV3Case) -> dict[str, np.ndarray]:
         masks["out"] = rows[:, None, None]
     if case.sliding_window is not None:
         slots = np.ones((case.total_pages, case.page_size, 1, 1, 1), bool)
-        for i, (q_len, kv_len) in enumerate(zip(case.q_lens, case.kv_lens, strict=True)):
-            pages, offsets = case.sequence_slots(i)
+        for q_len, kv_len, (pages, offsets) in zip(case.q_lens, case.kv_lens,
+                                                   case.slots_by_sequence(), strict=True):
             for pos in range(kv_len - q_len, kv_len - case.sliding_window):
                 slots[pages[pos], offsets[pos]] = False
         if not slots.all():

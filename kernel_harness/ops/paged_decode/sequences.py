@@ -148,10 +148,16 @@ class RaggedBatch(Case):
         (:func:`page_slots`)."""
         return page_slots(self.page_table()[i], self.kv_lens[i], self.page_size)
 
+    def slots_by_sequence(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`sequence_slots` of every active sequence, in order (the page table drawn
+        once)."""
+        table = self.page_table()
+        return [page_slots(row, kv_len, self.page_size)
+                for row, kv_len in zip(table, self.kv_lens, strict=False)]
+
     def owned_slots(self) -> np.ndarray:
         """bool [total_pages, page_size]: cache slots holding a token of an active sequence."""
         owned = np.zeros((self.total_pages, self.page_size), bool)
-        table = self.page_table()  # drawn once, not once a sequence
-        for row, kv_len in zip(table, self.kv_lens, strict=False):
-            owned[page_slots(row, kv_len, self.page_size)] = True
+        for pages, slots in self.slots_by_sequence():
+            owned[pages, slots] = True
         return owned
