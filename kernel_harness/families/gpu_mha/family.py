@@ -12,6 +12,7 @@ from kernel_harness.families.gpu_mha.cases import MhaCase, attention_contract, m
 from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.families.gpu_mha.metamorphic import METAMORPHIC
 from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
+from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 
@@ -123,13 +124,7 @@ FAMILY = Family(
     **_kernel.ADAPTER.fields(),
     kernels=KernelExpectation(forward=1, backward=1),
     reference=reference,
-    output_axes={
-        "out": ("batch", "query", "head", "dim"),
-        "lse": ("batch", "head", "query"),
-        "dq": ("batch", "query", "head", "dim"),
-        "dk": ("batch", "key", "head", "dim"),
-        "dv": ("batch", "key", "head", "dim"),
-    },
+    output_axes=output_axes("bqhd", kv_head="head", lse=("batch", "head", "query")),
     tolerances=_tolerances(),
     capabilities=frozenset(
         {"causal", "full", "segments", "sm-scale", "q-len-ne-kv-len", "residuals", "gradients"}
