@@ -35,6 +35,7 @@ _EXPORTS: dict[str, str] = {
     "check_case": "kernel_harness.run.runner",
     "Adapter": "kernel_harness.spec.adapter",
     "JittedTpuProgram": "kernel_harness.spec.adapter",
+    "traced_run": "kernel_harness.spec.adapter",
     "Family": "kernel_harness.spec.family",
     "UnknownFamily": "kernel_harness.spec.registry",
     "family_names": "kernel_harness.spec.registry",

@@ -82,6 +82,29 @@ def run_tpu_program(program: Callable[..., Any], inputs: Arrays, names: Sequence
         return jax.block_until_ready(program(*args))
 
 
+Traceable = Callable[[Callable[..., Any] | None, Any, Backend],
+                     Callable[[dict[str, Any]], dict[str, Any]]]
+
+
+def traced_run(traceable: Traceable, *,
+               context: Callable[[Any, Backend], contextlib.AbstractContextManager[Any]]
+               | None = None) -> Callable[[Callable[..., Any], Any, Arrays, Backend], Arrays]:
+    """An adapter's ``run`` made from its ``traceable`` (``traceable(impl, case, backend) ->
+    f(inputs) -> outputs``, the hook TPU lowering and sharded runs call), so that how the
+    inputs reach the kernel's program is written once: every input placed on the backend's
+    device, ``f`` called inside ``context(case, backend)`` (none by default) with that device
+    as jax's default, the outputs blocked on and returned as float32 numpy."""
+    def run(impl: Callable[..., Any], case: Any, inputs: Arrays, backend: Backend) -> Arrays:
+        f = traceable(impl, case, backend)
+        around = context(case, backend) if context is not None else contextlib.nullcontext()
+        with around, jax.default_device(backend.device):
+            placed = {name: jax.device_put(x, backend.device) for name, x in inputs.items()}
+            outputs = jax.block_until_ready(f(placed))
+        return {name: np.asarray(x, np.float32) for name, x in outputs.items()}
+
+    return run
+
+
 class KernelSignatureError(RuntimeError):
     """A kernel's keyword arguments are not the layout its adapter knows (a kernel whose
     installed version renamed or dropped one): never a call with arguments dropped."""

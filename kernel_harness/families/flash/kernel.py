@@ -18,7 +18,7 @@ from jax.experimental.pallas.ops.tpu import flash_attention as _fa
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.flash.cases import FlashCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, traced_run
 
 #: The default implementation: the kernel's public entry point.
 flash_attention = _fa.flash_attention
@@ -63,35 +63,29 @@ def jitted_program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[.
     return jax.jit(program)
 
 
-def run(impl: Callable[..., Any], case: FlashCase, inputs: dict[str, np.ndarray],
-        backend: Backend) -> dict[str, np.ndarray]:
-    """Runs ``impl`` forward and backward on ``backend``; returns out, dq, dk, dv, dab.
+def traceable(impl: Callable[..., Any] | None, case: FlashCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``impl``'s jitted program as ``f(inputs) -> out, dq, dk, dv, dab``, traced under the
+    backend's forced interpret mode (the kernel has no interpret argument; the mode is part
+    of jax's jit cache key, so a tpu run never reuses an interpreted program). ``dab`` is
+    all zeros on both sides when the case has no bias."""
+    program = jitted_program(impl or flash_attention, program_key(case))
+    b = case.batch
+    zeros_q, zeros_kv = np.zeros((b, case.q_len), np.int32), np.zeros((b, case.kv_len), np.int32)
 
-    ``dab`` is all zeros on both sides when the case has no bias.
-    """
-    dtype = jnp.dtype(case.dtype)
-    b, q_len, kv_len = case.batch, case.q_len, case.kv_len
-    zeros_ids = (np.zeros((b, q_len), np.int32), np.zeros((b, kv_len), np.int32))
-    args = [
-        inputs["q"], inputs["k"], inputs["v"],
-        inputs.get("ab", np.zeros((1,), dtype)),
-        inputs.get("segment_ids_q", zeros_ids[0]),
-        inputs.get("segment_ids_kv", zeros_ids[1]),
-        inputs["do"],
-    ]
-    program = jitted_program(impl, program_key(case))
-    # Tracing (first call) and execution both happen under the forced interpret mode;
-    # the mode is part of jax's jit cache key, so a tpu run never reuses an interpreted one.
-    with backend.forcing_interpret():
-        device_args = [jax.device_put(a, backend.device) for a in args]
-        out, dq, dk, dv, dab = jax.block_until_ready(program(*device_args))
-    return {
-        "out": np.asarray(out, np.float32), "dq": np.asarray(dq, np.float32),
-        "dk": np.asarray(dk, np.float32), "dv": np.asarray(dv, np.float32),
-        "dab": np.asarray(dab, np.float32),
-    }
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        ab = inputs.get("ab", np.zeros((1,), case.dtype))
+        with backend.forcing_interpret():
+            out, dq, dk, dv, dab = program(
+                inputs["q"], inputs["k"], inputs["v"], ab,
+                inputs.get("segment_ids_q", zeros_q), inputs.get("segment_ids_kv", zeros_kv),
+                inputs["do"],
+            )
+        return {"out": out, "dq": dq, "dk": dk, "dv": dv, "dab": dab}
+
+    return f
 
 
 #: How the flash family calls its kernel.
-ADAPTER = Adapter(kernel=flash_attention, impl_signature=IMPL_SIGNATURE, run=run,
-                   backends=FLASH_BACKENDS)
+ADAPTER = Adapter(kernel=flash_attention, impl_signature=IMPL_SIGNATURE,
+                  run=traced_run(traceable), backends=FLASH_BACKENDS)

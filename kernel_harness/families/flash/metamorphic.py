@@ -9,13 +9,10 @@ interpret mode, whose cross-device barriers deadlock under a CPU ``shard_map``
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.families.flash import kernel as _kernel
 from kernel_harness.families.flash.cases import KV_TILE, Q_TILE, FlashCase
 from kernel_harness.families.flash.strategy import block_pair, blocks_of
@@ -77,27 +74,6 @@ def may_be_nonfinite(case: FlashCase) -> dict[str, np.ndarray]:
     return {"out": case.rows_without_keys()[:, None, :, None]}
 
 
-def traceable(impl: Callable[..., Any] | None, case: FlashCase, backend: Backend
-              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The adapter's jitted program as ``f(inputs) -> outputs``, traced under the
-    backend's forced interpret mode (the kernel has no interpret argument)."""
-    program = _kernel.jitted_program(impl or _kernel.flash_attention, _kernel.program_key(case))
-    b = case.batch
-    zeros_q, zeros_kv = np.zeros((b, case.q_len), np.int32), np.zeros((b, case.kv_len), np.int32)
-
-    def f(inputs: dict[str, Any]) -> dict[str, Any]:
-        ab = inputs.get("ab", np.zeros((1,), case.dtype))
-        with backend.forcing_interpret():
-            out, dq, dk, dv, dab = program(
-                inputs["q"], inputs["k"], inputs["v"], ab,
-                inputs.get("segment_ids_q", zeros_q), inputs.get("segment_ids_kv", zeros_kv),
-                inputs["do"],
-            )
-        return {"out": out, "dq": dq, "dk": dk, "dv": dv, "dab": dab}
-
-    return f
-
-
 def local_case(case: FlashCase, mesh: dict[str, int]) -> FlashCase | None:
     """One shard's case (:func:`shard_case`; the segment layouts of the first rows stand in
     for the shard's), its batch block no larger than its batch."""
@@ -113,5 +89,5 @@ METAMORPHIC = Metamorphic(
     option_toggles=option_toggles,
     may_be_nonfinite=may_be_nonfinite,
     constrain=constrain,
-    traceable=traceable,
+    traceable=_kernel.traceable,
 )

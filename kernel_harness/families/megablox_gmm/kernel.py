@@ -13,12 +13,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.experimental.pallas.ops.tpu.megablox import ops as _ops
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, traced_run
 
 #: The default implementation: megablox's differentiable ``gmm`` (ops.gmm).
 gmm = _ops.gmm
@@ -57,30 +56,21 @@ def _program(impl: Callable[..., Any], key: tuple[Any, ...], interpret: Any) -> 
     return jax.jit(program, compiler_options=options)
 
 
-def run(impl: Callable[..., Any], case: GmmCase, inputs: dict[str, np.ndarray],
-        backend: Backend) -> dict[str, np.ndarray]:
-    """Runs ``impl`` forward and backward on ``backend``: out, dlhs, drhs (float32)."""
-    program = _program(impl, case.static_key(), backend.pallas_interpret())
-    args = [inputs["lhs"], inputs["rhs"], inputs["group_sizes"],
-            # A scalar (the golden store keeps it as shape (1,)); gmm wants shape ().
-            np.asarray(inputs.get("group_offset", 0), np.int32).reshape(()), inputs["do"]]
-    outs = program(*(jax.device_put(a, backend.device) for a in args))
-    return {k: np.asarray(jax.block_until_ready(v)).astype(np.float32) for k, v in outs.items()}
-
-
 def traceable(impl: Callable[..., Any] | None, case: GmmCase, backend: Backend
               ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The adapter's program as ``f(inputs) -> outputs`` (out, dlhs, drhs), for lowering:
-    ``interpret`` is the backend's (False for ``tpu``: the Mosaic lowering runs)."""
+    """``impl``'s jitted program forward and backward as ``f(inputs) -> outputs`` (out, dlhs,
+    drhs); ``interpret`` is the backend's (False for ``tpu``: the Mosaic lowering runs)."""
     program = _program(impl or gmm, case.static_key(), backend.pallas_interpret())
 
     def f(inputs: dict[str, Any]) -> dict[str, Any]:
-        offset = inputs.get("group_offset", np.zeros((), np.int32))
-        return program(inputs["lhs"], inputs["rhs"], inputs["group_sizes"],
-                       jnp.reshape(offset, ()), inputs["do"])
+        # A scalar (the golden store keeps it as shape (1,)); gmm wants an int32 of shape ().
+        offset = jnp.asarray(inputs.get("group_offset", 0), jnp.int32).reshape(())
+        return program(inputs["lhs"], inputs["rhs"], inputs["group_sizes"], offset,
+                       inputs["do"])
 
     return f
 
 
 #: How the megablox-gmm family calls its kernel.
-ADAPTER = Adapter(kernel=gmm, impl_signature=IMPL_SIGNATURE, run=run, backends=GMM_BACKENDS)
+ADAPTER = Adapter(kernel=gmm, impl_signature=IMPL_SIGNATURE, run=traced_run(traceable),
+                  backends=GMM_BACKENDS)

@@ -17,7 +17,7 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.families.sdpa.cases import SdpaCase
-from kernel_harness.spec.adapter import Adapter
+from kernel_harness.spec.adapter import Adapter, traced_run
 
 IMPL_SIGNATURE = (
     "impl(query, key, value, bias=None, mask=None, *, scale: float | None, is_causal: bool, "
@@ -75,27 +75,30 @@ def jitted_program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[.
     return jax.jit(program)
 
 
-def run(impl: Callable[..., Any], case: SdpaCase, inputs: dict[str, np.ndarray],
-        backend: Backend) -> dict[str, np.ndarray]:
-    """Runs ``impl`` forward and backward on ``backend``'s device; returns out, dq, dk, dv,
-    dbias (zeros of shape (1, 1, 1, 1) on both sides when the case has no bias)."""
-    args = [
-        inputs["query"], inputs["key"], inputs["value"],
-        inputs.get("bias", np.zeros((1, 1, 1, 1), inputs["query"].dtype)),
-        inputs.get("mask", np.ones((1, 1, 1, 1), bool)),
-        inputs.get("q_lengths", np.zeros((case.batch,), np.int32)),
-        inputs.get("kv_lengths", np.zeros((case.batch,), np.int32)),
-        inputs["do"],
-    ]
-    device_args = [jax.device_put(a, backend.device) for a in args]
-    out, dq, dk, dv, dbias = jax.block_until_ready(
-        jitted_program(impl, program_key(case))(*device_args)
-    )
-    if case.bias is None:
-        dbias = jnp.zeros((1, 1, 1, 1), jnp.float32)
-    return {k: np.asarray(v, np.float32) for k, v in
-            {"out": out, "dq": dq, "dk": dk, "dv": dv, "dbias": dbias}.items()}
+def traceable(impl: Callable[..., Any] | None, case: SdpaCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``impl``'s jitted program as ``f(inputs) -> out, dq, dk, dv, dbias`` (``dbias``
+    zeros of shape (1, 1, 1, 1) on both sides when the case has no bias)."""
+    program = jitted_program(impl or xla_sdpa, program_key(case))
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        q = inputs["query"]
+        b = q.shape[0]
+        out, dq, dk, dv, dbias = program(
+            q, inputs["key"], inputs["value"],
+            inputs.get("bias", jnp.zeros((1, 1, 1, 1), q.dtype)),
+            inputs.get("mask", np.ones((1, 1, 1, 1), bool)),
+            inputs.get("q_lengths", np.zeros((b,), np.int32)),
+            inputs.get("kv_lengths", np.zeros((b,), np.int32)),
+            inputs["do"],
+        )
+        if case.bias is None:
+            dbias = jnp.zeros((1, 1, 1, 1), jnp.float32)
+        return {"out": out, "dq": dq, "dk": dk, "dv": dv, "dbias": dbias}
+
+    return f
 
 
 #: How the sdpa family calls its kernel.
-ADAPTER = Adapter(kernel=xla_sdpa, impl_signature=IMPL_SIGNATURE, run=run, backends=SDPA_BACKENDS)
+ADAPTER = Adapter(kernel=xla_sdpa, impl_signature=IMPL_SIGNATURE, run=traced_run(traceable),
+                  backends=SDPA_BACKENDS)

@@ -6,13 +6,8 @@ Visibility comes from the case description (``SdpaCase.visible``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import jax.numpy as jnp
 import numpy as np
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.families.sdpa import kernel as _kernel
 from kernel_harness.families.sdpa.cases import SdpaCase
 from kernel_harness.ops.attention.metamorphic import as_mha_hook, shard_case, zero_cotangent
@@ -51,29 +46,6 @@ def constrain(case: SdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.nda
     return zero_cotangent(inputs, np.transpose(case.rows_outside_contract(), (0, 2, 1))[..., None])
 
 
-def traceable(impl: Callable[..., Any] | None, case: SdpaCase, backend: Backend
-              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The adapter's jitted program as ``f(inputs) -> outputs``."""
-    program = _kernel.jitted_program(impl or _kernel.xla_sdpa, _kernel.program_key(case))
-
-    def f(inputs: dict[str, Any]) -> dict[str, Any]:
-        q = inputs["query"]
-        b = q.shape[0]
-        out, dq, dk, dv, dbias = program(
-            q, inputs["key"], inputs["value"],
-            inputs.get("bias", jnp.zeros((1, 1, 1, 1), q.dtype)),
-            inputs.get("mask", np.ones((1, 1, 1, 1), bool)),
-            inputs.get("q_lengths", np.zeros((b,), np.int32)),
-            inputs.get("kv_lengths", np.zeros((b,), np.int32)),
-            inputs["do"],
-        )
-        if case.bias is None:
-            dbias = jnp.zeros((1, 1, 1, 1), jnp.float32)
-        return {"out": out, "dq": dq, "dk": dk, "dv": dv, "dbias": dbias}
-
-    return f
-
-
 def local_case(case: SdpaCase, mesh: dict[str, int]) -> SdpaCase | None:
     """One shard's case: batch and heads split, the first rows' lengths standing in for the
     shard's (:func:`shard_case`)."""
@@ -87,6 +59,6 @@ METAMORPHIC = Metamorphic(
     as_mha=as_mha,
     logit_input="query",
     constrain=constrain,
-    traceable=traceable,
+    traceable=_kernel.traceable,
     local_case=local_case,
 )

@@ -31,7 +31,7 @@ from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_ma
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.masks import MaskExpr, numpy_pattern, parse_mask, visible_keys
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, traced_run
 
 #: The default implementation: splash's public factory (``is_mqa`` is passed explicitly).
 make_splash_mha = _splash.make_splash_mha
@@ -185,26 +185,27 @@ def jitted_program(impl: Callable[..., Any], key: SplashCase, backend: Backend
     return jax.jit(program)
 
 
-def run(impl: Callable[..., Any], case: SplashCase, inputs: dict[str, np.ndarray],
-        backend: Backend) -> dict[str, np.ndarray]:
-    """Runs ``impl`` on ``backend``: ``out`` from the plain forward, ``lse`` and
-    ``out_residuals`` from the ``save_residuals`` forward, ``out_vjp`` (the primal) and
-    ``dq/dk/dv/dsinks`` from ``jax.vjp`` with cotangent ``do``; ``dsinks`` is empty
-    (shape (0,)) when the case has no sinks."""
+def traceable(impl: Callable[..., Any] | None, case: SplashCase, backend: Backend
+              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``impl``'s jitted program as ``f(inputs) -> outputs``: ``out`` from the plain forward,
+    ``lse`` and ``out_residuals`` from the ``save_residuals`` forward, ``out_vjp`` (the
+    primal) and ``dq/dk/dv/dsinks`` from ``jax.vjp`` with cotangent ``do``; ``dsinks`` is
+    empty (shape (0,)) when the case has no sinks."""
     # The data fields (seed, logit_scale: only materialize reads it) are not the program's.
-    program = jitted_program(impl, dataclasses.replace(case, seed=0, logit_scale=1.0), backend)
+    program = jitted_program(impl or make_splash_mha,
+                             dataclasses.replace(case, seed=0, logit_scale=1.0), backend)
     no_ids = np.zeros((0,), np.int32)
-    args = [
-        inputs["q"], inputs["k"], inputs["v"], inputs["do"],
-        inputs["sinks"] if case.sinks else None,
-        inputs.get("q_segment_ids", no_ids), inputs.get("kv_segment_ids", no_ids),
-    ]
-    with jax.default_device(backend.device):
-        args = [None if a is None else jax.device_put(a, backend.device) for a in args]
-        outputs = jax.block_until_ready(program(*args))
-    return {name: np.asarray(x, np.float32) for name, x in outputs.items()}
+
+    def f(inputs: dict[str, Any]) -> dict[str, Any]:
+        return program(
+            inputs["q"], inputs["k"], inputs["v"], inputs["do"],
+            inputs["sinks"] if case.sinks else None,
+            inputs.get("q_segment_ids", no_ids), inputs.get("kv_segment_ids", no_ids),
+        )
+
+    return f
 
 
 #: How the splash family calls its kernel.
-ADAPTER = Adapter(kernel=make_splash_mha, impl_signature=IMPL_SIGNATURE, run=run,
-                   backends=SPLASH_BACKENDS)
+ADAPTER = Adapter(kernel=make_splash_mha, impl_signature=IMPL_SIGNATURE,
+                  run=traced_run(traceable), backends=SPLASH_BACKENDS)

@@ -6,14 +6,9 @@ never from splash's mask objects.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.backends import Backend
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.cases import LANES, SplashCase
 from kernel_harness.families.splash.masks import allowed_mask, empty_rows, segment_ids
@@ -77,23 +72,6 @@ def constrain(case: SplashCase, inputs: dict[str, np.ndarray]) -> dict[str, np.n
     return zero_cotangent(inputs, empty_rows(case)[None, :, :, None])
 
 
-def traceable(impl: Callable[..., Any] | None, case: SplashCase, backend: Backend
-              ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The adapter's jitted forward + vjp program as ``f(inputs) -> outputs``."""
-    program = _kernel.jitted_program(impl or _kernel.make_splash_mha,
-                               dataclasses.replace(case, seed=0), backend)
-    no_ids = np.zeros((0,), np.int32)
-
-    def f(inputs: dict[str, Any]) -> dict[str, Any]:
-        return program(
-            inputs["q"], inputs["k"], inputs["v"], inputs["do"],
-            inputs["sinks"] if case.sinks else None,
-            inputs.get("q_segment_ids", no_ids), inputs.get("kv_segment_ids", no_ids),
-        )
-
-    return f
-
-
 def local_case(case: SplashCase, mesh: dict[str, int]) -> SplashCase | None:
     """One shard's case (:func:`shard_case`): batch split always; heads only when every
     head has the same mask (one kernel serves all local heads, so per-head masks cannot be
@@ -113,6 +91,6 @@ METAMORPHIC = Metamorphic(
     logit_input="q",
     may_be_nonfinite=may_be_nonfinite,
     constrain=constrain,
-    traceable=traceable,
+    traceable=_kernel.traceable,
     local_case=local_case,
 )

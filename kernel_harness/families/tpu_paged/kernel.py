@@ -24,7 +24,7 @@ from jax.experimental.pallas.ops.tpu.paged_attention import quantization_utils a
 from kernel_harness.core import compat
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, traced_run
 
 #: The default implementation: ``jax.experimental.pallas.ops.tpu.paged_attention``.
 paged_attention = _pa.paged_attention
@@ -70,22 +70,10 @@ def _interpreting(case: TpuPagedCase, backend: Backend) -> Iterator[None]:
             yield
 
 
-def run(impl: Callable[..., Any], case: TpuPagedCase, inputs: dict[str, np.ndarray],
-        backend: Backend) -> dict[str, np.ndarray]:
-    """Runs ``impl`` on ``backend``; returns ``out`` as float32."""
-    none = np.zeros((1,), np.float32)
-    args = [inputs["q"], inputs["k_pages"], inputs["v_pages"], inputs.get("k_scales", none),
-            inputs.get("v_scales", none), inputs["lengths"], inputs["page_indices"]]
-    program = _program(impl, case.static_key())
-    with _interpreting(case, backend):
-        outs = jax.block_until_ready(program(*(jax.device_put(a, backend.device)
-                                                for a in args)))
-    return {k: np.asarray(v, np.float32) for k, v in outs.items()}
-
-
 def traceable(impl: Callable[..., Any] | None, case: TpuPagedCase, backend: Backend
               ) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """The adapter's jitted program as ``f(inputs) -> outputs`` (for TPU lowering)."""
+    """``impl``'s jitted program as ``f(inputs) -> {"out"}`` (its adapter runs it inside
+    :func:`_interpreting`)."""
     program = _program(impl or paged_attention, case.static_key())
     none = np.zeros((1,), np.float32)
 
@@ -98,5 +86,5 @@ def traceable(impl: Callable[..., Any] | None, case: TpuPagedCase, backend: Back
 
 
 #: How the tpu-paged family calls its kernel.
-ADAPTER = Adapter(kernel=paged_attention, impl_signature=IMPL_SIGNATURE, run=run,
-                   backends=TPU_PAGED_BACKENDS)
+ADAPTER = Adapter(kernel=paged_attention, impl_signature=IMPL_SIGNATURE,
+                  run=traced_run(traceable, context=_interpreting), backends=TPU_PAGED_BACKENDS)
