@@ -118,6 +118,24 @@ def test_gradients_renames_absent_outputs_and_magnitudes():
     assert np.all(np.abs(got["dk"]) <= got["dk:magnitude"] * (1 + 1e-5) + 1e-6)
 
 
+@pytest.mark.parametrize(("before", "bias_shape"), [
+    (False, (2, 4, 5, 7)), (False, (1, 4, 5, 7)), (True, (2, 1, 5, 7))])
+def test_the_bias_gradients_magnitude_bounds_it_and_follows_its_name(before, bias_shape):
+    """dbias is dS (times the scale when the bias comes first), summed over the axes a shared
+    bias broadcasts along; its magnitude is summed the same way, under the family's name."""
+    x, vis = _arrays(seed=4)
+    x["bias"] = x["bias"][tuple(slice(0, n) for n in bias_shape)]
+    contract = Contract(layout="bhqd", scale=0.5, bias_before_scale=before,
+                        magnitudes=("dbias",))
+    call = AttentionCall(contract=contract, q=x["q"], k=x["k"], v=x["v"], vis=vis, do=x["do"],
+                         bias=x["bias"], names={"dbias": "dab"})
+    got = run_call(call, np.float32, CPU)
+    assert {"dab", "dab:magnitude"} <= set(got) and "dbias:magnitude" not in got
+    assert got["dab"].shape == got["dab:magnitude"].shape == bias_shape
+    assert np.all(np.abs(got["dab"]) <= got["dab:magnitude"] * (1 + 1e-5) + 1e-7)
+    assert got["dab:magnitude"].max() > 10 * np.abs(got["dab"]).min()
+
+
 def _jnp_attention(q, k, v, vis, scale):
     group = q.shape[1] // k.shape[1]
     k, v = jnp.repeat(k, group, 1), jnp.repeat(v, group, 1)

@@ -305,5 +305,9 @@ def sdpa_events(case: SdpaCase) -> list[str]:
 
 def attention_contract(case: SdpaCase) -> Contract:
     """jax.nn's softmax in the attention op's options: ``scale * q.k^T + bias`` (the bias
-    after scaling), scale 1/sqrt(head_dim) unless given."""
-    return Contract(layout="bqhd", scale=case.effective_scale)
+    after scaling), scale 1/sqrt(head_dim) unless given; dq, dk and dbias judged against the
+    size of the terms summed into them (``dS = P (dP - D)`` cancels: at 16x logits a float32
+    row's dq is ~1e-5 of its terms, and XLA's float32 rounding of them is not the
+    reference's)."""
+    return Contract(layout="bqhd", scale=case.effective_scale,
+                    magnitudes=("dq", "dk", *(("dbias",) if case.bias else ())))

@@ -43,6 +43,9 @@ jax.nn.dot_product_attention(implementation="xla"), forward and vjp (incl. the b
   that of the same plain-jnp math in bfloat16 at the backend's default matmul precision,
   + 2^-8, globally and per slice; README "Calibrated bounds"), so bfloat16 draws 4x/16x
   logits too.
+- dq, dk and dbias are judged against the size of the terms summed into them
+  (dS = P (dP - D) cancels: at 16x logits a float32 row's dq is ~1e-5 of its terms, and
+  XLA's rounding of those terms is not the reference's).
 - float32 tolerances assume full-precision float32 matmuls (the CPU). On TPU (and GPUs
   with TF32) XLA's default precision is lower, so float32 cases are expected to fail there
   unless run with jax_default_matmul_precision="highest"; that is the op's behaviour,
@@ -78,10 +81,12 @@ def valid(case: SdpaCase) -> dict[str, np.ndarray]:
 TOLERANCES = measured_table(
     {
         "out": ((1e-4, "1.3e-7"), (1.5e-2, "4.9e-3")),
-        "dq": ((2e-4, "1.1e-7"), (2e-2, "4.8e-3")),
-        "dk": ((2e-4, "1.6e-7"), (2e-2, "5.8e-3")),
+        # dq, dk, dbias: of the size of the terms summed into them (attention_contract),
+        # re-measured over 200 draws of every logit scale on 2026-12-04.
+        "dq": ((2e-4, "3.4e-7"), (2e-2, "3.8e-3")),
+        "dk": ((2e-4, "2.8e-7"), (2e-2, "4.5e-3")),
         "dv": ((1e-4, "1.7e-7"), (1.5e-2, "4.5e-3")),
-        "dbias": ((2e-4, "6.5e-8"), (2e-2, "5.0e-3")),
+        "dbias": ((2e-4, "2.5e-7"), (2e-2, "4.2e-3")),
     },
     f32_where="at full precision (XLA on CPU)",
     bf16_where="inputs, probabilities cast to bf16 before the PV product",

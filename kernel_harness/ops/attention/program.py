@@ -34,7 +34,7 @@ from kernel_harness.ops.attention.vocabulary import LAYOUTS
 LSE_BASES: tuple[str, ...] = ("natural", "base2")
 #: Gradients whose rounding error follows the size of the terms summed into them rather
 #: than their own (see :func:`gradient_magnitudes`).
-MAGNITUDES: tuple[str, ...] = ("dq", "dk", "dsinks")
+MAGNITUDES: tuple[str, ...] = ("dq", "dk", "dbias", "dsinks")
 #: The differentiable arrays of a call, in the order of their gradients.
 DIFFERENTIABLE = ("q", "k", "v", "bias", "sinks")
 _CPU_OPTIONS = {"xla_backend_optimization_level": 0}
@@ -119,6 +119,9 @@ def gradient_magnitudes(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
     has ``dS = 0`` exactly, so its ``dk`` (``dq``) row is 0 in the reference, while a
     low-precision kernel's rounding of ``D`` leaves ``~eps * |dP|`` there; each row is
     judged against ``scale * sum P (|dP| + |D|) |q|`` (``|k|``) instead of its own zero.
+    The bias gradient is ``dS`` itself (times the scale when the bias comes before it),
+    summed over the axes a shared bias broadcasts along: its scale is ``P (|dP| + |D|)``
+    summed the same way (a float32 row at 16x logits cancels to ~1e-5 of its terms).
     ``dsinks = -sum over rows of p_sink * (do . out)`` can cancel hundreds of times over:
     its scale is ``sum |p_sink * (do . out)|``. (The soft cap's derivative, at most 1, is
     left out: the magnitude stays an upper bound.)
@@ -128,14 +131,15 @@ def gradient_magnitudes(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
     k, v = (jnp.repeat(a, group, axis=1) for a in (k, v))
     d = jnp.sum(do * heads_first(out, c.layout), axis=-1)  # [b, h, q]
     res: dict[str, jax.Array] = {}
-    if {"dq", "dk"} & set(c.magnitudes):
+    if {"dq", "dk", "dbias"} & set(c.magnitudes):
         s = logits(q, k, c.scale, layout="bhqd", bias=x.get("bias"),
                    bias_before_scale=c.bias_before_scale, soft_cap=c.soft_cap,
                    precision=precision)
         weights, denom, _ = softmax_weights(s, vis, x.get("sinks"))
         p = weights / jnp.where(denom > 0, denom, 1.0)
         dp = jnp.einsum("bhqd,bhkd->bhqk", do, v, precision=precision)
-        terms = p * (jnp.abs(dp) + jnp.abs(d)[..., None]) * c.scale
+        ds = p * (jnp.abs(dp) + jnp.abs(d)[..., None])  # |dS|'s terms, [b, h, q, k]
+        terms = ds * c.scale
         if "dq" in c.magnitudes:
             dq = jnp.einsum("bhqk,bhkd->bhqd", terms, jnp.abs(k), precision=precision)
             res["dq:magnitude"] = heads_first(dq, c.layout)
@@ -144,6 +148,11 @@ def gradient_magnitudes(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
             b, h, n, e = dk.shape
             dk = dk.reshape(b, h // group, group, n, e).sum(axis=2)
             res["dk:magnitude"] = heads_first(dk, c.layout)
+        if "dbias" in c.magnitudes:
+            dbias = terms if c.bias_before_scale else ds
+            shared = tuple(i for i, (n_bias, n_full) in enumerate(
+                zip(x["bias"].shape, dbias.shape, strict=True)) if n_bias == 1 < n_full)
+            res["dbias:magnitude"] = jnp.sum(dbias, axis=shared, keepdims=True)
     if "dsinks" in c.magnitudes:
         p_sink = jnp.exp(x["sinks"][None, :, None] - lse)
         res["dsinks:magnitude"] = jnp.sum(jnp.abs(p_sink * d), axis=(0, 2))
@@ -194,9 +203,15 @@ def run_call(call: AttentionCall, dtype: Any, device: jax.Device,
     program = _program(call.contract, precision, device.platform == "cpu")
     with jax.default_device(device):
         outs = program(arrays, jnp.asarray(call.vis, bool))
-    res = {call.names.get(n, n): np.asarray(a, np.float32) for n, a in outs.items()}
+    res = {_family_name(call.names, n): np.asarray(a, np.float32) for n, a in outs.items()}
     res.update({n: np.zeros(shape, np.float32) for n, shape in call.absent.items()})
     return res
+
+
+def _family_name(names: Mapping[str, str], op_name: str) -> str:
+    """``op_name`` under the family's ``names``; ``<output>:magnitude`` follows its output."""
+    output, colon, suffix = op_name.partition(":")
+    return names.get(op_name, names.get(output, output) + colon + suffix)
 
 
 def float32_outputs(call: AttentionCall) -> dict[str, np.ndarray]:

@@ -81,3 +81,33 @@ def test_cudnn_impl_refuses_other_backends():
     case = SdpaCase(**BASE)
     with pytest.raises(BackendUnavailable, match="only on the gpu"):
         FAMILY.run(cudnn_sdpa, case, case.materialize(), BACKEND)
+
+
+def test_a_float32_row_whose_gradient_cancels_is_judged_by_its_terms():
+    """Drawn by `check sdpa --profile ci --seed 5` (2026-12-04, the CLI's XLA flags): at 16x
+    logits a row's dq is ~1e-5 of the terms summed into it, and XLA's float32 rounding of
+    those terms (4e-8) failed the 2e-4 bound against the row's own scale, for the pristine
+    op. Judged against the terms' size (the contract's magnitudes), float32-sized rounding
+    passes and bfloat16-sized rounding still fails. (The suite's XLA flags round like the
+    reference, so the rounding is planted here.)"""
+    from kernel_harness.run.runner import judge_outputs
+
+    case = SdpaCase(dtype="float32", seed=398390, batch=1, q_heads=2, kv_heads=2, q_len=8,
+                    kv_len=8, head_dim=16, is_causal=False, mask="full", mask_keep=0.7,
+                    scale=None, logit_scale=16.0, bias="full", window=None, q_lengths=(5,),
+                    kv_lengths=None)
+    expected = FAMILY.reference(case, case.materialize())
+    assert {"dq:magnitude", "dk:magnitude", "dbias:magnitude"} <= set(expected)
+    signs = np.random.default_rng(0).choice([-1.0, 1.0], size=expected["dq"].shape)
+    terms = signs * np.abs(expected["dq:magnitude"])
+
+    def dq_verdict(rounding: float, judged_against: dict) -> bool:
+        actual = {n: a for n, a in expected.items() if ":" not in n}
+        actual["dq"] = expected["dq"] + rounding * terms
+        verdicts, _ = judge_outputs(FAMILY, case, actual, judged_against)
+        return next(v for v in verdicts if v.stats.output == "dq").passed
+
+    assert dq_verdict(2.0**-23, expected)  # float32 rounding of the summed terms
+    assert not dq_verdict(2.0**-9, expected)  # bfloat16 rounding of them
+    # Against the row's own (cancelled) scale, float32 rounding failed: the old judge.
+    assert not dq_verdict(2.0**-23, {n: a for n, a in expected.items() if n != "dq:magnitude"})
