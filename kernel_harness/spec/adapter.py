@@ -73,15 +73,6 @@ def tpu_kernel_context(backend: Backend, *, extended: bool = False,
         yield
 
 
-def run_tpu_program(program: Callable[..., Any], inputs: Arrays, names: Sequence[str],
-                    backend: Backend, *, extended: bool = False) -> Any:
-    """``program(*inputs[names])`` on ``backend`` for a TPU kernel without an ``interpret``
-    switch (:func:`tpu_kernel_context`), its result blocked on."""
-    with tpu_kernel_context(backend, extended=extended):
-        args = [jax.device_put(np.asarray(inputs[n]), backend.device) for n in names]
-        return jax.block_until_ready(program(*args))
-
-
 Traceable = Callable[[Callable[..., Any] | None, Any, Backend],
                      Callable[[dict[str, Any]], dict[str, Any]]]
 
@@ -126,7 +117,7 @@ class JittedTpuProgram:
       shapes: ``shapes(case, inputs) -> one shape per output``; a result of another shape
         is an error, never judged.
       extended: interpreted inside the harness's TPU interpreter extensions
-        (:func:`run_tpu_program`).
+        (:func:`tpu_kernel_context`).
       keywords: keyword arguments ``options`` passes that the kernel must take; an
         implementation without one is a :class:`KernelSignatureError` naming them and the
         jax version (a kernel of another jax), checked before anything is traced.
@@ -184,13 +175,15 @@ class JittedTpuProgram:
 
     def run(self, impl: Callable[..., Any], case: Any, inputs: Arrays, backend: Backend
             ) -> Arrays:
-        """Every output of ``impl`` on ``backend``, shape-checked, as float32."""
-        result = run_tpu_program(self.program(impl, case, backend), inputs,
-                                 tuple(self.operands(case)), backend, extended=self.extended)
-        named = self._named(result)
+        """Every output of ``impl`` on ``backend`` (:meth:`traceable` run by
+        :func:`traced_run` inside :func:`tpu_kernel_context`), shape-checked, as float32."""
+        named = traced_run(self.traceable, context=self._context)(impl, case, inputs, backend)
         for (name, got), shape in zip(named.items(), self.shapes(case, inputs), strict=True):
             expect_shape(f"{self.family} ({name})", got, shape)
-        return {name: np.asarray(got, np.float32) for name, got in named.items()}
+        return named
+
+    def _context(self, case: Any, backend: Backend) -> contextlib.AbstractContextManager[None]:
+        return tpu_kernel_context(backend, extended=self.extended)
 
     def adapter(self, *, impl_signature: str, backends: frozenset[str]) -> Adapter:
         """The family's :class:`Adapter` running this program."""

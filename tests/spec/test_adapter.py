@@ -68,3 +68,33 @@ def test_expect_shape_names_the_family_and_both_shapes():
     with pytest.raises(ValueError, match=r"fam: the kernel returned shape \(2, 3\), expected "
                                          r"\(3, 2\)"):
         expect_shape("fam", np.zeros((2, 3)), (3, 2))
+
+
+def test_a_jitted_tpu_program_runs_its_traceable_and_checks_what_comes_back():
+    import dataclasses
+
+    from kernel_harness.spec.adapter import JittedTpuProgram
+
+    @dataclasses.dataclass(frozen=True)
+    class Toy:
+        n: int = 4
+
+        def static_key(self):
+            return (("n", self.n),)
+
+    def kernel(x, *, times):
+        return x * times, x.sum()
+
+    program = JittedTpuProgram(
+        family="toy", kernel=kernel, operands=lambda case: ("x",),
+        options=lambda fields, interpreted: {"times": 3}, outputs=("y", "total"),
+        shapes=lambda case, inputs: [(case.n,), ()])
+    inputs = {"x": np.arange(4, dtype=np.float32), "unused": np.zeros(2, np.int32)}
+    got = program.run(kernel, Toy(), inputs, BACKEND)
+    np.testing.assert_array_equal(got["y"], [0, 3, 6, 9])
+    assert got["total"] == 6 and got["y"].dtype == np.float32
+    with pytest.raises(ValueError, match=r"toy \(y\): the kernel returned shape \(4,\), "
+                                         r"expected \(5,\)"):
+        program.run(kernel, Toy(n=5), inputs, BACKEND)
+    with pytest.raises(ValueError, match="returned 3 results, expected 2"):
+        program.run(lambda x, *, times: (x, x, x), Toy(), inputs, BACKEND)
