@@ -29,7 +29,8 @@ class KernelModules(dict[str, types.ModuleType]):
     """A family's tpu-inference kernel modules by their last name (``kernel``,
     ``tuned_block_sizes``), imported with the family where its packages are installed, so
     a mutated copy (``kernel-harness mutate``) is the one the family binds; where they are
-    not, empty, and asking for a module is an ImportError saying what to install."""
+    not, empty, and asking for a module is an ImportError saying what to install (a name
+    not loaded where they are is a KeyError: a slip in the family, not the install)."""
 
     def __init__(self, *names: str, available: bool | None = None,
                  missing: str = f"tpu-inference is not installed ({INSTALL})") -> None:
@@ -39,6 +40,8 @@ class KernelModules(dict[str, types.ModuleType]):
                           for name in names} if self.available else {})
 
     def __missing__(self, name: str) -> types.ModuleType:
+        if self.available:
+            raise KeyError(f"{name!r} is not among the loaded modules {sorted(self)}")
         raise ImportError(self.missing)
 
     @property

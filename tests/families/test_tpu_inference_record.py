@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
+
 from kernel_harness.families import tpu_inference_loader
 from kernel_harness.families.tpu_inference_loader import TESTED_VERSION
 from kernel_harness.families.tpu_inference_record import (
     REQUIRES,
+    KernelModules,
     loader_source,
     tpu_inference_edits,
     tpu_inference_family,
@@ -42,6 +45,18 @@ def test_every_tpu_inference_family_is_built_by_it() -> None:
         assert family.summary.startswith(f"tpu-inference {TESTED_VERSION} "), name
         assert "pip install --no-deps tpu-inference==" in family.requires, name
         assert family.kernels is not None and family.kernels.forward == 1, name
+
+
+def test_kernel_modules_say_what_to_install_or_which_name_is_wrong() -> None:
+    absent = KernelModules("quantized_matmul.kernel", available=False, missing="install x")
+    assert absent == {} and absent.backends == frozenset()
+    with pytest.raises(ImportError, match="install x"):
+        absent["kernel"]
+    if tpu_inference_loader.available():
+        present = KernelModules("quantized_matmul.kernel")
+        assert set(present) == {"kernel"} and present.backends
+        with pytest.raises(KeyError, match="'kernal' is not among the loaded modules"):
+            present["kernal"]
 
 
 def test_mutant_edits_name_the_kernel_module() -> None:
