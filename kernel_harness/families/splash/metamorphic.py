@@ -11,13 +11,14 @@ from hypothesis import strategies as st
 
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.cases import LANES, SplashCase
-from kernel_harness.families.splash.masks import allowed_mask, empty_rows, segment_ids
+from kernel_harness.families.splash.masks import allowed_mask, empty_rows
 from kernel_harness.ops.attention.metamorphic import (
     as_mha_hook,
     lane_block_variants,
     shard_case,
     zero_cotangent,
 )
+from kernel_harness.ops.attention.segments import segment_ids
 from kernel_harness.ops.attention.vocabulary import roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
