@@ -209,7 +209,7 @@ def test_each_familys_data_draws_share_the_compiled_program(name):
             assert case.static_key() == first.static_key()
             assert type(case).from_json(case.to_json()) == case
         if name == "sdpa":  # its filters read the random mask the seed makes
-            from kernel_harness.families.sdpa.cases import drawable
+            from kernel_harness.ops.attention.strategy import drawable
 
             assert all(drawable(c) for c in cases)
 

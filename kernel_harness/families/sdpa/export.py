@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from kernel_harness.families.sdpa.cases import SdpaCase, attention_contract
+from kernel_harness.families.sdpa.cases import SdpaCase
 from kernel_harness.ops.attention.export import call_source
+from kernel_harness.ops.attention.record import contract
 from kernel_harness.spec.export import ExportSnippet
 
 _DEFAULT = '''
@@ -43,7 +44,7 @@ def export(case: SdpaCase) -> ExportSnippet:
     names = {"q": "query", "k": "key", "v": "value", "do": "do"} | (
         {"bias": "bias"} if has_bias else {})
     reference = call_source(
-        attention_contract(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
+        contract(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
         f"causal={case.is_causal}, window={case.window!r}, mask={arrays['mask']}, "
         f"q_lengths={arrays['q_lengths']}, kv_lengths={arrays['kv_lengths']})",
         arrays={op: f'x["{name}"]' for op, name in names.items()},

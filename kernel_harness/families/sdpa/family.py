@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
-
 from kernel_harness.families.sdpa import kernel as _kernel
 from kernel_harness.families.sdpa.bench import BENCH
-from kernel_harness.families.sdpa.cases import (
-    CALIBRATED_DTYPES,
-    OPTIONAL,
-    SdpaCase,
-    attention_contract,
-    sdpa_cases,
-    sdpa_data_draws,
-    sdpa_events,
-)
+from kernel_harness.families.sdpa.cases import SdpaCase
 from kernel_harness.families.sdpa.export import export
-from kernel_harness.families.sdpa.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.program import AttentionCall, references
-from kernel_harness.ops.attention.reference import visibility
+from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.ops.attention.tolerance import measured_table
-from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -53,31 +38,6 @@ jax.nn.dot_product_attention(implementation="xla"), forward and vjp (incl. the b
 """
 
 
-def attention_call(case: SdpaCase, inputs: dict[str, np.ndarray]) -> AttentionCall:
-    """The case in the attention op's vocabulary: bias after scaling (jax.nn's placement);
-    visibility from the causal flag, the window and the mask and lengths handed over."""
-    vis = visibility(case.q_len, case.kv_len, causal=case.is_causal, window=case.window,
-                     q_lengths=inputs.get("q_lengths"), kv_lengths=inputs.get("kv_lengths"),
-                     mask=inputs.get("mask"), xp=np)
-    return AttentionCall(
-        contract=attention_contract(case),
-        q=inputs["query"], k=inputs["key"], v=inputs["value"], do=inputs["do"],
-        bias=inputs["bias"] if case.bias else None, vis=vis,
-        absent={} if case.bias else {"dbias": (1, 1, 1, 1)})
-
-
-reference, low_precision_reference = references(attention_call)
-
-
-def valid(case: SdpaCase) -> dict[str, np.ndarray]:
-    """out and dq rows that see no key (and are not padding rows) are outside the contract."""
-    outside = case.rows_outside_contract()  # (batch, heads, q_len)
-    if not outside.any():
-        return {}
-    rows = ~np.transpose(outside, (0, 2, 1))[..., None]  # (batch, q_len, heads, 1)
-    return {"out": rows, "dq": rows}
-
-
 TOLERANCES = measured_table(
     {
         "out": ((1e-4, "1.3e-7"), (1.5e-2, "4.9e-3")),
@@ -90,22 +50,9 @@ TOLERANCES = measured_table(
     },
     f32_where="at full precision (XLA on CPU)",
     bf16_where="inputs, probabilities cast to bf16 before the PV product",
-    calibrated_dtypes=CALIBRATED_DTYPES,
+    calibrated_dtypes=SdpaCase.FEATURES.calibrated,
     forward=frozenset({"out"}),
 )
-
-def narrowed(family: Family, without: frozenset[str]) -> Family:
-    """Without ``bias-gradient`` (bias in the forward only), dbias is never compared."""
-    if "bias-gradient" not in without:
-        return family
-    base = family.not_compared
-
-    def not_compared(case: SdpaCase) -> dict[str, str]:
-        return {"dbias": "declared without a bias gradient (--without bias-gradient)",
-                **base(case)}
-
-    return dataclasses.replace(family, not_compared=not_compared)
-
 
 #: The kernel's modes ci-sized draws must reach (Family.modes).
 MODES = frozenset({
@@ -120,25 +67,14 @@ FAMILY = Family(
     name="sdpa",
     summary="jax.nn.dot_product_attention, implementation='xla' (no Pallas kernel; "
     "'interpret' = plain XLA on the CPU), forward and vjp incl. the bias gradient",
-    case_type=SdpaCase,
-    cases=sdpa_cases,
-    data_draws=sdpa_data_draws,
+    **problem_record(SdpaCase, traceable=_kernel.traceable, shardable=True),
     **_kernel.ADAPTER.fields(),
-    reference=reference,
-    output_axes=output_axes("bqhd", dbias=("batch", "head", "query", "key")),
     tolerances=TOLERANCES,
     capabilities=frozenset({
         "causal", "full", "local-window", "numpy-mask", "gqa", "mqa", "bias", "sm-scale",
         "q-len-ne-kv-len", "ragged-lengths", "gradients",
     }),
-    valid=valid,
-    events=sdpa_events,
     contract=CONTRACT,
-    metamorphic=METAMORPHIC,
     bench=BENCH,
-    optional=OPTIONAL,
-    narrowed=narrowed,
     export=export,
-    low_precision_reference=low_precision_reference,
-    not_compared=lambda case: {} if case.bias is not None else {"dbias": "no bias in this case"},
 )

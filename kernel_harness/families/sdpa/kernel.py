@@ -46,15 +46,17 @@ def cudnn_sdpa(query, key, value, bias=None, mask=None, **options):
 
 
 def program_key(case: SdpaCase) -> tuple[Any, ...]:
-    """The compile-cache key of a case (:meth:`SdpaCase.static_key`)."""
-    return case.static_key()
+    """The compile-cache key of a case (:meth:`SdpaCase.static_key`), then the options the
+    program is built with."""
+    return (case.static_key(), case.is_causal, case.bias, case.mask, case.scale, case.window,
+            case.q_lengths is not None, case.kv_lengths is not None)
 
 
 @functools.lru_cache(maxsize=128)
 def jitted_program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
     """Jitted ``(query, key, value, bias, mask, q_lengths, kv_lengths, do) -> outputs`` for
     ``impl`` and one static configuration (:func:`program_key`)."""
-    (*_, is_causal, bias_kind, mask_kind, scale, window, has_q_len, has_kv_len) = key
+    (_, is_causal, bias_kind, mask_kind, scale, window, has_q_len, has_kv_len) = key
 
     def program(query, key_, value, bias, mask, q_lengths, kv_lengths, do):
         def attend(query, key_, value, bias):

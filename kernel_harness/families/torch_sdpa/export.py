@@ -10,9 +10,10 @@ in torch's layout.
 
 from __future__ import annotations
 
-from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase, attention_contract
+from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase
 from kernel_harness.families.torch_sdpa.kernel import mask_has_gradient
 from kernel_harness.ops.attention.export import call_source
+from kernel_harness.ops.attention.record import contract
 from kernel_harness.spec.export import ExportSnippet
 
 #: What the script prints (to stderr, exit 2) when torch does not import.
@@ -72,15 +73,15 @@ def export(case: TorchSdpaCase) -> ExportSnippet:
             return {{n: t.detach().float().numpy()
                      for n, t in zip(OUTPUTS, (out, *grads), strict=True)}}
     '''
-    bool_mask = 'jnp.asarray(x["mask"])' if case.mask == "bool" else "None"
+    bool_mask = 'jnp.asarray(x["mask"])' if case.mask is not None else "None"
     names = {"q": "query", "k": "key", "v": "value", "do": "do"} | (
-        {"bias": "mask"} if case.mask == "float" else {})
+        {"bias": "mask"} if case.bias is not None else {})
     reference = call_source(
-        attention_contract(case),
+        contract(case),
         vis=f"visibility({case.q_len}, {case.kv_len}, causal={case.is_causal}, mask={bool_mask})",
         arrays={op: f'x["{name}"]' for op, name in names.items()},
         outputs={"out": "out", "dq": "dq", "dk": "dk", "dv": "dv"}
-        | ({"dbias": "dmask"} if case.mask == "float" else {}),
+        | ({"dbias": "dmask"} if case.bias is not None else {}),
         doc="Softmax attention in float32, HIGHEST, torch's layout; masked keys get exactly "
         "zero weight, rows that see no key give 0. GQA: head n reads kv head "
         f"n // {case.q_heads // case.kv_heads}.")

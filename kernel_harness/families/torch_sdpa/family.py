@@ -3,27 +3,17 @@ torch wrapper of its signature, ``--impl``) under JAX, against the attention ref
 
 from __future__ import annotations
 
-import numpy as np
-
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
 from kernel_harness.families.torch_sdpa import kernel as _kernel
 from kernel_harness.families.torch_sdpa.cases import (
     TorchSdpaCase,
-    attention_contract,
-    torch_sdpa_cases,
-    torch_sdpa_data_draws,
-    torch_sdpa_events,
+    config,
+    config_events,
     torch_sdpa_seed_cases,
 )
 from kernel_harness.families.torch_sdpa.export import export
-from kernel_harness.families.torch_sdpa.kernel import (
-    TORCH_BACKENDS,
-    mask_has_gradient,
-)
-from kernel_harness.families.torch_sdpa.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
-from kernel_harness.ops.attention.reference import visibility
-from kernel_harness.ops.attention.vocabulary import output_axes
+from kernel_harness.families.torch_sdpa.kernel import TORCH_BACKENDS
+from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.spec.family import Family
 
 CONTRACT = """\
@@ -42,27 +32,6 @@ backward, run under JAX by kernel_harness.core.torch_bridge (pure_callback + cus
   compared for the math kernel only: torch's flash kernel has no mask gradient.
 - Needs torch (pip install 'kernel-harness[torch]'); without it the family has no backend.
 """
-
-
-def attention_call(case: TorchSdpaCase, inputs: dict[str, np.ndarray]) -> AttentionCall:
-    """The case in the attention op's vocabulary (torch's layout is ``bhqd``): a float
-    ``attn_mask`` is the additive bias after scaling, a bool one the visibility; rows that
-    see no key give zeros there, as torch does."""
-    mask = inputs.get("mask")
-    return AttentionCall(
-        contract=attention_contract(case),
-        q=inputs["query"], k=inputs["key"], v=inputs["value"], do=inputs["do"],
-        bias=mask if case.mask == "float" else None,
-        vis=visibility(case.q_len, case.kv_len, causal=case.is_causal, xp=np,
-                       mask=mask if case.mask == "bool" else None),
-        names={"dbias": "dmask"},
-        absent={} if case.mask == "float" else {"dmask": (1, 1, 1, 1)})
-
-
-def reference(case: TorchSdpaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """out, dq, dk, dv in torch's layout and dmask (zeros (1, 1, 1, 1) without a float
-    mask), float32 at HIGHEST on the CPU (the attention op)."""
-    return float32_outputs(attention_call(case, inputs))
 
 
 def _tol(x: float, why: str, dtype: str, output: str) -> Tolerance:
@@ -96,11 +65,11 @@ TOLERANCES = ToleranceTable({(d, o): _tol(x, why, d, o) for (d, o), (x, why) in 
 
 
 def _not_compared(case: TorchSdpaCase) -> dict[str, str]:
-    if mask_has_gradient(case):
-        return {}
-    if case.mask == "float":
+    """torch's flash kernel differentiates no float attn_mask (the op leaves out dmask
+    where the case has none)."""
+    if case.bias is not None and case.backend == "flash":
         return {"dmask": "torch's flash kernel gives no attn_mask gradient"}
-    return {"dmask": "no float attn_mask in this case"}
+    return {}
 
 
 FAMILY = Family(
@@ -108,20 +77,14 @@ FAMILY = Family(
     summary="torch.nn.functional.scaled_dot_product_attention (math/flash kernels) under JAX "
     "via pure_callback + torch.autograd; needs torch ('kernel-harness[torch]')"
     + ("" if TORCH_BACKENDS else " -- torch is not importable here: no backend"),
-    case_type=TorchSdpaCase,
-    cases=torch_sdpa_cases,
-    data_draws=torch_sdpa_data_draws,
+    **problem_record(TorchSdpaCase, config=config, config_events=config_events,
+                     config_not_compared=_not_compared),
     **_kernel.ADAPTER.fields(),
-    reference=reference,
-    output_axes=output_axes("bhqd", dmask=("batch", "head", "query", "key")),
     tolerances=TOLERANCES,
     capabilities=frozenset({"causal", "full", "numpy-mask", "gqa", "mqa", "bias", "sm-scale",
                             "q-len-ne-kv-len", "gradients"}),
-    events=torch_sdpa_events,
     contract=CONTRACT,
-    not_compared=_not_compared,
     seed_cases=torch_sdpa_seed_cases,
     export=export,
-    metamorphic=METAMORPHIC,
     requires="torch: pip install 'kernel-harness[torch]'",
 )

@@ -55,9 +55,9 @@ def _pinned(impl: Callable[..., Any], case: TorchSdpaCase, query, key, value, ma
 
 
 def mask_has_gradient(case: TorchSdpaCase) -> bool:
-    """torch differentiates a float mask only in the math kernel (CPU flash: "No available
-    kernel" once the mask requires grad)."""
-    return case.mask == "float" and case.backend == "math"
+    """torch differentiates a float mask (the problem's bias) only in the math kernel (CPU
+    flash: "No available kernel" once the mask requires grad)."""
+    return case.bias is not None and case.backend == "math"
 
 
 def run(impl: Callable[..., Any], case: TorchSdpaCase, inputs: dict[str, np.ndarray],

@@ -21,8 +21,8 @@ LAYOUTS: tuple[str, ...] = ("bhqd", "bqhd")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Shape:
     """An attention problem's sizes in the op's vocabulary; a case with all six inherits
-    them (``class MyCase(Shape, Case)``: :class:`~kernel_harness.ops.attention.sdpa.
-    SdpaCall`)."""
+    them (``class MyCase(Shape, Case)``: :class:`~kernel_harness.ops.attention.problem.
+    AttentionProblem`)."""
 
     batch: int
     q_heads: int

@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from kernel_harness.families.sdpa.cases import (
-    OPTIONS,
-    SdpaCase,
-    effective_options,
-    sdpa_cases,
-)
-from kernel_harness.families.sdpa.family import reference, valid
+from kernel_harness.families.sdpa.cases import SdpaCase
+from kernel_harness.families.sdpa.family import FAMILY
+from kernel_harness.ops.attention.problem import MASKING
+from kernel_harness.ops.attention.strategy import effective_options
+
+reference, valid = FAMILY.reference, FAMILY.valid
 
 
 def loop_sdpa(case: SdpaCase, x: dict) -> dict:
@@ -110,7 +109,7 @@ def test_padding_rows_are_zero_and_inside_the_contract():
 def test_rows_without_keys_are_excluded_and_silent():
     case = tiny(kv_lengths=(7, 1), is_causal=True, window=(0, 0), q_len=7)
     # batch 1: key 0 only; with a (0, 0) window row i sees key i, so rows 1.. see nothing
-    outside = case.rows_outside_contract()
+    outside = case.rows_outside()
     assert not outside[0].any() and outside[1, :, 1:].all() and not outside[1, :, 0].any()
     x = case.materialize()
     assert not x["do"][1, 1:].any()
@@ -128,11 +127,10 @@ def test_invalid_cases_are_clear_errors(bad):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(sdpa_cases())
+@given(FAMILY.cases())
 def test_every_drawn_option_takes_effect(case):
     assert SdpaCase.from_json(case.to_json()) == case
-    used = {o for o in OPTIONS if (o == "causal" and case.is_causal)
-            or (o != "causal" and getattr(case, o) is not None)}
+    used = {o for o in MASKING if getattr(case, o) not in (None, False)}
     assert used <= set(effective_options(case))
     assert (case.visible().sum(-1) >= 2).any()
     x = case.materialize()

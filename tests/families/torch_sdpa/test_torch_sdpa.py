@@ -22,7 +22,9 @@ from kernel_harness.core.torch_bridge import (  # noqa: E402
     torch_function,
 )
 from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase  # noqa: E402
-from kernel_harness.families.torch_sdpa.family import reference  # noqa: E402
+from kernel_harness.families.torch_sdpa.family import FAMILY as _TORCH_SDPA  # noqa: E402
+
+reference = _TORCH_SDPA.reference
 from kernel_harness.families.torch_sdpa.kernel import run, torch_sdpa  # noqa: E402
 from kernel_harness.run.profiles import get_profile  # noqa: E402
 from kernel_harness.run.runner import check_case  # noqa: E402
@@ -84,10 +86,10 @@ def _case(**kw) -> TorchSdpaCase:
 @pytest.mark.parametrize("kw", [
     dict(is_causal=True),  # q_len < kv_len: top-left aligned
     dict(is_causal=True, q_len=16, kv_len=8, scale=0.3),
-    dict(mask="bool", empty_row=True, mask_keep=0.5),
-    dict(mask="float"),
-    dict(mask="bool", empty_row=True, backend="flash"),
-    dict(mask="float", backend="flash"),
+    dict(mask="full", empty_row=True, mask_keep=0.5),
+    dict(bias="full"),
+    dict(mask="full", empty_row=True, backend="flash"),
+    dict(bias="full", backend="flash"),
     dict(dtype="bfloat16", is_causal=True, backend="flash"),
 ], ids=repr)
 def test_torch_sdpa_matches_the_reference(kw):
@@ -96,7 +98,7 @@ def test_torch_sdpa_matches_the_reference(kw):
 
 
 def test_rows_that_see_no_key_are_zero_in_torch_and_in_the_contract():
-    case = _case(mask="bool", empty_row=True)
+    case = _case(mask="full", empty_row=True)
     inputs = case.materialize()
     out = run(torch_sdpa, case, inputs, BACKEND)
     assert not case.visible()[:, :, 0].any()
@@ -106,9 +108,9 @@ def test_rows_that_see_no_key_are_zero_in_torch_and_in_the_contract():
 
 
 def test_the_float_mask_gradient_is_judged_on_math_only():
-    assert FAMILY.not_compared(_case(mask="float")) == {}
-    assert "flash" in FAMILY.not_compared(_case(mask="float", backend="flash"))["dmask"]
-    out = run(torch_sdpa, _case(mask="float"), _case(mask="float").materialize(), BACKEND)
+    assert FAMILY.not_compared(_case(bias="full")) == {}
+    assert "flash" in FAMILY.not_compared(_case(bias="full", backend="flash"))["dmask"]
+    out = run(torch_sdpa, _case(bias="full"), _case(bias="full").materialize(), BACKEND)
     assert out["dmask"].shape == (1, 4, 8, 16) and np.abs(out["dmask"]).max() > 0
 
 

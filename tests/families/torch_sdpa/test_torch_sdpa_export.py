@@ -50,7 +50,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 
 def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
-    assert first_golden_case("torch-sdpa").mask == "bool"
+    assert first_golden_case("torch-sdpa").mask == "full"  # stored as "bool": upgraded
     good = export_and_run("torch-sdpa", tmp_path)
     assert good.returncode == 0, good.stdout + good.stderr
     assert good.stdout.count("ok  ") == 4
@@ -64,7 +64,7 @@ def test_planted_dropped_mask_exits_1(tmp_path: Path) -> None:
 
 def test_a_float_masks_gradient_is_judged(tmp_path: Path) -> None:
     case = TorchSdpaCase(dtype="float32", seed=3, batch=1, q_heads=2, kv_heads=1, q_len=8,
-                         kv_len=16, head_dim=16, mask="float", backend="math")
+                         kv_len=16, head_dim=16, bias="full", backend="math")
     script, _ = export_repro(get_family("torch-sdpa"), case, tmp_path / "float_mask.py")
     run = run_standalone(script)
     assert run.returncode == 0, run.stdout + run.stderr

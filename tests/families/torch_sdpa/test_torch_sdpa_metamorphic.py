@@ -17,8 +17,8 @@ from tests.helpers.torch_impls import ignores_is_causal  # noqa: E402
 
 CAUSAL = TorchSdpaCase(dtype="float32", seed=1, batch=1, q_heads=4, kv_heads=2, q_len=16,
                        kv_len=16, head_dim=16, is_causal=True, backend="math")
-BOOL_MASK = dataclasses.replace(CAUSAL, is_causal=False, mask="bool", mask_keep=0.5)
-FLOAT_MASK = dataclasses.replace(CAUSAL, is_causal=False, mask="float")
+BOOL_MASK = dataclasses.replace(CAUSAL, is_causal=False, mask="full", mask_keep=0.5)
+FLOAT_MASK = dataclasses.replace(CAUSAL, is_causal=False, bias="full")
 
 
 def ignores_mask(query, key, value, attn_mask=None, *, is_causal, scale, enable_gqa):

@@ -1,0 +1,134 @@
+"""What one kernel takes of the attention problem, and how it defines it: its
+:class:`Features` declaration (the attention op's vocabulary of optional features is
+:data:`OPTIONAL`, written once for every kernel of the op).
+
+A kernel's case type sets ``FEATURES`` (``class SdpaCase(AttentionProblem): FEATURES =
+Features(...)``); the op draws, checks, labels, excludes and judges its cases from it
+(:mod:`.strategy`, :mod:`.record`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from kernel_harness.ops.attention.program import MAGNITUDES
+from kernel_harness.ops.attention.vocabulary import LAYOUTS
+
+#: The attention problem's optional features: what an implementation may declare it lacks
+#: (``--without``) and what the strategy then stops drawing.
+OPTIONAL: dict[str, str] = {
+    "bias": "no additive bias (and no bias gradient)",
+    "mask": "no boolean mask argument",
+    "causal": "is_causal always False",
+    "window": "no local window",
+    "q-lengths": "no query lengths (no padding query rows)",
+    "kv-lengths": "no key lengths",
+    "scale": "scale always None (the default 1/sqrt(head_dim))",
+    "gqa": "kv_heads == q_heads (no grouped- or multi-query attention)",
+    "q-len-ne-kv-len": "q_len == kv_len",
+    "unaligned-lengths": "q_len and kv_len multiples of 128 (e.g. tokamax's mosaic backend "
+    "needs aligned lengths)",
+    "bias-gradient": "bias in the forward only: its gradient is not compared (a bias is "
+    "still drawn)",
+}
+
+#: The problem's field each drawable feature turns on (features not here narrow the draw
+#: otherwise: sizes, head sharing, what is compared).
+FIELD_OF: dict[str, str] = {
+    "causal": "is_causal", "mask": "mask", "bias": "bias", "window": "window",
+    "q-lengths": "q_lengths", "kv-lengths": "kv_lengths", "scale": "scale",
+}
+
+#: The op's input names (q, k, v, the cotangent, bias, mask, lengths).
+INPUTS: tuple[str, ...] = ("q", "k", "v", "do", "bias", "mask", "q_lengths", "kv_lengths")
+#: The empty-row conventions: a row that sees no key is outside the contract (jax.nn's
+#: mean of v there), or the kernel gives exactly zero there (torch).
+EMPTY_ROWS: tuple[str, ...] = ("outside", "zero")
+#: Sequence lengths drawn without ``unaligned-lengths``.
+ALIGNED_LENGTHS: tuple[int, ...] = (128, 256)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Features:
+    """One kernel's declaration of the attention problem.
+
+    Attributes:
+      layout: q/k/v layout (:data:`~.vocabulary.LAYOUTS`).
+      names: the kernel's input name of each op input (:data:`INPUTS`) it takes.
+      outputs: the kernel's name of an op output where it differs (torch's ``dmask``).
+      optional: the :data:`OPTIONAL` features the kernel takes (the rest are never drawn).
+      broadcasts: the bias/mask broadcast shapes it takes.
+      exclusive: groups of features of which a case uses at most one (torch's one
+        ``attn_mask`` argument, refused with ``is_causal``).
+      empty_rows: :data:`EMPTY_ROWS`: how the kernel defines a row that sees no key.
+      magnitudes: gradients judged against the size of the terms summed into them
+        (``Contract.magnitudes``; ``dbias`` only where the case has a bias).
+      calibrated: dtypes judged by the calibrated bound (they draw large logits too).
+      dtypes, max_batch, lengths, q_only_lengths, head_dims: what the strategy draws.
+    """
+
+    layout: str
+    names: Mapping[str, str]
+    outputs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    optional: frozenset[str] = frozenset(OPTIONAL)
+    broadcasts: tuple[str, ...] = ("full", "batch-shared", "head-shared")
+    exclusive: tuple[frozenset[str], ...] = ()
+    empty_rows: str = "outside"
+    magnitudes: tuple[str, ...] = ()
+    calibrated: frozenset[str] = frozenset()
+    dtypes: tuple[str, ...] = ("float32", "bfloat16")
+    max_batch: int = 3
+    lengths: tuple[int, ...] = (16, 32, 64, 128, 40, 8)
+    q_only_lengths: tuple[int, ...] = (1,)
+    head_dims: tuple[int, ...] = (32, 64, 16, 128)
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"Features.layout must be one of {LAYOUTS}, got {self.layout!r}")
+        for what, names, known in (("names", self.names, INPUTS),
+                                   ("optional", self.optional, OPTIONAL),
+                                   ("magnitudes", self.magnitudes, MAGNITUDES),
+                                   *(("exclusive", g, FIELD_OF) for g in self.exclusive)):
+            unknown = set(names) - set(known)
+            if unknown:
+                raise ValueError(f"Features.{what}: unknown {sorted(unknown)}; known: "
+                                 f"{sorted(known)}")
+        missing = {"q", "k", "v", "do"} - set(self.names)
+        if missing:
+            raise ValueError(f"Features.names must name the inputs {sorted(missing)}")
+        if self.empty_rows not in EMPTY_ROWS:
+            raise ValueError(f"Features.empty_rows must be one of {EMPTY_ROWS}, got "
+                             f"{self.empty_rows!r}")
+
+    def takes(self, feature: str) -> bool:
+        """Whether the kernel takes the optional ``feature`` at all."""
+        return feature in self.optional
+
+    def used(self, case: Any) -> set[str]:
+        """The drawable features (:data:`FIELD_OF`) ``case`` turns on."""
+        return {f for f, field in FIELD_OF.items() if getattr(case, field) not in (None, False)}
+
+    def check(self, case: Any) -> None:
+        """Raises, naming the field, unless the kernel takes what ``case`` uses."""
+        for feature in sorted(self.used(case)):
+            if not self.takes(feature):
+                raise ValueError(f"{FIELD_OF[feature]}: this kernel takes no {feature} "
+                                 f"(its optional features: {sorted(self.optional)})")
+        for name in ("bias", "mask"):
+            kind = getattr(case, name)
+            if kind is not None and kind not in self.broadcasts:
+                raise ValueError(f"{name}={kind!r}: this kernel takes the broadcasts "
+                                 f"{self.broadcasts}")
+        if case.kv_heads != case.q_heads and not self.takes("gqa"):
+            raise ValueError("kv_heads: this kernel takes no grouped-query attention")
+        for group in self.exclusive:
+            on = sorted(group & self.used(case))
+            if len(on) > 1:
+                raise ValueError(f"{' and '.join(FIELD_OF[f] for f in on)}: this kernel takes "
+                                 "at most one of them in a call")
+
+    def output(self, name: str) -> str:
+        """The kernel's name of the op output ``name``."""
+        return self.outputs.get(name, name)

@@ -1,0 +1,199 @@
+"""What a kernel's ``Family`` record takes from the attention problem, written once: the
+strategy and data draws, the labels, the exclusion (``valid`` and the ``constrain`` hook),
+the reference over the op's program, output axes and the metamorphic hooks.
+
+A family gives its case type (an :class:`~.problem.AttentionProblem` with its
+:class:`~.features.Features`), its own configuration's strategy and labels, and its
+``traceable`` where it has one; :func:`problem_record` returns the rest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from kernel_harness.ops.attention.events import length_events, sharing_events
+from kernel_harness.ops.attention.metamorphic import as_mha_hook, shard_case, zero_cotangent
+from kernel_harness.ops.attention.problem import AttentionProblem
+from kernel_harness.ops.attention.program import AttentionCall, Contract, references
+from kernel_harness.ops.attention.reference import visibility
+from kernel_harness.ops.attention.strategy import (
+    Config,
+    data_draws,
+    optional_features,
+    problems,
+)
+from kernel_harness.ops.attention.vocabulary import output_axes, roles
+from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
+
+#: Every label of a fact of the attention problem (:func:`events`): one fact, one label,
+#: in every family of the op (a kernel's own configuration labels itself apart).
+LABELS: frozenset[str] = frozenset({
+    "float32", "bfloat16", "float16", "gqa", "mqa", "q-len<kv-len", "q-len>kv-len", "causal",
+    "explicit-scale", "window", "window-left-only", "kv-lengths", "q-lengths", "padding-rows",
+    "rows-without-keys", "empty-row",
+    *(f"{what}-{kind}" for what in ("bias", "mask")
+      for kind in ("full", "batch-shared", "head-shared")),
+})
+
+
+def logits_label(logit_scale: float) -> str:
+    """The label of a case's logit scale, e.g. ``logits-16x``."""
+    return f"logits-{logit_scale:g}x"
+
+
+def events(case: AttentionProblem) -> list[str]:
+    """The problem's labels (:data:`LABELS` and :func:`logits_label`): dtype, head sharing,
+    unequal lengths, each option on, padding rows, rows that see no key."""
+    ev = [case.dtype, *sharing_events(case), *length_events(case.q_len, case.kv_len)]
+    if case.is_causal:
+        ev.append("causal")
+    if case.bias is not None:
+        ev.append(f"bias-{case.bias}")
+    if case.mask is not None:
+        ev.append(f"mask-{case.mask}")
+    if case.empty_row:
+        ev.append("empty-row")
+    if case.scale is not None:
+        ev.append("explicit-scale")
+    if case.window is not None:
+        ev.append("window" if case.window[1] else "window-left-only")
+    if case.kv_lengths is not None:
+        ev.append("kv-lengths")
+    if case.q_lengths is not None:
+        ev.append("q-lengths")
+        if case.padding_rows().any():
+            ev.append("padding-rows")
+    if case.rows_without_keys().any():
+        ev.append("rows-without-keys")
+    ev.append(logits_label(case.logit_scale))
+    return ev
+
+
+def valid(case: AttentionProblem) -> dict[str, np.ndarray]:
+    """out and dq outside the contract's rows (:meth:`~.problem.AttentionProblem.
+    rows_outside`) are not judged."""
+    rows = case.rows_outside_in_layout()
+    if not rows.any():
+        return {}
+    names = case.FEATURES
+    return {names.output("out"): ~rows, names.output("dq"): ~rows}
+
+
+def constrain(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The contract's zero cotangent on the rows outside it, after a metamorphic change."""
+    return zero_cotangent(inputs, case.rows_outside_in_layout(), case.FEATURES.names["do"])
+
+
+def contract(case: AttentionProblem) -> Contract:
+    """The op's options as the case's kernel defines them: its layout, the case's scale
+    (the bias after it), the magnitudes it declares (the bias gradient's with a bias)."""
+    f = case.FEATURES
+    magnitudes = tuple(m for m in f.magnitudes if m != "dbias" or case.bias)
+    return Contract(layout=f.layout, scale=case.effective_scale, magnitudes=magnitudes)
+
+
+def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> AttentionCall:
+    """The case in the op's program: the kernel's inputs by its names, the visibility from
+    the description with the mask and lengths the inputs hold (a metamorphic change of
+    them is followed), the bias after scaling."""
+    f = case.FEATURES
+    given = {op: inputs.get(name) for op, name in f.names.items()}
+    vis = visibility(case.q_len, case.kv_len, causal=case.is_causal, window=case.window,
+                     q_lengths=given.get("q_lengths"), kv_lengths=given.get("kv_lengths"),
+                     mask=given.get("mask") if case.mask else None, xp=np)
+    return AttentionCall(
+        contract=contract(case),
+        q=given["q"], k=given["k"], v=given["v"], do=given["do"],
+        bias=given.get("bias") if case.bias else None, vis=vis,
+        names=dict(f.outputs),
+        absent={} if case.bias else {f.output("dbias"): (1, 1, 1, 1)})
+
+
+def option_toggles(case: AttentionProblem) -> list[Toggle]:
+    """The case without each masking option it turns on, and without its bias."""
+    return toggles(
+        case,
+        ("causal", case.is_causal, {"is_causal": False}),
+        ("window", case.window is not None, {"window": None}),
+        ("mask", case.mask is not None, {"mask": None, "empty_row": False}),
+        ("kv_lengths", case.kv_lengths is not None, {"kv_lengths": None}),
+        ("q_lengths", case.q_lengths is not None, {"q_lengths": None}),
+        (f"bias ({case.bias})", case.bias is not None, {"bias": None}, "values"))
+
+
+def metamorphic(case_type: type[AttentionProblem], *, traceable: Callable[..., Any] | None = None,
+                shardable: bool = False) -> Metamorphic:
+    """The metamorphic hooks of ``case_type``'s kernel: roles in its layout and names,
+    visibility from the description, option toggles, GQA as MHA, the zero cotangent;
+    ``traceable`` (lowering, sharding) and, where ``shardable``, one shard's case."""
+    f = case_type.FEATURES
+    n = f.names
+    full = ("batch", "head", "query", "key")
+    extra = {n[x]: r for x, r in (("bias", full), ("mask", full), ("q_lengths", ("batch",)),
+                                  ("kv_lengths", ("batch",))) if x in n}
+    return Metamorphic(
+        roles=roles(f.layout, q=n["q"], k=n["k"], v=n["v"], do=n["do"], **extra),
+        visible=lambda case: case.visible(),
+        option_toggles=option_toggles,
+        as_mha=as_mha_hook(layout=f.layout, kv=(n["k"], n["v"])) if f.takes("gqa") else None,
+        logit_input=n["q"],
+        constrain=constrain,
+        traceable=traceable,
+        local_case=(lambda case, mesh: shard_case(case, mesh, per_row=("q_lengths",
+                                                                       "kv_lengths")))
+        if shardable else None,
+    )
+
+
+def _not_compared(case_type: type[AttentionProblem],
+                  config_not_compared: Callable[[Any], Mapping[str, str]] | None
+                  ) -> Callable[[Any], dict[str, str]]:
+    dbias = case_type.FEATURES.output("dbias")
+
+    def not_compared(case: AttentionProblem) -> dict[str, str]:
+        """The bias gradient of a case without a bias; then the kernel's own."""
+        own = dict(config_not_compared(case)) if config_not_compared else {}
+        return ({dbias: "no bias in this case"} if case.bias is None else {}) | own
+
+    return not_compared
+
+
+def narrowed(family: Any, without: frozenset[str]) -> Any:
+    """``Family.narrowed``: without ``bias-gradient`` (a bias in the forward only), the
+    bias gradient is never compared."""
+    if "bias-gradient" not in without:
+        return family
+    base, dbias = family.not_compared, family.case_type.FEATURES.output("dbias")
+
+    def not_compared(case: AttentionProblem) -> dict[str, str]:
+        return {dbias: "declared without a bias gradient (--without bias-gradient)",
+                **base(case)}
+
+    return dataclasses.replace(family, not_compared=not_compared)
+
+
+def problem_record(case_type: type[AttentionProblem], *, config: Config | None = None,
+                   config_events: Callable[[Any], Sequence[str]] = lambda case: (),
+                   config_not_compared: Callable[[Any], Mapping[str, str]] | None = None,
+                   traceable: Callable[..., Any] | None = None, shardable: bool = False,
+                   ) -> dict[str, Any]:
+    """``Family`` fields of a kernel whose case type is ``case_type``: its cases (the
+    kernel's configuration from ``config``), data draws, labels (the problem's, then
+    ``config_events``), ``valid``, what is not compared (then ``config_not_compared``),
+    optional features and their narrowing, reference and low-precision twin, output
+    axes, and metamorphic hooks."""
+    f = case_type.FEATURES
+    reference, low_precision_reference = references(attention_call)
+    bias_axes = {f.output("dbias"): ("batch", "head", "query", "key")} if f.takes("bias") else {}
+    return dict(
+        case_type=case_type, cases=problems(case_type, config=config), data_draws=data_draws,
+        events=lambda case: [*events(case), *config_events(case)], valid=valid,
+        not_compared=_not_compared(case_type, config_not_compared),
+        optional=optional_features(case_type), narrowed=narrowed, reference=reference,
+        low_precision_reference=low_precision_reference,
+        output_axes=output_axes(f.layout, **bias_axes),
+        metamorphic=metamorphic(case_type, traceable=traceable, shardable=shardable))

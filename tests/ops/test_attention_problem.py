@@ -1,0 +1,191 @@
+"""ops.attention.problem/features/strategy/record: the attention problem every full-call
+attention kernel's case is (sdpa, torch-sdpa), its one exclusion rule and labels."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from kernel_harness.core.case import Case
+from kernel_harness.ops.attention.features import OPTIONAL, Features
+from kernel_harness.ops.attention.problem import AttentionProblem
+from kernel_harness.ops.attention.record import LABELS, constrain, events, problem_record, valid
+from kernel_harness.ops.attention.strategy import drawable, effective_options, problems
+from kernel_harness.ops.attention.vocabulary import Shape
+
+NAMES = {"q": "q", "k": "k", "v": "v", "do": "do", "bias": "bias", "mask": "mask",
+         "q_lengths": "q_lengths", "kv_lengths": "kv_lengths"}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Everything(AttentionProblem):
+    """A kernel taking every feature, rows without keys outside its contract."""
+
+    FEATURES = Features(layout="bqhd", names=NAMES, magnitudes=("dq", "dk", "dbias"),
+                        calibrated=frozenset({"bfloat16"}))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OneMask(AttentionProblem):
+    """A torch-like kernel: one attention-mask argument, refused with causal; empty rows
+    give zero; heads first; no window or lengths."""
+
+    block: int = 8
+
+    FEATURES = Features(layout="bhqd", names={"q": "q", "k": "k", "v": "v", "do": "do",
+                                              "bias": "mask", "mask": "mask"},
+                        optional=frozenset({"bias", "mask", "causal", "scale", "gqa"}),
+                        broadcasts=("full",), exclusive=(frozenset({"causal", "mask", "bias"}),),
+                        empty_rows="zero", outputs={"dbias": "dmask"})
+
+
+GOOD = dict(dtype="float32", seed=0, batch=2, q_heads=4, kv_heads=2, q_len=8, kv_len=16,
+            head_dim=64)
+
+
+def test_default_scale_and_query_spread() -> None:
+    case = Everything(**GOOD, logit_scale=4.0)
+    assert case.effective_scale == pytest.approx(1 / 8)
+    # scale * q.k over head_dim standard-normal products: std logit_scale.
+    assert case.q_scale * math.sqrt(case.head_dim) * case.effective_scale == pytest.approx(4.0)
+    explicit = Everything(**GOOD, scale=0.5)
+    assert explicit.effective_scale == 0.5 and explicit.q_scale == pytest.approx(1 / 4)
+    assert case.sharing == "gqa" and case.group == 2
+
+
+@pytest.mark.parametrize(("kind", "over", "message"), [
+    (Everything, dict(kv_heads=3), "multiple of kv_heads"),
+    (Everything, dict(q_heads=0), "q_heads"),
+    (Everything, dict(q_len=0), "q_len"),
+    (Everything, dict(mask_keep=0.0), "mask_keep"),
+    (Everything, dict(scale=float("inf")), "scale must be positive and finite"),
+    (Everything, dict(logit_scale=-1.0), "logit_scale"),
+    (Everything, dict(bias="rows"), "bias must be None or one of"),
+    (Everything, dict(q_lengths=(1,)), "q_lengths must be 2 values"),
+    (Everything, dict(empty_row=True), "empty_row needs a mask"),
+    (OneMask, dict(window=(1, 0)), "window: this kernel takes no window"),
+    (OneMask, dict(mask="head-shared"), "mask='head-shared': this kernel takes the broadcasts"),
+    (OneMask, dict(is_causal=True, bias="full"), "bias and is_causal: this kernel takes at most"),
+])
+def test_bad_cases_name_the_field(kind: type, over: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        kind(**{**GOOD, **over})
+
+
+def test_a_declaration_naming_what_the_op_lacks_is_an_error() -> None:
+    with pytest.raises(ValueError, match="Features.optional: unknown"):
+        Features(layout="bqhd", names=NAMES, optional=frozenset({"sinks"}))
+    with pytest.raises(ValueError, match="must name the inputs"):
+        Features(layout="bqhd", names={"q": "q"})
+
+
+@pytest.mark.parametrize("bases", [(Shape, Case), (Case, Shape)], ids=["shape-first", "case-first"])
+def test_a_shape_case_checks_heads_and_dtype_in_either_base_order(bases: tuple) -> None:
+    kind = dataclasses.dataclass(frozen=True, kw_only=True)(type("Kind", bases, {}))
+    sizes = dict(batch=1, q_heads=4, kv_heads=2, q_len=2, kv_len=2, head_dim=8)
+    assert kind(dtype="float32", seed=0, **sizes).group == 2
+    with pytest.raises(ValueError, match="multiple of kv_heads"):
+        kind(dtype="float32", seed=0, **{**sizes, "kv_heads": 3})
+    with pytest.raises(ValueError, match="dtype"):
+        kind(dtype="int8", seed=0, **sizes)
+
+
+@pytest.mark.parametrize(("kind", "q", "kv"), [(Everything, (2, 8, 4, 64), (2, 16, 2, 64)),
+                                               (OneMask, (2, 4, 8, 64), (2, 2, 16, 64))])
+def test_inputs_come_in_the_kernels_layout_and_names(kind: type, q: tuple, kv: tuple) -> None:
+    x = kind(**GOOD, bias="full").materialize()
+    assert x["q"].shape == q and x["k"].shape == x["v"].shape == kv and x["do"].shape == q
+    assert x[kind.FEATURES.names["bias"]].shape == (2, 4, 8, 16)
+
+
+def test_the_exclusion_rule_gives_valid_and_the_zero_cotangent_once() -> None:
+    # a (0, 0) window with key lengths (16, 1): batch row 1's query rows 1.. see no key
+    outside = Everything(**GOOD, window=(0, 0), kv_lengths=(16, 1))
+    rows = outside.rows_outside()
+    assert rows.shape == (2, 4, 8) and rows[1, :, 1:].all() and not rows[0].any()
+    x = outside.materialize()
+    assert not x["do"][1, 1:].any() and x["do"][0].all()
+    assert valid(outside)["out"].shape == (2, 8, 4, 1) and not valid(outside)["dq"][1, 1:].any()
+    redrawn = {**x, "do": np.ones_like(x["do"])}
+    assert not constrain(outside, redrawn)["do"][1, 1:].any()
+    # a kernel defining such rows (zero) has none outside: nothing excluded or zeroed
+    zero = OneMask(**GOOD, mask="full", empty_row=True)
+    assert zero.rows_without_keys()[:, :, 0].all() and not zero.rows_outside().any()
+    assert valid(zero) == {} and zero.materialize()["do"][:, :, 0].all()
+
+
+def test_padding_rows_are_inside_the_contract() -> None:
+    case = Everything(**GOOD, q_lengths=(2, 0))
+    assert case.padding_rows()[0, 2:].all() and not case.rows_outside().any()
+    assert "padding-rows" in events(case) and valid(case) == {}
+
+
+def test_stored_cases_upgrade_through_the_case_type() -> None:
+    class Old(OneMask):
+        @classmethod
+        def upgraded(cls, data: dict) -> dict:
+            return {**data, "mask": "full"} if data.get("mask") == "bool" else data
+
+    text = OneMask(**GOOD, mask="full").to_json().replace('"mask":"full"', '"mask":"bool"')
+    assert Old.from_json(text) == Old(**GOOD, mask="full")
+    with pytest.raises(ValueError, match="mask must be None or one of"):
+        OneMask.from_json(text)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(problems(Everything)())
+def test_every_drawn_option_takes_effect_and_labels_come_from_the_op(case) -> None:
+    assert Everything.from_json(case.to_json()) == case and drawable(case)
+    used = {o for o in ("is_causal", "window", "mask", "kv_lengths", "q_lengths")
+            if getattr(case, o) not in (None, False)}
+    assert used <= set(effective_options(case))
+    assert {e for e in events(case) if not e.startswith("logits-")} <= LABELS
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(problems(OneMask)())
+def test_a_kernels_declaration_bounds_what_is_drawn(case) -> None:
+    assert not {"window", "q-lengths", "kv-lengths"} & OneMask.FEATURES.used(case)
+    assert sum((case.is_causal, case.mask is not None, case.bias is not None)) <= 1
+    assert case.block == 8 and {case.bias, case.mask} <= {None, "full"}
+
+
+@pytest.mark.parametrize("feature", sorted(OPTIONAL))
+def test_without_a_feature_it_is_never_drawn(feature: str) -> None:
+    @settings(max_examples=25, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(problems(Everything)(without=frozenset({feature})))
+    def check(case) -> None:
+        assert feature not in Everything.FEATURES.used(case)
+        if feature == "gqa":
+            assert case.kv_heads == case.q_heads
+        if feature == "q-len-ne-kv-len":
+            assert case.q_len == case.kv_len
+        if feature == "unaligned-lengths":
+            assert case.q_len % 128 == 0 and case.kv_len % 128 == 0
+
+    check()
+
+
+def test_an_unknown_feature_is_an_error_naming_the_known() -> None:
+    @settings(max_examples=1, database=None)
+    @given(problems(OneMask)(without=frozenset({"window"})))
+    def draw(case) -> None:
+        del case
+
+    with pytest.raises(ValueError, match="unknown optional features.*known: .*bias"):
+        draw()
+
+
+def test_the_record_names_outputs_the_kernels_way() -> None:
+    record = problem_record(OneMask)
+    case = OneMask(**GOOD, is_causal=True)
+    assert set(record["output_axes"]) == {"out", "dq", "dk", "dv", "dmask"}
+    assert record["not_compared"](case) == {"dmask": "no bias in this case"}
+    assert set(record["optional"]) == set(OneMask.FEATURES.optional)
+    assert "kv_lengths" not in record["metamorphic"].roles
+

@@ -1,0 +1,72 @@
+"""The attention problem is the op's (issue 54): a family built on it declares only its
+kernel's configuration, call and facts, never a field or hook of the problem again.
+
+Families on the op's problem today: sdpa and torch-sdpa. splash, flash, gpu-mha and
+gpu-decode still declare their cases from the op's smaller pieces (``PENDING``): each is
+checked here once it moves.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from kernel_harness.ops.attention.problem import AttentionProblem
+
+FAMILIES = Path(__file__).resolve().parents[1] / "kernel_harness" / "families"
+ON_THE_PROBLEM = ("sdpa", "torch_sdpa")
+PENDING = ("splash", "flash", "gpu_mha", "gpu_decode")
+#: Hooks the op derives from the problem (or, for segments, will): a family defining one
+#: restates a rule of the op.
+OP_HOOKS = frozenset({"materialize", "visible", "valid", "may_be_nonfinite", "constrain",
+                      "option_toggles", "as_mha", "segments", "data_draws"})
+PROBLEM_FIELDS = frozenset(f.name for f in dataclasses.fields(AttentionProblem))
+
+
+def violations(source: str) -> list[str]:
+    """What a family module restates of the problem: a class field named like one of the
+    problem's fields, a function or method named like one of its hooks."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in OP_HOOKS:
+            found.append(f"defines {node.name}()")
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                        and item.target.id in PROBLEM_FIELDS):
+                    found.append(f"{node.name} declares the problem's field {item.target.id}")
+    return found
+
+
+@pytest.mark.parametrize("family", ON_THE_PROBLEM)
+def test_a_family_on_the_problem_restates_none_of_it(family: str) -> None:
+    modules = sorted((FAMILIES / family).glob("*.py"))
+    assert modules
+    found = {m.name: v for m in modules if (v := violations(m.read_text()))}
+    assert not found, f"{family} restates the attention problem: {found}"
+
+
+def test_a_planted_restatement_is_found() -> None:
+    planted = '''
+class MyCase(AttentionProblem):
+    window: tuple[int, int] | None = None
+    block_q: int = 128
+
+def valid(case):
+    return {}
+
+class Hooks:
+    def option_toggles(self, case):
+        return []
+'''
+    assert sorted(violations(planted)) == ["MyCase declares the problem's field window",
+                                           "defines option_toggles()", "defines valid()"]
+
+
+def test_every_attention_family_is_on_the_problem_or_named_pending() -> None:
+    attention = {p.parent.name for p in FAMILIES.glob("*/cases.py")
+                 if "ops.attention" in p.read_text()}
+    assert attention <= set(ON_THE_PROBLEM) | set(PENDING), sorted(attention)
