@@ -189,3 +189,56 @@ def test_the_record_names_outputs_the_kernels_way() -> None:
     assert set(record["optional"]) == set(OneMask.FEATURES.optional)
     assert "kv_lengths" not in record["metamorphic"].roles
 
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FlashAttnLike(AttentionProblem):
+    """A forward-only kernel aligning causal masks bottom-right, with one block size."""
+
+    block_q: int = 4
+
+    FEATURES = Features(layout="bhqd", names={"q": "q", "k": "k", "v": "v"},
+                        optional=frozenset({"causal", "q-lengths", "kv-lengths", "gqa",
+                                            "q-len-ne-kv-len"}),
+                        alignments=("bottom-right",), gradients=False, empty_rows="zero")
+
+
+BOTTOM_RIGHT = dict(GOOD, is_causal=True, alignment="bottom-right")
+
+
+def test_bottom_right_causal_puts_the_last_query_on_the_last_key() -> None:
+    vis = FlashAttnLike(**BOTTOM_RIGHT).visible()  # q_len 8, kv_len 16
+    assert vis[0, 0, 0].sum() == 9 and vis[0, 0, -1].all()
+    top_left = Everything(**GOOD, is_causal=True).visible()
+    assert top_left[0, 0, 0].sum() == 1
+    # with lengths, each sequence's own: row b's last real query sees its last real key
+    ragged = FlashAttnLike(**BOTTOM_RIGHT, q_lengths=(8, 3), kv_lengths=(16, 5)).visible()
+    assert ragged[1, 0, 2, :5].all() and ragged[1, 0, 0, :3].all() and not ragged[1, 0, 0, 3:].any()
+    with pytest.raises(ValueError, match="alignment must be one of"):
+        Everything(**GOOD, alignment="centre")
+
+
+def test_a_forward_only_kernel_gets_no_cotangent_and_only_out() -> None:
+    case = FlashAttnLike(**BOTTOM_RIGHT)
+    assert set(case.materialize()) == {"q", "k", "v"}
+    record = problem_record(FlashAttnLike)
+    assert set(record["output_axes"]) == {"out"} and "do" not in record["metamorphic"].roles
+    assert set(record["reference"](case, case.materialize())) == {"out"}
+    assert record["not_compared"](case) == {} and "bottom-right" in events(case)
+
+
+def test_block_size_invariance_redraws_the_kernels_blocks() -> None:
+    from hypothesis import strategies as st
+
+    def blocks(problem):
+        return st.fixed_dictionaries({"block_q": st.sampled_from((1, 2, 4, 8))})
+
+    record = problem_record(FlashAttnLike, blocks=blocks)
+    case = FlashAttnLike(**BOTTOM_RIGHT)
+
+    @settings(max_examples=20, database=None, deadline=None)
+    @given(record["metamorphic"].block_variants(case))
+    def check(variant) -> None:
+        assert dataclasses.replace(variant, block_q=case.block_q) == case
+
+    check()

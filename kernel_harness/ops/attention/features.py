@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from kernel_harness.ops.attention.problem import ALIGNMENTS
 from kernel_harness.ops.attention.program import MAGNITUDES
 from kernel_harness.ops.attention.vocabulary import LAYOUTS
 
@@ -63,6 +64,9 @@ class Features:
       exclusive: groups of features of which a case uses at most one (torch's one
         ``attn_mask`` argument, refused with ``is_causal``).
       empty_rows: :data:`EMPTY_ROWS`: how the kernel defines a row that sees no key.
+      alignments: where its causal and window masks put the query rows
+        (:data:`~.problem.ALIGNMENTS`; drawn from these, the first where a case shrinks).
+      gradients: whether it has a backward (dq, dk, dv and the bias gradient judged).
       magnitudes: gradients judged against the size of the terms summed into them
         (``Contract.magnitudes``; ``dbias`` only where the case has a bias).
       calibrated: dtypes judged by the calibrated bound (they draw large logits too).
@@ -76,6 +80,8 @@ class Features:
     broadcasts: tuple[str, ...] = ("full", "batch-shared", "head-shared")
     exclusive: tuple[frozenset[str], ...] = ()
     empty_rows: str = "outside"
+    alignments: tuple[str, ...] = ("top-left",)
+    gradients: bool = True
     magnitudes: tuple[str, ...] = ()
     calibrated: frozenset[str] = frozenset()
     dtypes: tuple[str, ...] = ("float32", "bfloat16")
@@ -95,7 +101,10 @@ class Features:
             if unknown:
                 raise ValueError(f"Features.{what}: unknown {sorted(unknown)}; known: "
                                  f"{sorted(known)}")
-        missing = {"q", "k", "v", "do"} - set(self.names)
+        if not self.alignments or set(self.alignments) - set(ALIGNMENTS):
+            raise ValueError(f"Features.alignments must be some of {ALIGNMENTS}, got "
+                             f"{self.alignments}")
+        missing = {"q", "k", "v", *(("do",) if self.gradients else ())} - set(self.names)
         if missing:
             raise ValueError(f"Features.names must name the inputs {sorted(missing)}")
         if self.empty_rows not in EMPTY_ROWS:
@@ -121,6 +130,9 @@ class Features:
             if kind is not None and kind not in self.broadcasts:
                 raise ValueError(f"{name}={kind!r}: this kernel takes the broadcasts "
                                  f"{self.broadcasts}")
+        if case.alignment not in self.alignments:
+            raise ValueError(f"alignment={case.alignment!r}: this kernel aligns causal and "
+                             f"window masks {' or '.join(self.alignments)}")
         if case.kv_heads != case.q_heads and not self.takes("gqa"):
             raise ValueError("kv_heads: this kernel takes no grouped-query attention")
         for group in self.exclusive:

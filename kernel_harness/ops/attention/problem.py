@@ -37,6 +37,10 @@ from kernel_harness.ops.attention.vocabulary import Shape, head_axis
 BROADCASTS: tuple[str, ...] = ("full", "batch-shared", "head-shared")
 #: The masking options, by field: each changes which keys a row sees.
 MASKING = ("is_causal", "window", "mask", "kv_lengths", "q_lengths")
+#: Where query row i sits among the keys for causal and window masks: ``top-left`` (at
+#: position i: jax.nn, torch, splash) or ``bottom-right`` (at i + kv_len - q_len, each
+#: sequence's own lengths where given: flash-attn and the libraries following it).
+ALIGNMENTS: tuple[str, ...] = ("top-left", "bottom-right")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -58,6 +62,7 @@ class AttentionProblem(Shape, Case):
       q_lengths, kv_lengths: per batch row, the query rows (the rest are padding rows)
         and the keys that count.
       empty_row: the mask's query row 0 sees no key.
+      alignment: where causal and window masks put the query rows (:data:`ALIGNMENTS`).
     """
 
     is_causal: bool = False
@@ -70,6 +75,7 @@ class AttentionProblem(Shape, Case):
     q_lengths: tuple[int, ...] | None = None
     kv_lengths: tuple[int, ...] | None = None
     empty_row: bool = False
+    alignment: str = "top-left"
 
     # Class attributes, not annotated: Hypothesis prints a dataclass's ClassVars as fields.
     # FEATURES: what the kernel takes of the problem (a :class:`~.features.Features`,
@@ -97,6 +103,8 @@ class AttentionProblem(Shape, Case):
                 len(lengths) != self.batch or not all(0 <= n <= length for n in lengths)
             ):
                 raise ValueError(f"{name} must be {self.batch} values in [0, {length}]")
+        if self.alignment not in ALIGNMENTS:
+            raise ValueError(f"alignment must be one of {ALIGNMENTS}, got {self.alignment!r}")
         if self.empty_row and self.mask is None:
             raise ValueError("empty_row needs a mask")
         if self.FEATURES is not None:
@@ -139,6 +147,8 @@ class AttentionProblem(Shape, Case):
                 parts.append(f"{name}={value}")
         if self.empty_row:
             parts.append("empty-row")
+        if self.alignment != "top-left":
+            parts.append(self.alignment)
         parts += [f"{k}={v}" for k, v in self.config().items()]
         if self.logit_scale != 1.0:
             parts.append(f"logits={self.logit_scale:g}x")
@@ -171,13 +181,27 @@ class AttentionProblem(Shape, Case):
         def unless(option: str, value: Any) -> Any:
             return None if without == option else value
 
-        vis = visibility(self.q_len, self.kv_len,
+        vis = visibility(self.q_len, self.kv_len, q_offset=self.q_offset(),
                          causal=self.is_causal and without != "is_causal",
                          window=unless("window", self.window),
                          mask=unless("mask", self.mask_array()),
                          kv_lengths=unless("kv_lengths", self.kv_lengths),
                          q_lengths=unless("q_lengths", self.q_lengths), xp=np)
         return np.array(np.broadcast_to(vis, (self.batch, self.q_heads, self.q_len, self.kv_len)))
+
+    def q_offset(self, q_lengths: Any = None, kv_lengths: Any = None) -> Any:
+        """The position of query row 0 among the keys (``visibility``'s ``q_offset``):
+        0 top-left; bottom-right ``kv_len - q_len``, per batch row from the lengths given
+        (or the case's)."""
+        if self.alignment == "top-left":
+            return 0
+        q = self.q_lengths if q_lengths is None else q_lengths
+        kv = self.kv_lengths if kv_lengths is None else kv_lengths
+        if q is None and kv is None:
+            return self.kv_len - self.q_len
+        q = np.full(self.batch, self.q_len) if q is None else np.asarray(q)
+        kv = np.full(self.batch, self.kv_len) if kv is None else np.asarray(kv)
+        return (kv - q).astype(np.int32)
 
     def padding_rows(self) -> np.ndarray:
         """``(batch, q_len)`` bool: query rows at or past ``q_lengths``."""
@@ -214,8 +238,8 @@ class AttentionProblem(Shape, Case):
     def materialize(self) -> dict[str, np.ndarray]:
         """The kernel's inputs by its names (``Features.names``): query (standard normal
         times :attr:`q_scale`), key, value, the cotangent (zero on rows outside the
-        contract), then the bias, the boolean mask and int32 lengths where on, drawn in
-        that order and rounded to the case's dtype."""
+        contract; none for a forward-only kernel), then the bias, the boolean mask and
+        int32 lengths where on, drawn in that order and rounded to the case's dtype."""
         names, layout = self.FEATURES.names, self.FEATURES.layout
         rng = self.rng()
         kv = ((self.batch, self.kv_len, self.kv_heads, self.head_dim) if layout == "bqhd"
@@ -224,9 +248,10 @@ class AttentionProblem(Shape, Case):
         out = {names["q"]: cast(query, self.dtype),
                names["k"]: standard_normal(rng, kv, self.dtype),
                names["v"]: standard_normal(rng, kv, self.dtype)}
-        do = rng.standard_normal(self.query_shape())
-        do[np.broadcast_to(self.rows_outside_in_layout(), do.shape)] = 0.0
-        out[names["do"]] = cast(do, self.dtype)
+        if self.FEATURES.gradients:
+            do = rng.standard_normal(self.query_shape())
+            do[np.broadcast_to(self.rows_outside_in_layout(), do.shape)] = 0.0
+            out[names["do"]] = cast(do, self.dtype)
         if self.bias is not None:
             out[names["bias"]] = standard_normal(rng, self.broadcast_shape(self.bias),
                                                  self.dtype)

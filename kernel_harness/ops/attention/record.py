@@ -34,7 +34,7 @@ from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 LABELS: frozenset[str] = frozenset({
     "float32", "bfloat16", "float16", "gqa", "mqa", "q-len<kv-len", "q-len>kv-len", "causal",
     "explicit-scale", "window", "window-left-only", "kv-lengths", "q-lengths", "padding-rows",
-    "rows-without-keys", "empty-row",
+    "rows-without-keys", "empty-row", "bottom-right",
     *(f"{what}-{kind}" for what in ("bias", "mask")
       for kind in ("full", "batch-shared", "head-shared")),
 })
@@ -57,6 +57,8 @@ def events(case: AttentionProblem) -> list[str]:
         ev.append(f"mask-{case.mask}")
     if case.empty_row:
         ev.append("empty-row")
+    if case.alignment == "bottom-right":
+        ev.append("bottom-right")
     if case.scale is not None:
         ev.append("explicit-scale")
     if case.window is not None:
@@ -79,20 +81,21 @@ def valid(case: AttentionProblem) -> dict[str, np.ndarray]:
     rows = case.rows_outside_in_layout()
     if not rows.any():
         return {}
-    names = case.FEATURES
-    return {names.output("out"): ~rows, names.output("dq"): ~rows}
+    f = case.FEATURES
+    return {f.output(n): ~rows for n in (("out", "dq") if f.gradients else ("out",))}
 
 
 def constrain(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The contract's zero cotangent on the rows outside it, after a metamorphic change."""
-    return zero_cotangent(inputs, case.rows_outside_in_layout(), case.FEATURES.names["do"])
+    name = case.FEATURES.names.get("do")
+    return inputs if name is None else zero_cotangent(inputs, case.rows_outside_in_layout(), name)
 
 
 def contract(case: AttentionProblem) -> Contract:
     """The op's options as the case's kernel defines them: its layout, the case's scale
     (the bias after it), the magnitudes it declares (the bias gradient's with a bias)."""
     f = case.FEATURES
-    magnitudes = tuple(m for m in f.magnitudes if m != "dbias" or case.bias)
+    magnitudes = tuple(m for m in f.magnitudes if (m != "dbias" or case.bias) and f.gradients)
     return Contract(layout=f.layout, scale=case.effective_scale, magnitudes=magnitudes)
 
 
@@ -102,15 +105,16 @@ def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> Att
     them is followed), the bias after scaling."""
     f = case.FEATURES
     given = {op: inputs.get(name) for op, name in f.names.items()}
+    lengths = {n: given.get(n) for n in ("q_lengths", "kv_lengths")}
     vis = visibility(case.q_len, case.kv_len, causal=case.is_causal, window=case.window,
-                     q_lengths=given.get("q_lengths"), kv_lengths=given.get("kv_lengths"),
+                     q_offset=case.q_offset(**lengths), **lengths,
                      mask=given.get("mask") if case.mask else None, xp=np)
     return AttentionCall(
         contract=contract(case),
-        q=given["q"], k=given["k"], v=given["v"], do=given["do"],
+        q=given["q"], k=given["k"], v=given["v"], do=given.get("do"),
         bias=given.get("bias") if case.bias else None, vis=vis,
         names=dict(f.outputs),
-        absent={} if case.bias else {f.output("dbias"): (1, 1, 1, 1)})
+        absent={} if case.bias or not f.gradients else {f.output("dbias"): (1, 1, 1, 1)})
 
 
 def option_toggles(case: AttentionProblem) -> list[Toggle]:
@@ -125,18 +129,32 @@ def option_toggles(case: AttentionProblem) -> list[Toggle]:
         (f"bias ({case.bias})", case.bias is not None, {"bias": None}, "values"))
 
 
+def block_variants(blocks: Config) -> Callable[[AttentionProblem], Any]:
+    """``Metamorphic.block_variants`` from the kernel's block strategy: the same case with
+    its blocks drawn again (the strategy that drew them, so no block size is drawn twice)."""
+    def variants(case: AttentionProblem) -> Any:
+        return blocks(case).map(lambda own: dataclasses.replace(case, **own))
+
+    return variants
+
+
 def metamorphic(case_type: type[AttentionProblem], *, traceable: Callable[..., Any] | None = None,
-                shardable: bool = False) -> Metamorphic:
+                shardable: bool = False, blocks: Config | None = None) -> Metamorphic:
     """The metamorphic hooks of ``case_type``'s kernel: roles in its layout and names,
     visibility from the description, option toggles, GQA as MHA, the zero cotangent;
-    ``traceable`` (lowering, sharding) and, where ``shardable``, one shard's case."""
+    ``traceable`` (lowering, sharding), where ``shardable`` one shard's case, and block
+    variants from ``blocks``."""
     f = case_type.FEATURES
     n = f.names
     full = ("batch", "head", "query", "key")
     extra = {n[x]: r for x, r in (("bias", full), ("mask", full), ("q_lengths", ("batch",)),
                                   ("kv_lengths", ("batch",))) if x in n}
+    qkv = roles(f.layout, q=n["q"], k=n["k"], v=n["v"], do=n.get("do", "do"), **extra)
+    if not f.gradients:
+        qkv.pop(n.get("do", "do"))
     return Metamorphic(
-        roles=roles(f.layout, q=n["q"], k=n["k"], v=n["v"], do=n["do"], **extra),
+        roles=qkv,
+        block_variants=block_variants(blocks) if blocks is not None else None,
         visible=lambda case: case.visible(),
         option_toggles=option_toggles,
         as_mha=as_mha_hook(layout=f.layout, kv=(n["k"], n["v"])) if f.takes("gqa") else None,
@@ -152,12 +170,13 @@ def metamorphic(case_type: type[AttentionProblem], *, traceable: Callable[..., A
 def _not_compared(case_type: type[AttentionProblem],
                   config_not_compared: Callable[[Any], Mapping[str, str]] | None
                   ) -> Callable[[Any], dict[str, str]]:
-    dbias = case_type.FEATURES.output("dbias")
+    dbias, gradients = case_type.FEATURES.output("dbias"), case_type.FEATURES.gradients
 
     def not_compared(case: AttentionProblem) -> dict[str, str]:
         """The bias gradient of a case without a bias; then the kernel's own."""
         own = dict(config_not_compared(case)) if config_not_compared else {}
-        return ({dbias: "no bias in this case"} if case.bias is None else {}) | own
+        none = case.bias is None and gradients
+        return ({dbias: "no bias in this case"} if none else {}) | own
 
     return not_compared
 
@@ -177,6 +196,7 @@ def narrowed(family: Any, without: frozenset[str]) -> Any:
 
 
 def problem_record(case_type: type[AttentionProblem], *, config: Config | None = None,
+                   blocks: Config | None = None,
                    config_events: Callable[[Any], Sequence[str]] = lambda case: (),
                    config_not_compared: Callable[[Any], Mapping[str, str]] | None = None,
                    traceable: Callable[..., Any] | None = None, shardable: bool = False,
@@ -185,15 +205,21 @@ def problem_record(case_type: type[AttentionProblem], *, config: Config | None =
     kernel's configuration from ``config``), data draws, labels (the problem's, then
     ``config_events``), ``valid``, what is not compared (then ``config_not_compared``),
     optional features and their narrowing, reference and low-precision twin, output
-    axes, and metamorphic hooks."""
+    axes, and metamorphic hooks (block-size invariance over ``blocks``: the kernel's
+    block ``Config`` strategy, drawn once for the cases and again for the variants)."""
     f = case_type.FEATURES
     reference, low_precision_reference = references(attention_call)
     bias_axes = {f.output("dbias"): ("batch", "head", "query", "key")} if f.takes("bias") else {}
+    axes = output_axes(f.layout, **bias_axes)
+    if not f.gradients:
+        axes = {f.output("out"): axes["out"]}
     return dict(
-        case_type=case_type, cases=problems(case_type, config=config), data_draws=data_draws,
+        case_type=case_type, cases=problems(case_type, config=config, blocks=blocks),
+        data_draws=data_draws,
         events=lambda case: [*events(case), *config_events(case)], valid=valid,
         not_compared=_not_compared(case_type, config_not_compared),
         optional=optional_features(case_type), narrowed=narrowed, reference=reference,
         low_precision_reference=low_precision_reference,
-        output_axes=output_axes(f.layout, **bias_axes),
-        metamorphic=metamorphic(case_type, traceable=traceable, shardable=shardable))
+        output_axes=axes,
+        metamorphic=metamorphic(case_type, traceable=traceable, shardable=shardable,
+                                blocks=blocks))

@@ -68,10 +68,12 @@ def _options(draw: st.DrawFn, features: Any, without: frozenset[str]) -> dict[st
     return on
 
 
-def problems(case_type: type[AttentionProblem], *, config: Config | None = None
+def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
+             blocks: Config | None = None
              ) -> Callable[..., st.SearchStrategy[AttentionProblem]]:
     """``Family.cases`` of ``case_type``: ``cases(without=..., dtypes=...)`` draws its
-    cases, in ``dtypes`` (a subset of the kernel's) where given."""
+    cases, in ``dtypes`` (a subset of the kernel's) where given; the kernel's own fields
+    from ``config`` (its choices) and ``blocks`` (its block sizes), drawn last."""
 
     @st.composite
     def cases(draw: st.DrawFn, *, without: frozenset[str] = frozenset(),
@@ -116,10 +118,15 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None
         seed = draw(st.integers(0, 2**31 - 1))
         if on["mask"]:
             fields["empty_row"] = draw(st.booleans())
+        if len(features.alignments) > 1:
+            fields["alignment"] = draw(st.sampled_from(features.alignments))
+        else:
+            fields["alignment"] = features.alignments[0]
         problem = AttentionProblem(
             dtype=dtype, seed=seed, batch=batch, q_len=q_len, kv_len=kv_len, q_heads=heads,
             kv_heads=kv_heads, head_dim=head_dim, **fields)
-        own = draw(config(problem)) if config is not None else {}
+        own = {**(draw(config(problem)) if config is not None else {}),
+               **(draw(blocks(problem)) if blocks is not None else {})}
         case = case_type(**{f.name: getattr(problem, f.name)
                             for f in dataclasses.fields(AttentionProblem)}, **own)
         assume(drawable(case))
