@@ -207,7 +207,7 @@ def run(
 def events(case: cases.${camel}Case) -> list[str]:
     """What a case reaches, counted in the check's summary."""
     # $todo labels for your kernel's hard paths.
-    return [f"dtype:{case.dtype}", f"rows:{case.rows}"]
+    return [case.dtype, f"rows:{case.rows}"]
 
 
 FAMILY = Family(

@@ -57,7 +57,7 @@ def run(impl: Any, case: cases.RmsNormCase, inputs: dict[str, np.ndarray],
 
 def events(case: cases.RmsNormCase) -> list[str]:
     """What a case reaches: several row blocks, bf16, eps-sized rows, large rows."""
-    labels = [f"dtype:{case.dtype}", f"hidden:{case.hidden}"]
+    labels = [case.dtype, f"hidden:{case.hidden}"]
     if case.rows // case.block_rows > 1:
         labels.append("multi-row-block")
     if case.x_scale < 1:

@@ -21,7 +21,7 @@ from kernel_harness.core.case import (
     check_sizes,
     standard_normal,
 )
-from kernel_harness.ops.attention.events import length_events, segment_events
+from kernel_harness.ops.attention.events import length_events, logits_label, segment_events
 from kernel_harness.ops.attention.program import Contract
 from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.segments import Runs, check_pair, check_rows, stacked_ids
@@ -224,7 +224,7 @@ def flash_events(case: FlashCase) -> list[str]:
         ev.append("dq-multi-block")
     if case.rows_without_keys().any():
         ev.append("rows-without-keys")
-    ev.append(f"logits-{case.logit_scale:g}x")
+    ev.append(logits_label(case.logit_scale))
     return ev
 
 

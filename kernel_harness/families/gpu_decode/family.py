@@ -11,6 +11,7 @@ from kernel_harness.families.gpu_decode.bench import BENCH
 from kernel_harness.families.gpu_decode.cases import DecodeCase, attention_contract, decode_cases
 from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
+from kernel_harness.ops.attention.events import logits_label
 from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
 from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, head_grouping
 from kernel_harness.spec.family import Family
@@ -49,7 +50,7 @@ def _tolerances() -> ToleranceTable:
 
 def _events(case: DecodeCase) -> list[str]:
     ev = [case.dtype, f"scale-{case.scale_mode}", f"entry-{case.entry}",
-          f"logits-{case.logit_scale:g}x"]
+          logits_label(case.logit_scale)]
     ev.append(head_grouping(case.q_heads, case.kv_heads))
     block = min(case.block_k, case.split_len)
     ev += [label for label, on in (
@@ -65,7 +66,7 @@ def _events(case: DecodeCase) -> list[str]:
     vis = case.visible()
     counts = vis.sum(axis=1)
     if (counts == 0).any():
-        ev.append("empty-row")
+        ev.append("rows-without-keys")
     if (counts == 1).any():
         ev.append("one-key-row")
     if ((counts > 0) & (counts < case.kv_len)).any():
@@ -118,7 +119,8 @@ FAMILY = Family(
     metamorphic=METAMORPHIC,
     export=export,
     modes=frozenset({
-        "multi-split", "split-skipped", "block-fully-masked", "multi-k-block", "empty-row",
+        "multi-split", "split-skipped", "block-fully-masked", "multi-k-block",
+        "rows-without-keys",
         "one-key-row", "partial-row", "start-per-row", "end-per-row", "unnormalized", "gqa",
         "mqa", "entry-mqa", "head-splits", "block-k-clamped", "scale-prescaled-q", "float32",
         "bfloat16", "float16"}),

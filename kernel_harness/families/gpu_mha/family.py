@@ -11,6 +11,7 @@ from kernel_harness.families.gpu_mha.bench import BENCH
 from kernel_harness.families.gpu_mha.cases import MhaCase, attention_contract, mha_cases
 from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.families.gpu_mha.metamorphic import METAMORPHIC
+from kernel_harness.ops.attention.events import length_events, logits_label
 from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
@@ -55,7 +56,8 @@ def _tolerances() -> ToleranceTable:
 
 
 def _events(case: MhaCase) -> list[str]:
-    ev = [case.dtype, f"scale-{case.scale_mode}", f"logits-{case.logit_scale:g}x"]
+    ev = [case.dtype, f"scale-{case.scale_mode}", logits_label(case.logit_scale),
+          *length_events(case.q_len, case.kv_len)]
     if case.q_len // case.effective_block("block_q") > 1:
         ev.append("multi-q-block")
     if case.kv_len // case.effective_block("block_k") > 1:
@@ -67,8 +69,6 @@ def _events(case: MhaCase) -> list[str]:
     if any(getattr(case, n) > case.effective_block(n) for n in ("block_q", "block_k",
                                                                 "block_q_dq", "block_q_dkv")):
         ev.append("block-clamped")
-    if case.q_len != case.kv_len:
-        ev.append("q-len-ne-kv-len")
     if not is_pow2(case.q_len) or not is_pow2(case.kv_len):
         ev.append("non-pow2-length")
     if not is_pow2(case.head_dim):
@@ -109,7 +109,7 @@ Triton flash attention mha(q, k, v, segment_ids) on [batch, len, heads, head_dim
 MODES = frozenset({
     "causal", "full", "segments", "several-segments", "unsorted-segments",
     "repeated-segment-id", "length-1-segment", "multi-q-block", "multi-kv-block",
-    "multi-bwd-block", "bwd-blocks-differ", "block-clamped", "q-len-ne-kv-len",
+    "multi-bwd-block", "bwd-blocks-differ", "block-clamped", "q-len<kv-len", "q-len>kv-len",
     "non-pow2-length", "head-dim-padded", "scale-arg", "scale-prescaled-q", "float32",
     "bfloat16", "float16",
 })

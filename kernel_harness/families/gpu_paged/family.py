@@ -13,6 +13,7 @@ from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
 from kernel_harness.families.gpu_paged.export import export
 from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
+from kernel_harness.ops.attention.events import logits_label
 from kernel_harness.ops.paged_decode.events import paged_events
 from kernel_harness.ops.paged_decode.record import paged_record
 from kernel_harness.ops.paged_decode.reference import PagedCall, visible_lengths
@@ -38,7 +39,7 @@ def _events(case: PagedCase) -> list[str]:
     lengths = None if case.lengths is None else case.lengths
     ev = paged_events(case, dtype=case.dtype, lengths=lengths,
                       read_pages=[case.read_pages(b) for b in range(case.batch)])
-    ev.append(f"logits-{case.logit_scale:g}x")
+    ev.append(logits_label(case.logit_scale))
     ev += [label for label, on in (
         ("head-padding", case.group % case.block_h), ("head-splits", case.group > case.block_h),
         ("multi-split", case.k_splits > 1),
@@ -106,12 +107,12 @@ FAMILY = Family(
     export=export,
     modes=frozenset({
         "int8-pages", "multi-split", "head-splits", "multi-compute-block",
-        "compute-block-clamped", "partial-page", "empty-row", "full-row", "shared-pages",
+        "compute-block-clamped", "partial-page", "rows-without-keys", "full-row", "shared-pages",
         "soft-cap", "gqa", "mqa", "float32", "bfloat16", "float16", "logits-16x"}),
     # float16 excludes an empty row from the comparison (CONTRACT): its case shows nothing.
-    nondegenerate={"empty-row": ("a row with tokens besides it, not float16",
-                                 lambda c: c.lengths is not None and any(c.lengths)
-                                 and c.dtype != "float16")},
+    nondegenerate={"rows-without-keys": ("a row with tokens besides it, not float16",
+                                         lambda c: c.lengths is not None and any(c.lengths)
+                                         and c.dtype != "float16")},
     # A row filling every page is drawn in about one case of forty.
     mode_cases={"full-row": lambda: paged_cases().map(lambda c: dataclasses.replace(
         c, lengths=(c.capacity, *(c.lengths or (c.capacity,) * c.batch)[1:])))},

@@ -12,6 +12,7 @@ from kernel_harness.families.hstu.bad_inputs import bad_inputs
 from kernel_harness.families.hstu.bench import BENCH
 from kernel_harness.families.hstu.export import export
 from kernel_harness.families.hstu.metamorphic import METAMORPHIC
+from kernel_harness.ops.attention.events import length_events
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.ops.pointwise_attention import cases
 from kernel_harness.ops.pointwise_attention.masks import case_mask
@@ -38,7 +39,7 @@ def _block_fractions(mask: np.ndarray, bq: int, bkv: int) -> np.ndarray:
 def events(case: cases.HstuCase) -> list[str]:
     """Coverage labels: block structure, mask kinds, window edges, segment layouts."""
     blocks = cases.resolved_blocks(case)
-    labels = [f"dtype:{case.dtype}", f"mask:{case.mask}"]
+    labels = [case.dtype, f"mask:{case.mask}", *length_events(case.q_len, case.kv_len)]
     if case.mask == "numpy":
         labels += ["numpy-mask", f"numpy-pattern:{case.mask_pattern}"]
     fwd = (blocks["block_q"], blocks["block_kv"], blocks["block_kv_compute"])
@@ -50,7 +51,7 @@ def events(case: cases.HstuCase) -> list[str]:
         ("bwd-multi-q-block", case.q_len // blocks["block_q_dkv"] > 1),
         ("bwd-multi-kv-block", case.kv_len // blocks["block_kv_dkv"] > 1),
         ("bwd-kv-compute-split", blocks["block_kv_dkv_compute"] < blocks["block_kv_dkv"]),
-        ("bwd-blocks-differ", fwd != bwd), ("q-len-ne-kv-len", case.q_len != case.kv_len),
+        ("bwd-blocks-differ", fwd != bwd),
         ("multi-batch", case.batch > 1), ("multi-head", case.q_heads > 1),
         ("sm-scale", case.scale is not None)) if on]
     if case.window is not None:
@@ -86,7 +87,7 @@ def events(case: cases.HstuCase) -> list[str]:
     if ((fractions > 0) & (fractions < 1)).any():
         labels.append("partial-blocks")
     if (~dense.any(axis=2)).any():
-        labels.append("fully-masked-rows")
+        labels.append("rows-without-keys")
     return labels
 
 
@@ -105,11 +106,11 @@ Default blocks are min(512, length); every block is a multiple of 128 dividing i
 MODES = frozenset({
     "mask:causal", "mask:full", "numpy-mask",
     "window", "window-at-block-edge", "window-covers-all", "segments", "unsorted-segments",
-    "length-1-segment", "q-kv-segments-differ", "fully-masked-rows", "multi-q-block",
+    "length-1-segment", "q-kv-segments-differ", "rows-without-keys", "multi-q-block",
     "multi-kv-block", "kv-compute-split", "bwd-multi-q-block", "bwd-multi-kv-block",
     "bwd-kv-compute-split", "bwd-blocks-differ", "empty-blocks", "partial-blocks",
-    "q-len-ne-kv-len", "multi-batch", "multi-head", "sm-scale", "dtype:float32",
-    "dtype:bfloat16",
+    "q-len<kv-len", "q-len>kv-len", "multi-batch", "multi-head", "sm-scale", "float32",
+    "bfloat16",
 })
 
 

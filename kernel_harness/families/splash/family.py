@@ -29,7 +29,7 @@ from kernel_harness.families.splash.masks import (
 from kernel_harness.families.splash.metamorphic import METAMORPHIC, block_variants
 from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, splash_data_draws
-from kernel_harness.ops.attention.events import length_events
+from kernel_harness.ops.attention.events import length_events, logits_label
 from kernel_harness.ops.attention.program import AttentionCall, references
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
@@ -88,7 +88,7 @@ def _structure_events(case: SplashCase) -> set[str]:
     if (~any_b).any():
         out.add("skipped-blocks")
     if empty_rows(case).any():
-        out.add("fully-masked-rows")
+        out.add("rows-without-keys")
     return out
 
 
@@ -96,8 +96,8 @@ def events(case: SplashCase) -> Iterable[str]:
     """Labels for what the case reaches (counted to show coverage)."""
     ev: set[str] = set()
     ev.add("mqa" if case.mqa else "gqa" if case.kv_heads < case.q_heads else "mha")
-    ev.add("bf16" if case.dtype == "bfloat16" else "f32")
-    ev.add(f"logits-{case.logit_scale:g}x")
+    ev.add(case.dtype)
+    ev.add(logits_label(case.logit_scale))
     if case.q_len // case.block_q > 1:
         ev.add("multi-q-block")
     if case.kv_len // case.block_kv > 1:
@@ -110,7 +110,7 @@ def events(case: SplashCase) -> Iterable[str]:
     if (case.block_q_dkv, case.block_kv_dkv) != fwd or (
         not case.fused_bwd and (case.block_q_dq, case.block_kv_dq) != fwd
     ):
-        ev.add("bwd-blocks!=fwd-blocks")
+        ev.add("bwd-blocks-differ")
     ev.update(length_events(case.q_len, case.kv_len))
     exprs = [parse_mask(s) for s in case.head_masks()]
     if len(set(case.masks)) > 1:
@@ -240,14 +240,14 @@ def narrowed(family: Family, without: frozenset[str]) -> Family:
 
 #: The kernel's modes ci-sized draws must reach (Family.modes).
 MODES = frozenset({
-    "mha", "gqa", "mqa", "f32", "bf16", "multi-q-block", "multi-kv-block",
-    "kv-compute<kv-block", "dkv-compute<dkv-block", "bwd-blocks!=fwd-blocks",
+    "mha", "gqa", "mqa", "float32", "bfloat16", "multi-q-block", "multi-kv-block",
+    "kv-compute<kv-block", "dkv-compute<dkv-block", "bwd-blocks-differ",
     "q-len<kv-len", "mask-function", "mask-blocks", "per-head-masks", "mask:causal",
     "mask:local", "mask:chunked", "mask:random", "mask:boxes", "mask:numpy", "mask:and",
     "mask:or", "numpy-mask", "window", "window-edge", "segments", "length-1-segment",
     "unsorted-segments", "cross-segments", "soft-cap", "sinks", "fused-bwd",
     "seq-minor-layout", "head-dim-v!=head-dim", "batch>1", "partial-blocks",
-    "skipped-blocks", "fully-masked-rows", "runtime-skip:fwd", "runtime-skip:dq",
+    "skipped-blocks", "rows-without-keys", "runtime-skip:fwd", "runtime-skip:dq",
     "runtime-skip:dkv",
 })
 

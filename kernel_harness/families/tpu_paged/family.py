@@ -183,7 +183,7 @@ FAMILY = Family(
     modes=frozenset({
         "megacore-batch", "megacore-kv_head-several-heads-per-core", "int8-kv",
         "seq-grid-axis", "inline-seq-dim", "gqa", "mqa", "group-multiple-of-8", "soft-cap",
-        "multi-compute-block", "partial-page", "empty-row", "empty-run-between-rows",
+        "multi-compute-block", "partial-page", "rows-without-keys", "empty-run-between-rows",
         "shared-pages", "float32", "bfloat16"}),
     nondegenerate={
         "megacore-kv_head-several-heads-per-core": (
@@ -191,7 +191,7 @@ FAMILY = Family(
             "bug shows; an all-empty batch compares nothing there)", lambda c: any(c.lengths)),
         "megacore-batch": ("a row with tokens on each core (rows alternate between them)",
                            lambda c: any(c.lengths[0::2]) and any(c.lengths[1::2])),
-        "empty-row": ("a row with tokens besides it", lambda c: any(c.lengths)),
+        "rows-without-keys": ("a row with tokens besides it", lambda c: any(c.lengths)),
         "int8-kv": ("float32 q and a row with tokens: a dequantization-scale bug of 0.4 % "
                     "(127 for 127.5) is 200x the float32 bound and under the bfloat16 one",
                     lambda c: c.dtype == "float32" and any(c.lengths)),

@@ -10,6 +10,23 @@ from kernel_harness.ops.attention.vocabulary import Shape
 
 Runs = Sequence[Sequence[tuple[int, int]]]
 
+#: Labels once written for facts that have one label now (old -> today's): stored
+#: coverage and fingerprints read through it. ``q-len-ne-kv-len`` is today's
+#: ``q-len<kv-len`` or ``q-len>kv-len``, whichever holds.
+RENAMED: dict[str, str] = {
+    "fully-masked-rows": "rows-without-keys",
+    "empty-row": "rows-without-keys",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "bwd-blocks!=fwd-blocks": "bwd-blocks-differ",
+    **{f"dtype:{d}": d for d in ("float32", "bfloat16", "float16")},
+}
+
+
+def logits_label(logit_scale: float) -> str:
+    """The label of a case's logit scale, e.g. ``logits-16x``."""
+    return f"logits-{logit_scale:g}x"
+
 
 def sharing_events(shape: Shape) -> list[str]:
     """``gqa`` or ``mqa`` when query heads share kv heads (nothing for MHA)."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_harness.ops.attention.events import length_events, sharing_events
+from kernel_harness.ops.attention.events import length_events, logits_label, sharing_events
 from kernel_harness.ops.attention.metamorphic import as_mha_hook, shard_case, zero_cotangent
 from kernel_harness.ops.attention.problem import AttentionProblem
 from kernel_harness.ops.attention.program import AttentionCall, Contract, references
@@ -34,15 +34,10 @@ from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 LABELS: frozenset[str] = frozenset({
     "float32", "bfloat16", "float16", "gqa", "mqa", "q-len<kv-len", "q-len>kv-len", "causal",
     "explicit-scale", "window", "window-left-only", "kv-lengths", "q-lengths", "padding-rows",
-    "rows-without-keys", "empty-row", "bottom-right",
+    "rows-without-keys", "bottom-right",
     *(f"{what}-{kind}" for what in ("bias", "mask")
       for kind in ("full", "batch-shared", "head-shared")),
 })
-
-
-def logits_label(logit_scale: float) -> str:
-    """The label of a case's logit scale, e.g. ``logits-16x``."""
-    return f"logits-{logit_scale:g}x"
 
 
 def events(case: AttentionProblem) -> list[str]:
@@ -55,8 +50,6 @@ def events(case: AttentionProblem) -> list[str]:
         ev.append(f"bias-{case.bias}")
     if case.mask is not None:
         ev.append(f"mask-{case.mask}")
-    if case.empty_row:
-        ev.append("empty-row")
     if case.alignment == "bottom-right":
         ev.append("bottom-right")
     if case.scale is not None:

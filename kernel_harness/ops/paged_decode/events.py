@@ -9,8 +9,8 @@ from kernel_harness.ops.paged_decode.strategy import PagedGeometry, head_groupin
 
 def paged_events(case: PagedGeometry, *, dtype: str, lengths: Sequence[int] | None,
                  read_pages: Sequence[int]) -> list[str]:
-    """Head grouping, page size, lengths on page edges (partial last page, empty and full
-    rows), masked slots loaded, table entries never loaded, spare pages, shuffled pages,
+    """Head grouping, page size, lengths on page edges (partial last page, rows without
+    keys and full rows), masked slots loaded, table entries never loaded, spare pages, shuffled pages,
     soft cap. ``read_pages[b]``: table entries of row b the kernel loads."""
     page_size, capacity, pages_per_seq = case.page_size, case.capacity, case.pages_per_seq
     ev = [dtype, f"page-size-{page_size}", head_grouping(case.q_heads, case.kv_heads),
@@ -21,7 +21,7 @@ def paged_events(case: PagedGeometry, *, dtype: str, lengths: Sequence[int] | No
         if any(n % page_size for n in lengths):
             ev.append("partial-page")
         if 0 in lengths:
-            ev.append("empty-row")
+            ev.append("rows-without-keys")
         if capacity in lengths:
             ev.append("full-row")
         if any(r * page_size > n for r, n in zip(read_pages, lengths, strict=True)):

@@ -106,7 +106,7 @@ class RowwiseCase(Case):
 
 def rowwise_events(case: RowwiseCase) -> list[str]:
     """The dtype, the width and where the rows fall against the block."""
-    return [f"dtype:{case.dtype}", f"width:{case.width}",
+    return [case.dtype, f"width:{case.width}",
             *block_events(case.rows, case.block_rows)]
 
 

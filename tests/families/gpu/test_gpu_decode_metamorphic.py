@@ -28,5 +28,5 @@ def test_ci_draw_reaches_every_mode():
     modes = {"entry-gqa", "entry-mqa", "mqa", "gqa", "mha-heads", "head-splits",
              "head-padding", "multi-split", "multi-k-block", "block-k-clamped",
              "start-scalar", "start-per-row", "end-scalar", "end-per-row", "unnormalized",
-             "empty-row", "split-skipped", "scale-arg", "scale-prescaled-q"}
+             "rows-without-keys", "split-skipped", "scale-arg", "scale-prescaled-q"}
     assert_reaches(reach(decode_cases(), FAMILY.events), modes, "gpu-decode")

@@ -56,5 +56,5 @@ def test_compute_block_invariance():
 def test_ci_draw_reaches_every_mode():
     modes = {"partial-page", "multi-split", "multi-compute-block", "pages-per-compute-block>1",
              "int8-pages", "head-splits", "head-padding", "mqa", "gqa", "mha-heads",
-             "shared-pages", "soft-cap", "no-lengths", "empty-row", "reads-masked-slots"}
+             "shared-pages", "soft-cap", "no-lengths", "rows-without-keys", "reads-masked-slots"}
     assert_reaches(reach(paged_cases(), FAMILY.events), modes, "gpu-paged")

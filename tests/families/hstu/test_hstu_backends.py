@@ -53,7 +53,7 @@ def test_forward_and_backward_lower_for_tpu(dtype, mask_kind):
 def test_hard_case_passes_under_the_tpu_interpreter():
     result = check_case(FAMILY, HARD, resolve_backend("tpu-interpret"))
     assert result.passed, [v.problems for v in result.failures]
-    assert {"empty-blocks", "partial-blocks", "kv-compute-split", "fully-masked-rows"} <= set(
+    assert {"empty-blocks", "partial-blocks", "kv-compute-split", "rows-without-keys"} <= set(
         FAMILY.events(HARD)
     )
 

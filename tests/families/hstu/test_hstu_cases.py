@@ -55,11 +55,12 @@ def test_strategy_reaches_the_hard_paths():
     collect()
     wanted = {
         "multi-q-block", "multi-kv-block", "kv-compute-split", "bwd-multi-q-block",
-        "bwd-multi-kv-block", "bwd-kv-compute-split", "bwd-blocks-differ", "q-len-ne-kv-len",
+        "bwd-multi-kv-block", "bwd-kv-compute-split", "bwd-blocks-differ", "q-len<kv-len",
+        "q-len>kv-len",
         "mask:causal", "mask:full", "numpy-mask", "empty-blocks", "partial-blocks", "window",
         "window-0", "window-covers-all", "window-at-block-edge", "segments", "unsorted-segments",
-        "length-1-segment", "q-kv-segments-differ", "fully-masked-rows", "dtype:bfloat16",
-        "dtype:float32", "sm-scale", "multi-batch", "multi-head",
+        "length-1-segment", "q-kv-segments-differ", "rows-without-keys", "bfloat16",
+        "float32", "sm-scale", "multi-batch", "multi-head",
     }
     assert wanted <= set(seen), f"never reached: {sorted(wanted - set(seen))}"
 
