@@ -6,6 +6,7 @@ folders keep what is the family's own: its planted bug and the standalone run.""
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,18 @@ def test_every_golden_case_of_a_kv_update_script_agrees(family: str, tmp_path: P
         pytest.skip(f"{family} has no backend on this stack ({get_family(family).requires})")
     worst = {c.to_json(): reference_agrees(family, tmp_path, c) for c in golden_cases(family)}
     assert len(worst) >= 3 and max(worst.values()) <= BOUND, worst
+
+
+#: How an export takes its op's reference: the op's functions' source, embedded verbatim.
+EMBEDS = re.compile(r"\b(call_source|reference_source|getsource|ragged_reference_source|"
+                    r"kv_update_reference_source|export_snippet)\(")
+
+
+def test_no_export_hand_types_its_ops_reference() -> None:
+    """Counted at 0 (issue 54): a script's reference is the op's source, never a retyped
+    copy that could drift from the harness's (gpu-softmax, gpu-norm, megablox-gmm,
+    tpu-all-gather and the all-gather matmul retyped theirs until 2026-12-05)."""
+    families = Path(__file__).resolve().parents[2] / "kernel_harness" / "families"
+    hand_typed = sorted(p.parent.name for p in families.glob("*/export.py")
+                        if not EMBEDS.search(p.read_text()))
+    assert hand_typed == []

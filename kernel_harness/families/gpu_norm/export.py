@@ -6,6 +6,10 @@ script's reference returns and the embedded judge reads)."""
 
 from __future__ import annotations
 
+import inspect
+import textwrap
+
+from kernel_harness.ops.norm import reference as op
 from kernel_harness.ops.norm.cases import NormCase
 from kernel_harness.spec.export import ExportSnippet
 
@@ -22,7 +26,8 @@ def kernel(op, x, weight, bias, *, eps, interpret):
 
 
 def export(case: NormCase) -> ExportSnippet:
-    """The kernel's forward and vjp with the case's op and eps, and a float64 reference."""
+    """The kernel's forward and vjp with the case's op and eps, and the norm op's own
+    float64 reference (its source embedded, not retyped)."""
     run_kernel = f'''
         @jax.jit
         def _kernel_fwd_bwd(x, weight, bias, do):
@@ -37,28 +42,11 @@ def export(case: NormCase) -> ExportSnippet:
         def run_kernel(x):
             return _kernel_fwd_bwd(x["x"], x["weight"], x["bias"], x["do"])
     '''
-    centre = ("c = z - z.mean(axis=-1, keepdims=True)" if case.op == "layer_norm"
-              else "c = z  # rms_norm: no centring")
-    mean_g = ("- g.mean(axis=-1, keepdims=True) " if case.op == "layer_norm" else "")
-    abs_mean_g = ("np.abs(g.mean(axis=-1, keepdims=True))" if case.op == "layer_norm"
-                  else "0.0")
-    reference = f'''
+    reference = inspect.getsource(op.norm) + "\n\n" + textwrap.dedent(f'''
         def reference(x):
-            """{case.op} and its vjp in float64 from the definitions."""
-            z, w, b, do = (np.asarray(x[n], np.float64) for n in ("x", "weight", "bias", "do"))
-            {centre}
-            rstd = 1.0 / np.sqrt((c * c).mean(axis=-1, keepdims=True) + {case.eps!r})
-            xhat = c * rstd
-            g = do * w
-            proj = xhat * (g * xhat).mean(axis=-1, keepdims=True)
-            dx = rstd * (g {mean_g}- proj)
-            mean_g = {abs_mean_g}
-            out = {{"out": xhat * w + b, "dx": dx, "dweight": (do * xhat).sum(axis=(0, 1)),
-                   "dbias": do.sum(axis=(0, 1)),
-                   "dx:magnitude": rstd * (np.abs(g) + mean_g + np.abs(proj)),
-                   "dweight:magnitude": np.abs(do * xhat).sum(axis=(0, 1)),
-                   "dbias:magnitude": np.abs(do).sum(axis=(0, 1))}}
+            """{case.op} and its vjp: the op's float64 norm (embedded above), as float32."""
+            out = norm({case.op!r}, x["x"], x["weight"], x["bias"], x["do"], {case.eps!r})
             return {{k: v.astype(np.float32) for k, v in out.items()}}
-    '''
+    ''')
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,
                          outputs=("out", "dx", "dweight", "dbias"))

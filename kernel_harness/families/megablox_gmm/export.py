@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
+import textwrap
+
+from kernel_harness.ops.grouped_matmul import reference as op
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
 from kernel_harness.spec.export import ExportSnippet
 
 
 def export(case: GmmCase) -> ExportSnippet:
-    """gmm forward and vjp with the case's static options, and the one-hot reference."""
+    """gmm forward and vjp with the case's static options, and the op's own reference
+    (``grouped_matmul``, its source embedded) over the one-hot rows of the groups."""
     offset = 'jnp.reshape(x["group_offset"], ())' if case.group_offset is not None else "None"
     run_kernel = f'''
         @jax.jit
@@ -24,27 +29,23 @@ def export(case: GmmCase) -> ExportSnippet:
         def run_kernel(x):
             return _kernel_fwd_bwd(x["lhs"], x["rhs"], x["group_sizes"], {offset}, x["do"])
     '''
-    reference = f'''
+    reference = "_HI = HI\n\n\n" + inspect.getsource(op.grouped_matmul) + "\n\n" + \
+        textwrap.dedent(f'''
         def reference(x):
-            """Each row times its group's rhs block (one-hot rows from group_sizes), float32
-            HIGHEST precision; gradients by jax.vjp."""
+            """The op's grouped_matmul (embedded above) over one-hot rows from group_sizes,
+            float32 HIGHEST precision; gradients by jax.vjp."""
             sizes = np.asarray(x["group_sizes"], np.int64)
             groups = np.repeat(np.arange(sizes.size), sizes)
             groups = np.concatenate([groups, np.full({case.m} - groups.size, -1)])
             local = groups - {case.offset}
             onehot = jnp.asarray(local[:, None] == np.arange({case.rhs_groups})[None, :],
                                  jnp.float32)
-
-            def gmm(lhs, rhs):
-                w = jnp.swapaxes(rhs, 1, 2) if {case.transpose_rhs} else rhs
-                per_group = jnp.einsum("mk,gkn->gmn", lhs, w, precision=HI)
-                return jnp.einsum("mg,gmn->mn", onehot, per_group, precision=HI)
-
             lhs, rhs, do = (jnp.asarray(x[n], jnp.float32) for n in ("lhs", "rhs", "do"))
-            out, vjp = jax.vjp(gmm, lhs, rhs)
+            out, vjp = jax.vjp(lambda a, b: grouped_matmul(a, b, onehot, {case.transpose_rhs}),
+                               lhs, rhs)
             dlhs, drhs = vjp(do)
             return dict(out=out, dlhs=dlhs, drhs=drhs)
-    '''
+    ''')
     return ExportSnippet(
         default_import="from jax.experimental.pallas.ops.tpu.megablox.ops import gmm as kernel",
         run_kernel=run_kernel, reference=reference, outputs=("out", "dlhs", "drhs"))

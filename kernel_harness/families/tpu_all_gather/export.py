@@ -4,8 +4,10 @@ device's copy of the result, and the reference (x on every device)."""
 
 from __future__ import annotations
 
+import inspect
 import textwrap
 
+from kernel_harness.ops.all_gather import reference as op
 from kernel_harness.ops.all_gather.cases import AllGatherCase
 from kernel_harness.spec.export import DEVICES_FIRST, ExportSnippet
 
@@ -44,12 +46,10 @@ def export(case: AllGatherCase) -> ExportSnippet:
             copies = {{s.device: np.asarray(s.data, np.float32) for s in out.addressable_shards}}
             return dict(gathered=np.stack([copies[d] for d in mesh.devices.flat]))
     ''')
-    reference = textwrap.dedent(f'''
+    reference = inspect.getsource(op.gathered) + "\n\n" + textwrap.dedent(f'''
         def reference(x):
-            """Every device of the mesh holds all of x."""
-            whole = np.asarray(x["x"]).astype(np.float32)
-            copies = ({case.total_devices},) + whole.shape
-            return dict(gathered=np.broadcast_to(whole, copies).copy())
+            """Every device of the mesh holds all of x (the op's gathered, embedded above)."""
+            return dict(gathered=gathered(x["x"], {case.total_devices}))
     ''')
     return ExportSnippet(default_import=default_import, run_kernel=run_kernel,
                          reference=reference, outputs=("gathered",))

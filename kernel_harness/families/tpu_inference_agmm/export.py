@@ -5,9 +5,11 @@ case's mesh, blocks and DMA schedule, and the product in float64."""
 
 from __future__ import annotations
 
+import inspect
 import textwrap
 
 from kernel_harness.families.tpu_inference_record import loader_source
+from kernel_harness.ops.all_gather_matmul import reference as op
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
 from kernel_harness.spec.export import DEVICES_FIRST, ExportSnippet
 
@@ -48,12 +50,10 @@ def export(case: AgmmCase) -> ExportSnippet:
                                                    rhs_transpose={case.rhs_transpose}))
             return dict(out=np.asarray(out, np.float32))
     ''')
-    reference = textwrap.dedent(f'''
+    reference = inspect.getsource(op.product) + "\n\n" + textwrap.dedent(f'''
         def reference(x):
-            """x @ y in float64."""
-            a = np.asarray(x["x"]).astype(np.float64)
-            b = np.asarray(x["y"]).astype(np.float64)
-            return dict(out=(a @ (b.T if {case.rhs_transpose} else b)).astype(np.float32))
+            """x @ y in float64 (the op's product, embedded above)."""
+            return dict(out=product(x["x"], x["y"], {case.rhs_transpose}))
     ''')
     return ExportSnippet(default_import=default_import, run_kernel=run_kernel,
                          reference=reference, outputs=("out",))

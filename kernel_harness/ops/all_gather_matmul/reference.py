@@ -7,8 +7,13 @@ import numpy as np
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
 
 
+def product(x: np.ndarray, y: np.ndarray, rhs_transpose: bool) -> np.ndarray:
+    """float32 ``x @ y`` computed in float64 (``y`` given as ``[n, k]`` where
+    ``rhs_transpose``)."""
+    x, y = np.asarray(x).astype(np.float64), np.asarray(y).astype(np.float64)
+    return (x @ (y.T if rhs_transpose else y)).astype(np.float32)
+
+
 def reference(case: AgmmCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """``out`` [m, n] (float32): x @ y (y transposed back where it is given as [n, k])."""
-    x = np.asarray(inputs["x"]).astype(np.float64)
-    y = np.asarray(inputs["y"]).astype(np.float64)
-    return {"out": (x @ (y.T if case.rhs_transpose else y)).astype(np.float32)}
+    return {"out": product(inputs["x"], inputs["y"], case.rhs_transpose)}

@@ -10,8 +10,8 @@ from kernel_harness.ops.paged_decode.strategy import PagedGeometry, head_groupin
 def paged_events(case: PagedGeometry, *, dtype: str, lengths: Sequence[int] | None,
                  read_pages: Sequence[int]) -> list[str]:
     """Head grouping, page size, lengths on page edges (partial last page, rows without
-    keys and full rows), masked slots loaded, table entries never loaded, spare pages, shuffled pages,
-    soft cap. ``read_pages[b]``: table entries of row b the kernel loads."""
+    keys and full rows), masked slots loaded, table entries never loaded, spare pages,
+    shuffled pages, soft cap. ``read_pages[b]``: table entries of row b the kernel loads."""
     page_size, capacity, pages_per_seq = case.page_size, case.capacity, case.pages_per_seq
     ev = [dtype, f"page-size-{page_size}", head_grouping(case.q_heads, case.kv_heads),
           f"kv-heads-{case.kv_heads}" if case.kv_heads < 4 else "kv-heads>=4"]
