@@ -13,7 +13,7 @@ import pytest
 
 from kernel_harness.ops.attention import export as attention_export
 from kernel_harness.ops.attention import program
-from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
+from kernel_harness.ops.attention.program import AttentionCall, Definition, run_call
 
 CPU = jax.devices("cpu")[0]
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,9 +59,9 @@ def _arrays(seed=0, b=2, h=4, kvh=2, tq=5, tk=7, d=3):
 @pytest.mark.parametrize("cap", [None, 2.0])
 def test_the_program_matches_loops_for_each_contract_option(before, cap):
     x, vis = _arrays()
-    contract = Contract(layout="bhqd", scale=0.7, bias_before_scale=before, soft_cap=cap,
+    contract = Definition(layout="bhqd", scale=0.7, bias_before_scale=before, soft_cap=cap,
                         lse="natural")
-    got = run_call(AttentionCall(contract=contract, q=x["q"], k=x["k"], v=x["v"], vis=vis,
+    got = run_call(AttentionCall(definition=contract, q=x["q"], k=x["k"], v=x["v"], vis=vis,
                                  bias=x["bias"]), np.float32, CPU)
     want_out, want_lse = _loops(*(x[n].astype(np.float64) for n in ("q", "k", "v")), vis, 0.7,
                                 bias=x["bias"], before=before, cap=cap)
@@ -78,17 +78,17 @@ def test_sinks_normalize_and_base2_lse_in_the_other_layout():
     sinks = np.array([0.3, -0.5, 1.0, 0.0], np.float32)
     to_bqhd = lambda a: np.swapaxes(a, 1, 2)  # noqa: E731
     for normalize in ("probs", "output"):
-        contract = Contract(layout="bqhd", scale=1.0, normalize=normalize, lse="base2")
-        got = run_call(AttentionCall(contract=contract, q=to_bqhd(x["q"]), k=to_bqhd(x["k"]),
+        contract = Definition(layout="bqhd", scale=1.0, normalize=normalize, lse="base2")
+        got = run_call(AttentionCall(definition=contract, q=to_bqhd(x["q"]), k=to_bqhd(x["k"]),
                                      v=to_bqhd(x["v"]), vis=vis, sinks=sinks), np.float32, CPU)
         want_out, want_lse = _loops(*(x[n].astype(np.float64) for n in ("q", "k", "v")), vis,
                                     1.0, sinks=sinks)
         np.testing.assert_allclose(got["out"], to_bqhd(want_out), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(got["lse"], want_lse / math.log(2.0), rtol=1e-5)
     unnormalized = run_call(AttentionCall(
-        contract=Contract(layout="bhqd", normalize="none", lse="natural"), q=x["q"], k=x["k"],
+        definition=Definition(layout="bhqd", normalize="none", lse="natural"), q=x["q"], k=x["k"],
         v=x["v"], vis=vis), np.float32, CPU)
-    normalized = run_call(AttentionCall(contract=Contract(layout="bhqd"), q=x["q"], k=x["k"],
+    normalized = run_call(AttentionCall(definition=Definition(layout="bhqd"), q=x["q"], k=x["k"],
                                         v=x["v"], vis=vis), np.float32, CPU)
     # unnormalized out = normalized out * sum_j exp(s_j - m): never the same where a row
     # sees more than one key, so the option cannot be ignored
@@ -97,8 +97,8 @@ def test_sinks_normalize_and_base2_lse_in_the_other_layout():
 
 def test_gradients_renames_absent_outputs_and_magnitudes():
     x, vis = _arrays(seed=2)
-    contract = Contract(layout="bhqd", scale=0.5, magnitudes=("dq", "dk"))
-    call = AttentionCall(contract=contract, q=x["q"], k=x["k"], v=x["v"], vis=vis, do=x["do"],
+    contract = Definition(layout="bhqd", scale=0.5, magnitudes=("dq", "dk"))
+    call = AttentionCall(definition=contract, q=x["q"], k=x["k"], v=x["v"], vis=vis, do=x["do"],
                          names={"dv": "dvalue"}, absent={"dbias": (1, 1, 1, 1)})
     got = run_call(call, np.float32, CPU)
     assert set(got) == {"out", "dq", "dk", "dvalue", "dbias", "dq:magnitude", "dk:magnitude"}
@@ -125,9 +125,9 @@ def test_the_bias_gradients_magnitude_bounds_it_and_follows_its_name(before, bia
     bias broadcasts along; its magnitude is summed the same way, under the family's name."""
     x, vis = _arrays(seed=4)
     x["bias"] = x["bias"][tuple(slice(0, n) for n in bias_shape)]
-    contract = Contract(layout="bhqd", scale=0.5, bias_before_scale=before,
+    contract = Definition(layout="bhqd", scale=0.5, bias_before_scale=before,
                         magnitudes=("dbias",))
-    call = AttentionCall(contract=contract, q=x["q"], k=x["k"], v=x["v"], vis=vis, do=x["do"],
+    call = AttentionCall(definition=contract, q=x["q"], k=x["k"], v=x["v"], vis=vis, do=x["do"],
                          bias=x["bias"], names={"dbias": "dab"})
     got = run_call(call, np.float32, CPU)
     assert {"dab", "dab:magnitude"} <= set(got) and "dbias:magnitude" not in got
@@ -148,23 +148,23 @@ def _jnp_attention(q, k, v, vis, scale):
 
 def test_an_unknown_option_is_a_clear_error():
     with pytest.raises(ValueError, match="normalize must be one of"):
-        Contract(layout="bhqd", normalize="rows")
+        Definition(layout="bhqd", normalize="rows")
     with pytest.raises(ValueError, match="lse must be one of"):
-        Contract(layout="bhqd", lse="log10")
+        Definition(layout="bhqd", lse="log10")
     with pytest.raises(ValueError, match="magnitudes: unknown"):
-        Contract(layout="bhqd", magnitudes=("dv",))
+        Definition(layout="bhqd", magnitudes=("dv",))
 
 
 def test_the_exported_call_computes_what_the_program_computes():
-    """An exported script calls ``attend`` with ``Contract.attend_source``: the same options."""
+    """An exported script calls ``attend`` with ``Definition.attend_source``: the same options."""
     x, vis = _arrays(seed=3)
     sinks = np.array([0.3, -0.5, 1.0, 0.0], np.float32)
-    contract = Contract(layout="bhqd", scale=0.9, soft_cap=3.0, normalize="output")
+    contract = Definition(layout="bhqd", scale=0.9, soft_cap=3.0, normalize="output")
     scope = {"jax": jax, "jnp": jnp, "np": np, "HI": jax.lax.Precision.HIGHEST}
     exec(attention_export.op_source(), scope)  # noqa: S102
     scope.update(q=x["q"], k=x["k"], v=x["v"], vis=jnp.asarray(vis), sinks=jnp.asarray(sinks))
     out, _ = eval(contract.attend_source(sinks="sinks"), scope)  # noqa: S307
-    got = run_call(AttentionCall(contract=contract, q=x["q"], k=x["k"], v=x["v"], vis=vis,
+    got = run_call(AttentionCall(definition=contract, q=x["q"], k=x["k"], v=x["v"], vis=vis,
                                  sinks=sinks), np.float32, CPU)
     np.testing.assert_allclose(np.asarray(out), got["out"], rtol=1e-6, atol=1e-6)
 

@@ -22,7 +22,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.ops.attention.events import length_events, logits_label, segment_events
-from kernel_harness.ops.attention.program import Contract
+from kernel_harness.ops.attention.program import Definition
 from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.segments import Runs, check_pair, check_rows, stacked_ids
 
@@ -228,11 +228,11 @@ def flash_events(case: FlashCase) -> list[str]:
     return ev
 
 
-def attention_contract(case: FlashCase) -> Contract:
+def attention_definition(case: FlashCase) -> Definition:
     """Flash's softmax in the attention op's options: ``(q.k^T + ab) * sm_scale`` (the bias
     added before scaling), and the magnitudes of the terms summed into dq and dk: the
     backward takes ``D = rowsum(dO * O)`` from its own rounded output, so a row whose
     ``dP - D`` cancels carries the rounding of ``D``, not of its own small value (a bfloat16
     row seeing two keys: 4x the plain bfloat16 math's error, all of it from ``D``)."""
-    return Contract(layout="bhqd", scale=case.sm_scale, bias_before_scale=True,
+    return Definition(layout="bhqd", scale=case.sm_scale, bias_before_scale=True,
                     magnitudes=("dq", "dk"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from kernel_harness.families.flash.cases import FlashCase, attention_contract
+from kernel_harness.families.flash.cases import FlashCase, attention_definition
 from kernel_harness.ops.attention.export import call_source
 from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
 
@@ -50,7 +50,7 @@ def export(case: FlashCase) -> ExportSnippet:
                 return jax.block_until_ready(_kernel_fwd_bwd(x))
     ''')
     reference = call_source(
-        attention_contract(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
+        attention_definition(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
         f"causal={case.causal}, segments={segments})",
         arrays={n: f'x["{n}"]' for n in ("q", "k", "v", "do")}
         | ({"bias": 'x["ab"]'} if case.bias else {}),

@@ -7,7 +7,7 @@ import numpy as np
 from kernel_harness.families.flash import kernel as _kernel
 from kernel_harness.families.flash.bad_inputs import bad_inputs
 from kernel_harness.families.flash.bench import BENCH
-from kernel_harness.families.flash.cases import FlashCase, attention_contract, flash_events
+from kernel_harness.families.flash.cases import FlashCase, attention_definition, flash_events
 from kernel_harness.families.flash.export import export
 from kernel_harness.families.flash.metamorphic import METAMORPHIC
 from kernel_harness.families.flash.strategy import (
@@ -55,7 +55,7 @@ def attention_call(case: FlashCase, inputs: dict[str, np.ndarray]) -> AttentionC
     segments = ((inputs["segment_ids_q"], inputs["segment_ids_kv"])
                 if "segment_ids_q" in inputs else None)
     return AttentionCall(
-        contract=attention_contract(case),
+        definition=attention_definition(case),
         q=inputs["q"], k=inputs["k"], v=inputs["v"], do=inputs["do"],
         bias=inputs["ab"] if case.bias else None,
         vis=visibility(case.q_len, case.kv_len, causal=case.causal, segments=segments, xp=np),

@@ -17,7 +17,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.families.gpu_common import TritonCase, is_pow2
-from kernel_harness.ops.attention.program import Contract
+from kernel_harness.ops.attention.program import Definition
 from kernel_harness.ops.attention.reference import visibility
 
 SCALE_MODES: tuple[str, ...] = ("default", "arg", "prescaled-q")
@@ -229,10 +229,10 @@ def decode_cases(
     )
 
 
-def attention_contract(case: DecodeCase) -> Contract:
+def attention_definition(case: DecodeCase) -> Definition:
     """The decode kernel's softmax in the attention op's options: one query per row, scale
     1/sqrt(head_dim) (1 for a prescaled q), the natural lse, the denominator dividing the
     output, or not at all without ``normalize_output``."""
     scale = case.head_dim**-0.5 if case.scale_mode != "prescaled-q" else 1.0
-    return Contract(layout="bqhd", scale=scale, lse="natural",
+    return Definition(layout="bqhd", scale=scale, lse="natural",
                     normalize="output" if case.normalize_output else "none")

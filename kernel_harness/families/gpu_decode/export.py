@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel_harness.families.gpu_decode.cases import DecodeCase, attention_contract
+from kernel_harness.families.gpu_decode.cases import DecodeCase, attention_definition
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
 
@@ -40,7 +40,7 @@ def export(case: DecodeCase) -> ExportSnippet:
             lse = np.asarray(m + jnp.log(l), np.float32)
             return dict(out=out, lse=np.where(NO_KEY & (lse == -np.inf), 0.0, lse))
     '''
-    call = attention_contract(case).attend_source()
+    call = attention_definition(case).attend_source()
     reference = reference_source(f'''
         def reference(x):
             """One-token attention in float32, HIGHEST (the attention op's ``attend``, its

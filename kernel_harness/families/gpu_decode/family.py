@@ -8,7 +8,7 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import tolerance_table
 from kernel_harness.families.gpu_decode import kernel as _kernel
 from kernel_harness.families.gpu_decode.bench import BENCH
-from kernel_harness.families.gpu_decode.cases import DecodeCase, attention_contract, decode_cases
+from kernel_harness.families.gpu_decode.cases import DecodeCase, attention_definition, decode_cases
 from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
 from kernel_harness.ops.attention.events import logits_label
@@ -22,8 +22,8 @@ def reference(case: DecodeCase, inputs: dict[str, np.ndarray]) -> dict[str, np.n
     """out and lse (natural log) in float32 by the attention op: one query per row, the
     denominator dividing the output (or not at all: out is then sum_j exp(s_j - m) v_j with
     m the largest visible logit); a row with no visible key gives out 0 and lse -inf."""
-    call = AttentionCall(contract=attention_contract(case), q=inputs["q"][:, None], k=inputs["k"],
-                         v=inputs["v"], vis=case.visible()[:, None, None, :])
+    call = AttentionCall(definition=attention_definition(case), q=inputs["q"][:, None],
+                         k=inputs["k"], v=inputs["v"], vis=case.visible()[:, None, None, :])
     res = float32_outputs(call)
     return {"out": res["out"][:, 0], "lse": res["lse"][:, :, 0]}
 

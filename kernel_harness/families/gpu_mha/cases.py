@@ -17,7 +17,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.families.gpu_common import TILE_SIZES, TritonCase, is_pow2
-from kernel_harness.ops.attention.program import Contract
+from kernel_harness.ops.attention.program import Definition
 from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.segments import Runs, check_rows, stacked_ids
 
@@ -258,9 +258,9 @@ def mha_cases(
     )
 
 
-def attention_contract(case: MhaCase) -> Contract:
+def attention_definition(case: MhaCase) -> Definition:
     """The Triton kernel's softmax in the attention op's options: ``sm_scale * q.k^T``, lse
     in log base 2 (the kernel's residual); below float32 the magnitudes of the terms summed
     into dq and dk (the scale of their designed rounding)."""
-    return Contract(layout="bqhd", scale=case.sm_scale, lse="base2",
+    return Definition(layout="bqhd", scale=case.sm_scale, lse="base2",
                     magnitudes=("dq", "dk") if case.dtype != "float32" else ())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel_harness.families.gpu_mha.cases import BLOCK_FIELDS, MhaCase, attention_contract
+from kernel_harness.families.gpu_mha.cases import BLOCK_FIELDS, MhaCase, attention_definition
 from kernel_harness.ops.attention.export import call_source
 from kernel_harness.spec.export import ExportSnippet
 
@@ -32,7 +32,7 @@ def export(case: MhaCase) -> ExportSnippet:
                 return _kernel_fwd_bwd(x["q"], x["k"], x["v"], x.get("segment_ids"), x["do"])
     '''
     reference = call_source(
-        attention_contract(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
+        attention_definition(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
         f"causal={case.causal}, segments={segments})",
         arrays={n: f'x["{n}"]' for n in ("q", "k", "v", "do")},
         outputs={n: n for n in ("out", "lse", "dq", "dk", "dv")},

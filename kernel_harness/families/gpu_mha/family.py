@@ -8,7 +8,7 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import is_pow2, tolerance_table
 from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.bench import BENCH
-from kernel_harness.families.gpu_mha.cases import MhaCase, attention_contract, mha_cases
+from kernel_harness.families.gpu_mha.cases import MhaCase, attention_definition, mha_cases
 from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.families.gpu_mha.metamorphic import METAMORPHIC
 from kernel_harness.ops.attention.events import length_events, logits_label
@@ -32,7 +32,7 @@ def reference(case: MhaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndar
     that rounds to bfloat16 inside; the low-precision tables are the fixed bound of the
     kernel's designed rounding (P and dS cast to the input dtype), which follows the summed
     terms, so there the magnitudes are the honest scale."""
-    call = AttentionCall(contract=attention_contract(case), q=inputs["q"], k=inputs["k"],
+    call = AttentionCall(definition=attention_definition(case), q=inputs["q"], k=inputs["k"],
                          v=inputs["v"], do=inputs["do"], vis=case.visible()[:, None])
     return float32_outputs(call)
 

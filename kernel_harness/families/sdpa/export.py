@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernel_harness.families.sdpa.cases import SdpaCase
 from kernel_harness.ops.attention.export import call_source
-from kernel_harness.ops.attention.record import contract
+from kernel_harness.ops.attention.record import definition
 from kernel_harness.spec.export import ExportSnippet
 
 _DEFAULT = '''
@@ -44,7 +44,7 @@ def export(case: SdpaCase) -> ExportSnippet:
     names = {"q": "query", "k": "key", "v": "value", "do": "do"} | (
         {"bias": "bias"} if has_bias else {})
     reference = call_source(
-        contract(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
+        definition(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
         f"causal={case.is_causal}, window={case.window!r}, mask={arrays['mask']}, "
         f"q_lengths={arrays['q_lengths']}, kv_lengths={arrays['kv_lengths']})",
         arrays={op: f'x["{name}"]' for op, name in names.items()},

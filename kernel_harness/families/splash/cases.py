@@ -22,7 +22,7 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.families.splash.masks import empty_rows, parse_mask
-from kernel_harness.ops.attention.program import Contract
+from kernel_harness.ops.attention.program import Definition
 from kernel_harness.ops.attention.segments import Runs, check_pair, check_runs, segment_ids
 
 #: Sequence lengths the strategy draws (multiples of the kernel's 128 lanes).
@@ -170,7 +170,7 @@ class SplashCase(Case):
         return out
 
 
-def attention_contract(case: SplashCase) -> Contract:
+def attention_definition(case: SplashCase) -> Definition:
     """Splash's softmax in the attention op's options: q arrives scaled (scale 1), soft
     cap, the denominator applied to the output, the natural log-sum-exp as an output, and
     the size of the terms summed into dq and dk (and with sinks ``dsinks``): the backward
@@ -178,5 +178,5 @@ def attention_contract(case: SplashCase) -> Contract:
     nothing else has ``dS = 0`` exactly and a float32 ``dk`` there of ``~eps * |dP|`` per
     query (171 such queries: 1.3x the float32 bound of that key's own scale)."""
     sinks = ("dsinks",) if case.sinks else ()
-    return Contract(layout="bhqd", scale=1.0, soft_cap=case.soft_cap, normalize="output",
+    return Definition(layout="bhqd", scale=1.0, soft_cap=case.soft_cap, normalize="output",
                     lse="natural", magnitudes=("dq", "dk", *sinks))

@@ -5,13 +5,13 @@ The kernel's masks are written as splash mask objects from the case's mask strin
 harness's own index formulas (``allowed`` in the .npz: the mask language is too long to
 restate in a short script), never splash's masks or mask info, and computes the family's
 contract on the attention op (the op's program embedded verbatim and run under
-:func:`~kernel_harness.families.splash.cases.attention_contract`:
+:func:`~kernel_harness.families.splash.cases.attention_definition`:
 :func:`kernel_harness.ops.attention.export.call_source`).
 """
 
 from __future__ import annotations
 
-from kernel_harness.families.splash.cases import SplashCase, attention_contract
+from kernel_harness.families.splash.cases import SplashCase, attention_definition
 from kernel_harness.families.splash.masks import MaskExpr, allowed_mask, numpy_pattern, parse_mask
 from kernel_harness.ops.attention.export import call_source
 from kernel_harness.spec.export import ExportSnippet
@@ -129,7 +129,7 @@ def export(case: SplashCase) -> ExportSnippet:
     '''
     # The attention op's program, verbatim, run under the family's own contract.
     reference = call_source(
-        attention_contract(case), vis='jnp.asarray(x["allowed"])[None]',
+        attention_definition(case), vis='jnp.asarray(x["allowed"])[None]',
         arrays={n: f'x["{n}"]' for n in ("q", "k", "v", "do")}
         | ({"sinks": 'x["sinks"]'} if case.sinks else {}),
         outputs={n: n for n in ("out", "lse", "dq", "dk", "dv")}

@@ -16,7 +16,7 @@ from kernel_harness.core.tolerance import Calibrated, SliceFloor, Tolerance, Tol
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.bad_inputs import bad_inputs
 from kernel_harness.families.splash.bench import BENCH
-from kernel_harness.families.splash.cases import SplashCase, attention_contract
+from kernel_harness.families.splash.cases import SplashCase, attention_definition
 from kernel_harness.families.splash.export import export
 from kernel_harness.families.splash.masks import (
     COMPUTABLE_KINDS,
@@ -56,11 +56,11 @@ per slice; README "Calibrated bounds"), so bfloat16 draws 4x/16x logits too.
 
 
 def attention_call(case: SplashCase, inputs: dict[str, np.ndarray]) -> AttentionCall:
-    """The case in the attention op's vocabulary (:func:`.cases.attention_contract`),
+    """The case in the attention op's vocabulary (:func:`.cases.attention_definition`),
     visibility from the case's masks and segments; without sinks ``dsinks`` (and its
     magnitude) are empty."""
     empty = {} if case.sinks else {"dsinks": (0,), "dsinks:magnitude": (0,)}
-    return AttentionCall(contract=attention_contract(case), q=inputs["q"], k=inputs["k"],
+    return AttentionCall(definition=attention_definition(case), q=inputs["q"], k=inputs["k"],
                          v=inputs["v"], do=inputs["do"], vis=allowed_mask(case)[None],
                          sinks=inputs["sinks"] if case.sinks else None, absent=empty)
 

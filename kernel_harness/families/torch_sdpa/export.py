@@ -13,7 +13,7 @@ from __future__ import annotations
 from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase
 from kernel_harness.families.torch_sdpa.kernel import mask_has_gradient
 from kernel_harness.ops.attention.export import call_source
-from kernel_harness.ops.attention.record import contract
+from kernel_harness.ops.attention.record import definition
 from kernel_harness.spec.export import ExportSnippet
 
 #: What the script prints (to stderr, exit 2) when torch does not import.
@@ -77,7 +77,7 @@ def export(case: TorchSdpaCase) -> ExportSnippet:
     names = {"q": "query", "k": "key", "v": "value", "do": "do"} | (
         {"bias": "mask"} if case.bias is not None else {})
     reference = call_source(
-        contract(case),
+        definition(case),
         vis=f"visibility({case.q_len}, {case.kv_len}, causal={case.is_causal}, mask={bool_mask})",
         arrays={op: f'x["{name}"]' for op, name in names.items()},
         outputs={"out": "out", "dq": "dq", "dk": "dk", "dv": "dv"}

@@ -8,7 +8,7 @@ paged and ragged paged kernels).
 - :mod:`.reference`: the one dense-mask builder (:func:`~.reference.visibility`, from the
   case description), the one softmax (:func:`~.reference.attend`: exact zero weight on
   masked keys, soft cap, sinks, where the denominator divides).
-- :mod:`.program`: every attention family's reference: a family's ``Contract`` (its
+- :mod:`.program`: every attention family's reference: a family's ``Definition`` (its
   declared options) and ``AttentionCall`` (its case in the op's arrays) run by one program
   (forward, vjp, lse, summed-term magnitudes) and its low-precision twin, the yardstick
   of the calibrated judge.

@@ -1,8 +1,8 @@
 """The attention reference as source text for standalone repro scripts: the scripts
 embed the op layer's own :func:`~.reference.visibility`, :func:`~.reference.logits`,
 :func:`~.reference.attend` and the one program of :mod:`.program`
-(:class:`~.program.Contract`, :func:`~.program.attention_outputs`) verbatim, and call it
-with the family's contract (one source of truth, no template to drift)."""
+(:class:`~.program.Definition`, :func:`~.program.attention_outputs`) verbatim, and call it
+with the family's definition (one source of truth, no template to drift)."""
 
 from __future__ import annotations
 
@@ -29,11 +29,11 @@ DIFFERENTIABLE = {program.DIFFERENTIABLE!r}
 
 def op_source() -> str:
     """The source every attention script embeds: ``head_axis``, ``visibility``, ``logits``,
-    ``softmax_weights``, ``attend``, ``Contract``,
+    ``softmax_weights``, ``attend``, ``Definition``,
     ``gradient_magnitudes`` and ``attention_outputs``, verbatim."""
     parts = [_PRELUDE, *(inspect.getsource(f) for f in (
         vocabulary.head_axis, reference.visibility, reference.logits, reference.softmax_weights,
-        reference.attend, program.Contract, program.heads_first,
+        reference.attend, program.Definition, program.heads_first,
         program.gradient_magnitudes, program.attention_outputs))]
     return "\n\n".join(parts)
 
@@ -44,21 +44,21 @@ def reference_source(body: str) -> str:
     return op_source() + "\n\n" + textwrap.dedent(body).strip() + "\n"
 
 
-def call_source(contract: program.Contract, *, arrays: Mapping[str, str], vis: str,
+def call_source(definition: program.Definition, *, arrays: Mapping[str, str], vis: str,
                 outputs: Mapping[str, str], doc: str) -> str:
     """A script's whole reference: ``reference(x)`` runs :func:`~.program.attention_outputs`
-    under ``contract`` (its repr, the family's own contract object) on ``arrays`` (op name ->
+    under ``definition`` (its repr, the family's own definition object) on ``arrays`` (op name ->
     expression over the script's ``x``, cast to float32) and the visibility expression
     ``vis``, and returns ``outputs`` (op output -> the family's name)."""
     cast = ", ".join(f"{name!r}: jnp.asarray({expr}, jnp.float32)"
                      for name, expr in arrays.items())
     return reference_source(f'''
-        CONTRACT = {contract!r}
+        DEFINITION = {definition!r}
 
 
         def reference(x):
             """{doc}"""
             vis = jnp.asarray({vis}, bool)
-            res = attention_outputs(CONTRACT, {{{cast}}}, vis)
+            res = attention_outputs(DEFINITION, {{{cast}}}, vis)
             return {{family: res[op] for op, family in {dict(outputs)!r}.items()}}
     ''')

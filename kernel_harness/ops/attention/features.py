@@ -68,7 +68,7 @@ class Features:
         (:data:`~.problem.ALIGNMENTS`; drawn from these, the first where a case shrinks).
       gradients: whether it has a backward (dq, dk, dv and the bias gradient judged).
       magnitudes: gradients judged against the size of the terms summed into them
-        (``Contract.magnitudes``; ``dbias`` only where the case has a bias).
+        (``Definition.magnitudes``; ``dbias`` only where the case has a bias).
       calibrated: dtypes judged by the calibrated bound (they draw large logits too).
       dtypes, max_batch, lengths, q_only_lengths, head_dims: what the strategy draws.
     """

@@ -1,5 +1,6 @@
-"""Every attention family's reference as one program: the kernel's declared contract
-(:class:`Contract`) plus a case's arrays in the op's vocabulary (:class:`AttentionCall`).
+"""Every attention family's reference as one program: how the kernel defines softmax
+attention (:class:`Definition`, data; the family's prose promise is ``Family.contract``)
+plus a case's arrays in the op's vocabulary (:class:`AttentionCall`).
 
 A family maps its case onto an :class:`AttentionCall` (its names, its layout, its dense
 visibility from the case description) and gets its reference and low-precision twin from
@@ -41,7 +42,7 @@ _CPU_OPTIONS = {"xla_backend_optimization_level": 0}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Contract:
+class Definition:
     """How one kernel's softmax attention is defined, as options of the one op.
 
     ``layout`` (:data:`~.vocabulary.LAYOUTS`); logits ``scale * q.k^T + bias`` (``(q.k^T +
@@ -65,10 +66,11 @@ class Contract:
                                    ("normalize", self.normalize, NORMALIZE),
                                    ("lse", self.lse, (None, *LSE_BASES))):
             if value not in known:
-                raise ValueError(f"Contract.{name} must be one of {known}, got {value!r}")
+                raise ValueError(f"Definition.{name} must be one of {known}, got {value!r}")
         unknown = set(self.magnitudes) - set(MAGNITUDES)
         if unknown:
-            raise ValueError(f"Contract.magnitudes: unknown {sorted(unknown)}; known {MAGNITUDES}")
+            raise ValueError(f"Definition.magnitudes: unknown {sorted(unknown)}; known "
+                             f"{MAGNITUDES}")
 
     def attend_source(self, *, bias: str = "None", sinks: str = "None") -> str:
         """This contract's :func:`~.reference.attend` call as source text, on a script's
@@ -89,7 +91,7 @@ class AttentionCall:
     family outputs that are float32 zeros of the given shape (a gradient of an input the
     case does not have)."""
 
-    contract: Contract
+    definition: Definition
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
@@ -111,7 +113,7 @@ def heads_first(x: jax.Array, layout: str) -> jax.Array:
     return x if layout == "bhqd" else jnp.swapaxes(x, 1, 2)
 
 
-def gradient_magnitudes(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
+def gradient_magnitudes(c: Definition, x: Mapping[str, jax.Array], vis: jax.Array,
                         out: jax.Array, lse: jax.Array, precision: Any) -> dict[str, jax.Array]:
     """The size of the terms summed into the gradients ``c.magnitudes`` names.
 
@@ -159,9 +161,9 @@ def gradient_magnitudes(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
     return res
 
 
-def attention_outputs(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
+def attention_outputs(c: Definition, x: Mapping[str, jax.Array], vis: jax.Array,
                       precision: Any = HIGHEST) -> dict[str, jax.Array]:
-    """The op's outputs under contract ``c`` from the arrays ``x`` (op names: ``q``, ``k``,
+    """The op's outputs under definition ``c`` from the arrays ``x`` (op names: ``q``, ``k``,
     ``v``; optional ``bias``, ``sinks`` and the cotangent ``do``) and visibility ``vis``:
     ``out``; with ``do`` the gradient ``d<name>`` of every array but ``do`` (by ``jax.vjp``,
     the lse's cotangent zero); ``lse`` in the contract's base; the contract's magnitudes."""
@@ -189,7 +191,7 @@ def attention_outputs(c: Contract, x: Mapping[str, jax.Array], vis: jax.Array,
 
 
 @functools.lru_cache(maxsize=64)
-def _program(c: Contract, precision: Any, cpu: bool) -> Callable[..., dict[str, jax.Array]]:
+def _program(c: Definition, precision: Any, cpu: bool) -> Callable[..., dict[str, jax.Array]]:
     # jit traces once per set of arrays (the dict's keys are part of its input structure)
     return jax.jit(functools.partial(attention_outputs, c, precision=precision),
                    compiler_options=_CPU_OPTIONS if cpu else None)
@@ -200,7 +202,7 @@ def run_call(call: AttentionCall, dtype: Any, device: jax.Device,
     """The call's outputs, its arrays in ``dtype`` on ``device`` at ``precision``,
     returned as float32 numpy arrays under the family's names."""
     arrays = {n: np.asarray(a, dtype) for n, a in call.arrays().items()}
-    program = _program(call.contract, precision, device.platform == "cpu")
+    program = _program(call.definition, precision, device.platform == "cpu")
     with jax.default_device(device):
         outs = program(arrays, jnp.asarray(call.vis, bool))
     res = {_family_name(call.names, n): np.asarray(a, np.float32) for n, a in outs.items()}

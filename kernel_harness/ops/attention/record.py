@@ -18,7 +18,7 @@ import numpy as np
 from kernel_harness.ops.attention.events import length_events, logits_label, sharing_events
 from kernel_harness.ops.attention.metamorphic import as_mha_hook, shard_case, zero_cotangent
 from kernel_harness.ops.attention.problem import AttentionProblem
-from kernel_harness.ops.attention.program import AttentionCall, Contract, references
+from kernel_harness.ops.attention.program import AttentionCall, Definition, references
 from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.strategy import (
     Config,
@@ -84,12 +84,12 @@ def constrain(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> dict[str
     return inputs if name is None else zero_cotangent(inputs, case.rows_outside_in_layout(), name)
 
 
-def contract(case: AttentionProblem) -> Contract:
+def definition(case: AttentionProblem) -> Definition:
     """The op's options as the case's kernel defines them: its layout, the case's scale
     (the bias after it), the magnitudes it declares (the bias gradient's with a bias)."""
     f = case.FEATURES
     magnitudes = tuple(m for m in f.magnitudes if (m != "dbias" or case.bias) and f.gradients)
-    return Contract(layout=f.layout, scale=case.effective_scale, magnitudes=magnitudes)
+    return Definition(layout=f.layout, scale=case.effective_scale, magnitudes=magnitudes)
 
 
 def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> AttentionCall:
@@ -103,7 +103,7 @@ def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> Att
                      q_offset=case.q_offset(**lengths), **lengths,
                      mask=given.get("mask") if case.mask else None, xp=np)
     return AttentionCall(
-        contract=contract(case),
+        definition=definition(case),
         q=given["q"], k=given["k"], v=given["v"], do=given.get("do"),
         bias=given.get("bias") if case.bias else None, vis=vis,
         names=dict(f.outputs),

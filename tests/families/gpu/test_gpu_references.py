@@ -14,14 +14,14 @@ from kernel_harness.families.gpu_mha.cases import MhaCase
 from kernel_harness.families.gpu_mha.family import reference as mha_reference
 from kernel_harness.families.gpu_paged.cases import PagedCase
 from kernel_harness.families.gpu_paged.family import FAMILY as PAGED
-from kernel_harness.ops.attention.program import AttentionCall, Contract, run_call
+from kernel_harness.ops.attention.program import AttentionCall, Definition, run_call
 
 paged_reference = PAGED.reference
 
 
 def attention(q, k, v, mask, scale):
     """gpu-mha's contract on the attention op: (out, lse in log base 2)."""
-    call = AttentionCall(contract=Contract(layout="bqhd", scale=scale, lse="base2"),
+    call = AttentionCall(definition=Definition(layout="bqhd", scale=scale, lse="base2"),
                          q=q, k=k, v=v, vis=np.asarray(mask)[:, None])
     res = run_call(call, np.float32, jax.devices("cpu")[0])
     return res["out"], res["lse"]

@@ -16,7 +16,7 @@ from kernel_harness.ops.attention.reference import attend
 
 def attention(q, k, v, sinks, allowed, *, soft_cap):
     """Splash's contract on the attention op, as the family's reference computes it
-    (``cases.attention_contract``): q scaled, soft cap, sinks, denominator on the output."""
+    (``cases.attention_definition``): q scaled, soft cap, sinks, denominator on the output."""
     return attend(q, k, v, allowed[None], 1.0, layout="bhqd", soft_cap=soft_cap, sinks=sinks,
                   normalize="output")
 
