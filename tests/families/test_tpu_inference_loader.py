@@ -1,4 +1,4 @@
-"""families/tpu_inference_loader.py: every tpu-inference family's kernels load without vLLM
+"""families/tpu_inference/loader.py: every tpu-inference family's kernels load without vLLM
 or the package's ``__init__``, and without tpu-inference every one is listed as needing it
 (never an import error)."""
 
@@ -46,7 +46,7 @@ def test_the_bare_packages_can_be_found_again():
     """importlib.util.find_spec on a prepared package works (a module without a __spec__
     makes it raise: tests/test_findings.py asks it of the findings' required modules)."""
     tpu_inference_installed_or_skip()
-    code = ("import importlib.util, kernel_harness.families.tpu_inference_loader as l; "
+    code = ("import importlib.util, kernel_harness.families.tpu_inference.loader as l; "
             "l.prepare_packages(); "
             "print(importlib.util.find_spec('tpu_inference').submodule_search_locations, "
             "importlib.util.find_spec('tpu_inference.kernels.mla') is not None)")
@@ -77,7 +77,7 @@ def test_without_tpu_inference_the_family_is_listed_as_needing_it(
 def test_kernel_modules_where_tpu_inference_is_missing():
     """Where it is not installed a family's modules are none, its backends none, and
     calling its kernel is an ImportError saying what to install."""
-    from kernel_harness.families.tpu_inference_record import KernelModules
+    from kernel_harness.families.tpu_inference.modules import KernelModules
 
     modules = KernelModules("quantized_matmul.kernel", available=False, missing="install it")
     assert not modules and modules.backends == frozenset()

@@ -1,11 +1,11 @@
-"""families/tpu_inference_matmul.py: the call, program and record pieces the two quantized
+"""families/tpu_inference/matmul.py: the call, program and record pieces the two quantized
 matmul families share."""
 
 from __future__ import annotations
 
 import types
 
-from kernel_harness.families import tpu_inference_matmul as matmul
+from kernel_harness.families.tpu_inference import matmul
 from kernel_harness.ops.quantized_matmul.cases import QmmCase
 
 

@@ -1,4 +1,4 @@
-"""families/tpu_inference_ragged.py: the draws and record pieces rpa v3, its head-dim-64
+"""families/tpu_inference/ragged.py: the draws and record pieces rpa v3, its head-dim-64
 variant and MLA v2 share."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel_harness.families import tpu_inference_ragged as ragged
+from kernel_harness.families.tpu_inference import ragged
 from kernel_harness.ops.paged_decode.passes import PassesCase
 from kernel_harness.spec.registry import get_family
 

@@ -1,4 +1,4 @@
-"""families/tpu_inference_record.py: what every tpu-inference family writes alike, once."""
+"""families/tpu_inference/record.py: what every tpu-inference family writes alike, once."""
 
 from __future__ import annotations
 
@@ -6,15 +6,11 @@ import inspect
 
 import pytest
 
-from kernel_harness.families import tpu_inference_loader
-from kernel_harness.families.tpu_inference_loader import TESTED_VERSION
-from kernel_harness.families.tpu_inference_record import (
-    REQUIRES,
-    KernelModules,
-    loader_source,
-    tpu_inference_edits,
-    tpu_inference_family,
-)
+from kernel_harness.families.tpu_inference import loader as tpu_inference_loader
+from kernel_harness.families.tpu_inference.loader import TESTED_VERSION
+from kernel_harness.families.tpu_inference.modules import KernelModules, loader_source
+from kernel_harness.families.tpu_inference.mutants import tpu_inference_edits
+from kernel_harness.families.tpu_inference.record import REQUIRES, tpu_inference_family
 from kernel_harness.spec.registry import BUILTIN_FAMILIES, get_family
 from tests.helpers.toy_family import FAMILY as TOY
 

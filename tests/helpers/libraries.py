@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kernel_harness.families import tpu_inference_loader as loader
+from kernel_harness.families.tpu_inference import loader
 
 
 def tpu_inference_installed_or_skip() -> None:

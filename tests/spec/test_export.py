@@ -5,7 +5,7 @@ when asked; a module's source loses its ``__future__`` line."""
 from __future__ import annotations
 
 from kernel_harness.core.compat import interpreter_ext
-from kernel_harness.families import tpu_inference_loader
+from kernel_harness.families.tpu_inference import loader as tpu_inference_loader
 from kernel_harness.spec.export import (
     interpreter_source,
     module_source,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 
-from kernel_harness.families.tpu_inference_record import loader_source
+from kernel_harness.families.tpu_inference.modules import loader_source
 from kernel_harness.ops.all_gather_matmul import reference as op
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
 from kernel_harness.spec.export import DEVICES_FIRST, ExportSnippet

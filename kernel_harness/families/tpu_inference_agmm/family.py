@@ -6,10 +6,10 @@ schedules, against the plain product."""
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.families.tpu_inference.loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference.record import tpu_inference_family
 from kernel_harness.families.tpu_inference_agmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_agmm.export import export
-from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
-from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase, agmm_cases, agmm_events
 from kernel_harness.ops.all_gather_matmul.reference import reference
 from kernel_harness.ops.mesh import MAX_DEVICES

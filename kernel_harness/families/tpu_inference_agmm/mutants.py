@@ -4,7 +4,7 @@ tpu-inference's all-gather matmul source (``kernel_harness.spec.mutant``;
 
 from __future__ import annotations
 
-from kernel_harness.families.tpu_inference_record import tpu_inference_edits
+from kernel_harness.families.tpu_inference.mutants import tpu_inference_edits
 from kernel_harness.spec.mutant import CI, Mutant
 
 _kernel = tpu_inference_edits("collectives.all_gather_matmul")

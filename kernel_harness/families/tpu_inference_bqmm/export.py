@@ -4,7 +4,7 @@ without vLLM, and the op's reference (:mod:`kernel_harness.ops.quantized_matmul.
 
 from __future__ import annotations
 
-from kernel_harness.families import tpu_inference_matmul as matmul
+from kernel_harness.families.tpu_inference import matmul
 from kernel_harness.ops.quantized_matmul.cases import QmmCase
 from kernel_harness.spec.export import ExportSnippet
 

@@ -7,11 +7,11 @@ against the same sum accumulated in bfloat16."""
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import Calibrated, ToleranceTable
-from kernel_harness.families import tpu_inference_matmul as matmul
+from kernel_harness.families.tpu_inference import matmul
+from kernel_harness.families.tpu_inference.loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference.record import tpu_inference_family
 from kernel_harness.families.tpu_inference_bqmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_bqmm.export import export
-from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
-from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.quantized_matmul.cases import QmmCase, qmm_cases
 from kernel_harness.ops.quantized_matmul.reference import bfloat16_accumulation
 from kernel_harness.spec.hooks import Metamorphic

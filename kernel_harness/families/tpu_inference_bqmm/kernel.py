@@ -14,8 +14,8 @@ from typing import Any
 
 import jax
 
-from kernel_harness.families import tpu_inference_matmul as matmul
-from kernel_harness.families.tpu_inference_record import KernelModules
+from kernel_harness.families.tpu_inference import matmul
+from kernel_harness.families.tpu_inference.modules import KernelModules
 
 IMPL_SIGNATURE = (
     "blockwise_quantized_matmul(x, w_q, w_scale, *, block_size, x_q_dtype, batch_block, "

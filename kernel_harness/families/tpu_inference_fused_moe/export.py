@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import textwrap
 
+from kernel_harness.families.tpu_inference.modules import loader_source
 from kernel_harness.families.tpu_inference_fused_moe.kernel import (
     DATA_AXIS,
     INTERPRETER_SETTINGS,
     options,
 )
-from kernel_harness.families.tpu_inference_record import loader_source
 from kernel_harness.ops.mesh import AXIS
 from kernel_harness.ops.moe.cases import MoeCase
 from kernel_harness.ops.moe.export import reference_source

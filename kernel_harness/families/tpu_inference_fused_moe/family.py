@@ -6,10 +6,10 @@ combined) on 2..8 simulated devices, under both DMA schedules, against the MoE o
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import ToleranceTable
+from kernel_harness.families.tpu_inference.loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference.record import tpu_inference_family
 from kernel_harness.families.tpu_inference_fused_moe import kernel as _kernel
 from kernel_harness.families.tpu_inference_fused_moe.export import export
-from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
-from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.mesh import MAX_DEVICES
 from kernel_harness.ops.moe.cases import MoeCase, moe_cases, moe_events
 from kernel_harness.ops.moe.reference import reference

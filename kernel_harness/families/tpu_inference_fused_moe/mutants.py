@@ -4,7 +4,7 @@ mutate``)."""
 
 from __future__ import annotations
 
-from kernel_harness.families.tpu_inference_record import tpu_inference_edits
+from kernel_harness.families.tpu_inference.mutants import tpu_inference_edits
 from kernel_harness.spec.mutant import CI, Mutant
 
 _kernel = tpu_inference_edits("fused_moe.v1.kernel")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from kernel_harness.core import compat
 from kernel_harness.core.case import cast, dtype_packing
-from kernel_harness.families.tpu_inference_ragged import draw_attention, draw_paging
+from kernel_harness.families.tpu_inference.ragged import draw_attention, draw_paging
 from kernel_harness.ops.paged_decode.passes import PassesCase, lanes, new_token_slots
 from kernel_harness.ops.paged_decode.ragged import ragged_attention
 from kernel_harness.ops.paged_decode.sequences import page_slots

@@ -4,14 +4,14 @@ the reference (the latent cache update and the ragged op), embedded verbatim."""
 
 from __future__ import annotations
 
-from kernel_harness.families.tpu_inference_mla_v2 import cases as _cases
-from kernel_harness.families.tpu_inference_mla_v2 import kernel as _kernel
-from kernel_harness.families.tpu_inference_ragged import (
+from kernel_harness.families.tpu_inference.modules import loader_source
+from kernel_harness.families.tpu_inference.ragged import (
     ragged_reference_source,
     run_kernel_source,
     script_options,
 )
-from kernel_harness.families.tpu_inference_record import loader_source
+from kernel_harness.families.tpu_inference_mla_v2 import cases as _cases
+from kernel_harness.families.tpu_inference_mla_v2 import kernel as _kernel
 from kernel_harness.ops.paged_decode.passes import align, lanes
 from kernel_harness.spec.export import ExportSnippet
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from kernel_harness.core.case import dtype_packing
-from kernel_harness.families import tpu_inference_ragged as ragged
-from kernel_harness.families.tpu_inference_loader import TESTED_VERSION
+from kernel_harness.families.tpu_inference import ragged
+from kernel_harness.families.tpu_inference.loader import TESTED_VERSION
+from kernel_harness.families.tpu_inference.record import tpu_inference_family
 from kernel_harness.families.tpu_inference_mla_v2 import kernel as _kernel
 from kernel_harness.families.tpu_inference_mla_v2.cases import (
     BFLOAT16_RUNS,
@@ -20,7 +21,6 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
 )
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
-from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.paged_decode.ragged import CAPABILITIES
 
 _CACHE = ("a copy: the new latents bit for bit (padding lanes zero), every other slot "

@@ -15,8 +15,8 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from kernel_harness.families import tpu_inference_loader as loader
-from kernel_harness.families.tpu_inference_record import KernelModules
+from kernel_harness.families.tpu_inference import loader
+from kernel_harness.families.tpu_inference.modules import KernelModules
 from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
 
 IMPL_SIGNATURE = (

@@ -7,11 +7,11 @@ zero; docs/findings.md says what rounding to nearest would change)."""
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families import tpu_inference_matmul as matmul
-from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference import matmul
+from kernel_harness.families.tpu_inference.loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference.record import tpu_inference_family
 from kernel_harness.families.tpu_inference_qmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_qmm.export import export
-from kernel_harness.families.tpu_inference_record import tpu_inference_family
 from kernel_harness.ops.quantized_matmul.cases import W_Q_DTYPES, QmmCase, qmm_cases
 from kernel_harness.spec.blocks import block_variants
 from kernel_harness.spec.hooks import Metamorphic

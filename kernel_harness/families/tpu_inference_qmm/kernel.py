@@ -14,8 +14,8 @@ from typing import Any
 
 import jax
 
-from kernel_harness.families import tpu_inference_matmul as matmul
-from kernel_harness.families.tpu_inference_record import KernelModules
+from kernel_harness.families.tpu_inference import matmul
+from kernel_harness.families.tpu_inference.modules import KernelModules
 
 IMPL_SIGNATURE = (
     "quantized_matmul(x, w_q, w_scale, *, x_q_dtype, batch_block, out_block, in_block) -> "

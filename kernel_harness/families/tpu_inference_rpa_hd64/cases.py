@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast, dtype_packing
-from kernel_harness.families.tpu_inference_ragged import draw_attention, draw_paging
+from kernel_harness.families.tpu_inference.ragged import draw_attention, draw_paging
 from kernel_harness.ops.paged_decode.kv_update import KV_UPDATE_DTYPES, KvUpdateCase, fp8_scales
 from kernel_harness.ops.paged_decode.passes import align
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernel_harness.core import compat
-from kernel_harness.families.tpu_inference_record import KernelModules
+from kernel_harness.families.tpu_inference.modules import KernelModules
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
 from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
 

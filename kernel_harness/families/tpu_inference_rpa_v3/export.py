@@ -5,12 +5,12 @@ embedded verbatim."""
 
 from __future__ import annotations
 
-from kernel_harness.families.tpu_inference_ragged import (
+from kernel_harness.families.tpu_inference.modules import loader_source
+from kernel_harness.families.tpu_inference.ragged import (
     kv_update_reference_source,
     run_kernel_source,
     script_options,
 )
-from kernel_harness.families.tpu_inference_record import loader_source
 from kernel_harness.families.tpu_inference_rpa_v3 import cases as _cases
 from kernel_harness.families.tpu_inference_rpa_v3 import kernel as _kernel
 from kernel_harness.spec.export import ExportSnippet

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_harness.families import tpu_inference_ragged as ragged
-from kernel_harness.families.tpu_inference_loader import INSTALL, TESTED_VERSION
-from kernel_harness.families.tpu_inference_record import tpu_inference_family
+from kernel_harness.families.tpu_inference import ragged
+from kernel_harness.families.tpu_inference.loader import INSTALL, TESTED_VERSION
+from kernel_harness.families.tpu_inference.record import tpu_inference_family
 from kernel_harness.families.tpu_inference_rpa_v3 import kernel as _kernel
 from kernel_harness.families.tpu_inference_rpa_v3.cases import (
     OPTIONAL,

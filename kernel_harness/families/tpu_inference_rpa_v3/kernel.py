@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from kernel_harness.families.tpu_inference_record import KernelModules
+from kernel_harness.families.tpu_inference.modules import KernelModules
 from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
 
 IMPL_SIGNATURE = (

@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from kernel_harness.families.tpu_inference_record import loader_source
+from kernel_harness.families.tpu_inference.modules import loader_source
 from kernel_harness.ops.quantized_matmul.cases import QmmCase, qmm_events
 from kernel_harness.ops.quantized_matmul.export import reference_source
 from kernel_harness.ops.quantized_matmul.reference import reference_for
