@@ -1,6 +1,6 @@
 """Operations: what every kernel of one operation shares.
 
-An op package (``ops/attention``, ``ops/paged_decode``, ``ops/grouped_matmul``,
+An op package (``ops/attention``, ``ops/paged_attention``, ``ops/grouped_matmul``,
 ``ops/norm``, ``ops/softmax``) owns the op's canonical case vocabulary, its independent
 plain-jnp reference (and the low-precision twin the calibrated judge measures against),
 the base case strategy, the events every kernel of the op reports and the op's

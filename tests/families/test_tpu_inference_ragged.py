@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel_harness.families.tpu_inference import ragged
-from kernel_harness.ops.paged_decode.passes import PassesCase
+from kernel_harness.ops.paged_attention.passes import PassesCase
 from kernel_harness.spec.registry import get_family
 
 

@@ -1,4 +1,4 @@
-"""ops/paged_decode/kv_update.py: the vocabulary, exact cache update and reference of
+"""ops/paged_attention/kv_update.py: the vocabulary, exact cache update and reference of
 ragged paged attention calls that write the new tokens' K/V first (one rule for rpa v3
 and its head-dim-64 variant; their layouts come from the cases)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kernel_harness.families.tpu_inference_rpa_v3.cases import RpaV3Case
-from kernel_harness.ops.paged_decode.kv_update import FP8, kv_update_reference
+from kernel_harness.ops.paged_attention.kv_update import FP8, kv_update_reference
 
 BASE = dict(dtype="float32", seed=5, q_lens=(1, 2), kv_lens=(1, 6), max_num_seqs=3,
             max_tokens=4, q_heads=4, kv_heads=2, head_dim=64, page_size=8, pages_per_seq=2)
@@ -68,7 +68,7 @@ def test_bad_fields_are_clear_errors(fields, message):
 def test_a_case_that_gives_no_head_dim_is_refused_saying_so():
     import dataclasses
 
-    from kernel_harness.ops.paged_decode.kv_update import KvUpdateCase
+    from kernel_harness.ops.paged_attention.kv_update import KvUpdateCase
 
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class NoHeadDim(KvUpdateCase):

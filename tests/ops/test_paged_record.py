@@ -1,4 +1,4 @@
-"""ops.paged_decode.record: what a paged decode family's record takes from the op."""
+"""ops.paged_attention.record: what a paged decode family's record takes from the op."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 
 from kernel_harness.families.gpu_paged.cases import PagedCase
 from kernel_harness.families.gpu_paged.family import FAMILY
-from kernel_harness.ops.paged_decode.record import paged_record
-from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
+from kernel_harness.ops.paged_attention.record import paged_record
+from kernel_harness.ops.paged_attention.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
 
 
 def test_the_op_gives_reference_axes_capabilities_and_valid() -> None:

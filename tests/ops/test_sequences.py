@@ -1,12 +1,12 @@
-"""ops.paged_decode.sequences: the ragged batch every ragged paged attention case shares."""
+"""ops.paged_attention.sequences: the ragged batch every ragged paged attention case shares."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kernel_harness.ops.paged_decode.passes import PassesCase
-from kernel_harness.ops.paged_decode.sequences import RaggedBatch
+from kernel_harness.ops.paged_attention.passes import PassesCase
+from kernel_harness.ops.paged_attention.sequences import RaggedBatch
 
 
 def _batch(**over: object) -> RaggedBatch:

@@ -13,7 +13,7 @@ from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
 from kernel_harness.ops.attention.events import logits_label
 from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
-from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, head_grouping
+from kernel_harness.ops.paged_attention.strategy import OUTPUT_AXES, head_grouping
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 

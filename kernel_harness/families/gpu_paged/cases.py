@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import DTYPES, cast, check_sizes, logit_scales_for
 from kernel_harness.families.gpu_common import TritonCase, is_pow2
-from kernel_harness.ops.paged_decode.strategy import (
+from kernel_harness.ops.paged_attention.strategy import (
     MASKED_V as MASKED_V,  # re-exported: the value tests and goldens speak of
 )
-from kernel_harness.ops.paged_decode.strategy import (
+from kernel_harness.ops.paged_attention.strategy import (
     PagedGeometry,
     draw_geometry,
     edge_lengths,
@@ -33,7 +33,7 @@ MASKED_V_SCALE = 8.0
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class PagedCase(PagedGeometry, TritonCase):
     """One paged decode step (the page table is the kernel's block table; the vocabulary's
-    fields: :class:`~kernel_harness.ops.paged_decode.strategy.PagedGeometry`).
+    fields: :class:`~kernel_harness.ops.paged_attention.strategy.PagedGeometry`).
 
     Attributes:
       lengths: tokens per row (``None``: no ``lengths`` argument, every listed token counts).

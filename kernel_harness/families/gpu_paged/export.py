@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel_harness.families.gpu_paged.cases import PagedCase
-from kernel_harness.ops.paged_decode.export import reference_source
+from kernel_harness.ops.paged_attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from kernel_harness.families.gpu_paged.cases import PagedCase
-from kernel_harness.ops.paged_decode.layout import finite_pages, head_major
-from kernel_harness.ops.paged_decode.relations import (
+from kernel_harness.ops.paged_attention.layout import finite_pages, head_major
+from kernel_harness.ops.paged_attention.relations import (
     compute_block_invariance,
     page_permutation,
     unseen_slots_ignored,

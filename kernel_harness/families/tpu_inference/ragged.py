@@ -4,7 +4,7 @@ facts of their records (the passes' modes, the cache's output axes and tolerance
 metamorphic record: lowering as on a v6e) and their exported scripts' ``run_kernel`` and
 reference (the op's functions embedded).
 
-Each kernel takes the passes' operands (:mod:`kernel_harness.ops.paged_decode.passes`),
+Each kernel takes the passes' operands (:mod:`kernel_harness.ops.paged_attention.passes`),
 writes the new tokens into its cache and returns ``(out, cache)``.
 """
 
@@ -21,21 +21,21 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import cast
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.ops.attention.export import reference_source
-from kernel_harness.ops.paged_decode import kv_update
-from kernel_harness.ops.paged_decode import ragged as _ragged
-from kernel_harness.ops.paged_decode.kv_update import KvUpdateCase
-from kernel_harness.ops.paged_decode.passes import (
+from kernel_harness.ops.paged_attention import kv_update
+from kernel_harness.ops.paged_attention import ragged as _ragged
+from kernel_harness.ops.paged_attention.kv_update import KvUpdateCase
+from kernel_harness.ops.paged_attention.passes import (
     PassesCase,
     draw_passes,
     effective_q,
     new_token_slots,
 )
-from kernel_harness.ops.paged_decode.sequences import page_slots
+from kernel_harness.ops.paged_attention.sequences import page_slots
 from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
 from kernel_harness.spec.export import interpreter_source, tpu_interpreting_source
 from kernel_harness.spec.hooks import Metamorphic
 
-#: The modes of :func:`~kernel_harness.ops.paged_decode.passes.passes_events` each reaches.
+#: The modes of :func:`~kernel_harness.ops.paged_attention.passes.passes_events` each reaches.
 PASSES_MODES = frozenset({
     "decode-pass", "prefill-pass", "mixed-pass", "mixed-prefill-decode", "multi-seq",
     "multi-kv-block", "sliding-window", "window-cuts-keys", "soft-cap", "padding-q-rows",
@@ -49,7 +49,7 @@ KV_CACHE_AXES = {"out": ("token", "head", "dim"),
 def draw_paging(draw: st.DrawFn, dtypes: tuple[str, ...], max_seqs: int
                 ) -> tuple[str, dict[str, Any]]:
     """The dtype, then the case's pages (8 or 16 tokens, 1-4 per sequence) and passes
-    (:func:`~kernel_harness.ops.paged_decode.passes.draw_passes`) as case fields. The dtype
+    (:func:`~kernel_harness.ops.paged_attention.passes.draw_passes`) as case fields. The dtype
     is drawn here, first, because the families drew it first before this was shared: the
     same draw order keeps every stored derandomized stream and shrink the same."""
     dtype = draw(st.sampled_from(dtypes))
@@ -137,7 +137,7 @@ def _prelude(sources: list[str]) -> str:
 def ragged_reference_source(functions: tuple[Callable[..., Any], ...], fields: dict[str, Any],
                             *, pages_per_seq: int, call: str, doc: str) -> str:
     """An exported script's reference, all embedded verbatim: the ragged op
-    (:func:`~kernel_harness.ops.paged_decode.ragged.ragged_attention` over the eager
+    (:func:`~kernel_harness.ops.paged_attention.ragged.ragged_attention` over the eager
     ``attend_sequence``), the page walk (``page_slots``, ``new_token_slots``) and the
     family's ``functions``; then ``CASE = fields`` and ``reference(x)`` returning ``call``
     (source over ``x``, the page table ``table`` and ``CASE``; ``doc`` its docstring)."""
@@ -163,10 +163,10 @@ def ragged_reference_source(functions: tuple[Callable[..., Any], ...], fields: d
 
 def kv_update_reference_source(case: KvUpdateCase) -> str:
     """The reference of an exported script of a kernel that writes the new tokens' K/V
-    first (rpa v3, hd64): :func:`~kernel_harness.ops.paged_decode.kv_update.kv_update_attention`,
+    first (rpa v3, hd64): :func:`~kernel_harness.ops.paged_attention.kv_update.kv_update_attention`,
     what it calls and the case's layout functions (``write_token``, ``token_kv``) embedded,
     called with the case's
-    :data:`~kernel_harness.ops.paged_decode.kv_update.REFERENCE_FIELDS`."""
+    :data:`~kernel_harness.ops.paged_attention.kv_update.REFERENCE_FIELDS`."""
     write, read = type(case).write_token, type(case).token_kv
     functions = (cast, effective_q, kv_update.updated_cache, kv_update.sequence_kv,
                  kv_update.kv_update_attention, write, read)

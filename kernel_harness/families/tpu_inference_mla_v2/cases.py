@@ -1,6 +1,6 @@
 """Cases of tpu-inference's MLA (multi-head latent attention) v2 kernel and the strategy.
 
-A case is the ragged-passes vocabulary (:mod:`kernel_harness.ops.paged_decode.passes`) plus
+A case is the ragged-passes vocabulary (:mod:`kernel_harness.ops.paged_attention.passes`) plus
 MLA's shapes: query heads, the latent dimension (``lkv_dim``: the compressed KV, which is
 both key and value) and the rope dimension (``r_dim``: a key part every head shares), the
 passes' kv pages and queries per block, the mixed pass's query split, and the kernel's
@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from kernel_harness.core import compat
 from kernel_harness.core.case import cast, dtype_packing
 from kernel_harness.families.tpu_inference.ragged import draw_attention, draw_paging
-from kernel_harness.ops.paged_decode.passes import PassesCase, lanes, new_token_slots
-from kernel_harness.ops.paged_decode.ragged import ragged_attention
-from kernel_harness.ops.paged_decode.sequences import page_slots
+from kernel_harness.ops.paged_attention.passes import PassesCase, lanes, new_token_slots
+from kernel_harness.ops.paged_attention.ragged import ragged_attention
+from kernel_harness.ops.paged_attention.sequences import page_slots
 
 #: dtypes drawn (q, the new latents and the cache share it; the logits' dtype s_dtype is
 #: the input dtype; no fp8 cache, no q/k/v scales).

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from kernel_harness.families.tpu_inference_mla_v2.cases import BFLOAT16_RUNS, MlaV2Case
-from kernel_harness.ops.paged_decode.passes import passes_events
+from kernel_harness.ops.paged_attention.passes import passes_events
 
 
 def events(case: MlaV2Case) -> list[str]:
-    """The passes' events (:func:`~kernel_harness.ops.paged_decode.passes.passes_events`),
+    """The passes' events (:func:`~kernel_harness.ops.paged_attention.passes.passes_events`),
     the kernel's variants, padded lanes, odd head counts, kv blocks spanned."""
     ev = passes_events(case)
     ev += [name for name, on in (

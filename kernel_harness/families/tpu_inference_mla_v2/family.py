@@ -21,7 +21,7 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
 )
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
-from kernel_harness.ops.paged_decode.ragged import CAPABILITIES
+from kernel_harness.ops.paged_attention.ragged import CAPABILITIES
 
 _CACHE = ("a copy: the new latents bit for bit (padding lanes zero), every other slot "
           "unchanged; the judge's bound cannot be 0, and 1e-7 of the cache's scale is under "

@@ -1,6 +1,6 @@
 """Cases of tpu-inference's ragged paged attention v3 for head_dim 64 and the strategy.
 
-A case is the ragged-passes vocabulary (:mod:`kernel_harness.ops.paged_decode.passes`:
+A case is the ragged-passes vocabulary (:mod:`kernel_harness.ops.paged_attention.passes`:
 sequences, passes, padding, pages, window, cap, scale) plus the kernel's heads, its one
 pair of block sizes (kv pages and queries per block), the attention sinks and the
 quantized cache. The layout is this variant's own: a cache row holds a kv head's K in
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast, dtype_packing
 from kernel_harness.families.tpu_inference.ragged import draw_attention, draw_paging
-from kernel_harness.ops.paged_decode.kv_update import KV_UPDATE_DTYPES, KvUpdateCase, fp8_scales
-from kernel_harness.ops.paged_decode.passes import align
+from kernel_harness.ops.paged_attention.kv_update import KV_UPDATE_DTYPES, KvUpdateCase, fp8_scales
+from kernel_harness.ops.paged_attention.passes import align
 
 #: The head dimension of this kernel (its only one).
 HEAD_DIM = 64
@@ -48,7 +48,7 @@ def token_kv(rows: np.ndarray, kv_heads: int, head_dim: int
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RpaHd64Case(KvUpdateCase):
     """One ``ragged_paged_attention_hd64`` call: the passes' sequences, heads (head_dim is
-    64) and quantization (:class:`~kernel_harness.ops.paged_decode.kv_update.KvUpdateCase`),
+    64) and quantization (:class:`~kernel_harness.ops.paged_attention.kv_update.KvUpdateCase`),
     and
 
     Attributes:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from kernel_harness.core.case import dtype_packing
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
-from kernel_harness.ops.paged_decode.passes import passes_events
-from kernel_harness.ops.paged_decode.strategy import head_grouping
+from kernel_harness.ops.paged_attention.passes import passes_events
+from kernel_harness.ops.paged_attention.strategy import head_grouping
 
 
 def events(case: RpaHd64Case) -> list[str]:
-    """The passes' events (:func:`~kernel_harness.ops.paged_decode.passes.passes_events`),
+    """The passes' events (:func:`~kernel_harness.ops.paged_attention.passes.passes_events`),
     heads (and a padding head in a packed word), sinks, the quantized cache, and the
     blocks: kv blocks spanned, query blocks spanned."""
     bkv = case.kv_pages_per_block * case.page_size

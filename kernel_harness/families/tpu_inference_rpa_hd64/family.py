@@ -18,8 +18,8 @@ from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
 )
 from kernel_harness.families.tpu_inference_rpa_hd64.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_hd64.export import export
-from kernel_harness.ops.paged_decode.kv_update import kv_update_reference
-from kernel_harness.ops.paged_decode.ragged import CAPABILITIES
+from kernel_harness.ops.paged_attention.kv_update import kv_update_reference
+from kernel_harness.ops.paged_attention.ragged import CAPABILITIES
 
 _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot (and the padding "
           "heads' rows) unchanged; 1e-7 of the cache's scale is under one rounding of any "

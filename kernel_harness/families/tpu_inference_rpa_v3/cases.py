@@ -1,6 +1,6 @@
 """Cases of tpu-inference's ragged paged attention v3 and the strategy.
 
-A case is the ragged-passes vocabulary (:mod:`kernel_harness.ops.paged_decode.passes`:
+A case is the ragged-passes vocabulary (:mod:`kernel_harness.ops.paged_attention.passes`:
 sequences, passes, padding, pages, window, cap, scale, TPU generation) plus the kernel's
 heads and the three passes' block sizes (memory and compute). The new tokens' K/V, the old
 cache, the page table and the junk in padding slots come from the seed.
@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast, dtype_packing
 from kernel_harness.families.tpu_inference.ragged import draw_attention, draw_paging
-from kernel_harness.ops.paged_decode.kv_update import (
+from kernel_harness.ops.paged_attention.kv_update import (
     KV_UPDATE_DTYPES,
     KvUpdateCase,
     fp8_quantization,
 )
-from kernel_harness.ops.paged_decode.passes import align, lanes
+from kernel_harness.ops.paged_attention.passes import align, lanes
 
 #: dtypes drawn for q (and for the new K/V and the cache, unless ``kv_dtype`` says fp8).
 RPA_DTYPES: tuple[str, ...] = KV_UPDATE_DTYPES
@@ -56,7 +56,7 @@ def token_kv(rows: np.ndarray, kv_heads: int, head_dim: int
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RpaV3Case(KvUpdateCase):
     """One ``ragged_paged_attention`` (v3) call: the passes' sequences, heads and
-    quantization (:class:`~kernel_harness.ops.paged_decode.kv_update.KvUpdateCase`), and
+    quantization (:class:`~kernel_harness.ops.paged_attention.kv_update.KvUpdateCase`), and
 
     Attributes:
       head_dim: the head dimension (64 is padded to 128 lanes).

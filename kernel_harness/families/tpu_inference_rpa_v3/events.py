@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from kernel_harness.families.tpu_inference_rpa_v3.cases import RpaV3Case
-from kernel_harness.ops.paged_decode.passes import passes_events
-from kernel_harness.ops.paged_decode.strategy import head_grouping
+from kernel_harness.ops.paged_attention.passes import passes_events
+from kernel_harness.ops.paged_attention.strategy import head_grouping
 
 
 def events(case: RpaV3Case) -> list[str]:
-    """The passes' events (:func:`~kernel_harness.ops.paged_decode.passes.passes_events`),
+    """The passes' events (:func:`~kernel_harness.ops.paged_attention.passes.passes_events`),
     heads, the TPU generation, padded lanes, and per pass: kv blocks spanned, compute
     blocks below fetched ones."""
     ev = passes_events(case) + [head_grouping(case.q_heads, case.kv_heads),

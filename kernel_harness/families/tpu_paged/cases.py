@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Case, cast, check_sizes
-from kernel_harness.ops.paged_decode.strategy import (
+from kernel_harness.ops.paged_attention.strategy import (
     MASKED_V,
     PagedGeometry,
     draw_geometry,
@@ -36,7 +36,7 @@ INT8_DIVISOR = 127.5
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TpuPagedCase(PagedGeometry, Case):
     """One paged decode step: one query per batch row (the vocabulary's fields:
-    :class:`~kernel_harness.ops.paged_decode.strategy.PagedGeometry`).
+    :class:`~kernel_harness.ops.paged_attention.strategy.PagedGeometry`).
 
     Attributes:
       pages_per_compute_block: pages one kernel block loads (divides pages_per_seq).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from kernel_harness.families.tpu_paged.cases import INT8_DIVISOR, TpuPagedCase
-from kernel_harness.ops.paged_decode.export import reference_source
+from kernel_harness.ops.paged_attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
 
 

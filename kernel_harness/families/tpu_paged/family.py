@@ -10,9 +10,9 @@ from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import INT8_DIVISOR, TpuPagedCase, tpu_paged_cases
 from kernel_harness.families.tpu_paged.export import export
 from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
-from kernel_harness.ops.paged_decode.events import paged_events
-from kernel_harness.ops.paged_decode.record import paged_record
-from kernel_harness.ops.paged_decode.reference import PagedCall, visible_lengths
+from kernel_harness.ops.paged_attention.events import paged_events
+from kernel_harness.ops.paged_attention.record import paged_record
+from kernel_harness.ops.paged_attention.reference import PagedCall, visible_lengths
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase
-from kernel_harness.ops.paged_decode.layout import finite_pages, head_major
-from kernel_harness.ops.paged_decode.relations import (
+from kernel_harness.ops.paged_attention.layout import finite_pages, head_major
+from kernel_harness.ops.paged_attention.relations import (
     compute_block_invariance,
     page_permutation,
     unseen_slots_ignored,

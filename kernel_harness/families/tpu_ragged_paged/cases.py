@@ -15,7 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast, check_heads
-from kernel_harness.ops.paged_decode.sequences import RaggedBatch
+from kernel_harness.ops.paged_attention.sequences import RaggedBatch
 
 #: dtypes the harness draws (q and the K/V pages share it; no quantized K/V scales).
 RAGGED_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
@@ -24,7 +24,7 @@ RAGGED_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RaggedCase(RaggedBatch):
     """One ragged paged attention call over ``num_seqs`` active sequences (the sequences,
-    padding, pages, window, cap and scale: :class:`~kernel_harness.ops.paged_decode.
+    padding, pages, window, cap and scale: :class:`~kernel_harness.ops.paged_attention.
     sequences.RaggedBatch`).
 
     Attributes:

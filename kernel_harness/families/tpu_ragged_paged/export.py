@@ -16,7 +16,7 @@ import textwrap
 
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 from kernel_harness.ops.attention.export import reference_source
-from kernel_harness.ops.paged_decode import ragged as _reference
+from kernel_harness.ops.paged_attention import ragged as _reference
 from kernel_harness.spec.export import ExportSnippet, interpreter_source, tpu_interpreting_source
 
 

@@ -20,8 +20,8 @@ from kernel_harness.families.tpu_ragged_paged.cases import (
 from kernel_harness.families.tpu_ragged_paged.export import export
 from kernel_harness.families.tpu_ragged_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
 from kernel_harness.ops.attention.metamorphic import inside
-from kernel_harness.ops.paged_decode.ragged import CAPABILITIES, ragged_attention
-from kernel_harness.ops.paged_decode.strategy import head_grouping
+from kernel_harness.ops.paged_attention.ragged import CAPABILITIES, ragged_attention
+from kernel_harness.ops.paged_attention.strategy import head_grouping
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import Arrays
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 from kernel_harness.families.tpu_ragged_paged.kernel import traceable
-from kernel_harness.ops.paged_decode.layout import PagedLayout, finite_pages
-from kernel_harness.ops.paged_decode.relations import page_permutation, unseen_slots_ignored
+from kernel_harness.ops.paged_attention.layout import PagedLayout, finite_pages
+from kernel_harness.ops.paged_attention.relations import page_permutation, unseen_slots_ignored
 from kernel_harness.spec.hooks import Metamorphic
 
 #: kv_pages [total_pages, page_size, 2 * kv_heads, head_dim]: pages on axis 0; every

@@ -1,5 +1,5 @@
 """The attention op: what every softmax attention kernel shares (splash, flash, sdpa,
-gpu-mha, gpu-decode, torch-sdpa, and through :mod:`kernel_harness.ops.paged_decode` the
+gpu-mha, gpu-decode, torch-sdpa, and through :mod:`kernel_harness.ops.paged_attention` the
 paged and ragged paged kernels).
 
 - :mod:`.vocabulary`: the canonical spelling of a case's shape (``q_heads``,

@@ -9,7 +9,7 @@ import pytest
 
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase, ragged_seed_cases
 from kernel_harness.families.tpu_ragged_paged.family import reference
-from kernel_harness.ops.paged_decode.ragged import allowed
+from kernel_harness.ops.paged_attention.ragged import allowed
 
 
 def _tiny() -> RaggedCase:

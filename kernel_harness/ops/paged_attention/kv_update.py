@@ -20,9 +20,9 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import check_heads, check_sizes, dtype_packing
-from kernel_harness.ops.paged_decode.passes import PassesCase, effective_q, new_token_slots
-from kernel_harness.ops.paged_decode.ragged import ragged_attention
-from kernel_harness.ops.paged_decode.sequences import page_slots
+from kernel_harness.ops.paged_attention.passes import PassesCase, effective_q, new_token_slots
+from kernel_harness.ops.paged_attention.ragged import ragged_attention
+from kernel_harness.ops.paged_attention.sequences import page_slots
 
 #: dtypes drawn for q (and for the new K/V and the cache, unless ``kv_dtype`` says fp8).
 KV_UPDATE_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
@@ -33,7 +33,7 @@ FP8 = "float8_e4m3fn"
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class KvUpdateCase(PassesCase):
-    """The passes' sequences (:class:`~kernel_harness.ops.paged_decode.passes.PassesCase`),
+    """The passes' sequences (:class:`~kernel_harness.ops.paged_attention.passes.PassesCase`),
     and
 
     Attributes:
@@ -156,7 +156,7 @@ def kv_update_attention(inputs: dict[str, np.ndarray], table: np.ndarray,
     attention over it by the ragged paged attention op (float32, HIGHEST) with the
     inputs' ``attention_sink`` when there are any, K/V dequantized
     (:func:`sequence_kv`) and q quantized as the kernel quantizes it
-    (:func:`~kernel_harness.ops.paged_decode.passes.effective_q`)."""
+    (:func:`~kernel_harness.ops.paged_attention.passes.effective_q`)."""
     new_slots = new_token_slots(table, q_lens, kv_lens, page_size)
     cache = updated_cache(inputs["kv_cache"], new_slots, inputs["k"], inputs["v"], write_token)
     kv = (sequence_kv(cache, *page_slots(table[i], kv_len, page_size), token_kv, kv_heads,

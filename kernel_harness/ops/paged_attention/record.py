@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from kernel_harness.ops.attention.metamorphic import inside
-from kernel_harness.ops.paged_decode.reference import PagedCall, references
-from kernel_harness.ops.paged_decode.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
+from kernel_harness.ops.paged_attention.reference import PagedCall, references
+from kernel_harness.ops.paged_attention.strategy import OUTPUT_AXES, PAGED_CAPABILITIES
 
 
 def paged_record(call_of: Callable[[Any, dict[str, np.ndarray]], PagedCall],

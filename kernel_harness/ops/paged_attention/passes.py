@@ -20,7 +20,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import cast
-from kernel_harness.ops.paged_decode.sequences import RaggedBatch, page_slots
+from kernel_harness.ops.paged_attention.sequences import RaggedBatch, page_slots
 
 
 def align(x: int, a: int) -> int:

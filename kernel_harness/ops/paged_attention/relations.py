@@ -1,5 +1,5 @@
 """The paged-decode op's metamorphic relations, written once over a family's
-:class:`~kernel_harness.ops.paged_decode.layout.PagedLayout`.
+:class:`~kernel_harness.ops.paged_attention.layout.PagedLayout`.
 
 - ``page-permutation``: moving every physical page elsewhere and renaming the page table
   to match changes nothing, bitwise (the same values meet in the same order);
@@ -18,7 +18,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Arrays
-from kernel_harness.ops.paged_decode.layout import PagedLayout
+from kernel_harness.ops.paged_attention.layout import PagedLayout
 from kernel_harness.spec.relations import Draw, Relation, Variant
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kernel_harness.ops.paged_decode.strategy import PagedGeometry, head_grouping
+from kernel_harness.ops.paged_attention.strategy import PagedGeometry, head_grouping
 
 
 def paged_events(case: PagedGeometry, *, dtype: str, lengths: Sequence[int] | None,
