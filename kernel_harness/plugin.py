@@ -98,6 +98,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "the table follows the test summary")
     group.addoption("--kh-corpus", default=None, metavar="LOCATION",
                     help="a failure corpus: its stored failures replay first (ci: read only)")
+    group.addoption("--kh-resume", default=None, metavar="PATH",
+                    help="the check --json document of an interrupted run: its finished "
+                    "units keep their verdicts, only the others run")
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,

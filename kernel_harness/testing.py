@@ -54,6 +54,7 @@ def check(
     fail_fast: bool = False,
     shrink_budget: str | ShrinkBudget | None = None,
     corpus: str | None = None,
+    resume: str | None = None,
 ) -> SessionResult:
     """Checks ``family`` (a name, a :class:`Family`, or several) with every property, or
     ``properties``; raises :class:`HarnessCheckFailed` (an AssertionError) carrying the
@@ -62,8 +63,9 @@ def check(
     default the profile's. ``profile``, ``backend`` and ``corpus`` left unset come from the
     project's ``[tool.kernel-harness]`` (read from the working directory up), else ``dev``,
     ``interpret`` and none: the rule of every front end
-    (:mod:`kernel_harness.orchestration.options`). A bad argument is a
-    :class:`~kernel_harness.core.errors.UsageError`."""
+    (:mod:`kernel_harness.orchestration.options`). ``resume``: the ``--json`` document of an
+    interrupted run, whose finished units are kept (only the others run). A bad argument is
+    a :class:`~kernel_harness.core.errors.UsageError`."""
     families = [family] if isinstance(family, str | Family) else list(family)
     if isinstance(shrink_budget, str):
         try:
@@ -80,6 +82,7 @@ def check(
         max_examples=max_examples, seed=seed, draws_per_compile=draws_per_compile,
         without=tuple(without), tolerance=tuple(tolerance), tolerance_scale=tolerance_scale,
         timeout=timeout, isolate=isolate, fail_fast=fail_fast, shrink_budget=shrink_budget,
+        resume=resume,
     )
     result = CheckSession(request).run()
     if not result.ok:
@@ -171,7 +174,7 @@ class _Plan:
                     tolerance_scale=opt("--kh-tolerance-scale"), timeout=opt("--kh-timeout"),
                     isolate=opt("--kh-isolate"), fail_fast=opt("--kh-fail-fast"),
                     shrink_budget=shrink_budget,
-                    kernel_coverage=opt("--kh-kernel-coverage"),
+                    kernel_coverage=opt("--kh-kernel-coverage"), resume=opt("--kh-resume"),
                 )
                 self.sessions[name] = CheckSession(request)
         except (UsageError, ValueError) as e:
@@ -269,6 +272,18 @@ class HarnessUnit(pytest.Item):
         return self.path, None, f"kernel-harness {self.name}"
 
 
+class _KeptUnit(HarnessUnit):
+    """A unit ``--kh-resume`` kept from the interrupted run: its recorded verdict again."""
+
+    def __init__(self, *, kept: UnitResult, **kwargs: Any):
+        pytest.Item.__init__(self, **kwargs)
+        self.kept = kept
+
+    def runtest(self) -> None:
+        """The recorded verdict (a FAIL fails again, with the recorded line)."""
+        _settle(self.kept, _raise_unit_failed)
+
+
 class _UnrunnableFamily(pytest.Item):
     """A family the backend cannot run, shown as a skip with the reason (never silent)."""
 
@@ -290,6 +305,10 @@ def collect(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]
             items.append(HarnessUnit.from_parent(
                 session, name=unit.name, nodeid=f"kernel-harness::{unit.name}",
                 check_session=check_session, unit=unit, plan=plan))
+        for kept in check_session.resumed.kept:
+            name = f"{kept.family}::{kept.prop}"
+            items.append(_KeptUnit.from_parent(session, name=name,
+                                               nodeid=f"kernel-harness::{name}", kept=kept))
         for fam, why in check_session.skipped:
             items.append(_UnrunnableFamily.from_parent(
                 session, name=f"{fam.name}::-", nodeid=f"kernel-harness::{fam.name}::-",
@@ -303,13 +322,15 @@ def collect(session: pytest.Session, config: pytest.Config) -> list[pytest.Item]
 class UnitCheck:
     """What the ``kh_unit`` fixture gives a test: :meth:`check` runs its unit."""
 
-    def __init__(self, plan: _Plan, session: CheckSession, unit: Any) -> None:
-        self.plan, self.session, self.unit = plan, session, unit
+    def __init__(self, plan: _Plan, session: CheckSession, unit: Any,
+                 kept: UnitResult | None = None) -> None:
+        self.plan, self.session, self.unit, self.kept = plan, session, unit, kept
 
     def check(self) -> UnitResult:
-        """Runs the unit; fails the test with the harness's report unless it passed."""
-        return _settle(self.plan.run(self.session, self.unit),
-                       lambda report: pytest.fail(report, pytrace=False))
+        """Runs the unit (or gives the verdict ``--kh-resume`` kept); fails the test with
+        the harness's report unless it passed."""
+        result = self.kept if self.kept is not None else self.plan.run(self.session, self.unit)
+        return _settle(result, lambda report: pytest.fail(report, pytrace=False))
 
 
 def parametrize(metafunc: pytest.Metafunc) -> None:
@@ -320,6 +341,8 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
     plan = _plan(config, config.getoption("--kh-check") or names)
     units = [(s, u) for s in plan.sessions.values() for u in s.units]
     params = [pytest.param(UnitCheck(plan, s, u), id=u.name) for s, u in units]
+    params += [pytest.param(UnitCheck(plan, s, None, kept=k), id=f"{k.family}::{k.prop}")
+               for s in plan.sessions.values() for k in s.resumed.kept]
     params += [pytest.param(None, id=f"{name}::-", marks=pytest.mark.skip(reason=why))
                for name, why in plan.unrunnable.items()]
     metafunc.parametrize("kh_unit", params)

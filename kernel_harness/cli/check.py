@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import argparse
 import collections
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 from kernel_harness.checks.properties import PROPERTIES
 from kernel_harness.cli import common, plot
-from kernel_harness.orchestration import interrupt, options, results, resume
+from kernel_harness.orchestration import interrupt, options, results
 from kernel_harness.orchestration.corpus import spill_path_for
 from kernel_harness.orchestration.session import CheckRequest, CheckSession, SessionResult
 from kernel_harness.run import kernel_coverage, report
@@ -105,6 +104,7 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         shrink_budget=args.shrink_budget,
         progress_every=args.progress_every, compile_cache=args.compile_cache,
         corpus_write=args.corpus_write, shard=args.shard, kernel_coverage=args.kernel_coverage,
+        resume=None if args.resume is None else str(args.resume),
         corpus_spill=spill_path_for(args.json, args.junit), corpus_required=args.require_corpus,
         modes_first=args.modes_first, require_modes=args.require_modes,
     )
@@ -183,18 +183,8 @@ def run(args: argparse.Namespace) -> int:
     ensure_writable({"--json": args.json, "--junit": args.junit, "--plot-dir": args.plot_dir,
                      "--compile-cache": args.compile_cache})
     session = CheckSession(request_from_args(args))
-    kept = [] if args.resume is None else resume.load(
-        args.resume, backend=session.backend.name, profile=session.request.profile)
-    if kept:
-        order = [(u.family.name, u.prop) for u in session.units]
-        done = {(r.family, r.prop) for r in kept}
-        session.units = [u for u in session.units if (u.family.name, u.prop) not in done]
-        print(f"--resume {args.resume}: {len(kept)} finished units kept, "
-              f"{len(session.units)} to run")
     with interrupt.handling():
         result = session.run()
-    if kept:
-        result = dataclasses.replace(result, results=resume.merged(kept, result.results, order))
     if args.plot_dir is not None:
         _plots(args, result)
     for line in _events(result) + kernel_coverage.family_tables(result.coverage,

@@ -63,6 +63,9 @@ class CheckRequest:
     corpus_required: bool = False
     #: ``I/N``: run this shard's 1/N of the units (each shard with its own seeds).
     shard: str | None = None
+    #: A ``check --json`` document of an interrupted run: its finished units are kept and
+    #: only the others run (:mod:`kernel_harness.orchestration.resume`).
+    resume: str | None = None
     #: Record which branches of the interpreted kernels the cases ran (docs/kernel-coverage.md).
     kernel_coverage: bool = False
     #: matches-reference starts with examples reaching every declared mode

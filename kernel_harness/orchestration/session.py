@@ -36,6 +36,7 @@ from kernel_harness.orchestration import (
     outcome_text,
     parallel,
     results,
+    resume,
     session_header,
     watch,
 )
@@ -165,6 +166,9 @@ class CheckSession:
         if request.shard is not None:
             self.units = shard_units(self.units, request.shard)
             self.seed = shard_seed(request.seed, request.shard)
+        self.resumed = resume.Resumed(request.resume, self.units, backend=self.backend.name,
+                                      profile=self.request.profile)
+        self.units = self.resumed.left
         self.corpus_mode = corpus_mode(self.profile_name, request.corpus,
                                        write=request.corpus_write)
         outage = Outage(spill=request.corpus_spill, required=request.corpus_required,
@@ -319,7 +323,7 @@ class CheckSession:
     def run(self) -> SessionResult:
         """Runs every unit in order (``--fail-fast``: a family's units after its first
         failure are NOT RUN), printing each unit's report and verdict line as it ends."""
-        for line in self.header_lines():
+        for line in [*self.header_lines(), *filter(None, [self.resumed.line()])]:
             self.emit(line)
         jobs = max(1, min(self.request.jobs, len(self.units)))
         supervisors = [self.supervisor() for _ in range(jobs)] if self.isolated else []
@@ -352,7 +356,8 @@ class CheckSession:
         notes = ([n for supervisor in supervisors for n in supervisor.notes] if supervisors
                  else self.closing_notes())
         done = {(r.family, r.prop) for r in out}
-        return SessionResult(session=self, results=out + self.skip_results(), notes=notes,
+        return SessionResult(session=self, results=self.resumed.results(out)
+                             + self.skip_results(), notes=notes,
                              coverage=coverage, interrupted=interrupt.requested(),
                              not_started=[u.name for u in self.units
                                           if (u.family.name, u.prop) not in done])
