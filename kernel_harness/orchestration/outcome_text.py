@@ -9,6 +9,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+
 from kernel_harness.checks.lowering import LoweringFailure
 from kernel_harness.checks.metamorphic import MetamorphicFailure
 from kernel_harness.checks.properties import HarnessFailure, PropertyOutcome
@@ -85,6 +87,12 @@ def failure_text(outcome: PropertyOutcome) -> str:
     if crashes or obs.crashes:
         lines += _crash_text(outcome, crashes)
     for err in others:
+        if isinstance(err, FailedHealthCheck | Unsatisfiable):  # the draws, not a kernel
+            first = (str(err).strip().splitlines() or [""])[0]
+            lines.append(f"{report.PREFIX} ERROR {outcome.family}: the strategy gave this "
+                         f"property too few usable cases ({obs.examples} ran, {obs.rejected} "
+                         f"rejected; Hypothesis: {type(err).__name__}: {first})")
+            continue
         lines.append(f"{report.PREFIX} ERROR {outcome.family}: {type(err).__name__}: {err}")
         lines.append("".join(traceback.format_exception(err, limit=-3)).rstrip())
     if outcome.shrink is not None and outcome.shrink.failed:

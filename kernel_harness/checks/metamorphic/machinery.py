@@ -203,6 +203,10 @@ class Spec:
     needs: str | None
     fraction: float
     doc: str
+    #: Which drawn cases the property can use (``applies(hooks, case)``), and how to say it
+    #: (``"has segment ids"``); None: every case.
+    applies: Callable[[Metamorphic, Any], bool] | None = None
+    applies_what: str = ""
 
 
 #: Fewest examples a capped metamorphic property runs.
@@ -241,13 +245,46 @@ def applicable(family: Family, spec: Spec) -> Metamorphic | None:
     return hooks
 
 
+#: Cases drawn to see whether a narrowed family still reaches what a property needs.
+REACH_TRIES = 30
+
+
+class _Reached(Exception):
+    pass
+
+
+def check_reachable(family: Family, spec: Spec, hooks: Metamorphic | None) -> None:
+    """PropertyNotApplicable (a SKIP with the reason) where the family is narrowed
+    (``--without``) and none of :data:`REACH_TRIES` drawn cases is one ``spec`` can use
+    (segment isolation without segments): every example would be rejected, and Hypothesis
+    would end the run with a health-check traceback instead of a verdict."""
+    if not family.without or spec.applies is None or hooks is None:
+        return
+
+    @hypothesis.settings(max_examples=REACH_TRIES, derandomize=True, database=None,
+                         deadline=None, phases=[hypothesis.Phase.generate],
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @given(case=family.cases())
+    def probe(case: Any) -> None:
+        if spec.applies(hooks, case):
+            raise _Reached
+
+    try:
+        probe()
+    except _Reached:
+        return
+    raise PropertyNotApplicable(
+        f"none of {REACH_TRIES} cases drawn without {', '.join(sorted(family.without))} "
+        f"{spec.applies_what}: {spec.name} has nothing to check")
+
+
 def build(spec: Spec) -> Callable[..., Callable[[], None]]:
     """The property builder for ``spec`` (same signature as ``matches_reference``)."""
 
     def builder(family: Family, *, backend: Backend, impl: Callable[..., Any] | None = None,
                 impl_spec: str | None = None, observer: Any = None) -> Callable[[], None]:
         ensure_supported(family, backend)
-        applicable(family, spec)
+        check_reachable(family, spec, applicable(family, spec))
         if spec.needs == TPU_INTERPRETER and backend.name != "tpu-interpret":
             raise PropertyNotApplicable(
                 f"{spec.name} varies the TPU interpreter's schedule: it runs on "

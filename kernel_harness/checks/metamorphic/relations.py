@@ -306,7 +306,9 @@ SPECS: tuple[Spec, ...] = (
          "leaves its output and dq unchanged; perturbing queries leaves dk/dv of keys no "
          "changed query sees unchanged."),
     Spec("segment-isolation", _segment_isolation, "segments", 0.1,
-         "Perturbing every token of one segment changes no output of another segment."),
+         "Perturbing every token of one segment changes no output of another segment.",
+         applies=lambda hooks, case: hooks.segments(case) is not None,
+         applies_what="has segment ids"),
     Spec("block-size-invariance", _block_size_invariance, "block_variants", 0.1,
          "Two valid block configurations agree within twice the tolerance."),
     Spec("deterministic", _deterministic, ANY_FAMILY, 0.07,
@@ -320,10 +322,14 @@ SPECS: tuple[Spec, ...] = (
          "except where the contract says otherwise."),
     Spec("option-effect", _option_effect, "visible", 0.1,
          "Turning an option off changes rows whose visibility it changes (or some row, for "
-         "value options like soft cap), and no other row."),
+         "value options like soft cap), and no other row.",
+         applies=lambda hooks, case: bool(list(hooks.option_toggles(case))),
+         applies_what="turns an option on"),
     Spec("gqa-equals-mha", _gqa_equals_mha, "as_mha", 0.07,
          "Grouped-query attention equals MHA with the kv heads repeated (dk/dv summed "
-         "over each group)."),
+         "over each group).",
+         applies=lambda hooks, case: hooks.as_mha(case, case.materialize()) is not None,
+         applies_what="shares kv heads"),
 )
 
 #: Property name -> builder, merged into :data:`kernel_harness.checks.properties.PROPERTIES`.
