@@ -27,6 +27,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.narrow import unnarrowed_cases
 
 #: Profiles whose matches-reference runs start with the cover.
 MODES_FIRST_PROFILES: frozenset[str] = frozenset({"ci", "nightly"})
@@ -50,6 +51,8 @@ class Cover:
       missing: declared modes no case of the cover reaches (not drawn in ``draws``
         draws, or left out by the budget).
       draws: cases drawn to find them; seconds: the drawing's time.
+      excluded: declared modes the narrowed family no longer draws and its strategy
+        without ``--without`` does (the user left them out: never MISSING).
     """
 
     cases: tuple[Any, ...]
@@ -57,12 +60,16 @@ class Cover:
     missing: tuple[str, ...]
     draws: int
     seconds: float
+    excluded: tuple[str, ...] = ()
 
     def line(self, family: str, declared: int) -> str:
         """One line for the report: how many examples reached how many modes."""
+        wanted = declared - len(self.excluded)
         text = (f"{family}: modes first: {len(self.cases)} example(s) reach "
-                f"{declared - len(self.missing)}/{declared} declared modes ({self.draws} "
+                f"{wanted - len(self.missing)}/{wanted} declared modes ({self.draws} "
                 f"cases drawn in {self.seconds:.1f}s)")
+        if self.excluded:
+            text += f"; left out by --without: {', '.join(self.excluded)}"
         if self.missing:
             text += f"; MISSING: {', '.join(self.missing)}"
         return text
@@ -70,7 +77,8 @@ class Cover:
     def to_json(self, declared: int) -> dict[str, Any]:
         """For the unit's JSON record."""
         return {"declared": declared, "examples": len(self.cases),
-                "missing": list(self.missing), "draws": self.draws,
+                "missing": list(self.missing), "excluded": list(self.excluded),
+                "draws": self.draws,
                 "seconds": round(self.seconds, 3)}
 
 
@@ -153,9 +161,15 @@ def _greedy(family: Family, run_seed: int, budget: int, max_draws: int) -> Cover
             break
         chosen.append((case, frozenset(modes)))
         uncovered -= modes
+    excluded: set[str] = set()
+    if family.without and uncovered:  # reached without --without: the user left them out
+        base = dataclasses.replace(family, cases=unnarrowed_cases(family),
+                                   without=frozenset())
+        excluded = set().union(*(m for _, m in _draw(base, run_seed, max_draws)[0]))
+        excluded &= uncovered
     return Cover(cases=tuple(c for c, _ in chosen), reached=tuple(m for _, m in chosen),
-                 missing=tuple(sorted(uncovered)), draws=draws,
-                 seconds=time.perf_counter() - start)
+                 missing=tuple(sorted(uncovered - excluded)), draws=draws,
+                 seconds=time.perf_counter() - start, excluded=tuple(sorted(excluded)))
 
 
 def mode_cover(family: Family, *, run_seed: int, budget: int,

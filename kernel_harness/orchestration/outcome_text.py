@@ -48,8 +48,10 @@ def detail(outcome: PropertyOutcome) -> str:
     text = f"{outcome.observer.examples} examples, {outcome.wall_seconds:.1f}s"
     cover = outcome.cover
     if cover is not None:
-        declared = outcome.modes_declared
+        declared = outcome.modes_declared - len(cover.excluded)
         text += f"; modes {declared - len(cover.missing)}/{declared}"
+        if cover.excluded:
+            text += f" ({len(cover.excluded)} left out by --without)"
         if cover.missing:
             text += f", MISSING {', '.join(cover.missing)}"
     return text

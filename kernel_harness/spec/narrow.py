@@ -95,6 +95,15 @@ def narrow(family: Family, features: Iterable[str]) -> Family:
     return family.narrowed(narrowed, names) if family.narrowed else narrowed
 
 
+def unnarrowed_cases(family: Family) -> Callable[..., Any]:
+    """``family``'s strategy before :func:`narrow` (its ``cases`` with no ``without``):
+    what the user's ``--without`` left out is measured against it."""
+    cases = family.cases
+    while isinstance(cases, functools.partial) and "without" in cases.keywords:
+        cases = cases.func
+    return cases
+
+
 def parse_tolerance(text: str) -> ToleranceOverride:
     """``OUTPUT[:DTYPE]=X`` as a :class:`ToleranceOverride` (a UsageError if malformed)."""
     key, sep, value = text.partition("=")

@@ -88,3 +88,16 @@ def test_a_declared_mode_strategy_is_drawn_when_the_family_strategy_misses():
 def test_undeclared_modes_in_nondegenerate_are_refused():
     with pytest.raises(ValueError, match="do(es)? not declare"):
         dataclasses.replace(RARE, nondegenerate={"length=99": ("x", bool)})
+
+
+def test_modes_the_user_left_out_are_not_missing() -> None:
+    """Issue 56: under --without a mode only the excluded features reach is "left out by
+    --without", never MISSING; a mode still reachable is still looked for."""
+    from kernel_harness.spec.narrow import narrow
+    from kernel_harness.spec.registry import get_family
+
+    family = narrow(get_family("sdpa"), {"bias", "window"})
+    cover = mode_cover(family, run_seed=0, budget=15)
+    assert set(cover.excluded) == {"bias-full", "window"} and not cover.missing
+    assert "left out by --without: bias-full, window" in cover.line("sdpa", len(family.modes))
+    assert cover.to_json(len(family.modes))["excluded"] == ["bias-full", "window"]
