@@ -9,6 +9,7 @@ from kernel_harness.cli import common
 from kernel_harness.core.errors import UsageError
 from kernel_harness.regression.export import ExportError, build_case, export_repro
 from kernel_harness.run.outputs import ensure_writable
+from kernel_harness.spec.narrow import adjust_tolerances
 
 
 def add_parser(sub: Any) -> None:
@@ -22,6 +23,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--case", required=True, help="the case as one JSON line")
     p.add_argument("--impl", default=None, help="MODULE:ATTR the script imports as the kernel")
     common.add_backend_flag(p)
+    common.add_adjustment_flags(p, without=False)
     p.add_argument("--out", required=True, help="PATH.py; the inputs go to PATH.npz")
     p.add_argument(
         "--outside-contract", action="store_true",
@@ -34,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     """Runs ``kernel-harness export-repro``: 0 written, 2 bad input."""
     ensure_writable({"--out": args.out})
     (fam,) = common.families([args.family])
+    # the check's --tolerance flags travel with its export line: the script judges alike
+    fam = adjust_tolerances(fam, args.tolerance, args.tolerance_scale)
     if fam.export is None:
         raise UsageError(f"family {fam.name!r} has no export hook (Family.export)")
     try:

@@ -44,7 +44,8 @@ def case_repro_command(
 
 def export_command(result: CaseResult) -> str | None:
     """A shell command writing this case as a standalone script (no harness needed), or
-    None when the family has no export hook."""
+    None when the family has no export hook; an out-of-tree family's ``--family-module``
+    and the check's ``--tolerance`` flags travel with it, as with the repro command."""
     try:
         if get_family(result.family).export is None:
             return None
@@ -57,6 +58,7 @@ def export_command(result: CaseResult) -> str | None:
     ]
     if result.impl_spec:
         parts += ["--impl", result.impl_spec]
+    parts += [*registry.family_module_args(result.family), *result.adjustments]
     return shlex.join([*parts, "--out", f"repro_{result.family.replace('-', '_')}.py"])
 
 

@@ -229,16 +229,23 @@ def load_family_modules(modules: Sequence[str], *, search_path: Path | None = No
                 f"{origin} {module_name}: the module defines no kernel_harness Family "
                 "at module level (e.g. FAMILY = Family(...))"
             )
+        own = 0
         for attr, family in found.items():
             target = f"{module_name}:{attr}"
             builtin = BUILTIN_FAMILIES.get(family.name)
             if builtin is not None and builtin != target:
+                if get_family(family.name) is family:
+                    continue  # the built-in itself, imported there: not registered twice
                 raise UsageError(
                     f"{origin} {module_name}: family {family.name!r} clashes with the "
                     f"built-in family of that name; rename it"
                 )
             _from_modules[family.name] = target
             names.append(family.name)
+            own += 1
+        if not own:
+            raise UsageError(f"{origin} {module_name}: the module declares no Family of its "
+                             f"own (it imports the built-in {', '.join(sorted(found))})")
         _loaded_modules.add(module_name)
         if module_name not in _env_modules():
             os.environ[FAMILY_MODULES_ENV] = ",".join([*_env_modules(), module_name])

@@ -116,11 +116,19 @@ def test_family_module_check_fails_on_the_eps_bug_and_repro_finds_the_family(
     "module, message",
     [("no_such_module_q", "cannot import it"),
      ("rmsnorm_family.kernel", "defines no kernel_harness Family"),
-     ("tests.examples.clashing_family", "clashes with the built-in family")],
+     ("tests.examples.clashing_family", "clashes with the built-in family"),
+     ("tests.examples.only_imports_builtin", "declares no Family of its own .* FAMILY")],
 )
 def test_bad_family_module_is_a_clear_error(example_on_path, module, message):
     with pytest.raises(UsageError, match=message):
         registry.load_family_modules([module])
+
+
+def test_a_module_importing_a_builtin_registers_only_its_own(example_on_path):
+    """Issue 56: the built-in family object imported into a user's module is the built-in,
+    not a clash (and not registered twice)."""
+    assert registry.load_family_modules(["tests.examples.extends_builtin_family"]) == ["my-sdpa"]
+    assert registry.get_family("sdpa") is not registry.get_family("my-sdpa")
 
 
 def test_family_module_reaches_every_command(example_on_path, capsys, monkeypatch):

@@ -18,6 +18,7 @@ from kernel_harness.cli import main
 from kernel_harness.ops.attention.export import op_source
 from kernel_harness.regression.export import ExportError, build_case, export_repro, judge_source
 from kernel_harness.spec.registry import get_family
+from tests.helpers.golden_export import first_golden_case
 from tests.helpers.standalone import harness_hidden, run_standalone
 
 MHA_CASE = ('{"dtype":"float32","seed":1,"batch":1,"heads":2,"q_len":64,"kv_len":64,'
@@ -290,3 +291,37 @@ def test_splash_impl_from_a_top_level_module_and_what_to_do_when_it_does_not_imp
     assert lost.returncode == 2, lost.stdout + lost.stderr  # a setup error, not a kernel FAIL
     assert "cannot import vendored_splash (--impl vendored_splash:make_splash_mha)" in lost.stderr
     assert "PYTHONPATH" in lost.stderr
+
+
+def test_the_export_line_carries_the_family_module_and_the_tolerances(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 56: the export line of a --family-module family names the module (else it
+    cannot find the family), and a check loosened with --tolerance exports a script judging
+    with the same limits (export-repro takes the flags)."""
+    import shlex
+
+    from kernel_harness.core.backends import resolve_backend
+    from kernel_harness.run.report import export_command
+    from kernel_harness.run.runner import CaseResult
+    from kernel_harness.spec import registry
+
+    (tmp_path / "my_softmax.py").write_text(
+        "import dataclasses\nfrom kernel_harness import get_family\n"
+        "FAMILY = dataclasses.replace(get_family('gpu-softmax'), name='my-softmax')\n")
+    monkeypatch.setattr(registry, "_from_modules", {})
+    monkeypatch.setattr(registry, "_loaded_modules", set())
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry.load_family_modules(["my_softmax"])
+    fam = get_family("my-softmax")
+    case = fam.seed_cases(frozenset())[0] if fam.seed_cases(frozenset()) else \
+        first_golden_case("gpu-softmax")
+    result = CaseResult(family=fam.name, case=case, backend=resolve_backend("interpret"),
+                        impl="x", impl_spec=None, verdicts=(), excluded={}, seconds=0.0,
+                        adjustments=("--tolerance", "out=0.05"))
+    command = shlex.split(export_command(result))
+    assert command[command.index("--family-module") + 1] == "my_softmax"
+    assert command[command.index("--tolerance") + 1] == "out=0.05"
+    out = tmp_path / "r.py"
+    command[command.index("--out") + 1] = str(out)
+    assert main(command[1:]) == 0
+    assert "'out': 0.05" in out.read_text()
