@@ -16,7 +16,7 @@ import numpy as np
 from hypothesis.strategies import SearchStrategy
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.case import Arrays, Case
+from kernel_harness.core.case import DTYPES, Arrays, Case
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.spec.bad_input import BadInput
 from kernel_harness.spec.bench import Bench
@@ -195,6 +195,6 @@ class Family:
             raise ValueError(f"family {self.name!r}: nondegenerate or mode_cases name modes it "
                              "does not "
                              f"declare: {sorted(stray)}")
-        unknown = self.without - set(self.optional)
+        unknown = self.without - set(self.optional) - set(DTYPES)  # a dtype: spec.narrow
         if unknown:
             raise ValueError(f"family {self.name!r}: cannot draw without {sorted(unknown)}")

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from kernel_harness.core.case import DTYPES
 from kernel_harness.core.errors import UsageError
 from kernel_harness.core.tolerance import ToleranceOverride, merge_tolerances
 from kernel_harness.spec.family import Family
@@ -79,20 +81,62 @@ def narrow(family: Family, features: Iterable[str]) -> Family:
     names = frozenset(features)
     if not names:
         return family
-    unknown = names - set(family.optional)
+    drawn = drawn_dtypes(family)
+    unknown = names - set(family.optional) - set(drawn)
     if unknown:
-        known = ", ".join(sorted(family.optional)) or "none (this family cannot be narrowed)"
+        known = ", ".join([*sorted(family.optional), *drawn]) or \
+            "none (this family cannot be narrowed)"
         raise UsageError(
             f"family {family.name!r} has no optional feature {', '.join(sorted(unknown))}; "
             f"known: {known}"
         )
-    names |= family.without
-    narrowed = dataclasses.replace(
-        family,
-        cases=functools.partial(family.cases, without=names),
-        without=names,
-    )
-    return family.narrowed(narrowed, names) if family.narrowed else narrowed
+    dtypes = names & set(drawn)
+    features = (names | family.without) - set(DTYPES)
+    cases = functools.partial(family.cases, without=features) if features else family.cases
+    seed_cases = family.seed_cases
+    if dtypes:
+        left = tuple(d for d in drawn if d not in dtypes)
+        if not left:
+            raise UsageError(f"family {family.name!r} draws {', '.join(drawn)}: without "
+                             f"{', '.join(sorted(dtypes))} no dtype is left")
+        cases = functools.partial(cases, dtypes=left)
+        seed_cases = _seeds_in(family.seed_cases, left)
+    mode_cases = {mode: _in_dtypes(strategy, dtypes) for mode, strategy in
+                  family.mode_cases.items()} if dtypes else family.mode_cases
+    narrowed = dataclasses.replace(family, cases=cases, without=names | family.without,
+                                   seed_cases=seed_cases, mode_cases=mode_cases)
+    return family.narrowed(narrowed, features) if family.narrowed else narrowed
+
+
+def drawn_dtypes(family: Family) -> tuple[str, ...]:
+    """The dtypes ``family``'s strategy draws (its ``dtypes`` parameter, narrowed or not),
+    each a feature ``--without`` can leave out; () where it takes no such parameter."""
+    try:
+        parameter = inspect.signature(family.cases).parameters.get("dtypes")
+    except (TypeError, ValueError):
+        return ()
+    if parameter is None:
+        return ()
+    value, cases = parameter.default, family.cases
+    while isinstance(cases, functools.partial):  # the outermost narrowing is the latest
+        if "dtypes" in cases.keywords:
+            value = cases.keywords["dtypes"]
+            break
+        cases = cases.func
+    return tuple(value) if isinstance(value, tuple | list) else ()
+
+
+def _in_dtypes(strategy: Callable[[], Any], excluded: frozenset[str]) -> Callable[[], Any]:
+    return lambda: strategy().filter(lambda case: case.dtype not in excluded)
+
+
+def _seeds_in(seed_cases: Callable[[frozenset[str]], Any], dtypes: tuple[str, ...]
+              ) -> Callable[[frozenset[str]], list[Any]]:
+    def seeds(without: frozenset[str]) -> list[Any]:
+        # the family's own seeds know its features; the dtypes are narrow's
+        return [c for c in seed_cases(frozenset(without) - set(DTYPES)) if c.dtype in dtypes]
+
+    return seeds
 
 
 def unnarrowed_cases(family: Family) -> Callable[..., Any]:

@@ -1,13 +1,14 @@
 """Declared capabilities (narrowing a family's strategy) and tolerance overrides."""
 
 import pytest
-from hypothesis import find, given, settings
+from hypothesis import HealthCheck, find, given, settings
 
 from kernel_harness.core.errors import UsageError
 from kernel_harness.spec.narrow import (
     adjust_tolerances,
     declared_without,
     describe_adjustments,
+    drawn_dtypes,
     narrow,
     parse_features,
     without,
@@ -131,3 +132,34 @@ def test_flash_narrowed_draws_none_of_the_excluded_features():
         assert case.q_len == case.kv_len
 
     draws()
+
+
+@pytest.mark.parametrize("name", [n for n in family_names() if drawn_dtypes(get_family(n))])
+def test_a_drawn_dtype_can_be_left_out_like_a_feature(name):
+    """Issue 56: a bfloat16-only implementation is checked --without float32 (every family
+    whose strategy draws dtypes): nothing else drawn, seeds and mode cases too, said."""
+    fam = get_family(name)
+    drawn = drawn_dtypes(fam)
+    if len(drawn) == 1:
+        with pytest.raises(UsageError, match=f"draws {drawn[0]}: without {drawn[0]} no dtype"):
+            narrow(fam, {drawn[0]})
+        return
+    gone = drawn[0]
+    narrowed = narrow(fam, {gone})
+    assert gone in narrowed.without and drawn_dtypes(narrowed) == drawn[1:]
+    assert all(c.dtype != gone for c in narrowed.seed_cases(narrowed.without))
+
+    @settings(max_examples=8, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(narrowed.cases())
+    def draws(case):
+        assert case.dtype != gone
+
+    draws()
+    for strategy in narrowed.mode_cases.values():
+        assert find(strategy(), lambda c: True, settings=settings(database=None)).dtype != gone
+
+
+def test_a_dtype_the_family_never_draws_is_unknown():
+    with pytest.raises(UsageError, match="no optional feature float16; known: .*bfloat16"):
+        narrow(SDPA, {"float16"})

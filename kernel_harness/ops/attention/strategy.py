@@ -77,17 +77,17 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
 
     @st.composite
     def cases(draw: st.DrawFn, *, without: frozenset[str] = frozenset(),
-              dtypes: tuple[str, ...] | None = None) -> AttentionProblem:
+              dtypes: tuple[str, ...] = case_type.FEATURES.dtypes) -> AttentionProblem:
         check_without(case_type, without)
         features = case_type.FEATURES
-        if dtypes is not None and (not dtypes or set(dtypes) - set(features.dtypes)):
+        if not dtypes or set(dtypes) - set(features.dtypes):
             raise ValueError(f"dtypes must be a non-empty subset of {features.dtypes}, got "
                              f"{dtypes}")
         lengths, q_only = features.lengths, features.q_only_lengths
         if "unaligned-lengths" in without:
             lengths, q_only = ALIGNED_LENGTHS, ()
         on = _options(draw, features, without)
-        dtype = draw(st.sampled_from(dtypes or features.dtypes))
+        dtype = draw(st.sampled_from(dtypes))
         batch = draw(st.integers(1, features.max_batch))
         kv_len = draw(st.sampled_from(lengths))
         q_len = draw(st.sampled_from(lengths + q_only)) if on["differ"] else kv_len
