@@ -5,7 +5,11 @@ supports only part of it: no additive ``bias`` and no ``local_window_size``. It 
 so with the ``kernel_harness_without`` attribute, so the harness never draws those
 cases for it (and prints "checked without: bias, window")::
 
-    kernel-harness check sdpa --impl examples.my_attention:attention --profile ci
+    kernel-harness check sdpa --impl examples.my_attention:attention --accept-declared --profile ci
+
+(``--accept-declared``: the user allows the declaration; without it, or ``--without
+bias,window``, the check draws biases and windows anyway: an implementation does not narrow
+its own check)
 
 ``attention_undeclared`` is the same kernel without the declaration: the harness
 draws biases and windows, the kernel raises, and each kind of crash is one FAIL

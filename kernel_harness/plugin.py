@@ -15,8 +15,9 @@ Options: ``--kh-check``, ``--kh-backend`` (default ``interpret``, or the project
 configured backend under ``--kh-check``), ``--kh-impl
 [FAMILY=]MODULE:ATTR`` (repeatable), ``--kh-without [FAMILY=]FEATURE[,FEATURE]``
 (repeatable: optional features the implementation lacks; an implementation's own
-``kernel_harness_without`` counts too), ``--kh-family`` (repeatable, restricts the families
-checked), ``--kh-family-module MODULE`` (repeatable, out-of-tree families), ``--kh-property``
+``kernel_harness_without`` counts only with ``--kh-accept-declared``), ``--kh-resume PATH``
+(an interrupted run's JSON: its finished units keep their verdicts), ``--kh-family``
+(repeatable, restricts the families checked), ``--kh-family-module MODULE`` (repeatable, out-of-tree families), ``--kh-property``
 (repeatable), ``--kh-profile dev|ci|nightly``, ``--kh-max-examples``, ``--kh-seed``,
 ``--kh-timeout SECONDS`` (units in a worker process: a hang or a native crash is a
 failure), ``--kh-isolate``, ``--kh-fail-fast``, ``--kh-shrink-budget SECONDS/STEPS`` (``0``:
@@ -98,6 +99,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "the table follows the test summary")
     group.addoption("--kh-corpus", default=None, metavar="LOCATION",
                     help="a failure corpus: its stored failures replay first (ci: read only)")
+    group.addoption("--kh-accept-declared", action="store_true", default=False,
+                    help="leave out the features an --kh-impl declares it lacks (else only "
+                    "--kh-without narrows the check)")
     group.addoption("--kh-resume", default=None, metavar="PATH",
                     help="the check --json document of an interrupted run: its finished "
                     "units keep their verdicts, only the others run")

@@ -55,6 +55,7 @@ def check(
     shrink_budget: str | ShrinkBudget | None = None,
     corpus: str | None = None,
     resume: str | None = None,
+    accept_declared: bool = False,
 ) -> SessionResult:
     """Checks ``family`` (a name, a :class:`Family`, or several) with every property, or
     ``properties``; raises :class:`HarnessCheckFailed` (an AssertionError) carrying the
@@ -64,8 +65,9 @@ def check(
     project's ``[tool.kernel-harness]`` (read from the working directory up), else ``dev``,
     ``interpret`` and none: the rule of every front end
     (:mod:`kernel_harness.orchestration.options`). ``resume``: the ``--json`` document of an
-    interrupted run, whose finished units are kept (only the others run). A bad argument is
-    a :class:`~kernel_harness.core.errors.UsageError`."""
+    interrupted run, whose finished units are kept (only the others run).
+    ``accept_declared``: leave out what ``impl`` declares it lacks (else only ``without``
+    narrows the check). A bad argument is a :class:`~kernel_harness.core.errors.UsageError`."""
     families = [family] if isinstance(family, str | Family) else list(family)
     if isinstance(shrink_budget, str):
         try:
@@ -82,7 +84,7 @@ def check(
         max_examples=max_examples, seed=seed, draws_per_compile=draws_per_compile,
         without=tuple(without), tolerance=tuple(tolerance), tolerance_scale=tolerance_scale,
         timeout=timeout, isolate=isolate, fail_fast=fail_fast, shrink_budget=shrink_budget,
-        resume=resume,
+        resume=resume, accept_declared=accept_declared,
     )
     result = CheckSession(request).run()
     if not result.ok:
@@ -175,6 +177,7 @@ class _Plan:
                     isolate=opt("--kh-isolate"), fail_fast=opt("--kh-fail-fast"),
                     shrink_budget=shrink_budget,
                     kernel_coverage=opt("--kh-kernel-coverage"), resume=opt("--kh-resume"),
+                    accept_declared=opt("--kh-accept-declared"),
                 )
                 self.sessions[name] = CheckSession(request)
         except (UsageError, ValueError) as e:

@@ -79,6 +79,9 @@ def add_parser(sub: Any) -> None:
                        "its own (merge the shards' --json with `kernel-harness merge`)")
     check.add_argument("--fail-fast", action="store_true",
                        help="once a family fails a property, list its other properties NOT RUN")
+    check.add_argument("--accept-declared", action="store_true", default=False,
+                       help="leave out the features the --impl declares it lacks (its "
+                       "kernel_harness_without); without this only --without narrows a check")
     check.add_argument("--resume", type=Path, default=None, metavar="PATH",
                        help="continue an interrupted run: keep the finished units of its "
                        "--json PATH, run the others, merge (give --json PATH to rewrite it)")
@@ -105,6 +108,7 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         progress_every=args.progress_every, compile_cache=args.compile_cache,
         corpus_write=args.corpus_write, shard=args.shard, kernel_coverage=args.kernel_coverage,
         resume=None if args.resume is None else str(args.resume),
+        accept_declared=args.accept_declared,
         corpus_spill=spill_path_for(args.json, args.junit), corpus_required=args.require_corpus,
         modes_first=args.modes_first, require_modes=args.require_modes,
     )

@@ -63,6 +63,10 @@ class CheckRequest:
     corpus_required: bool = False
     #: ``I/N``: run this shard's 1/N of the units (each shard with its own seeds).
     shard: str | None = None
+    #: Check without the features the implementation declares it lacks (its
+    #: ``kernel_harness_without``); otherwise only the user's ``without`` narrows the check
+    #: and a declaration is reported, not obeyed (``--accept-declared``).
+    accept_declared: bool = False
     #: A ``check --json`` document of an interrupted run: its finished units are kept and
     #: only the others run (:mod:`kernel_harness.orchestration.resume`).
     resume: str | None = None

@@ -21,6 +21,8 @@ def header_lines(session: Any) -> list[str]:
     ]
     if session.impl_label is not None:
         lines.append(f"  impl: {session.impl_label}")
+    if getattr(session, "declared_note", None):
+        lines.append(f"  {session.declared_note}")
     if session.request.shard is not None:
         lines.append(f"  shard {session.request.shard}: {len(session.units)} units, seed "
                      f"{session.seed}")

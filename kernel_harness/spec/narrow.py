@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from kernel_harness.core.case import DTYPES
@@ -70,6 +70,28 @@ def declared_without(impl: Callable[..., Any] | None) -> frozenset[str]:
             f"{WITHOUT_ATTR} must be a set of feature names, got {declared!r}"
         )
     return parse_features(list(declared))
+
+
+def checked_without(given: Iterable[str], by_family: Mapping[str, Iterable[str]],
+                    impl: Callable[..., Any] | None, *, accept_declared: bool
+                    ) -> tuple[frozenset[str], str | None]:
+    """The features a check leaves out, and a note on what it does not: the user's
+    (``given``; ``by_family`` are the user's too, applied per family); the features the
+    implementation declares it lacks only where the user accepts its declaration
+    (``accept_declared``): an implementation must not narrow its own check (a kernel wrong
+    exactly where it declares itself lacking would pass). The note names what was
+    declared and not left out, and how the user allows it."""
+    user = parse_features(list(given))
+    declared = declared_without(impl)
+    if accept_declared:
+        return user | declared, None
+    ignored = declared - user - {f for fs in by_family.values() for f in fs}
+    if not ignored:
+        return user, None
+    names = ", ".join(sorted(ignored))
+    return user, (f"the implementation declares it lacks {names}: NOT left out (only the "
+                  f"user narrows a check: --without {names.replace(', ', ',')} or "
+                  "--accept-declared)")
 
 
 def narrow(family: Family, features: Iterable[str]) -> Family:

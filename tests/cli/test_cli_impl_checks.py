@@ -25,11 +25,22 @@ CHECK = ["check", "--no-isolate", "toyopt", "--profile", "ci", "--max-examples",
          "--property", "matches-reference"]
 
 
-def test_declared_capabilities_pass_and_are_named(capsys):
-    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:short_only")
+def test_declared_capabilities_pass_and_are_named_where_the_user_accepts_them(capsys):
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:short_only", "--accept-declared")
     assert code == 0, out
     assert "toyopt: checked without: long" in out
     assert "length=8" not in out  # the events show nothing long ran
+
+
+def test_an_implementation_does_not_narrow_its_own_check(capsys):
+    """Issue 55: an impl declaring itself without a feature (and wrong, or failing, exactly
+    there) is checked with it unless the user allows the declaration."""
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:short_only")
+    assert code == 1, out
+    assert ("the implementation declares it lacks long: NOT left out (only the user narrows "
+            "a check: --without long or --accept-declared)") in out
+    assert "checked without" not in out
+    assert "NotImplementedError: short_only: length 8 is not supported" in out
 
 
 def test_without_on_the_command_line_is_the_same_declaration(capsys):
@@ -124,6 +135,6 @@ def test_describe_every_family(capsys, name):
 
 def test_describe_names_optional_features_and_list_prints_signatures(capsys):
     code, out, _ = _run(capsys, "describe", "sdpa", "--samples", "0")
-    assert code == 0 and "  window           no local_window_size" in out
+    assert code == 0 and "  window           no local window" in out
     code, out, _ = _run(capsys, "list")
     assert code == 0 and "sdpa: impl(query, key, value, bias=None" in out
