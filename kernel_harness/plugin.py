@@ -17,8 +17,9 @@ configured backend under ``--kh-check``), ``--kh-impl
 (repeatable: optional features the implementation lacks; an implementation's own
 ``kernel_harness_without`` counts only with ``--kh-accept-declared``), ``--kh-resume PATH``
 (an interrupted run's JSON: its finished units keep their verdicts), ``--kh-family``
-(repeatable, restricts the families checked), ``--kh-family-module MODULE`` (repeatable, out-of-tree families), ``--kh-property``
-(repeatable), ``--kh-profile dev|ci|nightly``, ``--kh-max-examples``, ``--kh-seed``,
+(repeatable, restricts the families checked), ``--kh-family-module MODULE`` (repeatable,
+out-of-tree families), ``--kh-property`` (repeatable), ``--kh-profile dev|ci|nightly``,
+``--kh-max-examples``, ``--kh-seed``,
 ``--kh-timeout SECONDS`` (units in a worker process: a hang or a native crash is a
 failure), ``--kh-isolate``, ``--kh-fail-fast``, ``--kh-shrink-budget SECONDS/STEPS`` (``0``:
 no shrinking), ``--kh-tolerance OUTPUT[:DTYPE]=X``,
