@@ -168,6 +168,8 @@ def kernels_text(result: CaseResult) -> str:
         text += (f"; FALLBACK declared: {result.fallback_declared}"
                  if result.fallback_declared is not None
                  else f"; FALLBACK: {result.kernel_problem}")
+    if result.unused_results:
+        text += f"; KERNEL RESULT UNUSED: {', '.join(result.unused_results)}"
     return text
 
 

@@ -18,6 +18,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.run import kernel_coverage
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
+from kernel_harness.run.kernel_poison import UNUSED
 from kernel_harness.run.report import failure_report
 from kernel_harness.run.runner import CaseResult, check_case, ensure_supported, impl_name
 from kernel_harness.spec.family import Family
@@ -59,6 +60,8 @@ class Observer:
     #: expectation (``fell_back``), and the fallback the implementation declares.
     counted: int = 0
     fell_back: int = 0
+    #: Counted checks with an output no executed kernel wrote (``kernel result unused``).
+    unused: int = 0
     fallback_declared: str | None = None
     #: The family's expectation, as ``KernelExpectation.describe`` words it.
     expected_kernels: str | None = None
@@ -96,6 +99,7 @@ class Observer:
         if result.kernels is not None:
             self.counted += 1
             self.fell_back += bool(result.fell_back)
+            self.unused += bool(result.unused_results)
             self.fallback_declared = result.fallback_declared
             if result.expected_kernels is not None:
                 self.expected_kernels = result.expected_kernels.describe()
@@ -172,10 +176,12 @@ def _judge(family: Family, case: Any, backend: Backend, impl: Callable[..., Any]
 
 def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
     """The example's kernel count as events: ``pallas kernels: fwd 1, bwd 2``, and
-    ``fallback: fwd`` (or ``bwd``) for a pass below the family's expectation."""
+    ``fallback: fwd`` (or ``bwd``) for a pass below the family's expectation, and
+    ``kernel result unused: output `result``` for an output no executed kernel wrote."""
     if result.kernels is None:
         return
     labels = [result.kernels.event()] + [f"fallback: {p}" for p in result.fell_back]
+    labels += [f"{UNUSED}: {u}" for u in result.unused_results]
     for label in labels:
         hypothesis.event(label)
         if observer is not None:

@@ -17,6 +17,12 @@ abstract signature, and per static configuration of the case: an adapter whose c
 program is cached calls nothing, and the example gets the count of the program it ran. An
 example's count is the fewest kernels over the calls it made (gpu-norm calls the kernel
 plainly and under ``jax.vjp``): a fallback in any one call shows.
+
+Once per configuration the traced programs are also evaluated with every kernel's result
+replaced (:mod:`kernel_harness.run.kernel_poison`): an output that does not depend on any
+executed kernel is named in ``KernelCount.unused``. A traced call's real inputs come from a
+second run of the adapter on a probe (:func:`collecting`'s ``rerun``), never from a
+callback in the adapter's own program (it would no longer be persistently cached).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import jax
 import numpy as np
 
 from kernel_harness.core.compat import pallas_count
+from kernel_harness.run import kernel_poison
 from kernel_harness.spec.kernels import KernelExpectation
 
 
@@ -50,6 +57,8 @@ class CallCount:
     backward_top: tuple[str, ...] = ()
     backward_error: str | None = None
     seconds: float = 0.0
+    #: The configuration's poisoning (shared by every call of it; judged after the run).
+    poison: kernel_poison.Poisoning | None = dataclasses.field(default=None, compare=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +73,13 @@ class KernelCount:
     backward_top: tuple[str, ...]
     backward_error: str | None
     seconds: float
+    #: Outputs that depend on no executed kernel (:mod:`kernel_harness.run.kernel_poison`),
+    #: ``"output `result`"``, ``"gradient of `x`"``; and why poisoning judged nothing.
+    unused: tuple[str, ...] = ()
+    poison_error: str | None = None
+    #: Whether poisoning judged a call of this example's configuration (False: no kernel
+    #: ran, or the real run's inputs never reached it).
+    poisoned: bool = False
 
     @classmethod
     def of(cls, calls: list[CallCount], seconds: float) -> KernelCount:
@@ -72,10 +88,15 @@ class KernelCount:
         traced = [c for c in calls if c.backward is not None]
         bwd = min(traced, key=lambda c: c.backward) if traced else None
         error = next((c.backward_error for c in calls if c.backward_error), None)
+        poisons = [c.poison for c in calls if c.poison is not None]
+        unused = tuple(dict.fromkeys(u for p in poisons for u in (p.unused or ())))
         return cls(calls=len(calls), forward=fwd.forward, forward_top=fwd.forward_top,
                    backward=None if bwd is None else bwd.backward,
                    backward_top=() if bwd is None else bwd.backward_top,
-                   backward_error=None if bwd is not None else error, seconds=seconds)
+                   backward_error=None if bwd is not None else error, seconds=seconds,
+                   unused=unused, poison_error=next((p.error for p in poisons if p.error),
+                                                    None),
+                   poisoned=any(p.unused is not None and p.error is None for p in poisons))
 
     def event(self) -> str:
         """``pallas kernels: fwd 1, bwd 2`` (the event every counted example notes)."""
@@ -138,7 +159,8 @@ def _first_line(e: BaseException) -> str:
 
 def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[int],
            backward: bool) -> CallCount:
-    """Counts one call: ``fn`` on ``leaves`` with the positions ``dyn`` abstract."""
+    """Counts one call: ``fn`` on ``leaves`` with the positions ``dyn`` abstract, and makes
+    its :class:`~kernel_harness.run.kernel_poison.Poisoning` (the passes that ran a kernel)."""
     start = time.perf_counter()
 
     def call(*values: Any) -> Any:
@@ -149,15 +171,25 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
         return fn(*args, **kwargs)
 
     avals = [jax.ShapeDtypeStruct(np.shape(leaves[i]), leaves[i].dtype) for i in dyn]
-    fwd = jax.make_jaxpr(call)(*avals)
+    fwd, shape_tree = jax.make_jaxpr(call, return_shape=True)(*avals)
     count = CallCount(forward=pallas_count.pallas_kernels(fwd),
                       forward_top=pallas_count.top_primitives(fwd))
+    poison = kernel_poison.Poisoning(
+        forward=fwd if count.forward else None,
+        out_names=kernel_poison.output_names(shape_tree), shape_tree=shape_tree,
+        shapes=tuple(tuple(a.shape) for a in avals))
     if backward:
-        count = dataclasses.replace(count, **_trace_backward(call, avals))
-    return dataclasses.replace(count, seconds=time.perf_counter() - start)
+        args, kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
+        names = kernel_poison.leaf_names(fn, args, kwargs)
+        found = _trace_backward(call, avals, [names[i] for i in dyn])
+        poison.backward = found.pop("poison", None) if found.get("backward") else None
+        found.pop("poison", None)
+        count = dataclasses.replace(count, **found)
+    return dataclasses.replace(count, poison=poison, seconds=time.perf_counter() - start)
 
 
-def _trace_backward(call: Callable[..., Any], avals: list[Any]) -> dict[str, Any]:
+def _trace_backward(call: Callable[..., Any], avals: list[Any],
+                    names: list[str]) -> dict[str, Any]:
     wrt = [j for j, a in enumerate(avals) if _inexact(a)]
     if not wrt:
         return {"backward": None, "backward_error": "no floating traced input to differentiate"}
@@ -173,17 +205,20 @@ def _trace_backward(call: Callable[..., Any], avals: list[Any]) -> dict[str, Any
         out, vjp = jax.vjp(f, *(values[j] for j in wrt))
         box["bwd"] = jax.make_jaxpr(vjp)(
             tuple(jax.ShapeDtypeStruct(o.shape, o.dtype) for o in out))
-        return out
+        box["outputs"] = len(out)
+        return (*out, *box["bwd"].consts)  # the residuals: the poisoning's backward inputs
 
     try:
-        jax.make_jaxpr(differentiated)(*avals)
+        joint = jax.make_jaxpr(differentiated)(*avals)
     except pallas_count.KernelCountLayoutError:
         raise
     except Exception as e:  # noqa: BLE001 - the reason is reported as the backward's count
         return {"backward": None, "backward_error": _first_line(e)}
     bwd = box["bwd"]
+    poison = kernel_poison.Backward(joint=joint, outputs=box["outputs"], jaxpr=bwd.jaxpr,
+                                    names=tuple(names[j] for j in wrt))
     return {"backward": pallas_count.pallas_kernels(bwd),
-            "backward_top": pallas_count.top_primitives(bwd)}
+            "backward_top": pallas_count.top_primitives(bwd), "poison": poison}
 
 
 class Counting:
@@ -193,14 +228,14 @@ class Counting:
     (``functools.update_wrapper``), so adapters that inspect their implementation
     (splash's factory, ragged's signature check) see the implementation."""
 
-    def __init__(self, impl: Callable[..., Any], backward: bool):
+    def __init__(self, impl: Callable[..., Any], backward: bool, product: int | None = None):
         functools.update_wrapper(self, impl)
         target = impl
         while isinstance(target, functools.partial):
             target = target.func
         if getattr(target, "__module__", None):
             self.__module__ = target.__module__
-        self._impl, self._backward = impl, backward
+        self._impl, self._backward, self._product = impl, backward, product
         self._memo: dict[Any, CallCount] = {}
 
     def __getattr__(self, name: str) -> Any:
@@ -210,12 +245,11 @@ class Counting:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
-        dyn = [i for i, x in enumerate(leaves) if isinstance(x, jax.core.Tracer)]
-        if not dyn:
-            dyn = [i for i, x in enumerate(leaves) if isinstance(x, jax.Array)]
+        dyn = kernel_poison.dynamic(leaves)
         if not dyn:  # a factory: count the callable it makes
             made = self._impl(*args, **kwargs)
-            return Counting(made, self._backward) if callable(made) else made
+            return (Counting(made, self._backward, kernel_poison.next_product())
+                    if callable(made) else made)
         where = pallas_count.caller_traceback()
         result = self._impl(*args, **kwargs)  # first: a crash stays the kernel's own
         try:
@@ -228,19 +262,28 @@ class Counting:
                 f"(the call could not be traced again to count: {_first_line(e)})",))
         for sink in _sinks():
             sink.append(count)
+        values = [leaves[i] for i in dyn]
+        if (count.poison is not None and count.poison.wants_inputs()
+                and not any(isinstance(v, jax.core.Tracer) for v in values)):
+            count.poison.capture(*values)  # concrete: kept now (traced: by the probe)
         return result
 
+    def probe(self) -> kernel_poison.Probe:
+        """The :class:`~kernel_harness.run.kernel_poison.Probe` of this implementation (the
+        same object each time: adapters cache their programs per implementation)."""
+        if "_probe" not in self.__dict__:
+            self.__dict__["_probe"] = kernel_poison.Probe(self._impl, self._product)
+        return self.__dict__["_probe"]
+
     def _count(self, leaves: list[Any], treedef: Any, dyn: list[int]) -> CallCount:
-        key: Any = (treedef, tuple((i, tuple(np.shape(x)), str(x.dtype)) if i in dyn else x
-                                   for i, x in enumerate(leaves)))
-        try:
-            hash(key)
-        except TypeError:  # a concrete array among the static arguments: counted each call
-            key = None
-        if key is not None and key in self._memo:
+        # A concrete array among the static arguments (not exact): counted each call.
+        key, exact = kernel_poison.call_key(treedef, leaves, dyn)
+        if exact and key in self._memo:
             return dataclasses.replace(self._memo[key], seconds=0.0)
         count = _trace(self._impl, leaves, treedef, dyn, self._backward)
-        if key is not None:
+        if count.poison is not None:
+            count.poison.key = (self._product, key)
+        if exact:
             self._memo[key] = count
         return count
 
@@ -275,13 +318,19 @@ class Sink:
 
 
 @contextlib.contextmanager
-def collecting(wrapper: Counting, family: str, case: Any, backend: str) -> Iterator[Sink]:
+def collecting(wrapper: Counting, family: str, case: Any, backend: str,
+               rerun: Callable[[kernel_poison.Probe], Any] | None = None) -> Iterator[Sink]:
     """Collects the counts of ``wrapper``'s calls while the adapter runs ``case``; after the
     block ``sink.count`` is the example's :class:`KernelCount` (from an earlier example of
-    the same configuration when the adapter ran a cached program). Neither: an error."""
+    the same configuration when the adapter ran a cached program). Neither: an error.
+
+    Where a new configuration's poisoning still lacks its inputs (traced calls),
+    ``rerun(probe)`` runs the adapter again on the same case with ``wrapper.probe()``
+    (an error there is the poisoning's, kept in its ``error``); then each is judged."""
     calls: list[CallCount] = []
     sink = Sink()
     _sinks().append(calls)
+    kernel_poison.new_run()
     try:
         yield sink
     finally:
@@ -299,4 +348,19 @@ def collecting(wrapper: Counting, family: str, case: Any, backend: str) -> Itera
             f"{family}: the adapter called the implementation nowhere while running this "
             "case, and no earlier example of its configuration was counted: which kernels "
             "ran is unknown")
+    pending = [c.poison for c in calls if c.poison is not None and c.poison.wants_inputs()]
+    if pending and rerun is not None:
+        why = "the probe run never made this call (another configuration key)"
+        try:
+            with kernel_poison.probing(pending):
+                rerun(wrapper.probe())
+            jax.effects_barrier()
+        except Exception as e:  # noqa: BLE001 - the poisoning judges nothing, and says why
+            why = f"the probe run failed: {_first_line(e)}"
+        for p in pending:
+            if p.inputs is None:
+                p.give_up(why)
+    for call in calls:
+        if call.poison is not None:
+            call.poison.settle()
     sink.count = KernelCount.of(calls, sum(c.seconds for c in calls))

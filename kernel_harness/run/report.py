@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernel_harness.core.tolerance import Verdict
+from kernel_harness.run import kernel_poison
 from kernel_harness.run.runner import CaseResult
 from kernel_harness.spec import registry
 from kernel_harness.spec.registry import UnknownFamily, get_family
@@ -88,10 +89,25 @@ def kernel_line(result: CaseResult) -> str:
             ).replace("  ", " ")
 
 
+def unused_line(result: CaseResult) -> str:
+    """``FAIL gpu-softmax kernel result unused (output `result`) rows=... backend=interpret:
+    the implementation's output `result` does not depend on any executed Pallas kernel: ...``
+    ("" unless poisoning found an output no executed kernel wrote)."""
+    unused = result.unused_results
+    if not unused:
+        return ""
+    describe = getattr(result.case, "shape_summary", None)
+    shape = describe() if callable(describe) else ""
+    return (f"{PREFIX} FAIL {result.family} {kernel_poison.UNUSED} ({', '.join(unused)}) "
+            f"{result.case.dtype} {shape} backend={result.backend.name}: "
+            f"{kernel_poison.problem_text(unused)}").replace("  ", " ")
+
+
 def summary_lines(result: CaseResult) -> list[str]:
-    """The one-line summaries of a failing case: its kernel count first, then each output."""
-    first = kernel_line(result)
-    return [first] * bool(first) + [summary_line(result, v) for v in result.failures]
+    """The one-line summaries of a failing case: its kernel count and kernel results
+    first, then each output."""
+    first = [line for line in (kernel_line(result), unused_line(result)) if line]
+    return first + [summary_line(result, v) for v in result.failures]
 
 
 def _judge_cells(v: Verdict) -> tuple[str, str]:
@@ -149,7 +165,9 @@ def failure_report(result: CaseResult) -> str:
         lines.append(f"  not compared: {name} ({why}; the adapter supplies it on both sides)")
     if result.kernels is not None:
         lines.append(f"  kernels:  {result.kernels.event()} (expected "
-                     f"{result.expected_kernels.describe() if result.expected_kernels else '-'})")
+                     f"{result.expected_kernels.describe() if result.expected_kernels else '-'})"
+                     + (f"; poisoning judged nothing: {result.kernels.poison_error}"
+                        if result.kernels.poison_error else ""))
     if result.adjustments:
         lines.append(f"  tolerances NOT the family's defaults: {' '.join(result.adjustments)}")
     lines.append(stats_table(result.verdicts))

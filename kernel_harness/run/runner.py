@@ -61,8 +61,16 @@ class CaseResult:
         return self.kernels.shortfall_text(self.expected_kernels)
 
     @property
+    def unused_results(self) -> tuple[str, ...]:
+        """The outputs that depend on no executed Pallas kernel (``output `result```,
+        ``gradient of `x```: :mod:`kernel_harness.run.kernel_poison`), a failure like a
+        fallback's; never excused by a declared fallback (the kernels that ran are judged)."""
+        return () if self.kernels is None else self.kernels.unused
+
+    @property
     def passed(self) -> bool:
-        return all(v.passed for v in self.verdicts) and not self.kernel_problem
+        return (all(v.passed for v in self.verdicts) and not self.kernel_problem
+                and not self.unused_results)
 
     @property
     def failures(self) -> tuple[Verdict, ...]:
@@ -106,7 +114,8 @@ def run_counted(
         if family.kernels is None:
             return _run(family, impl, case, inputs, backend), None
         counted = kernel_count.counting(impl, family.kernels)
-        with kernel_count.collecting(counted, family.name, case, backend.name) as sink:
+        with kernel_count.collecting(counted, family.name, case, backend.name,
+                                     rerun=_probe_run(family, case, inputs, backend)) as sink:
             outputs = _run(family, counted, case, inputs, backend)
         return outputs, sink.count
     except Exception:
@@ -115,6 +124,21 @@ def run_counted(
         # here, so it is this example's failure only.
         compat_mesh.drain_failed_effects()
         raise
+
+
+def _probe_run(family: Family, case: Any, inputs: Arrays, backend: Backend
+               ) -> Callable[[Callable[..., Any]], Arrays]:
+    """The adapter's run of ``case`` on a poisoning probe
+    (:class:`~kernel_harness.run.kernel_poison.Probe`), failed effects drained as after a
+    real run's failure."""
+    def rerun(probe: Callable[..., Any]) -> Arrays:
+        try:
+            return family.run(probe, case, inputs, backend)
+        except Exception:
+            compat_mesh.drain_failed_effects()
+            raise
+
+    return rerun
 
 
 def _run(family: Family, impl: Callable[..., Any], case: Any, inputs: Arrays,

@@ -29,6 +29,7 @@ from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.kernel_count import KernelCount
+from kernel_harness.run.kernel_poison import UNUSED, problem_text
 from kernel_harness.run.report import case_repro_command
 from kernel_harness.run.runner import ensure_supported, impl_name, run_counted
 from kernel_harness.spec.family import Arrays, Family
@@ -94,10 +95,14 @@ class Check:
     def _check_kernels_ran(self, count: KernelCount | None, ran: Any) -> None:
         """A relation between two runs of a plain-JAX fallback says nothing of the kernel:
         a run with fewer Pallas kernels than ``Family.kernels`` expects is a problem of
-        the example (as in matches-reference), unless the implementation declares it."""
+        the example (as in matches-reference), unless the implementation declares it; so is
+        a run with an output no executed kernel wrote (``kernel result unused``)."""
         expected = self.family.kernels
         if count is None or expected is None or declared_fallback(self.impl) is not None:
             return
+        if count.unused and not any(p.startswith(UNUSED) for p in self.problems):
+            self.problems.append(f"{UNUSED}: run {self.runs}: "
+                                 f"{problem_text(count.unused)}")
         short = count.shortfall_text(expected)
         if short:
             where = "" if ran == self.case else " (a variant case)"

@@ -68,6 +68,12 @@ def _internals() -> tuple[Any, ...]:
     return kernel_prims, jaxpr_types, lu.WrappedFun
 
 
+def kernel_primitives() -> tuple[Any, ...]:
+    """The primitives whose equations launch a Pallas kernel (``pallas_call_p``, and
+    ``core_map_p`` where this jax has it)."""
+    return _internals()[0]
+
+
 def _open(jaxpr: Any, jaxpr_types: tuple[type, ...]) -> Any:
     """The open jaxpr (with ``eqns``) of a Jaxpr or a ClosedJaxpr."""
     inner = getattr(jaxpr, "jaxpr", jaxpr)

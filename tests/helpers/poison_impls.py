@@ -1,0 +1,152 @@
+"""Planted implementations that launch their Pallas kernel yet return plain JAX's answer
+(issue 55): the kernel's result thrown away, times zero plus XLA's, the kernel in a
+``while`` that runs no trip, or in a ``cond`` branch the input does not take; for
+gpu-softmax, megablox-gmm and gpu-mha (forward, and a backward kernel whose gradients are
+thrown away). Each runs as many kernels as the pristine one, so the count passes them."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.experimental.pallas.ops.gpu import attention as _attention
+from jax.experimental.pallas.ops.gpu import softmax as _softmax
+from jax.experimental.pallas.ops.tpu.megablox import ops as _gmm_ops
+
+from kernel_harness.ops.grouped_matmul.reference import grouped_matmul
+
+
+def _xla_softmax(x):
+    return jax.nn.softmax(x.astype(jnp.float32), axis=-1).astype(x.dtype)
+
+
+def _kernel(x, interpret):
+    return _softmax.softmax(x, axis=-1, interpret=interpret)
+
+
+def thrown_softmax(x, *, axis=-1, interpret=False):
+    """Runs the kernel, returns ``jax.nn.softmax``."""
+    _kernel(x, interpret)
+    return _xla_softmax(x)
+
+
+def times_zero_softmax(x, *, axis=-1, interpret=False):
+    """The kernel's result times zero plus ``jax.nn.softmax`` (NaN-poisoning would miss it)."""
+    return _kernel(x, interpret) * 0 + _xla_softmax(x)
+
+
+def zero_trip_softmax(x, *, axis=-1, interpret=False):
+    """The kernel in a ``while`` whose test (a probability above 2) never holds."""
+    return jax.lax.while_loop(lambda p: jnp.any(p > 2), lambda p: _kernel(p, interpret),
+                              _xla_softmax(x))
+
+
+def untaken_cond_softmax(x, *, axis=-1, interpret=False):
+    """The kernel's result in the branch of a ``cond`` no finite input takes; the branch
+    taken launches the kernel too (the count takes a cond's poorest branch) and drops it."""
+    def taken(x):
+        _kernel(x, interpret)
+        return _xla_softmax(x)
+
+    return jax.lax.cond(jnp.all(jnp.isinf(x)), lambda x: _kernel(x, interpret), taken, x)
+
+
+def _xla_gmm(lhs, rhs, group_sizes, preferred_element_type, group_offset, transpose_rhs):
+    rows = jnp.arange(lhs.shape[0])
+    row_group = jnp.sum(rows[:, None] >= jnp.cumsum(group_sizes)[None, :], axis=1)
+    local = row_group - (0 if group_offset is None else group_offset)
+    onehot = (local[:, None] == jnp.arange(rhs.shape[0])[None, :]).astype(jnp.float32)
+    out = grouped_matmul(lhs.astype(jnp.float32), rhs.astype(jnp.float32), onehot,
+                         transpose_rhs)
+    return out.astype(preferred_element_type)
+
+
+def thrown_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+               existing_out, transpose_rhs, interpret):
+    """Runs megablox gmm, returns the grouped matmul in plain JAX (gradients by its
+    autodiff)."""
+    _gmm_ops.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                 existing_out, transpose_rhs, interpret)
+    return _xla_gmm(lhs, rhs, group_sizes, preferred_element_type, group_offset,
+                    transpose_rhs)
+
+
+def times_zero_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                   existing_out, transpose_rhs, interpret):
+    """megablox gmm times zero plus the plain-JAX grouped matmul."""
+    out = _gmm_ops.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                       existing_out, transpose_rhs, interpret)
+    return out * 0 + _xla_gmm(lhs, rhs, group_sizes, preferred_element_type, group_offset,
+                              transpose_rhs)
+
+
+def thrown_backward_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                        existing_out, transpose_rhs, interpret):
+    """megablox gmm forward; its backward runs megablox's backward kernels and returns
+    plain JAX's gradients instead."""
+    def kernel(a, b):
+        return _gmm_ops.gmm(a, b, group_sizes, preferred_element_type, tiling, group_offset,
+                            existing_out, transpose_rhs, interpret)
+
+    def xla(a, b):
+        return _xla_gmm(a, b, group_sizes, preferred_element_type, group_offset,
+                        transpose_rhs)
+
+    @jax.custom_vjp
+    def f(a, b):
+        return kernel(a, b)
+
+    def fwd(a, b):
+        return kernel(a, b), (a, b)
+
+    def bwd(res, g):
+        jax.vjp(kernel, *res)[1](g)
+        return jax.vjp(xla, *res)[1](g)
+
+    f.defvjp(fwd, bwd)
+    return f(lhs, rhs)
+
+
+def _xla_attention(q, k, v, sm_scale, causal):
+    """Softmax attention in float32: out [batch, q_len, heads, d] in q's dtype, and the
+    log-sum-exp in base 2 [batch, heads, q_len] (the kernel's residual)."""
+    hi = jax.lax.Precision.HIGHEST
+    s = jnp.einsum("bqhd,bkhd->bhqk", q.astype(jnp.float32), k.astype(jnp.float32),
+                   precision=hi) * sm_scale
+    if causal:
+        seen = jnp.arange(q.shape[1])[:, None] >= jnp.arange(k.shape[1])[None, :]
+        s = jnp.where(seen, s, -jnp.inf)
+    lse = jax.nn.logsumexp(s, axis=-1)
+    out = jnp.einsum("bhqk,bkhd->bqhd", jnp.exp(s - lse[..., None]), v.astype(jnp.float32),
+                     precision=hi)
+    return out.astype(q.dtype), lse / jnp.log(2.0)
+
+
+def thrown_mha(q, k, v, segment_ids, *, sm_scale, causal, return_residuals=False, **kw):
+    """Runs the Pallas GPU ``mha``, returns plain JAX's attention (no segment ids)."""
+    _attention.mha(q, k, v, segment_ids, sm_scale=sm_scale, causal=causal,
+                   return_residuals=return_residuals, **kw)
+    out, lse = _xla_attention(q, k, v, sm_scale, causal)
+    return (out, lse) if return_residuals else out
+
+
+def thrown_backward_mha(q, k, v, segment_ids, *, sm_scale, causal, return_residuals=False,
+                        **kw):
+    """The Pallas GPU ``mha`` forward; its backward runs the kernel's backward and returns
+    plain JAX's gradients instead."""
+    def kernel(q, k, v):
+        return _attention.mha(q, k, v, segment_ids, sm_scale=sm_scale, causal=causal, **kw)
+
+    if return_residuals:
+        return _attention.mha(q, k, v, segment_ids, sm_scale=sm_scale, causal=causal,
+                              return_residuals=True, **kw)
+
+    @jax.custom_vjp
+    def f(q, k, v):
+        return kernel(q, k, v)
+
+    def bwd(res, g):
+        jax.vjp(kernel, *res)[1](g)
+        return jax.vjp(lambda *a: _xla_attention(*a, sm_scale, causal)[0], *res)[1](g)
+
+    f.defvjp(lambda q, k, v: (kernel(q, k, v), (q, k, v)), bwd)
+    return f(q, k, v)
