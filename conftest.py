@@ -128,6 +128,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 #: (docs/ci.md, "Two jax stacks"). tests/test_suite_conftest.py checks that each path exists.
 BOTH_STACKS = (
     "tests/core/test_compat.py",
+    "tests/core/test_pallas_poison.py",
     "tests/core/test_interpreter_ext.py",
     "tests/core/test_backends.py",
     "tests/core/test_backend_schedule.py",
