@@ -21,6 +21,7 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
 )
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
+from kernel_harness.ops.paged_attention.passes import SEMANTICS
 from kernel_harness.ops.paged_attention.ragged import CAPABILITIES
 
 _CACHE = ("a copy: the new latents bit for bit (padding lanes zero), every other slot "
@@ -41,8 +42,8 @@ TOLERANCES = ragged.cache_update_tolerances(
 CONTRACT = f"""\
 tpu-inference {TESTED_VERSION} mla_ragged_paged_attention (MLA v2), forward only; install:
 {_kernel.NEEDS} (its transpose module imports sympy).
-- Sequences, passes (distribution), page table, padding: as ragged paged attention v3
-  (tpu-inference-rpa-v3). The cache holds one latent token per slot: slot s of a page is
+{SEMANTICS}\
+- MLA: the cache holds one latent token per slot: slot s of a page is
   row s // packing, column s % packing (packing 1 for float32, 2 for bfloat16), its lanes
   [latent (lkv_dim) | zero padding to 128 | rope key (r_dim) | zero padding].
 - The call writes new_kv_c and new_k_pe of each query token into its slot (position

@@ -19,6 +19,7 @@ from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
 from kernel_harness.families.tpu_inference_rpa_hd64.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_hd64.export import export
 from kernel_harness.ops.paged_attention.kv_update import kv_update_reference
+from kernel_harness.ops.paged_attention.passes import QUANTIZED, SEMANTICS
 from kernel_harness.ops.paged_attention.ragged import CAPABILITIES
 
 _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot (and the padding "
@@ -41,14 +42,12 @@ CONTRACT = f"""\
 tpu-inference {TESTED_VERSION} ragged_paged_attention_hd64 (v3, head_dim 64), forward only;
 install: {INSTALL}; needs jax >= 0.11 (pltpu.reciprocal; on jax 0.10.2 the family has
 no backend and says so).
-- Sequences, passes (distribution), pages, padding and the causal (and window) mask as in
-  tpu-inference-rpa-v3; head_dim is 64 and a cache row holds kv head h's K in lanes 0-63
+{SEMANTICS}{QUANTIZED}\
+- head_dim is 64 and a cache row holds kv head h's K in lanes 0-63
   and its V in lanes 64-127 (rows packed `packing` per 32-bit word: 1 for float32, 2 for
   bfloat16, 4 for float8; a row past kv_heads in the last word is padding: drawn with
   data, never read; in a new token's slot the kernel writes it zero, as the whole packed
   word is written, elsewhere it stays).
-- The call writes row r of k and v into the sequence's positions kv_len - q_len + j, then
-  attends over the updated cache; the returned cache is compared EXACTLY, every slot.
 - attention_sink (float32 [q_heads], drawn in half the cases): one extra logit per query
   head, not scaled, capped or masked, that takes softmax weight and has no value (the
   attention op's sinks). NOT DRAWN: sinks with bfloat16 queries and an odd number of
@@ -57,9 +56,6 @@ no backend and says so).
   findings/tpu-inference-rpa-hd64-sinks-bf16-odd-head-groups).
 - One pair of block sizes for every pass (num_kv_pages_per_block, num_queries_per_block),
   drawn; the kernel does not ask the TPU generation (the main v3 kernel does).
-- Quantized caches as in tpu-inference-rpa-v3 (float8_e4m3fn, k/v scales, q_scale a power
-  of two); the reference attends with the dequantized K/V and q quantized the same way.
-- Padding: rows of out at or past cu_q_lens[n] are outside the contract (excluded).
 - Interpreted inside the harness's TPU interpreter extensions (reshaped refs): check on
   interpret or a TPU (tpu-interpret's race detection reports the extension's accesses).
 """

@@ -18,6 +18,7 @@ from kernel_harness.families.tpu_inference_rpa_v3.cases import (
 from kernel_harness.families.tpu_inference_rpa_v3.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_v3.export import export
 from kernel_harness.ops.paged_attention.kv_update import kv_update_reference
+from kernel_harness.ops.paged_attention.passes import QUANTIZED, SEMANTICS
 from kernel_harness.ops.paged_attention.ragged import CAPABILITIES
 
 _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot unchanged; the judge's "
@@ -40,41 +41,26 @@ TOLERANCES = ragged.cache_update_tolerances(
 
 CONTRACT = f"""\
 tpu-inference {TESTED_VERSION} ragged_paged_attention (v3), forward only; install: {INSTALL}.
-- Sequence i < distribution[2] owns query rows cu_q_lens[i]:cu_q_lens[i+1] (1 <= q_len <=
-  kv_len) and its first kv_lens[i] cache tokens; its queries are its LAST q_len positions.
-  Token t of the sequence is slot t % page_size of page page_indices[i*pages_per_seq +
-  t // page_size]; a cache token holds the K of kv head h in combined head 2h and its V in
-  2h+1 (combined heads packed `packing` per 32-bit word: 1 for float32, 2 for bfloat16;
+{SEMANTICS}{QUANTIZED}\
+- A cache token holds the K of kv head h in combined head 2h and its V in 2h+1 (combined
+  heads packed `packing` per 32-bit word: 1 for float32, 2 for bfloat16, 4 for float8;
   lanes past head_dim are padding, zero as the kernel writes them).
-- The call first writes row r of k and v (the new tokens) into the cache at the sequence's
-  positions kv_len - q_len + j, then attends over the updated cache. The returned cache is
-  compared to the expected one EXACTLY (every slot: owned, unowned, padding pages), but
-  one kind: with a sliding window, a new token below the window of its sequence's last
-  query (position <= kv_len - 1 - window) may be left unwritten (KERNEL FINDING: it is,
-  when the query block doing the update skips its kv block;
+- The slot kind this kernel may leave: with a sliding window, a new token below the window
+  of its sequence's last query (position <= kv_len - 1 - window) may be left unwritten
+  (KERNEL FINDING: it is, when the query block doing the update skips its kv block;
   findings/tpu-inference-rpa-v3-window-leaves-cache-unwritten); nothing reads it again.
-- Query j sees key t iff t <= its position and, with sliding_window w, t > position - w.
-  Logits: sm_scale * q.k, then soft_cap * tanh(./soft_cap), then the mask.
-- distribution = (d, p, n): sequences [0, d) run in the decode pass (q_len 1 each),
-  [d, p) in the prefill pass (q_len == chunk_prefill_size each; only with a chunk size),
-  [p, n) in the mixed pass; each pass has its own (bq, bkv, bq_compute, bkv_compute)
-  block sizes, drawn (compute blocks smaller than fetched ones included).
+- Each pass has its own (bq, bkv, bq_compute, bkv_compute) block sizes, drawn (compute
+  blocks smaller than fetched ones included).
 - The TPU generation the kernel is told (tpu_version 5, 6, 7) is part of the case: the
   adapter answers get_tpu_version() for the trace (v6+: int16 mask arithmetic for
   bfloat16; v7: explicit HBM operands). On a real TPU the case's generation is still the
   one answered: run the generation of the chip (a follow-up: pin it from the device).
-- Padding: rows of out at or past cu_q_lens[n] are outside the contract (excluded);
-  slots past n of kv_lens, cu_q_lens and page_indices hold junk the kernel must ignore.
 - float32 in, float32 out (accumulator float32); bfloat16 in, bfloat16 accumulator.
 - Interpreting it needs jax's TPU interpreter extended to loads, stores and DMAs through
   ref.reshape/ref.bitcast (kernel_harness/core/compat/interpreter_ext.py). Those
   accesses are recorded on the whole range of their leading indexers (often the whole
   buffer), so with race detection on (backend tpu-interpret) the interpreter reports races
   that are the extension's, not the kernel's: check it on interpret or a TPU.
-- Quantized caches: kv_dtype float8_e4m3fn (packing 4) with k_scale/v_scale (the real K
-  is the stored one times k_scale; V likewise) and q_scale (q / q_scale rounded to fp8
-  inside the kernel, the logits multiplied back; drawn as a power of two). The reference
-  attends with the dequantized K/V and q quantized the same way; the cache stays exact.
 - Not covered yet: int8 caches, mask_value, use_causal_mask=False,
   skip_kv_mask, the head-dim-64 kernel variant (kernel_hd64; head_dim 64 here is padded
   to 128 lanes by this kernel), the default (tuned) block sizes, NaN in unowned slots.

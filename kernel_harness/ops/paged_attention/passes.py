@@ -22,6 +22,36 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import cast
 from kernel_harness.ops.paged_attention.sequences import RaggedBatch, page_slots
 
+#: The ragged paged attention op with a cache update, as every kernel of it (tpu-inference's
+#: rpa v3, its head-dim-64 variant, MLA v2) is checked: the lines each family's contract
+#: starts from (its own layout of the cache, blocks and findings follow).
+SEMANTICS = """\
+- Sequence i < distribution[2] owns query rows cu_q_lens[i]:cu_q_lens[i+1] (1 <= q_len <=
+  kv_len) and its first kv_lens[i] cache tokens; its queries are its LAST q_len positions.
+  Token t of the sequence is slot t % page_size of page page_indices[i*pages_per_seq +
+  t // page_size].
+- The call first writes the new tokens (row j of the sequence's queries) into the cache at
+  positions kv_len - q_len + j, then attends over the updated cache. The returned cache is
+  compared to the expected one EXACTLY (every slot: owned, unowned, padding pages), unless
+  the family names a kind of slot it may leave.
+- Query j sees key t iff t <= its position and, with sliding_window w, t > position - w
+  (causal bottom-right over each sequence's own lengths). Logits: sm_scale * q.k, then
+  soft_cap * tanh(./soft_cap), then the mask; the attention op's softmax in float32.
+- distribution = (d, p, n): sequences [0, d) run in the decode pass (q_len 1 each),
+  [d, p) in the prefill pass (q_len == chunk_prefill_size each; only with a chunk size),
+  [p, n) in the mixed pass.
+- Padding: rows of out at or past cu_q_lens[n] are outside the contract (excluded); slots
+  past n of kv_lens, cu_q_lens and page_indices hold junk the kernel must ignore.
+"""
+#: The op's quantized cache, for the kernels that take one (rpa v3 and its head-dim-64
+#: variant; not MLA v2).
+QUANTIZED = """\
+- Quantized caches: kv_dtype float8_e4m3fn with k_scale/v_scale (the real K is the stored
+  one times k_scale; V likewise) and q_scale (q / q_scale rounded to fp8 inside the kernel,
+  the logits multiplied back; drawn as a power of two). The reference attends with the
+  dequantized K/V and q quantized the same way; the cache stays exact.
+"""
+
 
 def align(x: int, a: int) -> int:
     """``x`` rounded up to a multiple of ``a``."""
