@@ -30,7 +30,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -221,27 +220,15 @@ def _trace_backward(call: Callable[..., Any], avals: list[Any],
             "backward_top": pallas_count.top_primitives(bwd), "poison": poison}
 
 
-class Counting:
-    """A stand-in for an implementation that counts each call's kernels, then calls it.
-
-    It carries the implementation's name, module, attributes and signature
-    (``functools.update_wrapper``), so adapters that inspect their implementation
-    (splash's factory, ragged's signature check) see the implementation."""
+class Counting(kernel_poison.StandIn):
+    """A stand-in for an implementation (:class:`~kernel_harness.run.kernel_poison.
+    StandIn`: its name, module, attributes and signature) that counts each call's kernels,
+    then calls it."""
 
     def __init__(self, impl: Callable[..., Any], backward: bool, product: int | None = None):
-        functools.update_wrapper(self, impl)
-        target = impl
-        while isinstance(target, functools.partial):
-            target = target.func
-        if getattr(target, "__module__", None):
-            self.__module__ = target.__module__
-        self._impl, self._backward, self._product = impl, backward, product
+        super().__init__(impl, product)
+        self._backward = backward
         self._memo: dict[Any, CallCount] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        if "_impl" not in self.__dict__:
-            raise AttributeError(name)
-        return getattr(self.__dict__["_impl"], name)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))

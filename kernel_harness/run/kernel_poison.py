@@ -191,11 +191,11 @@ def dynamic(leaves: list[Any]) -> list[int]:
     return dyn or [i for i, x in enumerate(leaves) if isinstance(x, jax.Array)]
 
 
-class Probe:
-    """A stand-in for an implementation that keeps the inputs of the calls whose poisoning
-    waits for them (:func:`probing`) and returns zeros of their output shapes, calling no
-    kernel; a factory's product is probed too. It carries the implementation's name,
-    module and attributes, as :class:`~kernel_harness.run.kernel_count.Counting` does."""
+class StandIn:
+    """A stand-in for an implementation that carries its name, module, attributes and
+    signature (``functools.update_wrapper``), so adapters that inspect their
+    implementation (splash's factory, ragged's signature check) see the implementation.
+    ``product``: which of a factory's products it stands in for, where it does."""
 
     def __init__(self, impl: Callable[..., Any], product: int | None = None):
         functools.update_wrapper(self, impl)
@@ -210,6 +210,12 @@ class Probe:
         if "_impl" not in self.__dict__:
             raise AttributeError(name)
         return getattr(self.__dict__["_impl"], name)
+
+
+class Probe(StandIn):
+    """A stand-in (:class:`StandIn`) that keeps the inputs of the calls whose poisoning
+    waits for them (:func:`probing`) and returns zeros of their output shapes, calling no
+    kernel; a factory's product is probed too."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))

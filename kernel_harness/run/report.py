@@ -82,11 +82,7 @@ def kernel_line(result: CaseResult) -> str:
     problem = result.kernel_problem
     if not problem:
         return ""
-    describe = getattr(result.case, "shape_summary", None)
-    shape = describe() if callable(describe) else ""
-    return (f"{PREFIX} FAIL {result.family} no Pallas kernel ({', '.join(result.fell_back)}) "
-            f"{result.case.dtype} {shape} backend={result.backend.name}: {problem}"
-            ).replace("  ", " ")
+    return _class_line(result, f"no Pallas kernel ({', '.join(result.fell_back)})", problem)
 
 
 def unused_line(result: CaseResult) -> str:
@@ -96,11 +92,17 @@ def unused_line(result: CaseResult) -> str:
     unused = result.unused_results
     if not unused:
         return ""
+    return _class_line(result, f"{kernel_poison.UNUSED} ({', '.join(unused)})",
+                       kernel_poison.problem_text(unused))
+
+
+def _class_line(result: CaseResult, what: str, problem: str) -> str:
+    """``FAIL <family> <what> <dtype> <shape> backend=<backend>: <problem>``: the one line of
+    a failure class that is not an output's comparison (no kernel, result unused)."""
     describe = getattr(result.case, "shape_summary", None)
     shape = describe() if callable(describe) else ""
-    return (f"{PREFIX} FAIL {result.family} {kernel_poison.UNUSED} ({', '.join(unused)}) "
-            f"{result.case.dtype} {shape} backend={result.backend.name}: "
-            f"{kernel_poison.problem_text(unused)}").replace("  ", " ")
+    return (f"{PREFIX} FAIL {result.family} {what} {result.case.dtype} {shape} "
+            f"backend={result.backend.name}: {problem}").replace("  ", " ")
 
 
 def summary_lines(result: CaseResult) -> list[str]:
