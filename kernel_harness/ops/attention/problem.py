@@ -181,22 +181,28 @@ class AttentionProblem(Shape, Case):
         def unless(option: str, value: Any) -> Any:
             return None if without == option else value
 
-        vis = visibility(self.q_len, self.kv_len, q_offset=self.q_offset(),
-                         causal=self.is_causal and without != "is_causal",
-                         window=unless("window", self.window),
-                         mask=unless("mask", self.mask_array()),
-                         kv_lengths=unless("kv_lengths", self.kv_lengths),
-                         q_lengths=unless("q_lengths", self.q_lengths), xp=np)
+        vis = self.visibility(causal=self.is_causal and without != "is_causal",
+                              window=unless("window", self.window),
+                              mask=unless("mask", self.mask_array()),
+                              q_lengths=unless("q_lengths", self.q_lengths),
+                              kv_lengths=unless("kv_lengths", self.kv_lengths))
         return np.array(np.broadcast_to(vis, (self.batch, self.q_heads, self.q_len, self.kv_len)))
 
-    def q_offset(self, q_lengths: Any = None, kv_lengths: Any = None) -> Any:
+    def visibility(self, *, causal: bool, window: tuple[int, int] | None, mask: Any,
+                   q_lengths: Any, kv_lengths: Any) -> np.ndarray:
+        """bool, broadcastable to ``(batch, q_heads, q_len, kv_len)``: which key each query
+        sees under these options, aligned as the case is (the one place the alignment
+        meets the mask; the reference passes the mask and lengths its inputs hold)."""
+        return visibility(self.q_len, self.kv_len, causal=causal, window=window, mask=mask,
+                          q_offset=self.q_offset(q_lengths, kv_lengths),
+                          q_lengths=q_lengths, kv_lengths=kv_lengths, xp=np)
+
+    def q_offset(self, q: Any, kv: Any) -> Any:
         """The position of query row 0 among the keys (``visibility``'s ``q_offset``):
-        0 top-left; bottom-right ``kv_len - q_len``, per batch row from the lengths given
-        (or the case's)."""
+        0 top-left; bottom-right ``kv_len - q_len``, per batch row from the lengths ``q``
+        and ``kv`` where given (None: the whole sequence)."""
         if self.alignment == "top-left":
             return 0
-        q = self.q_lengths if q_lengths is None else q_lengths
-        kv = self.kv_lengths if kv_lengths is None else kv_lengths
         if q is None and kv is None:
             return self.kv_len - self.q_len
         q = np.full(self.batch, self.q_len) if q is None else np.asarray(q)

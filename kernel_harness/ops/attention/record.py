@@ -19,7 +19,6 @@ from kernel_harness.ops.attention.events import length_events, logits_label, sha
 from kernel_harness.ops.attention.metamorphic import as_mha_hook, shard_case, zero_cotangent
 from kernel_harness.ops.attention.problem import AttentionProblem
 from kernel_harness.ops.attention.program import AttentionCall, Definition, references
-from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.strategy import (
     Config,
     data_draws,
@@ -98,10 +97,9 @@ def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> Att
     them is followed), the bias after scaling."""
     f = case.FEATURES
     given = {op: inputs.get(name) for op, name in f.names.items()}
-    lengths = {n: given.get(n) for n in ("q_lengths", "kv_lengths")}
-    vis = visibility(case.q_len, case.kv_len, causal=case.is_causal, window=case.window,
-                     q_offset=case.q_offset(**lengths), **lengths,
-                     mask=given.get("mask") if case.mask else None, xp=np)
+    vis = case.visibility(causal=case.is_causal, window=case.window,
+                          mask=given.get("mask") if case.mask else None,
+                          q_lengths=given.get("q_lengths"), kv_lengths=given.get("kv_lengths"))
     return AttentionCall(
         definition=definition(case),
         q=given["q"], k=given["k"], v=given["v"], do=given.get("do"),
