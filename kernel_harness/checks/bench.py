@@ -8,14 +8,20 @@ each sequence length, one configuration is
    gradients whatever the timed mode): a configuration that fails is reported FAIL and
    is not timed, since a fast wrong kernel is not a result;
 2. compiled ahead of time (``jax.jit(fn).lower(args).compile()``), the compile time
-   reported on its own;
+   reported on its own, and the Pallas kernels of the timed program counted in its jaxpr;
 3. measured: the compiled program's own memory accounting (``memory_analysis()``:
    argument, output, temporary bytes) and, where the device keeps statistics (GPU,
    TPU; not the CPU), the device's peak bytes in use after the run;
-4. timed: ``warmup`` untimed calls, then up to ``iters`` calls each wrapped in
-   ``jax.block_until_ready`` and timed alone (``time.perf_counter``), stopping early
-   once ``max_seconds`` of timed calls have passed; the median, quartiles, min and max
-   and the number of calls actually timed are reported.
+4. timed: ``warmup`` untimed calls, then up to ``iters`` calls, each on its own freshly
+   drawn input set (drawn and placed on the device outside the timing), each timed alone
+   (``time.perf_counter``) until its results are ready (``jax.block_until_ready``),
+   stopping early once ``max_seconds`` of timed calls have passed; the median, quartiles,
+   min and max and the number of calls actually timed are reported;
+5. judged: the results of the last timed calls against the reference on their own
+   inputs, with the family's judge and tolerances. A result wrong there, or repeated
+   across distinct inputs (a memoizing implementation), or a timed program that runs
+   fewer Pallas kernels than the family expects, makes the row FAIL, naming the class
+   (:mod:`kernel_harness.checks.bench_judge`).
 
 Under ``interpret`` / ``tpu-interpret`` a Pallas kernel is simulated on the CPU: its
 times say nothing about kernel performance and its memory numbers are the
@@ -32,6 +38,13 @@ from typing import Any
 
 import jax
 
+from kernel_harness.checks.bench_judge import (
+    call_inputs,
+    judge_timed,
+    kernels_problem,
+    time_calls,
+    timed_kernels,
+)
 from kernel_harness.core.backends import Backend
 from kernel_harness.run.runner import CaseResult, check_case, impl_name
 from kernel_harness.spec.bench import MODES
@@ -60,7 +73,8 @@ MEMORY_SOURCE = (
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Timing:
-    """Seconds per call over the timed calls (compile time separate)."""
+    """Seconds per call over the timed calls (compile time separate); ``input_sets``
+    distinct input sets were used, one per call, warm-up calls included."""
 
     compile_s: float
     warmup: int
@@ -71,6 +85,7 @@ class Timing:
     p75_s: float
     min_s: float
     max_s: float
+    input_sets: int
 
     @classmethod
     def of(cls, samples: Sequence[float], *, compile_s: float, warmup: int,
@@ -86,7 +101,7 @@ class Timing:
             p25 = p75 = xs[0]
         return cls(compile_s=compile_s, warmup=warmup, iters_requested=iters_requested,
                    iters_run=len(xs), median_s=statistics.median(xs), p25_s=p25, p75_s=p75,
-                   min_s=xs[0], max_s=xs[-1])
+                   min_s=xs[0], max_s=xs[-1], input_sets=warmup + len(xs))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -104,9 +119,11 @@ class Memory:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class BenchRow:
-    """One kernel at one length: OK (checked, measured, timed), FAIL (the pre-check
-    failed or crashed: not timed), ERROR (the timed program itself raised) or SKIP (the
-    family cannot run this configuration here; the reason says why)."""
+    """One kernel at one length: OK (checked, measured, timed, its timed results judged),
+    FAIL (the pre-check failed or crashed: not timed; or the timed program's results or
+    kernels do not stand: the reason names the class), ERROR (the timed program itself
+    raised) or SKIP (the family cannot run this configuration here; the reason says
+    why)."""
 
     family: str
     impl: str
@@ -123,6 +140,11 @@ class BenchRow:
     #: The Pallas kernels the pre-check ran and what the family expects
     #: (:func:`kernels_text`); "" where no pre-check ran.
     kernels: str = ""
+    #: The Pallas kernels in the timed program's jaxpr (None: not traced).
+    timed_kernels: int | None = None
+    #: The verdict on the timed calls' own results
+    #: (:func:`kernel_harness.checks.bench_judge.judge_timed`); "" where none were judged.
+    results: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -228,25 +250,9 @@ def memory_of(compiled: Any, backend: Backend) -> Memory:
     )
 
 
-def time_compiled(call: Callable[[], Any], *, warmup: int, iters: int,
-                  max_seconds: float, clock: Callable[[], float] = time.perf_counter
-                  ) -> list[float]:
-    """``warmup`` untimed calls, then up to ``iters`` timed ones, each blocked until its
-    results are ready; stops early (after at least one) once ``max_seconds`` of timed
-    calls have passed. Returns the per-call seconds."""
-    for _ in range(warmup):
-        jax.block_until_ready(call())
-    samples: list[float] = []
-    while len(samples) < iters and (not samples or sum(samples) < max_seconds):
-        start = clock()
-        jax.block_until_ready(call())
-        samples.append(clock() - start)
-    return samples
-
-
-def _row(family: Family, impl: Callable[..., Any] | None, seq_len: int | None,
+def _row(family: Family, impl: str, seq_len: int | None,
          settings: BenchSettings, status: str, check: str = "", **fields: Any) -> BenchRow:
-    return BenchRow(family=family.name, impl=impl_name(impl or family.kernel), seq_len=seq_len,
+    return BenchRow(family=family.name, impl=impl, seq_len=seq_len,
                     dtype=settings.dtype, mode=settings.mode, backend=settings.backend.name,
                     status=status, check=check, **fields)
 
@@ -257,43 +263,60 @@ def bench_one(family: Family, seq_len: int, settings: BenchSettings,
     """Checks, measures and times one family at one length (see the module docstring)."""
     hook, backend = family.bench, settings.backend
     assert hook is not None
+    name = impl_name(impl or family.kernel, impl_spec)
     try:
         case = hook.case_at(seq_len, settings.dtype)
     except ValueError as e:
-        return _row(family, impl, seq_len, settings, "SKIP", "not run",
+        return _row(family, name, seq_len, settings, "SKIP", "not run",
                     reason=f"no benchmark case at this length and dtype: {e}")
     summary = getattr(case, "shape_summary", None)
     described = summary() if callable(summary) else case.to_json()
     try:
         result = check_case(family, case, backend, impl, impl_spec=impl_spec)
     except Exception as e:  # noqa: BLE001 - a crash is a failed pre-check, reported
-        return _row(family, impl, seq_len, settings, "FAIL",
+        return _row(family, name, seq_len, settings, "FAIL",
                     f"FAIL (crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]})",
                     case=described, reason="pre-check crashed: not timed")
     check, kernels = _check_summary(result), kernels_text(result)
     if not result.passed:
-        return _row(family, impl, seq_len, settings, "FAIL", check, case=described,
+        return _row(family, name, seq_len, settings, "FAIL", check, case=described,
                     kernels=kernels, reason="pre-check failed against the reference: not "
                     "timed" if not result.kernel_problem else "pre-check failed: not timed")
     try:
         with hook.context(backend):
             timed = hook.program(impl, case, backend, settings.mode)
-            arrays = case.materialize()
-            args = {n: jax.device_put(arrays[n], backend.device) for n in timed.inputs}
+            inputs = call_inputs(case, timed, backend)
+            args = inputs(0)
+            count = timed_kernels(timed, args)
             start = time.perf_counter()
             compiled = jax.jit(timed.fn).lower(args).compile()
             compile_s = time.perf_counter() - start
-            samples = time_compiled(lambda: compiled(args), warmup=settings.warmup,
-                                    iters=settings.iters, max_seconds=settings.max_seconds)
+            del args
+            calls = time_calls(compiled, inputs, warmup=settings.warmup,
+                               iters=settings.iters, max_seconds=settings.max_seconds)
             memory = memory_of(compiled, backend)
     except Exception as e:  # noqa: BLE001 - the timed program's failure is the result
-        return _row(family, impl, seq_len, settings, "ERROR", check, case=described,
+        return _row(family, name, seq_len, settings, "ERROR", check, case=described,
                     kernels=kernels, reason=f"timed program raised {type(e).__name__}: "
-                    f"{str(e).splitlines()[0][:300] if str(e) else ''}")
-    timing = Timing.of(samples, compile_s=compile_s, warmup=settings.warmup,
+                    f"{_first_line(e)}")
+    timing = Timing.of(calls.samples, compile_s=compile_s, warmup=settings.warmup,
                        iters_requested=settings.iters)
-    return _row(family, impl, seq_len, settings, "OK", check, case=described, timing=timing,
-                memory=memory, kernels=kernels)
+    measured = dict(case=described, timing=timing, memory=memory, kernels=kernels,
+                    timed_kernels=count)
+    try:
+        verdict = judge_timed(family, case, timed, backend, calls.kept)
+    except Exception as e:  # noqa: BLE001 - an unjudgeable result is no result
+        return _row(family, name, seq_len, settings, "ERROR", check, **measured,
+                    reason=f"judging the timed results raised {type(e).__name__}: "
+                    f"{_first_line(e)}")
+    problems = [p for p in (verdict.text if not verdict.passed else "",
+                            kernels_problem(family, impl, settings.mode, count)) if p]
+    return _row(family, name, seq_len, settings, "FAIL" if problems else "OK", check,
+                **measured, results=verdict.text, reason="; ".join(problems))
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0][:300] if str(e) else ""
 
 
 def bench_family(family: Family, settings: BenchSettings,
@@ -311,7 +334,8 @@ def bench_family(family: Family, settings: BenchSettings,
     elif settings.mode not in family.bench.modes:
         why = f"no {settings.mode!r} mode (it times {', '.join(sorted(family.bench.modes))})"
     if why is not None:
-        row = _row(family, impl, None, settings, "SKIP", "not run", reason=why)
+        name = impl_name(impl or family.kernel, impl_spec)
+        row = _row(family, name, None, settings, "SKIP", "not run", reason=why)
         if progress:
             progress(row)
         return [row]

@@ -10,6 +10,7 @@ from typing import Any
 import jax
 
 from kernel_harness.checks.bench import INTERPRET_NOTE, MEMORY_SOURCE, BenchRow, BenchSettings
+from kernel_harness.checks.bench_judge import JUDGED_CALLS, REPEATED, WRONG
 from kernel_harness.run.report import format_table
 
 MIB = 1024 * 1024
@@ -32,7 +33,9 @@ def header(settings: BenchSettings) -> list[str]:
         f"  dtype {settings.dtype}, mode {settings.mode}, lengths "
         f"{','.join(map(str, settings.seq_lens))}; per config: correctness pre-check, AOT "
         f"compile (timed apart), {settings.warmup} warm-up call(s), up to {settings.iters} "
-        f"timed call(s) (budget {settings.max_seconds:g}s), each block_until_ready",
+        f"timed call(s) (budget {settings.max_seconds:g}s), each on its own fresh inputs "
+        f"(drawn untimed) and block_until_ready; the last {JUDGED_CALLS} calls' results "
+        "judged against the reference; Pallas kernels counted in the timed program",
         f"  memory: {MEMORY_SOURCE}",
     ]
     if b.is_interpreted:
@@ -40,19 +43,32 @@ def header(settings: BenchSettings) -> list[str]:
     return lines
 
 
+def _results(r: BenchRow) -> str:
+    """The timed results' verdict in a word: ``ok``, ``REPEATED``, ``WRONG`` or ``-``."""
+    if not r.results:
+        return "-"
+    for problem, word in ((REPEATED, "REPEATED"), (WRONG, "WRONG")):
+        if r.results.startswith(problem):
+            return word
+    return "ok"
+
+
 def table(rows: Sequence[BenchRow]) -> str:
-    """One row per kernel x length: check verdict, compile time, median and quartiles,
-    calls timed, and memory in MiB."""
-    headers = ["kernel", "len", "status", "compile s", "median ms", "p25-p75 ms", "n",
-               "args MiB", "out MiB", "temps MiB", "dev peak MiB"]
+    """One row per kernel x length: check verdict, compile time, median and quartiles (of
+    an OK row only: a FAIL's times are no result), the Pallas kernels of the timed
+    program, the verdict on the timed results, calls timed, and memory in MiB."""
+    headers = ["kernel", "len", "status", "compile s", "median ms", "p25-p75 ms", "kernels",
+               "results", "n", "args MiB", "out MiB", "temps MiB", "dev peak MiB"]
     body = []
     for r in rows:
         t, m = r.timing, r.memory
+        ok = t if r.status == "OK" else None
         body.append([
             r.family, "-" if r.seq_len is None else r.seq_len, r.status,
             f"{t.compile_s:.2f}" if t else "-",
-            _ms(t.median_s) if t else "-",
-            f"{_ms(t.p25_s)}-{_ms(t.p75_s)}" if t else "-",
+            _ms(ok.median_s) if ok else "-",
+            f"{_ms(ok.p25_s)}-{_ms(ok.p75_s)}" if ok else "-",
+            "-" if r.timed_kernels is None else r.timed_kernels, _results(r),
             f"{t.iters_run}/{t.iters_requested}" if t else "-",
             _mib(m.argument_bytes) if m else "-", _mib(m.output_bytes) if m else "-",
             _mib(m.temp_bytes) if m else "-", _mib(m.device_peak_bytes) if m else "-",
@@ -68,6 +84,10 @@ def details(rows: Sequence[BenchRow]) -> list[str]:
         line = f"  {where} [{r.impl}]: {r.status}; pre-check {r.check}"
         if r.kernels:
             line += f"; Pallas kernels {r.kernels}"
+        if r.timed_kernels is not None:
+            line += f"; timed program: {r.timed_kernels} Pallas kernel(s)"
+        if r.results and not r.reason.startswith(r.results):
+            line += f"; timed results {r.results}"
         if r.case:
             line += f"; case {r.case}"
         if r.reason:
@@ -111,6 +131,8 @@ def document(settings: BenchSettings, rows: Sequence[BenchRow]) -> dict[str, Any
         "device_kind": b.device.device_kind,
         "dtype": settings.dtype, "mode": settings.mode, "seq_lens": list(settings.seq_lens),
         "warmup": settings.warmup, "iters": settings.iters,
+        "inputs": "a fresh input set per call, warm-up calls included, drawn untimed",
+        "judged_calls": JUDGED_CALLS,
         "max_seconds": settings.max_seconds,
         "memory_source": MEMORY_SOURCE,
         "interpret_note": INTERPRET_NOTE if b.is_interpreted else None,
@@ -190,7 +212,8 @@ def _measured(row: BenchRow | None) -> str:
     t, m = row.timing, row.memory
     peak = "" if m.device_peak_bytes is None else f", device peak {_mib(m.device_peak_bytes)} MiB"
     return (f"median {_ms(t.median_s)} ms (p25-p75 {_ms(t.p25_s)}-{_ms(t.p75_s)}, "
-            f"{t.iters_run} calls), temps {_mib(m.temp_bytes)} MiB{peak}; pre-check pass{ran}")
+            f"{t.iters_run} calls, {row.timed_kernels} Pallas kernel(s) timed), temps "
+            f"{_mib(m.temp_bytes)} MiB{peak}; pre-check pass, timed results pass{ran}")
 
 
 def selection_lines(sel: Any, candidates: Sequence[str],

@@ -1,18 +1,31 @@
 """``kernel-harness bench``: a checked smoke run on CPU (every kernel has a row, memory
-numbers present, the pre-check ran), planted wrong kernels reported FAIL and not timed,
-SDPA's compiled temporaries growing ~4x per doubling, and the timing loop itself."""
+numbers present, the pre-check ran, the timed results judged, the timed program's Pallas
+kernels counted and printed), planted wrong kernels reported FAIL and not timed, cheats
+that pass the pre-check (a memoizing and a stale implementation) reported FAIL with their
+class named, SDPA's compiled temporaries growing ~4x per doubling, and the timing loop
+itself (fresh inputs per call, drawn untimed)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 
 import pytest
 
 from kernel_harness import cli
 from kernel_harness.checks import bench as bench_mod
-from kernel_harness.checks.bench import Timing, time_compiled
+from kernel_harness.checks.bench import Timing
+from kernel_harness.checks.bench_judge import (
+    FEW_KERNELS,
+    REPEATED,
+    WRONG,
+    kernels_problem,
+    time_calls,
+)
 from kernel_harness.checks.bench_report import temp_growth
 from kernel_harness.spec.registry import family_names, get_family
+from tests.helpers import bench_planted
 
 SMALL = ["--seq-lens", "128", "--dtype", "f32", "--warmup", "0", "--iters", "2"]
 
@@ -30,12 +43,14 @@ def smoke(tmp_path_factory):
     """One run of every built-in family at length 128 (module-scoped: it is the slow part)."""
     path = tmp_path_factory.mktemp("bench") / "all.json"
     svg = path.with_suffix(".svg")
-    code = cli.main(["bench", *SMALL, "--json", str(path), "--plot", str(svg)])
-    return code, json.loads(path.read_text()), svg.read_text()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["bench", *SMALL, "--json", str(path), "--plot", str(svg)])
+    return code, json.loads(path.read_text()), svg.read_text(), out.getvalue()
 
 
 def test_every_kernel_has_a_checked_measured_row(smoke):
-    code, doc, _ = smoke
+    code, doc, *_ = smoke
     assert code == 0
     assert doc["backend"] == "interpret" and doc["jax_version"] and doc["interpret_note"]
     rows = {r["family"]: r for r in doc["rows"]}
@@ -56,12 +71,33 @@ def test_every_kernel_has_a_checked_measured_row(smoke):
         assert t["p25_s"] <= t["median_s"] <= t["p75_s"]
         assert m["argument_bytes"] > 0 and m["output_bytes"] > 0 and m["temp_bytes"] >= 0
         assert m["device_peak_bytes"] is None and "no memory statistics" in m["device_peak_note"]
+        # Every call on its own inputs; the timed results judged against the reference.
+        assert t["input_sets"] == t["warmup"] + t["iters_run"] == 2
+        assert row["results"].startswith("pass (") and "seeds 1, 2" in row["results"], row
+        # The timed program's own kernels: fwd >= 1 in --mode fwd (0 for XLA by design).
+        assert row["timed_kernels"] >= (1 if expected else 0), row
     for name in ("splash", "flash", "sdpa", "hstu", "gpu-mha", "gpu-decode", "gpu-paged"):
         assert rows[name]["status"] == "OK"
 
 
+def test_table_prints_the_timed_kernel_count_beside_the_time(smoke):
+    _, doc, _, out = smoke
+    lines = out.splitlines()
+    header = next(x for x in lines if x.lstrip().startswith("kernel "))
+    cols = header.split()
+    assert cols[cols.index("median"):cols.index("median") + 6] == [
+        "median", "ms", "p25-p75", "ms", "kernels", "results"], header
+    for row in doc["rows"]:
+        if row["status"] != "OK":
+            continue
+        line = next(x.split() for x in lines if x.split()[:1] == [row["family"]])
+        # kernel, len, status, compile s, median ms, p25-p75 ms, kernels, results
+        assert line[2] == "OK" and line[6] == str(row["timed_kernels"]) and line[7] == "ok"
+    assert "gpu-mha @128" in out and "timed program: 1 Pallas kernel(s)" in out
+
+
 def test_plot_has_a_line_per_kernel(smoke):
-    _, doc, svg = smoke
+    _, doc, svg, _ = smoke
     assert svg.startswith("<svg") and "not kernel performance" in svg
     for row in doc["rows"]:
         if row["status"] == "OK":
@@ -72,7 +108,7 @@ def test_planted_wrong_kernel_is_fail_and_not_timed(capsys, tmp_path, monkeypatc
     def must_not_time(*a, **k):
         raise AssertionError("a configuration that failed its pre-check was timed")
 
-    monkeypatch.setattr(bench_mod, "time_compiled", must_not_time)
+    monkeypatch.setattr(bench_mod, "time_calls", must_not_time)
     code, out, _, doc = _bench(capsys, tmp_path, "sdpa", *SMALL,
                                "--impl", "tests.helpers.bench_planted:sdpa_ignores_causal")
     assert code == 1
@@ -117,15 +153,27 @@ def test_temp_growth_tells_linear_from_quadratic():
     assert temp_growth([row(256, 2000), row(128, 1000)]) == {"lin": [(128, 256, 2.0)]}
 
 
-def test_timing_loop_blocks_counts_and_respects_the_budget():
-    ticks = iter(range(1000))
+def test_timing_loop_gives_each_call_fresh_untimed_inputs_and_respects_the_budget():
+    now = [0.0]
     calls = []
-    samples = time_compiled(lambda: calls.append(1), warmup=2, iters=50, max_seconds=3,
-                            clock=lambda: float(next(ticks)))
-    assert len(calls) == 2 + len(samples)  # warm-up calls are made but not timed
-    assert samples == [1.0, 1.0, 1.0]  # stopped once 3 s of timed calls had passed
+
+    def inputs(i):
+        now[0] += 100.0  # drawing inputs is slow: none of it may be timed
+        return {"x": i}
+
+    def call(args):
+        now[0] += 1.0
+        calls.append(args["x"])
+        return args["x"] * 10
+
+    run = time_calls(call, inputs, warmup=2, iters=50, max_seconds=3, keep=2,
+                     clock=lambda: now[0])
+    assert calls == [0, 1, 2, 3, 4]  # warm-up calls too: every call its own input set
+    assert run.samples == [1.0, 1.0, 1.0]  # stopped once 3 s of timed calls had passed
+    assert run.kept == [(3, 30), (4, 40)]  # the last calls' results, for the judge
     t = Timing.of([1.0, 1.0, 1.0, 1.0, 100.0], compile_s=0.5, warmup=2, iters_requested=5)
     assert t.median_s == 1.0 and t.max_s == 100.0 and t.iters_run == 5  # median, not mean
+    assert t.input_sets == 7
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -173,3 +221,47 @@ def test_timed_program_that_raises_is_an_error_row_not_a_pass():
     (row,) = bench_mod.bench_family(family, settings)
     assert row.status == "ERROR" and row.timing is None and "planted" in row.reason
     assert row.check.startswith("pass (")  # the pre-check ran (and passed) before timing
+
+
+@pytest.fixture
+def fresh_planted():
+    bench_planted.forget()  # the cheat's first call must be the pre-check's
+    yield
+    bench_planted.forget()
+
+
+@pytest.mark.parametrize("impl, problem, word", [
+    ("sdpa_memoized", REPEATED, "REPEATED"),  # caches its result per input shape
+    ("sdpa_stale", WRONG, "WRONG"),  # returns the previous call's result
+])
+def test_cheat_that_passes_the_pre_check_fails_on_its_timed_results(
+        capsys, tmp_path, fresh_planted, impl, problem, word):
+    code, out, _, doc = _bench(capsys, tmp_path, "sdpa", *SMALL,
+                               "--impl", f"tests.helpers.bench_planted:{impl}")
+    (row,) = doc["rows"]
+    assert row["check"].startswith("pass (")  # the pre-check alone is fooled
+    assert code == 1 and row["status"] == "FAIL", row
+    assert row["reason"].startswith(problem) and row["results"].startswith(problem), row
+    table_row = next(x.split() for x in out.splitlines() if x.split()[:1] == ["sdpa"])
+    assert table_row[2] == "FAIL" and table_row[4] == "-" and word in table_row, table_row
+    assert f"sdpa @128 [tests.helpers.bench_planted:{impl}]: FAIL" in out
+    assert problem in out and "0 configuration(s) checked and timed, 1 FAIL/ERROR" in out
+
+
+def test_pristine_sdpa_passes_with_its_timed_results_judged(capsys, tmp_path):
+    code, out, _, doc = _bench(capsys, tmp_path, "sdpa", *SMALL)
+    (row,) = doc["rows"]
+    assert code == 0 and row["status"] == "OK" and row["results"].startswith("pass ("), row
+    assert row["timed_kernels"] == 0  # XLA by design: the count is printed, and 0
+    table_row = next(x.split() for x in out.splitlines() if x.split()[:1] == ["sdpa"])
+    assert table_row[2] == "OK" and table_row[6] == "0" and table_row[7] == "ok", table_row
+    assert doc["judged_calls"] == 2 and "fresh input set per call" in doc["inputs"]
+
+
+def test_timed_program_with_too_few_kernels_is_named():
+    mha = get_family("gpu-mha")  # expects fwd >= 1, bwd >= 1
+    assert kernels_problem(mha, None, "fwd", 1) == ""
+    assert kernels_problem(mha, None, "fwd+bwd", 2) == ""
+    assert kernels_problem(mha, None, "fwd+bwd", 1).startswith(FEW_KERNELS)
+    assert kernels_problem(mha, None, "fwd", 0).startswith(FEW_KERNELS)
+    assert kernels_problem(get_family("sdpa"), None, "fwd", 0) == ""  # XLA by design

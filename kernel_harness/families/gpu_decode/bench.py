@@ -38,7 +38,7 @@ def program(impl: Callable[..., Any] | None, case: DecodeCase, backend: Backend,
         out, _ = impl(a["q"], a["k"], a["v"], None, None, **kwargs)
         return out
 
-    return Timed(fn=step, inputs=("q", "k", "v"))
+    return Timed(fn=step, inputs=("q", "k", "v"), outputs=("out",))
 
 
 BENCH = Bench(case_at=case_at, program=program, modes=frozenset({"fwd"}),

@@ -40,7 +40,7 @@ def program(impl: Callable[..., Any] | None, case: PagedCase, backend: Backend,
     def step(a: Any) -> Any:
         return impl(*(a[n] for n in names), None, None, **kwargs)
 
-    return Timed(fn=step, inputs=names)
+    return Timed(fn=step, inputs=names, outputs=("out",))
 
 
 BENCH = Bench(case_at=case_at, program=program, modes=frozenset({"fwd"}),
