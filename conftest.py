@@ -204,10 +204,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["kh_compile_cache"] = dict(_cache_counts)
+        workeroutput["kh_nightly"] = session.config.stash.get(_NIGHTLY, 0)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:  # xdist's hook: a worker finished
+    """A worker's compile-cache counts and the nightly tests it left out reach the
+    controller, whose summary says them (the workers collect; the controller does not)."""
+    # Every worker collects the whole suite: each left out the same nightly tests.
+    left = getattr(node, "workeroutput", {}).get("kh_nightly", 0)
+    node.config.stash[_NIGHTLY] = max(node.config.stash.get(_NIGHTLY, 0), left)
     counts = getattr(node, "workeroutput", {}).get("kh_compile_cache")
     if counts:
         for key, value in counts.items():

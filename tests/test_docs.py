@@ -31,7 +31,7 @@ MAIN_COMMAND = (
 TEST_COMMAND = (
     "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && "
     ".venv/bin/pip install --no-deps -r requirements/kernel-libraries.txt && "
-    ".venv/bin/pytest -n 2 --hypothesis-profile ci --kh-profile dev --kh-seed 1"
+    ".venv/bin/pytest -n 2 --hypothesis-profile ci"
 )
 
 

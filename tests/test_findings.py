@@ -77,6 +77,7 @@ def exit_mismatch(folder: Path) -> str | None:
     )
 
 
+@pytest.mark.nightly  # the libraries' kernels still have their bugs: kernels, not harness
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
 def test_finding_still_exits_as_stated(folder: Path) -> None:
     meta = json.loads((folder / "finding.json").read_text())

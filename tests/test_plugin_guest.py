@@ -113,7 +113,7 @@ def test_kh_family_module_reaches_the_property_tests():
     """An out-of-tree family named with --kh-family-module is parametrized like a built-in
     one, and its planted bug fails the property test (``--kh-impl``)."""
     root = Path(__file__).resolve().parents[1]
-    args = ["properties/test_units.py", "-k", "toy", "--kh-family-module",
+    args = ["properties/test_units.py", "-m", "nightly", "-k", "toy", "--kh-family-module",
             "tests.helpers.toy_family", "--kh-profile", "dev", "--kh-property",
             "matches-reference"]
     env = {k: v for k, v in os.environ.items()

@@ -24,7 +24,7 @@ def test_long():
 '''
 
 
-def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, *args: str, xdist: bool = False) -> subprocess.CompletedProcess:
     (tmp_path / "conftest.py").write_text((ROOT / "conftest.py").read_text())
     (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n  nightly: n\n  slow: s\n")
     (tmp_path / "test_a.py").write_text("def test_light():\n    pass\n")
@@ -32,7 +32,8 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     (tmp_path / "properties" / "test_z.py").write_text(TESTS)
     env = {**os.environ, "KERNEL_HARNESS_TEST_DURATIONS": str(tmp_path / "d.tsv")}
     env.pop("KERNEL_HARNESS_TEST_COMPILE_CACHE", None)
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p",
+    plugins = [] if xdist else ["-p", "no:xdist"]
+    return subprocess.run([sys.executable, "-m", "pytest", *plugins, "-p",
                            "no:cacheprovider", "-v", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, check=False, timeout=300)
 
@@ -48,6 +49,15 @@ def test_nightly_tests_are_left_to_the_nightly_run_and_said_so(tmp_path):
     lines = (tmp_path / "d.tsv").read_text().splitlines()
     assert len(lines) == 6 and lines[1].split("\t")[:2] == ["properties/test_z.py::test_quick",
                                                           "call"]
+
+
+def test_under_xdist_the_summary_still_says_what_was_left_out(tmp_path):
+    """The workers collect and deselect; the controller's summary must still say it (CI runs
+    ``-n 2``: without this the left-out tests were nowhere in its output)."""
+    proc = _run(tmp_path, "-n", "2", xdist=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 passed" in proc.stdout
+    assert "1 test(s) marked nightly not run here" in proc.stdout
 
 
 def test_minus_m_nightly_runs_them(tmp_path):

@@ -57,5 +57,6 @@ def test_the_declaration_bounds_the_draws(example) -> None:
 
 def test_the_top_left_mask_fails(example) -> None:
     with pytest.raises(HarnessCheckFailed, match="out bfloat16"):
+        # The first failing example as found: shrinking it is not what this test is about.
         testing.check(example.FAMILY, impl=example.ignores_alignment, profile="dev",
-                      properties=["matches-reference"], seed=1)
+                      properties=["matches-reference"], seed=1, shrink_budget="0")

@@ -49,6 +49,7 @@ def test_the_scripts_reference_is_the_harness_reference(family: str, tmp_path: P
 KV_UPDATE = ("tpu-inference-rpa-v3", "tpu-inference-rpa-v3-hd64", "tpu-inference-mla-v2")
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 @pytest.mark.parametrize("family", KV_UPDATE)
 def test_every_golden_case_of_a_kv_update_script_agrees(family: str, tmp_path: Path) -> None:
     if not get_family(family).backends:

@@ -42,7 +42,9 @@ def _env() -> dict[str, str]:
 
 
 @pytest.mark.parametrize(("sig", "isolate"), [(signal.SIGTERM, "--isolate"),
-                                              (signal.SIGHUP, "--isolate"),
+                                              # the same path as SIGTERM: nightly
+                                              pytest.param(signal.SIGHUP, "--isolate",
+                                                           marks=pytest.mark.nightly),
                                               (signal.SIGINT, "--no-isolate")],
                          ids=["SIGTERM", "SIGHUP", "SIGINT-in-process"])
 def test_a_signal_after_the_first_failure_writes_everything_and_resume_completes(tmp_path, sig,

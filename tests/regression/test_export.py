@@ -89,6 +89,7 @@ def test_the_clean_interpreter_really_hides_the_harness(tmp_path: Path) -> None:
     assert harness_hidden(tmp_path)
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 def test_gpu_mha_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
     fam = get_family("gpu-mha")
     case = build_case(fam, MHA_CASE)
@@ -148,6 +149,7 @@ def test_sdpa_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
     assert good.stdout.count("ok  ") == 5  # out, dq, dk, dv, dbias
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 def test_splash_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
     fam = get_family("splash")
     case = build_case(fam, SPLASH_SMALL)

@@ -7,6 +7,8 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from kernel_harness.regression.export import build_case, export_repro
 from kernel_harness.spec.registry import get_family
 from tests.helpers.standalone import run_standalone
@@ -26,6 +28,7 @@ def _first_golden() -> str:
     return json.dumps(cases[0]["case"])
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 def test_first_golden_case_pristine_exits_0_planted_exits_1(tmp_path: Path) -> None:
     fam = get_family("flash")
     case = build_case(fam, _first_golden())

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.golden_export import export_and_run, export_and_run_planted
 
 PLANTED = """
@@ -18,12 +20,14 @@ def kernel(op, x, weight, bias, *, eps, interpret):
 """
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
     good = export_and_run("gpu-norm", tmp_path)
     assert good.returncode == 0, good.stdout + good.stderr
     assert good.stdout.count("ok  ") == 4
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 def test_planted_error_exits_1(tmp_path: Path) -> None:
     bad = export_and_run_planted("gpu-norm", tmp_path, PLANTED, "planted_gpu_norm")
     assert bad.returncode == 1, bad.stdout + bad.stderr

@@ -50,6 +50,7 @@ PLANTED = {
 }
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_script_passes_without_the_harness(name, tmp_path):
     family = get_family(name.removesuffix("-megacore-int8"))
@@ -60,6 +61,7 @@ def test_the_script_passes_without_the_harness(name, tmp_path):
     assert "ok   out" in res.stdout
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 @pytest.mark.parametrize("name", sorted(PLANTED))
 def test_a_planted_kernel_fails_the_script(name, tmp_path):
     family = get_family(name)

@@ -49,6 +49,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
     assert first_golden_case("torch-sdpa").mask == "full"  # stored as "bool": upgraded
     good = export_and_run("torch-sdpa", tmp_path)
@@ -56,6 +57,7 @@ def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
     assert good.stdout.count("ok  ") == 4
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 def test_planted_dropped_mask_exits_1(tmp_path: Path) -> None:
     bad = export_and_run_planted("torch-sdpa", tmp_path, PLANTED, "planted_torch_sdpa")
     assert bad.returncode == 1, bad.stdout + bad.stderr

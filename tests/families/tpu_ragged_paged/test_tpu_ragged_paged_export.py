@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kernel_harness.spec.export import interpreter_source
 from tests.helpers.golden_export import (
     export_and_run,
@@ -24,6 +26,7 @@ def kernel(*operands, sliding_window=None, **options):
 """
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
     assert first_golden_case("tpu-ragged-paged").sliding_window is not None
     good = export_and_run("tpu-ragged-paged", tmp_path)
@@ -33,6 +36,7 @@ def test_first_golden_case_script_passes_standalone(tmp_path: Path) -> None:
     assert interpreter_source() in text
 
 
+@pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
 def test_planted_dropped_window_exits_1(tmp_path: Path) -> None:
     bad = export_and_run_planted("tpu-ragged-paged", tmp_path, PLANTED, "planted_ragged")
     assert bad.returncode == 1, bad.stdout + bad.stderr
