@@ -127,7 +127,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The kernel-branch coverage table of ``--kh-kernel-coverage`` (nothing otherwise)."""
+    """The harness's summary lines (:func:`kernel_harness.testing.summary_lines`): the
+    families' adjustments, tpu-interpret diagnostics and ``--kh-kernel-coverage``'s table."""
     import sys
 
     testing = sys.modules.get("kernel_harness.testing")

@@ -22,9 +22,9 @@ import pytest
 
 from kernel_harness.core.backends import BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import UsageError
-from kernel_harness.orchestration import options
+from kernel_harness.orchestration import options, session_header
 from kernel_harness.orchestration.session import CheckSession, SessionResult
-from kernel_harness.orchestration.units import UnitResult
+from kernel_harness.orchestration.units import FAILED_VERDICTS, UnitResult
 from kernel_harness.run.profiles import ShrinkBudget, pytest_profile
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.spec.config import load_config
@@ -67,20 +67,24 @@ def check(
     (:mod:`kernel_harness.orchestration.options`). ``resume``: the ``--json`` document of an
     interrupted run, whose finished units are kept (only the others run).
     ``accept_declared``: leave out what ``impl`` declares it lacks (else only ``without``
-    narrows the check). A bad argument is a :class:`~kernel_harness.core.errors.UsageError`."""
+    narrows the check). The project's ``without`` table narrows it too (``without`` adds
+    to it), and its ``waivers`` apply beside the package's. A bad argument is a
+    :class:`~kernel_harness.core.errors.UsageError`."""
     families = [family] if isinstance(family, str | Family) else list(family)
     if isinstance(shrink_budget, str):
         try:
             shrink_budget = ShrinkBudget.parse(shrink_budget)
         except ValueError as e:
             raise UsageError(str(e)) from None
-    resolved = options.settings(load_config(),
+    config = load_config()
+    resolved = options.settings(config,
                                 {"profile": profile, "backend": backend, "corpus": corpus},
                                 {"profile": "dev", "backend": "interpret", "corpus": None},
                                 flags={"profile": "profile=", "backend": "backend=",
                                        "corpus": "corpus="})
     request = options.check_request(
-        resolved, families=tuple(families), properties=tuple(properties or ()), impl=impl,
+        resolved, config, families=tuple(families), properties=tuple(properties or ()),
+        impl=impl,
         max_examples=max_examples, seed=seed, draws_per_compile=draws_per_compile,
         without=tuple(without), tolerance=tuple(tolerance), tolerance_scale=tolerance_scale,
         timeout=timeout, isolate=isolate, fail_fast=fail_fast, shrink_budget=shrink_budget,
@@ -88,7 +92,7 @@ def check(
     )
     result = CheckSession(request).run()
     if not result.ok:
-        failed = [r for r in result.results if r.verdict in ("FAIL", "ERROR")]
+        failed = [r for r in result.results if r.verdict in FAILED_VERDICTS]
         text = "\n\n".join(f"=== {r.family} / {r.prop}: {r.label or r.verdict} ===\n{r.text}"
                            for r in failed)
         raise HarnessCheckFailed(f"{result.final_line()}\n{text}" if text
@@ -168,7 +172,7 @@ class _Plan:
                         continue
                 impl = impl_by_family.get(name, impls)
                 request = options.check_request(
-                    resolved, families=(name,), properties=tuple(opt("--kh-property")),
+                    resolved, cfg, families=(name,), properties=tuple(opt("--kh-property")),
                     impl=impl[-1] if impl else None, max_examples=opt("--kh-max-examples"),
                     seed=opt("--kh-seed"), draws_per_compile=opt("--kh-draws-per-compile"),
                     without=tuple([*without, *without_by_family.get(name, [])]),
@@ -210,7 +214,7 @@ class _Plan:
                 self._recording = kernel_coverage.recording()
                 self.coverage = self._recording.__enter__()
             result = session.run_unit(unit)
-        if result.verdict in ("FAIL", "ERROR"):
+        if result.verdict in FAILED_VERDICTS:
             self.failed_first.setdefault(family, unit.prop)
         return result
 
@@ -352,15 +356,26 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
 
 
 def summary_lines(config: pytest.Config) -> list[str]:
-    """The kernel-branch coverage table of ``--kh-kernel-coverage`` ([] without it)."""
+    """What the harness adds to pytest's summary: each family checked differently from its
+    registered form (left-out features, those of the project's configuration saying so;
+    tolerance overrides), the tpu-interpret diagnostics of the units run in this process
+    (their waivers counted by file), and the kernel-branch coverage table of
+    ``--kh-kernel-coverage``."""
     plan = config.stash.get(_PLAN_KEY, None)
-    if plan is None or plan.coverage is None:
+    if plan is None:
         return []
+    sessions = list(plan.sessions.values())
+    lines = [f"kernel-harness: {fam.name}: {line}" for s in sessions for fam in s.families
+             for line in session_header.adjustment_lines(s, fam)]
+    lines += next((s.closing_notes() for s in sessions
+                   if s.backend.name == "tpu-interpret" and not s.isolated), [])
+    if plan.coverage is None:
+        return lines
     from kernel_harness.run import kernel_coverage
 
     plan.close()
-    families = [fam for s in plan.sessions.values() for fam in s.families]
-    return kernel_coverage.family_tables(plan.coverage, families)
+    families = [fam for s in sessions for fam in s.families]
+    return lines + kernel_coverage.family_tables(plan.coverage, families)
 
 
 def finish(config: pytest.Config) -> None:

@@ -50,6 +50,8 @@ class Observer:
     rejected: int = 0
     events: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     last_failure: CaseResult | None = None
+    #: The last judged draw, passing or not (a flaky failure's passing rerun, issue 55).
+    last_result: CaseResult | None = None
     last_error: BaseException | None = None
     seconds: float = 0.0
     #: crash kind -> (examples that crashed that way, the latest such crash: after
@@ -103,6 +105,7 @@ class Observer:
             self.fallback_declared = result.fallback_declared
             if result.expected_kernels is not None:
                 self.expected_kernels = result.expected_kernels.describe()
+        self.last_result = result
         if not result.passed:
             self.last_failure = result
 

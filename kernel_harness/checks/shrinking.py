@@ -57,6 +57,10 @@ class ShrinkReport:
     #: The first failing example was an explicit one (a family's seed case): Hypothesis
     #: reports an explicit example as it is, it never shrinks one.
     explicit: bool = False
+    #: What Hypothesis's final replay of the reported example gave: ``"passed"``, or the
+    #: summary line of how it failed; None when it did not run (a flaky failure found
+    #: during the search, :mod:`kernel_harness.checks.flaky`).
+    replayed: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -133,6 +137,7 @@ def bounded_shrinking(
     def guarded(*args: Any, **kwargs: Any) -> None:
         final = _is_final_replay()
         shrinking = bool(first) and not final
+        replay = bool(first) and final
         if shrinking:
             if report.exhausted is None and budget is not None:
                 if report.steps >= budget.steps:
@@ -157,7 +162,12 @@ def bounded_shrinking(
                 report.first_failure_text = first_failure_text(e, label)
                 if on_first_failure is not None:
                     on_first_failure(report.first_failure_text)
+            elif replay:
+                report.replayed = first_failure_text(e, label).splitlines()[0]
             raise
+        else:
+            if replay:
+                report.replayed = "passed"
         finally:
             if shrinking:
                 report.seconds = clock() - first[0]

@@ -34,6 +34,7 @@ from kernel_harness.cli import (
 )
 from kernel_harness.core import devices
 from kernel_harness.core.errors import UsageError
+from kernel_harness.run import diagnostics
 from kernel_harness.spec import registry
 from kernel_harness.spec.config import load_config
 
@@ -96,7 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     The user's ``[tool.kernel-harness]`` (:func:`kernel_harness.spec.config.load_config`,
     from the working directory up) is read first: its ``family-modules`` are registered
-    before ``--family-module``'s, and it supplies ``--backend`` / ``--profile`` where the
+    before ``--family-module``'s, its ``waivers`` apply to every command that runs kernels
+    on tpu-interpret, and it supplies ``--backend`` / ``--profile`` where the
     command line leaves them unset (:func:`kernel_harness.cli.common.apply_config`)."""
     devices.request_cpu_devices()  # before anything starts jax: collective families
     hypothesis_storage()
@@ -111,6 +113,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                          origin=args.config.where("family-modules"))
         registry.load_family_modules(args.family_module)
         common.apply_config(args, args.config)
+        if args.config.waivers:  # repro, golden...: a check's session puts its own in force
+            diagnostics.use_user_waivers(diagnostics.user_waivers(args.config.waivers,
+                                                                  str(args.config.source)))
         return COMMANDS[args.command](args)
     except UsageError as e:
         print(f"kernel-harness: error: {e}", file=sys.stderr)

@@ -15,12 +15,11 @@ from typing import Any
 
 from kernel_harness.checks.properties import PROPERTIES
 from kernel_harness.cli import common, plot
-from kernel_harness.orchestration import interrupt, options, results
+from kernel_harness.orchestration import interrupt, options, results, session_header
 from kernel_harness.orchestration.corpus import spill_path_for
 from kernel_harness.orchestration.session import CheckRequest, CheckSession, SessionResult
 from kernel_harness.run import kernel_coverage, report
 from kernel_harness.run.outputs import ensure_writable
-from kernel_harness.spec.narrow import describe_adjustments
 
 
 def add_parser(sub: Any) -> None:
@@ -101,6 +100,7 @@ def request_from_args(args: argparse.Namespace) -> CheckRequest:
         families=tuple(args.family), properties=tuple(args.property or ()), impl=args.impl,
         max_examples=args.max_examples, seed=args.seed,
         draws_per_compile=args.draws_per_compile, without=tuple(args.without),
+        config=getattr(args, "kh_config", None),
         tolerance=tuple(args.tolerance), tolerance_scale=args.tolerance_scale,
         timeout=args.timeout,
         isolate=args.isolate, jobs=args.jobs, fail_fast=args.fail_fast, all_bugs=args.all_bugs,
@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     for line in result.notes + result.corpus_lines():
         print(line)
     for fam in session.families:
-        for line in describe_adjustments(fam):
+        for line in session_header.adjustment_lines(session, fam):
             print(f"{fam.name}: {line}")
     _write_results(args, result)
     print(f"\n{result.final_line()}")

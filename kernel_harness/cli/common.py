@@ -133,8 +133,9 @@ def apply_config(args: Any, config: HarnessConfig) -> None:
     :func:`add_backend_flag`, :func:`add_profile_flag` and :func:`add_corpus_flag`) by the
     one rule of every front end (:func:`kernel_harness.orchestration.options.resolve`): an
     explicit flag beats the configuration, which beats the built-in default. Where each
-    came from is kept in ``args.kh_settings``. A configured name that is not one the
-    harness knows is a UsageError naming the key and the file."""
+    came from is kept in ``args.kh_settings``, the configuration in ``args.kh_config`` (its
+    ``without`` and ``waivers`` go into a check's request). A configured name that is not
+    one the harness knows is a UsageError naming the key and the file."""
     builtins = {key: getattr(args, f"kh_builtin_{key}") for key in options.CONFIGURABLE
                 if hasattr(args, f"kh_builtin_{key}")}
     resolved = options.settings(config, {k: getattr(args, k, None) for k in builtins},
@@ -142,3 +143,4 @@ def apply_config(args: Any, config: HarnessConfig) -> None:
     for key, setting in resolved.items():
         setattr(args, key, setting.value)
     args.kh_settings = resolved
+    args.kh_config = config

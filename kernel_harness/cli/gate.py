@@ -173,8 +173,8 @@ def _corpus_fails(args: Any, family: Any) -> bool:
     that family alone, as ``check`` replays them; True when one fails again."""
     session = CheckSession(options.check_request(
         {**args.kh_settings, "profile": options.Setting("ci", "default")},
-        families=(family.name,), impl=args.impl, corpus_write=False, corpus_required=True,
-        compile_cache=args.compile_cache))
+        config=getattr(args, "kh_config", None), families=(family.name,), impl=args.impl,
+        corpus_write=False, corpus_required=True, compile_cache=args.compile_cache))
     replays = session.replay_stored(session.families[0])
     if session.corpus.lost is not None:  # what the nightly found must reach the gate
         raise UsageError(f"gate: corpus {session.corpus.location} stopped answering "

@@ -38,9 +38,11 @@ def run(args: Any) -> int:
                                "detail"], rows))
     s = doc["summary"]
     env = doc["environment"]
-    counts = ", ".join(f"{s[k]} {k}" for k in ("pass", "fail", "error", "skip") if s[k])
+    counts = ", ".join(f"{s[k]} {k}" for k in ("pass", "fail", "flaky", "error", "skip")
+                       if s.get(k))
+    ran = s["pass"] + s["fail"] + s["error"] + s.get("flaky", 0)
     print(f"\n{'PASS' if s['ok'] else 'FAIL'}: {len(inputs)} results merged (backend "
           f"{env['backend']}, jax {env['jax']}): {counts or 'no records'}"
-          + ("" if s["pass"] + s["fail"] + s["error"] else "; nothing ran, which is not a pass"))
+          + ("" if ran else "; nothing ran, which is not a pass"))
     results.write_outputs(doc, json_path=args.json, junit_path=args.junit)
     return 0 if s["ok"] else 1

@@ -6,6 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from kernel_harness.checks.flaky import Flaky, FlakyExample, passed_rerun
+from kernel_harness.checks.matches_reference import HarnessFailure
 from kernel_harness.checks.metamorphic import MetamorphicFailure
 from kernel_harness.checks.metamorphic.repro import replay
 from kernel_harness.cli import common, plot
@@ -37,7 +39,8 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs ``kernel-harness repro``: 0 pass, 1 fail."""
+    """Runs ``kernel-harness repro``: 0 pass, 1 fail (a failing case runs a second time:
+    one that passes then is reported FLAKY, :mod:`kernel_harness.checks.flaky`)."""
     ensure_writable({"--plot": args.plot})
     (fam,) = common.families([args.family])
     fam = adjust_tolerances(fam, args.tolerance, args.tolerance_scale)
@@ -62,9 +65,10 @@ def run(args: argparse.Namespace) -> int:
     except UsageError:
         raise
     except Exception as e:  # noqa: BLE001 - a crash replays as the same CRASH report
-        print(Crash(family=fam.name, case=case, backend=backend,
-                    impl=args.impl or impl_name(fam.kernel), impl_spec=args.impl,
-                    adjustments=fam.adjustments, error=e).report())
+        crash = Crash(family=fam.name, case=case, backend=backend,
+                      impl=args.impl or impl_name(fam.kernel), impl_spec=args.impl,
+                      adjustments=fam.adjustments, error=e)
+        print(_flaky_or(KernelCrash(crash), args, fam, case, backend, impl))
         return 1
     if args.plot is not None:
         print(f"picture: {plot.plot_case(fam, case, backend, impl, args.plot)}")
@@ -76,8 +80,22 @@ def run(args: argparse.Namespace) -> int:
         for name, why in result.not_compared.items():
             print(f"not compared: {name} ({why}; the adapter supplies it on both sides)")
         return 0
-    print(report.failure_report(result))
+    print(_flaky_or(HarnessFailure(result), args, fam, case, backend, impl))
     return 1
+
+
+def _flaky_or(failure: HarnessFailure | KernelCrash, args: argparse.Namespace, fam: Any,
+              case: Any, backend: Any, impl: Any) -> str:
+    """The failing run's report, or the FLAKY report when the case, run a second time,
+    passes (as Hypothesis replays a failing example before it reports it)."""
+    try:
+        again = check_case(fam, case, backend, impl, impl_spec=args.impl)
+    except Exception:  # noqa: BLE001 - failed again (differently): the first run's report
+        return str(failure)
+    if not again.passed:
+        return str(failure)
+    return Flaky(family=fam.name, prop="matches-reference", backend=backend.name,
+                 first=failure, rerun=passed_rerun(again)).report()
 
 
 def _replay_metamorphic(args: argparse.Namespace, fam: Any, case: Any, backend: Any,
@@ -87,7 +105,7 @@ def _replay_metamorphic(args: argparse.Namespace, fam: Any, case: Any, backend: 
         raise UsageError(f"--property {args.property} needs --draws (printed by its failure)")
     try:
         replay(fam, args.property, case, backend, args.draws, impl, impl_spec=args.impl)
-    except (MetamorphicFailure, KernelCrash) as e:  # a crash replays as its CRASH report
+    except (MetamorphicFailure, KernelCrash, FlakyExample) as e:  # each message is its report
         print(e)
         return 1
     except ValueError as e:

@@ -68,16 +68,22 @@ def settings(config: HarnessConfig, given: Mapping[str, Any], builtins: Mapping[
             for key, builtin in builtins.items()}
 
 
-def check_request(resolved: Mapping[str, Setting], **fields: Any) -> CheckRequest:
+def check_request(resolved: Mapping[str, Setting], config: HarnessConfig | None = None,
+                  **fields: Any) -> CheckRequest:
     """The :class:`CheckRequest` of resolved ``profile``, ``backend`` and ``corpus`` settings
     (from :func:`settings`) and the front end's other ``fields`` (as the request names
-    them); the request records each setting's origin."""
+    them); the request records each setting's origin. ``config``'s ``without`` and
+    ``waivers`` travel with it (the front end's ``without`` adds to the table's)."""
     missing = [k for k in CONFIGURABLE if k not in resolved]
     if missing:
         raise ValueError(f"settings not resolved: {', '.join(missing)}")
     clash = [k for k in CONFIGURABLE if k in fields]
     if clash:
         raise ValueError(f"give {', '.join(clash)} as resolved settings, not as fields")
+    if config is not None and config.source is not None:
+        fields.update(config_source=str(config.source), waivers=tuple(config.waivers),
+                      config_without={family: frozenset(features)
+                                      for family, features in config.without.items()})
     return CheckRequest(**fields, **{k: resolved[k].value for k in CONFIGURABLE},
                         origins={k: resolved[k].origin for k in CONFIGURABLE},
                         backend_note=resolved["backend"].where or None)

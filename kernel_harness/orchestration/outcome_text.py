@@ -11,6 +11,7 @@ from typing import Any
 
 from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 
+from kernel_harness.checks import flaky
 from kernel_harness.checks.lowering import LoweringFailure
 from kernel_harness.checks.metamorphic import MetamorphicFailure
 from kernel_harness.checks.properties import HarnessFailure, PropertyOutcome
@@ -28,14 +29,17 @@ def leaves(error: BaseException) -> list[BaseException]:
 
 def verdict(outcome: PropertyOutcome) -> str:
     """PASS (``PASS (fallback declared: ...)`` where examples ran the implementation's
-    declared fallback); FAIL (with the crash kinds); ERROR when no example failed yet the
-    run did not pass (a health check, a flaky test): never "passed 2, failed 1"."""
+    declared fallback); FLAKY when the failure did not recur on the example's replay
+    (:mod:`kernel_harness.checks.flaky`); FAIL (with the crash kinds); ERROR when no
+    example failed yet the run did not pass (a health check): never "passed 2, failed 1"."""
     obs = outcome.observer
     if outcome.passed and obs.fell_back:
         return (f"PASS (fallback declared: {obs.fallback_declared}; {obs.fell_back} of "
                 f"{obs.counted} checks ran fewer Pallas kernels than {obs.expected_kernels})")
     if outcome.passed:
         return "PASS"
+    if flaky_of(outcome) is not None:
+        return flaky.VERDICT
     if obs.failed == 0 and not obs.crashes:
         return "ERROR"
     kinds = len(obs.crashes)
@@ -72,11 +76,44 @@ def _crash_text(outcome: PropertyOutcome, crashes: list[KernelCrash]) -> list[st
     return lines
 
 
+def flaky_of(outcome: PropertyOutcome) -> flaky.Flaky | None:
+    """The outcome's failure as a :class:`~kernel_harness.checks.flaky.Flaky` when it did
+    not recur on the example's replay (its rerun as the replay gave it), else None."""
+    error = flaky.flaky_failure(outcome.error)
+    if error is None:
+        return None
+    replayed = None if outcome.shrink is None else outcome.shrink.replayed
+    if replayed == "passed":
+        last = outcome.observer.last_result
+        rerun = flaky.passed_rerun(last if last is not None and last.passed else None)
+    elif replayed is not None:
+        rerun = f"FAIL differently: {replayed}"
+    else:
+        first = (str(error).strip().splitlines() or [""])[0]
+        rerun = f"did not fail the same way when Hypothesis ran it again ({first})"
+    return flaky.Flaky(family=outcome.family, prop=outcome.prop, backend=outcome.backend.name,
+                       first=flaky.first_failure(error), rerun=rerun)
+
+
+def _flaky_text(outcome: PropertyOutcome, found: flaky.Flaky) -> str:
+    shrink = outcome.shrink
+    lines = [found.report()]
+    if shrink is not None and shrink.failed:
+        lines.append(f"  the case shown is the failing run's ({shrink.steps} shrink steps in "
+                     f"{shrink.seconds:.1f}s ran before the replay; a failure that does not "
+                     "recur cannot be shrunk reliably)")
+    return "\n".join(lines)
+
+
 def failure_text(outcome: PropertyOutcome) -> str:
     """The report of a property that did not pass ("" if it passed): each failure's own
-    report (summary line first, reproduce command last), crash kinds, other errors."""
+    report (summary line first, reproduce command last), crash kinds, other errors; a
+    FLAKY one's report (:func:`flaky_of`)."""
     if outcome.passed:
         return ""
+    not_recurring = flaky_of(outcome)
+    if not_recurring is not None:
+        return _flaky_text(outcome, not_recurring)
     obs = outcome.observer
     found = leaves(outcome.error) if outcome.error is not None else []
     reported = HarnessFailure | MetamorphicFailure | LoweringFailure  # messages are reports

@@ -83,6 +83,13 @@ class CheckRequest:
     #: Where ``backend`` came from, in words, for the header (``from --backend``, ``the
     #: default``...); None: ``requested explicitly``.
     backend_note: str | None = None
+    #: The project's ``pyproject.toml`` (None: none configures the harness), the features
+    #: its ``without`` leaves out per family (``without`` adds to them; reports say which
+    #: came from the file) and its waivers of TPU-interpret findings (each entry's fields,
+    #: as :mod:`kernel_harness.spec.config` checked them): :func:`options.check_request`.
+    config_source: str | None = None
+    config_without: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    waivers: tuple[dict[str, str], ...] = ()
 
     def to_json_dict(self) -> dict[str, Any]:
         """The request as plain data, for a worker process (families by name, the impl by
@@ -104,6 +111,8 @@ class CheckRequest:
                     properties=list(self.properties), without=list(self.without),
                     tolerance=list(self.tolerance),
                     without_by_family={k: sorted(v) for k, v in self.without_by_family.items()},
+                    config_without={k: sorted(v) for k, v in self.config_without.items()},
+                    waivers=[dict(w) for w in self.waivers],
                     origins=dict(self.origins),
                     shrink_budget=None if self.shrink_budget is None
                     else dataclasses.asdict(self.shrink_budget))
@@ -113,8 +122,9 @@ class CheckRequest:
     def from_json_dict(cls, data: dict[str, Any]) -> CheckRequest:
         """The inverse of :meth:`to_json_dict`."""
         data = dict(data)
-        data["without_by_family"] = {k: frozenset(v)
-                                     for k, v in data["without_by_family"].items()}
+        for key in ("without_by_family", "config_without"):
+            data[key] = {k: frozenset(v) for k, v in data[key].items()}
+        data["waivers"] = tuple(data["waivers"])
         if data.get("shrink_budget") is not None:
             data["shrink_budget"] = ShrinkBudget(**data["shrink_budget"])
         for key in ("families", "properties", "without", "tolerance"):

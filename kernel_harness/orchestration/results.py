@@ -24,9 +24,13 @@ from typing import Any
 
 import jax
 
+from kernel_harness.checks import flaky
+from kernel_harness.checks.matches_reference import HarnessFailure
 from kernel_harness.checks.properties import PropertyOutcome
 from kernel_harness.core.backends import Backend
+from kernel_harness.orchestration import outcome_text
 from kernel_harness.run import report
+from kernel_harness.run.runner import CaseResult
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "check-results-v1.json"
@@ -70,8 +74,29 @@ def _number(x: float) -> float | str:
 
 def _failure(outcome: PropertyOutcome) -> dict[str, Any] | None:
     result = outcome.observer.last_failure
-    if result is None:
+    return None if result is None else _result_failure(result)
+
+
+def _flaky_failure(found: flaky.Flaky) -> dict[str, Any] | None:
+    """A FLAKY unit's failure: the failing run's case (with its outputs where it was a
+    comparison), the FLAKY summary, the repro, and both runs' outcomes (``flaky``); None
+    when the example cannot be replayed (the FLAKY report in ``error`` says why)."""
+    first, case = found.first, found.case
+    if found.repro is None:
         return None
+    if isinstance(first, HarnessFailure):
+        record = _result_failure(first.result)
+    elif case is not None:
+        record = {"case": dataclasses.asdict(case), "case_json": case.to_json(),
+                  "impl": found.impl, "outputs": [], "excluded": {}}
+    else:
+        return None
+    return record | {"summary": found.summary(), "repro": found.repro,
+                     "flaky": {"failing_run": "\n".join(found.failing_run()),
+                               "run_again": found.rerun}}
+
+
+def _result_failure(result: CaseResult) -> dict[str, Any]:
     outputs = []
     for v in result.verdicts:
         s = v.stats
@@ -99,19 +124,24 @@ def _failure(outcome: PropertyOutcome) -> dict[str, Any] | None:
 
 
 def outcome_record(outcome: PropertyOutcome) -> dict[str, Any]:
-    """One property's record: verdict (PASS, FAIL or ERROR), examples (those that ran to a
-    verdict; ``passed_examples`` of them passed), checks (judged data draws), compiles
-    (distinct static configurations), rejected (examples discarded by ``assume()``, never
-    failed), time, events, and the failing case with per-output statistics and its repro."""
+    """One property's record: verdict (PASS, FAIL, FLAKY or ERROR), examples (those that
+    ran to a verdict; ``passed_examples`` of them passed), checks (judged data draws),
+    compiles (distinct static configurations), rejected (examples discarded by
+    ``assume()``, never failed), time, events, and the failing case with per-output
+    statistics and its repro."""
     obs = outcome.observer
-    failure = None if outcome.passed else _failure(outcome)
-    # The rule of outcome_text.verdict (the text table): an example that failed or
-    # crashed is a FAIL, a run that did not pass without one is an ERROR.
-    verdict = "PASS" if outcome.passed else (
+    found = outcome_text.flaky_of(outcome)
+    failure = (None if outcome.passed else
+               _failure(outcome) if found is None else _flaky_failure(found))
+    # The rule of outcome_text.verdict (the text table): a failure that did not recur is
+    # FLAKY, an example that failed or crashed is a FAIL, a run that did not pass without
+    # one is an ERROR.
+    verdict = "PASS" if outcome.passed else flaky.VERDICT if found is not None else (
         "FAIL" if failure is not None or obs.failed or obs.crashes else "ERROR")
     error = None
     if outcome.error is not None:
-        error = {"type": type(outcome.error).__name__, "message": str(outcome.error)}
+        error = {"type": type(outcome.error).__name__,
+                 "message": str(outcome.error) if found is None else found.report()}
     return {
         "family": outcome.family, "property": outcome.prop, "backend": outcome.backend.name,
         "verdict": verdict, "examples": obs.examples, "passed_examples": obs.passed,
@@ -155,11 +185,13 @@ def document(env: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, An
     ran = [r for r in records if r["verdict"] != "SKIP"]
     counts = {v: sum(r["verdict"] == v for r in records) for v in ("PASS", "FAIL", "ERROR", "SKIP")}
     stopped = sum(r["verdict"] == "INTERRUPTED" for r in records)
+    flaky_units = sum(r["verdict"] == flaky.VERDICT for r in records)
     return {
         "schema": "kernel-harness/check-results", "schema_version": SCHEMA_VERSION,
         "environment": env, "properties": records,
         "summary": {**{k.lower(): n for k, n in counts.items()},
                     **({"interrupted": stopped} if stopped else {}),
+                    **({"flaky": flaky_units} if flaky_units else {}),
                     "ok": bool(ran) and all(r["verdict"] == "PASS" for r in ran)
                     and not only_fallbacks(ran)},
     }
@@ -180,7 +212,8 @@ def write_junit(path: Path, doc: dict[str, Any]) -> None:
         by_family.setdefault(r["family"], []).append(r)
     for family, records in by_family.items():
         suite = ET.SubElement(root, "testsuite", name=family, tests=str(len(records)),
-                              failures=str(sum(r["verdict"] == "FAIL" for r in records)),
+                              failures=str(sum(r["verdict"] in ("FAIL", flaky.VERDICT)
+                                               for r in records)),
                               errors=str(sum(r["verdict"] in ("ERROR", "INTERRUPTED")
                                              for r in records)),
                               skipped=str(sum(r["verdict"] == "SKIP" for r in records)),
@@ -193,7 +226,13 @@ def write_junit(path: Path, doc: dict[str, Any]) -> None:
         for r in records:
             case = ET.SubElement(suite, "testcase", classname=family, name=r["property"],
                                  time=f"{r['seconds']:.3f}")
-            if r["verdict"] == "FAIL" and r["failure"] is None:
+            if r["verdict"] == flaky.VERDICT:
+                # The FLAKY report (both runs and the reproduce command) is the error's
+                # message.
+                node = ET.SubElement(case, "failure", type=flaky.VERDICT,
+                                     message=r["error"]["message"].split("\n", 1)[0][:500])
+                node.text = r["error"]["message"]
+            elif r["verdict"] == "FAIL" and r["failure"] is None:
                 # A crash or a metamorphic failure: its report (with the reproduce
                 # command) is the error's message.
                 error = r["error"] or {"type": "Failure", "message": "failed"}

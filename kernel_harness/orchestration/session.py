@@ -32,6 +32,7 @@ from kernel_harness.checks.properties import (
 from kernel_harness.core.backends import Backend, BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.orchestration import (
+    configured,
     interrupt,
     outcome_text,
     parallel,
@@ -57,8 +58,9 @@ from kernel_harness.orchestration.interrupted_unit import interrupted_result
 from kernel_harness.orchestration.request import CheckRequest
 from kernel_harness.orchestration.session_result import SessionResult
 from kernel_harness.orchestration.supervisor import Supervisor
+from kernel_harness.orchestration.units import FAILED_VERDICTS as FAILED
 from kernel_harness.orchestration.units import Unit, UnitResult, position_line, verdict_line
-from kernel_harness.run import compile_cache, kernel_coverage
+from kernel_harness.run import compile_cache, diagnostics, kernel_coverage
 from kernel_harness.run.impl_probe import bind_impl, impl_spec_of
 from kernel_harness.run.profiles import PROFILE_NAMES, draws_per_compile, get_profile, short_name
 from kernel_harness.run.profiles import shrink_budget as profile_shrink_budget
@@ -67,7 +69,7 @@ from kernel_harness.run.shard import shard_seed, shard_units
 from kernel_harness.spec import registry
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.impl import load_impl
-from kernel_harness.spec.narrow import adjust_tolerances, checked_without, narrow
+from kernel_harness.spec.narrow import adjust_tolerances, checked_without
 
 Emit = Callable[[str], None]
 #: The per-example time limit of a run with a collective family (Family.devices > 1) when
@@ -141,10 +143,12 @@ class CheckSession:
             accept_declared=request.accept_declared)
         self.families: list[Family] = []
         self.skipped: list[tuple[Family, str]] = []
+        self.without_origins: dict[str, dict[str, str]] = {}  # the configuration's, by family
+        self.user_waivers = configured.user_waivers(request)  # in force while a unit runs
         for fam in families:
-            extra = request.without_by_family.get(fam.name, frozenset())
-            fam = adjust_tolerances(narrow(fam, self.without | extra), list(request.tolerance),
-                                    request.tolerance_scale)
+            fam, self.without_origins[fam.name] = configured.narrow_family(fam, self.without,
+                                                                           request)
+            fam = adjust_tolerances(fam, list(request.tolerance), request.tolerance_scale)
             try:
                 # An isolated run's devices are its worker's (which has a heartbeat file).
                 ensure_supported(fam, self.backend, devices=not self.isolated
@@ -249,6 +253,7 @@ class CheckSession:
     def run_unit(self, unit: Unit) -> UnitResult:
         """Runs one unit in this process (the worker runs this too)."""
         name, fam = unit.prop, unit.family
+        diagnostics.use_user_waivers(self.user_waivers)
         observer = Observer()
         progress = watch.Progress(fam.name, name, observer, self.request.progress_every)
         watched = watch.instrument(fam, name, heartbeat=self.request.heartbeat_file,
@@ -375,11 +380,12 @@ class CheckSession:
             for entry in record_supervised(self.corpus, unit.family, unit.prop, result,
                                            self.backend, self.impl_spec):
                 self.emit(f"  corpus: {self.corpus.kept(entry)} (the case the worker died on)")
-            if result.verdict in ("FAIL", "ERROR"):
+            if result.verdict in FAILED:
                 failed_first.setdefault(unit.family.name, unit.prop)
                 if result.text:
-                    what = ("TIMED OUT" if result.label == "FAIL (timeout)" else
-                            "CRASHED" if result.label.startswith("CRASH") else "FAILED")
+                    what = ("TIMED OUT" if result.label == "FAIL (timeout)" else "CRASHED"
+                            if result.label.startswith("CRASH") else "FLAKY" if
+                            result.verdict == "FLAKY" else "FAILED")
                     self.emit(f"\n=== {unit.family.name} / {unit.prop} {what} on "
                               f"{self.backend.name} ===\n{result.text}")
         self.emit(result.line + position_line(
@@ -387,11 +393,7 @@ class CheckSession:
 
     def closing_notes(self) -> list[str]:
         """Lines for the end of the summary: tpu-interpret's diagnostics totals."""
-        if self.backend.name != "tpu-interpret":
-            return []
-        from kernel_harness.run import diagnostics
-
-        return [diagnostics.summary_line()]
+        return [diagnostics.summary_line()] if self.backend.name == "tpu-interpret" else []
 
 
 __all__ = ["CheckRequest", "CheckSession", "SessionResult", "Unit", "UnitResult", "position_line"]

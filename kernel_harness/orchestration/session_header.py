@@ -35,5 +35,12 @@ def header_lines(session: Any) -> list[str]:
         lines.append(f"  ({limit}units run in a worker process: a hang or a native crash "
                      "is reported and the run goes on)")
     for fam in session.families:
-        lines += [f"  {fam.name}: {line}" for line in describe_adjustments(fam)]
+        lines += [f"  {fam.name}: {line}" for line in adjustment_lines(session, fam)]
     return lines
+
+
+def adjustment_lines(session: Any, family: Any) -> list[str]:
+    """How ``family`` is checked differently from its registered form in ``session``: the
+    features left out (those the project's configuration left out say so) and tolerance
+    overrides."""
+    return describe_adjustments(family, getattr(session, "without_origins", {}).get(family.name))

@@ -49,6 +49,9 @@ class SessionResult:
         s = self.session
         adjustments = {"without": sorted(s.without), "tolerance": list(s.request.tolerance),
                        "tolerance_scale": s.request.tolerance_scale}
+        configured = {f: sorted(o) for f, o in getattr(s, "without_origins", {}).items() if o}
+        if configured:
+            adjustments["without_config"] = configured
         env = results.environment(s.backend, profile=s.request.profile, seed=s.request.seed,
                                   max_examples=s.request.max_examples, impl=s.impl_label,
                                   adjustments=adjustments, origins=s.request.origins)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from kernel_harness.checks.flaky import VERDICT as FLAKY
 from kernel_harness.spec.family import Family
+
+#: The verdicts of a unit that ran and did not pass (``--fail-fast`` stops its family, its
+#: report is printed); INTERRUPTED is not one (the run stopped, the unit did not fail).
+FAILED_VERDICTS: tuple[str, ...] = ("FAIL", "ERROR", FLAKY)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +33,7 @@ class UnitResult:
     family: str
     prop: str
     backend: str
-    #: PASS, FAIL, ERROR, SKIP or NOT RUN.
+    #: PASS, FAIL, FLAKY, ERROR, SKIP, NOT RUN or INTERRUPTED.
     verdict: str
     #: The unit's record in the results schema (``check --json``).
     record: dict[str, Any]

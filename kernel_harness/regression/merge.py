@@ -23,7 +23,9 @@ from kernel_harness.core.errors import UsageError
 
 SCHEMA = "kernel-harness/check-results"
 SCHEMA_VERSION = 1
-VERDICTS = ("PASS", "FAIL", "ERROR", "SKIP")
+VERDICTS = ("PASS", "FAIL", "ERROR", "SKIP", "FLAKY")
+#: Verdicts the summary counts only where some unit has them (as ``check --json`` does).
+_COUNTED_WHEN_PRESENT = ("FLAKY",)
 #: Environment fields one value must stand for: inputs that differ here are refused.
 MUST_AGREE = ("jax", "python", "backend", "platform", "profile", "adjustments")
 #: Nullable fields: ``null`` in the merged document when the inputs differ.
@@ -108,7 +110,8 @@ def document(env: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, An
     """The document around ``records``, its summary counted from them: ``ok`` only when at
     least one record ran (not SKIP) and every one that ran passed."""
     ran = [r for r in records if r["verdict"] != "SKIP"]
-    counts = {v.lower(): sum(r["verdict"] == v for r in records) for v in VERDICTS}
+    counts = {v.lower(): n for v in VERDICTS
+              if (n := sum(r["verdict"] == v for r in records)) or v not in _COUNTED_WHEN_PRESENT}
     return {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "environment": env,
         "properties": records,

@@ -14,8 +14,11 @@ every simulated buffer access; this module turns that record into
   uninitialized (scratch, output blocks) before anything wrote them. On a
   real TPU that is stale memory; here it is NaN and usually poisons outputs.
 
-Known benign findings are waived in ``kernel_harness/waivers.json`` (one entry
-per finding, each with its reason); everything else fails the case with
+Known benign findings are waived in ``kernel_harness/run/waivers.json`` (one entry
+per finding, each with its reason), and a user's in ``[[tool.kernel-harness.waivers]]``
+of their ``pyproject.toml`` (a check session puts its request's in force:
+:func:`use_user_waivers`); every report that counts waivers names each one's file, and
+a waived finding its waiver and reason. Everything else fails the case with
 :class:`KernelDiagnosticFailure` (a :class:`~kernel_harness.core.errors.KernelRaceDetected`
 when a race is among them).
 """
@@ -27,17 +30,13 @@ import dataclasses
 import json
 import pathlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kernel_harness.core import compat
 from kernel_harness.core.errors import KernelRaceDetected
-from kernel_harness.run.findings import (
-    FINDING_KINDS,
-    Finding,
-    find_races,
-    find_uninitialized_reads,
-)
+from kernel_harness.run.findings import Finding, find_races, find_uninitialized_reads
+from kernel_harness.spec.waiver_entries import checked_entry, jax_version_matches
 
 #: The reviewed waiver file (a JSON list of entries, see :class:`Waiver`).
 WAIVER_FILE = pathlib.Path(__file__).with_name("waivers.json")
@@ -59,12 +58,22 @@ class Waiver:
     #: A regular expression the offending access's source line (``Finding.line``,
     #: ``file:line (function)``) must match; empty: any line.
     line: str = ""
+    #: The file that declares it (the package's ``waivers.json``, a user's
+    #: ``pyproject.toml``) and its entry there, counted from 1: reports name both.
+    source: str = WAIVER_FILE.name
+    entry: int = 0
+
+    @property
+    def label(self) -> str:
+        """``pyproject.toml entry 1``: where it is declared, for reports."""
+        return f"{pathlib.Path(self.source).name} entry {self.entry}"
 
     def applies_to_jax(self, version: tuple[int, ...] | None = None) -> bool:
         """Whether this waiver holds on ``version`` (default: the installed jax)."""
         return jax_version_matches(self.jax, compat.JAX_VERSION if version is None else version)
 
     def matches(self, family: str, finding: Finding) -> bool:
+        """Whether it waives ``finding`` of ``family`` on the installed jax."""
         return (
             self.applies_to_jax()
             and self.family in (family, "*")
@@ -75,58 +84,70 @@ class Waiver:
         )
 
 
-def _parse_version(text: str) -> tuple[int, ...]:
-    parts = text.strip().split(".")
-    if not text.strip() or not all(p.isdigit() for p in parts):
-        raise ValueError(f"not a jax version: {text!r}")
-    return tuple(int(p) for p in parts)
-
-
-def jax_version_matches(spec: str, version: tuple[int, ...]) -> bool:
-    """``spec`` is empty (any version) or comma-separated ``<V``, ``<=V``, ``>=V``, ``>V``,
-    ``==V`` clauses (``==0.12`` matches every 0.12.x)."""
-    for clause in filter(None, (c.strip() for c in spec.split(","))):
-        op = next((o for o in ("<=", ">=", "==", "<", ">") if clause.startswith(o)), None)
-        if op is None:
-            raise ValueError(f"jax version clause {clause!r}: start it with <, <=, >=, > or ==")
-        bound = _parse_version(clause[len(op):])
-        v = version[:len(bound)] if op == "==" else version
-        ok = {"<": v < bound, "<=": v <= bound, ">=": v >= bound, ">": v > bound,
-              "==": v == bound}[op]
-        if not ok:
-            return False
-    return True
-
-
 def load_waivers(path: pathlib.Path | str | None = None) -> tuple[Waiver, ...]:
     """Reads the waiver file (``{"waivers": [...]}`` or a bare list); every entry needs
-    family (or ``*``), kind, kernel and buffer regular expressions, and a non-empty reason."""
+    family (or ``*``), kind, kernel and buffer regular expressions, and a non-empty reason
+    (:func:`kernel_harness.spec.waiver_entries.checked_entry`)."""
     path = pathlib.Path(path) if path is not None else WAIVER_FILE
     if not path.exists():
         return ()
     data = json.loads(path.read_text())
     entries = data.get("waivers", []) if isinstance(data, dict) else data
     waivers = []
-    for i, entry in enumerate(entries):
-        missing = {"family", "kind", "kernel", "buffer", "reason"} - set(entry)
-        if missing:
-            raise ValueError(f"{path}: waiver #{i} lacks {sorted(missing)}")
-        if entry["kind"] not in FINDING_KINDS:
-            raise ValueError(f"{path}: waiver #{i} has unknown kind {entry['kind']!r}")
-        if not str(entry["reason"]).strip():
-            raise ValueError(f"{path}: waiver #{i} needs a reason")
-        for field in ("kernel", "buffer", "line"):
-            try:
-                re.compile(str(entry.get(field, "")))
-            except re.error as e:
-                raise ValueError(f"{path}: waiver #{i} {field}: bad pattern: {e}") from None
+    for i, entry in enumerate(entries, 1):
         try:
-            jax_version_matches(str(entry.get("jax", "")), (0,))
+            fields = checked_entry(entry)
         except ValueError as e:
-            raise ValueError(f"{path}: waiver #{i} jax: {e}") from None
-        waivers.append(Waiver(**{k: str(entry[k]) for k in Waiver.__dataclass_fields__
-                                 if k in entry}))
+            raise ValueError(f"{path}: waiver #{i} {e}") from None
+        waivers.append(Waiver(**fields, source=path.name, entry=i))
     return tuple(waivers)
+
+
+def user_waivers(entries: Sequence[Mapping[str, str]], source: str) -> tuple[Waiver, ...]:
+    """The waivers of a user's ``[[tool.kernel-harness.waivers]]`` (entries as
+    :mod:`kernel_harness.spec.config` checked them), declared in ``source``."""
+    waivers = []
+    for i, entry in enumerate(entries, 1):
+        try:
+            fields = checked_entry(dict(entry))
+        except ValueError as e:
+            raise ValueError(f"waiver entry {i} {e}") from None
+        waivers.append(Waiver(**fields, source=source, entry=i))
+    return tuple(waivers)
+
+
+#: The user's waivers in force in this process (a check session sets its request's before
+#: each unit: :func:`use_user_waivers`); the package's file applies always.
+_IN_FORCE: dict[str, tuple[Waiver, ...]] = {"user": ()}
+
+
+def use_user_waivers(waivers: Sequence[Waiver]) -> None:
+    """Makes ``waivers`` (a user's, :func:`user_waivers`) apply beside the package's file
+    to every run diagnosed from now on in this process (replacing those set before)."""
+    _IN_FORCE["user"] = tuple(waivers)
+
+
+def active_waivers() -> tuple[Waiver, ...]:
+    """The package's reviewed waivers, then the user's in force (:func:`use_user_waivers`)."""
+    return (*load_waivers(), *_IN_FORCE["user"])
+
+
+def counts_by_source(waivers: Iterable[Waiver], shown: Iterable[str] = ()) -> str:
+    """``waivers.json 5, pyproject.toml 1``: how many come from each file (the files named
+    in ``shown`` first, even with none)."""
+    counts = collections.Counter(dict.fromkeys(shown, 0))
+    counts.update(pathlib.Path(w.source).name for w in waivers)
+    return ", ".join(f"{name} {n}" for name, n in counts.items())
+
+
+def _reason_start(waiver: Waiver, limit: int = 160) -> str:
+    reason = " ".join(waiver.reason.split())  # the file's reasons run to paragraphs
+    return reason if len(reason) <= limit else reason[:limit - 3] + "..."
+
+
+def waived_text(finding: Finding, waiver: Waiver) -> str:
+    """A waived finding, its waiver's source and (the start of) its reason."""
+    return f"waived by {waiver.label}: {finding.describe()} (reason: {_reason_start(waiver)})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,11 +173,15 @@ class KernelDiagnosticFailure(AssertionError):
         lines = [
             f"{family}: TPU interpret mode found {len(diagnosis.failures)} problem(s) in "
             f"{diagnosis.kernels} interpreted kernel(s)"
-            + (f" ({len(diagnosis.waived)} waived)" if diagnosis.waived else "")
+            + (f" ({len(diagnosis.waived)} waived: "
+               f"{counts_by_source(w for _, w in diagnosis.waived)})" if diagnosis.waived else "")
         ]
         lines += [f"  - {f.describe()}" for f in diagnosis.failures[:12]]
         if len(diagnosis.failures) > 12:
             lines.append(f"  ... and {len(diagnosis.failures) - 12} more")
+        lines += [f"  {waived_text(f, w)}" for f, w in diagnosis.waived[:4]]
+        if len(diagnosis.waived) > 4:
+            lines.append(f"  ... and {len(diagnosis.waived) - 4} more waived")
         super().__init__("\n".join(lines))
 
 
@@ -203,8 +228,9 @@ class UninitializedReadFailure(KernelDiagnosticFailure):
 def diagnose(
     log: compat.TpuInterpretLog, family: str, waivers: Sequence[Waiver] | None = None
 ) -> Diagnosis:
-    """The findings of one recorded run, matched against ``waivers`` (default: the file)."""
-    waivers = load_waivers() if waivers is None else waivers
+    """The findings of one recorded run, matched against ``waivers`` (default: the
+    package's file and the user's waivers in force, :func:`active_waivers`)."""
+    waivers = active_waivers() if waivers is None else waivers
     serials = sorted({a.kernel_index for a in log.accesses} | log.races_flagged)
     relative = {s: i for i, s in enumerate(serials)}
     findings = find_races(log, relative) + find_uninitialized_reads(log, relative)
@@ -232,6 +258,8 @@ def diagnose(
 TOTALS: collections.Counter = collections.Counter()
 #: Runs TPU interpret mode could not do, by reason.
 NOT_RUN: collections.Counter = collections.Counter()
+#: Findings waived, by the waiver that waived them.
+WAIVED: collections.Counter = collections.Counter()
 
 
 def diagnosed_run(family: str, run: Callable[[], Any], *, waivers: Sequence[Waiver] | None = None
@@ -261,6 +289,7 @@ def diagnosed_run(family: str, run: Callable[[], Any], *, waivers: Sequence[Waiv
     TOTALS["kernels"] += diagnosis.kernels
     TOTALS["findings"] += len(diagnosis.findings)
     TOTALS["waived"] += len(diagnosis.waived)
+    WAIVED.update(w for _, w in diagnosis.waived)
     if any(f.kind == "race" for f in diagnosis.failures):
         raise KernelRaceFailure(family, diagnosis)
     if diagnosis.failures:
@@ -276,14 +305,20 @@ def jax_text() -> str:
 
 
 def summary_line() -> str:
-    """One line for a CLI summary: interpreted runs, kernels, findings, waivers."""
+    """One line for a CLI summary: interpreted runs, kernels, findings, waivers (how many
+    from each file: the package's ``waivers.json``, the user's ``pyproject.toml``), then
+    a line per waiver that waived a finding, with its source and reason."""
     t = TOTALS
+    holding = [w for w in active_waivers() if w.applies_to_jax()]
     line = (
         f"tpu-interpret diagnostics: {t['runs']} adapter run(s), {t['kernels']} interpreted "
         f"kernel(s), {t['findings']} finding(s), {t['waived']} waived "
-        f"(waivers: {WAIVER_FILE.name}, {sum(w.applies_to_jax() for w in load_waivers())} "
-        f"entries for jax {jax_text()})"
+        f"(waivers: {counts_by_source(holding, [WAIVER_FILE.name])}; entries for jax "
+        f"{jax_text()})"
     )
+    for waiver, n in WAIVED.items():
+        line += (f"\n  waived {n} finding(s) by {waiver.label} ({waiver.family}, "
+                 f"{waiver.kind}): {_reason_start(waiver)}")
     for reason, n in NOT_RUN.items():
         line += (f"\n  NOT RUN (neither pass nor fail): {n} run(s) TPU interpret mode "
                  f"cannot do: {reason}")

@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from kernel_harness.core import compat
-
-FINDING_KINDS: tuple[str, ...] = ("race", "uninitialized-read")
+from kernel_harness.spec.waiver_entries import FINDING_KINDS as FINDING_KINDS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,24 +11,37 @@ reads a table from a folder above it. Keys::
     profile = "ci"                          # default --profile
     backend = "interpret"                   # default --backend
     corpus = "tests/corpus"                 # the failure corpus (as --corpus takes it)
+    without = {sdpa = ["bias"]}             # features left out of a family in every run
 
-Paths are relative to the folder of that ``pyproject.toml``. Reading it imports
-neither jax nor the harness (the pytest plugin reads it at start-up); the profile and
-backend names are checked where they are used (:meth:`HarnessConfig.where` names the
-key and file in that error). An explicit flag beats
-the table, which beats the built-in default. An unknown key or a value of the wrong
-type is a :class:`~kernel_harness.core.errors.UsageError` naming the file, the key and
-what is accepted; a ``pyproject.toml`` on the way that is not valid TOML is one too.
+    [[tool.kernel-harness.waivers]]         # a reviewed benign TPU-interpret finding
+    family = "mykernel"                     # (fields as in kernel_harness/run/waivers.json)
+    kind = "uninitialized-read"
+    kernel = "^my_kernel"
+    buffer = "scratch"
+    reason = "the select discards the value read before the first write"
+
+``without`` adds to ``--without`` (each run's report names what the table left out,
+and says so); the ``waivers`` apply beside the package's reviewed ones
+(:mod:`kernel_harness.spec.waiver_entries` checks each entry). Paths are relative to
+the folder of that ``pyproject.toml``. Reading it imports neither jax nor the harness
+(the pytest plugin reads it at start-up); the profile and backend names, and the
+features ``without`` names, are checked where they are used (:meth:`HarnessConfig.where`
+names the key and file in that error). An explicit flag beats the table, which beats the
+built-in default. An unknown key or a value of the wrong type is a
+:class:`~kernel_harness.core.errors.UsageError` naming the file, the key and what is
+accepted; a ``pyproject.toml`` on the way that is not valid TOML is one too.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from kernel_harness.core.errors import UsageError
+from kernel_harness.spec import waiver_entries
 
 #: The table's name under ``[tool]``.
 TABLE = "kernel-harness"
@@ -45,6 +58,10 @@ KEYS: dict[str, str] = {
     "corpus": "a corpus location (string) as --corpus takes it: a directory (relative to "
               "the pyproject.toml's folder), redis://..., github:OWNER/REPO, ro: before any, "
               "several joined by ','",
+    "without": "a table of family name -> list of feature names (strings), e.g. "
+               "without = {sdpa = [\"bias\"]}",
+    "waivers": "a list of tables ([[tool.kernel-harness.waivers]]), each with "
+               + waiver_entries.SHAPE,
 }
 
 
@@ -61,6 +78,9 @@ class HarnessConfig:
       profile: the default profile name, or None.
       backend: the default backend name, or None.
       corpus: the corpus location as ``--corpus`` takes it, its directories made absolute.
+      without: ``{family: features}`` every run leaves out (beside ``--without``).
+      waivers: the user's waivers of TPU-interpret findings, each entry's fields as text,
+        in the file's order (checked: :func:`kernel_harness.spec.waiver_entries.checked_entry`).
     """
 
     source: Path | None = None
@@ -69,6 +89,8 @@ class HarnessConfig:
     profile: str | None = None
     backend: str | None = None
     corpus: str | None = None
+    without: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    waivers: tuple[dict[str, str], ...] = ()
 
     @property
     def root(self) -> Path | None:
@@ -110,8 +132,10 @@ def parse_table(table: Any, source: Path) -> HarnessConfig:
         raise UsageError(f"{source}: unknown key(s) {unknown} in [tool.{TABLE}]; accepted: "
                          f"{', '.join(KEYS)}")
     for key, value in table.items():
-        ok = (isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-              if key == "family-modules" else isinstance(value, str) and value != "")
+        if key in ("without", "waivers"):
+            continue  # tables: checked entry by entry below
+        ok = (_names(value) if key == "family-modules"
+              else isinstance(value, str) and value != "")
         if not ok:
             raise UsageError(f"{source}: [tool.{TABLE}] {key} = {value!r}: expected "
                              f"{KEYS[key]}, got {_kind(value)}")
@@ -125,7 +149,45 @@ def parse_table(table: Any, source: Path) -> HarnessConfig:
         profile=table.get("profile"),
         backend=table.get("backend"),
         corpus=None if corpus is None else _resolve_location(corpus, root),
+        without=_without(table.get("without", {}), source),
+        waivers=_waivers(table.get("waivers", []), source),
     )
+
+
+def _names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
+def _without(value: Any, source: Path) -> dict[str, tuple[str, ...]]:
+    """``without``: family name -> the features every run leaves out (checked against the
+    family where a run uses it: an unknown feature is an error naming the known ones)."""
+    if not isinstance(value, dict):
+        raise UsageError(f"{source}: [tool.{TABLE}] without = {value!r}: expected "
+                         f"{KEYS['without']}, got {_kind(value)}")
+    for family, features in value.items():
+        if not _names(features):
+            raise UsageError(
+                f"{source}: [tool.{TABLE}] without.{family} = {features!r}: expected a list "
+                f"of feature names (strings), e.g. without = {{{family} = [\"FEATURE\"]}} "
+                f"(`kernel-harness describe {family}` lists them), got {_kind(features)}")
+    return {family: tuple(features) for family, features in value.items()}
+
+
+def _waivers(value: Any, source: Path) -> tuple[dict[str, str], ...]:
+    """``waivers``: each entry checked as the package's waivers.json entries are."""
+    if not isinstance(value, list):
+        raise UsageError(f"{source}: [tool.{TABLE}] waivers: expected {KEYS['waivers']}, "
+                         f"got {_kind(value)}")
+    out = []
+    for i, entry in enumerate(value, 1):
+        try:
+            out.append(waiver_entries.checked_entry(entry))
+        except ValueError as e:
+            family = entry.get("family") if isinstance(entry, dict) else None
+            named = f" (family = {family!r})" if family is not None else ""
+            raise UsageError(f"{source}: [[tool.{TABLE}.waivers]] entry {i}{named} {e}"
+                             ) from None
+    return tuple(out)
 
 
 def _resolve_location(location: str, root: Path) -> str:

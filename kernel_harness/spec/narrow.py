@@ -103,15 +103,8 @@ def narrow(family: Family, features: Iterable[str]) -> Family:
     names = frozenset(features)
     if not names:
         return family
+    check_features(family, names)
     drawn = drawn_dtypes(family)
-    unknown = names - set(family.optional) - set(drawn)
-    if unknown:
-        known = ", ".join([*sorted(family.optional), *drawn]) or \
-            "none (this family cannot be narrowed)"
-        raise UsageError(
-            f"family {family.name!r} has no optional feature {', '.join(sorted(unknown))}; "
-            f"known: {known}"
-        )
     dtypes = names & set(drawn)
     features = (names | family.without) - set(DTYPES)
     cases = functools.partial(family.cases, without=features) if features else family.cases
@@ -128,6 +121,20 @@ def narrow(family: Family, features: Iterable[str]) -> Family:
     narrowed = dataclasses.replace(family, cases=cases, without=names | family.without,
                                    seed_cases=seed_cases, mode_cases=mode_cases)
     return family.narrowed(narrowed, features) if family.narrowed else narrowed
+
+
+def check_features(family: Family, features: Iterable[str]) -> None:
+    """A :class:`UsageError` listing ``family``'s known features (its optional ones and the
+    dtypes it draws) when ``features`` names another."""
+    drawn = drawn_dtypes(family)
+    unknown = frozenset(features) - set(family.optional) - set(drawn)
+    if unknown:
+        known = ", ".join([*sorted(family.optional), *drawn]) or \
+            "none (this family cannot be narrowed)"
+        raise UsageError(
+            f"family {family.name!r} has no optional feature {', '.join(sorted(unknown))}; "
+            f"known: {known}"
+        )
 
 
 def drawn_dtypes(family: Family) -> tuple[str, ...]:
@@ -207,11 +214,20 @@ def adjust_tolerances(
     )
 
 
-def describe_adjustments(family: Family) -> list[str]:
-    """Lines naming how ``family`` differs from its registered form (empty if it does not)."""
+def describe_adjustments(family: Family, origins: Mapping[str, str] | None = None
+                         ) -> list[str]:
+    """Lines naming how ``family`` differs from its registered form (empty if it does not).
+    ``origins``: where a left-out feature came from, in words, where not from the command
+    line (``from without in /x/pyproject.toml [tool.kernel-harness]``), said after it."""
     lines = []
     if family.without:
-        lines.append(f"checked without: {', '.join(sorted(family.without))}")
+        origins = origins or {}
+        parts = [", ".join(sorted(family.without - set(origins)))]
+        by_origin: dict[str, list[str]] = {}
+        for feature in sorted(family.without & set(origins)):
+            by_origin.setdefault(origins[feature], []).append(feature)
+        parts += [f"{', '.join(names)} ({origin})" for origin, names in by_origin.items()]
+        lines.append(f"checked without: {', '.join(filter(None, parts))}")
     if family.adjustments:
         lines.append(
             "tolerances NOT the family's defaults: " + " ".join(family.adjustments)

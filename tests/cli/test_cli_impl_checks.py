@@ -1,6 +1,8 @@
 """Checking someone else's kernel from the CLI: --without / declared capabilities,
 crash reports grouped by kind with a repro each, --tolerance marked everywhere."""
 
+from pathlib import Path
+
 import pytest
 
 from kernel_harness import cli
@@ -138,3 +140,45 @@ def test_describe_names_optional_features_and_list_prints_signatures(capsys):
     assert code == 0 and "  window           no local window" in out
     code, out, _ = _run(capsys, "list")
     assert code == 0 and "sdpa: impl(query, key, value, bias=None" in out
+
+
+def test_without_in_the_configuration_narrows_every_run_and_says_so(capsys, tmp_path,
+                                                                    monkeypatch):
+    """[tool.kernel-harness] without: reported as --without is, naming the file."""
+    import json
+
+    import jsonschema
+
+    from kernel_harness.orchestration import results
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.kernel-harness]\nwithout = {toyopt = ["long"], sdpa = ["bias"]}\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
+    out_json = tmp_path / "r.json"
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:short_only_undeclared",
+                        "--json", str(out_json))
+    assert code == 0, out
+    said = (f"checked without: long (from without in {(tmp_path / 'pyproject.toml').resolve()} "
+            "[tool.kernel-harness])")
+    assert f"  toyopt: {said}" in out.splitlines(), out  # the header
+    assert f"toyopt: {said}" in out.splitlines(), out  # beside the verdict
+    doc = json.loads(out_json.read_text())
+    jsonschema.validate(doc, json.loads(results.SCHEMA_PATH.read_text()))
+    assert doc["environment"]["adjustments"]["without_config"] == {"toyopt": ["long"]}
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:short_only_undeclared",
+                        "--without", "long")  # the command line adds to it
+    assert code == 0 and f"toyopt: {said}" in out.splitlines(), out
+
+
+def test_an_unknown_feature_in_the_configuration_names_the_file_and_the_known_ones(
+        capsys, tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-harness]\nwithout = {toyopt = '
+                                             '["lnog"]}\n')
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys, *CHECK)
+    assert code == 2, out
+    assert (f"without in {(tmp_path / 'pyproject.toml').resolve()} [tool.kernel-harness]: "
+            "family 'toyopt' has no optional feature lnog; known: long") in err, err

@@ -170,3 +170,64 @@ def test_pytest_options(project: Path, monkeypatch: pytest.MonkeyPatch):
     request = _pytest_request(project, monkeypatch, hypothesis_profile="ci")
     assert (request.profile, request.backend, request.corpus) == ("ci", "interpret", None)
     assert _pytest_request(project, monkeypatch).profile == "dev"
+
+
+WITHOUT_AND_WAIVER = """[tool.kernel-harness]
+without = {toy = ["long"]}
+
+[[tool.kernel-harness.waivers]]
+family = "toy"
+kind = "race"
+kernel = "_copy_kernel"
+buffer = "output"
+reason = "test: a user's reviewed benign race"
+"""
+
+
+def test_without_and_waivers_travel_with_every_front_ends_request(
+        project: Path, monkeypatch: pytest.MonkeyPatch):
+    from kernel_harness.orchestration.request import CheckRequest
+
+    (project / "pyproject.toml").write_text(WITHOUT_AND_WAIVER)
+    monkeypatch.setattr(testing, "CheckSession", _Captured)
+    _Captured.requests = []
+    testing.check("hstu")
+    requests = [check_cli.request_from_args(_cli(["check", "hstu", "--without", "x"])),
+                _Captured.requests[0], _pytest_request(project, monkeypatch)]
+    for request in requests:
+        assert request.config_without == {"toy": frozenset({"long"})}
+        assert request.config_source == str(project / "pyproject.toml")
+        assert [w["reason"] for w in request.waivers] == ["test: a user's reviewed benign race"]
+        sent = CheckRequest.from_json_dict(request.to_json_dict())  # to a worker process
+        assert (sent.config_without, sent.config_source, sent.waivers) == (
+            request.config_without, request.config_source, request.waivers)
+    assert requests[0].without == ("x",)  # the command line's, beside the table's
+
+
+def test_a_session_narrows_by_the_table_and_runs_its_units_with_its_waivers(
+        project: Path, monkeypatch: pytest.MonkeyPatch):
+    """The session's report names the file; its units run with the user's waivers."""
+    from kernel_harness.orchestration import session_header
+    from kernel_harness.orchestration.session import CheckSession
+    from kernel_harness.run import diagnostics
+    from kernel_harness.spec import registry
+
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toyopt", "tests.helpers.toy_narrow:FAMILY")
+    (project / "pyproject.toml").write_text(WITHOUT_AND_WAIVER.replace("toy =", "toyopt ="))
+    config = load_config()
+    request = options.check_request(
+        options.settings(config, {}, {"profile": "dev", "backend": "interpret", "corpus": None}),
+        config, families=("toyopt",), properties=("matches-reference",), max_examples=1)
+    session = CheckSession(request, emit=lambda line: None)
+    where = f"from without in {project / 'pyproject.toml'} [tool.kernel-harness]"
+    assert session.families[0].without == {"long"}
+    assert session_header.adjustment_lines(session, session.families[0]) == [
+        f"checked without: long ({where})"]
+    try:
+        result = session.run_unit(session.units[0])
+        assert result.verdict == "PASS", result.text
+        (user,) = diagnostics.active_waivers()[len(diagnostics.load_waivers()):]
+        assert (user.label, user.source) == ("pyproject.toml entry 1",
+                                             str(project / "pyproject.toml"))
+    finally:
+        diagnostics.use_user_waivers(())

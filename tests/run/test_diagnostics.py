@@ -15,6 +15,7 @@ from kernel_harness.core import compat
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import KernelRaceDetected
 from kernel_harness.run import diagnostics
+from kernel_harness.run.findings import Finding
 from kernel_harness.run.runner import check_case
 from tests.helpers import planted_kernels as pk
 
@@ -192,3 +193,67 @@ def test_tpu_paged_empty_first_row_is_waived_only_at_the_block_copy():
     assert result.passed, result.failures
     assert diagnostics.TOTALS["waived"] >= before + 1
     assert not family.valid(TpuPagedCase(lengths=(0, 15), **fields))["out"][0].any()
+
+
+USER_WAIVER = """[tool.kernel-harness]
+[[tool.kernel-harness.waivers]]
+family = "planted"
+kind = "uninitialized-read"
+kernel = "_sum_kernel"
+buffer = "vmem"
+reason = "test: the planted accumulator is read before it is written"
+"""
+
+
+@pytest.fixture
+def user_waiver(tmp_path):
+    """The waiver of a user's pyproject.toml, as a check session puts it in force; none after."""
+    from kernel_harness.spec.config import load_config
+
+    (tmp_path / "pyproject.toml").write_text(USER_WAIVER)
+    config = load_config(tmp_path)
+    (waiver,) = diagnostics.user_waivers(config.waivers, str(config.source))
+    yield waiver
+    diagnostics.use_user_waivers(())
+
+
+def test_a_user_waiver_applies_beside_the_package_file_and_is_reported(user_waiver):
+    def run():
+        return diagnostics.diagnosed_run("planted", lambda: jax.block_until_ready(
+            pk.row_block_sum(X, interpret=PARAMS, init=False)))
+
+    assert user_waiver.label == "pyproject.toml entry 1"
+    with pytest.raises(diagnostics.UninitializedReadFailure):  # the package's file alone
+        run()
+    diagnostics.use_user_waivers([user_waiver])
+    assert diagnostics.active_waivers()[:-1] == diagnostics.load_waivers()
+    before = diagnostics.WAIVED[user_waiver]
+    _, diagnosis = run()
+    assert diagnosis.failures == () and len(diagnosis.waived) == 2
+    assert {w for _, w in diagnosis.waived} == {user_waiver}
+    line = diagnostics.summary_line()
+    assert "pyproject.toml 1; entries for jax" in line, line
+    assert (f"  waived {before + 2} finding(s) by pyproject.toml entry 1 (planted, "
+            "uninitialized-read): test: the planted accumulator is read before it is "
+            "written") in line.splitlines(), line
+
+
+def test_a_failure_names_each_waived_findings_waiver_and_reason():
+    def finding(buffer):
+        return Finding(kind="uninitialized-read", kernel="k (x.py)", kernel_index=0,
+                       buffer=buffer, line="x.py:3 (k)", detail="read before written",
+                       grid_points=())
+
+    waiver = diagnostics.Waiver(family="toy", kind="uninitialized-read", kernel="^k ",
+                                buffer="scratch", reason="the select discards it",
+                                source="/repo/pyproject.toml", entry=2)
+    kept, waived = finding("[output 0]"), finding("scratch 0")
+    assert waiver.matches("toy", waived)
+    assert not waiver.matches("toy", kept) and not waiver.matches("other", waived)
+    diagnosis = diagnostics.Diagnosis(kernels=1, findings=(kept, waived),
+                                      waived=((waived, waiver),), races_flagged=0)
+    text = str(diagnostics.UninitializedReadFailure("toy", diagnosis))
+    assert "found 1 problem(s) in 1 interpreted kernel(s) (1 waived: pyproject.toml 1)" in text
+    assert ("  waived by pyproject.toml entry 2: uninitialized-read in kernel #0 k (x.py), "
+            "buffer scratch 0, at x.py:3 (k): read before written (reason: the select "
+            "discards it)") in text.splitlines(), text

@@ -152,3 +152,63 @@ def test_a_configured_module_that_does_not_import_names_the_key(
     assert cli.main(["list"]) == 2
     err = capsys.readouterr().err
     assert "family-modules in " in err and "no_such_kh_module: cannot import it" in err
+
+
+WAIVER = """
+[[tool.kernel-harness.waivers]]
+family = "toy"
+kind = "uninitialized-read"
+kernel = "^_sum_kernel"
+buffer = "vmem"
+line = "planted_kernels\\\\.py"
+reason = "the select discards what is read before the first write"
+"""
+
+
+def test_without_and_waivers_are_read(tmp_path):
+    _pyproject(tmp_path, '[tool.kernel-harness]\nwithout = {sdpa = ["bias", "window"]}\n'
+               + WAIVER)
+    config = load_config(tmp_path)
+    assert config.without == {"sdpa": ("bias", "window")}
+    (waiver,) = config.waivers
+    assert waiver == {"family": "toy", "kind": "uninitialized-read", "kernel": "^_sum_kernel",
+                      "buffer": "vmem", "reason": "the select discards what is read before "
+                      "the first write", "line": r"planted_kernels\.py"}
+
+
+@pytest.mark.parametrize("change, words", [
+    (("reason = ", "# "), ["lacks ['reason']", "a waiver needs family", "reason (why"]),
+    (('"the select discards what is read before the first write"', '" "'),
+     ["needs a reason: say why the finding is benign"]),
+    (('"uninitialized-read"', '"uninit"'),
+     ["unknown kind 'uninit': one of race, uninitialized-read"]),
+    (('"^_sum_kernel"', '"(_sum"'), ["kernel: bad regular expression"]),
+    (("line = ", "lines = "), ["unknown field(s) ['lines']"]),
+    (('kind = "uninitialized-read"', 'kind = "race"\njax = "0.12"'),
+     ["jax: jax version clause '0.12': start it with"]),
+])
+def test_a_malformed_waiver_names_the_file_the_entry_and_the_fix(tmp_path, change, words):
+    old, new = change
+    assert old in WAIVER
+    path = _pyproject(tmp_path, "[tool.kernel-harness]\n" + WAIVER + WAIVER.replace(old, new))
+    with pytest.raises(UsageError) as e:
+        load_config(tmp_path)
+    text = str(e.value)
+    assert text.startswith(f"{path.resolve()}: [[tool.kernel-harness.waivers]] entry 2 "
+                           "(family = 'toy') "), text
+    for w in words:
+        assert w in text
+
+
+@pytest.mark.parametrize("body, words", [
+    ('without = ["bias"]', ["without = ['bias']: expected a table of family name"]),
+    ('without = {sdpa = "bias"}', ["without.sdpa = 'bias': expected a list of feature names",
+                                   "kernel-harness describe sdpa"]),
+    ("waivers = {family = 'x'}", ["waivers: expected a list of tables"]),
+])
+def test_a_malformed_without_or_waivers_table_says_what_is_accepted(tmp_path, body, words):
+    _pyproject(tmp_path, f"[tool.kernel-harness]\n{body}\n")
+    with pytest.raises(UsageError) as e:
+        load_config(tmp_path)
+    for w in words:
+        assert w in str(e.value), str(e.value)

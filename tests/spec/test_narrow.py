@@ -80,6 +80,15 @@ def test_narrowing_accumulates_and_is_printed():
     assert describe_adjustments(fam) == ["checked without: bias, window"]
 
 
+def test_features_the_configuration_left_out_say_where_from():
+    fam = narrow(SDPA, {"bias", "window"})
+    where = "from without in /r/pyproject.toml [tool.kernel-harness]"
+    assert describe_adjustments(fam, {"bias": where}) == [
+        f"checked without: window, bias ({where})"]
+    assert describe_adjustments(fam, {"bias": where, "window": where}) == [
+        f"checked without: bias, window ({where})"]
+
+
 def test_tolerance_adjustment_is_recorded_and_validated():
     fam = adjust_tolerances(SDPA, ["out:bfloat16=0.03"], scale=2)
     assert fam.tolerances.lookup("bfloat16", "out").max_rel_err == 0.03

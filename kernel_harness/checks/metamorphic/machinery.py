@@ -42,12 +42,15 @@ class MetamorphicFailure(AssertionError):
 
     ``case`` is the failing example's case and ``draws_json`` what it drew besides (the
     ``--draws`` of its repro line; None when the example cannot be replayed), so a
-    failure corpus can store it without parsing the message."""
+    failure corpus can store it without parsing the message; ``impl`` how the report
+    names the implementation."""
 
-    def __init__(self, message: str, *, case: Any = None, draws_json: str | None = None):
+    def __init__(self, message: str, *, case: Any = None, draws_json: str | None = None,
+                 impl: str = ""):
         super().__init__(message)
         self.case = case
         self.draws_json = draws_json
+        self.impl = impl
 
 
 # --- running ------------------------------------------------------------------------------------
@@ -166,12 +169,13 @@ class Check:
             return
         shape = getattr(self.case, "shape_summary", None)
         where = " ".join(filter(None, [self.case.dtype, shape() if callable(shape) else ""]))
+        impl = str(self.impl_spec or getattr(self.impl, "__qualname__", self.impl))
         lines = [
             f"[kernel-harness] FAIL {self.family.name} {self.prop} {where} "
             f"backend={self.backend.name}: {self.problems[0]}",
             *(f"  {p}" for p in self.problems[1:]),
             *(f"  note: {n}" for n in self.notes),
-            f"  impl: {self.impl_spec or getattr(self.impl, '__qualname__', self.impl)}",
+            f"  impl: {impl}",
             f"  case: {self.case!r}",
             f"  case json: {self.case.to_json()}",
             self.reproduce_line(),
@@ -179,7 +183,7 @@ class Check:
         rec = self.recorder
         draws = None if rec is not None and rec.replayable is not None else (
             "[]" if rec is None else rec.to_json())
-        raise MetamorphicFailure("\n".join(lines), case=self.case, draws_json=draws)
+        raise MetamorphicFailure("\n".join(lines), case=self.case, draws_json=draws, impl=impl)
 
     def reproduce_line(self) -> str:
         """``  reproduce: kernel-harness repro FAMILY ... --property P --draws JSON``: this

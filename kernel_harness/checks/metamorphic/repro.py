@@ -8,7 +8,9 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import FlakyFailure
 
+from kernel_harness.checks.flaky import Flaky, FlakyExample, first_failure, passed_rerun
 from kernel_harness.checks.metamorphic.machinery import Check, applicable
 from kernel_harness.checks.metamorphic.op_relations import builtin_names, spec_for
 from kernel_harness.checks.metamorphic.replay import Replayer
@@ -23,8 +25,9 @@ def replay(family: Family, prop: str, case: Any, backend: Backend, draws_json: s
 
     Returns the check (no problems: the relation held); raises
     :class:`~kernel_harness.checks.metamorphic.MetamorphicFailure` with the same report
-    as the original failure when it does not, ValueError for an unknown property or draws
-    that do not fit it.
+    as the original failure when it does not (or the crash's KernelCrash),
+    :class:`~kernel_harness.checks.flaky.FlakyExample` when it failed and then held when
+    Hypothesis ran it again, ValueError for an unknown property or draws that do not fit it.
     """
     spec = spec_for(family, prop)
     if spec is None:
@@ -54,5 +57,9 @@ def replay(family: Family, prop: str, case: Any, backend: Backend, draws_json: s
         data.finished()
         check.fail_if_problems()
 
-    once()
+    try:
+        once()
+    except FlakyFailure as e:
+        raise FlakyExample(Flaky(family=family.name, prop=prop, backend=backend.name,
+                                 first=first_failure(e), rerun=passed_rerun())) from None
     return check

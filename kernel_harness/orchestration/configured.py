@@ -1,0 +1,55 @@
+"""What a check session takes from the project's ``[tool.kernel-harness]`` beyond the
+settings of :mod:`~kernel_harness.orchestration.options`: the features its ``without``
+leaves out of a family, and its waivers of TPU-interpret findings.
+
+Never a silent exclusion: a feature the table leaves out is reported as a ``--without``
+is, and says it came from the file (:func:`narrow_family`); the user's waivers are
+counted by file and each waived finding names its waiver
+(:mod:`kernel_harness.run.diagnostics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration.request import CheckRequest
+from kernel_harness.run.diagnostics import Waiver
+from kernel_harness.run.diagnostics import user_waivers as waivers_of
+from kernel_harness.spec.config import HarnessConfig
+from kernel_harness.spec.family import Family
+from kernel_harness.spec.narrow import check_features, narrow
+
+
+def where(request: CheckRequest, key: str) -> str:
+    """``KEY in /x/pyproject.toml [tool.kernel-harness]`` for the request's project."""
+    return HarnessConfig(source=Path(request.config_source or "pyproject.toml")).where(key)
+
+
+def narrow_family(family: Family, given: Iterable[str], request: CheckRequest
+                  ) -> tuple[Family, dict[str, str]]:
+    """``family`` without the features ``given`` (the front end's, for every family), the
+    request's ``without_by_family`` for it and those the project's ``without`` names for
+    it, and where each of the latter came from, in words. A feature of the table that the
+    family does not know is a :class:`UsageError` naming the file and the family's known
+    features."""
+    given = frozenset(given) | request.without_by_family.get(family.name, frozenset())
+    configured = request.config_without.get(family.name, frozenset())
+    try:
+        check_features(family, configured)
+    except UsageError as e:
+        raise UsageError(f"{where(request, 'without')}: {e}") from None
+    origin = f"from {where(request, 'without')}"
+    return (narrow(family, given | configured),
+            dict.fromkeys(sorted(configured), origin))
+
+
+def user_waivers(request: CheckRequest) -> tuple[Waiver, ...]:
+    """The request's waivers (the project's ``[[tool.kernel-harness.waivers]]``) as
+    :class:`~kernel_harness.run.diagnostics.Waiver` s naming their file; a malformed
+    entry (a request built by hand) is a :class:`UsageError` naming it."""
+    try:
+        return waivers_of(request.waivers, request.config_source or "pyproject.toml")
+    except ValueError as e:
+        raise UsageError(f"{where(request, 'waivers')}: {e}") from None

@@ -1,0 +1,41 @@
+"""A planted flaky implementation of the gpu-softmax signature: the Pallas kernel's result,
+doubled on the first run after :func:`arm` and right on every run after (the FLAKY verdict's
+tests, issue 55 item 9).
+
+The flag is read at run time through a host callback, not while tracing: the harness
+traces and compiles a program once per configuration and reruns it, so a Python-side
+state read at trace time would be fixed into the program. A module imported afresh (a
+worker process, a ``kernel-harness repro`` in its own process) starts armed."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental.pallas.ops.gpu import softmax as _softmax
+
+_state = {"armed": True, "runs": 0}
+
+
+def arm() -> None:
+    """The next run of :func:`wrong_once` is wrong again (in-process tests call it first)."""
+    _state["armed"] = True
+    _state["runs"] = 0
+
+
+def runs() -> int:
+    """How many runs of :func:`wrong_once` read the flag since :func:`arm`."""
+    return _state["runs"]
+
+
+def _factor() -> np.ndarray:
+    _state["runs"] += 1
+    wrong, _state["armed"] = _state["armed"], False
+    return np.float32(2.0 if wrong else 1.0)
+
+
+def wrong_once(x, *, axis=-1, interpret=False):
+    """``softmax.softmax`` times 2 on its first run after :func:`arm`, then right."""
+    out = _softmax.softmax(x, axis=axis, interpret=interpret)
+    factor = jax.pure_callback(_factor, jax.ShapeDtypeStruct((), jnp.float32))
+    return (out.astype(jnp.float32) * factor).astype(out.dtype)
