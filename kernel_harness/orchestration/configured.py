@@ -1,6 +1,6 @@
 """What a check session takes from the project's ``[tool.kernel-harness]`` beyond the
 settings of :mod:`~kernel_harness.orchestration.options`: the features its ``without``
-leaves out of a family, and its waivers of TPU-interpret findings.
+and its ``known-bugs`` leave out of a family, and its waivers of TPU-interpret findings.
 
 Never a silent exclusion: a feature the table leaves out is reported as a ``--without``
 is, and says it came from the file (:func:`narrow_family`); the user's waivers are
@@ -40,9 +40,34 @@ def narrow_family(family: Family, given: Iterable[str], request: CheckRequest
         check_features(family, configured)
     except UsageError as e:
         raise UsageError(f"{where(request, 'without')}: {e}") from None
-    origin = f"from {where(request, 'without')}"
-    return (narrow(family, given | configured),
-            dict.fromkeys(sorted(configured), origin))
+    origins = dict.fromkeys(sorted(configured), f"from {where(request, 'without')}")
+    bugs = known_bugs(family, request)
+    origins.update(bugs)
+    return narrow(family, given | configured | set(bugs)), origins
+
+
+#: How the origin of a feature a known bug left out begins (reports, the JSON's
+#: ``known_bugs``).
+KNOWN_BUG = "known bug: "
+
+
+def known_bugs(family: Family, request: CheckRequest) -> dict[str, str]:
+    """The features the project's ``known-bugs`` leave out of ``family``, each with the
+    words every report gives it: ``known bug: REASON (LINK), from known-bugs in FILE``. A
+    feature the family does not know is a :class:`UsageError` naming the entry's file."""
+    found: dict[str, str] = {}
+    for bug in request.known_bugs:
+        if bug["family"] != family.name:
+            continue
+        try:
+            check_features(family, bug["without"])
+        except UsageError as e:
+            raise UsageError(f"{where(request, 'known-bugs')}: {e}") from None
+        link = f" ({bug['link']})" if bug.get("link") else ""
+        for feature in bug["without"]:
+            found[feature] = (f"{KNOWN_BUG}{bug['reason']}{link}, from "
+                              f"{where(request, 'known-bugs')}")
+    return found
 
 
 def user_waivers(request: CheckRequest) -> tuple[Waiver, ...]:

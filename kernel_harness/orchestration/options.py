@@ -72,8 +72,9 @@ def check_request(resolved: Mapping[str, Setting], config: HarnessConfig | None 
                   **fields: Any) -> CheckRequest:
     """The :class:`CheckRequest` of resolved ``profile``, ``backend`` and ``corpus`` settings
     (from :func:`settings`) and the front end's other ``fields`` (as the request names
-    them); the request records each setting's origin. ``config``'s ``without`` and
-    ``waivers`` travel with it (the front end's ``without`` adds to the table's)."""
+    them); the request records each setting's origin. ``config``'s ``without``,
+    ``waivers`` and ``known-bugs`` travel with it (the front end's ``without`` adds to the
+    table's)."""
     missing = [k for k in CONFIGURABLE if k not in resolved]
     if missing:
         raise ValueError(f"settings not resolved: {', '.join(missing)}")
@@ -82,6 +83,7 @@ def check_request(resolved: Mapping[str, Setting], config: HarnessConfig | None 
         raise ValueError(f"give {', '.join(clash)} as resolved settings, not as fields")
     if config is not None and config.source is not None:
         fields.update(config_source=str(config.source), waivers=tuple(config.waivers),
+                      known_bugs=tuple(config.known_bugs),
                       config_without={family: frozenset(features)
                                       for family, features in config.without.items()})
     return CheckRequest(**fields, **{k: resolved[k].value for k in CONFIGURABLE},

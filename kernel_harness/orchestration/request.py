@@ -86,10 +86,12 @@ class CheckRequest:
     #: The project's ``pyproject.toml`` (None: none configures the harness), the features
     #: its ``without`` leaves out per family (``without`` adds to them; reports say which
     #: came from the file) and its waivers of TPU-interpret findings (each entry's fields,
-    #: as :mod:`kernel_harness.spec.config` checked them): :func:`options.check_request`.
+    #: as :mod:`kernel_harness.spec.config` checked them), and its known bugs (features
+    #: left out with a reason): :func:`options.check_request`.
     config_source: str | None = None
     config_without: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     waivers: tuple[dict[str, str], ...] = ()
+    known_bugs: tuple[dict[str, Any], ...] = ()
 
     def to_json_dict(self) -> dict[str, Any]:
         """The request as plain data, for a worker process (families by name, the impl by
@@ -113,6 +115,7 @@ class CheckRequest:
                     without_by_family={k: sorted(v) for k, v in self.without_by_family.items()},
                     config_without={k: sorted(v) for k, v in self.config_without.items()},
                     waivers=[dict(w) for w in self.waivers],
+                    known_bugs=[{**b, "without": list(b["without"])} for b in self.known_bugs],
                     origins=dict(self.origins),
                     shrink_budget=None if self.shrink_budget is None
                     else dataclasses.asdict(self.shrink_budget))
@@ -125,6 +128,8 @@ class CheckRequest:
         for key in ("without_by_family", "config_without"):
             data[key] = {k: frozenset(v) for k, v in data[key].items()}
         data["waivers"] = tuple(data["waivers"])
+        data["known_bugs"] = tuple({**b, "without": tuple(b["without"])}
+                                   for b in data.get("known_bugs", ()))
         if data.get("shrink_budget") is not None:
             data["shrink_budget"] = ShrinkBudget(**data["shrink_budget"])
         for key in ("families", "properties", "without", "tolerance"):

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from kernel_harness.orchestration import results
+from kernel_harness.orchestration.configured import KNOWN_BUG
 from kernel_harness.orchestration.units import UnitResult
 from kernel_harness.run import kernel_coverage
 
@@ -49,9 +50,15 @@ class SessionResult:
         s = self.session
         adjustments = {"without": sorted(s.without), "tolerance": list(s.request.tolerance),
                        "tolerance_scale": s.request.tolerance_scale}
-        configured = {f: sorted(o) for f, o in getattr(s, "without_origins", {}).items() if o}
-        if configured:
-            adjustments["without_config"] = configured
+        origins = getattr(s, "without_origins", {})
+        configured = {f: sorted(k for k, why in o.items() if not why.startswith(KNOWN_BUG))
+                      for f, o in origins.items()}
+        bugs = {f: {k: why for k, why in o.items() if why.startswith(KNOWN_BUG)}
+                for f, o in origins.items()}
+        if any(configured.values()):
+            adjustments["without_config"] = {f: v for f, v in configured.items() if v}
+        if any(bugs.values()):
+            adjustments["known_bugs"] = {f: v for f, v in bugs.items() if v}
         env = results.environment(s.backend, profile=s.request.profile, seed=s.request.seed,
                                   max_examples=s.request.max_examples, impl=s.impl_label,
                                   adjustments=adjustments, origins=s.request.origins)

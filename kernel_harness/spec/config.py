@@ -20,8 +20,16 @@ reads a table from a folder above it. Keys::
     buffer = "scratch"
     reason = "the select discards the value read before the first write"
 
+    [[tool.kernel-harness.known-bugs]]      # a feature left out because the kernel has a
+    family = "mykernel"                     # known bug there: every verdict says so
+    without = ["kv-lengths"]
+    reason = "NaN in V past cache_seqlens turns every output NaN"
+    link = "findings/mykernel-decode-nan"   # optional: an issue, a finding
+
 ``without`` adds to ``--without`` (each run's report names what the table left out,
-and says so); the ``waivers`` apply beside the package's reviewed ones
+and says so); a ``known-bugs`` entry leaves its features out the same way, and every
+report names them as a known bug with the entry's reason and link; the ``waivers`` apply
+beside the package's reviewed ones
 (:mod:`kernel_harness.spec.waiver_entries` checks each entry). Paths are relative to
 the folder of that ``pyproject.toml``. Reading it imports neither jax nor the harness
 (the pytest plugin reads it at start-up); the profile and backend names, and the
@@ -62,7 +70,14 @@ KEYS: dict[str, str] = {
                "without = {sdpa = [\"bias\"]}",
     "waivers": "a list of tables ([[tool.kernel-harness.waivers]]), each with "
                + waiver_entries.SHAPE,
+    "known-bugs": "a list of tables ([[tool.kernel-harness.known-bugs]]), each with family "
+                  "(a family name), without (a list of its feature names), reason (what the "
+                  "bug is, not empty) and optionally link (an issue, a finding)",
 }
+
+#: The fields of a ``known-bugs`` entry: required, then optional.
+KNOWN_BUG_FIELDS: tuple[tuple[str, ...], tuple[str, ...]] = (("family", "without", "reason"),
+                                                              ("link",))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -81,6 +96,8 @@ class HarnessConfig:
       without: ``{family: features}`` every run leaves out (beside ``--without``).
       waivers: the user's waivers of TPU-interpret findings, each entry's fields as text,
         in the file's order (checked: :func:`kernel_harness.spec.waiver_entries.checked_entry`).
+      known_bugs: features left out of a family because its kernel has a known bug there:
+        each entry ``{"family", "without": [...], "reason", "link"?}``, in the file's order.
     """
 
     source: Path | None = None
@@ -91,6 +108,7 @@ class HarnessConfig:
     corpus: str | None = None
     without: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     waivers: tuple[dict[str, str], ...] = ()
+    known_bugs: tuple[dict[str, Any], ...] = ()
 
     @property
     def root(self) -> Path | None:
@@ -132,7 +150,7 @@ def parse_table(table: Any, source: Path) -> HarnessConfig:
         raise UsageError(f"{source}: unknown key(s) {unknown} in [tool.{TABLE}]; accepted: "
                          f"{', '.join(KEYS)}")
     for key, value in table.items():
-        if key in ("without", "waivers"):
+        if key in ("without", "waivers", "known-bugs"):
             continue  # tables: checked entry by entry below
         ok = (_names(value) if key == "family-modules"
               else isinstance(value, str) and value != "")
@@ -151,6 +169,7 @@ def parse_table(table: Any, source: Path) -> HarnessConfig:
         corpus=None if corpus is None else _resolve_location(corpus, root),
         without=_without(table.get("without", {}), source),
         waivers=_waivers(table.get("waivers", []), source),
+        known_bugs=_known_bugs(table.get("known-bugs", []), source),
     )
 
 
@@ -171,6 +190,36 @@ def _without(value: Any, source: Path) -> dict[str, tuple[str, ...]]:
                 f"of feature names (strings), e.g. without = {{{family} = [\"FEATURE\"]}} "
                 f"(`kernel-harness describe {family}` lists them), got {_kind(features)}")
     return {family: tuple(features) for family, features in value.items()}
+
+
+def _known_bugs(value: Any, source: Path) -> tuple[dict[str, Any], ...]:
+    """``known-bugs``: each entry's fields checked (the features against the family where a
+    run uses it, as ``without``'s)."""
+    if not isinstance(value, list):
+        raise UsageError(f"{source}: [tool.{TABLE}] known-bugs: expected {KEYS['known-bugs']}, "
+                         f"got {_kind(value)}")
+    required, optional = KNOWN_BUG_FIELDS
+    out = []
+    for i, entry in enumerate(value, 1):
+        where = f"{source}: [[tool.{TABLE}.known-bugs]] entry {i}"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{where}: expected a table, got {_kind(entry)}")
+        missing = [k for k in required if k not in entry]
+        unknown = sorted(set(entry) - set(required) - set(optional))
+        if missing or unknown:
+            raise UsageError(f"{where}: {'lacks ' + str(missing) if missing else ''}"
+                             f"{'; ' if missing and unknown else ''}"
+                             f"{'unknown ' + str(unknown) if unknown else ''}: expected "
+                             f"{KEYS['known-bugs']}")
+        bad = [k for k in ("family", "reason", *(("link",) if "link" in entry else ()))
+               if not (isinstance(entry[k], str) and entry[k].strip())]
+        if bad or not (_names(entry["without"]) and entry["without"]):
+            raise UsageError(f"{where}: {', '.join(bad) or 'without'} must be "
+                             f"{'non-empty text' if bad else 'a non-empty list of feature names'}"
+                             f": expected {KEYS['known-bugs']}")
+        out.append({"family": entry["family"], "without": tuple(entry["without"]),
+                    "reason": entry["reason"].strip(), "link": entry.get("link")})
+    return tuple(out)
 
 
 def _waivers(value: Any, source: Path) -> tuple[dict[str, str], ...]:

@@ -182,3 +182,53 @@ def test_an_unknown_feature_in_the_configuration_names_the_file_and_the_known_on
     assert code == 2, out
     assert (f"without in {(tmp_path / 'pyproject.toml').resolve()} [tool.kernel-harness]: "
             "family 'toyopt' has no optional feature lnog; known: long") in err, err
+
+
+def test_a_known_bug_in_the_configuration_is_left_out_and_named_in_every_verdict(
+        capsys, tmp_path, monkeypatch):
+    """[[tool.kernel-harness.known-bugs]]: the feature is left out (the impl that is wrong
+    exactly there passes) and the header, the verdict and the JSON say it is a known bug,
+    with the reason and the link."""
+    import json
+
+    import jsonschema
+
+    from kernel_harness.orchestration import results
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-harness]\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:short_only_undeclared")
+    assert code == 1, out  # without the entry: wrong on long inputs
+    out_json = tmp_path / "r.json"
+    pyproject = (tmp_path / "pyproject.toml").resolve()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.kernel-harness]\n[[tool.kernel-harness.known-bugs]]\nfamily = "toyopt"\n'
+        'without = ["long"]\nreason = "wrong past 8 elements"\nlink = "issues/12"\n')
+    code, out, _ = _run(capsys, *CHECK, "--impl", f"{NARROW}:short_only_undeclared",
+                        "--json", str(out_json))
+    said = (f"checked without: long (known bug: wrong past 8 elements (issues/12), from "
+            f"known-bugs in {pyproject} [tool.kernel-harness])")
+    assert code == 0, out
+    assert f"  toyopt: {said}" in out.splitlines(), out  # the header
+    assert f"toyopt: {said}" in out.splitlines(), out  # beside the verdict
+    doc = json.loads(out_json.read_text())
+    jsonschema.validate(doc, json.loads(results.SCHEMA_PATH.read_text()))
+    adjustments = doc["environment"]["adjustments"]
+    origin = said.removeprefix("checked without: long (").removesuffix(")")
+    assert adjustments["known_bugs"] == {"toyopt": {"long": origin}}
+    assert "without_config" not in adjustments
+
+
+def test_an_unknown_feature_in_a_known_bug_names_the_file_and_the_known_ones(
+        capsys, tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.kernel-harness]\n[[tool.kernel-harness.known-bugs]]\nfamily = "toyopt"\n'
+        'without = ["lnog"]\nreason = "r"\n')
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys, *CHECK)
+    assert code == 2, out
+    assert (f"known-bugs in {(tmp_path / 'pyproject.toml').resolve()} [tool.kernel-harness]: "
+            "family 'toyopt' has no optional feature lnog; known: long") in err, err

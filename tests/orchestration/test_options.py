@@ -181,6 +181,11 @@ kind = "race"
 kernel = "_copy_kernel"
 buffer = "output"
 reason = "test: a user's reviewed benign race"
+
+[[tool.kernel-harness.known-bugs]]
+family = "toy"
+without = ["short"]
+reason = "test: a known bug"
 """
 
 
@@ -199,8 +204,11 @@ def test_without_and_waivers_travel_with_every_front_ends_request(
         assert request.config_source == str(project / "pyproject.toml")
         assert [w["reason"] for w in request.waivers] == ["test: a user's reviewed benign race"]
         sent = CheckRequest.from_json_dict(request.to_json_dict())  # to a worker process
-        assert (sent.config_without, sent.config_source, sent.waivers) == (
-            request.config_without, request.config_source, request.waivers)
+        assert request.known_bugs == ({"family": "toy", "without": ("short",),
+                                       "reason": "test: a known bug", "link": None},)
+        assert (sent.config_without, sent.config_source, sent.waivers, sent.known_bugs) == (
+            request.config_without, request.config_source, request.waivers,
+            request.known_bugs)
     assert requests[0].without == ("x",)  # the command line's, beside the table's
 
 

@@ -212,3 +212,31 @@ def test_a_malformed_without_or_waivers_table_says_what_is_accepted(tmp_path, bo
         load_config(tmp_path)
     for w in words:
         assert w in str(e.value), str(e.value)
+
+
+BUG = '[[tool.kernel-harness.known-bugs]]\nfamily = "sdpa"\nwithout = ["bias"]\nreason = "r"\n'
+
+
+def test_known_bugs_are_read_with_their_reason_and_link(tmp_path):
+    _pyproject(tmp_path, "[tool.kernel-harness]\n" + BUG + 'link = "issues/3"\n')
+    assert load_config(tmp_path).known_bugs == (
+        {"family": "sdpa", "without": ("bias",), "reason": "r", "link": "issues/3"},)
+
+
+@pytest.mark.parametrize("change, words", [
+    (('reason = "r"\n', ""), ["entry 1: lacks ['reason']", "reason (what the bug is"]),
+    (('reason = "r"', 'reason = " "'), ["entry 1: reason must be non-empty text"]),
+    (('["bias"]', "[]"), ["entry 1: without must be a non-empty list of feature names"]),
+    (('reason = "r"\n', 'reason = "r"\nowner = "me"\n'), ["entry 1: unknown ['owner']"]),
+])
+def test_a_malformed_known_bug_names_the_file_the_entry_and_what_is_accepted(tmp_path, change,
+                                                                           words):
+    old, new = change
+    assert old in BUG
+    path = _pyproject(tmp_path, "[tool.kernel-harness]\n" + BUG.replace(old, new))
+    with pytest.raises(UsageError) as e:
+        load_config(tmp_path)
+    text = str(e.value)
+    assert text.startswith(f"{path.resolve()}: [[tool.kernel-harness.known-bugs]] "), text
+    for w in words:
+        assert w in text, text
