@@ -26,13 +26,13 @@ from kernel_harness.run.report import PREFIX, case_repro_command
 #: Path fragments of frames that are not the kernel author's code.
 _NOT_OWN = (
     f"{os.sep}jax{os.sep}", f"{os.sep}jaxlib{os.sep}", f"{os.sep}hypothesis{os.sep}",
-    f"{os.sep}numpy{os.sep}", f"{os.sep}kernel_harness{os.sep}run{os.sep}",
-    f"{os.sep}kernel_harness{os.sep}checks{os.sep}",
-    f"{os.sep}kernel_harness{os.sep}orchestration{os.sep}",
-    f"{os.sep}kernel_harness{os.sep}families{os.sep}",
-    f"{os.sep}kernel_harness{os.sep}core{os.sep}", f"{os.sep}kernel_harness{os.sep}cli{os.sep}",
-    "<frozen ",
+    f"{os.sep}numpy{os.sep}", "<frozen ",
 )
+#: The harness's own package: every frame in it is plumbing (its adapters, records, ops,
+#: front ends: a crash there is not "the implementation's code", issue 56), except
+#: its own kernels (``kernel_harness/kernels/``), which are implementations.
+_HARNESS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_HARNESS_KERNELS = os.path.join(_HARNESS, "kernels") + os.sep
 
 
 #: The type names of jax's runtime errors, which wrap an exception raised in a callback.
@@ -110,15 +110,20 @@ def _first_line(error: BaseException) -> str:
 _STDLIB = os.path.dirname(os.__file__) + os.sep
 
 
-def _not_own(filename: str) -> bool:
+def is_own_frame(filename: str) -> bool:
+    """Whether a frame of ``filename`` is the implementation's own code: not jax, numpy,
+    Hypothesis, the standard library or the harness (its own kernels excepted)."""
     if any(p in filename for p in _NOT_OWN):
-        return True
-    return filename.startswith(_STDLIB) and "-packages" not in filename
+        return False
+    path = os.path.abspath(filename)
+    if path.startswith(_HARNESS):
+        return path.startswith(_HARNESS_KERNELS)
+    return not (filename.startswith(_STDLIB) and "-packages" not in filename)
 
 
 def _own(error: BaseException) -> tuple[list[traceback.FrameSummary], bool]:
     frames = list(origin(error).frames)
-    own = [f for f in frames if not _not_own(f.filename)]
+    own = [f for f in frames if not not is_own_frame(f.filename)]
     return (own, True) if own else (frames, False)
 
 

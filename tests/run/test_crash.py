@@ -49,3 +49,32 @@ def test_error_raised_only_in_jax_is_not_blamed_on_the_implementation():
             err.__traceback__.tb_frame.f_code.co_filename:
         err.__traceback__ = err.__traceback__.tb_next
     assert not raised_in_implementation(err)
+
+
+def _without_this_file(err):
+    while err.__traceback__ is not None and "test_crash" in \
+            err.__traceback__.tb_frame.f_code.co_filename:
+        err.__traceback__ = err.__traceback__.tb_next
+    return err
+
+
+def test_an_error_the_harness_raised_anywhere_in_its_package_is_not_the_implementations():
+    """A frame in any harness module (here spec/adapter.py, an adapter's shape check) is
+    plumbing: the report says the error was raised outside the implementation's code, never
+    points at the harness as if it were the user's kernel (issue 56)."""
+    import numpy as np
+
+    from kernel_harness.spec.adapter import expect_shape
+
+    err = _without_this_file(_error(lambda: expect_shape("toy", np.zeros(2), (3,))))
+    assert err.__traceback__ is not None
+    assert not raised_in_implementation(err)
+
+
+def test_the_harness_own_kernels_are_implementations():
+    import kernel_harness.kernels.all_gather_ring as ring
+    import kernel_harness.spec.adapter as adapter
+    from kernel_harness.run.crash import is_own_frame
+
+    assert is_own_frame(ring.__file__) and not is_own_frame(adapter.__file__)
+    assert is_own_frame(__file__)  # a user's module
