@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "BackendUnavailable": "kernel_harness.core.backends",
     "availability": "kernel_harness.core.backends",
     "resolve_backend": "kernel_harness.core.backends",
+    "current_backend": "kernel_harness.core.backends",
     "Case": "kernel_harness.core.case",
     "OutputStats": "kernel_harness.core.compare",
     "compare": "kernel_harness.core.compare",

@@ -25,7 +25,7 @@ import jax
 from hypothesis import given
 
 from kernel_harness.core import compat
-from kernel_harness.core.backends import Backend
+from kernel_harness.core.backends import Backend, running_on
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.spec import registry
 from kernel_harness.spec.family import Family
@@ -92,9 +92,10 @@ def lower_case(family: Family, case: Any, impl: Callable[..., Any] | None = None
     shapes = {k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in inputs.items()}
     start = time.perf_counter()
     try:
-        fn = traceable(impl, case, TPU_LOWERING)
-        text = compat.lower_for_platform(fn, (shapes,), "tpu",
-                                         device_kind=family.metamorphic.tpu_device_kind)
+        with running_on(TPU_LOWERING):  # the implementation is traced for a TPU
+            fn = traceable(impl, case, TPU_LOWERING)
+            text = compat.lower_for_platform(fn, (shapes,), "tpu",
+                                             device_kind=family.metamorphic.tpu_device_kind)
     except Exception as e:  # noqa: BLE001 - the reason is the result
         message = str(e).strip().splitlines()
         reason = f"{type(e).__name__}: {message[0] if message else ''}"

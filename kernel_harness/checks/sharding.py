@@ -75,18 +75,25 @@ def _spec(roles: Sequence[str | None], mesh: Mapping[str, int], shape: Sequence[
 
 def run_sharded(family: Any, case: Any, mesh_shape: Mapping[str, int],
                 impl: Any = None, backend_name: str = "interpret") -> ShardResult:
-    """Runs ``case`` split over ``mesh_shape`` and judges it against the reference."""
+    """Runs ``case`` split over ``mesh_shape`` and judges it against the reference (the
+    implementation traced and run with the backend as its ``current_backend()``)."""
+    from kernel_harness.core.backends import resolve_backend, running_on
+
+    with running_on(resolve_backend(backend_name)) as backend:
+        return _run_sharded(family, case, mesh_shape, impl, backend)
+
+
+def _run_sharded(family: Any, case: Any, mesh_shape: Mapping[str, int], impl: Any,
+                 backend: Any) -> ShardResult:
     import jax
 
     from kernel_harness.checks.metamorphic import roles_of
-    from kernel_harness.core.backends import resolve_backend
     from kernel_harness.run.runner import judge_outputs, low_precision_outputs
 
     hooks = family.metamorphic
     local = hooks.local_case(case, mesh_shape)
     if local is None:
         raise ValueError(f"{family.name}: cannot split {dict(mesh_shape)} for this case")
-    backend = resolve_backend(backend_name)
     inputs = case.materialize()
     fn = hooks.traceable(impl, local, backend)
     names = [n for n in mesh_shape if mesh_shape[n] > 1]

@@ -4,11 +4,16 @@ This module is the one place that decides which backend runs. A backend that
 is not available raises :class:`BackendUnavailable`; nothing substitutes a
 different backend quietly. ``auto`` resolves to a concrete backend and the
 result records why.
+
+An implementation learns the backend it runs on in one way, whatever its family's call
+looks like: :func:`current_backend` while the harness runs, traces or lowers it
+(``interpret=current_backend().pallas_interpret()`` for a Pallas kernel of its own).
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 from collections.abc import Iterator
 from typing import Any
@@ -114,6 +119,34 @@ def availability() -> dict[str, str | None]:
         "tpu": None if has_tpu else "no TPU is attached to this machine",
         "gpu": None if has_gpu else "no GPU is attached to this machine",
     }
+
+
+_CURRENT: contextvars.ContextVar[Backend | None] = contextvars.ContextVar(
+    "kernel_harness_backend", default=None)
+
+
+def current_backend() -> Backend:
+    """The backend the harness is running, tracing or lowering an implementation for: what
+    an ``--impl`` asks (``current_backend().pallas_interpret()`` is its Pallas kernel's
+    ``interpret=``; ``tpu`` while ``lowers-for-tpu`` traces it). Outside a harness run a
+    RuntimeError saying so."""
+    backend = _CURRENT.get()
+    if backend is None:
+        raise RuntimeError(
+            "kernel_harness.current_backend() was called outside a harness run: it answers "
+            "only while the harness runs, traces or lowers an implementation")
+    return backend
+
+
+@contextlib.contextmanager
+def running_on(backend: Backend) -> Iterator[Backend]:
+    """:func:`current_backend` is ``backend`` inside the block (nested blocks restore the
+    outer one)."""
+    token = _CURRENT.set(backend)
+    try:
+        yield backend
+    finally:
+        _CURRENT.reset(token)
 
 
 def resolve_backend(name: str, *, note: str | None = None) -> Backend:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_harness.core.backends import Backend, BackendUnavailable
+from kernel_harness.core.backends import Backend, BackendUnavailable, running_on
 from kernel_harness.core.case import Arrays
 from kernel_harness.core.compat import mesh as compat_mesh
 from kernel_harness.core.devices import require_devices
@@ -133,7 +133,8 @@ def _probe_run(family: Family, case: Any, inputs: Arrays, backend: Backend
     real run's failure."""
     def rerun(probe: Callable[..., Any]) -> Arrays:
         try:
-            return family.run(probe, case, inputs, backend)
+            with running_on(backend):
+                return family.run(probe, case, inputs, backend)
         except Exception:
             compat_mesh.drain_failed_effects()
             raise
@@ -143,14 +144,16 @@ def _probe_run(family: Family, case: Any, inputs: Arrays, backend: Backend
 
 def _run(family: Family, impl: Callable[..., Any], case: Any, inputs: Arrays,
          backend: Backend) -> Arrays:
-    if backend.name != "tpu-interpret":
-        return family.run(impl, case, inputs, backend)
-    from kernel_harness.run import diagnostics
+    """The adapter's run, the implementation's ``current_backend()`` being ``backend``."""
+    with running_on(backend):
+        if backend.name != "tpu-interpret":
+            return family.run(impl, case, inputs, backend)
+        from kernel_harness.run import diagnostics
 
-    outputs, _ = diagnostics.diagnosed_run(
-        family.name, lambda: family.run(impl, case, inputs, backend)
-    )
-    return outputs
+        outputs, _ = diagnostics.diagnosed_run(
+            family.name, lambda: family.run(impl, case, inputs, backend)
+        )
+        return outputs
 
 
 def impl_name(impl: Callable[..., Any], spec: str | None = None) -> str:

@@ -3,6 +3,8 @@
 SDPA has no Pallas kernel: on the ``interpret`` backend it is plain XLA on the CPU (the
 name only means "the CPU backend of this harness"), on ``tpu``/``gpu`` it is XLA there.
 ``implementation="cudnn"`` exists only on GPUs; use :func:`cudnn_sdpa` as ``--impl`` there.
+An ``--impl`` wrapping a Pallas kernel of its own asks the backend from
+``kernel_harness.current_backend()`` (its call has no ``interpret=``).
 """
 
 from __future__ import annotations
@@ -53,9 +55,12 @@ def program_key(case: SdpaCase) -> tuple[Any, ...]:
 
 
 @functools.lru_cache(maxsize=128)
-def jitted_program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
+def jitted_program(impl: Callable[..., Any], key: tuple[Any, ...], backend: str
+                   ) -> Callable[..., Any]:
     """Jitted ``(query, key, value, bias, mask, q_lengths, kv_lengths, do) -> outputs`` for
-    ``impl`` and one static configuration (:func:`program_key`)."""
+    ``impl``, one static configuration (:func:`program_key`) and one backend (an ``--impl``
+    may trace differently by its ``kernel_harness.current_backend()``: a Pallas kernel's
+    ``interpret=``)."""
     (_, is_causal, bias_kind, mask_kind, scale, window, has_q_len, has_kv_len) = key
 
     def program(query, key_, value, bias, mask, q_lengths, kv_lengths, do):
@@ -81,7 +86,7 @@ def traceable(impl: Callable[..., Any] | None, case: SdpaCase, backend: Backend
               ) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """``impl``'s jitted program as ``f(inputs) -> out, dq, dk, dv, dbias`` (``dbias``
     zeros of shape (1, 1, 1, 1) on both sides when the case has no bias)."""
-    program = jitted_program(impl or xla_sdpa, program_key(case))
+    program = jitted_program(impl or xla_sdpa, program_key(case), backend.name)
 
     def f(inputs: dict[str, Any]) -> dict[str, Any]:
         q = inputs["query"]
