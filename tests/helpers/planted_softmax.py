@@ -19,3 +19,16 @@ def denominator_in_input_dtype(x, *, axis=-1, interpret=False):
 
     total, _ = jax.lax.scan(add, jnp.zeros(terms.shape[1:], x.dtype), terms)
     return (e / total.astype(jnp.float32)[..., None]).astype(x.dtype)
+
+
+def nan_after_a_masked_block(x, *, axis=-1, interpret=False):
+    """The real kernel's result, but NaN in every row whose whole first 128-lane block is
+    -inf: what a blockwise (online) softmax gives when a block's max is -inf and it
+    computes exp(-inf - (-inf))."""
+    from jax.experimental.pallas.ops.gpu.softmax import softmax
+
+    out = softmax(x, axis=axis, interpret=interpret)
+    if x.shape[-1] <= 128:
+        return out
+    dead = jnp.all(jnp.isneginf(x[..., :128]), axis=-1, keepdims=True)
+    return jnp.where(dead, jnp.nan, out)

@@ -185,7 +185,8 @@ def largest_finite_factor(x: np.ndarray, factor: float) -> float:
     """``factor``, or the largest of :data:`LOGIT_FACTORS` under it that keeps ``x``'s
     scaled values within half its dtype's range: finite inputs, and finite differences of
     two of them (a float16 softmax row of logits near 2,000 scaled by 32 overflows)."""
-    peak = float(np.max(np.abs(np.asarray(x, np.float64)), initial=0.0))
+    x64 = np.asarray(x, np.float64)
+    peak = float(np.max(np.abs(x64[np.isfinite(x64)]), initial=0.0))  # -inf: masked logits
     limit = float(jnp.finfo(x.dtype).max) / 2
     fitting = [f for f in LOGIT_FACTORS if f <= factor and peak * f <= limit]
     return max(fitting, default=1.0)
@@ -203,8 +204,11 @@ def _finite_out(check: Check, data: st.DataObject) -> None:
     # Also unscaled: the hook may make the case's inputs finite (NaN-poisoned cache slots).
     inputs = check.hooks.constrain(check.case, inputs)
     check.notes.append(f"logit input {name!r} scaled by {factor}")
-    if not all(np.isfinite(np.asarray(v, np.float64)).all()
-               for v in inputs.values() if is_float(v)):
+    def finite(key: str, v: Any) -> bool:
+        v = np.asarray(v, np.float64)  # -inf logits are masked ones (a softmax's), allowed
+        return bool((np.isfinite(v) | (np.isneginf(v) if key == name else False)).all())
+
+    if not all(finite(k, v) for k, v in inputs.items() if is_float(v)):
         raise ValueError(f"{check.family.name}: finite-out drew non-finite inputs")
     outputs = check.run(inputs=inputs)
     allowed = check.hooks.may_be_nonfinite(check.case)
@@ -318,8 +322,8 @@ SPECS: tuple[Spec, ...] = (
          "late and out of order or as issued, and whatever order the parallel grid "
          "dimensions run in (tpu-interpret backend only)."),
     Spec("finite-out", _finite_out, None, 0.1,
-         "Finite inputs (logits scaled up to 32x) give finite outputs and gradients, "
-         "except where the contract says otherwise."),
+         "Finite inputs (logits scaled up to 32x; masked -inf logits allowed) give finite "
+         "outputs and gradients, except where the contract says otherwise."),
     Spec("option-effect", _option_effect, "visible", 0.1,
          "Turning an option off changes rows whose visibility it changes (or some row, for "
          "value options like soft cap), and no other row.",

@@ -12,6 +12,7 @@ from kernel_harness.families.gpu_common import is_pow2
 from kernel_harness.families.gpu_softmax import kernel as _kernel
 from kernel_harness.families.gpu_softmax.export import export
 from kernel_harness.ops.softmax.cases import (
+    LANES,
     SoftmaxCase,
     softmax_cases,
     softmax_data_draws,
@@ -60,6 +61,10 @@ over the last axis only (another axis raises NotImplementedError).
 - The max is subtracted before exp, so logits offset by +-1000 or spread by 1e4 do not
   overflow; x - max is computed in the input dtype, then exp, sum and the division in
   float32, and the result stored in the input dtype.
+- Masked logits: about half the drawn cases start every row with -inf (a masked prefix, as
+  attention and sampling feed a softmax), up to all but the last logit or a whole leading
+  128-lane block; their probabilities are exactly 0. A row of only -inf has no softmax and
+  is never drawn.
 - Every element of out is compared (out comes back as [rows, n], a reshape); each row
   is judged against its own largest probability as well as the global one.
 - Forward only: the module has no backward kernel, and jax.vjp of it fails (jax 0.10.2:
@@ -77,6 +82,10 @@ def _events(case: SoftmaxCase) -> list[str]:
         ev.append("large-offset")
     if case.scale >= 30:
         ev.append("large-logits")
+    if case.masked_prefix:
+        ev.append("masked-prefix")
+        if case.masked_prefix >= LANES and case.n > LANES:
+            ev.append("masked-leading-block")
     return sorted(set(ev))
 
 
@@ -100,5 +109,6 @@ FAMILY = Family(
     relations=RELATIONS,
     export=export,
     modes=frozenset({"partial-block", "pow2-n", "n=1", "large-offset", "large-logits",
-                     "rank-1", "rank-4", "float32", "bfloat16", "float16"}),
+                     "rank-1", "rank-4", "float32", "bfloat16", "float16", "masked-prefix",
+                     "masked-leading-block"}),
 )
