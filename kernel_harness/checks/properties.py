@@ -107,6 +107,12 @@ def run_property(
         error = e
     finally:
         restore()
+    if shrink.explicit and cover is not None:
+        args = shrink.explicit_arguments or {}
+        case = args.get("case", (args.get("cases") or (None,))[0])
+        if any(case == c for c in cover.cases):
+            shrink.explicit_origin = ("one of the modes-first cover's cases (drawn by the "
+                                      "family's strategy to reach a mode, then run first)")
     if error is None and require_modes and cover is not None and cover.missing:
         error = ModesNotReached(cover.line(family.name, len(family.modes)))
     return PropertyOutcome(

@@ -54,9 +54,13 @@ class ShrinkReport:
     skipped: int = 0  # shrink candidates not run because the budget was spent
     seconds: float = 0.0  # wall time from the first failure to the last shrink step
     exhausted: str | None = None  # "time" or "steps" when the budget ran out
-    #: The first failing example was an explicit one (a family's seed case): Hypothesis
-    #: reports an explicit example as it is, it never shrinks one.
+    #: The first failing example was an explicit one (a family's seed case, or a case of the
+    #: modes-first cover): Hypothesis reports an explicit example as it is, it never
+    #: shrinks one. ``explicit_arguments``: its keyword arguments; ``explicit_origin``: what
+    #: it is, in words (the property runner names a cover case).
     explicit: bool = False
+    explicit_arguments: dict[str, Any] | None = None
+    explicit_origin: str = "one of the family's seed cases"
     #: What Hypothesis's final replay of the reported example gave: ``"passed"``, or the
     #: summary line of how it failed; None when it did not run (a flaky failure found
     #: during the search, :mod:`kernel_harness.checks.flaky`).
@@ -72,7 +76,7 @@ class ShrinkReport:
         if not self.failed:
             return "no failing example"
         if self.explicit:
-            return ("not shrunk: the failing example is one of the family's seed cases (an "
+            return (f"not shrunk: the failing example is {self.explicit_origin} (an "
                     "explicit example, which Hypothesis reports as it is and never shrinks); "
                     "the case shown is NOT necessarily minimal")
         spent = f"{self.steps} shrink steps in {self.seconds:.1f}s"
@@ -159,6 +163,7 @@ def bounded_shrinking(
                 first.append(clock())
                 report.first_failure_seconds = first[0] - start
                 report.explicit = final  # only an explicit example's first run is final
+                report.explicit_arguments = dict(kwargs) if final else None
                 report.first_failure_text = first_failure_text(e, label)
                 if on_first_failure is not None:
                     on_first_failure(report.first_failure_text)

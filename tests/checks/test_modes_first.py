@@ -101,3 +101,12 @@ def test_modes_the_user_left_out_are_not_missing() -> None:
     assert set(cover.excluded) == {"bias-full", "window"} and not cover.missing
     assert "left out by --without: bias-full, window" in cover.line("sdpa", len(family.modes))
     assert cover.to_json(len(family.modes))["excluded"] == ["bias-full", "window"]
+
+
+def test_a_cover_case_that_fails_is_named_as_one_not_as_a_seed_case():
+    """A cover case runs as an explicit example (never shrunk): the report says it is one of
+    the cover's cases, not "one of the family's seed cases" (issue 55, item 6)."""
+    outcome, _ = _run(RARE, toy_impls.wrong_at_length_8)
+    assert outcome.error is not None and outcome.shrink.explicit
+    text = outcome.shrink.describe()
+    assert "one of the modes-first cover's cases" in text and "seed cases" not in text, text
