@@ -150,24 +150,52 @@ def _check_without(without: frozenset[str]) -> None:
                          f"known: {sorted(OPTIONAL)}")
 
 
+#: The page geometry drawn by default: tokens per page, and the least and most pages of a
+#: page-table row (small, so interpret mode stays quick; a library with 128-token pages
+#: declares its own: :func:`ragged_cases`).
+PAGE_SIZES: tuple[int, ...] = (4, 8)
+PAGES_PER_SEQ: tuple[int, int] = (1, 4)
+#: Query block sizes drawn by default.
+QUERIES_PER_BLOCK: tuple[int, ...] = (8, 2, 4, 16)
+
+
+def check_geometry(page_sizes: tuple[int, ...], pages_per_seq: tuple[int, int],
+                   queries_per_block: tuple[int, ...]) -> None:
+    """Raises, saying what is accepted, unless the geometry can be drawn."""
+    if not page_sizes or any(not isinstance(p, int) or p < 1 for p in page_sizes):
+        raise ValueError(f"page_sizes must be positive token counts, got {page_sizes!r}")
+    if (len(pages_per_seq) != 2 or not 1 <= pages_per_seq[0] <= pages_per_seq[1]):
+        raise ValueError(f"pages_per_seq must be (least, most) with 1 <= least <= most, got "
+                         f"{pages_per_seq!r}")
+    if not queries_per_block or any(q < 1 for q in queries_per_block):
+        raise ValueError(f"queries_per_block must be positive, got {queries_per_block!r}")
+
+
 @st.composite
 def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
-                 max_seqs: int = 4, without: frozenset[str] = frozenset()) -> RaggedCase:
+                 max_seqs: int = 4, without: frozenset[str] = frozenset(),
+                 page_sizes: tuple[int, ...] = PAGE_SIZES,
+                 pages_per_seq: tuple[int, int] = PAGES_PER_SEQ,
+                 queries_per_block: tuple[int, ...] = QUERIES_PER_BLOCK) -> RaggedCase:
     """Valid :class:`RaggedCase` s.
 
     Draws 1-4 active sequences mixing decode (q_len 1), prefill chunks (q_len up to
     kv_len, kv_len on and off page edges) and sequences with no queries (q_len 0), 0-2
     padding sequence slots and 0-5 padding query rows, MHA/GQA/MQA heads (1-4 kv heads,
-    1-4 queries per kv head), pages of 4 or 8 tokens, 1-4 pages per sequence, kv blocks
-    of 1..pages_per_seq pages and query blocks of 2-16 rows (so sequences span query
-    blocks and share them), sliding windows, soft caps, large logits, NaN in the cache
-    slots no sequence owns, float32/bfloat16. ``without`` names :data:`OPTIONAL`
-    features never drawn. Shrinks towards float32, one decode sequence, no window or cap.
+    1-4 queries per kv head), pages of ``page_sizes`` tokens (4 or 8), ``pages_per_seq``
+    pages per sequence (1-4), kv blocks of 1..pages_per_seq pages and query blocks of
+    ``queries_per_block`` rows (2-16: sequences span query blocks and share them), sliding
+    windows, soft caps, large logits, NaN in the cache slots no sequence owns,
+    float32/bfloat16. ``without`` names :data:`OPTIONAL` features never drawn. A library's
+    family declares its own page geometry (``functools.partial(ragged_cases,
+    page_sizes=(128,), pages_per_seq=(2, 4))``: multi-page tables of 128-token pages).
+    Shrinks towards float32, one decode sequence, no window or cap.
     """
     _check_without(without)
+    check_geometry(page_sizes, pages_per_seq, queries_per_block)
     dtype = draw(st.sampled_from(dtypes))
-    page_size = draw(st.sampled_from((4, 8)))
-    pages_per_seq = draw(st.integers(1, 4))
+    page_size = draw(st.sampled_from(page_sizes))
+    pages_per_seq = draw(st.integers(*pages_per_seq))
     capacity = page_size * pages_per_seq
     n = draw(st.integers(1, max_seqs))
     seqs = [draw(_sequence(capacity, page_size)) for _ in range(n)]
@@ -195,7 +223,7 @@ def ragged_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = RAGGED_DTYPES,
         page_size=page_size,
         pages_per_seq=pages_per_seq,
         kv_pages_per_block=draw(st.integers(1, pages_per_seq)),
-        queries_per_block=draw(st.sampled_from((8, 2, 4, 16))),
+        queries_per_block=draw(st.sampled_from(queries_per_block)),
         sliding_window=None if "sliding-window" in without else window,
         soft_cap=None if "soft-cap" in without else cap,
         sm_scale=1.0 if "sm-scale" in without else draw(st.sampled_from((0.5, 1.0))),
