@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "get_family": "kernel_harness.spec.registry",
     "without": "kernel_harness.spec.narrow",
     "KernelExpectation": "kernel_harness.spec.kernels",
+    "OutsideKernel": "kernel_harness.spec.outside",
     "fallback": "kernel_harness.spec.kernels",
     "Metamorphic": "kernel_harness.spec.hooks",
     "Toggle": "kernel_harness.spec.hooks",

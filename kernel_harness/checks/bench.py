@@ -192,6 +192,8 @@ def kernels_text(result: CaseResult) -> str:
                  else f"; FALLBACK: {result.kernel_problem}")
     if result.unused_results:
         text += f"; KERNEL RESULT UNUSED: {', '.join(result.unused_results)}"
+    for where, names in result.outside_math.items():
+        text += f"; MATH OUTSIDE THE KERNEL ({where}): {', '.join(names)}"
     return text
 
 

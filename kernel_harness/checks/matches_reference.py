@@ -18,6 +18,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.run import kernel_coverage
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
+from kernel_harness.run.kernel_outside import OUTSIDE
 from kernel_harness.run.kernel_poison import UNUSED
 from kernel_harness.run.report import failure_report
 from kernel_harness.run.runner import CaseResult, check_case, ensure_supported, impl_name
@@ -64,6 +65,9 @@ class Observer:
     fell_back: int = 0
     #: Counted checks with an output no executed kernel wrote (``kernel result unused``).
     unused: int = 0
+    #: Counted checks that ran math outside their kernels the family does not allow
+    #: (``math outside the kernel``).
+    outside: int = 0
     fallback_declared: str | None = None
     #: The family's expectation, as ``KernelExpectation.describe`` words it.
     expected_kernels: str | None = None
@@ -102,6 +106,7 @@ class Observer:
             self.counted += 1
             self.fell_back += bool(result.fell_back)
             self.unused += bool(result.unused_results)
+            self.outside += bool(result.outside_math)
             self.fallback_declared = result.fallback_declared
             if result.expected_kernels is not None:
                 self.expected_kernels = result.expected_kernels.describe()
@@ -180,11 +185,14 @@ def _judge(family: Family, case: Any, backend: Backend, impl: Callable[..., Any]
 def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
     """The example's kernel count as events: ``pallas kernels: fwd 1, bwd 2``, and
     ``fallback: fwd`` (or ``bwd``) for a pass below the family's expectation, and
-    ``kernel result unused: output `result``` for an output no executed kernel wrote."""
+    ``kernel result unused: output `result``` for an output no executed kernel wrote,
+    ``math outside the kernel: exp, reduce_sum (forward)`` for disallowed math outside."""
     if result.kernels is None:
         return
     labels = [result.kernels.event()] + [f"fallback: {p}" for p in result.fell_back]
     labels += [f"{UNUSED}: {u}" for u in result.unused_results]
+    labels += [f"{OUTSIDE}: {', '.join(names)} ({where})"
+               for where, names in result.outside_math.items()]
     for label in labels:
         hypothesis.event(label)
         if observer is not None:

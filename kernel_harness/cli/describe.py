@@ -84,6 +84,18 @@ def callable_name(fn: Any) -> str:
     return f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', type(fn).__name__)}"
 
 
+def kernels_section(family: Family) -> list[str]:
+    """The Pallas kernels a real implementation launches per call, and what it may compute
+    outside them (``Family.kernels``, ``Family.outside_kernel``)."""
+    if family.kernels is None:
+        why = family.outside_kernel.by_design or "the family's kernel is not Pallas"
+        return [f"pallas kernels: not counted ({why})"]
+    return [f"pallas kernels per call: {family.kernels.describe()}",
+            "outside the Pallas kernels (what the wrapper may compute in XLA on arrays of "
+            "the problem's size; anything else fails as 'math outside the kernel'):",
+            *(f"  {line}" for line in family.outside_kernel.describe())]
+
+
 def describe(family: Family, samples: int = 4) -> str:
     """The full description of ``family``."""
     wrap = lambda text, indent="  ": textwrap.fill(  # noqa: E731
@@ -104,6 +116,7 @@ def describe(family: Family, samples: int = 4) -> str:
     out += ["", "contract:", textwrap.indent(family.contract.strip() or "(none written)", "  ")]
     out += ["", f"capabilities: {', '.join(sorted(family.capabilities))}"]
     out += [f"backends: {', '.join(sorted(family.backends))}", ""]
+    out += kernels_section(family) + [""]
     if family.optional:
         out.append("optional features (an implementation may lack them: --without NAME,... "
                    "or kernel_harness.without(...)):")

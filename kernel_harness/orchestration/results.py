@@ -155,14 +155,15 @@ def outcome_record(outcome: PropertyOutcome) -> dict[str, Any]:
 
 def kernels_record(outcome: PropertyOutcome) -> dict[str, Any] | None:
     """The ``kernels`` field: the family's expectation, checks counted, those below it, the
-    declared fallback, those with an output no executed kernel wrote (``unused``); None
-    where nothing was counted."""
+    declared fallback, those with an output no executed kernel wrote (``unused``), those
+    with math outside their kernels the family does not allow (``outside``); None where
+    nothing was counted."""
     obs = outcome.observer
     if not obs.counted or obs.expected_kernels is None:
         return None
     return {"expected": obs.expected_kernels, "counted": obs.counted,
             "fell_back": obs.fell_back, "fallback_declared": obs.fallback_declared,
-            "unused": obs.unused}
+            "unused": obs.unused, "outside": obs.outside}
 
 
 def only_fallbacks(records: list[dict[str, Any]]) -> bool:

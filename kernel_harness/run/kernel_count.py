@@ -39,7 +39,7 @@ import jax
 import numpy as np
 
 from kernel_harness.core.compat import pallas_count
-from kernel_harness.run import kernel_poison
+from kernel_harness.run import kernel_outside, kernel_poison
 from kernel_harness.spec.kernels import KernelExpectation
 
 
@@ -56,6 +56,10 @@ class CallCount:
     backward_top: tuple[str, ...] = ()
     backward_error: str | None = None
     seconds: float = 0.0
+    #: Measured primitives run outside every kernel on arrays of the problem's size
+    #: (:mod:`kernel_harness.run.kernel_outside`), per pass.
+    forward_outside: tuple[str, ...] = ()
+    backward_outside: tuple[str, ...] = ()
     #: The configuration's poisoning (shared by every call of it; judged after the run).
     poison: kernel_poison.Poisoning | None = dataclasses.field(default=None, compare=False)
 
@@ -79,6 +83,9 @@ class KernelCount:
     #: Whether poisoning judged a call of this example's configuration (False: no kernel
     #: ran, or the real run's inputs never reached it).
     poisoned: bool = False
+    #: Per pass (``forward``, ``backward``), the measured primitives any call ran outside
+    #: its kernels on arrays of the problem's size (:mod:`kernel_harness.run.kernel_outside`).
+    outside: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, calls: list[CallCount], seconds: float) -> KernelCount:
@@ -89,13 +96,17 @@ class KernelCount:
         error = next((c.backward_error for c in calls if c.backward_error), None)
         poisons = [c.poison for c in calls if c.poison is not None]
         unused = tuple(dict.fromkeys(u for p in poisons for u in (p.unused or ())))
+        outside = {where: tuple(sorted({n for c in calls for n in getattr(c, field)}))
+                   for where, field in (("forward", "forward_outside"),
+                                        ("backward", "backward_outside"))}
         return cls(calls=len(calls), forward=fwd.forward, forward_top=fwd.forward_top,
                    backward=None if bwd is None else bwd.backward,
                    backward_top=() if bwd is None else bwd.backward_top,
                    backward_error=None if bwd is not None else error, seconds=seconds,
                    unused=unused, poison_error=next((p.error for p in poisons if p.error),
                                                     None),
-                   poisoned=any(p.unused is not None and p.error is None for p in poisons))
+                   poisoned=any(p.unused is not None and p.error is None for p in poisons),
+                   outside={k: v for k, v in outside.items() if v})
 
     def event(self) -> str:
         """``pallas kernels: fwd 1, bwd 2`` (the event every counted example notes)."""
@@ -171,8 +182,12 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
 
     avals = [jax.ShapeDtypeStruct(np.shape(leaves[i]), leaves[i].dtype) for i in dyn]
     fwd, shape_tree = jax.make_jaxpr(call, return_shape=True)(*avals)
+    problem = kernel_outside.problem_size(
+        [tuple(a.shape) for a in avals]
+        + [tuple(o.shape) for o in jax.tree_util.tree_leaves(shape_tree)])
     count = CallCount(forward=pallas_count.pallas_kernels(fwd),
-                      forward_top=pallas_count.top_primitives(fwd))
+                      forward_top=pallas_count.top_primitives(fwd),
+                      forward_outside=kernel_outside.measure([fwd], problem))
     poison = kernel_poison.Poisoning(
         forward=fwd if count.forward else None,
         out_names=kernel_poison.output_names(shape_tree), shape_tree=shape_tree,
@@ -180,7 +195,9 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
     if backward:
         args, kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
         names = kernel_poison.leaf_names(fn, args, kwargs)
-        found = _trace_backward(call, avals, [names[i] for i in dyn])
+        found = _trace_backward(call, avals, [names[i] for i in dyn], problem)
+        found["forward_outside"] = tuple(sorted(
+            {*count.forward_outside, *found.pop("joint_outside", ())}))
         poison.backward = found.pop("poison", None) if found.get("backward") else None
         found.pop("poison", None)
         count = dataclasses.replace(count, **found)
@@ -188,7 +205,9 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
 
 
 def _trace_backward(call: Callable[..., Any], avals: list[Any],
-                    names: list[str]) -> dict[str, Any]:
+                    names: list[str], problem: int) -> dict[str, Any]:
+    """The backward's count and poisoning; what the forward run for the gradient (a
+    ``custom_vjp`` forward rule) and the backward compute outside their kernels."""
     wrt = [j for j, a in enumerate(avals) if _inexact(a)]
     if not wrt:
         return {"backward": None, "backward_error": "no floating traced input to differentiate"}
@@ -217,7 +236,9 @@ def _trace_backward(call: Callable[..., Any], avals: list[Any],
     poison = kernel_poison.Backward(joint=joint, outputs=box["outputs"], jaxpr=bwd.jaxpr,
                                     names=tuple(names[j] for j in wrt))
     return {"backward": pallas_count.pallas_kernels(bwd),
-            "backward_top": pallas_count.top_primitives(bwd), "poison": poison}
+            "backward_top": pallas_count.top_primitives(bwd), "poison": poison,
+            "backward_outside": kernel_outside.measure([bwd], problem),
+            "joint_outside": kernel_outside.measure([joint], problem)}
 
 
 class Counting(kernel_poison.StandIn):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernel_harness.core.tolerance import Verdict
-from kernel_harness.run import kernel_poison
+from kernel_harness.run import kernel_outside, kernel_poison
 from kernel_harness.run.runner import CaseResult
 from kernel_harness.spec import registry
 from kernel_harness.spec.registry import UnknownFamily, get_family
@@ -96,9 +96,22 @@ def unused_line(result: CaseResult) -> str:
                        kernel_poison.problem_text(unused))
 
 
+def outside_line(result: CaseResult) -> str:
+    """``FAIL gpu-softmax math outside the kernel (forward: exp, reduce_sum) rows=...
+    backend=interpret: exp, reduce_sum outside any Pallas kernel (forward) ...`` ("" unless
+    the example ran math outside its kernels that the family does not allow)."""
+    bad = result.outside_math
+    if not bad or result.outside_kernel is None:
+        return ""
+    what = "; ".join(f"{where}: {', '.join(names)}" for where, names in bad.items())
+    return _class_line(result, f"{kernel_outside.OUTSIDE} ({what})",
+                       kernel_outside.problem_text(bad, result.outside_kernel))
+
+
 def _class_line(result: CaseResult, what: str, problem: str) -> str:
     """``FAIL <family> <what> <dtype> <shape> backend=<backend>: <problem>``: the one line of
-    a failure class that is not an output's comparison (no kernel, result unused)."""
+    a failure class that is not an output's comparison (no kernel, result unused, math
+    outside the kernel)."""
     describe = getattr(result.case, "shape_summary", None)
     shape = describe() if callable(describe) else ""
     return (f"{PREFIX} FAIL {result.family} {what} {result.case.dtype} {shape} "
@@ -108,7 +121,8 @@ def _class_line(result: CaseResult, what: str, problem: str) -> str:
 def summary_lines(result: CaseResult) -> list[str]:
     """The one-line summaries of a failing case: its kernel count and kernel results
     first, then each output."""
-    first = [line for line in (kernel_line(result), unused_line(result)) if line]
+    first = [line for line in (kernel_line(result), unused_line(result),
+                               outside_line(result)) if line]
     return first + [summary_line(result, v) for v in result.failures]
 
 

@@ -16,10 +16,11 @@ from kernel_harness.core.compat import mesh as compat_mesh
 from kernel_harness.core.devices import require_devices
 from kernel_harness.core.judges import judge_output
 from kernel_harness.core.tolerance import Verdict
-from kernel_harness.run import kernel_count, memory_maps
+from kernel_harness.run import kernel_count, kernel_outside, memory_maps
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation, declared_fallback
 from kernel_harness.spec.outputs import judged_outputs
+from kernel_harness.spec.outside import OutsideKernel
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -43,6 +44,8 @@ class CaseResult:
     expected_kernels: KernelExpectation | None = None
     #: The fallback the implementation declares, with its reason, or None.
     fallback_declared: str | None = None
+    #: What the family allows outside its kernels (``Family.outside_kernel``).
+    outside_kernel: OutsideKernel | None = None
 
     @property
     def fell_back(self) -> tuple[str, ...]:
@@ -68,9 +71,20 @@ class CaseResult:
         return () if self.kernels is None else self.kernels.unused
 
     @property
+    def outside_math(self) -> dict[str, tuple[str, ...]]:
+        """Per pass (``forward``, ``backward``), the measured primitives the example ran
+        outside every Pallas kernel that the family does not allow
+        (:mod:`kernel_harness.run.kernel_outside`): a failure like a fallback's. A pass
+        below the kernel expectation is left out (named as such, or a declared fallback)."""
+        if self.kernels is None or self.outside_kernel is None:
+            return {}
+        skip = [{"fwd": "forward", "bwd": "backward"}[p] for p in self.fell_back]
+        return kernel_outside.disallowed(self.kernels.outside, self.outside_kernel, skip)
+
+    @property
     def passed(self) -> bool:
         return (all(v.passed for v in self.verdicts) and not self.kernel_problem
-                and not self.unused_results)
+                and not self.unused_results and not self.outside_math)
 
     @property
     def failures(self) -> tuple[Verdict, ...]:
@@ -277,4 +291,5 @@ def check_case(
         kernels=kernels,
         expected_kernels=family.kernels,
         fallback_declared=declared_fallback(impl),
+        outside_kernel=family.outside_kernel,
     )

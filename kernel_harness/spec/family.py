@@ -23,6 +23,7 @@ from kernel_harness.spec.bench import Bench
 from kernel_harness.spec.export import ExportSnippet
 from kernel_harness.spec.hooks import Metamorphic
 from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.spec.outside import OutsideKernel
 from kernel_harness.spec.relations import Relation
 
 #: Capability names a family may declare (``kernel-harness list`` prints them).
@@ -116,6 +117,12 @@ class Family:
         and backward (:class:`~kernel_harness.spec.kernels.KernelExpectation`); an example
         below it fails unless the implementation declares a fallback. None: the family's
         kernel is not Pallas by design (XLA, torch), and nothing is counted.
+      outside_kernel: what the implementation may compute outside its Pallas kernels,
+        forward and backward, each primitive with its reason
+        (:class:`~kernel_harness.spec.outside.OutsideKernel`; default: nothing beyond
+        layout). Other matmuls, transcendentals, reductions or divisions on arrays of the
+        problem's size, or host callbacks, outside every kernel fail the example ("math
+        outside the kernel"). Measured where ``kernels`` is set.
       requires: what must be installed for the family to have a backend, with the command
         (``"torch: pip install 'kernel-harness[torch]'"``); ``list`` shows it where the
         family has no backend here.
@@ -167,6 +174,7 @@ class Family:
     data_draws: Callable[[Any], SearchStrategy[Any]] | None = None
     relations: tuple[Relation, ...] = ()
     kernels: KernelExpectation | None = None
+    outside_kernel: OutsideKernel = dataclasses.field(default_factory=OutsideKernel)
     bad_inputs: Callable[[], Sequence[BadInput]] | None = None
     requires: str = ""
     devices: int = 1
@@ -195,6 +203,9 @@ class Family:
             raise ValueError(f"family {self.name!r}: nondegenerate or mode_cases name modes it "
                              "does not "
                              f"declare: {sorted(stray)}")
+        if self.outside_kernel.by_design and self.kernels is not None:
+            raise ValueError(f"family {self.name!r}: outside_kernel says its kernel is not "
+                             "Pallas by design, but it expects Pallas kernels")
         unknown = self.without - set(self.optional) - set(DTYPES)  # a dtype: spec.narrow
         if unknown:
             raise ValueError(f"family {self.name!r}: cannot draw without {sorted(unknown)}")

@@ -26,6 +26,7 @@ from kernel_harness.checks.metamorphic.arrays import differences, location
 from kernel_harness.checks.metamorphic.replay import Recorder, Replayer
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
+from kernel_harness.run import kernel_outside
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.kernel_count import KernelCount
@@ -99,13 +100,19 @@ class Check:
         """A relation between two runs of a plain-JAX fallback says nothing of the kernel:
         a run with fewer Pallas kernels than ``Family.kernels`` expects is a problem of
         the example (as in matches-reference), unless the implementation declares it; so is
-        a run with an output no executed kernel wrote (``kernel result unused``)."""
+        a run with an output no executed kernel wrote (``kernel result unused``), and one
+        that computes outside its kernels what the family does not allow."""
         expected = self.family.kernels
         if count is None or expected is None or declared_fallback(self.impl) is not None:
             return
         if count.unused and not any(p.startswith(UNUSED) for p in self.problems):
             self.problems.append(f"{UNUSED}: run {self.runs}: "
                                  f"{problem_text(count.unused)}")
+        skip = [{"fwd": "forward", "bwd": "backward"}[p] for p in count.short(expected)]
+        bad = kernel_outside.disallowed(count.outside, self.family.outside_kernel, skip)
+        if bad and not any(p.startswith(kernel_outside.OUTSIDE) for p in self.problems):
+            self.problems.append(f"{kernel_outside.OUTSIDE}: run {self.runs}: "
+                                 f"{kernel_outside.problem_text(bad, self.family.outside_kernel)}")
         short = count.shortfall_text(expected)
         if short:
             where = "" if ran == self.case else " (a variant case)"

@@ -11,6 +11,9 @@ branches (the fewest of them counts), ``while`` cond and body, ``scan``, ``shard
 the jaxpr of the vjp function once it is traced, which is how
 :mod:`kernel_harness.run.kernel_count` counts it.
 
+:func:`outside_ops` walks the same bodies (every ``cond`` branch) for the equations outside
+every kernel body, with their sizes, for :mod:`kernel_harness.run.kernel_outside`.
+
 An equation of a known higher-order primitive that carries no jaxpr, or any equation whose
 params hold a traced-function object (``linear_util.WrappedFun``) and no jaxpr, is a
 :class:`KernelCountLayoutError`: a kernel could hide there, so it is never counted as none.
@@ -19,6 +22,8 @@ params hold a traced-function object (``linear_util.WrappedFun``) and no jaxpr, 
 from __future__ import annotations
 
 import collections
+import dataclasses
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -90,6 +95,23 @@ def _subjaxprs(value: Any, jaxpr_types: tuple[type, ...]) -> Iterator[Any]:
             yield from _subjaxprs(v, jaxpr_types)
 
 
+def _children(eqn: Any, jaxpr_types: tuple[type, ...], wrapped_fun: type) -> list[Any]:
+    """The sub-jaxprs of a (non-kernel) equation; a layout error where one should be and
+    is not (a known higher-order primitive, or a traced-function object, without one)."""
+    name = eqn.primitive.name
+    if name == "cond":
+        subs = list(_subjaxprs(eqn.params.get("branches"), jaxpr_types))
+        if not subs:
+            raise KernelCountLayoutError("cond carries no 'branches' jaxprs")
+        return subs
+    subs = [s for v in eqn.params.values() for s in _subjaxprs(v, jaxpr_types)]
+    if not subs and (name in HIGHER_ORDER or
+                     any(isinstance(v, wrapped_fun) for v in eqn.params.values())):
+        raise KernelCountLayoutError(
+            f"primitive {name!r} carries no jaxpr in its params {sorted(eqn.params)}")
+    return subs
+
+
 def _walk(jaxpr: Any, counts: collections.Counter) -> int:
     """Kernels every path through ``jaxpr`` launches (a ``cond`` adds its branches' fewest),
     noting the other primitives met in ``counts``."""
@@ -100,17 +122,10 @@ def _walk(jaxpr: Any, counts: collections.Counter) -> int:
             kernels += 1
             continue
         name = eqn.primitive.name
+        subs = _children(eqn, jaxpr_types, wrapped_fun)
         if name == "cond":
-            branches = list(_subjaxprs(eqn.params.get("branches"), jaxpr_types))
-            if not branches:
-                raise KernelCountLayoutError("cond carries no 'branches' jaxprs")
-            kernels += min(_walk(b, counts) for b in branches)
+            kernels += min(_walk(b, counts) for b in subs)
             continue
-        subs = [s for v in eqn.params.values() for s in _subjaxprs(v, jaxpr_types)]
-        if not subs and (name in HIGHER_ORDER or
-                         any(isinstance(v, wrapped_fun) for v in eqn.params.values())):
-            raise KernelCountLayoutError(
-                f"primitive {name!r} carries no jaxpr in its params {sorted(eqn.params)}")
         if name not in _STRUCTURAL:
             counts[name] += 1
         kernels += sum(_walk(sub, counts) for sub in subs)
@@ -131,6 +146,80 @@ def top_primitives(jaxpr: Any, n: int = 5) -> tuple[str, ...]:
     counts: collections.Counter = collections.Counter()
     _walk(jaxpr, counts)
     return tuple(f"{name} x{k}" if k > 1 else name for name, k in counts.most_common(n))
+
+
+@dataclasses.dataclass(frozen=True)
+class OutsideOp:
+    """One equation of a traced program outside every Pallas kernel.
+
+    Attributes:
+      name: its primitive's name (``exp``, ``dot_general``, ``pure_callback``...).
+      elements: the elements of its largest operand or result, times the trips of the
+        ``scan`` loops around it and the shards of the ``shard_map`` bodies around it (a
+        body's shapes are one trip's, one shard's).
+      inexact: whether some operand is floating.
+      unbounded: whether it sits in a ``while`` loop (its trips are not static).
+    """
+
+    name: str
+    elements: int
+    inexact: bool
+    unbounded: bool
+
+
+def _elements(aval: Any) -> int:
+    shape = getattr(aval, "shape", None)
+    return math.prod(shape) if shape is not None else 0
+
+
+def _floating(aval: Any) -> bool:
+    dtype = getattr(aval, "dtype", None)
+    try:
+        return dtype is not None and bool(jax.numpy.issubdtype(dtype, jax.numpy.inexact))
+    except TypeError:  # an extended dtype (a PRNG key): not arithmetic
+        return False
+
+
+def _trips(eqn: Any) -> int:
+    """How many times one trace of ``eqn``'s bodies runs per run of ``eqn`` (a ``while``:
+    1, its equations are marked unbounded instead)."""
+    name = eqn.primitive.name
+    if name == "scan":
+        return int(eqn.params["length"])
+    if name == "shard_map":
+        mesh = eqn.params.get("mesh")
+        shape = getattr(mesh, "shape", None)
+        if not hasattr(shape, "values"):
+            raise KernelCountLayoutError("shard_map's 'mesh' param has no axis sizes")
+        return math.prod(shape.values())
+    return 1
+
+
+def outside_ops(jaxpr: Any) -> list[OutsideOp]:
+    """Every non-structural equation of ``jaxpr`` and its sub-jaxprs (every ``cond``
+    branch, loop bodies, ``custom_vjp``/``custom_jvp`` bodies, ``shard_map``...) that is not
+    inside a Pallas kernel's body: the arithmetic the program does outside its kernels."""
+    kernel_prims, jaxpr_types, wrapped_fun = _internals()
+    found: list[OutsideOp] = []
+
+    def walk(j: Any, trips: int, unbounded: bool) -> None:
+        for eqn in _open(j, jaxpr_types).eqns:
+            if eqn.primitive in kernel_prims:
+                continue
+            name = eqn.primitive.name
+            subs = _children(eqn, jaxpr_types, wrapped_fun)
+            if name not in _STRUCTURAL:
+                avals = [v.aval for v in (*eqn.invars, *eqn.outvars)]
+                found.append(OutsideOp(
+                    name=name, elements=trips * max(map(_elements, avals), default=0),
+                    inexact=any(_floating(v.aval) for v in eqn.invars),
+                    unbounded=unbounded))
+            inner = trips * _trips(eqn)
+            for sub in subs:
+                walk(sub, inner, unbounded or name == "while")
+
+    walk(jaxpr, 1, False)
+    return found
 
 
 def caller_traceback() -> Any:

@@ -22,6 +22,7 @@ from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.spec.outside import OutsideKernel
 
 CONTRACT = """\
 TPU flash attention (jax.experimental.pallas.ops.tpu.flash_attention), forward and vjp.
@@ -109,6 +110,9 @@ FAMILY = Family(
     optional=OPTIONAL,
     **_kernel.ADAPTER.fields(),
     kernels=KernelExpectation(forward=1, backward=1),
+    outside_kernel=OutsideKernel(backward={
+        "reduce_sum": "di = rowsum(o * do) of the output and its cotangent: the backward's "
+                      "preprocessing, in XLA before the dkv and dq kernels"}),
     reference=reference,
     output_axes=output_axes("bhqd", kv_head="head", dab=("batch", "head", "query", "key")),
     tolerances=TOLERANCES,

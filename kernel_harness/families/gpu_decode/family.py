@@ -16,6 +16,7 @@ from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
 from kernel_harness.ops.paged_attention.strategy import OUTPUT_AXES, head_grouping
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.spec.outside import OutsideKernel
 
 
 def reference(case: DecodeCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -104,6 +105,10 @@ FAMILY = Family(
     cases=decode_cases,
     **_kernel.ADAPTER.fields(),
     kernels=KernelExpectation(forward=1),
+    outside_kernel=OutsideKernel(forward=dict.fromkeys(
+        ("reduce_max", "exp", "reduce_sum", "div"),
+        "the k_splits partial results (each split's max, sum and output) combined in XLA "
+        "after the kernel (decode_attn_unbatched): flash-decoding's combine step")),
     reference=reference,
     output_axes={**OUTPUT_AXES, "lse": ("batch", "head")},
     # The contract: a row with no key has lse = -inf, compared by position (a kernel NaN

@@ -154,7 +154,8 @@ FAMILY = Family(
     case_type=NormCase,
     cases=norm_cases,
     **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1, backward=1),
+    # The real backward runs two kernels (dx, then dweight/dbias).
+    kernels=KernelExpectation(forward=1, backward=2),
     reference=reference,
     output_axes={
         "out": ("batch", "row", "dim"),

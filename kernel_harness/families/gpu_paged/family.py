@@ -19,6 +19,7 @@ from kernel_harness.ops.paged_attention.record import paged_record
 from kernel_harness.ops.paged_attention.reference import PagedCall, visible_lengths
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.spec.outside import OutsideKernel
 
 _TOLERANCES = ToleranceTable.of_limits({
     ("float32", "out"): (2e-4, F32_REASON),
@@ -98,6 +99,10 @@ FAMILY = Family(
     # The op's: reference, low_precision_reference, output_axes, capabilities, valid.
     **paged_record(paged_call, excluded),
     kernels=KernelExpectation(forward=1),
+    outside_kernel=OutsideKernel(forward=dict.fromkeys(
+        ("reduce_max", "exp", "reduce_sum", "div"),
+        "the k_splits partial results (each split's max, sum and output) combined in XLA "
+        "after the kernel (paged_attention_unbatched): flash-decoding's combine step")),
     tolerances=_TOLERANCES,
     events=_events,
     contract=CONTRACT,

@@ -19,6 +19,7 @@ from kernel_harness.ops.pointwise_attention.masks import case_mask
 from kernel_harness.ops.pointwise_attention.reference import pointwise_outputs
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.spec.outside import OutsideKernel
 
 OUTPUTS = ("out", "dq", "dk", "dv")
 
@@ -130,6 +131,10 @@ FAMILY = Family(
     seed_cases=cases.hstu_seed_cases,
     **_kernel.ADAPTER.fields(),
     kernels=KernelExpectation(forward=1, backward=1),
+    outside_kernel=OutsideKernel(backward={
+        "reduce_sum": "dq: the backward kernel writes one float32 dq partial per kv block, "
+                      "summed in XLA (kernel_harness/kernels/hstu/backward.py)",
+    }),
     reference=reference,
     output_axes=output_axes("bqhd", kv_head="head"),
     tolerances=TOLERANCES,

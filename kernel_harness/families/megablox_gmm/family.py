@@ -135,7 +135,8 @@ FAMILY = Family(
     case_type=GmmCase,
     cases=gmm_cases,
     **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1, backward=1),
+    # The real backward runs two kernels (gmm for dlhs, tgmm for drhs).
+    kernels=KernelExpectation(forward=1, backward=2),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={

@@ -9,6 +9,7 @@ from kernel_harness.families.sdpa.export import export
 from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.outside import OutsideKernel
 
 CONTRACT = """\
 jax.nn.dot_product_attention(implementation="xla"), forward and vjp (incl. the bias gradient).
@@ -77,4 +78,7 @@ FAMILY = Family(
     contract=CONTRACT,
     bench=BENCH,
     export=export,
+    outside_kernel=OutsideKernel(by_design=(
+        "jax.nn.dot_product_attention's XLA implementation: the whole op is XLA, no Pallas "
+        "kernel by design")),
 )

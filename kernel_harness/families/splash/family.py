@@ -34,6 +34,7 @@ from kernel_harness.ops.attention.program import AttentionCall, references
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.spec.outside import OutsideKernel
 
 CONTRACT = """\
 Inputs: q is pre-scaled by 1/sqrt(head_dim) (splash does not scale); logits are
@@ -261,7 +262,15 @@ FAMILY = Family(
     cases=splash_cases,
     data_draws=splash_data_draws,
     **_kernel.ADAPTER.fields(),
+    # Backward 1: the fused backward (fused_bwd) is one kernel (dq and dkv: two).
     kernels=KernelExpectation(forward=1, backward=1),
+    outside_kernel=OutsideKernel(backward={
+        "dot_general": "di = rowsum(o * do), an einsum of the output and its cotangent: the "
+                       "backward's preprocessing, in XLA before the backward kernels",
+        "reduce_sum": "the fused backward's float32 dq partials (one per kv block of a "
+                      "shard) summed in XLA; and dsinks, summed over each head's rows",
+        "exp": "dsinks: exp(sinks - logsumexp) of the forward's logsumexp, in XLA",
+    }),
     reference=reference,
     output_axes=output_axes("bhqd", lse=("batch", "head", "query"), dsinks=("head",)),
     same_as={"out_residuals": "out", "out_vjp": "out"},

@@ -15,6 +15,7 @@ from kernel_harness.families.torch_sdpa.export import export
 from kernel_harness.families.torch_sdpa.kernel import TORCH_BACKENDS
 from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.spec.family import Family
+from kernel_harness.spec.outside import OutsideKernel
 
 CONTRACT = """\
 torch.nn.functional.scaled_dot_product_attention (no dropout), forward and torch.autograd
@@ -87,4 +88,7 @@ FAMILY = Family(
     seed_cases=torch_sdpa_seed_cases,
     export=export,
     requires="torch: pip install 'kernel-harness[torch]'",
+    outside_kernel=OutsideKernel(by_design=(
+        "torch's scaled_dot_product_attention through a pure_callback: the whole op is "
+        "torch, no Pallas kernel by design")),
 )

@@ -15,6 +15,7 @@ from kernel_harness.families.tpu_inference_qmm.export import export
 from kernel_harness.ops.quantized_matmul.cases import W_Q_DTYPES, QmmCase, qmm_cases
 from kernel_harness.spec.blocks import block_variants
 from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.spec.outside import OutsideKernel
 
 _INT8 = ("with quantized activations the products are exact (int32 sums for int8; float8 "
          "products summed in float32, exact for n_in <= 768), then two float32 scalings "
@@ -94,6 +95,10 @@ FAMILY = tpu_inference_family(
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,
+    outside_kernel=OutsideKernel(forward={
+        "reduce_max": "each row's abs max of x, to quantize the activations: a kernel block "
+                      "sees only part of a row, so the wrapper computes it before the kernel",
+    }),
     # No queries and keys: deterministic, finite-out (x scaled), block-size-invariance (any
     # other tiling of the same problem) and lowers-for-tpu (Mosaic lowering of the tiling).
     metamorphic=Metamorphic(

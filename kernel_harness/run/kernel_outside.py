@@ -1,0 +1,87 @@
+"""The arithmetic an implementation does outside its Pallas kernels (issue 55, item 3).
+
+The count (:mod:`kernel_harness.run.kernel_count`) traces each call forward (and, for a
+family with backward kernels, the joint forward ``jax.vjp`` runs and the backward it
+returns); this module reads the same jaxprs for the primitives of
+:data:`~kernel_harness.spec.outside.MEASURED` outside every kernel body
+(:func:`kernel_harness.core.compat.pallas_count.outside_ops`: every ``cond`` branch,
+loop and ``custom_vjp`` body included).
+
+What counts as the problem's size: the call's *problem size* P is the elements of its
+largest input or output array. A measured primitive counts when the elements its
+equations touch outside the kernels (each equation: its largest operand or result, times
+the trips of the ``scan``s around it), summed over all its equations, reach P /
+:data:`FRACTION`. Summed, so that an answer computed in XLA a row or a block at a time
+counts as the whole; a fraction of P, so that scalars and per-row statistics of a few
+elements (a scale, a page count) do not, while a row max or a log-sum-exp over a
+head_dim of up to 64 does. Inside a ``while`` loop (trips unknown) a measured primitive
+counts at any size. A host callback (``pure_callback``, ``io_callback``) counts by the same
+rule, its operands and results being what it touches: one that takes the inputs to the host
+or brings an answer back counts, one that reads a scalar flag does not.
+Transcendentals, reductions and divisions count only on floating operands: integer ones
+are index arithmetic.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kernel_harness.core.compat import pallas_count
+from kernel_harness.spec.outside import CALLBACKS, MATMUL, MEASURED, OutsideKernel
+
+#: The failure class, as reports and events name it.
+OUTSIDE = "math outside the kernel"
+
+#: A measured primitive counts from 1/FRACTION of the problem's size on.
+FRACTION = 64
+
+
+def problem_size(shapes: Iterable[tuple[int, ...]]) -> int:
+    """The elements of the largest of ``shapes`` (the call's inputs and outputs)."""
+    return max((math.prod(s) for s in shapes), default=0)
+
+
+def measure(jaxprs: Iterable[Any], problem: int) -> tuple[str, ...]:
+    """The measured primitives ``jaxprs`` (one pass: a jaxpr or several) run outside their
+    Pallas kernels on arrays of the problem's size ``problem``, sorted by name."""
+    touched: collections.Counter = collections.Counter()
+    always: set[str] = set()
+    for jaxpr in jaxprs:
+        for op in pallas_count.outside_ops(jaxpr):
+            if op.name not in MEASURED or not (op.inexact or op.name in MATMUL | CALLBACKS):
+                continue
+            if op.unbounded:
+                always.add(op.name)
+            else:
+                touched[op.name] += op.elements
+    floor = max(2, problem // FRACTION)  # a scalar (a flag, a scale) is never the answer
+    return tuple(sorted(always | {name for name, n in touched.items() if n >= floor}))
+
+
+def disallowed(found: Mapping[str, tuple[str, ...]], declared: OutsideKernel,
+               skip: Iterable[str] = ()) -> dict[str, tuple[str, ...]]:
+    """Per pass (``forward``, ``backward``), the primitives ``found`` there that
+    ``declared`` does not allow; the passes in ``skip`` (already failed as running no
+    kernel, or a declared fallback) and passes with none are left out."""
+    left_out = set(skip)
+    out = {}
+    for where, names in found.items():
+        extra = tuple(n for n in names if n not in declared.allowed(where))
+        if extra and where not in left_out:
+            out[where] = extra
+    return out
+
+
+def problem_text(bad: Mapping[str, tuple[str, ...]], declared: OutsideKernel) -> str:
+    """``exp, reduce_sum outside any Pallas kernel (forward); ...``, then what the family
+    allows there."""
+    parts = [f"{', '.join(names)} outside any Pallas kernel ({where})"
+             for where, names in bad.items()]
+    allows = "; ".join(
+        f"{where}: {', '.join(sorted(declared.allowed(where))) or 'nothing beyond layout'}"
+        for where in bad)
+    return (f"{'; '.join(parts)} on arrays of the problem's size (the family's kernel "
+            f"computes it; what the family allows outside its kernels: {allows})")

@@ -1,0 +1,147 @@
+"""Planted implementations whose Pallas kernel computes nothing (issue 55, item 3): the
+answer is computed outside the kernels (XLA, or numpy through a ``pure_callback``) and a
+``pallas_call`` only copies it, or the kernel does one small part (the row max) while XLA
+does the rest. Each launches at least as many kernels as the pristine one, forward and
+backward, and its outputs depend on them, so the count and poisoning pass it; only the
+measure of the math outside the kernels fails it. For gpu-softmax, gpu-norm, megablox-gmm
+and gpu-mha."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+
+from kernel_harness.ops.grouped_matmul.reference import grouped_matmul
+
+
+def _copy(arrays, interpret):
+    """One ``pallas_call`` whose body only copies ``arrays`` (whole-array blocks)."""
+    def body(*refs):
+        n = len(refs) // 2
+        for src, dst in zip(refs[:n], refs[n:], strict=True):
+            dst[...] = src[...]
+
+    shapes = tuple(jax.ShapeDtypeStruct(a.shape, a.dtype) for a in arrays)
+    return pl.pallas_call(body, out_shape=shapes, interpret=interpret)(*arrays)
+
+
+def _xla_gmm(lhs, rhs, group_sizes, preferred_element_type, group_offset, transpose_rhs):
+    rows = jnp.arange(lhs.shape[0])
+    row_group = jnp.sum(rows[:, None] >= jnp.cumsum(group_sizes)[None, :], axis=1)
+    local = row_group - (0 if group_offset is None else group_offset)
+    onehot = (local[:, None] == jnp.arange(rhs.shape[0])[None, :]).astype(jnp.float32)
+    out = grouped_matmul(lhs.astype(jnp.float32), rhs.astype(jnp.float32), onehot,
+                         transpose_rhs)
+    return out.astype(preferred_element_type)
+
+
+def _xla_attention(q, k, v, sm_scale, causal):
+    """Softmax attention in float32: out like q, and the log-sum-exp in base 2."""
+    hi = jax.lax.Precision.HIGHEST
+    s = jnp.einsum("bqhd,bkhd->bhqk", q.astype(jnp.float32), k.astype(jnp.float32),
+                   precision=hi) * sm_scale
+    if causal:
+        seen = jnp.arange(q.shape[1])[:, None] >= jnp.arange(k.shape[1])[None, :]
+        s = jnp.where(seen, s, -jnp.inf)
+    lse = jax.nn.logsumexp(s, axis=-1)
+    out = jnp.einsum("bhqk,bkhd->bqhd", jnp.exp(s - lse[..., None]), v.astype(jnp.float32),
+                     precision=hi)
+    return out.astype(q.dtype), lse / jnp.log(2.0)
+
+
+def _xla_softmax(x):
+    return jax.nn.softmax(x.astype(jnp.float32), axis=-1).astype(x.dtype)
+
+
+def copy_softmax(x, *, axis=-1, interpret=False):
+    """``jax.nn.softmax`` in XLA, copied by a kernel."""
+    return _copy((_xla_softmax(x),), interpret)[0]
+
+
+def rowmax_softmax(x, *, axis=-1, interpret=False):
+    """A kernel computes each row's max; XLA does exp, the sum and the division."""
+    def body(x_ref, m_ref):
+        m_ref[...] = jnp.max(x_ref[...].astype(jnp.float32), axis=-1, keepdims=True)
+
+    m = pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct((*x.shape[:-1], 1), jnp.float32),
+                       interpret=interpret)(x)
+    e = jnp.exp(x.astype(jnp.float32) - m)
+    return (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)
+
+
+def _numpy_softmax(x):
+    x = np.asarray(x, np.float32)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def callback_softmax(x, *, axis=-1, interpret=False):
+    """The answer from numpy through a ``pure_callback``, copied by a kernel."""
+    out = jax.pure_callback(_numpy_softmax, jax.ShapeDtypeStruct(x.shape, jnp.float32), x)
+    return _copy((out.astype(x.dtype),), interpret)[0]
+
+
+def _xla_norm(op, x, weight, bias, eps):
+    xf = x.astype(jnp.float32)
+    if op == "layer_norm":
+        xf = xf - jnp.mean(xf, axis=-1, keepdims=True)
+        var = jnp.mean(jnp.square(xf), axis=-1, keepdims=True)
+    else:
+        var = jnp.mean(jnp.square(xf), axis=-1, keepdims=True)
+    out = xf * jax.lax.rsqrt(var + eps) * weight.astype(jnp.float32)
+    if op == "layer_norm":
+        out = out + bias.astype(jnp.float32)
+    return out.astype(x.dtype)
+
+
+def copy_norm(op, x, weight, bias, *, eps, interpret):
+    """The norm and its gradients in XLA, each copied by a kernel (forward: one; backward:
+    one per gradient)."""
+    @jax.custom_vjp
+    def f(x, w, b):
+        return _copy((_xla_norm(op, x, w, b, eps),), interpret)[0]
+
+    def bwd(res, g):
+        grads = jax.vjp(lambda *a: _xla_norm(op, *a, eps), *res)[1](g)
+        return tuple(_copy((d,), interpret)[0] for d in grads)
+
+    f.defvjp(lambda x, w, b: (f(x, w, b), (x, w, b)), bwd)
+    return f(x, weight, bias)
+
+
+def copy_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+             existing_out, transpose_rhs, interpret):
+    """The grouped matmul and its gradients in XLA, each copied by a kernel."""
+    def xla(a, b):
+        return _xla_gmm(a, b, group_sizes, preferred_element_type, group_offset,
+                        transpose_rhs)
+
+    @jax.custom_vjp
+    def f(a, b):
+        return _copy((xla(a, b),), interpret)[0]
+
+    def bwd(res, g):
+        grads = jax.vjp(xla, *res)[1](g)
+        return tuple(_copy((d,), interpret)[0] for d in grads)
+
+    f.defvjp(lambda a, b: (f(a, b), (a, b)), bwd)
+    return f(lhs, rhs)
+
+
+def copy_mha(q, k, v, segment_ids, *, sm_scale, causal, return_residuals=False,
+             interpret=False, **kw):
+    """Attention (out and its log-sum-exp) and its gradients in XLA, each copied by a
+    kernel (no segment ids)."""
+    @jax.custom_vjp
+    def f(q, k, v):
+        return _copy(_xla_attention(q, k, v, sm_scale, causal), interpret)
+
+    def bwd(res, g):
+        grads = jax.vjp(lambda *a: _xla_attention(*a, sm_scale, causal)[0], *res)[1](g[0])
+        return tuple(_copy((d,), interpret)[0] for d in grads)
+
+    f.defvjp(lambda q, k, v: (f(q, k, v), (q, k, v)), bwd)
+    out, lse = f(q, k, v)
+    return (out, lse) if return_residuals else out
