@@ -16,6 +16,7 @@ from typing import Any
 import hypothesis
 
 from kernel_harness.checks import metamorphic
+from kernel_harness.checks.claimed_sizes import claimed_sizes
 from kernel_harness.checks.draws import check_draws_per_compile
 from kernel_harness.checks.lowering import lowers_for_tpu
 from kernel_harness.checks.matches_reference import HarnessFailure, Observer, matches_reference
@@ -154,6 +155,7 @@ PROPERTIES: dict[str, Callable[..., Callable[[], None]]] = {
     "matches-reference": matches_reference,
     **metamorphic.PROPERTIES,
     "lowers-for-tpu": lowers_for_tpu,
+    "claimed-sizes": claimed_sizes,
 }
 
 #: The properties that judge several data draws per compiled program

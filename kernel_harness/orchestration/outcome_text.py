@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 
 from kernel_harness.checks import flaky
+from kernel_harness.checks.claimed_sizes import GhostBranch
 from kernel_harness.checks.lowering import LoweringFailure
 from kernel_harness.checks.metamorphic import MetamorphicFailure
 from kernel_harness.checks.properties import HarnessFailure, PropertyOutcome
@@ -116,7 +117,8 @@ def failure_text(outcome: PropertyOutcome) -> str:
         return _flaky_text(outcome, not_recurring)
     obs = outcome.observer
     found = leaves(outcome.error) if outcome.error is not None else []
-    reported = HarnessFailure | MetamorphicFailure | LoweringFailure  # messages are reports
+    # Their messages are reports.
+    reported = HarnessFailure | MetamorphicFailure | LoweringFailure | GhostBranch
     failures = [e for e in found if isinstance(e, reported)]
     crashes = [e for e in found if isinstance(e, KernelCrash)]
     others = [e for e in found if not isinstance(e, reported | KernelCrash)]

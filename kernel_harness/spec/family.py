@@ -20,6 +20,7 @@ from kernel_harness.core.case import DTYPES, Arrays, Case
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.spec.bad_input import BadInput
 from kernel_harness.spec.bench import Bench
+from kernel_harness.spec.claims import Claim
 from kernel_harness.spec.export import ExportSnippet
 from kernel_harness.spec.hooks import Metamorphic
 from kernel_harness.spec.kernels import KernelExpectation
@@ -154,6 +155,9 @@ class Family:
     contract: str = ""
     metamorphic: Metamorphic | None = None
     bench: Bench | None = None
+    #: The largest sizes the kernel is meant for, traced abstractly by ``claimed-sizes``
+    #: (:class:`~kernel_harness.spec.claims.Claim`); None: none declared (a SKIP).
+    claimed: Claim | None = None
     optional: Mapping[str, str] = dataclasses.field(default_factory=dict)
     without: frozenset[str] = frozenset()
     narrowed: Callable[[Family, frozenset[str]], Family] | None = None

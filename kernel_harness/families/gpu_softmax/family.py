@@ -107,6 +107,7 @@ FAMILY = Family(
     # No queries and keys: deterministic, finite-out (x scaled) and the op's relations.
     metamorphic=Metamorphic(roles={}, logit_input="x"),
     relations=RELATIONS,
+    claimed=_kernel.CLAIM,
     export=export,
     modes=frozenset({"partial-block", "pow2-n", "n=1", "large-offset", "large-logits",
                      "rank-1", "rank-4", "float32", "bfloat16", "float16", "masked-prefix",

@@ -7,13 +7,15 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.experimental.pallas.ops.gpu import softmax as _softmax
 
-from kernel_harness.core.backends import Backend
+from kernel_harness.core.backends import Backend, current_backend
 from kernel_harness.families import gpu_common
 from kernel_harness.ops.softmax.cases import SoftmaxCase
 from kernel_harness.spec.adapter import Adapter, expect_shape
+from kernel_harness.spec.claims import Claim
 
 
 def softmax(x: jax.Array, *, axis: int = -1, interpret: Any = False) -> jax.Array:
@@ -42,6 +44,22 @@ def run(impl: Callable[..., Any], case: SoftmaxCase, inputs: dict[str, np.ndarra
     out = gpu_common.run_program(_build, ("x",), impl, case, inputs, backend)["out"]
     expect_shape("gpu-softmax", out, (*case.leading, case.n))
     return {"out": out.reshape(case.rows, case.n)}
+
+
+def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
+    """``impl`` called as :func:`run` calls it, on (abstract) arrays (``Claim.call``)."""
+    return impl(arrays["x"], axis=-1, interpret=current_backend().pallas_interpret())
+
+
+#: The largest rows the kernel is meant for: a language model's vocabulary (32k-256k
+#: logits per row, sampling and the loss), traced at those sizes by ``claimed-sizes``.
+CLAIM = Claim(
+    reason="softmax rows are vocabularies: 32k-256k logits a row",
+    sizes=lambda: ({"x": jax.ShapeDtypeStruct((8, 262144), jnp.bfloat16)},
+                   {"x": jax.ShapeDtypeStruct((64, 32000), jnp.float32)},
+                   {"x": jax.ShapeDtypeStruct((2, 4, 131072), jnp.float16)}),
+    small=lambda: {"x": jax.ShapeDtypeStruct((2, 3, 100), jnp.float32)},
+    call=claimed_call)
 
 
 #: How the gpu-softmax family calls its kernel.

@@ -1,0 +1,42 @@
+"""Every size the kernel claims (issue 55, item 5): gpu-softmax claims vocabulary rows
+(32k-256k); an implementation that runs its kernel only for the rows a test draws (plain XLA
+past 2048 logits, or the kernel on a prefix and XLA on the rest, concatenated) passes every
+drawn case and fails ``claimed-sizes``, traced at the claimed sizes and never run there."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernel_harness import testing
+from kernel_harness.checks.claimed_sizes import claimed_sizes
+from kernel_harness.core.backends import resolve_backend
+from kernel_harness.core.errors import PropertyNotApplicable
+from kernel_harness.spec.registry import get_family
+from kernel_harness.testing import HarnessCheckFailed
+
+PLANTED = "tests.helpers.planted_softmax"
+
+
+def test_the_kernel_runs_the_same_program_at_every_claimed_size():
+    testing.check("gpu-softmax", profile="ci", properties=["claimed-sizes"])
+
+
+@pytest.mark.parametrize("impl, words", [
+    ("ghost_past_2048", "launches 0 Pallas kernel(s) there, 1 at x=(2, 3, 100)"),
+    ("concatenated_past_2048", "it computes concatenate, "),
+])
+def test_a_ghost_branch_past_the_drawn_sizes_fails_naming_its_class(impl, words):
+    with pytest.raises(HarnessCheckFailed) as e:
+        testing.check("gpu-softmax", impl=f"{PLANTED}:{impl}", profile="ci",
+                      properties=["claimed-sizes"])
+    text = str(e.value)
+    assert "FAIL gpu-softmax ghost branch bfloat16 x=(8, 262144)" in text, text
+    assert words in text, text
+    # The same impl passes every drawn case: only the claimed sizes show the branch.
+    testing.check("gpu-softmax", impl=f"{PLANTED}:{impl}", profile="dev",
+                  properties=["matches-reference"], seed=1)
+
+
+def test_a_family_claiming_no_sizes_is_a_skip_saying_so():
+    with pytest.raises(PropertyNotApplicable, match="claims no sizes"):
+        claimed_sizes(get_family("gpu-norm"), backend=resolve_backend("interpret"))
