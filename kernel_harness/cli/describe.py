@@ -85,15 +85,18 @@ def callable_name(fn: Any) -> str:
 
 
 def kernels_section(family: Family) -> list[str]:
-    """The Pallas kernels a real implementation launches per call, and what it may compute
-    outside them (``Family.kernels``, ``Family.outside_kernel``)."""
+    """The Pallas kernels a real implementation launches per call, what it may compute
+    outside them, and the sizes it claims (``Family.kernels``, ``Family.outside_kernel``,
+    ``Family.claimed``)."""
     if family.kernels is None:
         why = family.outside_kernel.by_design or "the family's kernel is not Pallas"
         return [f"pallas kernels: not counted ({why})"]
+    claimed = (family.claimed.describe() if family.claimed is not None else
+               ["claimed sizes: none declared (claimed-sizes is a SKIP)"])
     return [f"pallas kernels per call: {family.kernels.describe()}",
             "outside the Pallas kernels (what the wrapper may compute in XLA on arrays of "
             "the problem's size; anything else fails as 'math outside the kernel'):",
-            *(f"  {line}" for line in family.outside_kernel.describe())]
+            *(f"  {line}" for line in family.outside_kernel.describe()), *claimed]
 
 
 def describe(family: Family, samples: int = 4) -> str:

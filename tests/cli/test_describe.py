@@ -25,3 +25,13 @@ def test_the_splash_description_has_no_memory_address():
     default = next(line for line in text.splitlines() if line.startswith("  default: "))
     assert "_make_splash_attention(is_mqa=False, ...)" in default
     assert " at 0x" not in text
+
+
+def test_the_description_says_what_may_run_outside_the_kernels_and_the_claimed_sizes():
+    softmax = describe(get_family("gpu-softmax"), samples=1)
+    assert "claimed sizes (traced, not run; softmax rows are vocabularies" in softmax
+    assert "  x (8, 262144) bfloat16" in softmax
+    assert "  nothing beyond layout" in softmax
+    splash = describe(get_family("splash"), samples=1)
+    assert "claimed sizes: none declared (claimed-sizes is a SKIP)" in splash
+    assert "backward: reduce_sum (" in splash
