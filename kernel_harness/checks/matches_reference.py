@@ -20,6 +20,7 @@ from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.kernel_outside import OUTSIDE
 from kernel_harness.run.kernel_poison import UNUSED
+from kernel_harness.run.rerun import NONDETERMINISTIC
 from kernel_harness.run.report import failure_report
 from kernel_harness.run.runner import CaseResult, check_case, ensure_supported, impl_name
 from kernel_harness.spec.family import Family
@@ -158,11 +159,20 @@ def worst_ratio(result: CaseResult) -> float:
 
 
 def _judge(family: Family, case: Any, backend: Backend, impl: Callable[..., Any] | None,
-           impl_spec: str | None, observer: Observer | None) -> CaseResult:
+           impl_spec: str | None, observer: Observer | None,
+           reran: set[Any] | None = None) -> CaseResult:
     """One case against the reference, its events noted; a crash is recorded and raised as
-    :class:`KernelCrash` (TPU interpret mode's cannot-run is noted and re-raised)."""
+    :class:`KernelCrash` (TPU interpret mode's cannot-run is noted and re-raised). The
+    first case of each static configuration not yet in ``reran`` is rerun bitwise
+    (:mod:`kernel_harness.run.rerun`) and added."""
+    key = static_identity(case)
+    again = reran is not None and key not in reran
     try:
-        result = check_case(family, case, backend, impl, impl_spec=impl_spec)
+        result = check_case(family, case, backend, impl, impl_spec=impl_spec, rerun=again)
+        if again:
+            reran.add(key)
+            if not family.nondeterministic:
+                hypothesis.event("bitwise rerun")
     except TpuInterpretCannotRun as e:
         note_cannot_run(e, observer)
         raise
@@ -191,6 +201,7 @@ def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
         return
     labels = [result.kernels.event()] + [f"fallback: {p}" for p in result.fell_back]
     labels += [f"{UNUSED}: {u}" for u in result.unused_results]
+    labels += [f"{NONDETERMINISTIC}: {c.split(':')[0]}" for c in result.rerun_changed]
     labels += [f"{OUTSIDE}: {', '.join(names)} ({where})"
                for where, names in result.outside_math.items()]
     for label in labels:
@@ -218,14 +229,15 @@ def matches_reference(
     stopping at the first that fails; explicit examples judge their one case.
     """
     ensure_supported(family, backend)
+    reran: set[Any] = set()  # the configurations rerun bitwise in this property's run
     if check_draws_per_compile(draws_per_compile) > 1:
         return _with_draws(family, backend=backend, impl=impl, impl_spec=impl_spec,
-                           observer=observer, k=draws_per_compile)
+                           observer=observer, k=draws_per_compile, reran=reran)
 
     @given(case=family.cases())
     def prop(case: Any) -> None:
         snapshot = kernel_coverage.steering_snapshot()
-        result = _judge(family, case, backend, impl, impl_spec, observer)
+        result = _judge(family, case, backend, impl, impl_spec, observer, reran)
         kernel_coverage.steer(snapshot)
         # Guides the search towards the worst case (Phase.target is on in the profiles).
         hypothesis.target(worst_ratio(result), label=TARGET_LABEL)
@@ -242,12 +254,12 @@ def matches_reference(
 
 
 def _with_draws(family: Family, *, backend: Backend, impl: Callable[..., Any] | None,
-                impl_spec: str | None, observer: Observer | None, k: int
-                ) -> Callable[[], None]:
+                impl_spec: str | None, observer: Observer | None, k: int,
+                reran: set[Any]) -> Callable[[], None]:
     """``matches_reference`` judging ``k`` data draws per example."""
 
     def judge_one(case: Any) -> CaseResult:
-        result = _judge(family, case, backend, impl, impl_spec, observer)
+        result = _judge(family, case, backend, impl, impl_spec, observer, reran)
         if observer is not None:
             observer.record_result(result)
         return result

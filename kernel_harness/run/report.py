@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernel_harness.core.tolerance import Verdict
-from kernel_harness.run import kernel_outside, kernel_poison
+from kernel_harness.run import kernel_outside, kernel_poison, rerun
 from kernel_harness.run.runner import CaseResult
 from kernel_harness.spec import registry
 from kernel_harness.spec.registry import UnknownFamily, get_family
@@ -118,11 +118,22 @@ def _class_line(result: CaseResult, what: str, problem: str) -> str:
             f"backend={result.backend.name}: {problem}").replace("  ", " ")
 
 
+def rerun_line(result: CaseResult) -> str:
+    """``FAIL gpu-softmax nondeterministic (out) ...: running the same compiled program again
+    ...`` ("" unless a bitwise rerun changed an output)."""
+    changed = result.rerun_changed
+    if not changed:
+        return ""
+    names = ", ".join(c.split(":")[0] for c in changed)
+    return _class_line(result, f"{rerun.NONDETERMINISTIC} ({names})",
+                       rerun.problem_text(changed))
+
+
 def summary_lines(result: CaseResult) -> list[str]:
     """The one-line summaries of a failing case: its kernel count and kernel results
     first, then each output."""
     first = [line for line in (kernel_line(result), unused_line(result),
-                               outside_line(result)) if line]
+                               outside_line(result), rerun_line(result)) if line]
     return first + [summary_line(result, v) for v in result.failures]
 
 

@@ -17,6 +17,7 @@ from kernel_harness.core.devices import require_devices
 from kernel_harness.core.judges import judge_output
 from kernel_harness.core.tolerance import Verdict
 from kernel_harness.run import kernel_count, kernel_outside, memory_maps
+from kernel_harness.run import rerun as rerun_module
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation, declared_fallback
 from kernel_harness.spec.outputs import judged_outputs
@@ -46,6 +47,9 @@ class CaseResult:
     fallback_declared: str | None = None
     #: What the family allows outside its kernels (``Family.outside_kernel``).
     outside_kernel: OutsideKernel | None = None
+    #: Outputs a second run of the same program on the same inputs did not reproduce bit
+    #: for bit (:mod:`kernel_harness.run.rerun`; empty: not rerun, or reproduced).
+    rerun_changed: tuple[str, ...] = ()
 
     @property
     def fell_back(self) -> tuple[str, ...]:
@@ -84,7 +88,8 @@ class CaseResult:
     @property
     def passed(self) -> bool:
         return (all(v.passed for v in self.verdicts) and not self.kernel_problem
-                and not self.unused_results and not self.outside_math)
+                and not self.unused_results and not self.outside_math
+                and not self.rerun_changed)
 
     @property
     def failures(self) -> tuple[Verdict, ...]:
@@ -259,6 +264,7 @@ def check_case(
     impl: Callable[..., Any] | None = None,
     *,
     impl_spec: str | None = None,
+    rerun: bool = False,
 ) -> CaseResult:
     """Runs ``impl`` (default: the family's kernel) and the reference on ``case``.
 
@@ -267,12 +273,23 @@ def check_case(
     is a failure too. Under ``tpu-interpret`` a detected race is a failure. An example
     that ran fewer Pallas kernels than ``Family.kernels`` expects fails too, unless
     ``impl`` declares a fallback (:func:`kernel_harness.spec.kernels.fallback`).
+    ``rerun``: the same program runs a second time on the same inputs and must reproduce
+    every output bit for bit (:mod:`kernel_harness.run.rerun`), unless the family declares
+    its kernel nondeterministic.
     """
     ensure_supported(family, backend)
     impl = family.kernel if impl is None else impl
     start = time.perf_counter()
     inputs = case.materialize()
     actual, kernels = run_counted(family, impl, case, inputs, backend)
+    changed: tuple[str, ...] = ()
+    if rerun and not family.nondeterministic:
+        # The counting wrapper is one object per implementation: the adapter's cached
+        # program runs again, nothing is traced or compiled.
+        same = impl if family.kernels is None else kernel_count.counting(impl, family.kernels)
+        again = _run(family, same, case, inputs, backend)
+        changed = rerun_module.changes(actual, again, (*family.output_axes,
+                                                       *family.same_as))
     expected = family.reference(case, inputs)
     verdicts, excluded = judge_outputs(
         family, case, actual, expected,
@@ -292,4 +309,5 @@ def check_case(
         expected_kernels=family.kernels,
         fallback_declared=declared_fallback(impl),
         outside_kernel=family.outside_kernel,
+        rerun_changed=changed,
     )

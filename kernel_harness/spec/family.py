@@ -158,6 +158,10 @@ class Family:
     #: The largest sizes the kernel is meant for, traced abstractly by ``claimed-sizes``
     #: (:class:`~kernel_harness.spec.claims.Claim`); None: none declared (a SKIP).
     claimed: Claim | None = None
+    #: Why the kernel's result may differ from run to run on the same inputs (atomics, an
+    #: unordered reduction...); empty: deterministic, and matches-reference reruns the
+    #: first example of each compiled program and requires it bit for bit.
+    nondeterministic: str = ""
     optional: Mapping[str, str] = dataclasses.field(default_factory=dict)
     without: frozenset[str] = frozenset()
     narrowed: Callable[[Family, frozenset[str]], Family] | None = None
