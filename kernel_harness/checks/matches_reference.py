@@ -20,8 +20,8 @@ from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.kernel_outside import OUTSIDE
 from kernel_harness.run.kernel_poison import UNUSED
-from kernel_harness.run.rerun import NONDETERMINISTIC
 from kernel_harness.run.report import failure_report
+from kernel_harness.run.rerun import NONDETERMINISTIC
 from kernel_harness.run.runner import CaseResult, check_case, ensure_supported, impl_name
 from kernel_harness.spec.family import Family
 
