@@ -3,7 +3,7 @@
 For each family: every data field of its ``Family`` record (callables as ``<callable>``,
 sets sorted, addresses dropped), its case type's fields in order, its seed cases and 8
 derandomized drawn cases (as they print) with their events (old labels through the op's
-rename map, ``ops/attention/events.RENAMED``), ``not_compared`` and ``valid``
+rename maps, ``ops/attention/events.RENAMED`` and ``RENAMED_IN``), ``not_compared`` and ``valid``
 masks (hashed), and the inputs, reference outputs and exported script of its first three
 seed cases and first two drawn cases (hashed). Not covered: what callables do beyond these,
 ``describe`` and mutant catalogs (diff ``kernel-harness describe`` and ``mutate --list``).
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from kernel_harness.ops.attention.events import RENAMED
+from kernel_harness.ops.attention import events as _events
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.registry import family_names, get_family
 
@@ -83,10 +83,11 @@ def fingerprint(family: Family) -> list[str]:
              for f in dataclasses.fields(family)]
     fields = dataclasses.fields(family.case_type)
     lines.append("case fields " + ", ".join(f.name for f in fields))
+    renamed = {**_events.RENAMED, **getattr(_events, "RENAMED_IN", {}).get(family.name, {})}
     seeds, draws = list(family.seed_cases(frozenset())), drawn(family)
     for kind, case in [("seed", c) for c in seeds] + [("drawn", c) for c in draws]:
         lines.append(f"{kind} {case!r}")
-        lines.append(f"  events {sorted({RENAMED.get(e, e) for e in family.events(case)})}")
+        lines.append(f"  events {sorted({renamed.get(e, e) for e in family.events(case)})}")
         lines.append(f"  not_compared {canonical(dict(family.not_compared(case)))}")
         valid = family.valid(case)
         lines.append("  valid " + ", ".join(f"{k}={digest(v)}" for k, v in sorted(valid.items())))

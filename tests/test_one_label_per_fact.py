@@ -13,13 +13,18 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from kernel_harness.ops.attention.events import RENAMED
+from kernel_harness.ops.attention.events import RENAMED, RENAMED_IN
 from kernel_harness.ops.attention.record import LABELS
 from kernel_harness.spec.registry import family_names, get_family
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kernel_harness"
 #: The kernel's own configuration labels of the families on the attention problem.
-CONFIG_LABELS = {"torch-sdpa": re.compile(r"kernel-(math|flash)")}
+CONFIG_LABELS = {
+    "torch-sdpa": re.compile(r"kernel-(math|flash)"),
+    # flash's block paths, and its grids over batch rows and heads, unmasked or not
+    "flash": re.compile(r"fwd-.*|(multi|ragged)-q-block|d(kv|q)-(subtiles|multi-block)|"
+                        r"block_b.*|partial-batch-block|batch>1|heads>1|non-causal"),
+}
 
 
 def _labels(name: str, examples: int = 15) -> set[str]:
@@ -41,12 +46,13 @@ def _labels(name: str, examples: int = 15) -> set[str]:
 @pytest.mark.parametrize("name", family_names())
 def test_no_family_emits_a_renamed_label(name: str) -> None:
     family = get_family(name)
-    old = (set(RENAMED) | {"q-len-ne-kv-len"}) & (set(_labels(name)) | set(family.modes))
+    renamed = {**RENAMED, **RENAMED_IN.get(name, {})}
+    old = (set(renamed) | {"q-len-ne-kv-len"}) & (set(_labels(name)) | set(family.modes))
     assert not old, f"{name} still says {sorted(old)}: the op's labels are " \
-                    f"{sorted(RENAMED[o] for o in old if o in RENAMED)}"
+                    f"{sorted(renamed[o] for o in old if o in renamed)}"
 
 
-@pytest.mark.parametrize("name", ["sdpa", "torch-sdpa"])
+@pytest.mark.parametrize("name", ["sdpa", "torch-sdpa", "flash"])
 def test_a_family_on_the_problem_labels_its_facts_with_the_ops_labels(name: str) -> None:
     config = CONFIG_LABELS.get(name)
     own = {label for label in _labels(name, 30) if not label.startswith("logits-")
@@ -69,10 +75,10 @@ ATTENTION = ("ops/attention/", "families/splash/", "families/flash/", "families/
 
 
 @pytest.mark.parametrize(("fact", "pattern", "at_most"), [
-    # flash's and splash's strategies still name their calibrated dtypes and optional
-    # features (issue 54's next phase: splash and flash on the attention problem)
-    ("calibrated dtypes", r"^CALIBRATED_DTYPES\b", 2),
-    ("the attention problem's optional features", r"^OPTIONAL\b.*=", 3),
+    # splash's strategy still names its calibrated dtypes and optional features (issue
+    # 54's next phase: splash on the attention problem)
+    ("calibrated dtypes", r"^CALIBRATED_DTYPES\b", 1),
+    ("the attention problem's optional features", r"^OPTIONAL\b.*=", 2),
 ])
 def test_facts_still_written_twice_do_not_spread(fact: str, pattern: str, at_most: int) -> None:
     sites = [s for s in _sites(f"(?m){pattern}") if s.startswith(ATTENTION)]

@@ -43,7 +43,7 @@ def test_a_seed_case_the_strategy_never_draws_is_tried_first():
 def test_flash_seed_case_reaches_a_partial_batch_block():
     flash = get_family("flash")
     (case,) = flash.seed_cases(flash.without)
-    assert {"partial-batch-block", "causal", "bias", "segments", "length-1-segment",
+    assert {"partial-batch-block", "causal", "bias-full", "segments", "length-1-segment",
             "fwd-kv-subtiles"} <= set(flash.events(case))
 
 
@@ -61,6 +61,8 @@ def test_narrowed_seed_cases_do_not_use_the_features_left_out(family_name):
                 if "segments" in left_out:
                     assert "segments" not in events
                 if "bias" in left_out:
-                    assert "bias" not in events
+                    assert "bias-full" not in events
+                if "scale" in left_out:
+                    assert case.scale is None
                 if "q-len-ne-kv-len" in left_out:
                     assert case.q_len == case.kv_len

@@ -101,8 +101,8 @@ def _runs(*pairs: int) -> tuple[tuple[int, int], ...]:
 #: batch 3 with a partial block_b=2 block) and the single-tile forward.
 SHARP_CASES: dict[str, dict[str, Any]] = {
     "tiled": dict(
-        dtype="float32", seed=11, batch=3, q_heads=1, q_len=512, kv_len=512, head_dim=64,
-        causal=True, sm_scale=0.0625, bias=True,
+        dtype="float32", seed=11, batch=3, q_heads=1, kv_heads=1, q_len=512, kv_len=512,
+        head_dim=64, is_causal=True, scale=0.0625, bias="full",
         q_segments=(_runs(2, 100, 0, 1, 1, 300, 2, 111), _runs(0, 512), _runs(3, 7, 1, 505)),
         kv_segments=(_runs(2, 100, 0, 1, 1, 300, 2, 111), _runs(0, 512), _runs(3, 7, 1, 505)),
         block_b=2, block_q=128, block_k_major=256, block_k=128,
@@ -110,8 +110,8 @@ SHARP_CASES: dict[str, dict[str, Any]] = {
         block_k_major_dq=256, block_k_dq=128, block_q_dq=128,
     ),
     "single-tile": dict(
-        dtype="float32", seed=12, batch=2, q_heads=2, q_len=256, kv_len=256, head_dim=64,
-        causal=True, sm_scale=0.0625, bias=True,
+        dtype="float32", seed=12, batch=2, q_heads=2, kv_heads=2, q_len=256, kv_len=256,
+        head_dim=64, is_causal=True, scale=0.0625, bias="full",
         q_segments=(_runs(1, 40, 0, 216), _runs(3, 1, 2, 255)),
         kv_segments=(_runs(1, 40, 0, 216), _runs(3, 1, 2, 255)),
         block_b=2, block_q=64, block_k_major=256, block_k=256,

@@ -18,7 +18,8 @@ from kernel_harness.ops.attention.strategy import drawable, effective_options, p
 from kernel_harness.ops.attention.vocabulary import Shape
 
 NAMES = {"q": "q", "k": "k", "v": "v", "do": "do", "bias": "bias", "mask": "mask",
-         "q_lengths": "q_lengths", "kv_lengths": "kv_lengths"}
+         "q_lengths": "q_lengths", "kv_lengths": "kv_lengths",
+         "segment_ids_q": "segment_ids_q", "segment_ids_kv": "segment_ids_kv"}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -26,7 +27,7 @@ class Everything(AttentionProblem):
     """A kernel taking every feature, rows without keys outside its contract."""
 
     FEATURES = Features(layout="bqhd", names=NAMES, magnitudes=("dq", "dk", "dbias"),
-                        calibrated=frozenset({"bfloat16"}))
+                        calibrated=frozenset({"bfloat16"}), optional=frozenset(OPTIONAL))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -116,6 +117,42 @@ def test_the_exclusion_rule_gives_valid_and_the_zero_cotangent_once() -> None:
     zero = OneMask(**GOOD, mask="full", empty_row=True)
     assert zero.rows_without_keys()[:, :, 0].all() and not zero.rows_outside().any()
     assert valid(zero) == {} and zero.materialize()["do"][:, :, 0].all()
+
+
+def test_segments_mask_by_id_under_the_one_exclusion_rule() -> None:
+    # batch row 0: queries 4.. have id 1, which no key has; row 1: one segment
+    case = Everything(**GOOD, q_segments=(((0, 4), (1, 4)), ((2, 8),)),
+                      kv_segments=(((0, 9), (3, 7)), ((2, 16),)))
+    assert not case.visible()[0, :, :, 9:].any() and case.visible()[1].all()
+    rows = case.rows_outside()
+    assert rows[0, :, 4:].all() and not rows[0, :, :4].any() and not rows[1].any()
+    x = case.materialize()
+    assert x["segment_ids_q"].tolist()[0] == [0] * 4 + [1] * 4
+    assert x["segment_ids_kv"].dtype == np.int32 and not x["do"][0, 4:].any()
+    assert not valid(case)["out"][0, 4:].any()
+    assert {"segments", "several-segments", "rows-without-keys"} <= set(events(case))
+    assert "q_segments" in effective_options(case)
+    hooks = problem_record(Everything)["metamorphic"]
+    assert hooks.segments(case)[1].shape == (2, 16)
+    assert hooks.may_be_nonfinite(case)["out"][0, 4:].all()
+    with pytest.raises(ValueError, match="both be given"):
+        Everything(**GOOD, q_segments=(((0, 8),), ((0, 8),)))
+
+
+class BiasFirst(Everything):
+    """A kernel adding its bias before the scale: the bias is drawn over the scale."""
+
+    FEATURES = dataclasses.replace(Everything.FEATURES, bias_before_scale=True,
+                                   absent_dbias="full")
+
+
+def test_a_bias_before_the_scale_is_drawn_over_it() -> None:
+    plain = Everything(**GOOD, bias="full", scale=0.25).materialize()["bias"]
+    first = BiasFirst(**GOOD, bias="full", scale=0.25).materialize()["bias"]
+    np.testing.assert_allclose(first, plain * 4.0, rtol=1e-6)
+    case = BiasFirst(**GOOD)
+    assert problem_record(BiasFirst)["reference"](case, case.materialize())["dbias"].shape == (
+        2, 4, 8, 16)
 
 
 def test_padding_rows_are_inside_the_contract() -> None:

@@ -145,7 +145,7 @@ def test_a_chosen_kernel_that_runs_no_pallas_kernel_is_not_ok():
 
     flash, interpret = get_family("flash"), resolve_backend("interpret")
     ok, line = check_chosen(flash, interpret, 128)
-    assert ok and "Pallas kernels fwd 1, bwd 2 (expected fwd >= 1, bwd >= 1)" in line, line
+    assert ok and "Pallas kernels fwd 1, bwd 2 (expected fwd >= 1, bwd >= 2)" in line, line
     ok, line = check_chosen(flash, interpret, 128, impl=xla_flash)
     assert not ok and "FALLBACK: the forward pass ran 0 Pallas kernel(s)" in line, line
     assert "no Pallas kernel:" in line

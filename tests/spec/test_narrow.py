@@ -137,7 +137,7 @@ def test_flash_narrowed_draws_none_of_the_excluded_features():
     @settings(max_examples=30, database=None, deadline=None)
     @given(fam.cases())
     def draws(case):
-        assert not case.causal and not case.bias and case.q_segments is None
+        assert not case.is_causal and case.bias is None and case.q_segments is None
         assert case.q_len == case.kv_len
 
     draws()

@@ -20,9 +20,10 @@ _BLOCKS = ("block_q", "block_k_major", "block_k", "block_q_major_dkv", "block_k_
 
 def case_at(seq_len: int, dtype: str) -> FlashCase:
     """Causal self-attention, batch 1, 4 heads, head_dim 128, 128-blocks everywhere."""
-    return FlashCase(dtype=dtype, seed=0, batch=1, q_heads=HEADS, q_len=seq_len, kv_len=seq_len,
-                     head_dim=HEAD_DIM, causal=True, sm_scale=1 / math.sqrt(HEAD_DIM),
-                     bias=False, block_b=1, **{name: BLOCK for name in _BLOCKS})
+    return FlashCase(dtype=dtype, seed=0, batch=1, q_heads=HEADS, kv_heads=HEADS,
+                     q_len=seq_len, kv_len=seq_len, head_dim=HEAD_DIM, is_causal=True,
+                     scale=1 / math.sqrt(HEAD_DIM), block_b=1,
+                     **{name: BLOCK for name in _BLOCKS})
 
 
 def program(impl: Callable[..., Any] | None, case: FlashCase, backend: Backend,
@@ -33,8 +34,8 @@ def program(impl: Callable[..., Any] | None, case: FlashCase, backend: Backend,
     blocks = _fa.BlockSizes(block_b=case.block_b, **{n: getattr(case, n) for n in _BLOCKS})
 
     def forward(q: Any, k: Any, v: Any) -> Any:
-        return impl(q, k, v, None, None, causal=case.causal, sm_scale=case.sm_scale,
-                    block_sizes=blocks)
+        return impl(q, k, v, None, None, causal=case.is_causal,
+                    sm_scale=case.effective_scale, block_sizes=blocks)
 
     return attention_program(forward, ("q", "k", "v"), mode)
 

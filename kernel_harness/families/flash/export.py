@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import textwrap
 
-from kernel_harness.families.flash.cases import FlashCase, attention_definition
+from kernel_harness.families.flash.cases import FlashCase
 from kernel_harness.ops.attention.export import call_source
+from kernel_harness.ops.attention.record import definition
 from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
 
 _DEFAULT = "from jax.experimental.pallas.ops.tpu.flash_attention import flash_attention as kernel"
@@ -20,9 +21,9 @@ def export(case: FlashCase) -> ExportSnippet:
     """The call with the case's blocks and options, and its reference (visibility from the
     segment ids and causal flag; bias added before scaling, the kernel's placement)."""
     blocks = ", ".join(f"{n}={v}" for n, v in sorted(case.block_sizes.items()))
-    segs = case.q_segments is not None
-    names = ("q", "k", "v", "ab") if case.bias else ("q", "k", "v")
-    grads = ("dq", "dk", "dv", "dab") if case.bias else ("dq", "dk", "dv")
+    segs, bias = case.q_segments is not None, case.bias is not None
+    names = ("q", "k", "v", "ab") if bias else ("q", "k", "v")
+    grads = ("dq", "dk", "dv", "dab") if bias else ("dq", "dk", "dv")
     segments = ('(jnp.asarray(x["segment_ids_q"]), jnp.asarray(x["segment_ids_kv"]))'
                 if segs else "None")
     run_kernel = tpu_interpreting_source(cores=1) + textwrap.dedent(f'''
@@ -37,8 +38,8 @@ def export(case: FlashCase) -> ExportSnippet:
                     else None}
 
             def f({", ".join(names)}):
-                return kernel(q, k, v, {"ab" if case.bias else "None"}, segs,
-                              causal={case.causal}, sm_scale={case.sm_scale!r},
+                return kernel(q, k, v, {"ab" if bias else "None"}, segs,
+                              causal={case.is_causal}, sm_scale={case.effective_scale!r},
                               block_sizes=BLOCKS)
 
             out, vjp = jax.vjp(f, *(x[n] for n in {names!r}))
@@ -50,11 +51,11 @@ def export(case: FlashCase) -> ExportSnippet:
                 return jax.block_until_ready(_kernel_fwd_bwd(x))
     ''')
     reference = call_source(
-        attention_definition(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
-        f"causal={case.causal}, segments={segments})",
+        definition(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
+        f"causal={case.is_causal}, segments={segments})",
         arrays={n: f'x["{n}"]' for n in ("q", "k", "v", "do")}
-        | ({"bias": 'x["ab"]'} if case.bias else {}),
-        outputs={n: n for n in ("out", "dq", "dk", "dv")} | ({"dbias": "dab"} if case.bias else {}),
+        | ({"bias": 'x["ab"]'} if bias else {}),
+        outputs={n: n for n in ("out", "dq", "dk", "dv")} | ({"dbias": "dab"} if bias else {}),
         doc="Softmax attention in float32, HIGHEST: logits = (q.k^T + ab) * sm_scale, masked "
         "keys get exactly zero weight, rows that see no key give 0.")
     return ExportSnippet(default_import=_DEFAULT, run_kernel=run_kernel, reference=reference,

@@ -35,14 +35,16 @@ FLASH_BACKENDS = TPU_BACKENDS
 
 
 def program_key(case: FlashCase) -> tuple[Any, ...]:
-    """The compile-cache key of a case (:meth:`FlashCase.static_key`)."""
-    return case.static_key()
+    """The compile-cache key of a case: what the call takes as static arguments (the
+    shapes and dtype are the jit's own)."""
+    return (case.is_causal, case.effective_scale, case.bias is not None,
+            case.q_segments is not None, tuple(sorted(case.block_sizes.items())))
 
 
 @functools.lru_cache(maxsize=64)
 def jitted_program(impl: Callable[..., Any], key: tuple[Any, ...]) -> Callable[..., Any]:
     """Jitted ``(q, k, v, ab, seg_q, seg_kv, do) -> (out, dq, dk, dv, dab)`` for ``impl``."""
-    (_, _, _, _, _, _, causal, sm_scale, has_bias, has_segments, blocks) = key
+    causal, sm_scale, has_bias, has_segments, blocks = key
     block_sizes = _fa.BlockSizes(**dict(blocks))
 
     def program(q, k, v, ab, seg_q, seg_kv, do):

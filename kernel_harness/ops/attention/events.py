@@ -21,6 +21,13 @@ RENAMED: dict[str, str] = {
     "bwd-blocks!=fwd-blocks": "bwd-blocks-differ",
     **{f"dtype:{d}": d for d in ("float32", "bfloat16", "float16")},
 }
+#: Renames of one family's labels whose old spelling another family still uses for a fact
+#: of its own (fused-moe's ``bias``, hstu's ``sm-scale``): family -> {old -> today's}.
+#: flash's ``sm-scale`` said ``sm_scale != 1``; on the problem every stored flash case has
+#: an explicit scale, so one stored with ``sm_scale=1.0`` now says ``explicit-scale`` too.
+RENAMED_IN: dict[str, dict[str, str]] = {
+    "flash": {"bias": "bias-full", "sm-scale": "explicit-scale"},
+}
 
 
 def logits_label(logit_scale: float) -> str:

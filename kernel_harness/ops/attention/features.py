@@ -33,6 +33,7 @@ OPTIONAL: dict[str, str] = {
     "needs aligned lengths)",
     "bias-gradient": "bias in the forward only: its gradient is not compared (a bias is "
     "still drawn)",
+    "segments": "no segment ids",
 }
 
 #: The problem's field each drawable feature turns on (features not here narrow the draw
@@ -40,15 +41,20 @@ OPTIONAL: dict[str, str] = {
 FIELD_OF: dict[str, str] = {
     "causal": "is_causal", "mask": "mask", "bias": "bias", "window": "window",
     "q-lengths": "q_lengths", "kv-lengths": "kv_lengths", "scale": "scale",
+    "segments": "q_segments",
 }
 
-#: The op's input names (q, k, v, the cotangent, bias, mask, lengths).
-INPUTS: tuple[str, ...] = ("q", "k", "v", "do", "bias", "mask", "q_lengths", "kv_lengths")
+#: The op's input names (q, k, v, the cotangent, bias, mask, lengths, segment ids).
+INPUTS: tuple[str, ...] = ("q", "k", "v", "do", "bias", "mask", "q_lengths", "kv_lengths",
+                           "segment_ids_q", "segment_ids_kv")
 #: The empty-row conventions: a row that sees no key is outside the contract (jax.nn's
 #: mean of v there), or the kernel gives exactly zero there (torch).
 EMPTY_ROWS: tuple[str, ...] = ("outside", "zero")
 #: Sequence lengths drawn without ``unaligned-lengths``.
 ALIGNED_LENGTHS: tuple[int, ...] = (128, 256)
+#: The shape of the zero bias gradient a kernel gives for a case without a bias:
+#: ``scalar`` ``(1, 1, 1, 1)``, ``full`` ``(batch, q_heads, q_len, kv_len)``.
+ABSENT_DBIAS: tuple[str, ...] = ("scalar", "full")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -59,7 +65,8 @@ class Features:
       layout: q/k/v layout (:data:`~.vocabulary.LAYOUTS`).
       names: the kernel's input name of each op input (:data:`INPUTS`) it takes.
       outputs: the kernel's name of an op output where it differs (torch's ``dmask``).
-      optional: the :data:`OPTIONAL` features the kernel takes (the rest are never drawn).
+      optional: the :data:`OPTIONAL` features the kernel takes (the rest are never drawn;
+        by default all but segments, whose ids are inputs of their own).
       broadcasts: the bias/mask broadcast shapes it takes.
       exclusive: groups of features of which a case uses at most one (torch's one
         ``attn_mask`` argument, refused with ``is_causal``).
@@ -69,14 +76,22 @@ class Features:
       gradients: whether it has a backward (dq, dk, dv and the bias gradient judged).
       magnitudes: gradients judged against the size of the terms summed into them
         (``Definition.magnitudes``; ``dbias`` only where the case has a bias).
+      bias_before_scale: logits ``(q.k^T + bias) * scale`` (``Definition.
+        bias_before_scale``); the bias is then drawn over the scale (O(1) logits).
+      absent_dbias: :data:`ABSENT_DBIAS`: the zero bias gradient of a case without a bias.
       calibrated: dtypes judged by the calibrated bound (they draw large logits too).
-      dtypes, max_batch, lengths, q_only_lengths, head_dims: what the strategy draws.
+      dtypes, max_batch, lengths, q_only_lengths, head_dims: what the strategy draws
+        (``lengths``: key lengths, and query lengths with ``q_only_lengths``).
+      max_batch_heads: at most this many (batch row, head) pairs (None: no bound).
+      scales: an explicit scale is drawn as one of these multiples of 1/sqrt(head_dim),
+        or 1.0 itself with ``unit_scale`` (a kernel whose own default is 1 and skips its
+        scaling there).
     """
 
     layout: str
     names: Mapping[str, str]
     outputs: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    optional: frozenset[str] = frozenset(OPTIONAL)
+    optional: frozenset[str] = frozenset(OPTIONAL) - {"segments"}
     broadcasts: tuple[str, ...] = ("full", "batch-shared", "head-shared")
     exclusive: tuple[frozenset[str], ...] = ()
     empty_rows: str = "outside"
@@ -89,6 +104,11 @@ class Features:
     lengths: tuple[int, ...] = (16, 32, 64, 128, 40, 8)
     q_only_lengths: tuple[int, ...] = (1,)
     head_dims: tuple[int, ...] = (32, 64, 16, 128)
+    bias_before_scale: bool = False
+    absent_dbias: str = "scalar"
+    max_batch_heads: int | None = None
+    scales: tuple[float, ...] = (0.5, 2.0, 1.0)
+    unit_scale: bool = False
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -110,6 +130,12 @@ class Features:
         if self.empty_rows not in EMPTY_ROWS:
             raise ValueError(f"Features.empty_rows must be one of {EMPTY_ROWS}, got "
                              f"{self.empty_rows!r}")
+        if self.absent_dbias not in ABSENT_DBIAS:
+            raise ValueError(f"Features.absent_dbias must be one of {ABSENT_DBIAS}, got "
+                             f"{self.absent_dbias!r}")
+        if self.takes("segments") and {"segment_ids_q", "segment_ids_kv"} - set(self.names):
+            raise ValueError("Features.names must name segment_ids_q and segment_ids_kv of "
+                             "a kernel taking segments")
 
     def takes(self, feature: str) -> bool:
         """Whether the kernel takes the optional ``feature`` at all."""

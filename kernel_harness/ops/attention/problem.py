@@ -1,9 +1,11 @@
 """The attention problem: one case description for every kernel that takes a full
-``(q, k, v)`` call (sdpa and torch-sdpa today), written once, with the one exclusion rule.
+``(q, k, v)`` call (sdpa, torch-sdpa and flash today), written once, with the one
+exclusion rule.
 
 A case is :class:`AttentionProblem`: the op's :class:`~.vocabulary.Shape`, the masking
 options (top-left causal, local window, a random boolean mask with a broadcast shape,
-query and key lengths), an additive bias, the scale and the logit scale. A kernel's case
+query and key lengths, per-row segment layouts), an additive bias, the scale and the
+logit scale. A kernel's case
 type derives from it and adds only its own configuration (torch-sdpa's pinned torch
 kernel); what the kernel takes of the problem and how it defines it is its
 :class:`Features` declaration (:mod:`.features`), a class attribute of the case type.
@@ -30,13 +32,17 @@ from kernel_harness.core.case import (
     standard_normal,
 )
 from kernel_harness.ops.attention.reference import visibility
+from kernel_harness.ops.attention.segments import Runs, check_pair, check_rows, stacked_ids
 from kernel_harness.ops.attention.vocabulary import Shape, head_axis
 
 #: Broadcast shapes of a bias or mask: full ``(B, N, T, S)``, shared over the batch
 #: ``(1, N, T, S)``, shared over the heads ``(B, 1, T, S)``.
 BROADCASTS: tuple[str, ...] = ("full", "batch-shared", "head-shared")
-#: The masking options, by field: each changes which keys a row sees.
-MASKING = ("is_causal", "window", "mask", "kv_lengths", "q_lengths")
+#: The masking options, by field: each changes which keys a row sees (``q_segments``
+#: stands for the segment layouts, ``q_segments`` and ``kv_segments`` together).
+MASKING = ("is_causal", "window", "mask", "kv_lengths", "q_lengths", "q_segments")
+#: Fields that are data, not program: a compiled call is selected by their presence only.
+_BY_PRESENCE = ("q_lengths", "kv_lengths", "q_segments", "kv_segments")
 #: Where query row i sits among the keys for causal and window masks: ``top-left`` (at
 #: position i: jax.nn, torch, splash) or ``bottom-right`` (at i + kv_len - q_len, each
 #: sequence's own lengths where given: flash-attn and the libraries following it).
@@ -63,6 +69,9 @@ class AttentionProblem(Shape, Case):
         and the keys that count.
       empty_row: the mask's query row 0 sees no key.
       alignment: where causal and window masks put the query rows (:data:`ALIGNMENTS`).
+      q_segments, kv_segments: per batch row, the segment layout of the queries and the
+        keys as ``(id, length)`` runs (:mod:`.segments`); both None or both given. Query i
+        sees key j only where their ids are equal.
     """
 
     is_causal: bool = False
@@ -76,6 +85,8 @@ class AttentionProblem(Shape, Case):
     kv_lengths: tuple[int, ...] | None = None
     empty_row: bool = False
     alignment: str = "top-left"
+    q_segments: tuple[Runs, ...] | None = None
+    kv_segments: tuple[Runs, ...] | None = None
 
     # Class attributes, not annotated: Hypothesis prints a dataclass's ClassVars as fields.
     # FEATURES: what the kernel takes of the problem (a :class:`~.features.Features`,
@@ -107,6 +118,10 @@ class AttentionProblem(Shape, Case):
             raise ValueError(f"alignment must be one of {ALIGNMENTS}, got {self.alignment!r}")
         if self.empty_row and self.mask is None:
             raise ValueError("empty_row needs a mask")
+        check_pair(self.q_segments, self.kv_segments)
+        if self.q_segments is not None:
+            check_rows("q_segments", self.q_segments, self.batch, self.q_len)
+            check_rows("kv_segments", self.kv_segments, self.batch, self.kv_len)
         if self.FEATURES is not None:
             self.FEATURES.check(self)
 
@@ -123,10 +138,11 @@ class AttentionProblem(Shape, Case):
 
     def static_key(self) -> tuple[object, ...]:
         """What selects a compiled program: every field but the data (seed, the mask's
-        values, the lengths' values, the logit scale); the lengths by their presence."""
+        values, the lengths' values, the segment layouts, the logit scale); the lengths and
+        segment layouts by their presence."""
         return tuple(
             (f.name, getattr(self, f.name) is not None
-             if f.name in ("q_lengths", "kv_lengths") else getattr(self, f.name))
+             if f.name in _BY_PRESENCE else getattr(self, f.name))
             for f in dataclasses.fields(self) if f.name not in self.DYNAMIC_FIELDS)
 
     def shape_summary(self) -> str:
@@ -145,6 +161,8 @@ class AttentionProblem(Shape, Case):
             value = getattr(self, name)
             if value is not None:
                 parts.append(f"{name}={value}")
+        if self.q_segments is not None:
+            parts.append("segments")
         if self.empty_row:
             parts.append("empty-row")
         if self.alignment != "top-left":
@@ -175,6 +193,12 @@ class AttentionProblem(Shape, Case):
             m[:, :, 0, :] = False
         return m
 
+    def segment_arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(q ids [batch, q_len], kv ids [batch, kv_len])`` int32, or None."""
+        if self.q_segments is None:
+            return None
+        return stacked_ids(self.q_segments), stacked_ids(self.kv_segments)
+
     def visible(self, *, without: str | None = None) -> np.ndarray:
         """``(batch, q_heads, q_len, kv_len)`` bool from the description; ``without`` names
         one masking field (:data:`MASKING`) to leave out."""
@@ -185,17 +209,20 @@ class AttentionProblem(Shape, Case):
                               window=unless("window", self.window),
                               mask=unless("mask", self.mask_array()),
                               q_lengths=unless("q_lengths", self.q_lengths),
-                              kv_lengths=unless("kv_lengths", self.kv_lengths))
+                              kv_lengths=unless("kv_lengths", self.kv_lengths),
+                              segments=unless("q_segments", self.segment_arrays()))
         return np.array(np.broadcast_to(vis, (self.batch, self.q_heads, self.q_len, self.kv_len)))
 
     def visibility(self, *, causal: bool, window: tuple[int, int] | None, mask: Any,
-                   q_lengths: Any, kv_lengths: Any) -> np.ndarray:
+                   q_lengths: Any, kv_lengths: Any, segments: Any = None) -> np.ndarray:
         """bool, broadcastable to ``(batch, q_heads, q_len, kv_len)``: which key each query
         sees under these options, aligned as the case is (the one place the alignment
-        meets the mask; the reference passes the mask and lengths its inputs hold)."""
+        meets the mask; the reference passes the mask, lengths and segment ids its inputs
+        hold)."""
         return visibility(self.q_len, self.kv_len, causal=causal, window=window, mask=mask,
                           q_offset=self.q_offset(q_lengths, kv_lengths),
-                          q_lengths=q_lengths, kv_lengths=kv_lengths, xp=np)
+                          q_lengths=q_lengths, kv_lengths=kv_lengths, segments=segments,
+                          xp=np)
 
     def q_offset(self, q: Any, kv: Any) -> Any:
         """The position of query row 0 among the keys (``visibility``'s ``q_offset``):
@@ -244,8 +271,11 @@ class AttentionProblem(Shape, Case):
     def materialize(self) -> dict[str, np.ndarray]:
         """The kernel's inputs by its names (``Features.names``): query (standard normal
         times :attr:`q_scale`), key, value, the cotangent (zero on rows outside the
-        contract; none for a forward-only kernel), then the bias, the boolean mask and
-        int32 lengths where on, drawn in that order and rounded to the case's dtype."""
+        contract; none for a forward-only kernel), then the bias, the boolean mask, int32
+        lengths and int32 segment ids where on, drawn in that order and rounded to the
+        case's dtype. A kernel that adds its bias before scaling
+        (``Features.bias_before_scale``) gets standard normal over the scale, so that the
+        scaled logits stay O(1)."""
         names, layout = self.FEATURES.names, self.FEATURES.layout
         rng = self.rng()
         kv = ((self.batch, self.kv_len, self.kv_heads, self.head_dim) if layout == "bqhd"
@@ -259,11 +289,16 @@ class AttentionProblem(Shape, Case):
             do[np.broadcast_to(self.rows_outside_in_layout(), do.shape)] = 0.0
             out[names["do"]] = cast(do, self.dtype)
         if self.bias is not None:
-            out[names["bias"]] = standard_normal(rng, self.broadcast_shape(self.bias),
-                                                 self.dtype)
+            bias = rng.standard_normal(self.broadcast_shape(self.bias))
+            if self.FEATURES.bias_before_scale:
+                bias = bias / self.effective_scale
+            out[names["bias"]] = cast(bias, self.dtype)
         if self.mask is not None:
             out[names["mask"]] = self.mask_array()
         for field in ("q_lengths", "kv_lengths"):
             if getattr(self, field) is not None:
                 out[names[field]] = np.asarray(getattr(self, field), np.int32)
+        segments = self.segment_arrays()
+        if segments is not None:
+            out[names["segment_ids_q"]], out[names["segment_ids_kv"]] = segments
         return out

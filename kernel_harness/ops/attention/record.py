@@ -15,7 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from kernel_harness.ops.attention.events import length_events, logits_label, sharing_events
+from kernel_harness.ops.attention.events import (
+    length_events,
+    logits_label,
+    segment_events,
+    sharing_events,
+)
 from kernel_harness.ops.attention.metamorphic import as_mha_hook, shard_case, zero_cotangent
 from kernel_harness.ops.attention.problem import AttentionProblem
 from kernel_harness.ops.attention.program import AttentionCall, Definition, references
@@ -33,7 +38,8 @@ from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 LABELS: frozenset[str] = frozenset({
     "float32", "bfloat16", "float16", "gqa", "mqa", "q-len<kv-len", "q-len>kv-len", "causal",
     "explicit-scale", "window", "window-left-only", "kv-lengths", "q-lengths", "padding-rows",
-    "rows-without-keys", "bottom-right",
+    "rows-without-keys", "bottom-right", "segments", "length-1-segment", "unsorted-segments",
+    "several-segments",
     *(f"{what}-{kind}" for what in ("bias", "mask")
       for kind in ("full", "batch-shared", "head-shared")),
 })
@@ -41,7 +47,8 @@ LABELS: frozenset[str] = frozenset({
 
 def events(case: AttentionProblem) -> list[str]:
     """The problem's labels (:data:`LABELS` and :func:`logits_label`): dtype, head sharing,
-    unequal lengths, each option on, padding rows, rows that see no key."""
+    unequal lengths, each option on, the segment layouts' shapes (:func:`~.events.
+    segment_events`), padding rows, rows that see no key."""
     ev = [case.dtype, *sharing_events(case), *length_events(case.q_len, case.kv_len)]
     if case.is_causal:
         ev.append("causal")
@@ -61,6 +68,8 @@ def events(case: AttentionProblem) -> list[str]:
         ev.append("q-lengths")
         if case.padding_rows().any():
             ev.append("padding-rows")
+    if case.q_segments is not None:
+        ev += ["segments", *segment_events(case.q_segments, case.kv_segments)]
     if case.rows_without_keys().any():
         ev.append("rows-without-keys")
     ev.append(logits_label(case.logit_scale))
@@ -77,6 +86,12 @@ def valid(case: AttentionProblem) -> dict[str, np.ndarray]:
     return {f.output(n): ~rows for n in (("out", "dq") if f.gradients else ("out",))}
 
 
+def may_be_nonfinite(case: AttentionProblem) -> dict[str, np.ndarray]:
+    """out on the rows outside the contract may be anything, non-finite values included."""
+    rows = case.rows_outside_in_layout()
+    return {case.FEATURES.output("out"): rows} if rows.any() else {}
+
+
 def constrain(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The contract's zero cotangent on the rows outside it, after a metamorphic change."""
     name = case.FEATURES.names.get("do")
@@ -85,27 +100,33 @@ def constrain(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> dict[str
 
 def definition(case: AttentionProblem) -> Definition:
     """The op's options as the case's kernel defines them: its layout, the case's scale
-    (the bias after it), the magnitudes it declares (the bias gradient's with a bias)."""
+    (the bias after it, or before with ``Features.bias_before_scale``), the magnitudes it
+    declares (the bias gradient's with a bias)."""
     f = case.FEATURES
     magnitudes = tuple(m for m in f.magnitudes if (m != "dbias" or case.bias) and f.gradients)
-    return Definition(layout=f.layout, scale=case.effective_scale, magnitudes=magnitudes)
+    return Definition(layout=f.layout, scale=case.effective_scale,
+                      bias_before_scale=f.bias_before_scale, magnitudes=magnitudes)
 
 
 def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> AttentionCall:
     """The case in the op's program: the kernel's inputs by its names, the visibility from
-    the description with the mask and lengths the inputs hold (a metamorphic change of
-    them is followed), the bias after scaling."""
+    the description with the mask, lengths and segment ids the inputs hold (a metamorphic
+    change of them is followed), the bias where the kernel adds it."""
     f = case.FEATURES
     given = {op: inputs.get(name) for op, name in f.names.items()}
+    segments = ((given["segment_ids_q"], given["segment_ids_kv"])
+                if case.q_segments is not None else None)
     vis = case.visibility(causal=case.is_causal, window=case.window,
                           mask=given.get("mask") if case.mask else None,
-                          q_lengths=given.get("q_lengths"), kv_lengths=given.get("kv_lengths"))
+                          q_lengths=given.get("q_lengths"), kv_lengths=given.get("kv_lengths"),
+                          segments=segments)
+    absent = (case.broadcast_shape("full") if f.absent_dbias == "full" else (1, 1, 1, 1))
     return AttentionCall(
         definition=definition(case),
         q=given["q"], k=given["k"], v=given["v"], do=given.get("do"),
         bias=given.get("bias") if case.bias else None, vis=vis,
         names=dict(f.outputs),
-        absent={} if case.bias or not f.gradients else {f.output("dbias"): (1, 1, 1, 1)})
+        absent={} if case.bias or not f.gradients else {f.output("dbias"): absent})
 
 
 def option_toggles(case: AttentionProblem) -> list[Toggle]:
@@ -113,6 +134,7 @@ def option_toggles(case: AttentionProblem) -> list[Toggle]:
     return toggles(
         case,
         ("causal", case.is_causal, {"is_causal": False}),
+        ("segment ids", case.q_segments is not None, {"q_segments": None, "kv_segments": None}),
         ("window", case.window is not None, {"window": None}),
         ("mask", case.mask is not None, {"mask": None, "empty_row": False}),
         ("kv_lengths", case.kv_lengths is not None, {"kv_lengths": None}),
@@ -132,30 +154,41 @@ def block_variants(blocks: Config) -> Callable[[AttentionProblem], Any]:
 def metamorphic(case_type: type[AttentionProblem], *, traceable: Callable[..., Any] | None = None,
                 shardable: bool = False, blocks: Config | None = None) -> Metamorphic:
     """The metamorphic hooks of ``case_type``'s kernel: roles in its layout and names,
-    visibility from the description, option toggles, GQA as MHA, the zero cotangent;
-    ``traceable`` (lowering, sharding), where ``shardable`` one shard's case, and block
-    variants from ``blocks``."""
+    visibility and segment ids from the description, option toggles, GQA as MHA, the
+    exclusion (out's rows outside the contract, the zero cotangent); ``traceable``
+    (lowering, sharding), where ``shardable`` one shard's case, and block variants from
+    ``blocks``."""
     f = case_type.FEATURES
     n = f.names
     full = ("batch", "head", "query", "key")
     extra = {n[x]: r for x, r in (("bias", full), ("mask", full), ("q_lengths", ("batch",)),
-                                  ("kv_lengths", ("batch",))) if x in n}
-    qkv = roles(f.layout, q=n["q"], k=n["k"], v=n["v"], do=n.get("do", "do"), **extra)
+                                  ("kv_lengths", ("batch",)),
+                                  ("segment_ids_q", ("batch", "query")),
+                                  ("segment_ids_kv", ("batch", "key"))) if x in n}
+    qkv = roles(f.layout, q=n["q"], k=n["k"], v=n["v"], do=n.get("do", "do"),
+                kv_head=kv_head(f), **extra)
     if not f.gradients:
         qkv.pop(n.get("do", "do"))
     return Metamorphic(
         roles=qkv,
         block_variants=block_variants(blocks) if blocks is not None else None,
         visible=lambda case: case.visible(),
+        segments=(lambda case: case.segment_arrays()) if f.takes("segments") else None,
         option_toggles=option_toggles,
         as_mha=as_mha_hook(layout=f.layout, kv=(n["k"], n["v"])) if f.takes("gqa") else None,
         logit_input=n["q"],
+        may_be_nonfinite=may_be_nonfinite,
         constrain=constrain,
         traceable=traceable,
-        local_case=(lambda case, mesh: shard_case(case, mesh, per_row=("q_lengths",
-                                                                       "kv_lengths")))
-        if shardable else None,
+        local_case=(lambda case, mesh: shard_case(case, mesh, per_row=(
+            "q_lengths", "kv_lengths", "q_segments", "kv_segments"))) if shardable else None,
     )
+
+
+def kv_head(features: Any) -> str:
+    """The axis role of k and v's heads: ``kv_head``, or ``head`` for a kernel without
+    grouped-query attention (its kv heads are its query heads)."""
+    return "kv_head" if features.takes("gqa") else "head"
 
 
 def _not_compared(case_type: type[AttentionProblem],
@@ -201,7 +234,7 @@ def problem_record(case_type: type[AttentionProblem], *, config: Config | None =
     f = case_type.FEATURES
     reference, low_precision_reference = references(attention_call)
     bias_axes = {f.output("dbias"): ("batch", "head", "query", "key")} if f.takes("bias") else {}
-    axes = output_axes(f.layout, **bias_axes)
+    axes = output_axes(f.layout, kv_head=kv_head(f), **bias_axes)
     if not f.gradients:
         axes = {f.output("out"): axes["out"]}
     return dict(

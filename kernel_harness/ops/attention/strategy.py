@@ -6,7 +6,8 @@ half the time (an option the kernel does not take, or that ``--without`` names, 
 the logit scale from :func:`~kernel_harness.core.case.logit_scales_for`. Which options are
 on comes first: Hypothesis varies early choices most. Shrinks towards float32, batch 1,
 equal lengths, one head, no options. The kernel's own configuration (its case type's extra
-fields) comes from its ``config`` strategy, drawn last.
+fields) comes from its ``config`` strategy, drawn last. Segment layouts (per batch row) are
+drawn by :func:`segment_layouts`, the op's one segment drawer.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import logit_scales_for
 from kernel_harness.ops.attention.features import ALIGNED_LENGTHS, FIELD_OF, OPTIONAL
 from kernel_harness.ops.attention.problem import MASKING, AttentionProblem
+from kernel_harness.ops.attention.segments import Runs, segment_ids
 
 #: The draw order of the options (``differ``: q_len != kv_len), and how often each is on
 #: (in 4).
 _ORDER = (("causal", 3), ("differ", 3), ("bias", 2), ("mask", 3), ("scale", 2),
-          ("window", 2), ("kv-lengths", 2), ("q-lengths", 2))
+          ("window", 2), ("kv-lengths", 2), ("q-lengths", 2), ("segments", 3))
 #: The draw flag of each narrowing feature.
 _FLAG = {**{f: f for f in FIELD_OF}, "q-len-ne-kv-len": "differ"}
 
@@ -37,6 +39,75 @@ Config = Callable[[AttentionProblem], st.SearchStrategy[dict[str, Any]]]
 def _mostly(draw: st.DrawFn, in_4: int) -> bool:
     """True about ``in_4`` times in 4; shrinks towards False."""
     return draw(st.integers(0, 3)) >= 4 - in_4
+
+
+def weighted(draw: st.DrawFn, choices: tuple[tuple[Any, int], ...]) -> Any:
+    """One of ``choices`` (``(value, weight)`` pairs) with probability ~ weight; shrinks
+    towards the first value."""
+    x = draw(st.integers(0, sum(w for _, w in choices) - 1))
+    for value, w in choices:
+        if x < w:
+            return value
+        x -= w
+    raise AssertionError("unreachable")
+
+
+def _cuts(draw: st.DrawFn, length: int, max_segments: int) -> list[int]:
+    """Run boundaries ``[0, ..., length]``, sometimes with a length-1 run."""
+    if length < 2:
+        return [0, length]
+    cuts = set(draw(st.lists(st.integers(1, length - 1), max_size=max_segments - 1)))
+    if cuts and draw(st.booleans()):
+        c = draw(st.sampled_from(sorted(cuts)))
+        if c + 1 < length:
+            cuts.add(c + 1)  # a length-1 segment
+    return [0, *sorted(cuts), length]
+
+
+@st.composite
+def segment_runs(draw: st.DrawFn, length: int, *, max_segments: int = 5,
+                 max_id: int = 3) -> Runs:
+    """A segment layout of ``length`` positions: up to ``max_segments`` runs with ids in
+    ``[0, max_id]`` in any order (repeats allowed), sometimes a length-1 run. Shrinks
+    towards one segment with id 0."""
+    bounds = _cuts(draw, length, max_segments)
+    ids = draw(st.lists(st.integers(0, max_id), min_size=len(bounds) - 1,
+                        max_size=len(bounds) - 1))
+    return tuple((i, hi - lo) for i, lo, hi in zip(ids, bounds, bounds[1:], strict=False))
+
+
+@st.composite
+def matched_runs(draw: st.DrawFn, length: int, kv_runs: Runs, *, causal: bool,
+                 max_segments: int = 5, max_id: int = 3) -> Runs:
+    """A q layout for kv layout ``kv_runs``: each q run takes an id that its first row can
+    see (under ``causal``, one of the kv ids at positions <= that row), except about one
+    run in eight after the first, whose id is drawn from ``[0, max_id + 1]`` and may see no
+    key at all. The first run always sees a key: a layout in which no row does leaves
+    nothing inside the contract to compare. Shrinks towards one run with the first
+    visible id."""
+    kv_ids = segment_ids(kv_runs)
+    bounds = _cuts(draw, length, max_segments)
+    runs = []
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        seen = kv_ids[: lo + 1] if causal else kv_ids
+        if weighted(draw, ((True, 7), (False, 1))) or lo == 0:
+            i = draw(st.sampled_from(sorted({int(x) for x in seen})))
+        else:
+            i = draw(st.integers(0, max_id + 1))
+        runs.append((i, hi - lo))
+    return tuple(runs)
+
+
+@st.composite
+def segment_layouts(draw: st.DrawFn, batch: int, q_len: int, kv_len: int, *, causal: bool
+                    ) -> tuple[tuple[Runs, ...], tuple[Runs, ...]]:
+    """``(q_segments, kv_segments)``, one layout per batch row: the keys' from
+    :func:`segment_runs`; the queries' the same layout (packed self-attention, half the
+    time where the lengths are equal) or :func:`matched_runs` of it."""
+    kv = tuple(draw(segment_runs(kv_len)) for _ in range(batch))
+    if q_len == kv_len and draw(st.booleans()) is False:
+        return kv, kv
+    return tuple(draw(matched_runs(q_len, row, causal=causal)) for row in kv), kv
 
 
 def _short_lengths(draw: st.DrawFn, batch: int, length: int, *, lowest: int) -> tuple[int, ...]:
@@ -93,7 +164,10 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
         q_len = draw(st.sampled_from(lengths + q_only)) if on["differ"] else kv_len
         kv_heads = draw(st.sampled_from((1, 2)))
         heads = kv_heads * draw(st.sampled_from((1, 2, 3)))
-        if "gqa" in without or not features.takes("gqa"):
+        if features.max_batch_heads is not None:
+            heads = min(heads, max(1, features.max_batch_heads // batch))
+            kv_heads = min(kv_heads, heads)
+        if "gqa" in without or not features.takes("gqa") or heads % kv_heads:
             kv_heads = heads
         head_dim = draw(st.sampled_from(features.head_dims))
         fields: dict[str, Any] = {"is_causal": on["causal"]}
@@ -103,7 +177,9 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
             fields["mask"] = draw(st.sampled_from(features.broadcasts))
             fields["mask_keep"] = draw(st.sampled_from((0.7, 0.3, 0.9)))
         if on["scale"]:
-            fields["scale"] = draw(st.sampled_from((0.5, 2.0, 1.0))) / math.sqrt(head_dim)
+            fields["scale"] = draw(st.sampled_from(
+                [m / math.sqrt(head_dim) for m in features.scales]
+                + ([1.0] if features.unit_scale else [])))
         longest = max(q_len, kv_len)
         if on["window"] and longest > 2:
             left = draw(st.integers(0, longest - 2))
@@ -113,6 +189,9 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
             fields["kv_lengths"] = _short_lengths(draw, batch, kv_len, lowest=1)
         if on["q-lengths"] and q_len > 1:
             fields["q_lengths"] = _short_lengths(draw, batch, q_len, lowest=0)
+        if on["segments"]:
+            fields["q_segments"], fields["kv_segments"] = draw(
+                segment_layouts(batch, q_len, kv_len, causal=on["causal"]))
         fields["logit_scale"] = draw(st.sampled_from(
             logit_scales_for(dtype, calibrated=dtype in features.calibrated)))
         seed = draw(st.integers(0, 2**31 - 1))
@@ -145,9 +224,17 @@ def effective_options(case: AttentionProblem) -> list[str]:
 def drawable(case: AttentionProblem) -> bool:
     """Whether the strategy keeps ``case``: every masking option on has an effect (a
     window wider than the causal reach, lengths equal to the sequence... would hide an
-    implementation ignoring it), and some row sees two keys (else dq/dk/dbias are zero)."""
+    implementation ignoring it), and some row sees two keys (else dq/dk/dbias are zero).
+    With segments, most rows that see a key see two: a row that sees one has exactly zero
+    dq and dbias, and where nearly all rows are like that the rounding noise of those rows
+    dominates dq's scale."""
     used = {o for o in MASKING if getattr(case, o) not in (None, False)}
-    return used <= set(effective_options(case)) and bool((case.visible().sum(-1) >= 2).any())
+    if not used <= set(effective_options(case)):
+        return False
+    seen = case.visible().sum(-1)
+    if case.q_segments is not None and 4 * int((seen >= 2).sum()) < int((seen >= 1).sum()):
+        return False
+    return bool((seen >= 2).any())
 
 
 def data_draws(case: AttentionProblem) -> st.SearchStrategy[AttentionProblem]:

@@ -32,7 +32,7 @@ def _first_golden() -> str:
 def test_first_golden_case_pristine_exits_0_planted_exits_1(tmp_path: Path) -> None:
     fam = get_family("flash")
     case = build_case(fam, _first_golden())
-    assert case.causal
+    assert case.is_causal
     kernels = tmp_path / "kernels"
     kernels.mkdir()
     (kernels / "planted_flash.py").write_text(textwrap.dedent(PLANTED))

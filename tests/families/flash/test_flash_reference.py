@@ -11,8 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from kernel_harness.families.flash.cases import FlashCase
-from kernel_harness.families.flash.family import FAMILY, reference, valid
-from kernel_harness.families.flash.strategy import flash_cases
+from kernel_harness.families.flash.family import FAMILY
 
 
 def loop_attention(q, k, v, ab, vis, scale, do):
@@ -40,8 +39,8 @@ def loop_attention(q, k, v, ab, vis, scale, do):
 
 def small_case(**kw) -> FlashCase:
     base = dict(
-        dtype="float32", seed=3, batch=2, q_heads=2, q_len=128, kv_len=256, head_dim=8,
-        causal=True, sm_scale=0.3, bias=True,
+        dtype="float32", seed=3, batch=2, q_heads=2, kv_heads=2, q_len=128, kv_len=256,
+        head_dim=8, is_causal=True, scale=0.3, bias="full",
         q_segments=(((1, 5), (0, 123)), ((2, 128),)),
         kv_segments=(((0, 3), (1, 253)), ((2, 1), (5, 255))),
         block_b=1, block_q=128, block_k_major=256, block_k=256, block_q_major_dkv=128,
@@ -52,19 +51,19 @@ def small_case(**kw) -> FlashCase:
     return FlashCase(**base)
 
 
-@pytest.mark.parametrize("kw", [{}, {"causal": False}, {"bias": False, "sm_scale": 1.0},
+@pytest.mark.parametrize("kw", [{}, {"is_causal": False}, {"bias": None, "scale": 1.0},
                                 {"q_segments": None, "kv_segments": None}])
 def test_reference_matches_loops(kw):
     case = small_case(**kw)
     x = case.materialize()
-    got = reference(case, x)
-    vis = case.visible()
+    got = FAMILY.reference(case, x)
+    vis = case.visible()[:, 0]
     ab = x.get("ab", np.zeros((case.batch, case.q_heads, case.q_len, case.kv_len)))
     for b in range(case.batch):
         for h in range(case.q_heads):
             want = loop_attention(
                 *(x[n][b, h].astype(np.float64) for n in ("q", "k", "v")),
-                ab[b, h].astype(np.float64), vis[b], case.sm_scale,
+                ab[b, h].astype(np.float64), vis[b], case.scale,
                 x["do"][b, h].astype(np.float64),
             )
             for name, w in zip(("out", "dq", "dk", "dv", "dab"), want, strict=True):
@@ -75,9 +74,9 @@ def test_reference_matches_loops(kw):
 
 
 def test_bias_enters_before_scaling_in_reference():
-    case = small_case(q_segments=None, kv_segments=None, causal=False, sm_scale=0.25)
+    case = small_case(q_segments=None, kv_segments=None, is_causal=False, scale=0.25)
     x = case.materialize()
-    got = reference(case, x)["out"][0, 0, 0]
+    got = FAMILY.reference(case, x)["out"][0, 0, 0]
     q, k, v, ab = (x[n][0, 0].astype(np.float64) for n in ("q", "k", "v", "ab"))
     s = (q[0] @ k.T + ab[0]) * 0.25
     p = np.exp(s - s.max())
@@ -86,12 +85,12 @@ def test_bias_enters_before_scaling_in_reference():
 
 def test_rows_without_keys_are_excluded_and_silent():
     case = small_case()  # batch 0 rows 0..4 have id 1; kv id 1 starts at 3, causal
-    rows = case.rows_without_keys()
+    rows = case.rows_without_keys()[:, 0]
     assert rows[0, :3].all() and not rows[0, 3:].any() and not rows[1].any()
     x = case.materialize()
     assert not x["do"][0, :, :3].any() and x["do"][0, :, 3:].any()
-    mask = valid(case)["out"]
-    assert mask.shape == (2, 1, 128, 1) and not mask[0, 0, :3].any() and mask[0, 0, 3:].all()
+    mask = FAMILY.valid(case)["out"]
+    assert mask.shape == (2, 2, 128, 1) and not mask[0, :, :3].any() and mask[0, :, 3:].all()
 
 
 @pytest.mark.parametrize("bad", [
@@ -102,7 +101,9 @@ def test_rows_without_keys_are_excluded_and_silent():
     {"head_dim": 192},                              # > 128 and not a multiple of 128
     {"q_segments": None},                           # both or neither
     {"kv_segments": (((0, 256),),)},                # one row per batch element
-    {"sm_scale": 0.0},
+    {"scale": 0.0},
+    {"kv_heads": 1},                                # no grouped-query attention
+    {"bias": "head-shared"},                        # ab is full
 ])
 def test_invalid_cases_are_clear_errors(bad):
     with pytest.raises(ValueError):
@@ -110,7 +111,7 @@ def test_invalid_cases_are_clear_errors(bad):
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(flash_cases())
+@given(FAMILY.cases())
 def test_every_drawn_case_is_valid_and_roundtrips(case):
     assert FlashCase.from_json(case.to_json()) == case
     json.loads(case.to_json())
@@ -120,6 +121,8 @@ def test_every_drawn_case_is_valid_and_roundtrips(case):
     x = case.materialize()
     assert x["q"].shape == (case.batch, case.q_heads, case.q_len, case.head_dim)
     assert x["q"].dtype == np.dtype(case.dtype) or case.dtype == "bfloat16"
-    assert ("ab" in x) == case.bias and ("segment_ids_q" in x) == (case.q_segments is not None)
+    assert ("ab" in x) == (case.bias is not None)
+    assert ("segment_ids_q" in x) == (case.q_segments is not None)
+    assert case.kv_len % 128 == 0 and case.q_len % 32 == 0 and case.q_heads == case.kv_heads
     assert all(math.isfinite(float(np.abs(a).max())) for a in x.values())
     assert set(FAMILY.events(case)) >= {case.dtype}
