@@ -30,12 +30,23 @@ class Claim:
       call: ``call(impl, arrays) -> outputs``: the implementation called on named arrays as
         the family's adapter calls it (its ``interpret=`` from
         ``kernel_harness.current_backend()``).
+      uses: ``uses(arrays) -> features``: the optional features (``Family.optional``) a
+        claimed size uses; a size using one the check leaves out (``--without``) is not
+        traced, and neither is one of a dtype left out.
     """
 
     reason: str
     sizes: Callable[[], Sequence[Abstract]]
     small: Callable[[], Abstract]
     call: Callable[[Callable[..., Any], Mapping[str, Any]], Any]
+    uses: Callable[[Abstract], frozenset[str]] = lambda arrays: frozenset()
+
+    def kept(self, without: frozenset[str]) -> list[Abstract]:
+        """The claimed sizes that use nothing ``without`` leaves out (features, dtypes)."""
+        def used(arrays: Abstract) -> frozenset[str]:
+            return self.uses(arrays) | {str(a.dtype) for a in arrays.values()}
+
+        return [a for a in self.sizes() if not used(a) & without]
 
     def __post_init__(self) -> None:
         if not self.reason.strip():

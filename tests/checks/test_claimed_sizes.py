@@ -1,5 +1,5 @@
 """Every size the kernel claims (issue 55, item 5): gpu-softmax claims vocabulary rows
-(32k-256k); an implementation that runs its kernel only for the rows a test draws (plain XLA
+(32k-256k), gpu-norm hidden sizes (8k-16k); an implementation that runs its kernel only for the rows a test draws (plain XLA
 past 2048 logits, or the kernel on a prefix and XLA on the rest, concatenated) passes every
 drawn case and fails ``claimed-sizes``, traced at the claimed sizes and never run there."""
 
@@ -39,4 +39,37 @@ def test_a_ghost_branch_past_the_drawn_sizes_fails_naming_its_class(impl, words)
 
 def test_a_family_claiming_no_sizes_is_a_skip_saying_so():
     with pytest.raises(PropertyNotApplicable, match="claims no sizes"):
-        claimed_sizes(get_family("gpu-norm"), backend=resolve_backend("interpret"))
+        claimed_sizes(get_family("gpu-mha"), backend=resolve_backend("interpret"))
+
+
+def ghost_norm(op, x, weight, bias, *, eps, interpret):
+    """gpu-norm's kernels for rows up to 4096 (what a test draws), plain XLA for longer."""
+    import jax.numpy as jnp
+
+    from kernel_harness.families.gpu_norm.kernel import norm
+
+    if x.shape[-1] <= 4096:
+        return norm(op, x, weight, bias, eps=eps, interpret=interpret)
+    mean = jnp.mean(x, -1, keepdims=True) if op == "layer_norm" else 0.0
+    var = jnp.mean(jnp.square(x - mean), -1, keepdims=True)
+    out = (x - mean) * jnp.reciprocal(jnp.sqrt(var + eps)) * weight
+    return (out + bias if op == "layer_norm" else out).astype(x.dtype)
+
+
+def test_gpu_norm_claims_hidden_sizes_and_its_ghost_branch_fails():
+    testing.check("gpu-norm", profile="ci", properties=["claimed-sizes"])
+    with pytest.raises(HarnessCheckFailed, match="FAIL gpu-norm ghost branch bfloat16 "
+                       "x=\\(1, 4096, 8192\\) .* launches 0 Pallas kernel"):
+        testing.check("gpu-norm", impl=ghost_norm, profile="ci", properties=["claimed-sizes"])
+
+
+def test_a_claimed_size_using_a_left_out_feature_is_not_traced():
+    family = get_family("gpu-norm")
+    assert len(family.claimed.kept(frozenset())) == 2
+    assert family.claimed.kept(frozenset({"rows-over-4096"})) == []
+    assert len(family.claimed.kept(frozenset({"bfloat16"}))) == 1  # a dtype left out
+    with pytest.raises(PropertyNotApplicable, match="every claimed size uses what this check "
+                       "leaves out \\(rows-over-4096\\)"):
+        from kernel_harness.spec.narrow import narrow
+
+        claimed_sizes(narrow(family, {"rows-over-4096"}), backend=resolve_backend("interpret"))

@@ -173,6 +173,7 @@ FAMILY = Family(
     # No queries and keys: deterministic, finite-out (x scaled) and the op's relations.
     metamorphic=Metamorphic(roles={}, logit_input="x"),
     relations=RELATIONS,
+    claimed=_kernel.CLAIM,
     export=export,
     modes=frozenset({
         "layer_norm", "rms_norm", "multi-col-block", "partial-col-block",

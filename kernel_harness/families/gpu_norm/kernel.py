@@ -7,11 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from jax.experimental.pallas.ops.gpu import layer_norm as _layer_norm
 from jax.experimental.pallas.ops.gpu import rms_norm as _rms_norm
 
+from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
 from kernel_harness.ops.norm.cases import NormCase
+from kernel_harness.spec.claims import Claim
 
 
 def norm(op: str, x: jax.Array, weight: jax.Array, bias: jax.Array, *, eps: float,
@@ -50,6 +53,38 @@ def _build(impl: Callable[..., Any], case: NormCase, interpret: Any) -> Callable
                 "dweight": dweight, "dbias": dbias}
 
     return gpu_common.jit(fn, cpu=interpret is True)
+
+
+def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
+    """Both ops as :func:`_build` calls ``impl`` (forward and its vjp), on (abstract) arrays
+    (``Claim.call``)."""
+    interpret = current_backend().pallas_interpret()
+    outputs = {}
+    for op in ("layer_norm", "rms_norm"):
+        def f(x, w, b, op=op):
+            return impl(op, x, w, b, eps=1e-5, interpret=interpret)
+
+        out, vjp = jax.vjp(f, arrays["x"], arrays["weight"], arrays["bias"])
+        outputs[op] = (out, vjp(arrays["do"]))
+    return outputs
+
+
+def _norm_arrays(shape: tuple[int, ...], dtype: Any) -> dict[str, jax.ShapeDtypeStruct]:
+    n = shape[-1]
+    return {"x": jax.ShapeDtypeStruct(shape, dtype), "weight": jax.ShapeDtypeStruct((n,), dtype),
+            "bias": jax.ShapeDtypeStruct((n,), dtype), "do": jax.ShapeDtypeStruct(shape, dtype)}
+
+
+#: The largest rows the kernels are meant for: a model's hidden size (4k-16k), over a
+#: long sequence, traced at those sizes by ``claimed-sizes``.
+CLAIM = Claim(
+    reason="norm rows are a model's hidden size: 4k-16k, over thousands of tokens",
+    sizes=lambda: (_norm_arrays((1, 4096, 8192), jnp.bfloat16),
+                   _norm_arrays((2, 1024, 16384), jnp.float32)),
+    small=lambda: _norm_arrays((2, 4, 128), jnp.float32),
+    call=claimed_call,
+    uses=lambda arrays: frozenset({"rows-over-4096"} if arrays["x"].shape[-1] > 4096
+                                  else ()))
 
 
 #: How the gpu-norm family calls its kernel: forward (plain and under vjp) and backward.
