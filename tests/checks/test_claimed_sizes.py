@@ -1,7 +1,8 @@
 """Every size the kernel claims (issue 55, item 5): gpu-softmax claims vocabulary rows
-(32k-256k), gpu-norm hidden sizes (8k-16k); an implementation that runs its kernel only for the rows a test draws (plain XLA
-past 2048 logits, or the kernel on a prefix and XLA on the rest, concatenated) passes every
-drawn case and fails ``claimed-sizes``, traced at the claimed sizes and never run there."""
+(32k-256k), gpu-norm hidden sizes (8k-16k); an implementation that runs its kernel only
+for the rows a test draws (plain XLA past 2048 logits, or the kernel on a prefix and XLA on
+the rest, concatenated) passes every drawn case and fails ``claimed-sizes``, traced at the
+claimed sizes and never run there."""
 
 from __future__ import annotations
 
