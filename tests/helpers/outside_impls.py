@@ -14,6 +14,7 @@ import numpy as np
 from jax.experimental import pallas as pl
 
 from kernel_harness.ops.grouped_matmul.reference import grouped_matmul
+from tests.helpers.poison_impls import xla_attention
 
 
 def _copy(arrays, interpret):
@@ -35,20 +36,6 @@ def _xla_gmm(lhs, rhs, group_sizes, preferred_element_type, group_offset, transp
     out = grouped_matmul(lhs.astype(jnp.float32), rhs.astype(jnp.float32), onehot,
                          transpose_rhs)
     return out.astype(preferred_element_type)
-
-
-def _xla_attention(q, k, v, sm_scale, causal):
-    """Softmax attention in float32: out like q, and the log-sum-exp in base 2."""
-    hi = jax.lax.Precision.HIGHEST
-    s = jnp.einsum("bqhd,bkhd->bhqk", q.astype(jnp.float32), k.astype(jnp.float32),
-                   precision=hi) * sm_scale
-    if causal:
-        seen = jnp.arange(q.shape[1])[:, None] >= jnp.arange(k.shape[1])[None, :]
-        s = jnp.where(seen, s, -jnp.inf)
-    lse = jax.nn.logsumexp(s, axis=-1)
-    out = jnp.einsum("bhqk,bkhd->bqhd", jnp.exp(s - lse[..., None]), v.astype(jnp.float32),
-                     precision=hi)
-    return out.astype(q.dtype), lse / jnp.log(2.0)
 
 
 def _xla_softmax(x):
@@ -136,10 +123,10 @@ def copy_mha(q, k, v, segment_ids, *, sm_scale, causal, return_residuals=False,
     kernel (no segment ids)."""
     @jax.custom_vjp
     def f(q, k, v):
-        return _copy(_xla_attention(q, k, v, sm_scale, causal), interpret)
+        return _copy(xla_attention(q, k, v, sm_scale, causal), interpret)
 
     def bwd(res, g):
-        grads = jax.vjp(lambda *a: _xla_attention(*a, sm_scale, causal)[0], *res)[1](g[0])
+        grads = jax.vjp(lambda *a: xla_attention(*a, sm_scale, causal)[0], *res)[1](g[0])
         return tuple(_copy((d,), interpret)[0] for d in grads)
 
     f.defvjp(lambda q, k, v: (f(q, k, v), (q, k, v)), bwd)

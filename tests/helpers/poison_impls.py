@@ -106,7 +106,7 @@ def thrown_backward_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, g
     return f(lhs, rhs)
 
 
-def _xla_attention(q, k, v, sm_scale, causal):
+def xla_attention(q, k, v, sm_scale, causal):
     """Softmax attention in float32: out [batch, q_len, heads, d] in q's dtype, and the
     log-sum-exp in base 2 [batch, heads, q_len] (the kernel's residual)."""
     hi = jax.lax.Precision.HIGHEST
@@ -125,7 +125,7 @@ def thrown_mha(q, k, v, segment_ids, *, sm_scale, causal, return_residuals=False
     """Runs the Pallas GPU ``mha``, returns plain JAX's attention (no segment ids)."""
     _attention.mha(q, k, v, segment_ids, sm_scale=sm_scale, causal=causal,
                    return_residuals=return_residuals, **kw)
-    out, lse = _xla_attention(q, k, v, sm_scale, causal)
+    out, lse = xla_attention(q, k, v, sm_scale, causal)
     return (out, lse) if return_residuals else out
 
 
@@ -146,7 +146,7 @@ def thrown_backward_mha(q, k, v, segment_ids, *, sm_scale, causal, return_residu
 
     def bwd(res, g):
         jax.vjp(kernel, *res)[1](g)
-        return jax.vjp(lambda *a: _xla_attention(*a, sm_scale, causal)[0], *res)[1](g)
+        return jax.vjp(lambda *a: xla_attention(*a, sm_scale, causal)[0], *res)[1](g)
 
     f.defvjp(lambda q, k, v: (kernel(q, k, v), (q, k, v)), bwd)
     return f(q, k, v)
