@@ -50,7 +50,7 @@ def structure(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mappin
     them."""
     with running_on(backend):
         jaxpr = jax.make_jaxpr(lambda a: call(impl, a))(dict(arrays))
-    names = {p.split(" x")[0] for p in pallas_count.top_primitives(jaxpr, n=10**6)}
+    names = set(pallas_count.primitive_counts(jaxpr))
     return pallas_count.pallas_kernels(jaxpr), frozenset(names - LAYOUT)
 
 

@@ -140,12 +140,19 @@ def pallas_kernels(jaxpr: Any) -> int:
     return _walk(jaxpr, collections.Counter())
 
 
+def primitive_counts(jaxpr: Any) -> collections.Counter:
+    """How often each non-structural primitive occurs in ``jaxpr`` and its sub-jaxprs,
+    outside every kernel body, by name."""
+    counts: collections.Counter = collections.Counter()
+    _walk(jaxpr, counts)
+    return counts
+
+
 def top_primitives(jaxpr: Any, n: int = 5) -> tuple[str, ...]:
     """The ``n`` most frequent non-structural primitives of ``jaxpr`` and its sub-jaxprs,
     as ``name x count`` (what a pass ran when it ran no kernel)."""
-    counts: collections.Counter = collections.Counter()
-    _walk(jaxpr, counts)
-    return tuple(f"{name} x{k}" if k > 1 else name for name, k in counts.most_common(n))
+    return tuple(f"{name} x{k}" if k > 1 else name
+                 for name, k in primitive_counts(jaxpr).most_common(n))
 
 
 @dataclasses.dataclass(frozen=True)
