@@ -30,7 +30,8 @@ SOFTMAX = SoftmaxCase(dtype="float32", seed=1, leading=(4,), n=128)
 NORM = NormCase(dtype="float32", seed=0, op="layer_norm", leading=(2, 4), n=128)
 GMM = GmmCase(dtype="float32", seed=0, m=16, k=128, n=128, group_sizes=(8, 8),
               tiling=(8, 128, 128))
-MHA = MhaCase(dtype="float32", seed=0, batch=1, q_heads=2, q_len=32, kv_len=32, head_dim=16)
+MHA = MhaCase(dtype="float32", seed=0, batch=1, q_heads=2, kv_heads=2, q_len=32, kv_len=32,
+              head_dim=16)
 F32 = jax.ShapeDtypeStruct((64, 128), jnp.float32)
 
 

@@ -27,7 +27,8 @@ SOFTMAX = SoftmaxCase(dtype="float32", seed=1, leading=(2,), n=128)
 #: 8 of 16 rows in groups: the rows past them are the wrapper's, not a kernel's.
 GMM = GmmCase(dtype="float32", seed=0, m=16, k=128, n=128, group_sizes=(3, 5),
               tiling=(8, 128, 128))
-MHA = MhaCase(dtype="float32", seed=0, batch=1, q_heads=2, q_len=32, kv_len=32, head_dim=16)
+MHA = MhaCase(dtype="float32", seed=0, batch=1, q_heads=2, kv_heads=2, q_len=32, kv_len=32,
+              head_dim=16)
 OUT = ("output `result`",)
 GRADS = ("gradient of `lhs`", "gradient of `rhs`")
 

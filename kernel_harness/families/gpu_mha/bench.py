@@ -20,15 +20,15 @@ def case_at(seq_len: int, dtype: str) -> MhaCase:
     length)."""
     blocks = {n: BLOCK for n in ("block_q", "block_k", "block_q_dkv", "block_kv_dkv",
                                  "block_q_dq", "block_kv_dq")}
-    return MhaCase(dtype=dtype, seed=0, batch=1, q_heads=HEADS, q_len=seq_len, kv_len=seq_len,
-                   head_dim=HEAD_DIM, causal=True, **blocks)
+    return MhaCase(dtype=dtype, seed=0, batch=1, q_heads=HEADS, kv_heads=HEADS, q_len=seq_len,
+                   kv_len=seq_len, head_dim=HEAD_DIM, is_causal=True, **blocks)
 
 
 def program(impl: Callable[..., Any] | None, case: MhaCase, backend: Backend,
             mode: str) -> Timed:
     """``mha(q, k, v, None, causal=True)`` with the case's blocks, forward or forward+vjp."""
     impl = impl or _kernel.mha
-    kwargs = dict(sm_scale=case.sm_scale, causal=case.causal,
+    kwargs = dict(sm_scale=case.effective_scale, causal=case.is_causal,
                   block_sizes=_kernel.block_sizes(case), num_warps=case.num_warps,
                   num_stages=case.num_stages, interpret=backend.pallas_interpret())
 

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from kernel_harness.families.gpu_mha.cases import BLOCK_FIELDS, MhaCase, attention_definition
+from kernel_harness.families.gpu_mha.cases import BLOCK_FIELDS, MhaCase
 from kernel_harness.ops.attention.export import call_source
+from kernel_harness.ops.attention.record import definition
 from kernel_harness.spec.export import ExportSnippet
 
 
 def export(case: MhaCase) -> ExportSnippet:
     """The kernel call with the case's exact options and blocks, and its reference."""
     blocks = ", ".join(f"{n}={getattr(case, n)}" for n in BLOCK_FIELDS)
-    segments = "None" if case.segment_runs is None else '(x["segment_ids"],) * 2'
+    segments = "None" if case.q_segments is None else '(x["segment_ids"],) * 2'
     run_kernel = f'''
         from jax.experimental.pallas.ops.gpu.attention import BlockSizes
 
-        OPTIONS = dict(sm_scale={case.sm_scale!r}, causal={case.causal},
+        OPTIONS = dict(sm_scale={case.effective_scale!r}, causal={case.is_causal},
                        block_sizes=BlockSizes({blocks}),
                        num_warps={case.num_warps}, num_stages={case.num_stages},
                        interpret=INTERPRET)
@@ -32,8 +33,8 @@ def export(case: MhaCase) -> ExportSnippet:
                 return _kernel_fwd_bwd(x["q"], x["k"], x["v"], x.get("segment_ids"), x["do"])
     '''
     reference = call_source(
-        attention_definition(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
-        f"causal={case.causal}, segments={segments})",
+        definition(case), vis=f"visibility({case.q_len}, {case.kv_len}, "
+        f"causal={case.is_causal}, segments={segments})",
         arrays={n: f'x["{n}"]' for n in ("q", "k", "v", "do")},
         outputs={n: n for n in ("out", "lse", "dq", "dk", "dv")},
         doc="Softmax attention in float32, HIGHEST (the attention op, its source above); "

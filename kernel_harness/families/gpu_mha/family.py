@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.gpu_common import is_pow2, tolerance_table
+from kernel_harness.families.gpu_common import tolerance_table
 from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.bench import BENCH
-from kernel_harness.families.gpu_mha.cases import MhaCase, attention_definition, mha_cases
+from kernel_harness.families.gpu_mha.cases import MhaCase, block_events, blocks
 from kernel_harness.families.gpu_mha.export import export
-from kernel_harness.families.gpu_mha.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.events import length_events, logits_label
-from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
-from kernel_harness.ops.attention.vocabulary import output_axes
+from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 
@@ -22,19 +17,6 @@ _LOW = (
     "{dtype} before PV; dS and P cast to {dtype} in the backward) and stores outputs in "
     "{dtype}"
 )
-
-
-def reference(case: MhaCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """out, lse (log base 2, as the kernel's residual), dq, dk, dv in float32 by the
-    attention op (and below float32 the magnitudes of dq's and dk's summed terms).
-
-    float32 keeps |dq|, |dk| as their scales: its tolerances must still see a float32 kernel
-    that rounds to bfloat16 inside; the low-precision tables are the fixed bound of the
-    kernel's designed rounding (P and dS cast to the input dtype), which follows the summed
-    terms, so there the magnitudes are the honest scale."""
-    call = AttentionCall(definition=attention_definition(case), q=inputs["q"], k=inputs["k"],
-                         v=inputs["v"], do=inputs["do"], vis=case.visible()[:, None])
-    return float32_outputs(call)
 
 
 def _tolerances() -> ToleranceTable:
@@ -55,40 +37,6 @@ def _tolerances() -> ToleranceTable:
     )
 
 
-def _events(case: MhaCase) -> list[str]:
-    ev = [case.dtype, f"scale-{case.scale_mode}", logits_label(case.logit_scale),
-          *length_events(case.q_len, case.kv_len)]
-    if case.q_len // case.effective_block("block_q") > 1:
-        ev.append("multi-q-block")
-    if case.kv_len // case.effective_block("block_k") > 1:
-        ev.append("multi-kv-block")
-    if case.q_len // case.effective_block("block_q_dq") > 1:
-        ev.append("multi-bwd-block")
-    if (case.block_q_dkv, case.block_kv_dq) != (case.block_q, case.block_k):
-        ev.append("bwd-blocks-differ")
-    if any(getattr(case, n) > case.effective_block(n) for n in ("block_q", "block_k",
-                                                                "block_q_dq", "block_q_dkv")):
-        ev.append("block-clamped")
-    if not is_pow2(case.q_len) or not is_pow2(case.kv_len):
-        ev.append("non-pow2-length")
-    if not is_pow2(case.head_dim):
-        ev.append("head-dim-padded")
-    ev.append("causal" if case.causal else "full")
-    if case.segment_runs is not None:
-        ev.append("segments")
-        for row in case.segment_runs:
-            ids = [s for s, _ in row]
-            if any(n == 1 for _, n in row):
-                ev.append("length-1-segment")
-            if ids != sorted(ids):
-                ev.append("unsorted-segments")
-            if len(set(ids)) < len(ids):
-                ev.append("repeated-segment-id")
-            if len(row) > 1:
-                ev.append("several-segments")
-    return sorted(set(ev))
-
-
 CONTRACT = """\
 Triton flash attention mha(q, k, v, segment_ids) on [batch, len, heads, head_dim].
 - Masks: causal is top-left aligned (query i sees keys j <= i). Segment ids are ONE
@@ -107,10 +55,10 @@ Triton flash attention mha(q, k, v, segment_ids) on [batch, len, heads, head_dim
 
 #: The kernel's modes ci-sized draws must reach (Family.modes).
 MODES = frozenset({
-    "causal", "full", "segments", "several-segments", "unsorted-segments",
+    "causal", "non-causal", "segments", "several-segments", "unsorted-segments",
     "repeated-segment-id", "length-1-segment", "multi-q-block", "multi-kv-block",
     "multi-bwd-block", "bwd-blocks-differ", "block-clamped", "q-len<kv-len", "q-len>kv-len",
-    "non-pow2-length", "head-dim-padded", "scale-arg", "scale-prescaled-q", "float32",
+    "non-pow2-length", "head-dim-padded", "explicit-scale", "float32",
     "bfloat16", "float16",
 })
 
@@ -119,20 +67,15 @@ FAMILY = Family(
     modes=MODES,
     name="gpu-mha",
     summary="Pallas GPU (Triton) flash attention mha: forward, lse residual, fused backward",
-    case_type=MhaCase,
-    cases=mha_cases,
+    **problem_record(MhaCase, blocks=blocks, config_events=block_events),
     **_kernel.ADAPTER.fields(),
     # The real backward runs two kernels (the delta preprocessing, then dq/dk/dv).
     kernels=KernelExpectation(forward=1, backward=2),
-    reference=reference,
-    output_axes=output_axes("bqhd", kv_head="head", lse=("batch", "head", "query")),
     tolerances=_tolerances(),
     capabilities=frozenset(
         {"causal", "full", "segments", "sm-scale", "q-len-ne-kv-len", "residuals", "gradients"}
     ),
-    events=_events,
     contract=CONTRACT,
     bench=BENCH,
     export=export,
-    metamorphic=METAMORPHIC,
 )

@@ -24,7 +24,6 @@ IMPL_SIGNATURE = (
 )
 
 
-
 def block_sizes(case: MhaCase) -> Any:
     """The ``BlockSizes`` the case requests (the kernel clamps them to the lengths)."""
     return BlockSizes(**gpu_common.case_options(
@@ -32,7 +31,8 @@ def block_sizes(case: MhaCase) -> Any:
 
 
 def _build(impl: Callable[..., Any], case: MhaCase, interpret: Any) -> Callable[..., Any]:
-    kwargs = gpu_common.case_options(case, "sm_scale", "causal", "num_warps", "num_stages",
+    kwargs = gpu_common.case_options(case, "num_warps", "num_stages",
+                                     sm_scale=case.effective_scale, causal=case.is_causal,
                                      block_sizes=block_sizes(case), interpret=interpret)
 
     def fn(q, k, v, segment_ids, do):

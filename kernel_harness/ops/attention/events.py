@@ -27,6 +27,8 @@ RENAMED: dict[str, str] = {
 #: an explicit scale, so one stored with ``sm_scale=1.0`` now says ``explicit-scale`` too.
 RENAMED_IN: dict[str, dict[str, str]] = {
     "flash": {"bias": "bias-full", "sm-scale": "explicit-scale"},
+    # gpu-mha's only explicit scale is 1.0 (q pre-scaled); "scale-arg" was the default.
+    "gpu-mha": {"full": "non-causal", "scale-prescaled-q": "explicit-scale"},
 }
 
 
@@ -49,11 +51,14 @@ def length_events(q_len: int, kv_len: int) -> list[str]:
 
 def segment_events(q_runs: Runs, kv_runs: Runs) -> list[str]:
     """Labels of segment-id layouts given as per-row ``(id, length)`` runs: a length-1
-    segment, query ids out of order, more than one id."""
+    segment, query ids out of order, an id given to two runs of one row (rows apart that
+    see each other), more than one id."""
     ev = []
     rows = [*q_runs, *kv_runs]
     if any(n == 1 for row in rows for _, n in row):
         ev.append("length-1-segment")
+    if any(len({i for i, _ in row}) < len(row) for row in rows):
+        ev.append("repeated-segment-id")
     if any([i for i, _ in row] != sorted(i for i, _ in row) for row in q_runs):
         ev.append("unsorted-segments")
     if len({i for row in rows for i, _ in row}) > 1:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernel_harness.ops.attention.problem import ALIGNMENTS
-from kernel_harness.ops.attention.program import MAGNITUDES
+from kernel_harness.ops.attention.program import LSE_BASES, MAGNITUDES
 from kernel_harness.ops.attention.vocabulary import LAYOUTS
 
 #: The attention problem's optional features: what an implementation may declare it lacks
@@ -86,6 +86,15 @@ class Features:
       scales: an explicit scale is drawn as one of these multiples of 1/sqrt(head_dim),
         or 1.0 itself with ``unit_scale`` (a kernel whose own default is 1 and skips its
         scaling there).
+      magnitude_dtypes: the dtypes in which ``magnitudes`` apply (None: every dtype; a
+        float32 judge that must still see a kernel rounding to bfloat16 inside keeps the
+        gradients' own sizes as their scales).
+      lse: the log-sum-exp the kernel returns as an output, in that base
+        (:data:`~.program.LSE_BASES`), or None.
+      shared_segments: one segment-id array serves queries and keys (``names`` maps both
+        to it): segments need one layout for both, so equal lengths.
+      causal_q_le_kv: causal only with ``q_len <= kv_len`` (a kernel limit the strategy
+        keeps: it swaps the lengths of a causal draw).
     """
 
     layout: str
@@ -109,6 +118,10 @@ class Features:
     max_batch_heads: int | None = None
     scales: tuple[float, ...] = (0.5, 2.0, 1.0)
     unit_scale: bool = False
+    magnitude_dtypes: tuple[str, ...] | None = None
+    lse: str | None = None
+    shared_segments: bool = False
+    causal_q_le_kv: bool = False
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -136,6 +149,13 @@ class Features:
         if self.takes("segments") and {"segment_ids_q", "segment_ids_kv"} - set(self.names):
             raise ValueError("Features.names must name segment_ids_q and segment_ids_kv of "
                              "a kernel taking segments")
+        if self.shared_segments and (self.names.get("segment_ids_q")
+                                     != self.names.get("segment_ids_kv")):
+            raise ValueError("Features.shared_segments: names must give segment_ids_q and "
+                             "segment_ids_kv the one input name")
+        if self.lse not in (None, *LSE_BASES):
+            raise ValueError(f"Features.lse must be None or one of {LSE_BASES}, got "
+                             f"{self.lse!r}")
 
     def takes(self, feature: str) -> bool:
         """Whether the kernel takes the optional ``feature`` at all."""
@@ -161,6 +181,13 @@ class Features:
                              f"window masks {' or '.join(self.alignments)}")
         if case.kv_heads != case.q_heads and not self.takes("gqa"):
             raise ValueError("kv_heads: this kernel takes no grouped-query attention")
+        if self.shared_segments and case.q_segments != case.kv_segments:
+            raise ValueError("q_segments, kv_segments: this kernel takes one segment-id array "
+                             "for queries and keys, so the two layouts must be equal (and "
+                             "q_len == kv_len)")
+        if self.causal_q_le_kv and case.is_causal and case.q_len > case.kv_len:
+            raise ValueError(f"is_causal: this kernel's causal mask needs q_len <= kv_len "
+                             f"(got {case.q_len} > {case.kv_len})")
         for group in self.exclusive:
             on = sorted(group & self.used(case))
             if len(on) > 1:

@@ -39,7 +39,7 @@ LABELS: frozenset[str] = frozenset({
     "float32", "bfloat16", "float16", "gqa", "mqa", "q-len<kv-len", "q-len>kv-len", "causal",
     "explicit-scale", "window", "window-left-only", "kv-lengths", "q-lengths", "padding-rows",
     "rows-without-keys", "bottom-right", "segments", "length-1-segment", "unsorted-segments",
-    "several-segments",
+    "several-segments", "repeated-segment-id",
     *(f"{what}-{kind}" for what in ("bias", "mask")
       for kind in ("full", "batch-shared", "head-shared")),
 })
@@ -103,9 +103,10 @@ def definition(case: AttentionProblem) -> Definition:
     (the bias after it, or before with ``Features.bias_before_scale``), the magnitudes it
     declares (the bias gradient's with a bias)."""
     f = case.FEATURES
-    magnitudes = tuple(m for m in f.magnitudes if (m != "dbias" or case.bias) and f.gradients)
+    judged = f.gradients and (f.magnitude_dtypes is None or case.dtype in f.magnitude_dtypes)
+    magnitudes = tuple(m for m in f.magnitudes if (m != "dbias" or case.bias) and judged)
     return Definition(layout=f.layout, scale=case.effective_scale,
-                      bias_before_scale=f.bias_before_scale, magnitudes=magnitudes)
+                      bias_before_scale=f.bias_before_scale, lse=f.lse, magnitudes=magnitudes)
 
 
 def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> AttentionCall:
@@ -126,7 +127,13 @@ def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> Att
         q=given["q"], k=given["k"], v=given["v"], do=given.get("do"),
         bias=given.get("bias") if case.bias else None, vis=vis,
         names=dict(f.outputs),
-        absent={} if case.bias or not f.gradients else {f.output("dbias"): absent})
+        absent={f.output("dbias"): absent} if _absent_dbias(case) else {})
+
+
+def _absent_dbias(case: AttentionProblem) -> bool:
+    """Whether the kernel gives a (zero) bias gradient the case has no bias for."""
+    f = case.FEATURES
+    return f.gradients and f.takes("bias") and case.bias is None
 
 
 def option_toggles(case: AttentionProblem) -> list[Toggle]:
@@ -161,6 +168,7 @@ def metamorphic(case_type: type[AttentionProblem], *, traceable: Callable[..., A
     f = case_type.FEATURES
     n = f.names
     full = ("batch", "head", "query", "key")
+    # One array for queries and keys (Features.shared_segments) ends with the keys' role.
     extra = {n[x]: r for x, r in (("bias", full), ("mask", full), ("q_lengths", ("batch",)),
                                   ("kv_lengths", ("batch",)),
                                   ("segment_ids_q", ("batch", "query")),
@@ -194,13 +202,12 @@ def kv_head(features: Any) -> str:
 def _not_compared(case_type: type[AttentionProblem],
                   config_not_compared: Callable[[Any], Mapping[str, str]] | None
                   ) -> Callable[[Any], dict[str, str]]:
-    dbias, gradients = case_type.FEATURES.output("dbias"), case_type.FEATURES.gradients
+    dbias = case_type.FEATURES.output("dbias")
 
     def not_compared(case: AttentionProblem) -> dict[str, str]:
         """The bias gradient of a case without a bias; then the kernel's own."""
         own = dict(config_not_compared(case)) if config_not_compared else {}
-        none = case.bias is None and gradients
-        return ({dbias: "no bias in this case"} if none else {}) | own
+        return ({dbias: "no bias in this case"} if _absent_dbias(case) else {}) | own
 
     return not_compared
 
@@ -234,9 +241,11 @@ def problem_record(case_type: type[AttentionProblem], *, config: Config | None =
     f = case_type.FEATURES
     reference, low_precision_reference = references(attention_call)
     bias_axes = {f.output("dbias"): ("batch", "head", "query", "key")} if f.takes("bias") else {}
+    lse_axes = {f.output("lse"): ("batch", "head", "query")} if f.lse else {}
     axes = output_axes(f.layout, kv_head=kv_head(f), **bias_axes)
     if not f.gradients:
         axes = {f.output("out"): axes["out"]}
+    axes |= lse_axes
     return dict(
         case_type=case_type, cases=problems(case_type, config=config, blocks=blocks),
         data_draws=data_draws,

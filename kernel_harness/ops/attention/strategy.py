@@ -99,13 +99,14 @@ def matched_runs(draw: st.DrawFn, length: int, kv_runs: Runs, *, causal: bool,
 
 
 @st.composite
-def segment_layouts(draw: st.DrawFn, batch: int, q_len: int, kv_len: int, *, causal: bool
-                    ) -> tuple[tuple[Runs, ...], tuple[Runs, ...]]:
+def segment_layouts(draw: st.DrawFn, batch: int, q_len: int, kv_len: int, *, causal: bool,
+                    shared: bool = False) -> tuple[tuple[Runs, ...], tuple[Runs, ...]]:
     """``(q_segments, kv_segments)``, one layout per batch row: the keys' from
-    :func:`segment_runs`; the queries' the same layout (packed self-attention, half the
-    time where the lengths are equal) or :func:`matched_runs` of it."""
+    :func:`segment_runs`; the queries' the same layout (packed self-attention: always with
+    ``shared``, one array for both; else half the time where the lengths are equal) or
+    :func:`matched_runs` of it."""
     kv = tuple(draw(segment_runs(kv_len)) for _ in range(batch))
-    if q_len == kv_len and draw(st.booleans()) is False:
+    if shared or (q_len == kv_len and draw(st.booleans()) is False):
         return kv, kv
     return tuple(draw(matched_runs(q_len, row, causal=causal)) for row in kv), kv
 
@@ -162,6 +163,8 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
         batch = draw(st.integers(1, features.max_batch))
         kv_len = draw(st.sampled_from(lengths))
         q_len = draw(st.sampled_from(lengths + q_only)) if on["differ"] else kv_len
+        if features.causal_q_le_kv and on["causal"] and q_len > kv_len:
+            q_len, kv_len = kv_len, q_len
         kv_heads = draw(st.sampled_from((1, 2)))
         heads = kv_heads * draw(st.sampled_from((1, 2, 3)))
         if features.max_batch_heads is not None:
@@ -189,9 +192,9 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
             fields["kv_lengths"] = _short_lengths(draw, batch, kv_len, lowest=1)
         if on["q-lengths"] and q_len > 1:
             fields["q_lengths"] = _short_lengths(draw, batch, q_len, lowest=0)
-        if on["segments"]:
-            fields["q_segments"], fields["kv_segments"] = draw(
-                segment_layouts(batch, q_len, kv_len, causal=on["causal"]))
+        if on["segments"] and (q_len == kv_len or not features.shared_segments):
+            fields["q_segments"], fields["kv_segments"] = draw(segment_layouts(
+                batch, q_len, kv_len, causal=on["causal"], shared=features.shared_segments))
         fields["logit_scale"] = draw(st.sampled_from(
             logit_scales_for(dtype, calibrated=dtype in features.calibrated)))
         seed = draw(st.integers(0, 2**31 - 1))

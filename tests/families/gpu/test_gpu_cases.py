@@ -47,11 +47,11 @@ def test_mha_strategy_draws_valid_cases(case):
     assert case.q_len // case.effective_block("block_q_dq") == (
         case.kv_len // case.effective_block("block_kv_dkv")
     )
-    assert not case.causal or case.q_len <= case.kv_len
+    assert not case.is_causal or case.q_len <= case.kv_len
     assert x["q"].shape == (case.batch, case.q_len, case.q_heads, case.head_dim)
     assert x["k"].dtype == np.dtype(jnp.dtype(case.dtype))
-    if case.segment_runs is not None:
-        assert case.q_len == case.kv_len
+    if case.q_segments is not None:
+        assert case.q_len == case.kv_len and case.q_segments == case.kv_segments
         assert x["segment_ids"].shape == (case.batch, case.kv_len)
 
 
@@ -92,15 +92,16 @@ def test_paged_strategy_draws_valid_cases_and_poisons_only_unused_slots(case):
 
 
 def test_mha_case_rejects_what_the_kernel_cannot_do():
-    base = dict(dtype="float32", seed=0, batch=1, q_heads=1, head_dim=32)
-    with pytest.raises(ValueError, match="causal needs q_len <= kv_len"):
-        MhaCase(**base, q_len=64, kv_len=32, causal=True, block_q_dq=32, block_kv_dkv=16)
+    base = dict(dtype="float32", seed=0, batch=1, q_heads=1, kv_heads=1, head_dim=32)
+    with pytest.raises(ValueError, match="causal mask needs q_len <= kv_len"):
+        MhaCase(**base, q_len=64, kv_len=32, is_causal=True, block_q_dq=32, block_kv_dkv=16)
     with pytest.raises(ValueError, match="silently computes wrong gradients"):
         MhaCase(**base, q_len=96, kv_len=96, block_q_dkv=64)
     with pytest.raises(ValueError, match="as many q blocks"):
         MhaCase(**base, q_len=64, kv_len=64, block_q_dq=16, block_kv_dkv=32)
     with pytest.raises(ValueError, match="q_len == kv_len"):
-        MhaCase(**base, q_len=32, kv_len=64, segment_runs=(((0, 64),),), block_kv_dkv=64)
+        MhaCase(**base, q_len=32, kv_len=64, q_segments=(((0, 32),),),
+                kv_segments=(((0, 64),),), block_kv_dkv=64)
 
 
 def test_decode_and_paged_cases_reject_bad_layouts():
@@ -165,10 +166,10 @@ def test_gpu_backend_is_unavailable_without_a_gpu():
 # Hand-picked hard cases; num_warps/num_stages are Triton launch settings that the
 # interpreter accepts (and ignores).
 HARD_CASES = [
-    ("gpu-mha", MhaCase(dtype="float32", seed=1, batch=2, q_heads=2, q_len=32, kv_len=128,
-                        head_dim=48, causal=True, block_q=256, block_k=16, block_q_dkv=16,
-                        block_kv_dkv=64, block_q_dq=16, block_kv_dq=32, num_warps=8,
-                        num_stages=3)),
+    ("gpu-mha", MhaCase(dtype="float32", seed=1, batch=2, q_heads=2, kv_heads=2, q_len=32,
+                        kv_len=128, head_dim=48, is_causal=True, block_q=256, block_k=16,
+                        block_q_dkv=16, block_kv_dkv=64, block_q_dq=16, block_kv_dq=32,
+                        num_warps=8, num_stages=3)),
     ("gpu-decode", DecodeCase(dtype="bfloat16", seed=2, batch=2, q_heads=40, kv_heads=2,
                               kv_len=128, head_dim=32, start=(5, 64), end=(6, 64), k_splits=4,
                               block_k=16, normalize_output=False, num_warps=4, num_stages=1)),

@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 
 from kernel_harness.families.gpu_mha import kernel
 from kernel_harness.families.gpu_mha.cases import MhaCase
-from kernel_harness.families.gpu_mha.metamorphic import block_variants
 from kernel_harness.spec.registry import get_family
 from tests.families.gpu.test_gpu_planted_bugs import mha_backward_drops_segments
 from tests.families.paged_decode.helpers import fails, passes
 
-FULL = MhaCase(dtype="float32", seed=3, batch=1, q_heads=2, q_len=64, kv_len=64, head_dim=32,
-               block_q=32, block_k=16, block_q_dkv=32, block_kv_dkv=32, block_q_dq=32,
-               block_kv_dq=32)
-CAUSAL = dataclasses.replace(FULL, causal=True)
+FULL = MhaCase(dtype="float32", seed=3, batch=1, q_heads=2, kv_heads=2, q_len=64, kv_len=64,
+               head_dim=32, block_q=32, block_k=16, block_q_dkv=32, block_kv_dkv=32,
+               block_q_dq=32, block_kv_dq=32)
+CAUSAL = dataclasses.replace(FULL, is_causal=True)
 #: Two runs of segment 0 around one of segment 1 (ids compare by equality).
-SEGMENTS = dataclasses.replace(FULL, segment_runs=(((0, 20), (1, 30), (0, 14)),))
+_RUNS = (((0, 20), (1, 30), (0, 14)),)
+SEGMENTS = dataclasses.replace(FULL, q_segments=_RUNS, kv_segments=_RUNS)
 
 
 def ignores_segments(q, k, v, segment_ids, **kw):
@@ -103,7 +103,8 @@ def test_every_block_variant_is_a_valid_case():
               suppress_health_check=list(HealthCheck))
     @given(st.data())
     def draw(data):
-        case = data.draw(get_family("gpu-mha").cases())
-        data.draw(block_variants(case))  # a ValueError here is an invalid variant
+        family = get_family("gpu-mha")
+        case = data.draw(family.cases())
+        data.draw(family.metamorphic.block_variants(case))  # a ValueError: an invalid variant
 
     draw()

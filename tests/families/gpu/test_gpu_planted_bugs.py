@@ -20,7 +20,6 @@ from kernel_harness.checks.properties import HarnessFailure, matches_reference
 from kernel_harness.families.gpu_decode import kernel as decode_kernel
 from kernel_harness.families.gpu_decode.cases import decode_cases
 from kernel_harness.families.gpu_mha import kernel as mha_kernel
-from kernel_harness.families.gpu_mha.cases import mha_cases
 from kernel_harness.families.gpu_paged import kernel as paged_kernel
 from kernel_harness.families.gpu_paged.cases import paged_cases
 
@@ -149,9 +148,13 @@ def _property_fails(family_name, impl, strategy, max_examples=6):
 
 
 def _distinct_segments(case):
-    return case.segment_runs is not None and any(
-        len({s for s, _ in row}) > 1 for row in case.segment_runs
+    return case.q_segments is not None and any(
+        len({s for s, _ in row}) > 1 for row in case.q_segments
     )
+
+
+def mha_cases(**kwargs):
+    return get_family("gpu-mha").cases(**kwargs)
 
 
 def test_mha_backward_dropping_segment_ids_fails():
@@ -164,7 +167,7 @@ def test_mha_backward_dropping_segment_ids_fails():
 
 def test_mha_dq_missing_sm_scale_fails():
     result = _property_fails(
-        "gpu-mha", mha_dq_without_sm_scale, mha_cases().filter(lambda c: c.scale_mode == "arg")
+        "gpu-mha", mha_dq_without_sm_scale, mha_cases().filter(lambda c: c.scale is None)
     )
     assert {v.stats.output for v in result.failures} == {"dq"}
 

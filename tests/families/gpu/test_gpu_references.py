@@ -11,7 +11,7 @@ import pytest
 from kernel_harness.families.gpu_decode.cases import DecodeCase
 from kernel_harness.families.gpu_decode.family import reference as decode_reference
 from kernel_harness.families.gpu_mha.cases import MhaCase
-from kernel_harness.families.gpu_mha.family import reference as mha_reference
+from kernel_harness.families.gpu_mha.family import FAMILY as MHA_FAMILY
 from kernel_harness.families.gpu_paged.cases import PagedCase
 from kernel_harness.families.gpu_paged.family import FAMILY as PAGED
 from kernel_harness.ops.attention.program import AttentionCall, Definition, run_call
@@ -48,8 +48,9 @@ def test_attention_two_keys_by_hand():
 
 def _mha_by_loops(case, x):
     q, k, v, do = (x[n].astype(np.float64) for n in ("q", "k", "v", "do"))
-    seg = case.segment_ids()
-    scale = case.sm_scale
+    ids = case.segment_arrays()
+    seg = None if ids is None else ids[1]
+    scale = case.effective_scale
     out, dq, dk, dv = np.zeros_like(q), np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
     lse = np.zeros((case.batch, case.q_heads, case.q_len))
     for b in range(case.batch):
@@ -57,7 +58,7 @@ def _mha_by_loops(case, x):
             for i in range(case.q_len):
                 keys = [
                     j for j in range(case.kv_len)
-                    if (not case.causal or j <= i) and (seg is None or seg[b, i] == seg[b, j])
+                    if (not case.is_causal or j <= i) and (seg is None or seg[b, i] == seg[b, j])
                 ]
                 s = np.array([scale * q[b, i, h] @ k[b, j, h] for j in keys])
                 p = _softmax_rows(s)
@@ -75,27 +76,28 @@ def _mha_by_loops(case, x):
 @pytest.mark.parametrize(
     "fields",
     [
-        dict(q_len=32, kv_len=32, causal=True,
-             segment_runs=(((2, 1), (0, 15), (2, 10), (1, 6)),), scale_mode="arg"),
-        dict(q_len=32, kv_len=64, causal=True, scale_mode="prescaled-q",
-             block_q_dq=16, block_kv_dkv=32),
-        dict(q_len=64, kv_len=32, causal=False, scale_mode="arg",
-             block_q_dq=32, block_kv_dkv=16),
+        dict(q_len=32, kv_len=32, is_causal=True,
+             q_segments=(((2, 1), (0, 15), (2, 10), (1, 6)),),
+             kv_segments=(((2, 1), (0, 15), (2, 10), (1, 6)),)),
+        dict(q_len=32, kv_len=64, is_causal=True, scale=1.0, block_q_dq=16, block_kv_dkv=32),
+        dict(q_len=64, kv_len=32, is_causal=False, block_q_dq=32, block_kv_dkv=16),
     ],
 )
 def test_mha_reference_matches_loops(fields):
-    case = MhaCase(dtype="float32", seed=3, batch=1, q_heads=2, head_dim=16, **fields)
+    case = MhaCase(dtype="float32", seed=3, batch=1, q_heads=2, kv_heads=2, head_dim=16,
+                   **fields)
     x = case.materialize()
-    got = mha_reference(case, x)
+    got = MHA_FAMILY.reference(case, x)
     want = _mha_by_loops(case, x)
     for name in want:
         np.testing.assert_allclose(got[name], want[name], rtol=2e-5, atol=2e-5, err_msg=name)
 
 
 def test_mha_dense_mask_by_hand():
-    case = MhaCase(dtype="float32", seed=0, batch=1, q_heads=1, q_len=32, kv_len=32, head_dim=16,
-                   causal=True, segment_runs=(((5, 2), (3, 29), (5, 1)),))
-    mask = case.visible()[0]
+    runs = (((5, 2), (3, 29), (5, 1)),)
+    case = MhaCase(dtype="float32", seed=0, batch=1, q_heads=1, kv_heads=1, q_len=32, kv_len=32,
+                   head_dim=16, is_causal=True, q_segments=runs, kv_segments=runs)
+    mask = case.visible()[0, 0]
     assert mask[1, 0] and mask[1, 1] and not mask[0, 1]  # causal inside segment 5
     assert not mask[2, 1]  # segment 3 does not see segment 5
     assert mask[31, 0] and mask[31, 1] and not mask[31, 2]  # repeated id 5 sees the first run
