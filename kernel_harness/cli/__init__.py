@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _family_module_parser(add_help: bool) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(add_help=add_help)
+    # No abbreviations: ``--family NAME`` must not read as ``--family-module NAME``.
+    parser = argparse.ArgumentParser(add_help=add_help, allow_abbrev=False)
     parser.add_argument(
         "--family-module", action="append", default=[], metavar="MODULE",
         help="import MODULE and register the Family objects it declares (an out-of-tree "
@@ -67,8 +68,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Parses a ``kernel-harness`` command line. ``--family-module MODULE`` may appear
     anywhere (before or after the subcommand) and applies to every subcommand."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if "--family" in argv or any(a.startswith("--family=") for a in argv):
+        parser.error("--family is not an option: name the families as arguments, e.g. "
+                     "`kernel-harness check gpu-mha splash` (an out-of-tree family's module: "
+                     "--family-module MODULE)")
     known, rest = _family_module_parser(add_help=False).parse_known_args(argv)
-    args = build_parser().parse_args(rest)
+    args = parser.parse_args(rest)
     args.family_module = known.family_module
     return args
 

@@ -152,3 +152,16 @@ def test_a_check_leaves_no_example_database_in_the_users_folder(tmp_path):
             cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
         assert proc.returncode == 1, proc.stdout + proc.stderr  # a failure: it would be saved
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["check", "--family", "toy"], ["--family=toy", "check"],
+                                  ["mutate", "--family", "toy"]])
+def test_a_family_option_is_a_clear_error_not_a_family_module(capsys, argv):
+    # argparse once read --family as an abbreviation of --family-module and tried to import
+    # a module named like the family.
+    with pytest.raises(SystemExit) as exc:
+        cli.parse_args(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--family is not an option: name the families as arguments" in err
+    assert "cannot import" not in err
