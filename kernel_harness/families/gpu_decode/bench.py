@@ -19,7 +19,7 @@ def case_at(seq_len: int, dtype: str) -> DecodeCase:
     """Batch 1, 32 query heads over 4 kv heads, head_dim 64, a cache of ``seq_len`` keys
     split into 4 (a power-of-two length of at least 64)."""
     return DecodeCase(dtype=dtype, seed=0, batch=1, q_heads=Q_HEADS, kv_heads=KV_HEADS,
-                      kv_len=seq_len, head_dim=HEAD_DIM, block_h=16, block_k=32,
+                      q_len=1, kv_len=seq_len, head_dim=HEAD_DIM, block_h=16, block_k=32,
                       k_splits=K_SPLITS)
 
 

@@ -1,4 +1,14 @@
-"""Cases of the GPU (Triton) decode attention (``gqa``/``mqa``) and the strategy drawing them."""
+"""The gpu-decode family's case: the attention problem (:class:`~kernel_harness.ops.
+attention.problem.AttentionProblem`) as the Pallas GPU (Triton) split-k decode attention
+takes it (one query per row), and its configuration.
+
+q is ``[batch, q_heads, head_dim]``, k and v ``[batch, kv_len, kv_heads, head_dim]``; the
+keys of row b are ``kv_starts[b] <= j < kv_lengths[b]`` (the kernel's ``start_idx`` and
+``kv_seq_len``: an END index), each a scalar for every row or one per row. A row with no
+key gives out 0 and lse -inf (checked). An explicit scale is 1.0 (q pre-scaled in the
+data); without one the kernel gets ``sm_scale=None`` (its own 1/sqrt(head_dim)) or, with
+``sm_scale_arg``, 1/sqrt(head_dim) passed.
+"""
 
 from __future__ import annotations
 
@@ -8,63 +18,63 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from kernel_harness.core.case import (
-    DTYPES,
-    cast,
-    check_heads,
-    check_sizes,
-    logit_scales_for,
-    standard_normal,
-)
-from kernel_harness.families.gpu_common import TritonCase, is_pow2
-from kernel_harness.ops.attention.program import Definition
-from kernel_harness.ops.attention.reference import visibility
+from kernel_harness.core.case import DTYPES
+from kernel_harness.families.gpu_common import is_pow2
+from kernel_harness.ops.attention.features import Features
+from kernel_harness.ops.attention.problem import AttentionProblem
+from kernel_harness.spec.hooks import Toggle, toggles
 
-SCALE_MODES: tuple[str, ...] = ("default", "arg", "prescaled-q")
 ENTRIES: tuple[str, ...] = ("gqa", "mqa")
-
-Bound = int | tuple[int, ...] | None
+_SCALE_MODES = {"default": (None, False), "arg": (None, True), "prescaled-q": (1.0, False)}
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class DecodeCase(TritonCase):
-    """One decode step: a single query token per batch row against a kv cache.
+class DecodeCase(AttentionProblem):
+    """One decode step: the attention problem with one query per row and the kernel's
+    configuration.
 
     Attributes:
-      batch, q_heads, kv_heads, kv_len, head_dim: q is [batch, q_heads, head_dim], k and v
-        are [batch, kv_len, kv_heads, head_dim]; q head h uses kv head h // (q_heads //
-        kv_heads).
-      start: the kernel's ``start_idx``: first visible key, a scalar (broadcast), one per
-        batch row, or ``None``.
-      end: the kernel's ``kv_seq_len``: one past the last visible key, same forms.
-      scale_mode: ``default`` passes ``sm_scale=None`` (the kernel uses 1/sqrt(head_dim)),
-        ``arg`` passes 1/sqrt(head_dim), ``prescaled-q`` scales q and passes 1.0.
-      entry: ``gqa`` or ``mqa`` (the latter needs ``kv_heads == 1``).
+      entry: ``gqa`` or ``mqa`` (the latter needs ``kv_heads == 1``: called on the single
+        kv head).
       normalize_output: the kernel's flag; when False ``out`` is sum_j exp(s_j - m) v_j
         with m the row's largest visible logit.
+      sm_scale_arg: without an explicit scale, pass 1/sqrt(head_dim) as ``sm_scale``
+        rather than None (the kernel's own default).
       block_h, block_k, k_splits, num_warps, num_stages: kernel tiling and launch settings.
     """
 
-    batch: int
-    q_heads: int
-    kv_heads: int
-    kv_len: int
-    head_dim: int
-    start: Bound = None
-    end: Bound = None
-    scale_mode: str = "default"
     entry: str = "gqa"
     normalize_output: bool = True
+    sm_scale_arg: bool = False
     block_h: int = 16
     block_k: int = 32
     k_splits: int = 1
+    num_warps: int | None = None
+    num_stages: int = 2
+
+    FEATURES = Features(
+        layout="bqhd",
+        names={"q": "q", "k": "k", "v": "v", "kv_starts": "start_idx",
+               "kv_lengths": "kv_seq_len"},
+        optional=frozenset({"kv-starts", "kv-lengths", "scale", "gqa"}),
+        query_axis=False,
+        scalar_bounds=True,
+        empty_rows="zero",  # out 0 (0 / (l + eps)) and lse -inf
+        gradients=False,
+        lse="natural",
+        dtypes=DTYPES,
+        max_batch=2,
+        lengths=(32, 16, 64, 128, 256, 512),
+        head_dims=(32, 64, 16),
+        # Query heads per kv head: larger than block_h and not a multiple of it too.
+        kv_head_counts=(1, 2, 4),
+        groups=(1, 4, 16, 3, 20, 32),
+        scales=(),
+        unit_scale=True,  # sm_scale=1.0 with q pre-scaled
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_sizes(self, "batch", "kv_len", "k_splits")
-        check_heads(self)
-        if self.scale_mode not in SCALE_MODES:
-            raise ValueError(f"scale_mode must be one of {SCALE_MODES}, got {self.scale_mode!r}")
         if self.entry not in ENTRIES:
             raise ValueError(f"entry must be one of {ENTRIES}, got {self.entry!r}")
         if self.entry == "mqa" and self.kv_heads != 1:
@@ -72,167 +82,119 @@ class DecodeCase(TritonCase):
         for name in ("head_dim", "block_h", "block_k"):
             if not is_pow2(getattr(self, name)) or getattr(self, name) < 16:
                 raise ValueError(f"{name} must be a power of two >= 16 (a Triton tile)")
-        split, rem = divmod(self.kv_len, self.k_splits)
-        if rem or not is_pow2(split) or split < 16:
+        if self.k_splits < 1 or not _splits_into(self.kv_len, self.k_splits):
             raise ValueError(
                 f"kv_len={self.kv_len} must split into k_splits={self.k_splits} power-of-two "
                 "parts of at least 16 keys (the kernel asserts this)"
             )
-        for name in ("start", "end"):
-            value = getattr(self, name)
-            values = () if value is None else (value,) if isinstance(value, int) else value
-            if not isinstance(value, (int, type(None))) and len(values) != self.batch:
-                raise ValueError(f"{name} needs one entry per batch row ({self.batch})")
-            if any(not 0 <= x <= self.kv_len for x in values):
-                raise ValueError(f"{name} values must lie in [0, kv_len={self.kv_len}]")
+
+    @classmethod
+    def upgraded(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Cases stored before gpu-decode was on the attention problem: ``start``/``end``
+        are ``kv_starts``/``kv_lengths``, ``scale_mode`` the scale (and ``sm_scale_arg``),
+        and q_len is 1."""
+        out = dict(data)
+        for old, new in (("start", "kv_starts"), ("end", "kv_lengths")):
+            if old in out:
+                out[new] = out.pop(old)
+        if "scale_mode" in out:
+            out["scale"], out["sm_scale_arg"] = _SCALE_MODES[out.pop("scale_mode")]
+        out.setdefault("q_len", 1)
+        return out
 
     @property
     def split_len(self) -> int:
+        """Keys per split."""
         return self.kv_len // self.k_splits
 
-    @property
-    def group(self) -> int:
-        """Query heads per kv head."""
-        return self.q_heads // self.kv_heads
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per batch row ``(start, end)``: the keys ``start <= j < end`` (0 and kv_len where
+        the case gives no bound)."""
+        start = self.per_row("kv_starts") or (0,) * self.batch
+        end = self.per_row("kv_lengths") or (self.kv_len,) * self.batch
+        return np.asarray(start), np.asarray(end)
 
     @property
     def sm_scale(self) -> float | None:
-        """The ``sm_scale`` passed to the kernel."""
-        return {"default": None, "arg": self.head_dim**-0.5, "prescaled-q": 1.0}[self.scale_mode]
+        """The ``sm_scale`` passed to the kernel (None: its own 1/sqrt(head_dim))."""
+        if self.scale is None and not self.sm_scale_arg:
+            return None
+        return self.effective_scale
 
-    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per batch row (start, end) of the visible keys [start, end)."""
-        def per_row(value: Bound, default: int) -> np.ndarray:
-            if value is None:
-                value = default
-            return np.broadcast_to(np.asarray(value, np.int64), (self.batch,))
+    def definition_options(self) -> dict[str, Any]:
+        """The denominator divides the output, or not at all without
+        ``normalize_output``."""
+        return {"normalize": "output" if self.normalize_output else "none"}
 
-        return per_row(self.start, 0), per_row(self.end, self.kv_len)
+    def as_mha_fields(self) -> dict[str, Any]:
+        """As MHA the kernel is called through its ``gqa`` entry (``mqa`` takes one kv
+        head)."""
+        return {"entry": "gqa"}
 
-    def visible(self) -> np.ndarray:
-        """bool [batch, kv_len]: key j is visible to row b iff start_b <= j < end_b (the
-        attention op's dense-mask builder, one query per row)."""
-        start, end = self.bounds()
-        return visibility(1, self.kv_len, kv_starts=start, kv_lengths=end, xp=np)[:, 0, 0]
 
-    def static_key(self) -> tuple[Any, ...]:
-        """All fields but the seed and the bound values (their form stays static)."""
-        def form(v: Bound) -> str:
-            return "none" if v is None else "scalar" if isinstance(v, int) else "per-row"
-
-        return tuple(
-            (f.name, getattr(self, f.name))
-            for f in dataclasses.fields(self)
-            if f.name not in ("seed", "start", "end", "logit_scale")
-        ) + (("start", form(self.start)), ("end", form(self.end)))
-
-    def shape_summary(self) -> str:
-        return (
-            f"q=({self.batch},{self.q_heads},{self.head_dim}) "
-            f"kv=({self.batch},{self.kv_len},{self.kv_heads},{self.head_dim})"
-        )
-
-    def materialize(self) -> dict[str, np.ndarray]:
-        """q, k, v in ``dtype`` and the int32 ``start_idx``/``kv_seq_len`` when given."""
-        rng = self.rng()
-        q = rng.standard_normal((self.batch, self.q_heads, self.head_dim)) * self.logit_scale
-        if self.scale_mode == "prescaled-q":
-            q = q * self.head_dim**-0.5
-        kv_shape = (self.batch, self.kv_len, self.kv_heads, self.head_dim)
-        arrays = {
-            "q": cast(q, self.dtype),
-            "k": standard_normal(rng, kv_shape, self.dtype),
-            "v": standard_normal(rng, kv_shape, self.dtype),
-        }
-        if self.start is not None:
-            arrays["start_idx"] = np.asarray(self.start, np.int32)
-        if self.end is not None:
-            arrays["kv_seq_len"] = np.asarray(self.end, np.int32)
-        return arrays
+def _splits_into(kv_len: int, k_splits: int) -> bool:
+    split, rem = divmod(kv_len, k_splits)
+    return not rem and is_pow2(split) and split >= 16
 
 
 @st.composite
-def _bound_value(draw: st.DrawFn, kv_len: int, edges: tuple[int, ...]) -> int:
-    """A position in [0, kv_len], often on or next to a block or split edge."""
-    near = sorted({e + d for e in edges for d in (-1, 0, 1) if 0 <= e + d <= kv_len})
-    return draw(st.one_of(st.sampled_from(near), st.integers(0, kv_len)))
+def _config(draw: st.DrawFn, problem: AttentionProblem) -> dict[str, Any]:
+    return {"entry": draw(st.sampled_from(ENTRIES)) if problem.kv_heads == 1 else "gqa",
+            "normalize_output": draw(st.booleans()),
+            "sm_scale_arg": problem.scale is None and draw(st.booleans())}
+
+
+def config(problem: AttentionProblem) -> st.SearchStrategy[dict[str, Any]]:
+    """The entry point (``mqa`` only on one kv head), the output normalization and how the
+    default scale is passed (a ``Config`` strategy)."""
+    return _config(problem)
 
 
 @st.composite
-def _bound(draw: st.DrawFn, batch: int, kv_len: int, edges: tuple[int, ...]) -> Bound:
-    form = draw(st.sampled_from(("none", "per-row", "scalar")))
-    if form == "none":
-        return None
-    if form == "scalar":
-        return draw(_bound_value(kv_len, edges))
-    return tuple(draw(_bound_value(kv_len, edges)) for _ in range(batch))
+def _blocks(draw: st.DrawFn, problem: AttentionProblem) -> dict[str, Any]:
+    splits = [k for k in (1, 2, 4) if _splits_into(problem.kv_len, k)]
+    return {"block_h": draw(st.sampled_from((16, 32))),
+            "block_k": draw(st.sampled_from((32, 16, 64, 256))),
+            "k_splits": draw(st.sampled_from(splits)),
+            "num_warps": draw(st.sampled_from((None, None, 4, 8))),
+            "num_stages": draw(st.sampled_from((2, 1, 3)))}
 
 
-@st.composite
-def decode_cases(
-    draw: st.DrawFn,
-    *,
-    dtypes: tuple[str, ...] = DTYPES,
-    max_batch: int = 2,
-    groups: tuple[int, ...] = (1, 4, 16, 3, 20, 32),
-    kv_head_counts: tuple[int, ...] = (1, 2, 4),
-    split_lens: tuple[int, ...] = (32, 16, 64, 128),
-    k_split_counts: tuple[int, ...] = (1, 2, 4),
-    head_dims: tuple[int, ...] = (32, 64, 16),
-) -> DecodeCase:
-    """Valid :class:`DecodeCase` s.
-
-    Draws MHA/GQA/MQA head layouts (groups larger than ``block_h`` and not a multiple of
-    it), 1-4 kv splits of 16-128 keys, block_k below, at and above the split length,
-    start/end bounds as None, a scalar or one per row, often at block/split edges
-    (empty rows and one-key rows included), both normalizations and all scale modes.
-    Shrinks towards float32, batch 1, one kv head and one q head, one split of 32 keys,
-    no bounds.
-    """
-    batch = draw(st.integers(1, max_batch))
-    kv_heads = draw(st.sampled_from(kv_head_counts))
-    group = draw(st.sampled_from(groups))
-    k_splits = draw(st.sampled_from(k_split_counts))
-    split = draw(st.sampled_from(split_lens))
-    kv_len = k_splits * split
-    block_k = draw(st.sampled_from((32, 16, 64, 256)))
-    step = min(block_k, split)
-    edges = tuple(range(0, kv_len + 1, step))
-    start, end = draw(_bound(batch, kv_len, edges)), draw(_bound(batch, kv_len, edges))
-    # Mostly ordered bounds, so empty rows stay a minority.
-    if isinstance(start, int) and isinstance(end, int) and draw(st.booleans()):
-        start, end = min(start, end), max(start, end)
-    elif isinstance(start, tuple) and isinstance(end, tuple) and draw(st.booleans()):
-        start, end = (
-            tuple(map(min, start, end)), tuple(map(max, start, end))
-        )
-    dtype = draw(st.sampled_from(dtypes))
-    return DecodeCase(
-        dtype=dtype,
-        seed=draw(st.integers(0, 2**31 - 1)),
-        batch=batch,
-        q_heads=group * kv_heads,
-        kv_heads=kv_heads,
-        kv_len=kv_len,
-        head_dim=draw(st.sampled_from(head_dims)),
-        start=start,
-        end=end,
-        scale_mode=draw(st.sampled_from(SCALE_MODES)),
-        logit_scale=draw(st.sampled_from(logit_scales_for(dtype))),
-        entry=draw(st.sampled_from(ENTRIES)) if kv_heads == 1 else "gqa",
-        normalize_output=draw(st.booleans()),
-        block_h=draw(st.sampled_from((16, 32))),
-        block_k=block_k,
-        k_splits=k_splits,
-        num_warps=draw(st.sampled_from((None, None, 4, 8))),
-        num_stages=draw(st.sampled_from((2, 1, 3))),
-    )
+def blocks(problem: AttentionProblem) -> st.SearchStrategy[dict[str, Any]]:
+    """The kernel's tiling (a ``Config`` strategy): head blocks, key blocks below, at and
+    above the split length (the kernel clamps), 1-4 kv splits and the launch settings.
+    Shrinks towards one split of block 32."""
+    return _blocks(problem)
 
 
-def attention_definition(case: DecodeCase) -> Definition:
-    """The decode kernel's softmax in the attention op's options: one query per row, scale
-    1/sqrt(head_dim) (1 for a prescaled q), the natural lse, the denominator dividing the
-    output, or not at all without ``normalize_output``."""
-    scale = case.head_dim**-0.5 if case.scale_mode != "prescaled-q" else 1.0
-    return Definition(layout="bqhd", scale=scale, lse="natural",
-                    normalize="output" if case.normalize_output else "none")
+def config_toggles(case: DecodeCase) -> list[Toggle]:
+    """The unnormalized output normalized (values change)."""
+    return toggles(case, ("unnormalized", not case.normalize_output,
+                          {"normalize_output": True}, "values"))
+
+
+def config_events(case: DecodeCase) -> list[str]:
+    """The kernel paths the case's configuration and key bounds reach."""
+    ev = [f"entry-{case.entry}"]
+    if case.scale is None:
+        ev.append("scale-arg" if case.sm_scale_arg else "scale-default")
+    block = min(case.block_k, case.split_len)
+    group = case.q_heads // case.kv_heads
+    ev += [label for label, on in (
+        ("head-splits", group > case.block_h), ("head-padding", group % case.block_h),
+        ("multi-split", case.k_splits > 1), ("multi-k-block", case.split_len > block),
+        ("block-k-clamped", case.block_k > case.split_len),
+        ("unnormalized", not case.normalize_output)) if on]
+    vis = case.visible()[:, 0, 0]
+    counts = vis.sum(axis=1)
+    if (counts == 1).any():
+        ev.append("one-key-row")
+    if ((counts > 0) & (counts < case.kv_len)).any():
+        ev.append("partial-row")
+    per_split = vis.reshape(case.batch, case.k_splits, case.split_len).any(axis=2)
+    if (per_split.any(axis=1) & ~per_split.all(axis=1)).any():
+        ev.append("split-skipped")
+    per_block = vis.reshape(case.batch, -1, block).any(axis=2)
+    if case.split_len > block and (~per_block).any() and (counts > 0).any():
+        ev.append("block-fully-masked")
+    return ev

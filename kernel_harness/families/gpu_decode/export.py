@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from kernel_harness.families.gpu_decode.cases import DecodeCase, attention_definition
+from kernel_harness.families.gpu_decode.cases import DecodeCase
 from kernel_harness.ops.attention.export import reference_source
+from kernel_harness.ops.attention.record import definition
 from kernel_harness.spec.export import ExportSnippet
 
 
 def export(case: DecodeCase) -> ExportSnippet:
     """The kernel call (``gqa`` or ``mqa``) with the case's exact options, lse from its
     residuals, and a one-token reference with the case's start/end bounds."""
-    start, end = case.bounds()
+    start, end = (b.tolist() for b in case.bounds())
     run_kernel = f'''
         from jax.experimental.pallas.ops.gpu import decode_attention
 
@@ -23,7 +24,7 @@ def export(case: DecodeCase) -> ExportSnippet:
         # Rows with no visible key: their lse must be -inf (the contract); the generic judge
         # below compares finite values, so an lse of exactly -inf there is written as 0 on
         # both sides (any other kernel value there, NaN included, still fails).
-        NO_KEY = np.asarray({(end <= start).tolist()!r})[:, None]
+        NO_KEY = np.asarray({[e <= s for s, e in zip(start, end, strict=True)]!r})[:, None]
 
 
         def run_kernel(x):
@@ -40,15 +41,15 @@ def export(case: DecodeCase) -> ExportSnippet:
             lse = np.asarray(m + jnp.log(l), np.float32)
             return dict(out=out, lse=np.where(NO_KEY & (lse == -np.inf), 0.0, lse))
     '''
-    call = attention_definition(case).attend_source()
+    call = definition(case).attend_source()
     reference = reference_source(f'''
         def reference(x):
             """One-token attention in float32, HIGHEST (the attention op's ``attend``, its
             source above); keys start <= j < end visible."""
             q, k, v = (jnp.asarray(x[n], jnp.float32) for n in ("q", "k", "v"))
             q = q[:, None]  # one query per row
-            vis = visibility(1, k.shape[1], kv_starts=np.asarray({start.tolist()!r}),
-                             kv_lengths=np.asarray({end.tolist()!r}))
+            vis = visibility(1, k.shape[1], kv_starts=np.asarray({start!r}),
+                             kv_lengths=np.asarray({end!r}))
             out, lse = {call}
             lse = lse[:, :, 0]
             return dict(out=out[:, 0], lse=jnp.where(NO_KEY, 0.0, lse))  # -inf written as 0

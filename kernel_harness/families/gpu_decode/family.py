@@ -2,31 +2,22 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import tolerance_table
 from kernel_harness.families.gpu_decode import kernel as _kernel
 from kernel_harness.families.gpu_decode.bench import BENCH
-from kernel_harness.families.gpu_decode.cases import DecodeCase, attention_definition, decode_cases
+from kernel_harness.families.gpu_decode.cases import (
+    DecodeCase,
+    blocks,
+    config,
+    config_events,
+    config_toggles,
+)
 from kernel_harness.families.gpu_decode.export import export
-from kernel_harness.families.gpu_decode.metamorphic import METAMORPHIC
-from kernel_harness.ops.attention.events import logits_label
-from kernel_harness.ops.attention.program import AttentionCall, float32_outputs
-from kernel_harness.ops.paged_attention.strategy import OUTPUT_AXES, head_grouping
+from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 from kernel_harness.spec.outside import OutsideKernel
-
-
-def reference(case: DecodeCase, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """out and lse (natural log) in float32 by the attention op: one query per row, the
-    denominator dividing the output (or not at all: out is then sum_j exp(s_j - m) v_j with
-    m the largest visible logit); a row with no visible key gives out 0 and lse -inf."""
-    call = AttentionCall(definition=attention_definition(case), q=inputs["q"][:, None],
-                         k=inputs["k"], v=inputs["v"], vis=case.visible()[:, None, None, :])
-    res = float32_outputs(call)
-    return {"out": res["out"][:, 0], "lse": res["lse"][:, :, 0]}
 
 
 def _tolerances() -> ToleranceTable:
@@ -49,38 +40,6 @@ def _tolerances() -> ToleranceTable:
     )
 
 
-def _events(case: DecodeCase) -> list[str]:
-    ev = [case.dtype, f"scale-{case.scale_mode}", f"entry-{case.entry}",
-          logits_label(case.logit_scale)]
-    ev.append(head_grouping(case.q_heads, case.kv_heads))
-    block = min(case.block_k, case.split_len)
-    ev += [label for label, on in (
-        ("head-splits", case.group > case.block_h), ("head-padding", case.group % case.block_h),
-        ("multi-split", case.k_splits > 1), ("multi-k-block", case.split_len > block),
-        ("block-k-clamped", case.block_k > case.split_len)) if on]
-    for name in ("start", "end"):
-        value = getattr(case, name)
-        if value is not None:
-            ev.append(f"{name}-{'scalar' if isinstance(value, int) else 'per-row'}")
-    if not case.normalize_output:
-        ev.append("unnormalized")
-    vis = case.visible()
-    counts = vis.sum(axis=1)
-    if (counts == 0).any():
-        ev.append("rows-without-keys")
-    if (counts == 1).any():
-        ev.append("one-key-row")
-    if ((counts > 0) & (counts < case.kv_len)).any():
-        ev.append("partial-row")
-    per_split = vis.reshape(case.batch, case.k_splits, case.split_len).any(axis=2)
-    if (per_split.any(axis=1) & ~per_split.all(axis=1)).any():
-        ev.append("split-skipped")
-    per_block = vis.reshape(case.batch, -1, block).any(axis=2)
-    if case.split_len > block and (~per_block).any() and (counts > 0).any():
-        ev.append("block-fully-masked")
-    return sorted(set(ev))
-
-
 CONTRACT = """\
 Triton split-k decode attention: one query token per row, q [batch, q_heads, head_dim]
 against k/v [batch, kv_len, kv_heads, head_dim]; q head h reads kv head h // group
@@ -101,32 +60,25 @@ against k/v [batch, kv_len, kv_heads, head_dim]; q head h reads kv head h // gro
 FAMILY = Family(
     name="gpu-decode",
     summary="Pallas GPU (Triton) split-k decode attention gqa/mqa with start/end bounds",
-    case_type=DecodeCase,
-    cases=decode_cases,
+    **problem_record(DecodeCase, config=config, blocks=blocks, config_events=config_events,
+                     config_toggles=config_toggles),
     **_kernel.ADAPTER.fields(),
     kernels=KernelExpectation(forward=1),
     outside_kernel=OutsideKernel(forward=dict.fromkeys(
         ("reduce_max", "exp", "reduce_sum", "div"),
         "the k_splits partial results (each split's max, sum and output) combined in XLA "
         "after the kernel (decode_attn_unbatched): flash-decoding's combine step")),
-    reference=reference,
-    output_axes={**OUTPUT_AXES, "lse": ("batch", "head")},
-    # The contract: a row with no key has lse = -inf, compared by position (a kernel NaN
-    # or finite value there is an infinite error).
-    nonfinite_reference_ok=frozenset({"lse"}),
     tolerances=_tolerances(),
     capabilities=frozenset(
         {"decode", "gqa", "mqa", "ragged-lengths", "sm-scale", "residuals", "full"}
     ),
-    events=_events,
     contract=CONTRACT,
     bench=BENCH,
-    metamorphic=METAMORPHIC,
     export=export,
     modes=frozenset({
         "multi-split", "split-skipped", "block-fully-masked", "multi-k-block",
-        "rows-without-keys",
-        "one-key-row", "partial-row", "start-per-row", "end-per-row", "unnormalized", "gqa",
-        "mqa", "entry-mqa", "head-splits", "block-k-clamped", "scale-prescaled-q", "float32",
+        "rows-without-keys", "one-key-row", "partial-row", "kv-starts", "kv-lengths",
+        "scalar-kv-starts", "scalar-kv-lengths", "unnormalized", "gqa", "mqa", "entry-mqa",
+        "head-splits", "block-k-clamped", "explicit-scale", "scale-default", "float32",
         "bfloat16", "float16"}),
 )

@@ -33,8 +33,6 @@ def decode(q, k, v, start_idx, kv_seq_len, *, entry: str = "gqa", **kwargs: Any)
     raise ValueError(f"unknown entry {entry!r}; use 'gqa' or 'mqa'")
 
 
-
-
 def _build(impl: Callable[..., Any], case: DecodeCase, interpret: Any) -> Callable[..., Any]:
     kwargs = gpu_common.case_options(
         case, "entry", "sm_scale", "block_h", "block_k", "k_splits", "num_warps", "num_stages",

@@ -29,6 +29,10 @@ RENAMED_IN: dict[str, dict[str, str]] = {
     "flash": {"bias": "bias-full", "sm-scale": "explicit-scale"},
     # gpu-mha's only explicit scale is 1.0 (q pre-scaled); "scale-arg" was the default.
     "gpu-mha": {"full": "non-causal", "scale-prescaled-q": "explicit-scale"},
+    # A start or end bound is given (kv-starts, kv-lengths), in the scalar form or not.
+    "gpu-decode": {"scale-prescaled-q": "explicit-scale", "start-per-row": "kv-starts",
+                   "end-per-row": "kv-lengths", "start-scalar": "scalar-kv-starts",
+                   "end-scalar": "scalar-kv-lengths"},
 }
 
 

@@ -26,6 +26,7 @@ OPTIONAL: dict[str, str] = {
     "window": "no local window",
     "q-lengths": "no query lengths (no padding query rows)",
     "kv-lengths": "no key lengths",
+    "kv-starts": "no key start offsets (a one-query decode kernel's start_idx)",
     "scale": "scale always None (the default 1/sqrt(head_dim))",
     "gqa": "kv_heads == q_heads (no grouped- or multi-query attention)",
     "q-len-ne-kv-len": "q_len == kv_len",
@@ -40,13 +41,14 @@ OPTIONAL: dict[str, str] = {
 #: otherwise: sizes, head sharing, what is compared).
 FIELD_OF: dict[str, str] = {
     "causal": "is_causal", "mask": "mask", "bias": "bias", "window": "window",
-    "q-lengths": "q_lengths", "kv-lengths": "kv_lengths", "scale": "scale",
+    "q-lengths": "q_lengths", "kv-lengths": "kv_lengths", "kv-starts": "kv_starts",
+    "scale": "scale",
     "segments": "q_segments",
 }
 
 #: The op's input names (q, k, v, the cotangent, bias, mask, lengths, segment ids).
 INPUTS: tuple[str, ...] = ("q", "k", "v", "do", "bias", "mask", "q_lengths", "kv_lengths",
-                           "segment_ids_q", "segment_ids_kv")
+                           "kv_starts", "segment_ids_q", "segment_ids_kv")
 #: The empty-row conventions: a row that sees no key is outside the contract (jax.nn's
 #: mean of v there), or the kernel gives exactly zero there (torch).
 EMPTY_ROWS: tuple[str, ...] = ("outside", "zero")
@@ -66,7 +68,7 @@ class Features:
       names: the kernel's input name of each op input (:data:`INPUTS`) it takes.
       outputs: the kernel's name of an op output where it differs (torch's ``dmask``).
       optional: the :data:`OPTIONAL` features the kernel takes (the rest are never drawn;
-        by default all but segments, whose ids are inputs of their own).
+        by default all but segments, whose ids are inputs of their own, and key starts).
       broadcasts: the bias/mask broadcast shapes it takes.
       exclusive: groups of features of which a case uses at most one (torch's one
         ``attn_mask`` argument, refused with ``is_causal``).
@@ -95,12 +97,18 @@ class Features:
         to it): segments need one layout for both, so equal lengths.
       causal_q_le_kv: causal only with ``q_len <= kv_len`` (a kernel limit the strategy
         keeps: it swaps the lengths of a causal draw).
+      query_axis: False for a kernel taking one query per row with no query axis (a
+        decode step: q ``[batch, heads, head_dim]``, lse ``[batch, heads]``; q_len is 1).
+      scalar_bounds: the kernel also takes ``kv_starts``/``kv_lengths`` as one scalar for
+        every row (drawn half the time).
+      kv_head_counts, groups: the strategy draws ``kv_heads`` from the first and query
+        heads per kv head from the second (the kernel's head tiling decides what matters).
     """
 
     layout: str
     names: Mapping[str, str]
     outputs: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    optional: frozenset[str] = frozenset(OPTIONAL) - {"segments"}
+    optional: frozenset[str] = frozenset(OPTIONAL) - {"segments", "kv-starts"}
     broadcasts: tuple[str, ...] = ("full", "batch-shared", "head-shared")
     exclusive: tuple[frozenset[str], ...] = ()
     empty_rows: str = "outside"
@@ -122,6 +130,10 @@ class Features:
     lse: str | None = None
     shared_segments: bool = False
     causal_q_le_kv: bool = False
+    query_axis: bool = True
+    scalar_bounds: bool = False
+    kv_head_counts: tuple[int, ...] = (1, 2)
+    groups: tuple[int, ...] = (1, 2, 3)
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -185,6 +197,12 @@ class Features:
             raise ValueError("q_segments, kv_segments: this kernel takes one segment-id array "
                              "for queries and keys, so the two layouts must be equal (and "
                              "q_len == kv_len)")
+        if not self.query_axis and case.q_len != 1:
+            raise ValueError(f"q_len: this kernel takes one query per row, got {case.q_len}")
+        for name in ("kv_starts", "kv_lengths"):
+            if isinstance(getattr(case, name), int) and not self.scalar_bounds:
+                raise ValueError(f"{name}: this kernel takes one value per batch row, not a "
+                                 "scalar")
         if self.causal_q_le_kv and case.is_causal and case.q_len > case.kv_len:
             raise ValueError(f"is_causal: this kernel's causal mask needs q_len <= kv_len "
                              f"(got {case.q_len} > {case.kv_len})")

@@ -33,16 +33,20 @@ from kernel_harness.core.case import (
 )
 from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.segments import Runs, check_pair, check_rows, stacked_ids
-from kernel_harness.ops.attention.vocabulary import Shape, head_axis
+from kernel_harness.ops.attention.vocabulary import Shape, head_axis, query_axis
 
 #: Broadcast shapes of a bias or mask: full ``(B, N, T, S)``, shared over the batch
 #: ``(1, N, T, S)``, shared over the heads ``(B, 1, T, S)``.
 BROADCASTS: tuple[str, ...] = ("full", "batch-shared", "head-shared")
 #: The masking options, by field: each changes which keys a row sees (``q_segments``
 #: stands for the segment layouts, ``q_segments`` and ``kv_segments`` together).
-MASKING = ("is_causal", "window", "mask", "kv_lengths", "q_lengths", "q_segments")
-#: Fields that are data, not program: a compiled call is selected by their presence only.
-_BY_PRESENCE = ("q_lengths", "kv_lengths", "q_segments", "kv_segments")
+MASKING = ("is_causal", "window", "mask", "kv_lengths", "kv_starts", "q_lengths", "q_segments")
+#: Fields that are data, not program: a compiled call is selected by their presence (and a
+#: bound's form: one scalar for every row, or one value per row) only.
+_BY_PRESENCE = ("q_lengths", "kv_lengths", "kv_starts", "q_segments", "kv_segments")
+#: Per-row key bounds a kernel may take as one scalar for every row (``Features.
+#: scalar_bounds``).
+BOUNDS = ("kv_starts", "kv_lengths")
 #: Where query row i sits among the keys for causal and window masks: ``top-left`` (at
 #: position i: jax.nn, torch, splash) or ``bottom-right`` (at i + kv_len - q_len, each
 #: sequence's own lengths where given: flash-attn and the libraries following it).
@@ -66,7 +70,10 @@ class AttentionProblem(Shape, Case):
       bias: None or the broadcast shape of an additive bias.
       window: ``(left, right)`` local window (``i - left <= j <= i + right``), or None.
       q_lengths, kv_lengths: per batch row, the query rows (the rest are padding rows)
-        and the keys that count.
+        and the keys that count (key j counts while ``j < kv_lengths``: an end index).
+      kv_starts: per batch row, the first key that counts (keys before it are unseen).
+        ``kv_starts`` and ``kv_lengths`` may be one int for every row where the kernel
+        takes them as a scalar (``Features.scalar_bounds``).
       empty_row: the mask's query row 0 sees no key.
       alignment: where causal and window masks put the query rows (:data:`ALIGNMENTS`).
       q_segments, kv_segments: per batch row, the segment layout of the queries and the
@@ -82,7 +89,8 @@ class AttentionProblem(Shape, Case):
     bias: str | None = None
     window: tuple[int, int] | None = None
     q_lengths: tuple[int, ...] | None = None
-    kv_lengths: tuple[int, ...] | None = None
+    kv_lengths: tuple[int, ...] | int | None = None
+    kv_starts: tuple[int, ...] | int | None = None
     empty_row: bool = False
     alignment: str = "top-left"
     q_segments: tuple[Runs, ...] | None = None
@@ -108,8 +116,11 @@ class AttentionProblem(Shape, Case):
                                  f"{getattr(self, name)!r}")
         if self.window is not None and (len(self.window) != 2 or min(self.window) < 0):
             raise ValueError(f"window must be (left >= 0, right >= 0), got {self.window}")
-        for name, length in (("q_lengths", self.q_len), ("kv_lengths", self.kv_len)):
+        for name, length in (("q_lengths", self.q_len), ("kv_lengths", self.kv_len),
+                             ("kv_starts", self.kv_len)):
             lengths = getattr(self, name)
+            if isinstance(lengths, int) and name in BOUNDS:
+                lengths = (lengths,) * self.batch
             if lengths is not None and (
                 len(lengths) != self.batch or not all(0 <= n <= length for n in lengths)
             ):
@@ -130,6 +141,12 @@ class AttentionProblem(Shape, Case):
         """The scale the call applies: ``scale``, else ``1/sqrt(head_dim)``."""
         return 1.0 / math.sqrt(self.head_dim) if self.scale is None else self.scale
 
+    def definition_options(self) -> dict[str, Any]:
+        """Options of the kernel's :class:`~.program.Definition` that its configuration
+        sets (a kernel's case type overrides this: gpu-decode's unnormalized output); by
+        default none."""
+        return {}
+
     @property
     def q_scale(self) -> float:
         """What standard-normal queries are multiplied by so that ``scale * q.k`` is
@@ -140,24 +157,24 @@ class AttentionProblem(Shape, Case):
         """What selects a compiled program: every field but the data (seed, the mask's
         values, the lengths' values, the segment layouts, the logit scale); the lengths and
         segment layouts by their presence."""
+        def presence(value: Any) -> bool | str:
+            return "scalar" if isinstance(value, int) else value is not None
+
         return tuple(
-            (f.name, getattr(self, f.name) is not None
+            (f.name, presence(getattr(self, f.name))
              if f.name in _BY_PRESENCE else getattr(self, f.name))
             for f in dataclasses.fields(self) if f.name not in self.DYNAMIC_FIELDS)
 
     def shape_summary(self) -> str:
         """``q=(2,128,4,64) kv=(256,2) causal window=(8,0) bias=full``, in the kernel's
         layout, then its configuration."""
-        if self.FEATURES.layout == "bqhd":
-            q = (self.batch, self.q_len, self.q_heads, self.head_dim)
-            kv = (self.kv_len, self.kv_heads)
-        else:
-            q = (self.batch, self.q_heads, self.q_len, self.head_dim)
-            kv = (self.kv_heads, self.kv_len)
+        q = self.query_shape()
+        kv = ((self.kv_len, self.kv_heads) if self.FEATURES.layout == "bqhd"
+              else (self.kv_heads, self.kv_len))
         parts = [f"q={q} kv={kv}"]
         if self.is_causal:
             parts.append("causal")
-        for name in ("bias", "mask", "window", "scale", "q_lengths", "kv_lengths"):
+        for name in ("bias", "mask", "window", "scale", "q_lengths", "kv_lengths", "kv_starts"):
             value = getattr(self, name)
             if value is not None:
                 parts.append(f"{name}={value}")
@@ -193,6 +210,12 @@ class AttentionProblem(Shape, Case):
             m[:, :, 0, :] = False
         return m
 
+    def per_row(self, name: str) -> tuple[int, ...] | None:
+        """The per-row values of ``q_lengths``, ``kv_lengths`` or ``kv_starts`` (a scalar
+        bound repeated for every row), or None."""
+        value = getattr(self, name)
+        return (value,) * self.batch if isinstance(value, int) else value
+
     def segment_arrays(self) -> tuple[np.ndarray, np.ndarray] | None:
         """``(q ids [batch, q_len], kv ids [batch, kv_len])`` int32, or None."""
         if self.q_segments is None:
@@ -209,20 +232,26 @@ class AttentionProblem(Shape, Case):
                               window=unless("window", self.window),
                               mask=unless("mask", self.mask_array()),
                               q_lengths=unless("q_lengths", self.q_lengths),
-                              kv_lengths=unless("kv_lengths", self.kv_lengths),
+                              kv_lengths=unless("kv_lengths", self.per_row("kv_lengths")),
+                              kv_starts=unless("kv_starts", self.per_row("kv_starts")),
                               segments=unless("q_segments", self.segment_arrays()))
         return np.array(np.broadcast_to(vis, (self.batch, self.q_heads, self.q_len, self.kv_len)))
 
     def visibility(self, *, causal: bool, window: tuple[int, int] | None, mask: Any,
-                   q_lengths: Any, kv_lengths: Any, segments: Any = None) -> np.ndarray:
+                   q_lengths: Any, kv_lengths: Any, segments: Any = None,
+                   kv_starts: Any = None) -> np.ndarray:
         """bool, broadcastable to ``(batch, q_heads, q_len, kv_len)``: which key each query
         sees under these options, aligned as the case is (the one place the alignment
-        meets the mask; the reference passes the mask, lengths and segment ids its inputs
-        hold)."""
+        meets the mask; the reference passes the mask, lengths, starts and segment ids its
+        inputs hold; a scalar bound holds for every row)."""
+        def rows(x: Any) -> Any:
+            return None if x is None else np.broadcast_to(np.asarray(x), (self.batch,))
+
+        kv_lengths, kv_starts = rows(kv_lengths), rows(kv_starts)
         return visibility(self.q_len, self.kv_len, causal=causal, window=window, mask=mask,
                           q_offset=self.q_offset(q_lengths, kv_lengths),
-                          q_lengths=q_lengths, kv_lengths=kv_lengths, segments=segments,
-                          xp=np)
+                          q_lengths=q_lengths, kv_lengths=kv_lengths, kv_starts=kv_starts,
+                          segments=segments, xp=np)
 
     def q_offset(self, q: Any, kv: Any) -> Any:
         """The position of query row 0 among the keys (``visibility``'s ``q_offset``):
@@ -256,23 +285,34 @@ class AttentionProblem(Shape, Case):
     def rows_outside_in_layout(self) -> np.ndarray:
         """:meth:`rows_outside` as a mask broadcastable to q, out and do in the kernel's
         layout (``[..., 1]`` over head_dim)."""
-        rows = self.rows_outside()
+        return self.in_layout(self.rows_outside())
+
+    def in_layout(self, rows: np.ndarray) -> np.ndarray:
+        """A ``(batch, q_heads, q_len)`` row mask broadcastable to q, out and do in the
+        kernel's layout (``[..., 1]`` over head_dim; no query axis for a one-query kernel)."""
         if self.FEATURES.layout == "bqhd":
             rows = np.transpose(rows, (0, 2, 1))
+        if not self.FEATURES.query_axis:
+            rows = np.take(rows, 0, axis=query_axis(self.FEATURES.layout))
         return rows[..., None]
 
-    def query_shape(self) -> tuple[int, int, int, int]:
-        """query's (and do's) shape in the kernel's layout."""
+    def query_shape(self) -> tuple[int, ...]:
+        """query's (and do's) shape in the kernel's layout (without the query axis for a
+        kernel taking one query per row: ``Features.query_axis``)."""
         layout = self.FEATURES.layout
         head_axis(layout)
-        return ((self.batch, self.q_len, self.q_heads, self.head_dim) if layout == "bqhd"
-                else (self.batch, self.q_heads, self.q_len, self.head_dim))
+        shape = ((self.batch, self.q_len, self.q_heads, self.head_dim) if layout == "bqhd"
+                 else (self.batch, self.q_heads, self.q_len, self.head_dim))
+        if not self.FEATURES.query_axis:
+            axis = query_axis(layout)
+            shape = shape[:axis] + shape[axis + 1:]
+        return shape
 
     def materialize(self) -> dict[str, np.ndarray]:
         """The kernel's inputs by its names (``Features.names``): query (standard normal
         times :attr:`q_scale`), key, value, the cotangent (zero on rows outside the
         contract; none for a forward-only kernel), then the bias, the boolean mask, int32
-        lengths and int32 segment ids where on, drawn in that order and rounded to the
+        lengths, starts and segment ids where on, drawn in that order and rounded to the
         case's dtype. A kernel that adds its bias before scaling
         (``Features.bias_before_scale``) gets standard normal over the scale, so that the
         scaled logits stay O(1)."""
@@ -295,7 +335,7 @@ class AttentionProblem(Shape, Case):
             out[names["bias"]] = cast(bias, self.dtype)
         if self.mask is not None:
             out[names["mask"]] = self.mask_array()
-        for field in ("q_lengths", "kv_lengths"):
+        for field in ("q_lengths", "kv_lengths", "kv_starts"):
             if getattr(self, field) is not None:
                 out[names[field]] = np.asarray(getattr(self, field), np.int32)
         segments = self.segment_arrays()

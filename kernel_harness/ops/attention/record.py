@@ -30,7 +30,7 @@ from kernel_harness.ops.attention.strategy import (
     optional_features,
     problems,
 )
-from kernel_harness.ops.attention.vocabulary import output_axes, roles
+from kernel_harness.ops.attention.vocabulary import output_axes, query_axis, roles
 from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
 
 #: Every label of a fact of the attention problem (:func:`events`): one fact, one label,
@@ -39,7 +39,8 @@ LABELS: frozenset[str] = frozenset({
     "float32", "bfloat16", "float16", "gqa", "mqa", "q-len<kv-len", "q-len>kv-len", "causal",
     "explicit-scale", "window", "window-left-only", "kv-lengths", "q-lengths", "padding-rows",
     "rows-without-keys", "bottom-right", "segments", "length-1-segment", "unsorted-segments",
-    "several-segments", "repeated-segment-id",
+    "several-segments", "repeated-segment-id", "kv-starts", "scalar-kv-starts",
+    "scalar-kv-lengths",
     *(f"{what}-{kind}" for what in ("bias", "mask")
       for kind in ("full", "batch-shared", "head-shared")),
 })
@@ -49,7 +50,8 @@ def events(case: AttentionProblem) -> list[str]:
     """The problem's labels (:data:`LABELS` and :func:`logits_label`): dtype, head sharing,
     unequal lengths, each option on, the segment layouts' shapes (:func:`~.events.
     segment_events`), padding rows, rows that see no key."""
-    ev = [case.dtype, *sharing_events(case), *length_events(case.q_len, case.kv_len)]
+    lengths = length_events(case.q_len, case.kv_len) if case.FEATURES.query_axis else []
+    ev = [case.dtype, *sharing_events(case), *lengths]
     if case.is_causal:
         ev.append("causal")
     if case.bias is not None:
@@ -62,8 +64,10 @@ def events(case: AttentionProblem) -> list[str]:
         ev.append("explicit-scale")
     if case.window is not None:
         ev.append("window" if case.window[1] else "window-left-only")
-    if case.kv_lengths is not None:
-        ev.append("kv-lengths")
+    for name, label in (("kv_lengths", "kv-lengths"), ("kv_starts", "kv-starts")):
+        value = getattr(case, name)
+        if value is not None:
+            ev += [label, *([f"scalar-{label}"] if isinstance(value, int) else [])]
     if case.q_lengths is not None:
         ev.append("q-lengths")
         if case.padding_rows().any():
@@ -76,20 +80,34 @@ def events(case: AttentionProblem) -> list[str]:
     return ev
 
 
+def _lse_rows(case: AttentionProblem, rows: np.ndarray) -> np.ndarray:
+    """A ``(batch, q_heads, q_len)`` row mask in the lse's shape (no query axis for a
+    one-query kernel)."""
+    return rows if case.FEATURES.query_axis else rows[:, :, 0]
+
+
 def valid(case: AttentionProblem) -> dict[str, np.ndarray]:
-    """out and dq outside the contract's rows (:meth:`~.problem.AttentionProblem.
+    """out, lse and dq outside the contract's rows (:meth:`~.problem.AttentionProblem.
     rows_outside`) are not judged."""
     rows = case.rows_outside_in_layout()
     if not rows.any():
         return {}
     f = case.FEATURES
-    return {f.output(n): ~rows for n in (("out", "dq") if f.gradients else ("out",))}
+    out = {f.output(n): ~rows for n in (("out", "dq") if f.gradients else ("out",))}
+    if f.lse:
+        out[f.output("lse")] = ~_lse_rows(case, case.rows_outside())
+    return out
 
 
 def may_be_nonfinite(case: AttentionProblem) -> dict[str, np.ndarray]:
-    """out on the rows outside the contract may be anything, non-finite values included."""
-    rows = case.rows_outside_in_layout()
-    return {case.FEATURES.output("out"): rows} if rows.any() else {}
+    """out on the rows outside the contract may be anything, non-finite values included;
+    the lse of a row that sees no key is -inf."""
+    f, rows = case.FEATURES, case.rows_outside_in_layout()
+    out = {f.output("out"): rows} if rows.any() else {}
+    keyless = _lse_rows(case, case.rows_without_keys())
+    if f.lse and keyless.any():
+        out[f.output("lse")] = keyless
+    return out
 
 
 def constrain(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -106,7 +124,8 @@ def definition(case: AttentionProblem) -> Definition:
     judged = f.gradients and (f.magnitude_dtypes is None or case.dtype in f.magnitude_dtypes)
     magnitudes = tuple(m for m in f.magnitudes if (m != "dbias" or case.bias) and judged)
     return Definition(layout=f.layout, scale=case.effective_scale,
-                      bias_before_scale=f.bias_before_scale, lse=f.lse, magnitudes=magnitudes)
+                      bias_before_scale=f.bias_before_scale, lse=f.lse, magnitudes=magnitudes,
+                      **case.definition_options())
 
 
 def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> AttentionCall:
@@ -120,11 +139,14 @@ def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> Att
     vis = case.visibility(causal=case.is_causal, window=case.window,
                           mask=given.get("mask") if case.mask else None,
                           q_lengths=given.get("q_lengths"), kv_lengths=given.get("kv_lengths"),
-                          segments=segments)
+                          kv_starts=given.get("kv_starts"), segments=segments)
     absent = (case.broadcast_shape("full") if f.absent_dbias == "full" else (1, 1, 1, 1))
+    q, do = given["q"], given.get("do")
+    if not f.query_axis:  # the op's program takes a query axis of length 1
+        q, do = (None if x is None else np.expand_dims(x, query_axis(f.layout)) for x in (q, do))
     return AttentionCall(
         definition=definition(case),
-        q=given["q"], k=given["k"], v=given["v"], do=given.get("do"),
+        q=q, k=given["k"], v=given["v"], do=do,
         bias=given.get("bias") if case.bias else None, vis=vis,
         names=dict(f.outputs),
         absent={f.output("dbias"): absent} if _absent_dbias(case) else {})
@@ -145,6 +167,7 @@ def option_toggles(case: AttentionProblem) -> list[Toggle]:
         ("window", case.window is not None, {"window": None}),
         ("mask", case.mask is not None, {"mask": None, "empty_row": False}),
         ("kv_lengths", case.kv_lengths is not None, {"kv_lengths": None}),
+        ("kv_starts", case.kv_starts is not None, {"kv_starts": None}),
         ("q_lengths", case.q_lengths is not None, {"q_lengths": None}),
         (f"bias ({case.bias})", case.bias is not None, {"bias": None}, "values"))
 
@@ -158,38 +181,57 @@ def block_variants(blocks: Config) -> Callable[[AttentionProblem], Any]:
     return variants
 
 
-def metamorphic(case_type: type[AttentionProblem], *, traceable: Callable[..., Any] | None = None,
-                shardable: bool = False, blocks: Config | None = None) -> Metamorphic:
-    """The metamorphic hooks of ``case_type``'s kernel: roles in its layout and names,
-    visibility and segment ids from the description, option toggles, GQA as MHA, the
-    exclusion (out's rows outside the contract, the zero cotangent); ``traceable``
-    (lowering, sharding), where ``shardable`` one shard's case, and block variants from
-    ``blocks``."""
-    f = case_type.FEATURES
+def _roles(f: Any) -> dict[str, tuple[str, ...]]:
+    """The metamorphic axis roles of the kernel's inputs (no query axis for a one-query
+    kernel; no per-row role for bounds it may take as one scalar)."""
     n = f.names
     full = ("batch", "head", "query", "key")
+    rows = () if f.scalar_bounds else ("q_lengths", "kv_lengths", "kv_starts")
     # One array for queries and keys (Features.shared_segments) ends with the keys' role.
-    extra = {n[x]: r for x, r in (("bias", full), ("mask", full), ("q_lengths", ("batch",)),
-                                  ("kv_lengths", ("batch",)),
+    extra = {n[x]: r for x, r in (("bias", full), ("mask", full),
+                                  *((b, ("batch",)) for b in rows),
                                   ("segment_ids_q", ("batch", "query")),
                                   ("segment_ids_kv", ("batch", "key"))) if x in n}
     qkv = roles(f.layout, q=n["q"], k=n["k"], v=n["v"], do=n.get("do", "do"),
                 kv_head=kv_head(f), **extra)
     if not f.gradients:
         qkv.pop(n.get("do", "do"))
+    if not f.query_axis:
+        for name in (n["q"], n.get("do")):
+            if name in qkv:
+                qkv[name] = tuple(r for r in qkv[name] if r != "query")
+    return qkv
+
+
+def metamorphic(case_type: type[AttentionProblem], *, traceable: Callable[..., Any] | None = None,
+                shardable: bool = False, blocks: Config | None = None,
+                config_toggles: Callable[[Any], list[Toggle]] | None = None) -> Metamorphic:
+    """The metamorphic hooks of ``case_type``'s kernel: roles in its layout and names,
+    visibility and segment ids from the description, option toggles (then the kernel's
+    own, ``config_toggles``), GQA as MHA (the fields the case type's ``as_mha_fields``
+    changes too), the exclusion (out's rows outside the contract, the zero cotangent);
+    ``traceable`` (lowering, sharding), where ``shardable`` one shard's case, and block
+    variants from ``blocks``."""
+    f = case_type.FEATURES
+    n = f.names
+    mha_fields = getattr(case_type, "as_mha_fields", None)
+    toggles_of = option_toggles if config_toggles is None else (
+        lambda case: [*option_toggles(case), *config_toggles(case)])
     return Metamorphic(
-        roles=qkv,
+        roles=_roles(f),
         block_variants=block_variants(blocks) if blocks is not None else None,
         visible=lambda case: case.visible(),
         segments=(lambda case: case.segment_arrays()) if f.takes("segments") else None,
-        option_toggles=option_toggles,
-        as_mha=as_mha_hook(layout=f.layout, kv=(n["k"], n["v"])) if f.takes("gqa") else None,
+        option_toggles=toggles_of,
+        as_mha=as_mha_hook(layout=f.layout, kv=(n["k"], n["v"]), mha_fields=mha_fields)
+        if f.takes("gqa") else None,
         logit_input=n["q"],
         may_be_nonfinite=may_be_nonfinite,
         constrain=constrain,
         traceable=traceable,
         local_case=(lambda case, mesh: shard_case(case, mesh, per_row=(
-            "q_lengths", "kv_lengths", "q_segments", "kv_segments"))) if shardable else None,
+            "q_lengths", "kv_lengths", "kv_starts", "q_segments", "kv_segments")))
+        if shardable else None,
     )
 
 
@@ -226,26 +268,59 @@ def narrowed(family: Any, without: frozenset[str]) -> Any:
     return dataclasses.replace(family, not_compared=not_compared)
 
 
+def _one_query(f: Any, reference: Callable[..., dict[str, np.ndarray]]
+               ) -> Callable[..., dict[str, np.ndarray]]:
+    """``reference`` of a one-query kernel (``Features.query_axis`` False): its outputs
+    without the op's query axis of length 1."""
+    rows = {f.output(n) for n in ("out", "dq")} | {f"{f.output('dq')}:magnitude"}
+
+    def one_query(*args: Any) -> dict[str, np.ndarray]:
+        out = reference(*args)
+        for name in rows & set(out):
+            out[name] = np.take(out[name], 0, axis=query_axis(f.layout))
+        if f.lse and f.output("lse") in out:
+            out[f.output("lse")] = out[f.output("lse")][..., 0]
+        return out
+
+    one_query.__doc__ = reference.__doc__
+    return one_query
+
+
+def _output_axes(f: Any) -> dict[str, tuple[str, ...]]:
+    """The output axes in the kernel's layout (without the query axis of a one-query
+    kernel)."""
+    bias_axes = {f.output("dbias"): ("batch", "head", "query", "key")} if f.takes("bias") else {}
+    axes = output_axes(f.layout, kv_head=kv_head(f), **bias_axes)
+    if not f.gradients:
+        axes = {f.output("out"): axes["out"]}
+    if f.lse:
+        axes[f.output("lse")] = ("batch", "head", "query")
+    if not f.query_axis:
+        axes = {k: tuple(a for a in v if a != "query") for k, v in axes.items()}
+    return axes
+
+
 def problem_record(case_type: type[AttentionProblem], *, config: Config | None = None,
                    blocks: Config | None = None,
                    config_events: Callable[[Any], Sequence[str]] = lambda case: (),
                    config_not_compared: Callable[[Any], Mapping[str, str]] | None = None,
+                   config_toggles: Callable[[Any], list[Toggle]] | None = None,
                    traceable: Callable[..., Any] | None = None, shardable: bool = False,
                    ) -> dict[str, Any]:
     """``Family`` fields of a kernel whose case type is ``case_type``: its cases (the
     kernel's configuration from ``config``), data draws, labels (the problem's, then
     ``config_events``), ``valid``, what is not compared (then ``config_not_compared``),
     optional features and their narrowing, reference and low-precision twin, output
-    axes, and metamorphic hooks (block-size invariance over ``blocks``: the kernel's
-    block ``Config`` strategy, drawn once for the cases and again for the variants)."""
+    axes, the lse of a row without keys (-inf) where the kernel defines such rows, and
+    metamorphic hooks (option toggles, then ``config_toggles``; block-size invariance
+    over ``blocks``: the kernel's block ``Config`` strategy, drawn once for the cases and
+    again for the variants)."""
     f = case_type.FEATURES
     reference, low_precision_reference = references(attention_call)
-    bias_axes = {f.output("dbias"): ("batch", "head", "query", "key")} if f.takes("bias") else {}
-    lse_axes = {f.output("lse"): ("batch", "head", "query")} if f.lse else {}
-    axes = output_axes(f.layout, kv_head=kv_head(f), **bias_axes)
-    if not f.gradients:
-        axes = {f.output("out"): axes["out"]}
-    axes |= lse_axes
+    if not f.query_axis:
+        reference = _one_query(f, reference)
+        low_precision_reference = _one_query(f, low_precision_reference)
+    keyless_lse = f.lse is not None and f.empty_rows == "zero"
     return dict(
         case_type=case_type, cases=problems(case_type, config=config, blocks=blocks),
         data_draws=data_draws,
@@ -253,6 +328,7 @@ def problem_record(case_type: type[AttentionProblem], *, config: Config | None =
         not_compared=_not_compared(case_type, config_not_compared),
         optional=optional_features(case_type), narrowed=narrowed, reference=reference,
         low_precision_reference=low_precision_reference,
-        output_axes=axes,
+        output_axes=_output_axes(f),
+        nonfinite_reference_ok=frozenset({f.output("lse")} if keyless_lse else ()),
         metamorphic=metamorphic(case_type, traceable=traceable, shardable=shardable,
-                                blocks=blocks))
+                                blocks=blocks, config_toggles=config_toggles))

@@ -29,7 +29,11 @@ from kernel_harness.ops.attention.segments import Runs, segment_ids
 #: The draw order of the options (``differ``: q_len != kv_len), and how often each is on
 #: (in 4).
 _ORDER = (("causal", 3), ("differ", 3), ("bias", 2), ("mask", 3), ("scale", 2),
-          ("window", 2), ("kv-lengths", 2), ("q-lengths", 2), ("segments", 3))
+          ("window", 2), ("kv-lengths", 2), ("q-lengths", 2), ("segments", 3),
+          ("kv-starts", 2))
+#: Key positions are drawn on or next to multiples of this, often: where kernels' key
+#: blocks (16 keys and more) begin and end.
+_EDGE = 16
 #: The draw flag of each narrowing feature.
 _FLAG = {**{f: f for f in FIELD_OF}, "q-len-ne-kv-len": "differ"}
 
@@ -111,6 +115,34 @@ def segment_layouts(draw: st.DrawFn, batch: int, q_len: int, kv_len: int, *, cau
     return tuple(draw(matched_runs(q_len, row, causal=causal)) for row in kv), kv
 
 
+@st.composite
+def _position(draw: st.DrawFn, length: int) -> int:
+    """A key position in ``[0, length]``, often on or next to a block edge (:data:`_EDGE`).
+    Shrinks towards 0."""
+    near = sorted({e + d for e in range(0, length + 1, _EDGE) for d in (-1, 0, 1)
+                   if 0 <= e + d <= length})
+    return draw(st.one_of(st.sampled_from(near), st.integers(0, length)))
+
+
+def _bound(draw: st.DrawFn, features: Any, batch: int, value: Callable[[int], int]
+           ) -> tuple[int, ...] | int:
+    """One key bound per batch row (``value(row)``) or, where the kernel takes it, one
+    scalar for every row (half the time)."""
+    if features.scalar_bounds and draw(st.booleans()):
+        return value(0)
+    return tuple(value(row) for row in range(batch))
+
+
+def _end(draw: st.DrawFn, kv_len: int, starts: tuple[int, ...] | int | None, row: int) -> int:
+    """A row's key end: another position, or (after a start) the start itself (no key) or
+    the start plus one (one key), so rows without keys and one-key rows are drawn."""
+    how = weighted(draw, (("any", 3), ("one key", 1), ("no key", 1)))
+    if how == "any" or starts is None:
+        return draw(_position(kv_len))
+    start = starts if isinstance(starts, int) else starts[row]
+    return min(kv_len, start + (how == "one key"))
+
+
 def _short_lengths(draw: st.DrawFn, batch: int, length: int, *, lowest: int) -> tuple[int, ...]:
     """Per-batch lengths in ``[lowest, length]``, at least one shorter than ``length``."""
     first = draw(st.integers(lowest, length - 1))
@@ -165,8 +197,10 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
         q_len = draw(st.sampled_from(lengths + q_only)) if on["differ"] else kv_len
         if features.causal_q_le_kv and on["causal"] and q_len > kv_len:
             q_len, kv_len = kv_len, q_len
-        kv_heads = draw(st.sampled_from((1, 2)))
-        heads = kv_heads * draw(st.sampled_from((1, 2, 3)))
+        if not features.query_axis:
+            q_len = 1
+        kv_heads = draw(st.sampled_from(features.kv_head_counts))
+        heads = kv_heads * draw(st.sampled_from(features.groups))
         if features.max_batch_heads is not None:
             heads = min(heads, max(1, features.max_batch_heads // batch))
             kv_heads = min(kv_heads, heads)
@@ -188,7 +222,14 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
             left = draw(st.integers(0, longest - 2))
             right = 0 if draw(st.booleans()) is False else draw(st.integers(0, longest - 2))
             fields["window"] = (left, right)
-        if on["kv-lengths"]:
+        if on["kv-starts"]:
+            fields["kv_starts"] = _bound(draw, features, batch,
+                                         lambda row: draw(_position(kv_len)))
+        if on["kv-lengths"] and (on["kv-starts"] or features.scalar_bounds):
+            starts = fields.get("kv_starts")
+            fields["kv_lengths"] = _bound(draw, features, batch,
+                                          lambda row: _end(draw, kv_len, starts, row))
+        elif on["kv-lengths"]:
             fields["kv_lengths"] = _short_lengths(draw, batch, kv_len, lowest=1)
         if on["q-lengths"] and q_len > 1:
             fields["q_lengths"] = _short_lengths(draw, batch, q_len, lowest=0)
@@ -234,6 +275,8 @@ def drawable(case: AttentionProblem) -> bool:
     used = {o for o in MASKING if getattr(case, o) not in (None, False)}
     if not used <= set(effective_options(case)):
         return False
+    if not case.FEATURES.gradients:  # no dq/dk to vanish: one-key and keyless rows are fine
+        return True
     seen = case.visible().sum(-1)
     if case.q_segments is not None and 4 * int((seen >= 2).sum()) < int((seen >= 1).sum()):
         return False

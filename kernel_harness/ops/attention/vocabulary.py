@@ -57,6 +57,11 @@ def head_axis(layout: str) -> int:
     return 1 if layout == "bhqd" else 2
 
 
+def query_axis(layout: str) -> int:
+    """The query axis of q/do/out in ``layout``."""
+    return 2 if head_axis(layout) == 1 else 1
+
+
 def roles(layout: str, *, q: str = "q", k: str = "k", v: str = "v", do: str = "do",
           kv_head: str = "kv_head", **extra: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
     """The Metamorphic axis roles of q, k, v and do in ``layout`` (``kv_head="head"``

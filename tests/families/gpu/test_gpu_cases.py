@@ -63,7 +63,7 @@ def test_decode_strategy_draws_valid_cases(case):
     assert ((0 <= start) & (start <= case.kv_len) & (0 <= end) & (end <= case.kv_len)).all()
     assert case.entry == "gqa" or case.kv_heads == 1
     assert x["k"].shape == (case.batch, case.kv_len, case.kv_heads, case.head_dim)
-    assert ("start_idx" in x) == (case.start is not None)
+    assert ("start_idx" in x) == (case.kv_starts is not None)
 
 
 @FAST
@@ -106,11 +106,11 @@ def test_mha_case_rejects_what_the_kernel_cannot_do():
 
 def test_decode_and_paged_cases_reject_bad_layouts():
     with pytest.raises(ValueError, match="mqa"):
-        DecodeCase(dtype="float32", seed=0, batch=1, q_heads=4, kv_heads=2, kv_len=32,
-                   head_dim=16, entry="mqa")
+        DecodeCase(dtype="float32", seed=0, batch=1, q_heads=4, kv_heads=2, q_len=1,
+                   kv_len=32, head_dim=16, entry="mqa")
     with pytest.raises(ValueError, match="k_splits"):
-        DecodeCase(dtype="float32", seed=0, batch=1, q_heads=4, kv_heads=2, kv_len=48,
-                   head_dim=16, k_splits=2)
+        DecodeCase(dtype="float32", seed=0, batch=1, q_heads=4, kv_heads=2, q_len=1,
+                   kv_len=48, head_dim=16, k_splits=2)
     with pytest.raises(ValueError, match="block_h"):
         PagedCase(dtype="float32", seed=0, batch=1, q_heads=4, kv_heads=1, head_dim=16,
                   page_size=16, pages_per_seq=2, block_h=8)
@@ -171,8 +171,9 @@ HARD_CASES = [
                         block_q_dkv=16, block_kv_dkv=64, block_q_dq=16, block_kv_dq=32,
                         num_warps=8, num_stages=3)),
     ("gpu-decode", DecodeCase(dtype="bfloat16", seed=2, batch=2, q_heads=40, kv_heads=2,
-                              kv_len=128, head_dim=32, start=(5, 64), end=(6, 64), k_splits=4,
-                              block_k=16, normalize_output=False, num_warps=4, num_stages=1)),
+                              q_len=1, kv_len=128, head_dim=32, kv_starts=(5, 64),
+                              kv_lengths=(6, 64), k_splits=4, block_k=16,
+                              normalize_output=False, num_warps=4, num_stages=1)),
     ("gpu-paged", PagedCase(dtype="float16", seed=3, batch=3, q_heads=20, kv_heads=1,
                             head_dim=32, page_size=8, pages_per_seq=8, lengths=(0, 19, 64),
                             spare_pages=1, pages_per_compute_block=2, k_splits=2, num_warps=4,

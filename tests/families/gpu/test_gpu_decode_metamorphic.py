@@ -4,14 +4,14 @@ ignores start_idx fails), and the ci draw reaches every mode the strategy declar
 from __future__ import annotations
 
 from kernel_harness.families.gpu_decode import kernel
-from kernel_harness.families.gpu_decode.cases import DecodeCase, decode_cases
+from kernel_harness.families.gpu_decode.cases import DecodeCase
 from kernel_harness.families.gpu_decode.family import FAMILY
 from tests.families.paged_decode.helpers import fails, passes
 from tests.helpers.mode_reach import assert_reaches, reach
 
 #: Keys 24..63 visible of 64: the first 24 may change freely.
-CASE = DecodeCase(dtype="float32", seed=4, batch=1, q_heads=4, kv_heads=2, kv_len=64,
-                  head_dim=16, start=24, block_k=16)
+CASE = DecodeCase(dtype="float32", seed=4, batch=1, q_heads=4, kv_heads=2, q_len=1, kv_len=64,
+                  head_dim=16, kv_starts=24, block_k=16)
 
 
 def ignores_start(q, k, v, start_idx, kv_seq_len, **kw):
@@ -25,8 +25,9 @@ def test_invisible_keys_are_ignored():
 
 
 def test_ci_draw_reaches_every_mode():
-    modes = {"entry-gqa", "entry-mqa", "mqa", "gqa", "mha-heads", "head-splits",
-             "head-padding", "multi-split", "multi-k-block", "block-k-clamped",
-             "start-scalar", "start-per-row", "end-scalar", "end-per-row", "unnormalized",
-             "rows-without-keys", "split-skipped", "scale-arg", "scale-prescaled-q"}
-    assert_reaches(reach(decode_cases(), FAMILY.events), modes, "gpu-decode")
+    modes = {"entry-gqa", "entry-mqa", "mqa", "gqa", "head-splits", "head-padding",
+             "multi-split", "multi-k-block", "block-k-clamped", "kv-starts",
+             "scalar-kv-starts", "kv-lengths", "scalar-kv-lengths", "unnormalized",
+             "rows-without-keys", "split-skipped", "scale-default", "scale-arg",
+             "explicit-scale"}
+    assert_reaches(reach(FAMILY.cases(), FAMILY.events), modes, "gpu-decode")

@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, Phase, settings
 from kernel_harness import get_family, resolve_backend
 from kernel_harness.checks.properties import HarnessFailure, matches_reference
 from kernel_harness.families.gpu_decode import kernel as decode_kernel
-from kernel_harness.families.gpu_decode.cases import decode_cases
 from kernel_harness.families.gpu_mha import kernel as mha_kernel
 from kernel_harness.families.gpu_paged import kernel as paged_kernel
 from kernel_harness.families.gpu_paged.cases import paged_cases
@@ -157,6 +156,10 @@ def mha_cases(**kwargs):
     return get_family("gpu-mha").cases(**kwargs)
 
 
+def decode_cases(**kwargs):
+    return get_family("gpu-decode").cases(**kwargs)
+
+
 def test_mha_backward_dropping_segment_ids_fails():
     result = _property_fails(
         "gpu-mha", mha_backward_drops_segments, mha_cases().filter(_distinct_segments)
@@ -184,7 +187,7 @@ def test_mha_lse_in_wrong_base_fails():
 
 def _some_start(case):
     start, end = case.bounds()
-    return case.start is not None and bool(((start > 0) & (start < end)).any())
+    return case.kv_starts is not None and bool(((start > 0) & (start < end)).any())
 
 
 def test_decode_ignoring_start_fails():
@@ -192,7 +195,7 @@ def test_decode_ignoring_start_fails():
 
 
 def test_decode_end_read_as_count_fails():
-    strategy = decode_cases().filter(lambda c: _some_start(c) and c.end is not None)
+    strategy = decode_cases().filter(lambda c: _some_start(c) and c.kv_lengths is not None)
     _property_fails("gpu-decode", decode_end_counted_from_start, strategy)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kernel_harness.families.gpu_decode.cases import DecodeCase
-from kernel_harness.families.gpu_decode.family import reference as decode_reference
+from kernel_harness.families.gpu_decode.family import FAMILY as DECODE_FAMILY
 from kernel_harness.families.gpu_mha.cases import MhaCase
 from kernel_harness.families.gpu_mha.family import FAMILY as MHA_FAMILY
 from kernel_harness.families.gpu_paged.cases import PagedCase
@@ -107,7 +107,7 @@ def test_mha_dense_mask_by_hand():
 def _decode_by_loops(case, x):
     q, k, v = (x[n].astype(np.float64) for n in ("q", "k", "v"))
     start, end = case.bounds()
-    scale = case.head_dim**-0.5 if case.scale_mode != "prescaled-q" else 1.0
+    scale = case.effective_scale
     out = np.zeros_like(q)
     lse = np.full((case.batch, case.q_heads), -np.inf)
     for b in range(case.batch):
@@ -127,11 +127,11 @@ def _decode_by_loops(case, x):
 
 @pytest.mark.parametrize("normalize", [True, False])
 def test_decode_reference_matches_loops(normalize):
-    case = DecodeCase(dtype="float32", seed=5, batch=3, q_heads=6, kv_heads=2, kv_len=64,
-                      head_dim=16, start=(0, 10, 40), end=(64, 11, 40), k_splits=2,
-                      normalize_output=normalize, scale_mode="arg")
+    case = DecodeCase(dtype="float32", seed=5, batch=3, q_heads=6, kv_heads=2, q_len=1,
+                      kv_len=64, head_dim=16, kv_starts=(0, 10, 40), kv_lengths=(64, 11, 40),
+                      k_splits=2, normalize_output=normalize, sm_scale_arg=True)
     x = case.materialize()
-    got, want = decode_reference(case, x), _decode_by_loops(case, x)
+    got, want = DECODE_FAMILY.reference(case, x), _decode_by_loops(case, x)
     np.testing.assert_allclose(got["out"], want["out"], rtol=2e-5, atol=2e-5)
     np.testing.assert_array_equal(got["out"][2], 0.0)  # start == end: no key, zeros
     assert np.all(got["lse"][2] == -np.inf)
