@@ -115,7 +115,7 @@ def test_every_family_declares_optional_features_its_strategy_accepts(name):
 
 
 def test_splash_narrowed_draws_none_of_the_excluded_features():
-    from kernel_harness.families.splash.masks import parse_mask
+    from kernel_harness.ops.attention.masks import parse_mask
 
     fam = narrow(get_family("splash"), {"segments", "sinks", "soft-cap", "numpy-mask",
                                         "per-head-masks", "layouts"})

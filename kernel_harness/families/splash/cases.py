@@ -1,6 +1,6 @@
 """Splash attention cases: the frozen, readable description of one example.
 
-Masks are strings in the mask language of :mod:`kernel_harness.families.splash.masks`
+Masks are strings in the mask language of :mod:`kernel_harness.ops.attention.masks`
 (one per head or one shared by all heads); segments are run-length tuples of
 ``(segment id, run length)``. The strategy drawing cases is in
 :mod:`kernel_harness.families.splash.strategy`.
@@ -21,7 +21,8 @@ from kernel_harness.core.case import (
     check_sizes,
     standard_normal,
 )
-from kernel_harness.families.splash.masks import empty_rows, parse_mask
+from kernel_harness.families.splash.masks import empty_rows
+from kernel_harness.ops.attention.masks import parse_mask
 from kernel_harness.ops.attention.program import Definition
 from kernel_harness.ops.attention.segments import Runs, check_pair, check_runs, segment_ids
 

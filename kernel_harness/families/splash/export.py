@@ -12,8 +12,9 @@ contract on the attention op (the op's program embedded verbatim and run under
 from __future__ import annotations
 
 from kernel_harness.families.splash.cases import SplashCase, attention_definition
-from kernel_harness.families.splash.masks import MaskExpr, allowed_mask, numpy_pattern, parse_mask
+from kernel_harness.families.splash.masks import allowed_mask
 from kernel_harness.ops.attention.export import call_source
+from kernel_harness.ops.attention.masks import MaskExpr, numpy_pattern, parse_mask
 from kernel_harness.spec.export import ExportSnippet
 
 _LAYOUTS = {"head_dim_minor": "HEAD_DIM_MINOR", "seq_minor": "SEQ_MINOR"}

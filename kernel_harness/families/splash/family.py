@@ -18,19 +18,14 @@ from kernel_harness.families.splash.bad_inputs import bad_inputs
 from kernel_harness.families.splash.bench import BENCH
 from kernel_harness.families.splash.cases import SplashCase, attention_definition
 from kernel_harness.families.splash.export import export
-from kernel_harness.families.splash.masks import (
-    COMPUTABLE_KINDS,
-    NUMPY_KINDS,
-    allowed_mask,
-    empty_rows,
-    parse_mask,
-    segment_ids,
-)
+from kernel_harness.families.splash.masks import allowed_mask, empty_rows
 from kernel_harness.families.splash.metamorphic import METAMORPHIC, block_variants
 from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, splash_data_draws
 from kernel_harness.ops.attention.events import length_events, logits_label
+from kernel_harness.ops.attention.masks import COMPUTABLE_KINDS, NUMPY_KINDS, parse_mask
 from kernel_harness.ops.attention.program import AttentionCall, references
+from kernel_harness.ops.attention.segments import segment_ids
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation

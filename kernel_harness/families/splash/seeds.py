@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 
 from kernel_harness.families.splash.cases import SplashCase
-from kernel_harness.families.splash.masks import visible_keys
+from kernel_harness.ops.attention.masks import visible_keys
 
 
 def _skips(case: SplashCase, bq: int, bkv: int, along_kv: bool) -> bool:

@@ -20,7 +20,7 @@ from kernel_harness.families.splash.cases import (
     SEQ_LENS,
     SplashCase,
 )
-from kernel_harness.families.splash.masks import (
+from kernel_harness.ops.attention.masks import (
     COMPUTABLE_KINDS,
     LEAF_KINDS,
     NUMPY_KINDS,

@@ -10,13 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from kernel_harness import get_family
 from kernel_harness.families.splash import kernel as splash_kernel
 from kernel_harness.families.splash.cases import SplashCase
-from kernel_harness.families.splash.masks import (
-    allowed_mask,
-    dense_mask,
-    empty_rows,
-    parse_mask,
-)
+from kernel_harness.families.splash.masks import allowed_mask, empty_rows
 from kernel_harness.families.splash.strategy import splash_cases
+from kernel_harness.ops.attention.masks import dense_mask, parse_mask
 
 FAMILY = get_family("splash")
 FAST = settings(max_examples=60, deadline=None, database=None,

@@ -10,7 +10,8 @@ import pytest
 
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.family import reference
-from kernel_harness.families.splash.masks import allowed_mask, dense_mask, empty_rows, parse_mask
+from kernel_harness.families.splash.masks import allowed_mask, empty_rows
+from kernel_harness.ops.attention.masks import dense_mask, parse_mask
 from kernel_harness.ops.attention.reference import attend
 
 
