@@ -2,17 +2,23 @@
 
 The runner hands the family's adapter a counting wrapper of the implementation (one per
 implementation, so compile caches keyed on it stay valid). Each time the adapter calls it,
-the wrapper traces that call again by itself, on abstract values of the same shapes
-(``jax.make_jaxpr``: a trace, never a compile), and counts the kernels
-(:mod:`kernel_harness.core.compat.pallas_count`):
+the wrapper traces the implementation once, on abstract values of the call's shapes
+(``jax.make_jaxpr``: a trace, never a compile), counts the kernels of that program
+(:mod:`kernel_harness.core.compat.pallas_count`) and runs THAT program on the call's
+values: what is counted is what runs, and the implementation is called once, so an
+implementation that behaves differently when it is counted cannot show the count one
+program and run another (issue 55). The program's constants are the call's static
+arguments and whatever the implementation closes over.
 
-- forward: the jaxpr of the call;
-- backward: the jaxpr of the function ``jax.vjp`` returns, applied to cotangents of the
-  call's floating outputs, differentiating its floating traced inputs (only where the
-  family expects backward kernels).
+- forward: the traced program;
+- backward: the jaxpr of the function ``jax.vjp`` returns for that same program, applied
+  to cotangents of its floating outputs, differentiating its floating traced inputs (only
+  where the family expects backward kernels): the adapter's own ``jax.vjp`` of the call
+  differentiates the same program.
 
-Then it makes the real call. A call that returns a callable instead of arrays (a kernel
-factory, as splash's) hands back a counting wrapper of that callable. Counts are kept per
+A call that returns a callable instead of arrays (a kernel factory, as splash's) hands
+back a counting wrapper of that callable. A call that cannot be traced on abstract values
+is made directly and counted as running no kernel (reported with the reason). Counts are kept per
 abstract signature, and per static configuration of the case: an adapter whose compiled
 program is cached calls nothing, and the example gets the count of the program it ran. An
 example's count is the fewest kernels over the calls it made (gpu-norm calls the kernel
@@ -140,6 +146,28 @@ class KernelCount:
         return "; ".join(parts)
 
 
+class ClosedOverTracer(RuntimeError):
+    """The implementation's program, traced once to count it and then run, left a traced
+    value inside a function it defines (a ``custom_vjp`` backward closing over a traced
+    argument): that function cannot run outside the trace it was made in."""
+
+    @classmethod
+    def explain(cls, error: BaseException) -> ClosedOverTracer | None:
+        """The clear error for ``error`` where it is a tracer leaked from the count's trace
+        (else None)."""
+        text = str(error)
+        if type(error).__name__ != "UnexpectedTracerError" or "kernel_count.py" not in text:
+            return None
+        first = text.strip().splitlines()[0] if text.strip() else ""
+        return cls(
+            "the implementation defines a function that closes over a traced argument (most "
+            "often a custom_vjp backward using an array of the call it does not receive as a "
+            "residual): the harness traces an implementation once, counts its kernels and "
+            "runs that same program, so a closure over a value of that trace cannot run "
+            "later. Pass the value as an argument (a primal input of the custom_vjp, or "
+            "through fwd's residuals) or use jax.closure_convert. jax said: " + first)
+
+
 class CountUnavailable(RuntimeError):
     """The adapter made no call of the implementation and no earlier example of the same
     configuration was counted: the example's kernels are unknown (never taken as none)."""
@@ -168,9 +196,13 @@ def _first_line(e: BaseException) -> str:
 
 
 def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[int],
-           backward: bool) -> CallCount:
-    """Counts one call: ``fn`` on ``leaves`` with the positions ``dyn`` abstract, and makes
-    its :class:`~kernel_harness.run.kernel_poison.Poisoning` (the passes that ran a kernel)."""
+           backward: bool, where: Any) -> tuple[CallCount, Callable[..., Any]]:
+    """Traces one call once: ``fn`` on ``leaves`` with the positions ``dyn`` abstract.
+    Returns its count, with its :class:`~kernel_harness.run.kernel_poison.Poisoning` (the
+    passes that ran a kernel), and the traced program (a function of the ``dyn`` values
+    returning the call's result, bound from the caller's stack as a direct call would
+    be). The backward, traced only to count, is traced from ``where``, the adapter's call
+    (:func:`~kernel_harness.core.compat.pallas_count.traced_from`)."""
     start = time.perf_counter()
 
     def call(*values: Any) -> Any:
@@ -182,6 +214,14 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
 
     avals = [jax.ShapeDtypeStruct(np.shape(leaves[i]), leaves[i].dtype) for i in dyn]
     fwd, shape_tree = jax.make_jaxpr(call, return_shape=True)(*avals)
+    out_tree = jax.tree_util.tree_structure(shape_tree)
+
+    def program(*values: Any) -> Any:
+        # Bound from the real call's stack (not the trace's, which ends at ``call``), so a
+        # kernel's interpreter findings name the adapter's call as a direct call would.
+        return jax.tree_util.tree_unflatten(out_tree, jax.core.eval_jaxpr(
+            fwd.jaxpr, fwd.consts, *values, propagate_source_info=False))
+
     problem = kernel_outside.problem_size(
         [tuple(a.shape) for a in avals]
         + [tuple(o.shape) for o in jax.tree_util.tree_leaves(shape_tree)])
@@ -195,13 +235,15 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
     if backward:
         args, kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
         names = kernel_poison.leaf_names(fn, args, kwargs)
-        found = _trace_backward(call, avals, [names[i] for i in dyn], problem)
+        with pallas_count.traced_from(where):
+            found = _trace_backward(program, avals, [names[i] for i in dyn], problem)
         found["forward_outside"] = tuple(sorted(
             {*count.forward_outside, *found.pop("joint_outside", ())}))
         poison.backward = found.pop("poison", None) if found.get("backward") else None
         found.pop("poison", None)
         count = dataclasses.replace(count, **found)
-    return dataclasses.replace(count, poison=poison, seconds=time.perf_counter() - start)
+    return (dataclasses.replace(count, poison=poison, seconds=time.perf_counter() - start),
+            program)
 
 
 def _trace_backward(call: Callable[..., Any], avals: list[Any],
@@ -243,13 +285,13 @@ def _trace_backward(call: Callable[..., Any], avals: list[Any],
 
 class Counting(kernel_poison.StandIn):
     """A stand-in for an implementation (:class:`~kernel_harness.run.kernel_poison.
-    StandIn`: its name, module, attributes and signature) that counts each call's kernels,
-    then calls it."""
+    StandIn`: its name, module, attributes and signature) that traces each call once,
+    counts the kernels of the traced program and runs it."""
 
     def __init__(self, impl: Callable[..., Any], backward: bool, product: int | None = None):
         super().__init__(impl, product)
         self._backward = backward
-        self._memo: dict[Any, CallCount] = {}
+        self._memo: dict[Any, tuple[CallCount, Callable[..., Any]]] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
@@ -258,23 +300,24 @@ class Counting(kernel_poison.StandIn):
             made = self._impl(*args, **kwargs)
             return (Counting(made, self._backward, kernel_poison.next_product())
                     if callable(made) else made)
-        where = pallas_count.caller_traceback()
-        result = self._impl(*args, **kwargs)  # first: a crash stays the kernel's own
+        program = None
         try:
-            with pallas_count.traced_from(where):
-                count = self._count(leaves, treedef, dyn)
+            count, program = self._count(leaves, treedef, dyn)
         except pallas_count.KernelCountLayoutError:
             raise
         except Exception as e:  # noqa: BLE001 - an uncountable call is reported, not passed
             count = CallCount(forward=0, forward_top=(
-                f"(the call could not be traced again to count: {_first_line(e)})",))
+                f"(the call could not be traced on abstract values to count: "
+                f"{_first_line(e)})",))
         for sink in _sinks():
             sink.append(count)
         values = [leaves[i] for i in dyn]
         if (count.poison is not None and count.poison.wants_inputs()
                 and not any(isinstance(v, jax.core.Tracer) for v in values)):
             count.poison.capture(*values)  # concrete: kept now (traced: by the probe)
-        return result
+        if program is None:  # counted as no kernel; a crash here stays the kernel's own
+            return self._impl(*args, **kwargs)
+        return program(*values)
 
     def probe(self) -> kernel_poison.Probe:
         """The :class:`~kernel_harness.run.kernel_poison.Probe` of this implementation (the
@@ -283,17 +326,21 @@ class Counting(kernel_poison.StandIn):
             self.__dict__["_probe"] = kernel_poison.Probe(self._impl, self._product)
         return self.__dict__["_probe"]
 
-    def _count(self, leaves: list[Any], treedef: Any, dyn: list[int]) -> CallCount:
-        # A concrete array among the static arguments (not exact): counted each call.
+    def _count(self, leaves: list[Any], treedef: Any, dyn: list[int]
+               ) -> tuple[CallCount, Callable[..., Any]]:
+        # One trace per configuration: a later call of it runs the program counted first.
+        # A concrete array among the static arguments (not exact): traced each call.
         key, exact = kernel_poison.call_key(treedef, leaves, dyn)
         if exact and key in self._memo:
-            return dataclasses.replace(self._memo[key], seconds=0.0)
-        count = _trace(self._impl, leaves, treedef, dyn, self._backward)
+            count, program = self._memo[key]
+            return dataclasses.replace(count, seconds=0.0), program
+        count, program = _trace(self._impl, leaves, treedef, dyn, self._backward,
+                                pallas_count.caller_traceback())
         if count.poison is not None:
             count.poison.key = (self._product, key)
         if exact:
-            self._memo[key] = count
-        return count
+            self._memo[key] = (count, program)
+        return count, program
 
 
 def counting(impl: Callable[..., Any], expected: KernelExpectation) -> Counting:

@@ -101,9 +101,12 @@ def ensure_supported(family: Family, backend: Backend, *, devices: bool = True) 
     (``devices``) this process has fewer devices than its cases use
     (:class:`~kernel_harness.core.devices.DevicesUnavailable`)."""
     if backend.name not in family.backends:
+        # No backend here: what to install (Family.requires) says more than the summary.
+        here = (f"none here (needs {family.requires})" if family.requires
+                else f"none here: {family.summary}")
         raise BackendUnavailable(
             f"family {family.name!r} cannot run on backend {backend.name!r}; "
-            f"it supports: {', '.join(sorted(family.backends)) or 'none here: ' + family.summary}"
+            f"it supports: {', '.join(sorted(family.backends)) or here}"
         )
     if devices and family.devices > 1:
         require_devices(backend.platform, family.devices,
@@ -137,11 +140,14 @@ def run_counted(
                                      rerun=_probe_run(family, case, inputs, backend)) as sink:
             outputs = _run(family, counted, case, inputs, backend)
         return outputs, sink.count
-    except Exception:
+    except Exception as e:
         # A kernel that failed inside an effectful callback (the TPU interpreter's) leaves
         # its error in jax's runtime tokens, where it fails every later example: drained
         # here, so it is this example's failure only.
         compat_mesh.drain_failed_effects()
+        leak = kernel_count.ClosedOverTracer.explain(e)
+        if leak is not None:
+            raise leak from e
         raise
 
 

@@ -70,3 +70,26 @@ def xla_flash(q, k, v, ab=None, segment_ids=None, *, causal, sm_scale, block_siz
         keep = keep & (segment_ids.q[:, None, :, None] == segment_ids.kv[:, None, None, :])
     p = jax.nn.softmax(jnp.where(keep, s, -1e30), axis=-1)
     return jnp.einsum("bhqk,bhkd->bhqd", p.astype(v.dtype), v).astype(q.dtype)
+
+
+_calls = [0]
+
+
+def kernel_every_other_call(x, *, axis=-1, interpret=False):
+    """The Pallas kernel on every second call, plain JAX on the others: a counter that
+    traced the call again after the real one counted the kernel of a program that never
+    ran (issue 55: an impl that behaves differently when observed)."""
+    _calls[0] += 1
+    if _calls[0] % 2:
+        return xla_softmax(x, axis=axis)
+    return _softmax.softmax(x, axis=axis, interpret=interpret)
+
+
+def kernel_when_counted(x, *, axis=-1, interpret=False):
+    """The Pallas kernel only where the harness's count is on the stack (the counting
+    trace), plain JAX in every other call."""
+    import traceback
+
+    if any("kernel_count" in frame.filename for frame in traceback.extract_stack()):
+        return _softmax.softmax(x, axis=axis, interpret=interpret)
+    return xla_softmax(x, axis=axis)

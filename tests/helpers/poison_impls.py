@@ -83,27 +83,27 @@ def thrown_backward_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, g
                         existing_out, transpose_rhs, interpret):
     """megablox gmm forward; its backward runs megablox's backward kernels and returns
     plain JAX's gradients instead."""
-    def kernel(a, b):
-        return _gmm_ops.gmm(a, b, group_sizes, preferred_element_type, tiling, group_offset,
+    def kernel(a, b, sizes):
+        return _gmm_ops.gmm(a, b, sizes, preferred_element_type, tiling, group_offset,
                             existing_out, transpose_rhs, interpret)
 
-    def xla(a, b):
-        return _xla_gmm(a, b, group_sizes, preferred_element_type, group_offset,
-                        transpose_rhs)
+    def xla(a, b, sizes):
+        return _xla_gmm(a, b, sizes, preferred_element_type, group_offset, transpose_rhs)
 
     @jax.custom_vjp
-    def f(a, b):
-        return kernel(a, b)
+    def f(a, b, sizes):
+        return kernel(a, b, sizes)
 
-    def fwd(a, b):
-        return kernel(a, b), (a, b)
+    def fwd(a, b, sizes):
+        return kernel(a, b, sizes), (a, b, sizes)
 
-    def bwd(res, g):
-        jax.vjp(kernel, *res)[1](g)
-        return jax.vjp(xla, *res)[1](g)
+    def bwd(res, g):  # the group sizes come through the residuals, not a closure
+        a, b, sizes = res
+        jax.vjp(lambda a, b: kernel(a, b, sizes), a, b)[1](g)
+        return (*jax.vjp(lambda a, b: xla(a, b, sizes), a, b)[1](g), None)
 
     f.defvjp(fwd, bwd)
-    return f(lhs, rhs)
+    return f(lhs, rhs, group_sizes)
 
 
 def xla_attention(q, k, v, sm_scale, causal):

@@ -64,9 +64,21 @@ def test_a_backward_as_xla_autodiff_is_a_fail_of_the_backward(capsys):
     assert "pallas kernels: fwd 1, bwd 0=" in out and "fallback: bwd=" in out
 
 
+def test_a_fallback_the_impl_declares_fails_unless_the_user_accepts_it(capsys):
+    # Only the user narrows a check (issue 55 item 8): the declaration is reported, and its
+    # examples without a kernel fail like any fallback.
+    code, out = _check(capsys, "gpu-softmax", impl="declared_pow2_only_softmax", examples=8)
+    assert code == 1, out
+    assert ("the implementation declares a fallback (rows whose length is not a power of two "
+            "run jax.nn.softmax): NOT accepted") in out
+    assert "--accept-declared" in out
+    assert "[kernel-harness] FAIL gpu-softmax no Pallas kernel (fwd)" in out
+    assert "PASS (fallback declared" not in out
+
+
 def test_a_declared_fallback_passes_and_says_so_in_the_summary_and_json(capsys, tmp_path):
     path = tmp_path / "r.json"
-    code, out = _check(capsys, "gpu-softmax", "--json", str(path),
+    code, out = _check(capsys, "gpu-softmax", "--json", str(path), "--accept-declared",
                        impl="declared_pow2_only_softmax", examples=8)
     assert code == 0, out
     assert ("PASS (fallback declared: rows whose length is not a power of two run "
@@ -80,7 +92,8 @@ def test_a_declared_fallback_passes_and_says_so_in_the_summary_and_json(capsys, 
 
 def test_a_run_of_declared_fallbacks_only_is_not_green(capsys, tmp_path):
     path = tmp_path / "r.json"
-    code, out = _check(capsys, "gpu-softmax", "--json", str(path), impl="declared_xla_softmax")
+    code, out = _check(capsys, "gpu-softmax", "--json", str(path), "--accept-declared",
+                       impl="declared_xla_softmax")
     assert code == 1, out
     assert "PASS (fallback declared: no kernel yet" in out
     assert "no Pallas kernel: not green" in out
@@ -128,3 +141,65 @@ def test_a_metamorphic_relation_between_fallback_runs_fails_too(capsys, prop):
             and "no Pallas kernel: run 1: the forward pass ran 0 Pallas kernel(s)" in out), out
     assert cli.main(["check", "--no-isolate", "gpu-softmax", "--profile", "dev", "--seed", "1",
                      "--max-examples", "2", "--property", prop]) == 0
+
+
+@pytest.mark.parametrize("impl", ["kernel_every_other_call", "kernel_when_counted"])
+def test_an_impl_that_behaves_otherwise_when_counted_runs_what_was_counted(capsys, impl):
+    # The implementation is traced once per configuration and that program both counted
+    # and run: the one alternating with every call shows its fallback to the count; the
+    # one running its kernel whenever the count is on the stack runs its kernel (the
+    # harness runs the counted program), and its result is the kernel's.
+    code, out = _check(capsys, "gpu-softmax", impl=impl)
+    if impl == "kernel_every_other_call":
+        assert code == 1, out
+        assert "[kernel-harness] FAIL gpu-softmax no Pallas kernel (fwd)" in out
+    else:
+        assert code == 0, out
+        assert "pallas kernels: fwd 1=" in out and "pallas kernels: fwd 0=" not in out
+
+
+def test_the_counted_program_is_the_one_that_runs(monkeypatch):
+    # A direct check of the wrapper: its result is the traced program's, and the
+    # implementation is called once per configuration (never again to count).
+    import jax.numpy as jnp
+
+    calls = []
+
+    def impl(x):
+        calls.append(x)
+        return jnp.sin(x)
+
+    wrapper = kernel_count.Counting(impl, backward=False)
+    x = jnp.arange(4.0)
+    assert jnp.array_equal(wrapper(x), jnp.sin(x)) and len(calls) == 1
+    assert jnp.array_equal(wrapper(x + 1), jnp.sin(x + 1)) and len(calls) == 1
+
+
+def test_a_custom_vjp_closing_over_a_traced_argument_is_a_clear_error():
+    # The counted program runs later, outside the trace that made it: a backward that
+    # closes over a traced argument cannot run, and the error says why and what to do.
+    import jax
+    import jax.numpy as jnp
+
+    from kernel_harness import resolve_backend
+    from kernel_harness.run.runner import check_case
+    from kernel_harness.spec.registry import get_family
+    from tests.helpers.outside_impls import _copy
+
+    family = get_family("gpu-norm")
+    case = next(iter(family.seed_cases(frozenset())), None)
+    if case is None:
+        pytest.skip("gpu-norm has no seed case")
+
+    def closes_over(op, x, weight, bias, *, eps, interpret):
+        scale = jax.lax.stop_gradient(jnp.max(x)) * 0 + 1  # traced, not differentiated
+
+        @jax.custom_vjp
+        def f(x):
+            return _copy((x * scale,), interpret)[0]
+
+        f.defvjp(lambda x: (f(x), None), lambda _, g: (g * scale,))
+        return f(x)
+
+    with pytest.raises(kernel_count.ClosedOverTracer, match="closes over a traced argument"):
+        check_case(family, case, resolve_backend("interpret"), closes_over)
