@@ -15,7 +15,8 @@ Options: ``--kh-check``, ``--kh-backend`` (default ``interpret``, or the project
 configured backend under ``--kh-check``), ``--kh-impl
 [FAMILY=]MODULE:ATTR`` (repeatable), ``--kh-without [FAMILY=]FEATURE[,FEATURE]``
 (repeatable: optional features the implementation lacks; an implementation's own
-``kernel_harness_without`` counts only with ``--kh-accept-declared``), ``--kh-resume PATH``
+``kernel_harness_without`` and declared fallback count only with ``--kh-accept-declared``),
+``--kh-resume PATH``
 (an interrupted run's JSON: its finished units keep their verdicts), ``--kh-family``
 (repeatable, restricts the families checked), ``--kh-family-module MODULE`` (repeatable,
 out-of-tree families), ``--kh-property`` (repeatable), ``--kh-profile dev|ci|nightly``,
@@ -101,8 +102,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--kh-corpus", default=None, metavar="LOCATION",
                     help="a failure corpus: its stored failures replay first (ci: read only)")
     group.addoption("--kh-accept-declared", action="store_true", default=False,
-                    help="leave out the features an --kh-impl declares it lacks (else only "
-                    "--kh-without narrows the check)")
+                    help="accept what an --kh-impl declares about itself: the features it "
+                    "lacks and its declared fallback (else only --kh-without narrows the "
+                    "check)")
     group.addoption("--kh-resume", default=None, metavar="PATH",
                     help="the check --json document of an interrupted run: its finished "
                     "units keep their verdicts, only the others run")

@@ -66,8 +66,9 @@ def check(
     ``interpret`` and none: the rule of every front end
     (:mod:`kernel_harness.orchestration.options`). ``resume``: the ``--json`` document of an
     interrupted run, whose finished units are kept (only the others run).
-    ``accept_declared``: leave out what ``impl`` declares it lacks (else only ``without``
-    narrows the check). The project's ``without`` table narrows it too (``without`` adds
+    ``accept_declared``: accept what ``impl`` declares about itself: leave out what it
+    declares it lacks and pass its declared fallback (else only ``without`` narrows the
+    check). The project's ``without`` table narrows it too (``without`` adds
     to it), and its ``waivers`` apply beside the package's. A bad argument is a
     :class:`~kernel_harness.core.errors.UsageError`."""
     families = [family] if isinstance(family, str | Family) else list(family)

@@ -79,8 +79,10 @@ def add_parser(sub: Any) -> None:
     check.add_argument("--fail-fast", action="store_true",
                        help="once a family fails a property, list its other properties NOT RUN")
     check.add_argument("--accept-declared", action="store_true", default=False,
-                       help="leave out the features the --impl declares it lacks (its "
-                       "kernel_harness_without); without this only --without narrows a check")
+                       help="accept what the --impl declares about itself: leave out the "
+                       "features it declares it lacks (kernel_harness_without) and pass its "
+                       "declared fallback (kernel_harness.fallback); without this only "
+                       "--without narrows a check")
     check.add_argument("--resume", type=Path, default=None, metavar="PATH",
                        help="continue an interrupted run: keep the finished units of its "
                        "--json PATH, run the others, merge (give --json PATH to rewrite it)")

@@ -1,6 +1,8 @@
 """What a check session takes from the project's ``[tool.kernel-harness]`` beyond the
 settings of :mod:`~kernel_harness.orchestration.options`: the features its ``without``
-and its ``known-bugs`` leave out of a family, and its waivers of TPU-interpret findings.
+and its ``known-bugs`` leave out of a family, and its waivers of TPU-interpret findings;
+and what the user accepts of an implementation's declarations about itself
+(:func:`accepted`).
 
 Never a silent exclusion: a feature the table leaves out is reported as a ``--without``
 is, and says it came from the file (:func:`narrow_family`); the user's waivers are
@@ -10,8 +12,9 @@ counted by file and each waived finding names its waiver
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration.request import CheckRequest
@@ -19,7 +22,8 @@ from kernel_harness.run.diagnostics import Waiver
 from kernel_harness.run.diagnostics import user_waivers as waivers_of
 from kernel_harness.spec.config import HarnessConfig
 from kernel_harness.spec.family import Family
-from kernel_harness.spec.narrow import check_features, narrow
+from kernel_harness.spec.kernels import accepted_fallback
+from kernel_harness.spec.narrow import check_features, checked_without, narrow
 
 
 def where(request: CheckRequest, key: str) -> str:
@@ -78,3 +82,15 @@ def user_waivers(request: CheckRequest) -> tuple[Waiver, ...]:
         return waivers_of(request.waivers, request.config_source or "pyproject.toml")
     except ValueError as e:
         raise UsageError(f"{where(request, 'waivers')}: {e}") from None
+
+
+def accepted(request: CheckRequest, impl: Callable[..., Any] | None
+             ) -> tuple[frozenset[str], Callable[..., Any] | None, str | None]:
+    """``(without, impl, note)``: the features the check leaves out (the user's, and what
+    ``impl`` declares it lacks where the user accepts its declarations), ``impl`` as the
+    check takes it (its declared fallback honoured only then) and a note on what it
+    declared and the check did not accept (None if nothing)."""
+    without, without_note = checked_without(request.without, request.without_by_family, impl,
+                                            accept_declared=request.accept_declared)
+    impl, fallback_note = accepted_fallback(impl, accept=request.accept_declared)
+    return without, impl, "; ".join(n for n in (without_note, fallback_note) if n) or None

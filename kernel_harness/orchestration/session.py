@@ -69,7 +69,7 @@ from kernel_harness.run.shard import shard_seed, shard_units
 from kernel_harness.spec import registry
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.impl import load_impl
-from kernel_harness.spec.narrow import adjust_tolerances, checked_without
+from kernel_harness.spec.narrow import adjust_tolerances
 
 Emit = Callable[[str], None]
 #: The per-example time limit of a run with a collective family (Family.devices > 1) when
@@ -138,9 +138,7 @@ class CheckSession:
         self.impl, self.impl_spec = self._impl(len(families))
         self.impl_label = (None if self.impl is None
                            else self.impl_spec or outcome_text.impl_label(self.impl))
-        self.without, self.declared_note = checked_without(
-            request.without, request.without_by_family, self.impl,
-            accept_declared=request.accept_declared)
+        self.without, self.impl, self.declared_note = configured.accepted(request, self.impl)
         self.families: list[Family] = []
         self.skipped: list[tuple[Family, str]] = []
         self.without_origins: dict[str, dict[str, str]] = {}  # the configuration's, by family

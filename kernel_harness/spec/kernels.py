@@ -57,7 +57,10 @@ def fallback(reason: str) -> Callable[[F], F]:
         @kernel_harness.fallback("rows longer than 4096 use jax.nn.softmax")
         def my_softmax(x, *, axis=-1, interpret=False): ...
 
-    Its examples without a kernel then pass as ``PASS (fallback declared: <reason>)``.
+    Where the user accepts the implementation's declarations (``check --accept-declared``,
+    :func:`accepted_fallback`), its examples without a kernel then pass as ``PASS (fallback
+    declared: <reason>)``; otherwise they fail like any fallback, the note saying what was
+    declared and not accepted (only the user narrows a check).
     """
     text = check_reason(reason)
 
@@ -84,3 +87,24 @@ def declared_fallback(impl: Callable[..., Any] | None) -> str | None:
     if declared is None and isinstance(impl, functools.partial):
         declared = getattr(impl.func, FALLBACK_ATTR, None)
     return None if declared is None else check_reason(declared)
+
+
+def accepted_fallback(impl: Callable[..., Any] | None, *, accept: bool
+                      ) -> tuple[Callable[..., Any] | None, str | None]:
+    """``impl`` as a check takes it, and a note: the fallback it declares about itself is
+    honoured only where the user accepts its declarations (``accept``); otherwise a
+    stand-in calling ``impl`` without the declaration (its examples without a kernel fail)
+    and a note naming the declaration and how the user allows it."""
+    reason = declared_fallback(impl)
+    if reason is None or accept:
+        return impl, None
+    assert impl is not None
+
+    @functools.wraps(impl)
+    def undeclared(*args: Any, **kwargs: Any) -> Any:
+        return impl(*args, **kwargs)
+
+    undeclared.__dict__.pop(FALLBACK_ATTR, None)
+    return undeclared, (f"the implementation declares a fallback ({reason}): NOT accepted, "
+                        "its examples without a Pallas kernel fail (only the user allows "
+                        "it: --accept-declared)")
