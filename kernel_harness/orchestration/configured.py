@@ -50,6 +50,19 @@ def narrow_family(family: Family, given: Iterable[str], request: CheckRequest
     return narrow(family, given | configured | set(bugs)), origins
 
 
+def check_family_names(request: CheckRequest, known: Iterable[str]) -> None:
+    """Raises a :class:`UsageError` naming the file where the project's ``without`` or
+    ``known-bugs`` names a family that is not registered (a typo would leave nothing out,
+    silently)."""
+    known = set(known)
+    for key, names in (("without", request.config_without),
+                       ("known-bugs", [b["family"] for b in request.known_bugs])):
+        unknown = sorted(set(names) - known)
+        if unknown:
+            raise UsageError(f"{where(request, key)}: no family named {unknown[0]!r} is "
+                             f"registered; known: {', '.join(sorted(known))}")
+
+
 #: How the origin of a feature a known bug left out begins (reports, the JSON's
 #: ``known_bugs``).
 KNOWN_BUG = "known bug: "

@@ -128,6 +128,7 @@ class CheckSession:
         #: an ERROR each, while the others run (a named one is a usage error).
         self.broken: list[tuple[str, str]] = []
         families = self._families()
+        configured.check_family_names(request, registry.family_names())
         if self.timeout is None:  # a deadlocked collective: a hang report
             self.timeout = default_example_timeout(families)
         unknown = [p for p in request.properties if not is_property(p, families)]

@@ -232,3 +232,19 @@ def test_an_unknown_feature_in_a_known_bug_names_the_file_and_the_known_ones(
     assert code == 2, out
     assert (f"known-bugs in {(tmp_path / 'pyproject.toml').resolve()} [tool.kernel-harness]: "
             "family 'toyopt' has no optional feature lnog; known: long") in err, err
+
+
+@pytest.mark.parametrize("table", [
+    '[tool.kernel-harness]\nwithout = {toyoptt = ["long"]}\n',
+    '[tool.kernel-harness]\n[[tool.kernel-harness.known-bugs]]\nfamily = "toyoptt"\n'
+    'without = ["long"]\nreason = "r"\n'])
+def test_a_configured_family_that_is_not_registered_names_the_file(
+        capsys, tmp_path, monkeypatch, table):
+    # A typo in a family name once left nothing out, silently.
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(table)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys, *CHECK)
+    assert code == 2, out
+    assert f"{(tmp_path / 'pyproject.toml').resolve()} [tool.kernel-harness]" in err, err
+    assert "no family named 'toyoptt' is registered; known: " in err and "toyopt" in err

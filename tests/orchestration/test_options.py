@@ -221,6 +221,8 @@ def test_a_session_narrows_by_the_table_and_runs_its_units_with_its_waivers(
     from kernel_harness.spec import registry
 
     monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toyopt", "tests.helpers.toy_narrow:FAMILY")
+    # The table's known bug and waiver name "toy": registered, as a typo would not be.
+    monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy", "tests.helpers.toy_family:FAMILY")
     (project / "pyproject.toml").write_text(WITHOUT_AND_WAIVER.replace("toy =", "toyopt ="))
     config = load_config()
     request = options.check_request(
