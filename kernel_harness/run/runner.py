@@ -18,6 +18,7 @@ from kernel_harness.core.judges import judge_output
 from kernel_harness.core.tolerance import Verdict
 from kernel_harness.run import kernel_count, kernel_outside, memory_maps
 from kernel_harness.run import rerun as rerun_module
+from kernel_harness.run.count_errors import ClosedOverTracer
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation, declared_fallback
 from kernel_harness.spec.outputs import judged_outputs
@@ -145,7 +146,7 @@ def run_counted(
         # its error in jax's runtime tokens, where it fails every later example: drained
         # here, so it is this example's failure only.
         compat_mesh.drain_failed_effects()
-        leak = kernel_count.ClosedOverTracer.explain(e)
+        leak = ClosedOverTracer.explain(e)
         if leak is not None:
             raise leak from e
         raise

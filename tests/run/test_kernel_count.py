@@ -182,6 +182,7 @@ def test_a_custom_vjp_closing_over_a_traced_argument_is_a_clear_error():
     import jax.numpy as jnp
 
     from kernel_harness import resolve_backend
+    from kernel_harness.run.count_errors import ClosedOverTracer
     from kernel_harness.run.runner import check_case
     from kernel_harness.spec.registry import get_family
     from tests.helpers.outside_impls import _copy
@@ -201,5 +202,5 @@ def test_a_custom_vjp_closing_over_a_traced_argument_is_a_clear_error():
         f.defvjp(lambda x: (f(x), None), lambda _, g: (g * scale,))
         return f(x)
 
-    with pytest.raises(kernel_count.ClosedOverTracer, match="closes over a traced argument"):
+    with pytest.raises(ClosedOverTracer, match="closes over a traced argument"):
         check_case(family, case, resolve_backend("interpret"), closes_over)
