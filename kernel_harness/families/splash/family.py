@@ -22,8 +22,8 @@ from kernel_harness.families.splash.masks import allowed_mask, empty_rows
 from kernel_harness.families.splash.metamorphic import METAMORPHIC, block_variants
 from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
 from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, splash_data_draws
-from kernel_harness.ops.attention.events import length_events, logits_label
-from kernel_harness.ops.attention.masks import COMPUTABLE_KINDS, NUMPY_KINDS, parse_mask
+from kernel_harness.ops.attention.events import length_events, logits_label, mask_events
+from kernel_harness.ops.attention.masks import COMPUTABLE_KINDS, parse_mask
 from kernel_harness.ops.attention.program import AttentionCall, references
 from kernel_harness.ops.attention.segments import segment_ids
 from kernel_harness.ops.attention.vocabulary import output_axes
@@ -109,23 +109,11 @@ def events(case: SplashCase) -> Iterable[str]:
         ev.add("bwd-blocks-differ")
     ev.update(length_events(case.q_len, case.kv_len))
     exprs = [parse_mask(s) for s in case.head_masks()]
-    if len(set(case.masks)) > 1:
-        ev.add("per-head-masks")
     if len(set(case.head_masks())) == 1 and exprs[0].kind in COMPUTABLE_KINDS:
         ev.add("mask-function")  # splash computes the mask in-kernel from iotas
     elif any(e.kind != "full" for e in exprs):
         ev.add("mask-blocks")  # splash loads partial mask blocks from memory
-    for e in exprs:
-        ev.add(f"mask:{e.kind}")
-        for leaf in e.leaves():
-            ev.add(f"mask:{leaf.kind}")
-            if leaf.kind == "local":
-                ev.add("window")
-                sides = [leaf.param("left"), leaf.param("right")]
-                if any(s is not None and (s % 128 in (0, 1, 127)) for s in sides):
-                    ev.add("window-edge")
-            if leaf.kind in NUMPY_KINDS or e.kind == "numpy":
-                ev.add("numpy-mask")
+    ev.update(mask_events(case.head_masks()))
     if case.q_segments is not None:
         ev.add("segments")
         for runs in (case.q_segments, case.kv_segments):

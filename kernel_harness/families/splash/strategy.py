@@ -4,7 +4,6 @@ masks in the mask language, segments, blocks, soft cap, sinks, layouts."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
@@ -20,13 +19,8 @@ from kernel_harness.families.splash.cases import (
     SEQ_LENS,
     SplashCase,
 )
-from kernel_harness.ops.attention.masks import (
-    COMPUTABLE_KINDS,
-    LEAF_KINDS,
-    NUMPY_KINDS,
-    parse_mask,
-    visible_keys,
-)
+from kernel_harness.ops.attention.mask_draws import acceptable, chance, key_counts, mask_spec, pick
+from kernel_harness.ops.attention.masks import COMPUTABLE_KINDS, LEAF_KINDS, NUMPY_KINDS, parse_mask
 from kernel_harness.ops.attention.segments import segment_ids
 
 #: The dtypes whose out/dq/dk/dv the family judges by the calibrated bound (family.py
@@ -38,106 +32,8 @@ def _divisors(n: int, cap: int | None = None) -> tuple[int, ...]:
     return tuple(b for b in range(LANES, (cap or n) + 1, LANES) if n % b == 0)
 
 
-def _chance(draw: st.DrawFn, p: float) -> bool:
-    """True with probability ~p; shrinks to False."""
-    return draw(st.integers(0, 99)) >= round(100 * (1 - p))
-
-
 def _maybe(draw: st.DrawFn, setting: bool | None, p: float) -> bool:
-    return _chance(draw, p) if setting is None else setting
-
-
-def _pick(draw: st.DrawFn, weighted: tuple[tuple[str, int], ...]) -> str:
-    """One option by integer weight (summing to 100); shrinks to the first option.
-
-    Built from :func:`_chance` coins (whose rates hold in the first few dozen examples,
-    unlike the middle of an integer range or ``sampled_from`` past its first element)."""
-    remaining = sum(w for _, w in weighted)
-    for option, weight in reversed(weighted[1:]):
-        if _chance(draw, weight / remaining):
-            return option
-        remaining -= weight
-    return weighted[0][0]
-
-
-def _leaf_spec(draw: st.DrawFn, kind: str, q_len: int, kv_len: int, safe: bool) -> str:
-    """One leaf mask string; parameters favour block edges and off-by-one neighbours.
-
-    ``safe``: keep every query row seeing at least one key, and rows seeing a single
-    key a minority (a diagonal-only mask has identically zero dq and dk).
-    """
-    ints = st.integers
-    if kind == "full":
-        return "full"
-    if kind == "causal":
-        offsets = [0, max(kv_len - q_len, 0), 1, 127, 128, 129] + ([] if safe else [-1, -128])
-        off = draw(st.sampled_from(offsets) | ints(0 if safe else -q_len // 2, kv_len))
-        return f"causal(offset={off})"
-    if kind == "local":
-        edges = [0, 1, 127, 128, 129, 255, 256]
-        left = draw(st.sampled_from([*edges, None]) | ints(0, kv_len))
-        right = draw(st.sampled_from([0, None, *edges[1:]]) | ints(0, kv_len))
-        if left is None and right is None:
-            right = 0
-        if left == 0 and right == 0:
-            left = 1
-        off = draw(st.sampled_from([0, kv_len - q_len, 1, -1]) | ints(-64, 64))
-        if safe:  # first row's window must reach key 0, last row's key kv_len - 1
-            if left is not None and right is not None and left + right < q_len - kv_len:
-                left = q_len - kv_len - right
-            lo = -math.inf if right is None else -right
-            hi = math.inf if left is None else kv_len - q_len + left
-            off = int(min(max(off, lo), hi))
-        return f"local(left={left}, right={right}, offset={off})"
-    if kind == "chunked":
-        chunk = draw(st.sampled_from([128, 64, 127, 129, 256, 2]) | ints(2, q_len))
-        if safe and (q_len - 1) // chunk * chunk > kv_len - 1:
-            chunk = q_len
-        return f"chunked(chunk={chunk})"
-    if kind == "random":
-        density = draw(st.sampled_from([0.5, 0.15, 0.9]))
-        return f"random(seed={draw(ints(0, 999))}, density={density})"
-    if kind == "boxes":
-        return f"boxes(seed={draw(ints(0, 999))}, count={draw(ints(1, 6))})"
-    raise ValueError(kind)
-
-
-def _computable_kind(draw: st.DrawFn, kinds: list[str]) -> str:
-    """causal, local or chunked; local (the most edges) the most often."""
-    weights = {"causal": 30, "local": 50, "chunked": 20}
-    picked = _pick(draw, tuple((k, weights[k]) for k in ("causal", "local", "chunked")))
-    return picked if picked in kinds else kinds[0]
-
-
-def _mask_spec(draw: st.DrawFn, kinds: tuple[str, ...], q_len: int, kv_len: int,
-               safe: bool, computable_only: bool = False) -> str:
-    """A mask string: full, one computable leaf (the kernel's mask-function path), a
-    numpy mask (partial mask blocks), or ``&``/``|`` of two leaves."""
-    computable = [k for k in kinds if k in COMPUTABLE_KINDS]
-    arrays = [k for k in kinds if k in NUMPY_KINDS]
-    shape = _pick(draw, (("computable", 48), ("full", 8), ("numpy", 24), ("combo", 20)))
-    if shape == "full" and "full" in kinds:
-        return "full"
-    if shape == "computable" and computable:
-        return _leaf_spec(draw, _computable_kind(draw, computable), q_len, kv_len, safe)
-    if shape in ("numpy", "combo") and computable_only:  # single computable leaves only
-        shape = "computable"
-    if shape == "computable" and computable:
-        return _leaf_spec(draw, _computable_kind(draw, computable), q_len, kv_len, safe)
-    if shape == "numpy" and (arrays or computable):
-        if computable and (not arrays or draw(st.booleans())):
-            leaf = _leaf_spec(draw, _computable_kind(draw, computable), q_len, kv_len, safe)
-            return f"numpy({leaf})"
-        return _leaf_spec(draw, draw(st.sampled_from(arrays)), q_len, kv_len, safe)
-    non_full = [k for k in kinds if k != "full"] or list(kinds)
-    op = "|" if _chance(draw, 0.35) else "&"
-    # An intersection keeps rows non-empty more often when one side is structured.
-    if op == "&" and computable:
-        a = _leaf_spec(draw, _computable_kind(draw, computable), q_len, kv_len, safe)
-    else:
-        a = _leaf_spec(draw, draw(st.sampled_from(non_full)), q_len, kv_len, safe)
-    b = _leaf_spec(draw, draw(st.sampled_from(non_full)), q_len, kv_len, safe)
-    return f"{a} {op} {b}"
+    return chance(draw, p) if setting is None else setting
 
 
 def _runs(draw: st.DrawFn, length: int, ids: list[int] | None) -> tuple[tuple[int, int], ...]:
@@ -145,13 +41,13 @@ def _runs(draw: st.DrawFn, length: int, ids: list[int] | None) -> tuple[tuple[in
     n = draw(st.integers(2, 6))
     cuts = set(draw(st.lists(st.integers(1, length - 1), min_size=n - 1, max_size=n - 1,
                              unique=True)))
-    if _chance(draw, 0.5):  # a length-1 segment somewhere, often at an end
+    if chance(draw, 0.5):  # a length-1 segment somewhere, often at an end
         at = draw(st.sampled_from([1, length - 1]) | st.integers(1, length - 2))
         cuts |= {at, at + 1} if at + 1 < length else {at}
     bounds = [0, *sorted(cuts), length]
     lengths = [b - a for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     if ids is None:
-        if _chance(draw, 0.5):
+        if chance(draw, 0.5):
             ids_seq = list(range(len(lengths)))
         else:
             ids_seq = draw(st.lists(st.integers(0, 3), min_size=len(lengths),
@@ -182,25 +78,11 @@ def _aligned(draw: st.DrawFn, q_runs: tuple[tuple[int, int], ...],
     return _run_lengths(np.concatenate([q_ids, tail[: kv_len - len(q_ids)]]))
 
 
-def _key_counts(masks: tuple[str, ...], q_len: int, kv_len: int,
-                q_segs: Any = None, kv_segs: Any = None) -> np.ndarray:
-    return visible_keys((masks, q_len, kv_len, q_segs, kv_segs)).sum(axis=-1)
-
-
-def acceptable(counts: np.ndarray, sinks: bool, max_empty: float) -> bool:
-    """Whether per-row visible-key ``counts`` make a well-posed case: no row sees
-    nothing unless there are sinks (then at most ``max_empty`` of them), and at
-    least half the rows see two keys or more (else dq and dk are nearly zero)."""
-    empty = float((counts == 0).mean())
-    ok_empty = empty <= max_empty if sinks else empty == 0
-    return ok_empty and float((counts >= 2).mean()) >= 0.5
-
-
 def _blocks(draw: st.DrawFn, length: int, p_large: float = 0.4) -> int:
     """A block size dividing ``length``: 128 (the most blocks) unless, with probability
     ``p_large``, a larger divisor."""
     divisors = _divisors(length)
-    if len(divisors) == 1 or not _chance(draw, p_large):
+    if len(divisors) == 1 or not chance(draw, p_large):
         return divisors[0]
     return draw(st.sampled_from(divisors[1:]))
 
@@ -211,7 +93,7 @@ def _kv_blocks(draw: st.DrawFn, length: int, p_split: float) -> tuple[int, int]:
     loop; otherwise 128 (the most kv blocks)."""
     # Prefer (shrink to) a block that still leaves several kv blocks: 256 of 512.
     larger = sorted(_divisors(length)[1:], key=lambda b: (length // b < 2, b))
-    if not larger or _chance(draw, 1 - p_split):
+    if not larger or chance(draw, 1 - p_split):
         return LANES, LANES
     block = draw(st.sampled_from(larger))
     return block, draw(st.sampled_from(_divisors(block)[:-1]))
@@ -277,7 +159,7 @@ def splash_cases(
             mask_kinds = tuple(k for k in mask_kinds if k not in kinds)
     computable_only = "numpy-mask" in without
     dtype = draw(st.sampled_from(dtypes))
-    kind = heads or _pick(draw, (("mha", 26), ("gqa", 40), ("mqa", 34)))
+    kind = heads or pick(draw, (("mha", 26), ("gqa", 40), ("mqa", 34)))
     if kind == "mha":
         hq = hkv = draw(st.sampled_from([1, 2, 3]))
     elif kind == "gqa":
@@ -288,11 +170,11 @@ def splash_cases(
         raise ValueError(f"heads must be mha, gqa, mqa or None, got {heads!r}")
     # Longest first: 512 holds several kv blocks of several compute blocks each.
     longer = sorted((n for n in seq_lens if n > LANES), reverse=True) or list(seq_lens)
-    q_len = draw(st.sampled_from(seq_lens) if _chance(draw, 0.2) else st.sampled_from(longer))
-    differ = "q-len-ne-kv-len" not in without and _chance(draw, 0.5)
+    q_len = draw(st.sampled_from(seq_lens) if chance(draw, 0.2) else st.sampled_from(longer))
+    differ = "q-len-ne-kv-len" not in without and chance(draw, 0.5)
     kv_len = draw(st.sampled_from(seq_lens)) if differ else q_len
-    head_dim = 64 if _chance(draw, 0.2) else 128
-    other_v = "head-dim-v" not in without and _chance(draw, 0.2)
+    head_dim = 64 if chance(draw, 0.2) else 128
+    other_v = "head-dim-v" not in without and chance(draw, 0.2)
     head_dim_v = draw(st.sampled_from(HEAD_DIMS)) if other_v else head_dim
     has_sinks = _maybe(draw, sinks, 0.45)
     cap = draw(st.sampled_from([2.5, 1.0, 10.0, 0.5])) if _maybe(draw, soft_cap, 0.45) else None
@@ -301,16 +183,16 @@ def splash_cases(
     if _maybe(draw, segments, 0.6):
         q_segs = _runs(draw, q_len, None)
         seg_options = [(q_segs, _aligned(draw, q_segs, kv_len))]
-        if _chance(draw, 0.4):  # kv ids drawn on their own: true cross-segment attention
+        if chance(draw, 0.4):  # kv ids drawn on their own: true cross-segment attention
             seg_options.insert(0, (q_segs, _runs(draw, kv_len, sorted({i for i, _ in q_segs}))))
 
     def draw_masks() -> tuple[str, ...]:
         n = hq if hq > 1 and _maybe(draw, per_head_masks, 0.15) else 1
-        return tuple(_mask_spec(draw, mask_kinds, q_len, kv_len, not has_sinks,
+        return tuple(mask_spec(draw, mask_kinds, q_len, kv_len, not has_sinks,
                                 computable_only) for _ in range(n))
 
     def ok(masks: tuple[str, ...], segs: Any) -> bool:
-        counts = _key_counts(masks, q_len, kv_len, *segs)
+        counts = key_counts(masks, q_len, kv_len, *segs)
         return acceptable(counts, has_sinks, max_empty_row_fraction)
 
     # A few tries at a mask under which every row sees keys; then simpler segments;
@@ -333,7 +215,7 @@ def splash_cases(
     block_q_dkv, (block_kv_dkv, block_kv_dkv_compute) = (
         _blocks(draw, q_len), _kv_blocks(draw, kv_len, p_split))
     fused = "split-bwd" in without or draw(st.booleans())
-    layouts = [LAYOUTS[1] if "layouts" not in without and _chance(draw, 0.25) else LAYOUTS[0]
+    layouts = [LAYOUTS[1] if "layouts" not in without and chance(draw, 0.25) else LAYOUTS[0]
                for _ in range(3)]
     case = SplashCase(
         dtype=dtype,

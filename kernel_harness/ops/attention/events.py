@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kernel_harness.ops.attention.masks import NUMPY_KINDS, parse_mask
 from kernel_harness.ops.attention.vocabulary import Shape
 
 Runs = Sequence[Sequence[tuple[int, int]]]
@@ -67,4 +68,28 @@ def segment_events(q_runs: Runs, kv_runs: Runs) -> list[str]:
         ev.append("unsorted-segments")
     if len({i for row in rows for i, _ in row}) > 1:
         ev.append("several-segments")
+    return ev
+
+
+#: A window side this close to a multiple of 128 (the lanes kernels tile keys by) sits on
+#: a block edge: ``window-edge``.
+_EDGE_RESIDUES = (0, 1, 127)
+
+
+def mask_events(head_masks: Sequence[str]) -> list[str]:
+    """Labels of per-head masks in the op's mask language (:mod:`.masks`): masks that
+    differ by head, each expression's and leaf's kind (``mask:local``), a local window and
+    one on a block edge, a numpy mask."""
+    ev = ["per-head-masks"] if len(set(head_masks)) > 1 else []
+    for expr in (parse_mask(s) for s in head_masks):
+        ev.append(f"mask:{expr.kind}")
+        for leaf in expr.leaves():
+            ev.append(f"mask:{leaf.kind}")
+            if leaf.kind == "local":
+                ev.append("window")
+                sides = [leaf.param("left"), leaf.param("right")]
+                if any(s is not None and s % 128 in _EDGE_RESIDUES for s in sides):
+                    ev.append("window-edge")
+            if leaf.kind in NUMPY_KINDS or expr.kind == "numpy":
+                ev.append("numpy-mask")
     return ev
