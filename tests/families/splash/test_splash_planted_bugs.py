@@ -67,18 +67,21 @@ def _with_backward(backward):
             return good
 
         def kernel(q, k, v, segment_ids=None, sinks=None):
+            # The segment ids pass through as an argument (no cotangent): a backward that
+            # closed over them could not run outside the trace the harness counted.
             @jax.custom_vjp
-            def f(q, k, v, sinks):
-                return good(q, k, v, segment_ids, sinks)
+            def f(q, k, v, sinks, segs):
+                return good(q, k, v, segs, sinks)
 
-            def f_fwd(q, k, v, sinks):
-                return f(q, k, v, sinks), (q, k, v, sinks)
+            def f_fwd(q, k, v, sinks, segs):
+                return f(q, k, v, sinks, segs), (q, k, v, sinks, segs)
 
             def f_bwd(res, g):
-                return backward(good, segment_ids, res, g)
+                *res, segs = res
+                return (*backward(good, segs, tuple(res), g), None)
 
             f.defvjp(f_fwd, f_bwd)
-            return f(q, k, v, sinks)
+            return f(q, k, v, sinks, segment_ids)
 
         return kernel
 
