@@ -129,7 +129,9 @@ def evaluate(jaxpr: Any, args: Sequence[Any], which: int, consts: Sequence[Any] 
 def _equation(eqn: Any, invals: list[Any], which: int) -> list[Any]:
     name = eqn.primitive.name
     if not any(_has_kernel(v) for v in eqn.params.values()):
-        out = eqn.primitive.bind(*invals, **eqn.params)
+        # As jax's own evaluator binds (custom derivatives keep their rules in params it
+        # rewrites for bind).
+        out = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
         return list(out) if eqn.primitive.multiple_results else [out]
     if name in _INLINE and _INLINE[name] in eqn.params:
         return evaluate(eqn.params[_INLINE[name]], invals, which)
