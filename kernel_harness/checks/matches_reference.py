@@ -196,7 +196,8 @@ def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
     """The example's kernel count as events: ``pallas kernels: fwd 1, bwd 2``, and
     ``fallback: fwd`` (or ``bwd``) for a pass below the family's expectation, and
     ``kernel result unused: output `result``` for an output no executed kernel wrote,
-    ``math outside the kernel: exp, reduce_sum (forward)`` for disallowed math outside."""
+    ``math outside the kernel: exp, reduce_sum (forward)`` for disallowed math outside,
+    ``kernel poisoning judged nothing: <why>`` where the unused-result check could not run."""
     if result.kernels is None:
         return
     labels = [result.kernels.event()] + [f"fallback: {p}" for p in result.fell_back]
@@ -204,6 +205,8 @@ def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
     labels += [f"{NONDETERMINISTIC}: {c.split(':')[0]}" for c in result.rerun_changed]
     labels += [f"{OUTSIDE}: {', '.join(names)} ({where})"
                for where, names in result.outside_math.items()]
+    if result.kernels.poison_error:  # never silent: the unused-result check did not run
+        labels.append(f"kernel poisoning judged nothing: {result.kernels.poison_error}")
     for label in labels:
         hypothesis.event(label)
         if observer is not None:
