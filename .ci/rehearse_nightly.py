@@ -66,13 +66,16 @@ def job_order(jobs: dict[str, Any]) -> list[str]:
 
 def matrix_entries(job: dict[str, Any], families: dict[str, str]) -> list[dict[str, str]]:
     """The job's matrix entries (``include`` only; ``[{}]`` without a matrix), with the
-    families of a shard replaced where ``families`` names it."""
+    families of a shard replaced where ``families`` names it; a key that some entries set
+    and others do not is empty in the others (GitHub renders it so)."""
     matrix = job.get("strategy", {}).get("matrix")
     if not matrix:
         return [{}]
     if set(matrix) != {"include"}:
         raise RecipeError("only `matrix: include:` lists are rehearsed")
-    entries = [{k: str(v) for k, v in e.items()} for e in matrix["include"]]
+    keys = {k for e in matrix["include"] for k in e}
+    entries = [{**dict.fromkeys(keys, ""), **{k: str(v) for k, v in e.items()}}
+               for e in matrix["include"]]
     unknown = set(families) - {e.get("shard") for e in entries}
     if unknown:
         raise RecipeError(f"--families names shards the matrix lacks: {sorted(unknown)}")

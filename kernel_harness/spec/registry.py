@@ -67,6 +67,13 @@ BUILTIN_FAMILIES: dict[str, str] = {
         "kernel_harness.families.tpu_inference_agmm.family:FAMILY",
     "tpu-inference-fused-moe":
         "kernel_harness.families.tpu_inference_fused_moe.family:FAMILY",
+    "flywheel-tpu-kv-cache-write":
+        "kernel_harness.families.flywheel_tpu_kv_cache_write.family:FAMILY",
+    "flywheel-tpu-rotary": "kernel_harness.families.flywheel_tpu_rotary.family:FAMILY",
+    "flywheel-tpu-ragged-append":
+        "kernel_harness.families.flywheel_tpu_ragged_append.family:FAMILY",
+    "deltanet-tpu-gdn2": "kernel_harness.families.deltanet_gdn2.family:FAMILY",
+    "deltanet-tpu-gdn2-bf16": "kernel_harness.families.deltanet_gdn2_bf16.family:FAMILY",
 }
 
 # Families registered by load_family_modules (explicit calls only; empty at import).

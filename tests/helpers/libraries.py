@@ -4,6 +4,7 @@ installed here; a failure on CI, whose set-up installs it (README's test command
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import pytest
@@ -27,4 +28,19 @@ def library_missing(family: Any) -> bool:
     RPA on jax 0.10.2: a skip, its ``requires`` says which jax)."""
     if "tpu-inference" in family.requires:
         return not loader.available()
+    if "Python >= 3.12" in family.requires and sys.version_info < (3, 12):
+        return False  # cannot be installed on this Python: a skip, its requires says so
     return True
+
+
+def flywheel_installed_or_skip() -> None:
+    """Returns where flywheel-tpu can be imported; else skips (NOT TESTED: on Python < 3.12
+    it cannot be installed) or, on CI with Python >= 3.12, fails."""
+    from kernel_harness.families.flywheel_tpu import library
+
+    why = library.unavailable_reason()
+    if why is None:
+        return
+    if os.environ.get("CI") == "true" and sys.version_info >= (3, 12):
+        pytest.fail(f"CI: {why}")
+    pytest.skip(f"NOT TESTED: {why}")

@@ -166,7 +166,9 @@ def test_the_families_that_keep_catalogs():
         "tpu-paged", "gpu-paged", "tpu-inference-quantized-matmul",
         "tpu-inference-all-gather-matmul", "tpu-inference-rpa-v3", "tpu-inference-mla-v2",
         "tpu-inference-blockwise-quantized-matmul", "tpu-inference-rpa-v3-hd64",
-        "tpu-all-gather", "tpu-inference-fused-moe"])
+        "tpu-all-gather", "tpu-inference-fused-moe", "flywheel-tpu-kv-cache-write",
+        "flywheel-tpu-rotary", "flywheel-tpu-ragged-append", "deltanet-tpu-gdn2",
+        "deltanet-tpu-gdn2-bf16"])
 
 
 def _not_runnable(name):

@@ -1,0 +1,1 @@
+"""The flywheel-tpu-ragged-append family (flywheel-tpu's ``append_ragged``)."""

@@ -1,0 +1,1 @@
+"""The flywheel-tpu-rotary family (flywheel-tpu's ``pallas.rotary``)."""

@@ -1,0 +1,3 @@
+"""The delta-rule (linear attention) op: cases (:mod:`.cases`), the strategy and its events
+(:mod:`.strategy`), the token-serial reference and its vjp (:mod:`.reference`), and the op's
+relations (:mod:`.relations`: state continuity across a split, linearity in v)."""
