@@ -206,7 +206,7 @@ def test_outside_contract_builds_a_case_the_strategy_never_draws() -> None:
     fam = get_family("gpu-mha")
     text = ('{"dtype":"float32","seed":0,"batch":1,"heads":1,"q_len":128,"kv_len":64,'
             '"head_dim":32,"causal":true,"block_q_dq":64}')
-    with pytest.raises(ValueError, match="causal needs q_len <= kv_len"):
+    with pytest.raises(ValueError, match="causal mask needs q_len <= kv_len"):
         build_case(fam, text)
     case = build_case(fam, text, outside_contract=True)
     assert (case.q_len, case.kv_len, case.block_q) == (128, 64, 32)
