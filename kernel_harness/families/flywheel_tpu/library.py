@@ -8,9 +8,11 @@ says so, with the reason). It is installed ``--no-deps`` (its only dependency is
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import importlib.util
 import sys
+import types
 
 #: The release the families were written and checked against.
 TESTED_VERSION = "0.3.0"
@@ -48,3 +50,23 @@ def summary(what: str) -> str:
     reason = unavailable_reason()
     return (f"flywheel-tpu {TESTED_VERSION} {what}; needs flywheel-tpu (Python >= 3.12)"
             + (f" -- {reason}: no backend" if reason else ""))
+
+
+def load(module: str) -> types.ModuleType | None:
+    """flywheel-tpu's ``module``, imported now where the library can be (a family's kernel
+    module calls this at import, so ``kernel-harness mutate`` binds a mutated copy), else
+    None."""
+    return None if unavailable_reason() else importlib.import_module(module)
+
+
+def required(loaded: types.ModuleType | None, module: str) -> types.ModuleType:
+    """``loaded`` (from :func:`load`); where it is None, an ImportError saying why."""
+    if loaded is None:
+        raise ImportError(unavailable_reason() or f"{module} is not loaded")
+    return loaded
+
+
+def backends(supported: frozenset[str]) -> frozenset[str]:
+    """A flywheel family's backends: ``supported`` where the library can be used, none
+    elsewhere (``list`` then says why: :func:`summary`)."""
+    return frozenset() if unavailable_reason() else supported

@@ -8,7 +8,6 @@ updated cache and its bits are compared exactly, as for flywheel-tpu-kv-cache-wr
 
 from __future__ import annotations
 
-import importlib
 import types
 from typing import Any
 
@@ -17,7 +16,7 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays, cast
-from kernel_harness.families.flywheel_tpu.library import unavailable_reason
+from kernel_harness.families.flywheel_tpu import library
 from kernel_harness.ops.kv_cache_write.reference import cache_bits
 from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, JittedTpuProgram
 
@@ -34,15 +33,13 @@ IMPL_SIGNATURE = (
 
 # Imported with the family (so ``kernel-harness mutate`` binds a mutated copy) where
 # flywheel-tpu can be; None where not.
-_LOADED = None if unavailable_reason() else importlib.import_module(MODULE)
+_LOADED = library.load(MODULE)
 
 
 def _module() -> types.ModuleType:
     """flywheel-tpu's varlen kv-cache module; ImportError saying why where it cannot be
     imported."""
-    if _LOADED is None:
-        raise ImportError(unavailable_reason() or f"{MODULE} is not loaded")
-    return _LOADED
+    return library.required(_LOADED, MODULE)
 
 
 def append_ragged(kv_cache: jax.Array, k: jax.Array, v: jax.Array, cu_seqlens_q: jax.Array,
@@ -76,4 +73,4 @@ def run(impl: Any, case: Any, inputs: Arrays, backend: Backend) -> Arrays:
 
 #: How the family calls its kernel.
 ADAPTER = Adapter(kernel=append_ragged, impl_signature=IMPL_SIGNATURE, run=run,
-                  backends=frozenset() if unavailable_reason() else TPU_BACKENDS)
+                  backends=library.backends(TPU_BACKENDS))

@@ -13,7 +13,6 @@ TPU interpret mode on both CPU backends (``pltpu.roll``), forced by the harness.
 from __future__ import annotations
 
 import functools
-import importlib
 import types
 from typing import Any
 
@@ -22,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
 
-from kernel_harness.families.flywheel_tpu.library import unavailable_reason
+from kernel_harness.families.flywheel_tpu import library
 from kernel_harness.spec.adapter import TPU_BACKENDS, JittedTpuProgram
 
 MODULE = "flywheel_tpu.pallas.rotary"
@@ -38,14 +37,12 @@ IMPL_SIGNATURE = (
 
 # Imported with the family (so ``kernel-harness mutate`` binds a mutated copy) where
 # flywheel-tpu can be; None where not.
-_LOADED = None if unavailable_reason() else importlib.import_module(MODULE)
+_LOADED = library.load(MODULE)
 
 
 def _module() -> types.ModuleType:
     """flywheel-tpu's rotary module; ImportError saying why where it cannot be imported."""
-    if _LOADED is None:
-        raise ImportError(unavailable_reason() or f"{MODULE} is not loaded")
-    return _LOADED
+    return library.required(_LOADED, MODULE)
 
 
 def rotate_kernel(x_ref: Any, c_ref: Any, o_ref: Any, *, interleaved: bool,
@@ -112,4 +109,4 @@ traceable = PROGRAM.traceable
 
 #: How the family calls its kernel.
 ADAPTER = PROGRAM.adapter(impl_signature=IMPL_SIGNATURE,
-                          backends=frozenset() if unavailable_reason() else TPU_BACKENDS)
+                          backends=library.backends(TPU_BACKENDS))
