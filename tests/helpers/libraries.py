@@ -44,3 +44,14 @@ def flywheel_installed_or_skip() -> None:
     if os.environ.get("CI") == "true" and sys.version_info >= (3, 12):
         pytest.fail(f"CI: {why}")
     pytest.skip(f"NOT TESTED: {why}")
+
+
+#: Why deltanet-tpu's tests skip on a stack without it.
+DELTANET_NEEDS = ("deltanet-tpu needs Python >= 3.12 (it is installed --no-deps on the Python "
+                  "3.12 stack from requirements/kernel-libraries.txt); this stack cannot "
+                  "install it")
+
+
+def deltanet_installed_or_skip() -> Any:
+    """The ``deltanet_tpu`` module where it is installed; else skips, saying why."""
+    return pytest.importorskip("deltanet_tpu", reason=DELTANET_NEEDS)

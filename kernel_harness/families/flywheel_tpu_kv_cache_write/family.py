@@ -17,11 +17,9 @@ from kernel_harness.families.flywheel_tpu_kv_cache_write.cases import (
     pieces_per_block,
 )
 from kernel_harness.families.flywheel_tpu_kv_cache_write.export import export
-from kernel_harness.ops.kv_cache_write.cases import TOLERANCES, kv_write_events, reference
-from kernel_harness.ops.kv_cache_write.reference import OUTPUT_AXES
+from kernel_harness.ops.kv_cache_write.record import kv_write_record
 from kernel_harness.spec.bad_input import BadInput
 from kernel_harness.spec.family import Family
-from kernel_harness.spec.hooks import Metamorphic
 from kernel_harness.spec.kernels import KernelExpectation
 from kernel_harness.spec.outside import OutsideKernel
 
@@ -58,18 +56,18 @@ kv_cache, slices, num_slices, interpret=...); install: {library.INSTALL} (Python
 """
 
 
-def events(case: FlywheelKvWriteCase) -> list[str]:
-    """The op's events, and how the pieces are told: split, shuffled, junk columns, more
-    pieces than one writer program stages."""
-    ev = kv_write_events(case)
-    ev.append(f"split:{case.split}")
+def config_events(case: FlywheelKvWriteCase) -> list[str]:
+    """How the pieces are told: split, shuffled, junk columns, more pieces than one writer
+    program stages (the op's events come first: :func:`~kernel_harness.ops.kv_cache_write.
+    record.kv_write_record`)."""
+    ev = [f"split:{case.split}"]
     if case.shuffled:
         ev.append("shuffled-pieces")
     if case.junk_columns:
         ev.append("junk-columns")
     if len(case.pieces()) > pieces_per_block(case.page_size, case.kv_heads, case.head_dim):
         ev.append("multi-piece-block")
-    return sorted(ev)
+    return ev
 
 
 def cases(*, without: frozenset[str] = frozenset()) -> Any:
@@ -145,23 +143,15 @@ FAMILY = Family(
     case_type=FlywheelKvWriteCase,
     cases=cases,
     **_kernel.ADAPTER.fields(),
-    reference=reference,
-    output_axes=OUTPUT_AXES,
-    tolerances=TOLERANCES,
-    capabilities=frozenset(),
-    events=events,
+    **kv_write_record(traceable=_kernel.traceable, config_events=config_events,
+                      config_modes=frozenset({"split:page", "split:random", "split:token",
+                                              "shuffled-pieces", "junk-columns",
+                                              "multi-piece-block"})),
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,
     kernels=KernelExpectation(forward=1),
     outside_kernel=OutsideKernel(),
-    # No queries and keys: deterministic, finite-out (k scaled), lowers-for-tpu.
-    metamorphic=Metamorphic(roles={}, logit_input="k", traceable=_kernel.traceable),
     bad_inputs=bad_inputs,
     requires=library.REQUIRES,
-    modes=frozenset({
-        "write-crosses-page", "ends-at-page-end", "starts-at-page-start", "zero-new-tokens",
-        "empty-prefix", "decode-step", "fills-whole-page", "multi-seq", "pad-rows",
-        "spare-pages", "split:page", "split:random", "split:token", "shuffled-pieces",
-        "junk-columns", "multi-piece-block"}),
 )

@@ -5,23 +5,19 @@ The writer is a TPU kernel (DMAs, scalar prefetch, VMEM staging): it runs in TPU
 mode on both CPU backends (plain settings on ``interpret``, NaN-filled memory and race
 detection on ``tpu-interpret``), called with ``interpret=False`` under forced interpret
 mode so the harness's settings, not the library's, apply. Its result is the whole cache;
-the adapter adds the cache's bits (:func:`~kernel_harness.ops.kv_cache_write.reference.
-cache_bits`) from it, so every element is compared exactly. Without flywheel-tpu (and on
+the adapter adds the cache's bits (:func:`~kernel_harness.ops.kv_cache_write.record.
+with_cache_bits`) from it, so every element is compared exactly. Without flywheel-tpu (and on
 Python < 3.12) the family has no backend.
 """
 
 from __future__ import annotations
 
 import types
-from typing import Any
 
 import jax
-import numpy as np
 
-from kernel_harness.core.backends import Backend
-from kernel_harness.core.case import Arrays, cast
 from kernel_harness.families.flywheel_tpu import library
-from kernel_harness.ops.kv_cache_write.reference import cache_bits
+from kernel_harness.ops.kv_cache_write.record import with_cache_bits
 from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, JittedTpuProgram
 
 MODULE = "flywheel_tpu.pallas.kv_cache_write"
@@ -63,14 +59,7 @@ PROGRAM = JittedTpuProgram(
 traceable = PROGRAM.traceable
 
 
-def run(impl: Any, case: Any, inputs: Arrays, backend: Backend) -> Arrays:
-    """The updated cache (float32 values: exact for a 16-bit cache) and its bits, read
-    back in the cache's dtype."""
-    out = PROGRAM.run(impl, case, inputs, backend)
-    out["kv_cache_bits"] = cache_bits(cast(np.asarray(out["kv_cache"]), case.dtype))
-    return out
-
-
 #: How the family calls its kernel.
-ADAPTER = Adapter(kernel=write_kv_cache_pages, impl_signature=IMPL_SIGNATURE, run=run,
+ADAPTER = Adapter(kernel=write_kv_cache_pages, impl_signature=IMPL_SIGNATURE,
+                  run=with_cache_bits(PROGRAM.run),
                   backends=library.backends(TPU_BACKENDS))

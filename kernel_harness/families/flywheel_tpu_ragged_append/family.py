@@ -14,10 +14,8 @@ from kernel_harness.families.flywheel_tpu_ragged_append.cases import (
     flywheel_append_cases,
 )
 from kernel_harness.families.flywheel_tpu_ragged_append.export import export
-from kernel_harness.ops.kv_cache_write.cases import TOLERANCES, kv_write_events, reference
-from kernel_harness.ops.kv_cache_write.reference import OUTPUT_AXES
+from kernel_harness.ops.kv_cache_write.record import kv_write_record
 from kernel_harness.spec.family import Family
-from kernel_harness.spec.hooks import Metamorphic
 from kernel_harness.spec.kernels import KernelExpectation
 
 CONTRACT = f"""\
@@ -40,9 +38,9 @@ install: {library.INSTALL} (Python >= 3.12).
 """
 
 
-def events(case: FlywheelAppendCase) -> list[str]:
-    """The op's events, and inactive sequences past num_active."""
-    return sorted([*kv_write_events(case), *(["inactive-seqs"] if case.inactive_seqs else [])])
+def config_events(case: FlywheelAppendCase) -> list[str]:
+    """Inactive sequences past num_active (the op's events come first)."""
+    return ["inactive-seqs"] if case.inactive_seqs else []
 
 
 def cases(*, without: frozenset[str] = frozenset()) -> Any:
@@ -67,22 +65,14 @@ FAMILY = Family(
     case_type=FlywheelAppendCase,
     cases=cases,
     **_kernel.ADAPTER.fields(),
-    reference=reference,
-    output_axes=OUTPUT_AXES,
-    tolerances=TOLERANCES,
-    capabilities=frozenset(),
-    events=events,
+    # lowers-for-tpu as on a v6e: tracing asks the chip; the library plans for v6e's VMEM
+    # off a TPU.
+    **kv_write_record(traceable=_kernel.traceable, config_events=config_events,
+                      config_modes=frozenset({"inactive-seqs"}),
+                      tpu_device_kind="TPU v6 lite"),
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,
     kernels=KernelExpectation(forward=1),
-    # No queries and keys: deterministic, finite-out (k scaled), lowers-for-tpu (as on a
-    # v6e: tracing asks the chip; the library plans for v6e's VMEM off a TPU).
-    metamorphic=Metamorphic(roles={}, logit_input="k", traceable=_kernel.traceable,
-                            tpu_device_kind="TPU v6 lite"),
     requires=library.REQUIRES,
-    modes=frozenset({
-        "write-crosses-page", "ends-at-page-end", "starts-at-page-start", "zero-new-tokens",
-        "empty-prefix", "decode-step", "fills-whole-page", "multi-seq", "pad-rows",
-        "spare-pages", "inactive-seqs"}),
 )

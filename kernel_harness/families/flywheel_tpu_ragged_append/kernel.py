@@ -9,15 +9,11 @@ updated cache and its bits are compared exactly, as for flywheel-tpu-kv-cache-wr
 from __future__ import annotations
 
 import types
-from typing import Any
 
 import jax
-import numpy as np
 
-from kernel_harness.core.backends import Backend
-from kernel_harness.core.case import Arrays, cast
 from kernel_harness.families.flywheel_tpu import library
-from kernel_harness.ops.kv_cache_write.reference import cache_bits
+from kernel_harness.ops.kv_cache_write.record import with_cache_bits
 from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, JittedTpuProgram
 
 MODULE = "flywheel_tpu.pallas.flash_fwd_kvcache_varlen"
@@ -64,13 +60,7 @@ PROGRAM = JittedTpuProgram(
 traceable = PROGRAM.traceable
 
 
-def run(impl: Any, case: Any, inputs: Arrays, backend: Backend) -> Arrays:
-    """The updated cache (float32 values, exact for a 16-bit cache) and its bits."""
-    out = PROGRAM.run(impl, case, inputs, backend)
-    out["kv_cache_bits"] = cache_bits(cast(np.asarray(out["kv_cache"]), case.dtype))
-    return out
-
-
 #: How the family calls its kernel.
-ADAPTER = Adapter(kernel=append_ragged, impl_signature=IMPL_SIGNATURE, run=run,
+ADAPTER = Adapter(kernel=append_ragged, impl_signature=IMPL_SIGNATURE,
+                  run=with_cache_bits(PROGRAM.run),
                   backends=library.backends(TPU_BACKENDS))

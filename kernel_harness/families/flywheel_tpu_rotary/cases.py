@@ -14,6 +14,9 @@ from kernel_harness.ops.rotary.cases import RotaryCase, rotary_fields
 #: ones (lanes) in multiples of 128.
 TOKEN_MINOR_BLOCKS = (8, 16, 128)
 HEAD_DIM_MINOR_BLOCKS = (128, 256)
+#: Whether the strategy draws partial rotary: no, the library rotates the whole head only
+#: (rotary_dim < head_dim is a bad input).
+PARTIAL = False
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -41,7 +44,7 @@ class FlywheelRotaryCase(RotaryCase):
 def flywheel_rotary_cases(draw: st.DrawFn) -> FlywheelRotaryCase:
     """The op's fields (full rotary, head_dim 64 or 128, both pairings, float32 and
     bfloat16), then the tile's layout and block."""
-    fields = draw(rotary_fields(partial=False))
+    fields = draw(rotary_fields(partial=PARTIAL))
     minor = draw(st.booleans())
     block = draw(st.sampled_from(TOKEN_MINOR_BLOCKS if minor else HEAD_DIM_MINOR_BLOCKS))
     return FlywheelRotaryCase(**fields, head_dim_minor=minor, block_tokens=block)

@@ -14,16 +14,15 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.flywheel_tpu import library
 from kernel_harness.families.flywheel_tpu_rotary import kernel as _kernel
 from kernel_harness.families.flywheel_tpu_rotary.cases import (
+    PARTIAL,
     FlywheelRotaryCase,
     flywheel_rotary_cases,
 )
 from kernel_harness.families.flywheel_tpu_rotary.export import export
-from kernel_harness.ops.rotary.cases import reference as _reference
-from kernel_harness.ops.rotary.cases import rotary_events, valid
+from kernel_harness.ops.rotary.record import rotary_record
 from kernel_harness.spec.bad_input import BadInput
 from kernel_harness.spec.blocks import block_variants
 from kernel_harness.spec.family import Family
-from kernel_harness.spec.hooks import Metamorphic
 from kernel_harness.spec.kernels import KernelExpectation
 from kernel_harness.spec.outside import OutsideKernel
 
@@ -66,20 +65,15 @@ interleaved=, head_dim_minor=); install: {library.INSTALL} (Python >= 3.12).
 """
 
 
-def events(case: FlywheelRotaryCase) -> list[str]:
-    """The op's events and the tile: its layout, several tiles, a partial last tile."""
-    ev = rotary_events(case)
-    ev.append("head-dim-minor" if case.head_dim_minor else "token-minor")
+def config_events(case: FlywheelRotaryCase) -> list[str]:
+    """The tile: its layout, several tiles, a partial last tile (the op's events come
+    first: :func:`~kernel_harness.ops.rotary.record.rotary_record`)."""
+    ev = ["head-dim-minor" if case.head_dim_minor else "token-minor"]
     if case.tokens > case.block_tokens:
         ev.append("multi-tile")
     if case.tokens % case.block_tokens:
         ev.append("partial-tile")
-    return sorted(ev)
-
-
-def reference(case: FlywheelRotaryCase, inputs: dict[str, Any]) -> dict[str, Any]:
-    """The op's reference, forward only."""
-    return _reference(case, inputs, gradients=False)
+    return ev
 
 
 def cases(*, without: frozenset[str] = frozenset()) -> Any:
@@ -138,26 +132,18 @@ FAMILY = Family(
     case_type=FlywheelRotaryCase,
     cases=cases,
     **_kernel.ADAPTER.fields(),
-    reference=reference,
-    output_axes={"out": ("token", "head", "dim")},
+    # Forward only; block-size-invariance over the tile's block sizes.
+    **rotary_record(gradients=False, partial=PARTIAL, traceable=_kernel.traceable,
+                    block_variants=block_variants({"block_tokens": (8, 16, 128, 256)}),
+                    config_events=config_events,
+                    config_modes=frozenset({"head-dim-minor", "token-minor", "multi-tile",
+                                            "partial-tile"})),
     tolerances=TOLERANCES,
-    capabilities=frozenset(),
-    valid=valid,
-    events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,
     kernels=KernelExpectation(forward=1),
     outside_kernel=OutsideKernel(),
-    # No queries and keys: deterministic, finite-out (x scaled), the tile's block sizes
-    # (block-size-invariance) and lowers-for-tpu.
-    metamorphic=Metamorphic(roles={}, logit_input="x", traceable=_kernel.traceable,
-                            block_variants=block_variants({"block_tokens": (8, 16, 128,
-                                                                            256)})),
     bad_inputs=bad_inputs,
     requires=library.REQUIRES,
-    modes=frozenset({
-        "pairing:split", "pairing:interleaved", "large-positions", "odd-offset",
-        "zero-offset", "multi-seq", "pad-tokens", "head-dim-minor", "token-minor",
-        "multi-tile", "partial-tile", "float32", "bfloat16"}),
 )

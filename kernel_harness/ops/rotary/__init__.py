@@ -6,5 +6,7 @@ angles position * inv_freq, in the split-half or interleaved pairing, over the f
   float64, the rotation in float32, dx through ``jax.vjp``);
 - :mod:`.cases`: the case vocabulary (sequences with position offsets, pairing, partial
   rotary, the tables a kernel takes), the strategy and events;
+- :mod:`.record`: what a family's ``Family`` record takes from the op
+  (:func:`~.record.rotary_record`);
 - :mod:`.export`: the reference's source for exported scripts.
 """

@@ -22,6 +22,9 @@ from kernel_harness.ops.rotary.reference import PAIRINGS, rotary, rotary_tables
 #: inv_freq 1: the float32 ulp there is 2^-7): the reference computes them in float64.
 LARGE_POSITION = 2**16
 
+#: The dtypes of x the op's strategy draws (the tables are float32).
+DTYPES: tuple[str, ...] = ("float32", "bfloat16")
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RotaryCase(Case):
@@ -122,7 +125,7 @@ def valid(case: RotaryCase) -> dict[str, np.ndarray]:
 
 
 @st.composite
-def rotary_fields(draw: st.DrawFn, *, dtypes: tuple[str, ...] = ("float32", "bfloat16"),
+def rotary_fields(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
                   head_dims: tuple[int, ...] = (64, 128), partial: bool = True,
                   pairings: tuple[str, ...] = PAIRINGS, max_seqs: int = 3,
                   max_len: int = 40) -> dict[str, Any]:

@@ -15,14 +15,9 @@ from kernel_harness.families.deltanet_gdn2.mutants import MUTANTS
 from kernel_harness.run.runner import check_case
 from kernel_harness.spec.mutant import load_patched, patched_source
 from kernel_harness.spec.registry import get_family
+from tests.helpers.libraries import deltanet_installed_or_skip
 
 NAME = "deltanet-tpu-gdn2"
-_NEEDS = ("deltanet-tpu needs Python >= 3.12 (it is installed --no-deps on the Python 3.12 "
-          "stack from requirements/kernel-libraries.txt); this stack cannot install it")
-
-
-def _library():
-    return pytest.importorskip("deltanet_tpu", reason=_NEEDS)
 
 
 def test_without_the_library_the_family_says_what_to_install():
@@ -37,14 +32,14 @@ def test_without_the_library_the_family_says_what_to_install():
 
 
 def test_every_mutant_applies_to_the_installed_source():
-    _library()
+    deltanet_installed_or_skip()
     for mutant in MUTANTS:
         patched_source(mutant)
 
 
 @pytest.mark.nightly  # ~10 s per case in interpret mode
 def test_the_pristine_kernel_passes_its_seed_cases():
-    _library()
+    deltanet_installed_or_skip()
     family, backend = get_family(NAME), resolve_backend("interpret")
     for case in family.seed_cases(frozenset()):
         result = check_case(family, case, backend)
@@ -55,7 +50,7 @@ def test_the_pristine_kernel_passes_its_seed_cases():
 def test_a_burst_of_strong_decay_then_weak_decay_in_one_chunk_fails():
     """The finding: the same case in ordinary decay passes; with a burst of decay -30 and
     then weak decay inside one chunk the fp32 kernel errs well past 1e-5."""
-    _library()
+    deltanet_installed_or_skip()
     family, backend = get_family(NAME), resolve_backend("interpret")
     case = family.seed_cases(frozenset())[1]
     burst = dataclasses.replace(case, decay="burst", burst_strength=30.0, zero_chunk=None)
@@ -71,7 +66,7 @@ def test_a_planted_bug_is_seen(name):
     program compiled for the pristine one is reused). With ordinary decay (e^-0.37 per
     token) the carried state is ~e^-50 after a chunk and dropping its share of dg is below
     the tolerance; the golden cases and this weak-decay case see it."""
-    _library()
+    deltanet_installed_or_skip()
     family, backend = get_family(NAME), resolve_backend("interpret")
     patched = load_patched(next(m for m in MUTANTS if m.name == name))
 
@@ -99,7 +94,7 @@ def test_the_bf16_family_is_the_same_op_in_the_default_precision():
 @pytest.mark.nightly  # ~10 s per case in interpret mode
 def test_in_bf16_the_burst_stays_within_bfloat16_noise():
     """The fp32 finding is below bfloat16's rounding: the bf16 family passes the burst."""
-    _library()
+    deltanet_installed_or_skip()
     family, backend = get_family(f"{NAME}-bf16"), resolve_backend("interpret")
     case = dataclasses.replace(family.seed_cases(frozenset())[1], decay="burst",
                                burst_strength=150.0, zero_chunk=None)

@@ -1,17 +1,13 @@
-"""flywheel-tpu's paged KV-cache writer (issue 57): a small case passes bit for bit, a
-planted bug in the writer is seen, its bad inputs behave as declared, and where
-flywheel-tpu cannot be (Python 3.11) the family says why. (The op: tests/ops/
-test_kv_cache_write.py; every mutant and the export: nightly.)"""
+"""flywheel-tpu's paged KV-cache writer (issue 57): a small case passes bit for bit and a
+planted bug in the writer is seen. (The op: tests/ops/test_kv_cache_write.py; where
+flywheel-tpu cannot be, bad inputs and the export: tests/families/
+test_flywheel_tpu_library.py; every mutant: nightly.)"""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
-from kernel_harness.checks import bad_input
 from kernel_harness.core.backends import resolve_backend
-from kernel_harness.families.flywheel_tpu import library
 from kernel_harness.families.flywheel_tpu_kv_cache_write.cases import (
     FlywheelKvWriteCase,
     pieces_per_block,
@@ -19,7 +15,6 @@ from kernel_harness.families.flywheel_tpu_kv_cache_write.cases import (
 from kernel_harness.run.runner import check_case
 from kernel_harness.spec.mutant import load_patched
 from kernel_harness.spec.registry import get_family
-from tests.helpers.golden_export import export_and_run
 from tests.helpers.libraries import flywheel_installed_or_skip
 
 NAME = "flywheel-tpu-kv-cache-write"
@@ -29,18 +24,6 @@ SMALL = FlywheelKvWriteCase(dtype="bfloat16", seed=4, cache_lens=(120, 3), new_l
                             page_size=128, pages_per_seq=2, kv_heads=1, head_dim=128,
                             spare_pages=1, pad_rows=1, split="random", shuffled=True,
                             junk_columns=3)
-
-
-def test_without_flywheel_the_family_says_why(monkeypatch):
-    """On Python 3.11 (or where it is not installed) no backend, and list says why."""
-    family = get_family(NAME)
-    assert "pip install --no-deps flywheel-tpu==0.3.0" in family.requires
-    assert "Python >= 3.12" in family.requires
-    if sys.version_info < (3, 12):
-        assert not family.backends
-        assert "needs Python >= 3.12" in family.summary
-    monkeypatch.setattr(sys, "version_info", (3, 11, 7))
-    assert "needs Python >= 3.12, this is Python 3.11" in library.unavailable_reason()
 
 
 def test_the_restated_sizing_is_the_librarys():
@@ -79,21 +62,3 @@ def test_junk_columns_read_as_pieces_are_seen():
     assert not result.passed
     assert {v.stats.output for v in result.verdicts if not v.passed} == {
         "kv_cache", "kv_cache_bits"}
-
-
-@pytest.mark.nightly
-def test_bad_inputs_behave_as_declared():
-    flywheel_installed_or_skip()
-    for entry in get_family(NAME).bad_inputs():
-        result = bad_input.run_bad_input(NAME, entry)
-        assert result.as_declared, result.describe()
-
-
-@pytest.mark.nightly
-def test_the_exported_script_runs_standalone_and_passes(tmp_path):
-    """export-repro on the first golden case: the script (jax, numpy and flywheel-tpu only)
-    runs the library and the embedded reference, and exits 0."""
-    flywheel_installed_or_skip()
-    run = export_and_run(NAME, tmp_path)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "FAIL" not in run.stdout

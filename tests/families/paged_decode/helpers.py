@@ -27,9 +27,10 @@ def run_property(family_name, prop, cases, impl=None, max_examples=2):
     return observer
 
 
-def passes(family_name, prop, cases, max_examples=2):
-    """The pristine kernel passes ``prop`` on ``cases`` (and something was compared)."""
-    observer = run_property(family_name, prop, cases, max_examples=max_examples)
+def passes(family_name, prop, cases, max_examples=2, impl=None):
+    """The pristine kernel (or ``impl``) passes ``prop`` on ``cases`` (and something was
+    compared)."""
+    observer = run_property(family_name, prop, cases, impl=impl, max_examples=max_examples)
     assert observer.examples >= 1 and observer.failed == 0
 
 
