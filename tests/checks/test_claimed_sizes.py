@@ -14,6 +14,7 @@ from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.spec.registry import get_family
 from kernel_harness.testing import HarnessCheckFailed
+from tests.helpers.generic_cheats import ghost_norm
 
 PLANTED = "tests.helpers.planted_softmax"
 
@@ -41,20 +42,6 @@ def test_a_ghost_branch_past_the_drawn_sizes_fails_naming_its_class(impl, words)
 def test_a_family_claiming_no_sizes_is_a_skip_saying_so():
     with pytest.raises(PropertyNotApplicable, match="claims no sizes"):
         claimed_sizes(get_family("gpu-mha"), backend=resolve_backend("interpret"))
-
-
-def ghost_norm(op, x, weight, bias, *, eps, interpret):
-    """gpu-norm's kernels for rows up to 4096 (what a test draws), plain XLA for longer."""
-    import jax.numpy as jnp
-
-    from kernel_harness.families.gpu_norm.kernel import norm
-
-    if x.shape[-1] <= 4096:
-        return norm(op, x, weight, bias, eps=eps, interpret=interpret)
-    mean = jnp.mean(x, -1, keepdims=True) if op == "layer_norm" else 0.0
-    var = jnp.mean(jnp.square(x - mean), -1, keepdims=True)
-    out = (x - mean) * jnp.reciprocal(jnp.sqrt(var + eps)) * weight
-    return (out + bias if op == "layer_norm" else out).astype(x.dtype)
 
 
 def test_gpu_norm_claims_hidden_sizes_and_its_ghost_branch_fails():

@@ -70,7 +70,8 @@ def callback_softmax(x, *, axis=-1, interpret=False):
     return _copy((out.astype(x.dtype),), interpret)[0]
 
 
-def _xla_norm(op, x, weight, bias, eps):
+def xla_norm(op, x, weight, bias, eps):
+    """layer_norm or rms_norm in float32 XLA, stored in x's dtype."""
     xf = x.astype(jnp.float32)
     if op == "layer_norm":
         xf = xf - jnp.mean(xf, axis=-1, keepdims=True)
@@ -88,10 +89,10 @@ def copy_norm(op, x, weight, bias, *, eps, interpret):
     one per gradient)."""
     @jax.custom_vjp
     def f(x, w, b):
-        return _copy((_xla_norm(op, x, w, b, eps),), interpret)[0]
+        return _copy((xla_norm(op, x, w, b, eps),), interpret)[0]
 
     def bwd(res, g):
-        grads = jax.vjp(lambda *a: _xla_norm(op, *a, eps), *res)[1](g)
+        grads = jax.vjp(lambda *a: xla_norm(op, *a, eps), *res)[1](g)
         return tuple(_copy((d,), interpret)[0] for d in grads)
 
     f.defvjp(lambda x, w, b: (f(x, w, b), (x, w, b)), bwd)

@@ -132,8 +132,9 @@ def thrown_mha(q, k, v, segment_ids, *, sm_scale, causal, return_residuals=False
 def thrown_backward_mha(q, k, v, segment_ids, *, sm_scale, causal, return_residuals=False,
                         **kw):
     """The Pallas GPU ``mha`` forward; its backward runs the kernel's backward and returns
-    plain JAX's gradients instead."""
-    def kernel(q, k, v):
+    plain JAX's gradients instead (the segment ids pass through the custom VJP as an
+    argument: its backward closes over no traced value)."""
+    def kernel(q, k, v, segment_ids):
         return _attention.mha(q, k, v, segment_ids, sm_scale=sm_scale, causal=causal, **kw)
 
     if return_residuals:
@@ -141,12 +142,14 @@ def thrown_backward_mha(q, k, v, segment_ids, *, sm_scale, causal, return_residu
                               return_residuals=True, **kw)
 
     @jax.custom_vjp
-    def f(q, k, v):
-        return kernel(q, k, v)
+    def f(q, k, v, segment_ids):
+        return kernel(q, k, v, segment_ids)
 
     def bwd(res, g):
-        jax.vjp(kernel, *res)[1](g)
-        return jax.vjp(lambda *a: xla_attention(*a, sm_scale, causal)[0], *res)[1](g)
+        q, k, v, segment_ids = res
+        jax.vjp(lambda *a: kernel(*a, segment_ids), q, k, v)[1](g)
+        grads = jax.vjp(lambda *a: xla_attention(*a, sm_scale, causal)[0], q, k, v)[1](g)
+        return (*grads, None)
 
-    f.defvjp(lambda q, k, v: (kernel(q, k, v), (q, k, v)), bwd)
-    return f(q, k, v)
+    f.defvjp(lambda *a: (kernel(*a), a), bwd)
+    return f(q, k, v, segment_ids)

@@ -1,0 +1,215 @@
+"""Every class of cheat of issue 55, and the planted implementations that commit it, one
+row each: the class, the family, the implementation (``MODULE:ATTR`` in tests/helpers/),
+the command that fails it and the words its failure must say. ``tests/cheats/
+test_catalog.py`` runs every row (``check --profile ci``, or ``bench`` for the benchmark's
+class) and the pristine kernels through the same commands; adding a cheat is one row.
+
+A row's ``words`` must be in the first line of its failure report (for a FLAKY report, in
+the failing run's line that follows it); ``notes``, anywhere in the output (what the check's
+header says of the implementation's own declarations). ``per_push``: the cheapest row of
+each class runs on every push; the others are marked nightly (the nightly recipe runs
+them). docs/kernel-ran.md ("What a PASS proves, and what it cannot") is this table in prose,
+with the classes the harness does not name and the families where a class does not apply.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+#: The classes (issue 55's items), each with what fails it.
+CLASSES: dict[str, str] = {
+    "result unused": "poisoning every kernel's result (item 1-2)",
+    "math outside": "the arithmetic measured outside every kernel body (item 3)",
+    "otherwise when counted": "one traced program, counted and run (item 4)",
+    "ghost branch": "claimed-sizes, traced at the claimed sizes (item 5)",
+    "values never drawn": "the comparison on the values the strategy draws now (item 6)",
+    "memoized or constant": "the comparison on several data draws per program (item 6)",
+    "lower precision": "the comparison's tolerance or calibrated bound (item 6)",
+    "nondeterministic": "the bitwise rerun inside matches-reference (item 7)",
+    "declared exclusion": "only the user narrows a check (item 8)",
+    "declared fallback": "only the user accepts a fallback (item 8)",
+    "flaky": "the FLAKY verdict (item 9)",
+    "bench fooled": "bench's judged timed results (item 10)",
+}
+
+#: Where a class does not apply to a family of the catalog, and why.
+NOT_APPLICABLE: dict[tuple[str, str], str] = {
+    ("declared exclusion", "gpu-softmax"): "gpu-softmax declares no optional feature, so "
+                                           "there is nothing to declare oneself without",
+    ("bench fooled", "gpu-softmax"): "no benchmark hook (bench runs attention families)",
+    ("bench fooled", "gpu-norm"): "no benchmark hook",
+    ("bench fooled", "megablox-gmm"): "no benchmark hook",
+}
+
+#: Where a class applies and the harness cannot fail its cheat yet.
+NOT_CAUGHT: dict[tuple[str, str], str] = {
+    ("ghost branch", "gpu-mha"): "gpu-mha claims no sizes: claimed-sizes is a SKIP "
+                                 "(tests/checks/test_claimed_sizes.py)",
+}
+
+POISON = "tests.helpers.poison_impls"
+OUTSIDE = "tests.helpers.outside_impls"
+FALLBACK = "tests.helpers.fallback_impls"
+PLANTED = "tests.helpers.planted_softmax"
+GENERIC = "tests.helpers.generic_cheats"
+BENCH = "tests.helpers.bench_planted"
+
+REFERENCE = "matches-reference"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cheat:
+    """One planted cheat and how it must fail."""
+
+    cls: str
+    family: str
+    impl: str
+    words: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    prop: str = REFERENCE
+    #: ``--max-examples``: the fewest that reach the values the class needs.
+    examples: int = 1
+    #: ``check``, or ``bench`` (``bench FAMILY --seq-lens 128 --mode fwd ...``).
+    command: str = "check"
+    per_push: bool = False
+    #: ``MODULE:ATTR`` called before the command (the planted state's reset).
+    setup: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.cls.replace(' ', '-')}:{self.family}:{self.impl.rsplit(':', 1)[1]}"
+
+
+_UNUSED = "kernel result unused ("
+_OUTSIDE = "math outside the kernel ("
+_NO_KERNEL = "no Pallas kernel ("
+_REPEATED = "result repeated across distinct inputs"
+
+
+def _declared(what: str) -> str:
+    return f"the implementation declares it lacks {what}: NOT left out"
+
+
+CHEATS: tuple[Cheat, ...] = (
+    # 1-2: a kernel result thrown away, times zero, behind a zero-trip loop or an untaken
+    # branch, a backward kernel whose gradients are dropped
+    Cheat("result unused", "gpu-softmax", f"{POISON}:thrown_softmax", (_UNUSED,),
+          per_push=True),
+    Cheat("result unused", "gpu-softmax", f"{POISON}:zero_trip_softmax", (_UNUSED,)),
+    Cheat("result unused", "gpu-softmax", f"{POISON}:untaken_cond_softmax", (_UNUSED,)),
+    Cheat("result unused", "megablox-gmm", f"{POISON}:times_zero_gmm", (_UNUSED,)),
+    Cheat("result unused", "gpu-mha", f"{POISON}:thrown_backward_mha",
+          (_UNUSED + "gradient of `q`, gradient of `k`, gradient of `v`)",)),
+    # 3: a copy kernel with the math outside, a pure_callback to numpy, a kernel doing
+    # only the row max
+    Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:copy_softmax",
+          (_OUTSIDE + "forward: div, exp, reduce_max, reduce_sum)",), per_push=True),
+    Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:callback_softmax",
+          (_OUTSIDE + "forward: pure_callback)",)),
+    # (softmax is shift-invariant: what the row-max kernel returns does not change the
+    # answer, so poisoning names it first)
+    Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:rowmax_softmax", (_UNUSED,),
+          notes=("math outside the kernel: div, exp, reduce_sum (forward)",)),
+    Cheat("math outside", "gpu-norm", f"{OUTSIDE}:copy_norm", (_OUTSIDE,)),
+    Cheat("math outside", "megablox-gmm", f"{OUTSIDE}:copy_gmm",
+          (_OUTSIDE + "forward: dot_general; backward: dot_general)",)),
+    Cheat("math outside", "gpu-mha", f"{OUTSIDE}:copy_mha", (_OUTSIDE + "forward: ",)),
+    # 4: the kernel on every second call, plain JAX on the others
+    # (its own counter: tests/run/test_kernel_count.py runs fallback_impls' in-process)
+    Cheat("otherwise when counted", "gpu-softmax", f"{GENERIC}:every_other_call_softmax",
+          (_NO_KERNEL + "fwd)",), per_push=True),
+    Cheat("otherwise when counted", "gpu-mha", f"{GENERIC}:every_other_call_mha",
+          (_NO_KERNEL,)),
+    Cheat("otherwise when counted", "gpu-norm", f"{GENERIC}:every_other_call_norm",
+          (_NO_KERNEL,)),
+    # 5: plain XLA (or a concatenation) past the drawn sizes
+    Cheat("ghost branch", "gpu-softmax", f"{PLANTED}:ghost_past_2048",
+          ("ghost branch bfloat16 x=(8, 262144)", "launches 0 Pallas kernel(s) there"),
+          prop="claimed-sizes", per_push=True),
+    Cheat("ghost branch", "gpu-softmax", f"{PLANTED}:concatenated_past_2048",
+          ("ghost branch", "it computes concatenate"), prop="claimed-sizes"),
+    Cheat("ghost branch", "gpu-norm", f"{GENERIC}:ghost_norm",
+          ("ghost branch bfloat16 x=(1, 4096, 8192)", "launches 0 Pallas kernel(s) there"),
+          prop="claimed-sizes"),
+    # 6: wrong only at values a fixed menu never drew (a masked leading block, a segment
+    # of length 1, a mean offset by many spreads): the comparison names the output, and
+    # the case's label the values
+    Cheat("values never drawn", "gpu-softmax", f"{GENERIC}:zero_after_a_masked_block",
+          ("FAIL gpu-softmax out ", "masked=", "max rel err"), examples=5, per_push=True),
+    Cheat("values never drawn", "gpu-mha", f"{GENERIC}:nan_at_length_1_segments",
+          ("FAIL gpu-mha out ", " segments ", "NaN not in the reference")),
+    Cheat("values never drawn", "gpu-norm", f"{GENERIC}:doubled_at_offset_rows",
+          ("FAIL gpu-norm out ", "max rel err")),
+    # 6: memoized (first result per shape) and constant outputs
+    Cheat("memoized or constant", "gpu-softmax", f"{GENERIC}:constant_softmax",
+          ("FAIL gpu-softmax out ", "rel err"), per_push=True),
+    Cheat("memoized or constant", "gpu-softmax", f"{GENERIC}:memoized_softmax",
+          ("FAIL gpu-softmax out ", "rel err"), examples=4),
+    Cheat("memoized or constant", "gpu-mha", f"{GENERIC}:memoized_mha",
+          ("FAIL gpu-mha ", "rel err"), examples=3),
+    Cheat("memoized or constant", "gpu-norm", f"{GENERIC}:memoized_norm",
+          ("FAIL gpu-norm ", "rel err"), examples=4),
+    # 6: float32 computed in bfloat16
+    Cheat("lower precision", "gpu-softmax", f"{GENERIC}:bfloat16_softmax",
+          ("FAIL gpu-softmax out float32", "max rel err"), per_push=True),
+    Cheat("lower precision", "gpu-mha", f"{GENERIC}:bfloat16_mha",
+          ("FAIL gpu-mha out float32", "max rel err")),
+    Cheat("lower precision", "megablox-gmm", f"{GENERIC}:bfloat16_gmm",
+          ("FAIL megablox-gmm out float32", "max rel err")),
+    # 7: another result on the same inputs, inside the tolerance
+    Cheat("nondeterministic", "gpu-softmax", f"{GENERIC}:nondeterministic_softmax",
+          ("FAIL gpu-softmax nondeterministic (out)", "changed out: "), per_push=True),
+    Cheat("nondeterministic", "gpu-mha", f"{GENERIC}:nondeterministic_mha",
+          ("FAIL gpu-mha nondeterministic (", "running the same compiled program again")),
+    Cheat("nondeterministic", "gpu-norm", f"{GENERIC}:nondeterministic_norm",
+          ("FAIL gpu-norm nondeterministic (out, out_vjp)",)),
+    # 8: a feature declared missing, and wrong exactly there
+    Cheat("declared exclusion", "gpu-norm", f"{GENERIC}:without_rms_norm",
+          ("FAIL gpu-norm out float32 rms_norm", "max rel err"),
+          notes=(_declared("rms-norm"),), per_push=True),
+    Cheat("declared exclusion", "gpu-mha", f"{GENERIC}:without_segments_mha",
+          ("FAIL gpu-mha out ", " segments ", "max rel err"),
+          notes=(_declared("segments"),)),
+    Cheat("declared exclusion", "megablox-gmm", f"{GENERIC}:without_small_sizes_gmm",
+          ("FAIL megablox-gmm out ", "max rel err"), notes=(_declared("sizes-below-128"),)),
+    # 8: a fallback the implementation declares about itself
+    Cheat("declared fallback", "gpu-softmax", f"{FALLBACK}:declared_pow2_only_softmax",
+          (_NO_KERNEL + "fwd)",), notes=("declares a fallback (rows whose length is not a "
+                                         "power of two run jax.nn.softmax): NOT accepted",),
+          per_push=True),
+    Cheat("declared fallback", "gpu-mha", f"{GENERIC}:declared_fallback_mha",
+          (_NO_KERNEL,), notes=("declares a fallback (calls without segment ids run plain "
+                                "JAX): NOT accepted",)),
+    Cheat("declared fallback", "gpu-norm", f"{GENERIC}:declared_fallback_norm",
+          (_NO_KERNEL,), notes=("declares a fallback (rms_norm runs plain JAX): NOT "
+                                "accepted",)),
+    # 9: wrong once, right when the example runs again
+    Cheat("flaky", "gpu-softmax", f"{GENERIC}:flaky_softmax",
+          ("FLAKY gpu-softmax deterministic", "the failure does not recur"),
+          prop="deterministic", setup=f"{GENERIC}:arm", per_push=True),
+    Cheat("flaky", "gpu-mha", f"{GENERIC}:flaky_mha",
+          ("FLAKY gpu-mha deterministic", "the failure does not recur"),
+          prop="deterministic", setup=f"{GENERIC}:arm"),
+    Cheat("flaky", "gpu-norm", f"{GENERIC}:flaky_norm",
+          ("FLAKY gpu-norm deterministic", "the failure does not recur"),
+          prop="deterministic", setup=f"{GENERIC}:arm"),
+    # 10: a benchmark that would time a cache lookup
+    Cheat("bench fooled", "sdpa", f"{BENCH}:sdpa_memoized", ("FAIL", _REPEATED),
+          command="bench", setup=f"{BENCH}:forget", per_push=True),
+    Cheat("bench fooled", "gpu-mha", f"{GENERIC}:memoized_mha", ("FAIL", _REPEATED),
+          command="bench"),
+    Cheat("bench fooled", "gpu-decode", f"{GENERIC}:memoized_decode", ("FAIL", _REPEATED),
+          command="bench"),
+)
+
+#: Cheats the harness does not fail yet, each run as a strict xfail (nightly): the day one
+#: fails, its test says so and the row moves to CHEATS.
+HOLES: tuple[Cheat, ...] = (
+    # a host callback inside a kernel body is not measured (docs/kernel-ran.md)
+    Cheat("math outside", "gpu-softmax", f"{GENERIC}:host_in_kernel_softmax",
+          (_OUTSIDE,), examples=10),
+)
+
+#: The families whose pristine kernels run the catalog's commands, with the per-push ones.
+FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(c.family for c in CHEATS))
+PER_PUSH_FAMILIES: frozenset[str] = frozenset(c.family for c in CHEATS if c.per_push)
