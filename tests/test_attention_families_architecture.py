@@ -1,9 +1,8 @@
 """The attention problem is the op's (issue 54): a family built on it declares only its
 kernel's configuration, call and facts, never a field or hook of the problem again.
 
-Families on the op's problem today: sdpa, torch-sdpa, flash, gpu-mha and gpu-decode.
-splash still declares its cases from the op's smaller pieces (``PENDING``): it is checked
-here once it moves.
+Every attention family is on the op's problem: sdpa, torch-sdpa, flash, gpu-mha,
+gpu-decode and splash.
 """
 
 from __future__ import annotations
@@ -17,8 +16,7 @@ import pytest
 from kernel_harness.ops.attention.problem import AttentionProblem
 
 FAMILIES = Path(__file__).resolve().parents[1] / "kernel_harness" / "families"
-ON_THE_PROBLEM = ("sdpa", "torch_sdpa", "flash", "gpu_mha", "gpu_decode")
-PENDING = ("splash",)
+ON_THE_PROBLEM = ("sdpa", "torch_sdpa", "flash", "gpu_mha", "gpu_decode", "splash")
 #: Hooks the op derives from the problem (segments included): a family defining one
 #: restates a rule of the op.
 OP_HOOKS = frozenset({"materialize", "visible", "valid", "may_be_nonfinite", "constrain",
@@ -66,7 +64,7 @@ class Hooks:
                                            "defines option_toggles()", "defines valid()"]
 
 
-def test_every_attention_family_is_on_the_problem_or_named_pending() -> None:
+def test_every_attention_family_is_on_the_problem() -> None:
     attention = {p.parent.name for p in FAMILIES.glob("*/cases.py")
                  if "ops.attention" in p.read_text()}
-    assert attention <= set(ON_THE_PROBLEM) | set(PENDING), sorted(attention)
+    assert attention <= set(ON_THE_PROBLEM), sorted(attention)

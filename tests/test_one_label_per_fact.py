@@ -24,6 +24,10 @@ CONFIG_LABELS = {
     # flash's block paths, and its grids over batch rows and heads, unmasked or not
     "flash": re.compile(r"fwd-.*|(multi|ragged)-q-block|d(kv|q)-(subtiles|multi-block)|"
                         r"block_b.*|partial-batch-block|batch>1|heads>1|non-causal"),
+    # splash's blocks, how it holds its masks, its layouts, its MQA kernel, runtime skips
+    "splash": re.compile(r"multi-(q|kv)-block|d?kv-compute<d?kv-block|bwd-blocks-differ|"
+                         r"mask-(function|blocks)|fused-bwd|seq-minor-layout|mqa-kernel|"
+                         r"head-dim!=128|batch>1|partial-blocks|skipped-blocks|runtime-skip:.*"),
 }
 
 
@@ -52,7 +56,7 @@ def test_no_family_emits_a_renamed_label(name: str) -> None:
                     f"{sorted(renamed[o] for o in old if o in renamed)}"
 
 
-@pytest.mark.parametrize("name", ["sdpa", "torch-sdpa", "flash"])
+@pytest.mark.parametrize("name", ["sdpa", "torch-sdpa", "flash", "splash"])
 def test_a_family_on_the_problem_labels_its_facts_with_the_ops_labels(name: str) -> None:
     config = CONFIG_LABELS.get(name)
     own = {label for label in _labels(name, 30) if not label.startswith("logits-")
@@ -75,10 +79,11 @@ ATTENTION = ("ops/attention/", "families/splash/", "families/flash/", "families/
 
 
 @pytest.mark.parametrize(("fact", "pattern", "at_most"), [
-    # splash's strategy still names its calibrated dtypes and optional features (issue
-    # 54's next phase: splash on the attention problem)
-    ("calibrated dtypes", r"^CALIBRATED_DTYPES\b", 1),
-    ("the attention problem's optional features", r"^OPTIONAL\b.*=", 2),
+    # each written once, in the op (Features.calibrated, features.OPTIONAL)
+    ("calibrated dtypes", r"^CALIBRATED_DTYPES\b", 0),
+    ("the attention problem's optional features", r"^OPTIONAL\b.*=", 1),
+    # the op's and splash's segment layouts: ops/attention/segment_draws.py
+    ("segment drawers", r"^def \w*runs\w*\(draw", 1),
 ])
 def test_facts_still_written_twice_do_not_spread(fact: str, pattern: str, at_most: int) -> None:
     sites = [s for s in _sites(f"(?m){pattern}") if s.startswith(ATTENTION)]

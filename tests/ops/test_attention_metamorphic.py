@@ -3,7 +3,6 @@
 import dataclasses
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,21 +69,13 @@ class Blocks:
 @given(st.data())
 def test_lane_block_variants_draw_lane_multiple_divisors(data):
     case = Blocks()
-    v = data.draw(lane_block_variants(case, 128, split_backward="drawn"))
+    v = data.draw(lane_block_variants(case, 128))
     for length, block in ((256, v.block_q), (384, v.block_kv), (256, v.block_q_dkv),
                           (384, v.block_kv_dkv), (v.block_kv, v.block_kv_compute),
                           (v.block_kv_dkv, v.block_kv_dkv_compute)):
         assert block % 128 == 0 and length % block == 0
-    assert (v.block_q_dq is None) == v.fused_bwd == (v.block_kv_dq is None)
-    fused = data.draw(lane_block_variants(case, 128, split_backward="never"))
-    assert fused.fused_bwd and fused.block_q_dq is None
-    plain = data.draw(lane_block_variants(case, 128))  # no dq kernel: those fields untouched
-    assert (plain.block_q_dq, plain.block_kv_dq, plain.fused_bwd) == (None, None, True)
-
-
-def test_lane_block_variants_refuses_an_unknown_backward():
-    with pytest.raises(ValueError, match="split_backward"):
-        lane_block_variants(Blocks(), 128, split_backward="sometimes")
+    # no dq kernel: those fields untouched
+    assert (v.block_q_dq, v.block_kv_dq, v.fused_bwd) == (None, None, True)
 
 
 def test_inside_is_the_complement_of_outside():

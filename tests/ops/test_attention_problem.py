@@ -14,12 +14,20 @@ from kernel_harness.core.case import Case
 from kernel_harness.ops.attention.features import OPTIONAL, Features
 from kernel_harness.ops.attention.problem import AttentionProblem
 from kernel_harness.ops.attention.record import LABELS, constrain, events, problem_record, valid
-from kernel_harness.ops.attention.strategy import drawable, effective_options, problems
+from kernel_harness.ops.attention.strategy import (
+    FAMILY_DRAWN,
+    drawable,
+    effective_options,
+    problems,
+)
 from kernel_harness.ops.attention.vocabulary import Shape
 
 NAMES = {"q": "q", "k": "k", "v": "v", "do": "do", "bias": "bias", "mask": "mask",
          "q_lengths": "q_lengths", "kv_lengths": "kv_lengths",
          "segment_ids_q": "segment_ids_q", "segment_ids_kv": "segment_ids_kv"}
+#: The features the op's strategy draws (soft cap, sinks and static masks are drawn by
+#: splash's own strategy so far).
+DRAWN = frozenset(OPTIONAL) - FAMILY_DRAWN
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -27,7 +35,7 @@ class Everything(AttentionProblem):
     """A kernel taking every feature, rows without keys outside its contract."""
 
     FEATURES = Features(layout="bqhd", names=NAMES, magnitudes=("dq", "dk", "dbias"),
-                        calibrated=frozenset({"bfloat16"}), optional=frozenset(OPTIONAL))
+                        calibrated=frozenset({"bfloat16"}), optional=DRAWN)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -79,6 +87,8 @@ def test_bad_cases_name_the_field(kind: type, over: dict, message: str) -> None:
 
 def test_a_declaration_naming_what_the_op_lacks_is_an_error() -> None:
     with pytest.raises(ValueError, match="Features.optional: unknown"):
+        Features(layout="bqhd", names=NAMES, optional=frozenset({"dropout"}))
+    with pytest.raises(ValueError, match="must name the sinks input"):
         Features(layout="bqhd", names=NAMES, optional=frozenset({"sinks"}))
     with pytest.raises(ValueError, match="must name the inputs"):
         Features(layout="bqhd", names={"q": "q"})
@@ -191,7 +201,7 @@ def test_a_kernels_declaration_bounds_what_is_drawn(case) -> None:
     assert case.block == 8 and {case.bias, case.mask} <= {None, "full"}
 
 
-@pytest.mark.parametrize("feature", sorted(OPTIONAL))
+@pytest.mark.parametrize("feature", sorted(DRAWN))
 def test_without_a_feature_it_is_never_drawn(feature: str) -> None:
     @settings(max_examples=25, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
@@ -279,3 +289,56 @@ def test_block_size_invariance_redraws_the_kernels_blocks() -> None:
         assert dataclasses.replace(variant, block_q=case.block_q) == case
 
     check()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SinksAndMasks(AttentionProblem):
+    """A splash-like kernel: q pre-scaled, static per-head masks, one segment layout for
+    every batch row, sinks, each input from its own stream."""
+
+    FEATURES = Features(layout="bhqd", names={"q": "q", "k": "k", "v": "v", "do": "do",
+                                              "sinks": "sinks", "segment_ids_q": "qs",
+                                              "segment_ids_kv": "ks"},
+                        optional=frozenset({"segments", "sinks", "soft-cap", "head-dim-v", "gqa"}),
+                        static_masks=True, segment_rows="shared", streams="per-input",
+                        fixed_scale=1.0, magnitudes=("dq", "dk", "dsinks"), lse="natural")
+
+
+SPLASHY = dict(dtype="float32", seed=3, batch=2, q_heads=2, kv_heads=1, q_len=8, kv_len=8,
+               head_dim=16)
+
+
+def test_sinks_bring_rows_without_keys_into_the_contract() -> None:
+    # Head 1's first row sees no key (causal, offset -1): outside without sinks, defined with.
+    case = SinksAndMasks(**SPLASHY, masks=("full", "causal(offset=-1)"))
+    assert case.rows_without_keys()[:, 1, 0].all() and case.rows_outside()[:, 1, 0].all()
+    assert valid(case)["out"].shape == (2, 2, 8, 1) and not valid(case)["out"][0, 1, 0, 0]
+    record = problem_record(SinksAndMasks)
+    assert record["not_compared"](case) == {"dsinks": "no sinks in this case"}
+    assert record["reference"](case, case.materialize())["dsinks"].shape == (0,)
+    sinks = dataclasses.replace(case, sinks=True)
+    assert not sinks.rows_outside().any() and valid(sinks) == {}
+    assert not sinks.keyless_lse_rows().any()
+    out = record["reference"](sinks, sinks.materialize())
+    assert out["dsinks"].shape == (2,) and np.isfinite(out["lse"]).all()
+    assert record["not_compared"](sinks) == {}
+    toggled = {t.name for t in record["metamorphic"].option_toggles(sinks)}
+    assert "sinks" not in toggled, "without sinks that row would leave the contract"
+
+
+def test_one_segment_layout_for_every_row_and_inputs_of_their_own_streams() -> None:
+    runs = ((0, 3), (1, 5))
+    case = SinksAndMasks(**SPLASHY, masks=("full",), q_segments=(runs, runs),
+                         kv_segments=(runs, runs), sinks=True, head_dim_v=32, logit_scale=4.0)
+    inputs = case.materialize()
+    assert inputs["qs"].shape == (8,) and inputs["ks"].shape == (8,)
+    assert inputs["v"].shape == (2, 1, 8, 32) and inputs["do"].shape == (2, 2, 8, 32)
+    # q pre-scaled: logits q.k ~ N(0, 4^2) with scale 1; each input from its own stream.
+    assert case.effective_scale == 1.0
+    np.testing.assert_array_equal(
+        inputs["q"], (case.rng(0).standard_normal((2, 2, 8, 16)) * 4.0 / 4.0).astype(np.float32))
+    assert inputs["sinks"].shape == (2,) and inputs["sinks"].dtype == np.float32
+    with pytest.raises(ValueError, match="one segment layout for every batch row"):
+        dataclasses.replace(case, q_segments=(runs, ((0, 8),)), kv_segments=(runs, runs))
+    with pytest.raises(ValueError, match="takes no static masks"):
+        Everything(**GOOD, masks=("full",))

@@ -125,7 +125,7 @@ def test_splash_bfloat16_out_is_judged_by_the_calibrated_bound(logit_scale):
     from kernel_harness.families.splash.cases import SplashCase
 
     case = SplashCase(dtype="bfloat16", seed=0, batch=1, q_heads=2, kv_heads=2,
-                      q_len=256, kv_len=256, masks=("causal",) * 2, sinks=True,
+                      q_len=256, kv_len=256, head_dim=128, masks=("causal",) * 2, sinks=True,
                       logit_scale=logit_scale)
     fam = registry.get_family("splash")
     good = check_case(fam, case, resolve_backend("interpret"))

@@ -93,7 +93,8 @@ def _splash(dtype: str, seed: int, q_heads: int):
     from kernel_harness.families.splash.cases import SplashCase
 
     return SplashCase(dtype=dtype, seed=seed, batch=1, q_heads=q_heads, kv_heads=q_heads,
-                      q_len=128, kv_len=128, masks=("causal",) * q_heads, sinks=True)
+                      q_len=128, kv_len=128, head_dim=128, masks=("causal",) * q_heads,
+                      sinks=True)
 
 
 def test_changed_save_residuals_output_fails():

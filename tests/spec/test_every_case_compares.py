@@ -45,8 +45,8 @@ def test_no_drawn_case_excludes_a_whole_output(name: str) -> None:
 def test_flash_q_layouts_always_have_a_row_that_sees_a_key(data, length, causal) -> None:
     """With batch 1 a q layout in which no row sees a key excluded flash's whole out and dq;
     the 300 whole-case draws above did not reach one, two unseeded dev runs did."""
+    from kernel_harness.ops.attention.segment_draws import matched_runs, segment_runs
     from kernel_harness.ops.attention.segments import segment_ids
-    from kernel_harness.ops.attention.strategy import matched_runs, segment_runs
 
     kv = data.draw(segment_runs(length))
     q = data.draw(matched_runs(length, kv, causal=causal))

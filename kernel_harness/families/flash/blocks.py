@@ -15,8 +15,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from kernel_harness.ops.attention.mask_draws import weighted
 from kernel_harness.ops.attention.problem import AttentionProblem
-from kernel_harness.ops.attention.strategy import weighted
 
 #: Every kv-axis block of the kernel must be a multiple of this (its softmax lane width).
 KV_TILE = 128

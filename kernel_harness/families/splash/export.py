@@ -5,16 +5,16 @@ The kernel's masks are written as splash mask objects from the case's mask strin
 harness's own index formulas (``allowed`` in the .npz: the mask language is too long to
 restate in a short script), never splash's masks or mask info, and computes the family's
 contract on the attention op (the op's program embedded verbatim and run under
-:func:`~kernel_harness.families.splash.cases.attention_definition`:
+:func:`kernel_harness.ops.attention.record.definition`:
 :func:`kernel_harness.ops.attention.export.call_source`).
 """
 
 from __future__ import annotations
 
-from kernel_harness.families.splash.cases import SplashCase, attention_definition
-from kernel_harness.families.splash.masks import allowed_mask
+from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.ops.attention.export import call_source
 from kernel_harness.ops.attention.masks import MaskExpr, numpy_pattern, parse_mask
+from kernel_harness.ops.attention.record import definition
 from kernel_harness.spec.export import ExportSnippet
 
 _LAYOUTS = {"head_dim_minor": "HEAD_DIM_MINOR", "seq_minor": "SEQ_MINOR"}
@@ -52,7 +52,8 @@ def _numpy_leaves(expr: MaskExpr, shape: tuple[int, int], arrays: dict, key: str
 def export(case: SplashCase) -> ExportSnippet:
     """The kernel call with the case's masks, blocks, layouts and options, and its reference."""
     shape = (case.q_len, case.kv_len)
-    arrays: dict = {"allowed": allowed_mask(case)}
+    # One segment layout serves every batch row: row 0's visibility is every row's.
+    arrays: dict = {"allowed": case.visible()[0]}
     specs = sorted(set(case.head_masks()))
     masks = []
     for i, spec in enumerate(specs):
@@ -130,7 +131,7 @@ def export(case: SplashCase) -> ExportSnippet:
     '''
     # The attention op's program, verbatim, run under the family's own contract.
     reference = call_source(
-        attention_definition(case), vis='jnp.asarray(x["allowed"])[None]',
+        definition(case), vis='jnp.asarray(x["allowed"])[None]',
         arrays={n: f'x["{n}"]' for n in ("q", "k", "v", "do")}
         | ({"sinks": 'x["sinks"]'} if case.sinks else {}),
         outputs={n: n for n in ("out", "lse", "dq", "dk", "dv")}

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Iterable
-
-import numpy as np
 
 from kernel_harness.core.tolerance import FLOAT32_FLOOR as F32_OWN
 from kernel_harness.core.tolerance import FLOAT32_GRADIENT_FLOOR as F32_GRAD
@@ -16,17 +13,13 @@ from kernel_harness.core.tolerance import Calibrated, SliceFloor, Tolerance, Tol
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.bad_inputs import bad_inputs
 from kernel_harness.families.splash.bench import BENCH
-from kernel_harness.families.splash.cases import SplashCase, attention_definition
+from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.families.splash.export import export
-from kernel_harness.families.splash.masks import allowed_mask, empty_rows
-from kernel_harness.families.splash.metamorphic import METAMORPHIC, block_variants
 from kernel_harness.families.splash.seeds import runtime_skip_events, splash_seed_cases
-from kernel_harness.families.splash.strategy import OPTIONAL, splash_cases, splash_data_draws
-from kernel_harness.ops.attention.events import length_events, logits_label, mask_events
+from kernel_harness.families.splash.strategy import splash_blocks, splash_cases
 from kernel_harness.ops.attention.masks import COMPUTABLE_KINDS, parse_mask
-from kernel_harness.ops.attention.program import AttentionCall, references
-from kernel_harness.ops.attention.segments import segment_ids
-from kernel_harness.ops.attention.vocabulary import output_axes
+from kernel_harness.ops.attention.problem_hooks import block_variants
+from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 from kernel_harness.spec.outside import OutsideKernel
@@ -51,30 +44,8 @@ per slice; README "Calibrated bounds"), so bfloat16 draws 4x/16x logits too.
 """
 
 
-def attention_call(case: SplashCase, inputs: dict[str, np.ndarray]) -> AttentionCall:
-    """The case in the attention op's vocabulary (:func:`.cases.attention_definition`),
-    visibility from the case's masks and segments; without sinks ``dsinks`` (and its
-    magnitude) are empty."""
-    empty = {} if case.sinks else {"dsinks": (0,), "dsinks:magnitude": (0,)}
-    return AttentionCall(definition=attention_definition(case), q=inputs["q"], k=inputs["k"],
-                         v=inputs["v"], do=inputs["do"], vis=allowed_mask(case)[None],
-                         sinks=inputs["sinks"] if case.sinks else None, absent=empty)
-
-
-reference, low_precision_reference = references(attention_call)
-
-
-def valid(case: SplashCase) -> dict[str, np.ndarray]:
-    """Excludes rows that see no key from out, lse and dq (only without sinks; the
-    strategy never draws such rows, this covers hand-written cases)."""
-    if case.sinks:
-        return {}
-    rows = ~empty_rows(case)
-    return {"out": rows[None, :, :, None], "dq": rows[None, :, :, None], "lse": rows[None]}
-
-
 def _structure_events(case: SplashCase) -> set[str]:
-    allowed = allowed_mask(case)
+    allowed = case.visible()[0]  # one segment layout for every batch row
     out: set[str] = set()
     bq, bkv = case.block_q, case.block_kv
     blocks = allowed.reshape(case.q_heads, case.q_len // bq, bq, case.kv_len // bkv, bkv)
@@ -83,17 +54,14 @@ def _structure_events(case: SplashCase) -> set[str]:
         out.add("partial-blocks")
     if (~any_b).any():
         out.add("skipped-blocks")
-    if empty_rows(case).any():
-        out.add("rows-without-keys")
     return out
 
 
-def events(case: SplashCase) -> Iterable[str]:
-    """Labels for what the case reaches (counted to show coverage)."""
+def config_events(case: SplashCase) -> Iterable[str]:
+    """Labels of what splash's own configuration reaches: its blocks, how it holds the
+    masks (computed in-kernel or loaded), its layouts, the block structure of the mask and
+    the runtime skips."""
     ev: set[str] = set()
-    ev.add("mqa" if case.mqa else "gqa" if case.kv_heads < case.q_heads else "mha")
-    ev.add(case.dtype)
-    ev.add(logits_label(case.logit_scale))
     if case.q_len // case.block_q > 1:
         ev.add("multi-q-block")
     if case.kv_len // case.block_kv > 1:
@@ -107,37 +75,19 @@ def events(case: SplashCase) -> Iterable[str]:
         not case.fused_bwd and (case.block_q_dq, case.block_kv_dq) != fwd
     ):
         ev.add("bwd-blocks-differ")
-    ev.update(length_events(case.q_len, case.kv_len))
     exprs = [parse_mask(s) for s in case.head_masks()]
     if len(set(case.head_masks())) == 1 and exprs[0].kind in COMPUTABLE_KINDS:
         ev.add("mask-function")  # splash computes the mask in-kernel from iotas
     elif any(e.kind != "full" for e in exprs):
         ev.add("mask-blocks")  # splash loads partial mask blocks from memory
-    ev.update(mask_events(case.head_masks()))
-    if case.q_segments is not None:
-        ev.add("segments")
-        for runs in (case.q_segments, case.kv_segments):
-            ids = segment_ids(runs)
-            edges = np.flatnonzero(np.diff(ids)) + 1
-            lengths = np.diff(np.concatenate([[0], edges, [len(ids)]]))
-            if (lengths == 1).any():
-                ev.add("length-1-segment")
-            if (np.diff(ids) < 0).any():
-                ev.add("unsorted-segments")
-        if case.q_segments != case.kv_segments:
-            ev.add("cross-segments")
-    if case.soft_cap is not None:
-        ev.add("soft-cap")
-    if case.sinks:
-        ev.add("sinks")
+    if case.mqa:
+        ev.add("mqa-kernel")  # make_splash_mqa: k and v without a head axis
     if case.fused_bwd:
         ev.add("fused-bwd")
     if "seq_minor" in (case.q_layout, case.k_layout, case.v_layout):
         ev.add("seq-minor-layout")
-    if case.head_dim != 128 or case.head_dim_v != 128:
+    if case.head_dim != 128 or case.value_dim != 128:
         ev.add("head-dim!=128")
-    if case.head_dim_v != case.head_dim:
-        ev.add("head-dim-v!=head-dim")
     if case.batch > 1:
         ev.add("batch>1")
     ev |= _structure_events(case) | runtime_skip_events(case)
@@ -217,14 +167,14 @@ def narrowed(family: Family, without: frozenset[str]) -> Family:
     """Without ``split-bwd``, block-size invariance redraws fused-backward blocks only."""
     if "split-bwd" not in without or family.metamorphic is None:
         return family
-    variants = functools.partial(block_variants, fused_only=True)
+    variants = block_variants(splash_blocks(fused_only=True))
     return dataclasses.replace(
         family, metamorphic=dataclasses.replace(family.metamorphic, block_variants=variants))
 
 
 #: The kernel's modes ci-sized draws must reach (Family.modes).
 MODES = frozenset({
-    "mha", "gqa", "mqa", "float32", "bfloat16", "multi-q-block", "multi-kv-block",
+    "gqa", "mqa", "mqa-kernel", "float32", "bfloat16", "multi-q-block", "multi-kv-block",
     "kv-compute<kv-block", "dkv-compute<dkv-block", "bwd-blocks-differ",
     "q-len<kv-len", "mask-function", "mask-blocks", "per-head-masks", "mask:causal",
     "mask:local", "mask:chunked", "mask:random", "mask:boxes", "mask:numpy", "mask:and",
@@ -236,14 +186,15 @@ MODES = frozenset({
 })
 
 
+_PROBLEM = problem_record(SplashCase, blocks=splash_blocks(), config_events=config_events,
+                          traceable=_kernel.traceable, shardable=True)
+
 FAMILY = Family(
     modes=MODES,
     name="splash",
     summary="jax's TPU splash (sparse flash) attention: static block-sparse masks, "
     "MHA/GQA/MQA, segments, soft cap, sinks, residuals",
-    case_type=SplashCase,
-    cases=splash_cases,
-    data_draws=splash_data_draws,
+    **{**_PROBLEM, "cases": splash_cases, "narrowed": narrowed},
     **_kernel.ADAPTER.fields(),
     # Backward 1: the fused backward (fused_bwd) is one kernel (dq and dkv: two).
     kernels=KernelExpectation(forward=1, backward=1),
@@ -254,24 +205,15 @@ FAMILY = Family(
                       "shard) summed in XLA; and dsinks, summed over each head's rows",
         "exp": "dsinks: exp(sinks - logsumexp) of the forward's logsumexp, in XLA",
     }),
-    reference=reference,
-    output_axes=output_axes("bhqd", lse=("batch", "head", "query"), dsinks=("head",)),
     same_as={"out_residuals": "out", "out_vjp": "out"},
     tolerances=_tolerances(),
     capabilities=frozenset({
         "causal", "full", "local-window", "chunked-causal", "numpy-mask", "segments", "gqa",
         "mqa", "soft-cap", "sinks", "residuals", "layouts", "q-len-ne-kv-len", "gradients",
     }),
-    valid=valid,
-    events=events,
     contract=CONTRACT,
-    metamorphic=METAMORPHIC,
     bench=BENCH,
-    optional=OPTIONAL,
-    narrowed=narrowed,
     export=export,
-    low_precision_reference=low_precision_reference,
-    not_compared=lambda case: {} if case.sinks else {"dsinks": "no sinks in this case"},
     seed_cases=splash_seed_cases,
     coverage_expected_missing=COVERAGE_EXPECTED_MISSING,
     bad_inputs=bad_inputs,

@@ -62,7 +62,7 @@ def splash_seed_cases(without: frozenset[str] = frozenset()) -> tuple[SplashCase
 
     Features in ``without`` are left out (plain heads, one mask, computable masks...).
     """
-    segs = None if "segments" in without else ((0, 256), (1, 256))
+    segs = None if "segments" in without else (((0, 256), (1, 256)),)  # batch 1
     grouped = "gqa" not in without
     first = SplashCase(
         dtype="float32", seed=11, batch=1, q_heads=2, kv_heads=1 if grouped else 2,

@@ -1,31 +1,23 @@
 """The Hypothesis strategy drawing splash cases (:func:`splash_cases`): heads, lengths,
-masks in the mask language, segments, blocks, soft cap, sinks, layouts."""
+masks in the mask language, segments, soft cap, sinks (the attention problem's fields, as
+splash takes them), then splash's blocks (:func:`splash_blocks`, the block ``Config`` that
+block-size invariance draws again) and layouts. Its data draws are the op's."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import logit_scales_for
-from kernel_harness.families.splash.cases import (
-    DTYPES,
-    HEAD_DIMS,
-    LANES,
-    LAYOUTS,
-    SEQ_LENS,
-    SplashCase,
-)
+from kernel_harness.families.splash.cases import HEAD_DIMS, LANES, LAYOUTS, SEQ_LENS, SplashCase
 from kernel_harness.ops.attention.mask_draws import acceptable, chance, key_counts, mask_spec, pick
 from kernel_harness.ops.attention.masks import COMPUTABLE_KINDS, LEAF_KINDS, NUMPY_KINDS, parse_mask
-from kernel_harness.ops.attention.segments import segment_ids
-
-#: The dtypes whose out/dq/dk/dv the family judges by the calibrated bound (family.py
-#: sets it on those entries): they draw large logits too (``logit_scales_for``).
-CALIBRATED_DTYPES: frozenset[str] = frozenset({"bfloat16"})
+from kernel_harness.ops.attention.problem import AttentionProblem
+from kernel_harness.ops.attention.segment_draws import aligned_runs, packed_runs
+from kernel_harness.ops.attention.strategy import Config, calibrated, check_without
 
 
 def _divisors(n: int, cap: int | None = None) -> tuple[int, ...]:
@@ -34,48 +26,6 @@ def _divisors(n: int, cap: int | None = None) -> tuple[int, ...]:
 
 def _maybe(draw: st.DrawFn, setting: bool | None, p: float) -> bool:
     return chance(draw, p) if setting is None else setting
-
-
-def _runs(draw: st.DrawFn, length: int, ids: list[int] | None) -> tuple[tuple[int, int], ...]:
-    """Run-length segment ids: 2-6 runs, often a length-1 run, ids sorted or not."""
-    n = draw(st.integers(2, 6))
-    cuts = set(draw(st.lists(st.integers(1, length - 1), min_size=n - 1, max_size=n - 1,
-                             unique=True)))
-    if chance(draw, 0.5):  # a length-1 segment somewhere, often at an end
-        at = draw(st.sampled_from([1, length - 1]) | st.integers(1, length - 2))
-        cuts |= {at, at + 1} if at + 1 < length else {at}
-    bounds = [0, *sorted(cuts), length]
-    lengths = [b - a for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    if ids is None:
-        if chance(draw, 0.5):
-            ids_seq = list(range(len(lengths)))
-        else:
-            ids_seq = draw(st.lists(st.integers(0, 3), min_size=len(lengths),
-                                    max_size=len(lengths)))
-    else:
-        ids_seq = draw(st.lists(st.sampled_from(ids), min_size=len(lengths),
-                                max_size=len(lengths)))
-    return tuple(zip(ids_seq, lengths, strict=True))
-
-
-def _run_lengths(ids: np.ndarray) -> tuple[tuple[int, int], ...]:
-    edges = [0, *(np.flatnonzero(np.diff(ids)) + 1).tolist(), len(ids)]
-    return tuple((int(ids[a]), b - a) for a, b in zip(edges[:-1], edges[1:], strict=True))
-
-
-def _aligned(draw: st.DrawFn, q_runs: tuple[tuple[int, int], ...],
-             kv_len: int) -> tuple[tuple[int, int], ...]:
-    """kv ids equal to the q ids position by position (packed self-attention); a longer
-    kv sequence continues with runs of ids the queries use."""
-    q_ids = segment_ids(q_runs)
-    if kv_len <= len(q_ids):
-        kv_ids = q_ids[:kv_len].copy()
-        missing = sorted(set(q_ids.tolist()) - set(kv_ids.tolist()))
-        if missing:  # the last keys carry the ids only late queries use
-            kv_ids[kv_len - len(missing):] = missing
-        return _run_lengths(kv_ids)
-    tail = segment_ids(_runs(draw, kv_len - len(q_ids) + 2, sorted({i for i, _ in q_runs})))
-    return _run_lengths(np.concatenate([q_ids, tail[: kv_len - len(q_ids)]]))
 
 
 def _blocks(draw: st.DrawFn, length: int, p_large: float = 0.4) -> int:
@@ -99,29 +49,37 @@ def _kv_blocks(draw: st.DrawFn, length: int, p_split: float) -> tuple[int, int]:
     return block, draw(st.sampled_from(_divisors(block)[:-1]))
 
 
-#: Features an implementation may declare it lacks (``--without``), and what the strategy
-#: then stops drawing.
-OPTIONAL = {
-    "segments": "no segment ids",
-    "soft-cap": "no attn_logits_soft_cap",
-    "sinks": "no attention sinks",
-    "per-head-masks": "one mask shared by every head",
-    "gqa": "kv_heads == q_heads (no grouped- or multi-query attention)",
-    "local-window": "no local(...) mask leaves",
-    "chunked-causal": "no chunked(...) mask leaves",
-    "numpy-mask": "computable masks only: no random/boxes leaves, numpy(...) or a & b",
-    "head-dim-v": "head_dim_v == head_dim",
-    "layouts": "head-dim-minor layouts only (no seq-minor q/k/v)",
-    "q-len-ne-kv-len": "q_len == kv_len",
-    "split-bwd": "fused backward only (use_fused_bwd_kernel=True: no separate dq kernel)",
-}
+def splash_blocks(*, fused_only: bool = False) -> Config:
+    """Splash's block ``Config``: the forward's and the dkv kernel's blocks (128, the most
+    blocks, unless a larger divisor; a kv block of several compute blocks about 7 times in
+    10, 19 in 20 under one in-kernel computed mask, where sub-block offsets matter), the
+    fused backward or the split one with its dq blocks (``fused_only``: the fused one
+    always, for an implementation without the split one)."""
+    @st.composite
+    def blocks(draw: st.DrawFn, problem: AttentionProblem) -> dict[str, Any]:
+        masks = problem.head_masks()
+        in_kernel = len(set(masks)) == 1 and parse_mask(masks[0]).kind in COMPUTABLE_KINDS
+        p_split = 0.95 if in_kernel else 0.7
+        q_len, kv_len = problem.q_len, problem.kv_len
+        block_q, (block_kv, block_kv_compute) = (
+            _blocks(draw, q_len), _kv_blocks(draw, kv_len, p_split))
+        block_q_dkv, (block_kv_dkv, block_kv_dkv_compute) = (
+            _blocks(draw, q_len), _kv_blocks(draw, kv_len, p_split))
+        fused = fused_only or draw(st.booleans())
+        return dict(block_q=block_q, block_kv=block_kv, block_kv_compute=block_kv_compute,
+                    block_q_dkv=block_q_dkv, block_kv_dkv=block_kv_dkv,
+                    block_kv_dkv_compute=block_kv_dkv_compute, fused_bwd=fused,
+                    block_q_dq=None if fused else _blocks(draw, q_len),
+                    block_kv_dq=None if fused else _blocks(draw, kv_len))
+
+    return blocks
 
 
 @st.composite
 def splash_cases(
     draw: st.DrawFn,
     *,
-    dtypes: tuple[str, ...] = DTYPES,
+    dtypes: tuple[str, ...] = SplashCase.FEATURES.dtypes,
     seq_lens: tuple[int, ...] = SEQ_LENS,
     heads: str | None = None,
     mask_kinds: tuple[str, ...] = LEAF_KINDS,
@@ -141,12 +99,10 @@ def splash_cases(
     ``max_empty_row_fraction`` of them). Shrinks towards one float32 MHA head,
     512x512, ``causal(offset=0)``, no segments/cap/sinks, 128 query blocks, 256 kv
     blocks of 128 compute blocks, the split backward and head-dim-minor layouts.
-    ``without`` names :data:`OPTIONAL` features never drawn (an unknown name is an error).
+    ``without`` names optional features (``Family.optional``) never drawn (an unknown
+    name is an error).
     """
-    unknown = set(without) - set(OPTIONAL)
-    if unknown:
-        raise ValueError(f"splash: unknown optional features {sorted(unknown)}; known: "
-                         f"{sorted(OPTIONAL)}")
+    check_without(SplashCase, without)
     segments = False if "segments" in without else segments
     soft_cap = False if "soft-cap" in without else soft_cap
     sinks = False if "sinks" in without else sinks
@@ -181,10 +137,11 @@ def splash_cases(
 
     seg_options: list[Any] = [(None, None)]
     if _maybe(draw, segments, 0.6):
-        q_segs = _runs(draw, q_len, None)
-        seg_options = [(q_segs, _aligned(draw, q_segs, kv_len))]
+        q_segs = packed_runs(draw, q_len, None)
+        seg_options = [(q_segs, aligned_runs(draw, q_segs, kv_len))]
         if chance(draw, 0.4):  # kv ids drawn on their own: true cross-segment attention
-            seg_options.insert(0, (q_segs, _runs(draw, kv_len, sorted({i for i, _ in q_segs}))))
+            kv_segs = packed_runs(draw, kv_len, sorted({i for i, _ in q_segs}))
+            seg_options.insert(0, (q_segs, kv_segs))
 
     def draw_masks() -> tuple[str, ...]:
         n = hq if hq > 1 and _maybe(draw, per_head_masks, 0.15) else 1
@@ -206,46 +163,21 @@ def splash_cases(
     assume(ok(masks, segs))
     q_segs, kv_segs = segs
 
-    # In-kernel masks (one computable mask for all heads) are where sub-block offsets
-    # matter: give them compute blocks smaller than kv blocks nearly always.
-    in_kernel = len(set(masks)) == 1 and parse_mask(masks[0]).kind in COMPUTABLE_KINDS
-    p_split = 0.95 if in_kernel else 0.7
-    block_q, (block_kv, block_kv_compute) = (
-        _blocks(draw, q_len), _kv_blocks(draw, kv_len, p_split))
-    block_q_dkv, (block_kv_dkv, block_kv_dkv_compute) = (
-        _blocks(draw, q_len), _kv_blocks(draw, kv_len, p_split))
-    fused = "split-bwd" in without or draw(st.booleans())
+    batch = draw(st.integers(1, max_batch))
+    problem = AttentionProblem(
+        dtype=dtype, seed=0, batch=batch, q_heads=hq, kv_heads=hkv, q_len=q_len,
+        kv_len=kv_len, head_dim=head_dim, masks=masks)
+    blocks = draw(splash_blocks(fused_only="split-bwd" in without)(problem))
     layouts = [LAYOUTS[1] if "layouts" not in without and chance(draw, 0.25) else LAYOUTS[0]
                for _ in range(3)]
     case = SplashCase(
-        dtype=dtype,
-        seed=draw(st.integers(0, 2**31 - 1)),
-        batch=draw(st.integers(1, max_batch)),
+        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch,
         q_heads=hq, kv_heads=hkv, mqa=kind == "mqa",
-        q_len=q_len, kv_len=kv_len, head_dim=head_dim, head_dim_v=head_dim_v,
-        masks=masks, q_segments=q_segs, kv_segments=kv_segs, soft_cap=cap, sinks=has_sinks,
-        block_q=block_q, block_kv=block_kv, block_kv_compute=block_kv_compute,
-        block_q_dkv=block_q_dkv, block_kv_dkv=block_kv_dkv,
-        block_kv_dkv_compute=block_kv_dkv_compute,
-        block_q_dq=None if fused else _blocks(draw, q_len),
-        block_kv_dq=None if fused else _blocks(draw, kv_len),
-        fused_bwd=fused,
-        q_layout=layouts[0], k_layout=layouts[1], v_layout=layouts[2],
-        # dsinks keeps a fixed bound (the plain bf16 yardstick of its sum is erratic: 1e-4 to
-        # 5.5e-2), which large logits exceed in bf16 (4.8e-3 > 4e-3 at 16x, README), so
-        # bf16 cases with sinks draw 1x logits only.
-        logit_scale=draw(st.sampled_from(logit_scales_for(
-            dtype, calibrated=dtype in CALIBRATED_DTYPES and not has_sinks))),
-    )
-    return case
-
-
-def splash_data_draws(case: SplashCase) -> st.SearchStrategy[SplashCase]:
-    """Cases of ``case``'s compiled program (``Family.data_draws``): another data seed and
-    logit scale, drawn as :func:`splash_cases` draws them (bfloat16 with sinks: 1x only);
-    masks and segments are static and keep their own seeds."""
-    scales = logit_scales_for(case.dtype,
-                              calibrated=case.dtype in CALIBRATED_DTYPES and not case.sinks)
-    return st.builds(lambda seed, scale: dataclasses.replace(case, seed=seed, logit_scale=scale),
-                     st.integers(0, 2**31 - 1), st.sampled_from(scales))
-
+        q_len=q_len, kv_len=kv_len, head_dim=head_dim,
+        head_dim_v=head_dim_v if head_dim_v != head_dim else None, masks=masks,
+        q_segments=None if q_segs is None else (q_segs,) * batch,
+        kv_segments=None if kv_segs is None else (kv_segs,) * batch,
+        soft_cap=cap, sinks=has_sinks, **blocks,
+        q_layout=layouts[0], k_layout=layouts[1], v_layout=layouts[2])
+    return dataclasses.replace(case, logit_scale=draw(st.sampled_from(
+        logit_scales_for(dtype, calibrated=calibrated(case)))))

@@ -5,8 +5,9 @@ every family of the op (``length-1-segment``, never ``segment-len-1``; ``q-len<k
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from kernel_harness.ops.attention.masks import NUMPY_KINDS, parse_mask
+from kernel_harness.ops.attention.masks import LEAF_KINDS, NUMPY_KINDS, parse_mask
 from kernel_harness.ops.attention.vocabulary import Shape
 
 Runs = Sequence[Sequence[tuple[int, int]]]
@@ -57,8 +58,8 @@ def length_events(q_len: int, kv_len: int) -> list[str]:
 def segment_events(q_runs: Runs, kv_runs: Runs) -> list[str]:
     """Labels of segment-id layouts given as per-row ``(id, length)`` runs: a length-1
     segment, query ids out of order, an id given to two runs of one row (rows apart that
-    see each other), more than one id."""
-    ev = []
+    see each other), more than one id, query and key layouts that differ."""
+    ev = ["cross-segments"] if tuple(q_runs) != tuple(kv_runs) else []
     rows = [*q_runs, *kv_runs]
     if any(n == 1 for row in rows for _, n in row):
         ev.append("length-1-segment")
@@ -93,3 +94,59 @@ def mask_events(head_masks: Sequence[str]) -> list[str]:
             if leaf.kind in NUMPY_KINDS or expr.kind == "numpy":
                 ev.append("numpy-mask")
     return ev
+
+
+#: Every label of a fact of the attention problem (:func:`events`): one fact, one label,
+#: in every family of the op (a kernel's own configuration labels itself apart).
+LABELS: frozenset[str] = frozenset({
+    "float32", "bfloat16", "float16", "gqa", "mqa", "q-len<kv-len", "q-len>kv-len", "causal",
+    "explicit-scale", "window", "window-left-only", "kv-lengths", "q-lengths", "padding-rows",
+    "rows-without-keys", "bottom-right", "segments", "length-1-segment", "unsorted-segments",
+    "several-segments", "repeated-segment-id", "cross-segments", "kv-starts",
+    "scalar-kv-starts", "scalar-kv-lengths", "soft-cap", "sinks", "head-dim-v!=head-dim",
+    "per-head-masks", "window-edge", "numpy-mask",
+    *(f"mask:{kind}" for kind in (*LEAF_KINDS, "and", "or", "numpy")),
+    *(f"{what}-{kind}" for what in ("bias", "mask")
+      for kind in ("full", "batch-shared", "head-shared")),
+})
+
+
+def events(case: Any) -> list[str]:
+    """The problem's labels (:data:`LABELS` and :func:`logits_label`) of an
+    :class:`~.problem.AttentionProblem`: dtype, head sharing, unequal lengths, each option
+    on, the static masks' kinds (:func:`mask_events`), the segment layouts' shapes
+    (:func:`segment_events`), padding rows, rows that see no key."""
+    lengths = length_events(case.q_len, case.kv_len) if case.FEATURES.query_axis else []
+    ev = [case.dtype, *sharing_events(case), *lengths]
+    if case.is_causal:
+        ev.append("causal")
+    if case.bias is not None:
+        ev.append(f"bias-{case.bias}")
+    if case.mask is not None:
+        ev.append(f"mask-{case.mask}")
+    if case.alignment == "bottom-right":
+        ev.append("bottom-right")
+    if case.scale is not None:
+        ev.append("explicit-scale")
+    if case.window is not None:
+        ev.append("window" if case.window[1] else "window-left-only")
+    for name, label in (("kv_lengths", "kv-lengths"), ("kv_starts", "kv-starts")):
+        value = getattr(case, name)
+        if value is not None:
+            ev += [label, *([f"scalar-{label}"] if isinstance(value, int) else [])]
+    if case.q_lengths is not None:
+        ev.append("q-lengths")
+        if case.padding_rows().any():
+            ev.append("padding-rows")
+    if case.FEATURES.static_masks:
+        ev += mask_events(case.head_masks())
+    if case.q_segments is not None:
+        ev += ["segments", *segment_events(case.q_segments, case.kv_segments)]
+    for on, label in ((case.soft_cap is not None, "soft-cap"), (case.sinks, "sinks"),
+                      (case.value_dim != case.head_dim, "head-dim-v!=head-dim")):
+        if on:
+            ev.append(label)
+    if case.rows_without_keys().any():
+        ev.append("rows-without-keys")
+    ev.append(logits_label(case.logit_scale))
+    return list(dict.fromkeys(ev))  # each label once (static masks repeat theirs by head)

@@ -35,7 +35,20 @@ OPTIONAL: dict[str, str] = {
     "bias-gradient": "bias in the forward only: its gradient is not compared (a bias is "
     "still drawn)",
     "segments": "no segment ids",
+    "soft-cap": "no attn_logits_soft_cap",
+    "sinks": "no attention sinks",
+    "head-dim-v": "head_dim_v == head_dim",
+    # The static masks' language (a kernel taking ``masks``: Features.static_masks).
+    "per-head-masks": "one mask shared by every head",
+    "local-window": "no local(...) mask leaves",
+    "chunked-causal": "no chunked(...) mask leaves",
+    "numpy-mask": "computable masks only: no random/boxes leaves, numpy(...) or a & b",
 }
+#: What a kernel takes by default: the options of a plain ``(q, k, v)`` call (segment ids,
+#: key starts, soft cap, sinks, another value head size and static masks are declared).
+DEFAULT_OPTIONAL: frozenset[str] = frozenset({
+    "bias", "mask", "causal", "window", "q-lengths", "kv-lengths", "scale", "gqa",
+    "q-len-ne-kv-len", "unaligned-lengths", "bias-gradient"})
 
 #: The problem's field each drawable feature turns on (features not here narrow the draw
 #: otherwise: sizes, head sharing, what is compared).
@@ -44,11 +57,14 @@ FIELD_OF: dict[str, str] = {
     "q-lengths": "q_lengths", "kv-lengths": "kv_lengths", "kv-starts": "kv_starts",
     "scale": "scale",
     "segments": "q_segments",
+    "soft-cap": "soft_cap",
+    "sinks": "sinks",
+    "head-dim-v": "head_dim_v",
 }
 
 #: The op's input names (q, k, v, the cotangent, bias, mask, lengths, segment ids).
 INPUTS: tuple[str, ...] = ("q", "k", "v", "do", "bias", "mask", "q_lengths", "kv_lengths",
-                           "kv_starts", "segment_ids_q", "segment_ids_kv")
+                           "kv_starts", "segment_ids_q", "segment_ids_kv", "sinks")
 #: The empty-row conventions: a row that sees no key is outside the contract (jax.nn's
 #: mean of v there), or the kernel gives exactly zero there (torch).
 EMPTY_ROWS: tuple[str, ...] = ("outside", "zero")
@@ -57,6 +73,12 @@ ALIGNED_LENGTHS: tuple[int, ...] = (128, 256)
 #: The shape of the zero bias gradient a kernel gives for a case without a bias:
 #: ``scalar`` ``(1, 1, 1, 1)``, ``full`` ``(batch, q_heads, q_len, kv_len)``.
 ABSENT_DBIAS: tuple[str, ...] = ("scalar", "full")
+#: Segment layouts: ``per-row`` (one per batch row, ids ``[batch, len]``) or ``shared``
+#: (one for every batch row, ids ``[len]``: a kernel vmapped over the batch).
+SEGMENT_ROWS: tuple[str, ...] = ("per-row", "shared")
+#: Where the inputs' random data comes from: ``one`` stream of the case's seed, in the
+#: inputs' order, or ``per-input``: each its own (:data:`~.arrays.STREAMS`).
+STREAMS: tuple[str, ...] = ("one", "per-input")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -103,12 +125,23 @@ class Features:
         every row (drawn half the time).
       kv_head_counts, groups: the strategy draws ``kv_heads`` from the first and query
         heads per kv head from the second (the kernel's head tiling decides what matters).
+      static_masks: the kernel takes static masks in the op's mask language (``masks``).
+      segment_rows: :data:`SEGMENT_ROWS`: one segment layout per batch row, or one shared.
+      streams: :data:`STREAMS`: where the inputs' random data comes from.
+      fixed_scale: the kernel applies this scale and takes no other (1.0: q arrives
+        pre-scaled, as splash's does); q is drawn so that the logits stay O(1).
+      normalize: where the kernel's softmax denominator divides (``Definition.normalize``),
+        or None: the op's default.
+      config_optional: optional features of the kernel's own configuration (not of the
+        problem: splash's layouts), described; ``--without`` takes them too.
+      unit_logits_with: features whose outputs keep a fixed bound that large logits would
+        exceed: a case using one draws 1x logits only (splash's dsinks).
     """
 
     layout: str
     names: Mapping[str, str]
     outputs: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    optional: frozenset[str] = frozenset(OPTIONAL) - {"segments", "kv-starts"}
+    optional: frozenset[str] = DEFAULT_OPTIONAL
     broadcasts: tuple[str, ...] = ("full", "batch-shared", "head-shared")
     exclusive: tuple[frozenset[str], ...] = ()
     empty_rows: str = "outside"
@@ -134,6 +167,13 @@ class Features:
     scalar_bounds: bool = False
     kv_head_counts: tuple[int, ...] = (1, 2)
     groups: tuple[int, ...] = (1, 2, 3)
+    static_masks: bool = False
+    segment_rows: str = "per-row"
+    streams: str = "one"
+    fixed_scale: float | None = None
+    normalize: str | None = None
+    config_optional: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    unit_logits_with: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -165,6 +205,12 @@ class Features:
                                      != self.names.get("segment_ids_kv")):
             raise ValueError("Features.shared_segments: names must give segment_ids_q and "
                              "segment_ids_kv the one input name")
+        for name, value, known in (("segment_rows", self.segment_rows, SEGMENT_ROWS),
+                                   ("streams", self.streams, STREAMS)):
+            if value not in known:
+                raise ValueError(f"Features.{name} must be one of {known}, got {value!r}")
+        if self.takes("sinks") and "sinks" not in self.names:
+            raise ValueError("Features.names must name the sinks input of a kernel taking sinks")
         if self.lse not in (None, *LSE_BASES):
             raise ValueError(f"Features.lse must be None or one of {LSE_BASES}, got "
                              f"{self.lse!r}")
@@ -174,8 +220,10 @@ class Features:
         return feature in self.optional
 
     def used(self, case: Any) -> set[str]:
-        """The drawable features (:data:`FIELD_OF`) ``case`` turns on."""
-        return {f for f, field in FIELD_OF.items() if getattr(case, field) not in (None, False)}
+        """The drawable features (:data:`FIELD_OF`) ``case`` turns on (another value head
+        size where it differs)."""
+        used = {f for f, field in FIELD_OF.items() if getattr(case, field) not in (None, False)}
+        return used - ({"head-dim-v"} if case.value_dim == case.head_dim else set())
 
     def check(self, case: Any) -> None:
         """Raises, naming the field, unless the kernel takes what ``case`` uses."""
@@ -193,6 +241,12 @@ class Features:
                              f"window masks {' or '.join(self.alignments)}")
         if case.kv_heads != case.q_heads and not self.takes("gqa"):
             raise ValueError("kv_heads: this kernel takes no grouped-query attention")
+        if case.masks is not None and not self.static_masks:
+            raise ValueError("masks: this kernel takes no static masks")
+        if self.segment_rows == "shared" and case.q_segments is not None and (
+                len(set(case.q_segments)) > 1 or len(set(case.kv_segments)) > 1):
+            raise ValueError("q_segments, kv_segments: this kernel takes one segment layout for "
+                             "every batch row")
         if self.shared_segments and case.q_segments != case.kv_segments:
             raise ValueError("q_segments, kv_segments: this kernel takes one segment-id array "
                              "for queries and keys, so the two layouts must be equal (and "

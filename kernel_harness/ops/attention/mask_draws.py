@@ -36,6 +36,17 @@ def pick(draw: st.DrawFn, weighted: tuple[tuple[str, int], ...]) -> str:
     return weighted[0][0]
 
 
+def weighted(draw: st.DrawFn, choices: tuple[tuple[Any, int], ...]) -> Any:
+    """One of ``choices`` (``(value, weight)`` pairs) with probability ~ weight; shrinks
+    towards the first value."""
+    x = draw(st.integers(0, sum(w for _, w in choices) - 1))
+    for value, w in choices:
+        if x < w:
+            return value
+        x -= w
+    raise AssertionError("unreachable")
+
+
 def leaf_spec(draw: st.DrawFn, kind: str, q_len: int, kv_len: int, safe: bool) -> str:
     """One leaf mask string; parameters favour block edges and off-by-one neighbours.
 

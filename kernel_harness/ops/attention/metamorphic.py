@@ -19,32 +19,22 @@ def lane_divisors(n: int, lanes: int) -> list[int]:
     return [b for b in range(lanes, n + 1, lanes) if n % b == 0]
 
 
-def lane_block_variants(case: Any, lanes: int, *, split_backward: str = "absent"
-                        ) -> st.SearchStrategy[Any]:
-    """The same case with independently redrawn blocks of a splash-style kernel (splash,
-    and hstu built on it), each a ``lanes``-multiple divisor of its length: the forward's
-    ``block_q``/``block_kv``/``block_kv_compute`` and the dkv kernel's ``block_q_dkv``/
-    ``block_kv_dkv``/``block_kv_dkv_compute``; shrinks towards the smallest blocks.
-    ``split_backward``: ``absent`` (the case has no separate dq kernel), ``drawn``
-    (``fused_bwd`` drawn, shrinking towards the split backward, whose dq kernel's
-    ``block_q_dq``/``block_kv_dq`` are drawn too) or ``never`` (the fused backward always)."""
-    if split_backward not in ("absent", "drawn", "never"):
-        raise ValueError(f"split_backward must be absent, drawn or never, got {split_backward!r}")
-
+def lane_block_variants(case: Any, lanes: int) -> st.SearchStrategy[Any]:
+    """The same case with independently redrawn blocks of a splash-style kernel (hstu,
+    built on splash's forward and dkv kernels), each a ``lanes``-multiple divisor of its
+    length: the forward's ``block_q``/``block_kv``/``block_kv_compute`` and the dkv
+    kernel's ``block_q_dkv``/``block_kv_dkv``/``block_kv_dkv_compute``; shrinks towards the
+    smallest blocks."""
     @st.composite
     def variant(draw: st.DrawFn) -> Any:
         def pick(n: int) -> int:
             return draw(st.sampled_from(lane_divisors(n, lanes)))
 
         bkv, bkv_dkv = pick(case.kv_len), pick(case.kv_len)
-        fused = split_backward == "never" or (split_backward == "drawn" and draw(st.booleans()))
-        blocks = dict(block_q=pick(case.q_len), block_kv=bkv, block_kv_compute=pick(bkv),
-                      block_q_dkv=pick(case.q_len), block_kv_dkv=bkv_dkv,
-                      block_kv_dkv_compute=pick(bkv_dkv))
-        if split_backward != "absent":
-            blocks.update(block_q_dq=None if fused else pick(case.q_len),
-                          block_kv_dq=None if fused else pick(case.kv_len), fused_bwd=fused)
-        return dataclasses.replace(case, **blocks)
+        return dataclasses.replace(
+            case, block_q=pick(case.q_len), block_kv=bkv, block_kv_compute=pick(bkv),
+            block_q_dkv=pick(case.q_len), block_kv_dkv=bkv_dkv,
+            block_kv_dkv_compute=pick(bkv_dkv))
 
     return variant()
 

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import logit_scales_for
 from kernel_harness.ops.attention.features import ALIGNED_LENGTHS, FIELD_OF, OPTIONAL
+from kernel_harness.ops.attention.mask_draws import weighted
 from kernel_harness.ops.attention.problem import MASKING, AttentionProblem
-from kernel_harness.ops.attention.segments import Runs, segment_ids
+from kernel_harness.ops.attention.segment_draws import segment_layouts
 
 #: The draw order of the options (``differ``: q_len != kv_len), and how often each is on
 #: (in 4).
@@ -37,82 +38,16 @@ _EDGE = 16
 #: The draw flag of each narrowing feature.
 _FLAG = {**{f: f for f in FIELD_OF}, "q-len-ne-kv-len": "differ"}
 
+#: Features only a kernel's own strategy draws so far (splash's).
+FAMILY_DRAWN = frozenset({"soft-cap", "sinks", "head-dim-v", "per-head-masks", "local-window",
+                        "chunked-causal", "numpy-mask"})
+
 Config = Callable[[AttentionProblem], st.SearchStrategy[dict[str, Any]]]
 
 
 def _mostly(draw: st.DrawFn, in_4: int) -> bool:
     """True about ``in_4`` times in 4; shrinks towards False."""
     return draw(st.integers(0, 3)) >= 4 - in_4
-
-
-def weighted(draw: st.DrawFn, choices: tuple[tuple[Any, int], ...]) -> Any:
-    """One of ``choices`` (``(value, weight)`` pairs) with probability ~ weight; shrinks
-    towards the first value."""
-    x = draw(st.integers(0, sum(w for _, w in choices) - 1))
-    for value, w in choices:
-        if x < w:
-            return value
-        x -= w
-    raise AssertionError("unreachable")
-
-
-def _cuts(draw: st.DrawFn, length: int, max_segments: int) -> list[int]:
-    """Run boundaries ``[0, ..., length]``, sometimes with a length-1 run."""
-    if length < 2:
-        return [0, length]
-    cuts = set(draw(st.lists(st.integers(1, length - 1), max_size=max_segments - 1)))
-    if cuts and draw(st.booleans()):
-        c = draw(st.sampled_from(sorted(cuts)))
-        if c + 1 < length:
-            cuts.add(c + 1)  # a length-1 segment
-    return [0, *sorted(cuts), length]
-
-
-@st.composite
-def segment_runs(draw: st.DrawFn, length: int, *, max_segments: int = 5,
-                 max_id: int = 3) -> Runs:
-    """A segment layout of ``length`` positions: up to ``max_segments`` runs with ids in
-    ``[0, max_id]`` in any order (repeats allowed), sometimes a length-1 run. Shrinks
-    towards one segment with id 0."""
-    bounds = _cuts(draw, length, max_segments)
-    ids = draw(st.lists(st.integers(0, max_id), min_size=len(bounds) - 1,
-                        max_size=len(bounds) - 1))
-    return tuple((i, hi - lo) for i, lo, hi in zip(ids, bounds, bounds[1:], strict=False))
-
-
-@st.composite
-def matched_runs(draw: st.DrawFn, length: int, kv_runs: Runs, *, causal: bool,
-                 max_segments: int = 5, max_id: int = 3) -> Runs:
-    """A q layout for kv layout ``kv_runs``: each q run takes an id that its first row can
-    see (under ``causal``, one of the kv ids at positions <= that row), except about one
-    run in eight after the first, whose id is drawn from ``[0, max_id + 1]`` and may see no
-    key at all. The first run always sees a key: a layout in which no row does leaves
-    nothing inside the contract to compare. Shrinks towards one run with the first
-    visible id."""
-    kv_ids = segment_ids(kv_runs)
-    bounds = _cuts(draw, length, max_segments)
-    runs = []
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
-        seen = kv_ids[: lo + 1] if causal else kv_ids
-        if weighted(draw, ((True, 7), (False, 1))) or lo == 0:
-            i = draw(st.sampled_from(sorted({int(x) for x in seen})))
-        else:
-            i = draw(st.integers(0, max_id + 1))
-        runs.append((i, hi - lo))
-    return tuple(runs)
-
-
-@st.composite
-def segment_layouts(draw: st.DrawFn, batch: int, q_len: int, kv_len: int, *, causal: bool,
-                    shared: bool = False) -> tuple[tuple[Runs, ...], tuple[Runs, ...]]:
-    """``(q_segments, kv_segments)``, one layout per batch row: the keys' from
-    :func:`segment_runs`; the queries' the same layout (packed self-attention: always with
-    ``shared``, one array for both; else half the time where the lengths are equal) or
-    :func:`matched_runs` of it."""
-    kv = tuple(draw(segment_runs(kv_len)) for _ in range(batch))
-    if shared or (q_len == kv_len and draw(st.booleans()) is False):
-        return kv, kv
-    return tuple(draw(matched_runs(q_len, row, causal=causal)) for row in kv), kv
 
 
 @st.composite
@@ -149,6 +84,14 @@ def _short_lengths(draw: st.DrawFn, batch: int, length: int, *, lowest: int) -> 
     return (first, *(draw(st.integers(lowest, length)) for _ in range(batch - 1)))
 
 
+def calibrated(case: AttentionProblem) -> bool:
+    """Whether ``case`` draws large logits: its dtype is judged by the calibrated bound
+    (``Features.calibrated``) and it uses no feature whose outputs keep a fixed bound
+    (``Features.unit_logits_with``)."""
+    f = case.FEATURES
+    return case.dtype in f.calibrated and not (f.used(case) & f.unit_logits_with)
+
+
 def check_without(case_type: type[AttentionProblem], without: frozenset[str]) -> None:
     """Raises for a ``--without`` name the kernel's features do not know."""
     unknown = set(without) - set(optional_features(case_type))
@@ -158,8 +101,11 @@ def check_without(case_type: type[AttentionProblem], without: frozenset[str]) ->
 
 
 def optional_features(case_type: type[AttentionProblem]) -> dict[str, str]:
-    """``Family.optional``: the op's optional features this kernel takes, described."""
-    return {f: why for f, why in OPTIONAL.items() if case_type.FEATURES.takes(f)}
+    """``Family.optional``: the op's optional features this kernel takes, then those of
+    its own configuration (``Features.config_optional``), described."""
+    f = case_type.FEATURES
+    return {**{name: why for name, why in OPTIONAL.items() if f.takes(name)},
+            **f.config_optional}
 
 
 def _options(draw: st.DrawFn, features: Any, without: frozenset[str]) -> dict[str, bool]:
@@ -184,6 +130,11 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
               dtypes: tuple[str, ...] = case_type.FEATURES.dtypes) -> AttentionProblem:
         check_without(case_type, without)
         features = case_type.FEATURES
+        undrawn = sorted(features.optional & FAMILY_DRAWN) + (
+            ["static masks"] if features.static_masks else [])
+        if undrawn:
+            raise ValueError(f"the attention problem's strategy does not draw {undrawn} yet: "
+                             "give the family its own cases strategy")
         if not dtypes or set(dtypes) - set(features.dtypes):
             raise ValueError(f"dtypes must be a non-empty subset of {features.dtypes}, got "
                              f"{dtypes}")
@@ -285,8 +236,9 @@ def drawable(case: AttentionProblem) -> bool:
 
 def data_draws(case: AttentionProblem) -> st.SearchStrategy[AttentionProblem]:
     """``Family.data_draws``: cases of ``case``'s compiled program, another data seed and
-    logit scale; the seed also draws a mask's values, so a draw must still be one the
-    strategy keeps (:func:`drawable`)."""
-    scales = logit_scales_for(case.dtype, calibrated=case.dtype in case.FEATURES.calibrated)
-    return st.builds(lambda seed, scale: dataclasses.replace(case, seed=seed, logit_scale=scale),
-                     st.integers(0, 2**31 - 1), st.sampled_from(scales)).filter(drawable)
+    logit scale (large ones where :func:`calibrated`); the seed also draws a mask's values,
+    so a draw of a case the strategy keeps must still be one it keeps (:func:`drawable`)."""
+    scales = logit_scales_for(case.dtype, calibrated=calibrated(case))
+    draws = st.builds(lambda seed, scale: dataclasses.replace(case, seed=seed, logit_scale=scale),
+                      st.integers(0, 2**31 - 1), st.sampled_from(scales))
+    return draws.filter(drawable) if drawable(case) else draws

@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from kernel_harness import get_family
 from kernel_harness.families.splash import kernel as splash_kernel
 from kernel_harness.families.splash.cases import SplashCase
-from kernel_harness.families.splash.masks import allowed_mask, empty_rows
 from kernel_harness.families.splash.strategy import splash_cases
 from kernel_harness.ops.attention.masks import dense_mask, parse_mask
 
@@ -59,7 +58,8 @@ def test_bad_mask_specs_are_clear_errors(spec, message):
         parse_mask(spec)
 
 
-GOOD = dict(dtype="float32", seed=0, q_len=256, kv_len=256)
+GOOD = dict(dtype="float32", seed=0, batch=1, q_heads=1, kv_heads=1, q_len=256, kv_len=256,
+            head_dim=128)
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -70,9 +70,11 @@ GOOD = dict(dtype="float32", seed=0, q_len=256, kv_len=256)
     (dict(head_dim=32), "head_dim"),
     (dict(masks=("full", "full")), "1 or q_heads"),
     (dict(masks=("nope",)), "unknown kind"),
-    (dict(q_segments=((0, 256),)), "both"),
-    (dict(q_segments=((0, 200),), kv_segments=((0, 256),)), "must sum to 256"),
-    (dict(q_segments=((0, 0), (1, 256)), kv_segments=((0, 256),)), "length >= 1"),
+    (dict(q_segments=(((0, 256),),)), "both"),
+    (dict(q_segments=(((0, 200),),), kv_segments=(((0, 256),),)), "must sum to 256"),
+    (dict(q_segments=(((0, 0), (1, 256)),), kv_segments=(((0, 256),),)), "length >= 1"),
+    (dict(batch=2, q_segments=(((0, 256),), ((0, 128), (1, 128))),
+          kv_segments=(((0, 256),),) * 2), "one segment layout for every batch row"),
     (dict(block_q=384), "block_q=384"),
     (dict(block_kv=256, block_kv_compute=192), "block_kv_compute=192"),
     (dict(fused_bwd=True), "must be None"),
@@ -87,16 +89,16 @@ def test_invalid_cases_are_rejected_clearly(changes, message):
 
 def _check_drawn(case: SplashCase) -> None:
     assert SplashCase.from_json(case.to_json()) == case
-    counts = allowed_mask(case).sum(axis=-1)
+    counts = case.visible().sum(axis=-1)
     if not case.sinks:
-        assert not empty_rows(case).any(), "rows without keys are drawn only with sinks"
+        assert not case.rows_without_keys().any(), "rows without keys are drawn only with sinks"
     assert (counts >= 2).mean() >= 0.5
     inputs = case.materialize()
     b, hq, hkv = case.batch, case.q_heads, case.kv_heads
     assert inputs["q"].shape == (b, hq, case.q_len, case.head_dim)
     assert inputs["k"].shape == (b, hkv, case.kv_len, case.head_dim)
-    assert inputs["v"].shape == (b, hkv, case.kv_len, case.head_dim_v)
-    assert inputs["do"].shape == (b, hq, case.q_len, case.head_dim_v)
+    assert inputs["v"].shape == (b, hkv, case.kv_len, case.value_dim)
+    assert inputs["do"].shape == (b, hq, case.q_len, case.value_dim)
     assert str(inputs["q"].dtype) == case.dtype
     assert ("sinks" in inputs) == case.sinks
     assert ("q_segment_ids" in inputs) == (case.q_segments is not None)
@@ -127,7 +129,7 @@ def test_adapter_masks_agree_with_reference_masks(case):
     kmask = splash_kernel.kernel_mask(case)
     assert kmask.shape == (case.q_heads, case.q_len, case.kv_len)
     no_segments = dataclasses.replace(case, q_segments=None, kv_segments=None)
-    want = allowed_mask(no_segments)
+    want = no_segments.visible()[0]
     for h in range(case.q_heads):
         got = np.asarray(kmask[h, 0:case.q_len, 0:case.kv_len], bool)
         np.testing.assert_array_equal(got, want[h], err_msg=case.head_masks()[h])
@@ -145,7 +147,7 @@ def test_strategy_reaches_the_hard_paths():
     collect()
     wanted = {
         "multi-q-block", "multi-kv-block", "kv-compute<kv-block", "dkv-compute<dkv-block",
-        "gqa", "mqa", "mha", "q-len<kv-len", "numpy-mask", "mask-function", "mask-blocks",
+        "gqa", "mqa", "mqa-kernel", "q-len<kv-len", "numpy-mask", "mask-function", "mask-blocks",
         "mask:causal", "mask:local", "mask:chunked", "mask:random", "mask:boxes",
         "mask:numpy", "mask:and", "mask:or", "mask:full", "per-head-masks", "segments",
         "length-1-segment", "unsorted-segments", "cross-segments", "window", "window-edge",

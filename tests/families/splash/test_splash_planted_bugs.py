@@ -224,8 +224,9 @@ def test_fully_masked_rows_without_sinks_are_excluded_not_hidden():
     compared and passes."""
     from kernel_harness.families.splash.cases import SplashCase
 
-    case = SplashCase(dtype="float32", seed=5, q_len=256, kv_len=256,
-                      masks=("causal(offset=-1)",), block_q=128, block_kv=128)
+    case = SplashCase(dtype="float32", seed=5, batch=1, q_heads=1, kv_heads=1, q_len=256,
+                      kv_len=256, head_dim=128, masks=("causal(offset=-1)",), block_q=128,
+                      block_kv=128)
     assert case.materialize()["do"][0, 0, 0].tolist() == [0.0] * 128
     result = check_case(FAMILY, case, BACKEND)
     assert result.passed, [v.problems for v in result.failures]

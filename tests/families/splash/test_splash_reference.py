@@ -9,15 +9,17 @@ import numpy as np
 import pytest
 
 from kernel_harness.families.splash.cases import SplashCase
-from kernel_harness.families.splash.family import reference
-from kernel_harness.families.splash.masks import allowed_mask, empty_rows
 from kernel_harness.ops.attention.masks import dense_mask, parse_mask
 from kernel_harness.ops.attention.reference import attend
+from kernel_harness.spec.registry import get_family
+
+reference = get_family("splash").reference
 
 
 def attention(q, k, v, sinks, allowed, *, soft_cap):
     """Splash's contract on the attention op, as the family's reference computes it
-    (``cases.attention_definition``): q scaled, soft cap, sinks, denominator on the output."""
+    (``record.definition`` of a splash case): q scaled, soft cap, sinks, denominator on
+    the output."""
     return attend(q, k, v, allowed[None], 1.0, layout="bhqd", soft_cap=soft_cap, sinks=sinks,
                   normalize="output")
 
@@ -60,9 +62,10 @@ def test_numpy_leaves_are_deterministic_and_boxes_cover_every_row():
 
 def test_allowed_mask_ands_segments_per_head():
     runs = ((2, 2), (0, 3), (1, 1), (2, 122))  # ids 2 2 0 0 0 1 2 2 ...
-    case = SplashCase(dtype="float32", seed=0, q_heads=2, kv_heads=2,
-                      masks=("full", "causal(offset=0)"), q_segments=runs, kv_segments=runs)
-    allowed = allowed_mask(case)
+    case = SplashCase(dtype="float32", seed=0, batch=1, q_heads=2, kv_heads=2, q_len=128,
+                      kv_len=128, head_dim=128, masks=("full", "causal(offset=0)"),
+                      q_segments=(runs,), kv_segments=(runs,))
+    allowed = case.visible()[0]  # one segment layout for every batch row
     assert allowed.shape == (2, 128, 128)
     # head 0 (full): query 6 (id 2) sees keys 0, 1 and 6.. but nothing of ids 0 / 1.
     np.testing.assert_array_equal(np.flatnonzero(allowed[0, 6])[:3], [0, 1, 6])
@@ -71,7 +74,7 @@ def test_allowed_mask_ands_segments_per_head():
     np.testing.assert_array_equal(np.flatnonzero(allowed[1, 5]), [5])
     # head 1: query 2 (id 0) sees keys 2 only (key 3, 4 are in the future).
     np.testing.assert_array_equal(np.flatnonzero(allowed[1, 2]), [2])
-    assert not empty_rows(case).any()
+    assert not case.rows_without_keys().any()
 
 
 def _loop_attention(q, k, v, allowed, sinks, cap):
@@ -171,14 +174,15 @@ def test_reference_gradients_match_hand_formulas_and_finite_differences():
 
 def test_reference_on_a_case_matches_loops():
     runs = ((3, 40), (0, 1), (1, 87))
-    case = SplashCase(dtype="float32", seed=3, q_heads=2, kv_heads=1, mqa=True,
-                      masks=("local(left=5, right=2, offset=0)",), q_segments=runs,
-                      kv_segments=runs, soft_cap=2.0, sinks=True, head_dim=64, head_dim_v=64)
+    case = SplashCase(dtype="float32", seed=3, batch=1, q_heads=2, kv_heads=1, mqa=True,
+                      q_len=128, kv_len=128, masks=("local(left=5, right=2, offset=0)",),
+                      q_segments=(runs,), kv_segments=(runs,), soft_cap=2.0, sinks=True,
+                      head_dim=64, head_dim_v=64)
     inputs = case.materialize()
     got = reference(case, inputs)
     want_out, want_lse = _loop_attention(
         inputs["q"].astype(np.float64), inputs["k"].astype(np.float64),
-        inputs["v"].astype(np.float64), allowed_mask(case), inputs["sinks"], 2.0)
+        inputs["v"].astype(np.float64), case.visible()[0], inputs["sinks"], 2.0)
     np.testing.assert_allclose(got["out"], want_out, rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(got["lse"], want_lse, rtol=2e-6)
     assert got["dsinks"].shape == (2,)
