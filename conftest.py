@@ -147,6 +147,7 @@ BOTH_STACKS = (
     "tests/families/tpu_inference_agmm/",
     "tests/families/tpu_inference_rpa_hd64/",
     "tests/regression/test_export.py",
+    "tests/ops/test_attention_designs.py",  # the precision designs' roundings (2-3 s)
 )
 _ROOT = Path(__file__).resolve().parent
 

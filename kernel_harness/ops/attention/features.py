@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from kernel_harness.ops.attention.designs import DESIGNS
 from kernel_harness.ops.attention.problem import ALIGNMENTS
 from kernel_harness.ops.attention.program import LSE_BASES, MAGNITUDES
 from kernel_harness.ops.attention.vocabulary import LAYOUTS
@@ -136,6 +137,8 @@ class Features:
         problem: splash's layouts), described; ``--without`` takes them too.
       unit_logits_with: features whose outputs keep a fixed bound that large logits would
         exceed: a case using one draws 1x logits only (splash's dsinks).
+      precision_design: where the kernel rounds (:data:`~.designs.DESIGNS`): the calibrated
+        judge's low-precision twin rounds there too (``flash``: FlashAttention's numerics).
     """
 
     layout: str
@@ -174,6 +177,7 @@ class Features:
     normalize: str | None = None
     config_optional: Mapping[str, str] = dataclasses.field(default_factory=dict)
     unit_logits_with: frozenset[str] = frozenset()
+    precision_design: str = "plain"
 
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
@@ -206,7 +210,8 @@ class Features:
             raise ValueError("Features.shared_segments: names must give segment_ids_q and "
                              "segment_ids_kv the one input name")
         for name, value, known in (("segment_rows", self.segment_rows, SEGMENT_ROWS),
-                                   ("streams", self.streams, STREAMS)):
+                                   ("streams", self.streams, STREAMS),
+                                   ("precision_design", self.precision_design, DESIGNS)):
             if value not in known:
                 raise ValueError(f"Features.{name} must be one of {known}, got {value!r}")
         if self.takes("sinks") and "sinks" not in self.names:

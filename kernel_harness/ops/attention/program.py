@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.core.backends import Backend
+from kernel_harness.ops.attention.designs import DESIGNS, flash_attend
 from kernel_harness.ops.attention.reference import (
     HIGHEST,
     NORMALIZE,
@@ -50,7 +51,8 @@ class Definition:
     ``normalize`` (:data:`~.reference.NORMALIZE`) where the denominator divides; ``lse``:
     the log-sum-exp as an output, in that base (:data:`LSE_BASES`), or None; ``magnitudes``
     the gradients (:data:`MAGNITUDES`) whose summed-term sizes are outputs too
-    (``"<grad>:magnitude"``).
+    (``"<grad>:magnitude"``); ``design`` (:data:`~.designs.DESIGNS`) where the kernel rounds,
+    which its low-precision twin models (never the float32 reference).
     """
 
     layout: str
@@ -60,11 +62,13 @@ class Definition:
     normalize: str = "probs"
     lse: str | None = None
     magnitudes: tuple[str, ...] = ()
+    design: str = "plain"
 
     def __post_init__(self) -> None:
         for name, value, known in (("layout", self.layout, LAYOUTS),
                                    ("normalize", self.normalize, NORMALIZE),
-                                   ("lse", self.lse, (None, *LSE_BASES))):
+                                   ("lse", self.lse, (None, *LSE_BASES)),
+                                   ("design", self.design, DESIGNS)):
             if value not in known:
                 raise ValueError(f"Definition.{name} must be one of {known}, got {value!r}")
         unknown = set(self.magnitudes) - set(MAGNITUDES)
@@ -162,15 +166,23 @@ def gradient_magnitudes(c: Definition, x: Mapping[str, jax.Array], vis: jax.Arra
 
 
 def attention_outputs(c: Definition, x: Mapping[str, jax.Array], vis: jax.Array,
-                      precision: Any = HIGHEST) -> dict[str, jax.Array]:
+                      precision: Any = HIGHEST, twin: bool = False) -> dict[str, jax.Array]:
     """The op's outputs under definition ``c`` from the arrays ``x`` (op names: ``q``, ``k``,
     ``v``; optional ``bias``, ``sinks`` and the cotangent ``do``) and visibility ``vis``:
     ``out``; with ``do`` the gradient ``d<name>`` of every array but ``do`` (by ``jax.vjp``,
-    the lse's cotangent zero); ``lse`` in the contract's base; the contract's magnitudes."""
+    the lse's cotangent zero); ``lse`` in the contract's base; the contract's magnitudes.
+    ``twin``: the low-precision twin, which rounds where ``c.design`` says."""
     diff = tuple(n for n in DIFFERENTIABLE if n in x)
+    flash = twin and c.design == "flash"
+    if flash and (set(diff) - {"q", "k", "v"} or c.soft_cap is not None
+                  or c.bias_before_scale):
+        raise ValueError("the flash precision design models q, k, v attention only: no "
+                         "bias, soft cap or sinks yet (declare the plain design)")
 
     def f(*args: jax.Array) -> tuple[jax.Array, jax.Array]:
         a = dict(zip(diff, args, strict=True))
+        if flash:
+            return flash_attend(a["q"], a["k"], a["v"], vis, c.scale, layout=c.layout)
         return attend(a["q"], a["k"], a["v"], vis, c.scale, layout=c.layout,
                       bias=a.get("bias"), bias_before_scale=c.bias_before_scale,
                       soft_cap=c.soft_cap, sinks=a.get("sinks"), normalize=c.normalize,
@@ -191,18 +203,20 @@ def attention_outputs(c: Definition, x: Mapping[str, jax.Array], vis: jax.Array,
 
 
 @functools.lru_cache(maxsize=64)
-def _program(c: Definition, precision: Any, cpu: bool) -> Callable[..., dict[str, jax.Array]]:
+def _program(c: Definition, precision: Any, cpu: bool, twin: bool
+             ) -> Callable[..., dict[str, jax.Array]]:
     # jit traces once per set of arrays (the dict's keys are part of its input structure)
-    return jax.jit(functools.partial(attention_outputs, c, precision=precision),
+    return jax.jit(functools.partial(attention_outputs, c, precision=precision, twin=twin),
                    compiler_options=_CPU_OPTIONS if cpu else None)
 
 
 def run_call(call: AttentionCall, dtype: Any, device: jax.Device,
-             precision: Any = HIGHEST) -> dict[str, np.ndarray]:
-    """The call's outputs, its arrays in ``dtype`` on ``device`` at ``precision``,
-    returned as float32 numpy arrays under the family's names."""
+             precision: Any = HIGHEST, twin: bool = False) -> dict[str, np.ndarray]:
+    """The call's outputs, its arrays in ``dtype`` on ``device`` at ``precision`` (the
+    low-precision ``twin``: rounded where the definition's design says), returned as
+    float32 numpy arrays under the family's names."""
     arrays = {n: np.asarray(a, dtype) for n, a in call.arrays().items()}
-    program = _program(call.definition, precision, device.platform == "cpu")
+    program = _program(call.definition, precision, device.platform == "cpu", twin)
     with jax.default_device(device):
         outs = program(arrays, jnp.asarray(call.vis, bool))
     res = {_family_name(call.names, n): np.asarray(a, np.float32) for n, a in outs.items()}
@@ -240,7 +254,9 @@ def references(call_of: CallOf) -> tuple[Callable[[Any, Arrays], Arrays],
     def low_precision_reference(case: Any, inputs: dict[str, np.ndarray],
                                 backend: Backend) -> dict[str, np.ndarray]:
         """The same outputs computed in ``case.dtype`` at the default matmul precision on
-        ``backend``'s device (returned as float32 arrays)."""
-        return run_call(call_of(case, inputs), jnp.dtype(case.dtype), backend.device, None)
+        ``backend``'s device, rounded where the kernel's precision design says (returned as
+        float32 arrays)."""
+        return run_call(call_of(case, inputs), jnp.dtype(case.dtype), backend.device, None,
+                        twin=True)
 
     return reference, low_precision_reference

@@ -50,7 +50,8 @@ def definition(case: AttentionProblem) -> Definition:
     normalize = {} if f.normalize is None else {"normalize": f.normalize}
     return Definition(layout=f.layout, scale=case.effective_scale,
                       bias_before_scale=f.bias_before_scale, soft_cap=case.soft_cap,
-                      lse=f.lse, magnitudes=magnitudes, **normalize, **case.definition_options())
+                      lse=f.lse, magnitudes=magnitudes, design=f.precision_design, **normalize,
+                      **case.definition_options())
 
 
 def attention_call(case: AttentionProblem, inputs: dict[str, np.ndarray]) -> AttentionCall:
