@@ -1,38 +1,28 @@
 """Every property of a narrowed family either runs, SKIPs with a reason or fails with the
 harness's report (issue 56): with ``--without`` a property whose cases are all gone (segment
 isolation without segments, GQA = MHA without GQA) is a SKIP saying so, never a Hypothesis
-health-check traceback; a health check that still ends a run is one harness line."""
+health-check traceback; a health check that still ends a run is one harness line. Every
+property of every built-in family without each of its optional features:
+``test_without_walk.py``."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+from hypothesis import strategies as st
 from hypothesis.errors import FailedHealthCheck
 
 from kernel_harness import resolve_backend
-from kernel_harness.checks.metamorphic.relations import SPECS
-from kernel_harness.checks.properties import PROPERTIES, PropertyOutcome
-from kernel_harness.core.backends import BackendUnavailable
+from kernel_harness.checks.properties import PROPERTIES, PropertyOutcome, build_property
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.orchestration.outcome_text import failure_text
 from kernel_harness.spec.narrow import narrow
-from kernel_harness.spec.registry import BUILTIN_FAMILIES, get_family
+from kernel_harness.spec.registry import get_family
+from kernel_harness.spec.relations import Relation, Variant
+from tests.helpers import toy_narrow
 
 BACKEND = resolve_backend("interpret")
-REACHED = [s for s in SPECS if s.applies is not None]
-NARROWED = [(name, feature) for name in BUILTIN_FAMILIES
-            for feature in sorted(get_family(name).optional)]
-
-
-@pytest.mark.parametrize(("name", "feature"), NARROWED, ids=[f"{n}-{f}" for n, f in NARROWED])
-def test_every_narrowed_property_builds_or_skips_with_a_reason(name: str, feature: str) -> None:
-    family = narrow(get_family(name), {feature})
-    for spec in REACHED:
-        try:
-            PROPERTIES[spec.name](family, backend=BACKEND)
-        except PropertyNotApplicable as e:
-            assert str(e), spec.name
-        except BackendUnavailable:
-            pytest.skip(f"{name} has no interpret backend here")
 
 
 @pytest.mark.parametrize(("name", "feature", "prop", "why"), [
@@ -44,6 +34,41 @@ def test_a_property_with_nothing_left_is_a_skip_saying_why(name: str, feature: s
     with pytest.raises(PropertyNotApplicable, match=why):
         PROPERTIES[prop](narrow(get_family(name), {feature}), backend=BACKEND)
     PROPERTIES[prop](get_family(name), backend=BACKEND)  # un-narrowed it builds
+
+
+def _long_only(variant_when_long):
+    """toyopt with an op relation that says something of length-8 cases only."""
+    relation = Relation(name="long-only", doc="Length-8 cases only.",
+                        variant=lambda case, inputs, draw: None if case.length == 4
+                        else variant_when_long(case, inputs, draw))
+    return dataclasses.replace(toy_narrow.FAMILY, relations=(relation,))
+
+
+def _same(case, inputs, draw) -> Variant:
+    return Variant(case=case, inputs=inputs, expected=lambda out: out)
+
+
+def test_an_op_relation_with_no_variant_left_is_a_skip_saying_why() -> None:
+    """Without ``long`` the relation has no case: a SKIP when it is built, where every
+    example would have been rejected and the run ended in ``FailedHealthCheck``."""
+    family = _long_only(_same)
+    with pytest.raises(PropertyNotApplicable, match="none of 30 cases drawn without long gives "
+                                                    "long-only a variant"):
+        build_property("long-only", narrow(family, {"long"}), backend=BACKEND)
+    build_property("long-only", family, backend=BACKEND)  # un-narrowed it builds
+
+
+def test_the_reach_probe_draws_what_the_relation_draws() -> None:
+    """A relation that decides with a drawn value (a variant for some draws only) is
+    reached by a narrowed family that keeps its cases: the probe gives it a working draw."""
+    def sometimes(case, inputs, draw):
+        return _same(case, inputs, draw) if draw(st.booleans(), label="apply") else None
+
+    family = narrow(dataclasses.replace(_long_only(sometimes), optional={"long": "length 8",
+                                                                         "other": "nothing"}),
+                    {"other"})
+    assert family.without == {"other"}
+    build_property("long-only", family, backend=BACKEND)
 
 
 def test_a_health_check_is_one_harness_line_not_a_traceback() -> None:

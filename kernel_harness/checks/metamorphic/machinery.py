@@ -219,9 +219,10 @@ class Spec:
     needs: str | None
     fraction: float
     doc: str
-    #: Which drawn cases the property can use (``applies(hooks, case)``), and how to say it
-    #: (``"has segment ids"``); None: every case.
-    applies: Callable[[Metamorphic, Any], bool] | None = None
+    #: Which drawn cases the property can use (``applies(hooks, case, draw)``; ``draw``
+    #: draws what the property's body would draw before deciding, as an op relation's
+    #: variant does), and how to say it (``"has segment ids"``); None: every case.
+    applies: Callable[[Metamorphic | None, Any, Callable[..., Any]], bool] | None = None
     applies_what: str = ""
 
 
@@ -272,17 +273,18 @@ class _Reached(Exception):
 def check_reachable(family: Family, spec: Spec, hooks: Metamorphic | None) -> None:
     """PropertyNotApplicable (a SKIP with the reason) where the family is narrowed
     (``--without``) and none of :data:`REACH_TRIES` drawn cases is one ``spec`` can use
-    (segment isolation without segments): every example would be rejected, and Hypothesis
-    would end the run with a health-check traceback instead of a verdict."""
-    if not family.without or spec.applies is None or hooks is None:
+    (segment isolation without segments, an op relation with no variant for any case
+    left): every example would be rejected, and Hypothesis would end the run with a
+    health check instead of a verdict."""
+    if not family.without or spec.applies is None:
         return
 
     @hypothesis.settings(max_examples=REACH_TRIES, derandomize=True, database=None,
                          deadline=None, phases=[hypothesis.Phase.generate],
                          suppress_health_check=list(hypothesis.HealthCheck))
-    @given(case=family.cases())
-    def probe(case: Any) -> None:
-        if spec.applies(hooks, case):
+    @given(case=family.cases(), data=st.data())
+    def probe(case: Any, data: st.DataObject) -> None:
+        if spec.applies(hooks, case, data.draw):
             raise _Reached
 
     try:

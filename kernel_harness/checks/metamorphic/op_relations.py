@@ -55,8 +55,12 @@ def _body(relation: Relation) -> Callable[[Check, st.DataObject], None]:
 def relation_spec(relation: Relation) -> Spec:
     """The metamorphic :class:`Spec` running ``relation``: the kernel on the drawn case and
     on the relation's variant, the variant's outputs judged against what the relation
-    computes from the first run's."""
-    return Spec(relation.name, _body(relation), ANY_FAMILY, relation.fraction, relation.doc)
+    computes from the first run's. It applies to a case the relation gives a variant
+    (a narrowed family that leaves none is a SKIP saying so, not a health check)."""
+    return Spec(relation.name, _body(relation), ANY_FAMILY, relation.fraction, relation.doc,
+                applies=lambda _hooks, case, draw: relation.variant(
+                    case, case.materialize(), draw) is not None,
+                applies_what=f"gives {relation.name} a variant")
 
 
 _BUILTIN = {s.name: s for s in SPECS}

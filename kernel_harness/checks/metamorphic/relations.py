@@ -311,7 +311,7 @@ SPECS: tuple[Spec, ...] = (
          "changed query sees unchanged."),
     Spec("segment-isolation", _segment_isolation, "segments", 0.1,
          "Perturbing every token of one segment changes no output of another segment.",
-         applies=lambda hooks, case: hooks.segments(case) is not None,
+         applies=lambda hooks, case, _draw: hooks.segments(case) is not None,
          applies_what="has segment ids"),
     Spec("block-size-invariance", _block_size_invariance, "block_variants", 0.1,
          "Two valid block configurations agree within twice the tolerance."),
@@ -327,12 +327,12 @@ SPECS: tuple[Spec, ...] = (
     Spec("option-effect", _option_effect, "visible", 0.1,
          "Turning an option off changes rows whose visibility it changes (or some row, for "
          "value options like soft cap), and no other row.",
-         applies=lambda hooks, case: bool(list(hooks.option_toggles(case))),
+         applies=lambda hooks, case, _draw: bool(list(hooks.option_toggles(case))),
          applies_what="turns an option on"),
     Spec("gqa-equals-mha", _gqa_equals_mha, "as_mha", 0.07,
          "Grouped-query attention equals MHA with the kv heads repeated (dk/dv summed "
          "over each group).",
-         applies=lambda hooks, case: hooks.as_mha(case, case.materialize()) is not None,
+         applies=lambda hooks, case, _draw: hooks.as_mha(case, case.materialize()) is not None,
          applies_what="shares kv heads"),
 )
 

@@ -119,6 +119,11 @@ class SplashCase(AttentionProblem):
             out["head_dim_v"] = None
         return out
 
+    def as_mha_fields(self) -> dict[str, Any]:
+        """What the GQA-as-MHA case changes besides the heads: splash's MHA kernel
+        (``make_splash_mqa`` needs one kv head)."""
+        return {"mqa": False}
+
     def _check_blocks(self) -> None:
         pairs = [("block_q", self.q_len), ("block_kv", self.kv_len),
                  ("block_q_dkv", self.q_len), ("block_kv_dkv", self.kv_len)]

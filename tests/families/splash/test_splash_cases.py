@@ -155,3 +155,9 @@ def test_strategy_reaches_the_hard_paths():
         "partial-blocks", "skipped-blocks", "rows-without-keys", "head-dim-v!=head-dim", "batch>1",
     }
     assert wanted <= seen, sorted(wanted - seen)
+
+
+def test_gqa_as_mha_of_an_mqa_case_runs_the_mha_kernel():
+    case = SplashCase(**{**GOOD, "q_heads": 4, "kv_heads": 1, "mqa": True})
+    mha, inputs = FAMILY.metamorphic.as_mha(case, case.materialize())
+    assert (mha.kv_heads, mha.mqa) == (4, False) and inputs["k"].shape[1] == 4
