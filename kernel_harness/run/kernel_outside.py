@@ -15,11 +15,22 @@ the trips of the ``scan``s around it), summed over all its equations, reach P /
 counts as the whole; a fraction of P, so that scalars and per-row statistics of a few
 elements (a scale, a page count) do not, while a row max or a log-sum-exp over a
 head_dim of up to 64 does. Inside a ``while`` loop (trips unknown) a measured primitive
-counts at any size. A host callback (``pure_callback``, ``io_callback``) counts by the same
-rule, its operands and results being what it touches: one that takes the inputs to the host
-or brings an answer back counts, one that reads a scalar flag does not.
+counts at any size. A host callback (``pure_callback``, ``io_callback``,
+``buffer_callback``) counts by the same rule, its operands and results being what it
+touches: one that takes the inputs to the host or brings an answer back counts, one that
+reads a scalar flag does not.
 Transcendentals, reductions and divisions count only on floating operands: integer ones
 are index arithmetic.
+
+Inside a kernel body (:func:`kernel_harness.core.compat.pallas_count.kernel_body_ops`),
+math is the kernel's own: nothing is measured there but host callbacks that return a value
+to the kernel (``pure_callback``; ``io_callback``, ``buffer_callback`` with results), which
+count at any size, named as ``pure_callback in a kernel body``: the kernel hands its data
+to the host and copies back the host's answer, computing nothing itself (and no GPU or TPU
+kernel lowers a host callback: only the interpreters run it). No family may allow one.
+``jax.debug.print``, ``jax.debug.callback`` (and an ``io_callback`` returning nothing) only
+observe the kernel: real kernels use them to debug, they return nothing to it, so they are
+never measured.
 """
 
 from __future__ import annotations
@@ -38,6 +49,9 @@ OUTSIDE = "math outside the kernel"
 #: A measured primitive counts from 1/FRACTION of the problem's size on.
 FRACTION = 64
 
+#: How a host callback answering inside a kernel body is named (``pure_callback`` + this).
+IN_KERNEL = " in a kernel body"
+
 
 def problem_size(shapes: Iterable[tuple[int, ...]]) -> int:
     """The elements of the largest of ``shapes`` (the call's inputs and outputs)."""
@@ -46,7 +60,8 @@ def problem_size(shapes: Iterable[tuple[int, ...]]) -> int:
 
 def measure(jaxprs: Iterable[Any], problem: int) -> tuple[str, ...]:
     """The measured primitives ``jaxprs`` (one pass: a jaxpr or several) run outside their
-    Pallas kernels on arrays of the problem's size ``problem``, sorted by name."""
+    Pallas kernels on arrays of the problem's size ``problem``, and the host callbacks that
+    answer inside a kernel body (``pure_callback in a kernel body``), sorted by name."""
     touched: collections.Counter = collections.Counter()
     always: set[str] = set()
     for jaxpr in jaxprs:
@@ -57,6 +72,9 @@ def measure(jaxprs: Iterable[Any], problem: int) -> tuple[str, ...]:
                 always.add(op.name)
             else:
                 touched[op.name] += op.elements
+        for body_op in pallas_count.kernel_body_ops(jaxpr):
+            if body_op.name in CALLBACKS and body_op.results:
+                always.add(body_op.name + IN_KERNEL)  # at any size: see the module's doc
     floor = max(2, problem // FRACTION)  # a scalar (a flag, a scale) is never the answer
     return tuple(sorted(always | {name for name, n in touched.items() if n >= floor}))
 
@@ -77,11 +95,24 @@ def disallowed(found: Mapping[str, tuple[str, ...]], declared: OutsideKernel,
 
 def problem_text(bad: Mapping[str, tuple[str, ...]], declared: OutsideKernel) -> str:
     """``exp, reduce_sum outside any Pallas kernel (forward); ...``, then what the family
-    allows there."""
-    parts = [f"{', '.join(names)} outside any Pallas kernel ({where})"
-             for where, names in bad.items()]
-    allows = "; ".join(
-        f"{where}: {', '.join(sorted(declared.allowed(where))) or 'nothing beyond layout'}"
-        for where in bad)
-    return (f"{'; '.join(parts)} on arrays of the problem's size (the family's kernel "
-            f"computes it; what the family allows outside its kernels: {allows})")
+    allows there; a host callback answering inside a kernel body is said first, as such."""
+    inside = {where: [n for n in names if n.endswith(IN_KERNEL)] for where, names in bad.items()}
+    outside = {where: [n for n in names if not n.endswith(IN_KERNEL)]
+               for where, names in bad.items()}
+    said = []
+    if any(inside.values()):
+        calls = "; ".join(f"{', '.join(names)} ({where})" for where, names in inside.items()
+                          if names)
+        said.append(f"{calls}: a host callback returns values into the kernel, so the "
+                    "host computes what the kernel returns (no GPU or TPU kernel lowers a "
+                    "host callback; no family may allow one in a kernel body; "
+                    "jax.debug.print and jax.debug.callback return nothing: fine)")
+    if any(outside.values()):
+        parts = [f"{', '.join(names)} outside any Pallas kernel ({where})"
+                 for where, names in outside.items() if names]
+        allows = "; ".join(
+            f"{where}: {', '.join(sorted(declared.allowed(where))) or 'nothing beyond layout'}"
+            for where, names in outside.items() if names)
+        said.append(f"{'; '.join(parts)} on arrays of the problem's size (the family's kernel "
+                    f"computes it; what the family allows outside its kernels: {allows})")
+    return "; ".join(said)

@@ -32,8 +32,9 @@ REDUCTIONS = frozenset({
 DIVISION = frozenset({"div"})
 #: Host callbacks: measured by what they touch, whatever the dtype (a callback taking the
 #: inputs to the host or bringing an answer back; ``debug_callback`` and ``debug_print``
-#: return nothing to the program: never measured).
-CALLBACKS = frozenset({"pure_callback", "io_callback"})
+#: return nothing to the program: never measured). Inside a kernel body, one that returns
+#: a value fails at any size (:mod:`kernel_harness.run.kernel_outside`).
+CALLBACKS = frozenset({"pure_callback", "io_callback", "buffer_callback"})
 #: Every primitive measured outside the kernels.
 MEASURED = MATMUL | TRANSCENDENTAL | REDUCTIONS | DIVISION | CALLBACKS
 

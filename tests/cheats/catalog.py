@@ -41,11 +41,8 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("bench fooled", "megablox-gmm"): "no benchmark hook",
 }
 
-#: Where a class applies and the harness cannot fail its cheat yet.
-NOT_CAUGHT: dict[tuple[str, str], str] = {
-    ("ghost branch", "gpu-mha"): "gpu-mha claims no sizes: claimed-sizes is a SKIP "
-                                 "(tests/checks/test_claimed_sizes.py)",
-}
+#: Where a class applies and the harness cannot fail its cheat yet (none now).
+NOT_CAUGHT: dict[tuple[str, str], str] = {}
 
 POISON = "tests.helpers.poison_impls"
 OUTSIDE = "tests.helpers.outside_impls"
@@ -114,6 +111,10 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("math outside", "megablox-gmm", f"{OUTSIDE}:copy_gmm",
           (_OUTSIDE + "forward: dot_general; backward: dot_general)",)),
     Cheat("math outside", "gpu-mha", f"{OUTSIDE}:copy_mha", (_OUTSIDE + "forward: ",)),
+    # (a kernel whose body hands its block to numpy and stores the host's answer: the
+    # kernel computes nothing; only interpret mode runs it)
+    Cheat("math outside", "gpu-softmax", f"{GENERIC}:host_in_kernel_softmax",
+          (_OUTSIDE + "forward: pure_callback in a kernel body)",)),
     # 4: the kernel on every second call, plain JAX on the others
     # (its own counter: tests/run/test_kernel_count.py runs fallback_impls' in-process)
     Cheat("otherwise when counted", "gpu-softmax", f"{GENERIC}:every_other_call_softmax",
@@ -131,6 +132,9 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("ghost branch", "gpu-norm", f"{GENERIC}:ghost_norm",
           ("ghost branch bfloat16 x=(1, 4096, 8192)", "launches 0 Pallas kernel(s) there"),
           prop="claimed-sizes"),
+    Cheat("ghost branch", "gpu-mha", f"{GENERIC}:ghost_mha",
+          ("ghost branch bfloat16 q=(1, 32768, 8, 128)", "launches 0 Pallas kernel(s) there"),
+          prop="claimed-sizes"),
     # 6: wrong only at values a fixed menu never drew (a masked leading block, a segment
     # of length 1, a mean offset by many spreads): the comparison names the output, and
     # the case's label the values
@@ -144,11 +148,11 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("memoized or constant", "gpu-softmax", f"{GENERIC}:constant_softmax",
           ("FAIL gpu-softmax out ", "rel err"), per_push=True),
     Cheat("memoized or constant", "gpu-softmax", f"{GENERIC}:memoized_softmax",
-          ("FAIL gpu-softmax out ", "rel err"), examples=4),
+          ("FAIL gpu-softmax out ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
     Cheat("memoized or constant", "gpu-mha", f"{GENERIC}:memoized_mha",
-          ("FAIL gpu-mha ", "rel err"), examples=3),
+          ("FAIL gpu-mha ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
     Cheat("memoized or constant", "gpu-norm", f"{GENERIC}:memoized_norm",
-          ("FAIL gpu-norm ", "rel err"), examples=4),
+          ("FAIL gpu-norm ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
     # 6: float32 computed in bfloat16
     Cheat("lower precision", "gpu-softmax", f"{GENERIC}:bfloat16_softmax",
           ("FAIL gpu-softmax out float32", "max rel err"), per_push=True),
@@ -197,17 +201,19 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("bench fooled", "sdpa", f"{BENCH}:sdpa_memoized", ("FAIL", _REPEATED),
           command="bench", setup=f"{BENCH}:forget", per_push=True),
     Cheat("bench fooled", "gpu-mha", f"{GENERIC}:memoized_mha", ("FAIL", _REPEATED),
-          command="bench"),
+          command="bench", setup=f"{GENERIC}:forget"),
     Cheat("bench fooled", "gpu-decode", f"{GENERIC}:memoized_decode", ("FAIL", _REPEATED),
-          command="bench"),
+          command="bench", setup=f"{GENERIC}:forget"),
 )
 
 #: Cheats the harness does not fail yet, each run as a strict xfail (nightly): the day one
 #: fails, its test says so and the row moves to CHEATS.
 HOLES: tuple[Cheat, ...] = (
-    # a host callback inside a kernel body is not measured (docs/kernel-ran.md)
-    Cheat("math outside", "gpu-softmax", f"{GENERIC}:host_in_kernel_softmax",
-          (_OUTSIDE,), examples=10),
+    # claimed-sizes traces the claimed sizes only: a ghost branch between the largest drawn
+    # size and the smallest claimed one is not seen (docs/kernel-ran.md)
+    Cheat("ghost branch", "gpu-softmax",
+          f"{GENERIC}:ghost_between_the_drawn_and_the_claimed_softmax", ("ghost branch",),
+          prop="claimed-sizes"),
 )
 
 #: The families whose pristine kernels run the catalog's commands, with the per-push ones.

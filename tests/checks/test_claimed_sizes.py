@@ -1,11 +1,13 @@
 """Every size the kernel claims (issue 55, item 5): gpu-softmax claims vocabulary rows
-(32k-256k), gpu-norm hidden sizes (8k-16k); an implementation that runs its kernel only
+(32k-256k), gpu-norm hidden sizes (8k-16k), gpu-mha contexts of 16k-64k tokens,
+megablox-gmm a mixture-of-experts layer; an implementation that runs its kernel only
 for the rows a test draws (plain XLA past 2048 logits, or the kernel on a prefix and XLA on
 the rest, concatenated) passes every drawn case and fails ``claimed-sizes``, traced at the
 claimed sizes and never run there."""
 
 from __future__ import annotations
 
+import jax
 import pytest
 
 from kernel_harness import testing
@@ -14,7 +16,7 @@ from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.spec.registry import get_family
 from kernel_harness.testing import HarnessCheckFailed
-from tests.helpers.generic_cheats import ghost_norm
+from tests.helpers.generic_cheats import ghost_mha, ghost_norm, gmm
 
 PLANTED = "tests.helpers.planted_softmax"
 
@@ -41,14 +43,39 @@ def test_a_ghost_branch_past_the_drawn_sizes_fails_naming_its_class(impl, words)
 
 def test_a_family_claiming_no_sizes_is_a_skip_saying_so():
     with pytest.raises(PropertyNotApplicable, match="claims no sizes"):
-        claimed_sizes(get_family("gpu-mha"), backend=resolve_backend("interpret"))
+        claimed_sizes(get_family("gpu-decode"), backend=resolve_backend("interpret"))
 
 
-def test_gpu_norm_claims_hidden_sizes_and_its_ghost_branch_fails():
-    testing.check("gpu-norm", profile="ci", properties=["claimed-sizes"])
-    with pytest.raises(HarnessCheckFailed, match="FAIL gpu-norm ghost branch bfloat16 "
-                       "x=\\(1, 4096, 8192\\) .* launches 0 Pallas kernel"):
-        testing.check("gpu-norm", impl=ghost_norm, profile="ci", properties=["claimed-sizes"])
+def _ghost_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+               existing_out, transpose_rhs, interpret):
+    """megablox's gmm for up to 4096 rows (a test draws up to 384), XLA's ragged_dot past."""
+    if lhs.shape[0] <= 4096:
+        return gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                   existing_out, transpose_rhs, interpret)
+    return jax.lax.ragged_dot(lhs, rhs, group_sizes,
+                              preferred_element_type=preferred_element_type)
+
+
+@pytest.mark.parametrize("family, ghost, where", [
+    pytest.param("gpu-norm", ghost_norm, "bfloat16 x=\\(1, 4096, 8192\\)", id="hidden-sizes"),
+    pytest.param("gpu-mha", ghost_mha, "bfloat16 q=\\(1, 32768, 8, 128\\)", id="contexts"),
+    pytest.param("megablox-gmm", _ghost_gmm, "bfloat16,float32,int32 lhs=\\(32768, 4096\\)",
+                 id="moe-layer"),
+])
+def test_a_family_passes_at_its_claimed_sizes_and_its_ghost_branch_fails(family, ghost, where):
+    testing.check(family, profile="ci", properties=["claimed-sizes"])
+    with pytest.raises(HarnessCheckFailed, match=f"FAIL {family} ghost branch {where} .* "
+                       "launches 0 Pallas kernel"):
+        testing.check(family, impl=ghost, profile="ci", properties=["claimed-sizes"])
+
+
+def test_gpu_mha_traces_causal_and_segments_only_where_the_check_keeps_them():
+    claim = get_family("gpu-mha").claimed
+    uses = [claim.uses(a) for a in claim.sizes()]
+    assert uses == [frozenset({"causal"}), frozenset({"causal", "segments"}), frozenset()]
+    kept = claim.kept(frozenset({"causal"}))
+    assert [a["q"].shape for a in kept] == [(1, 65536, 4, 64)]
+    assert len(claim.kept(frozenset({"segments"}))) == 2
 
 
 def test_a_claimed_size_using_a_left_out_feature_is_not_traced():

@@ -115,3 +115,22 @@ def test_failing_examples_are_counted_as_run_and_failed():
     with pytest.raises(mm.MetamorphicFailure):
         settings(prop)()
     assert observer.failed >= 1 and observer.examples == observer.passed + observer.failed
+
+
+def test_the_bitwise_rerun_compares_the_extra_outputs_too():
+    """``deterministic`` compares every output the run returns, those that must equal another
+    (gpu-norm's ``out_vjp``) included: a kernel changing only there is nondeterministic."""
+    import types
+
+    from kernel_harness.checks.metamorphic import relations
+    from kernel_harness.spec.registry import get_family
+
+    family = get_family("gpu-norm")
+    first = {"out": np.zeros((1, 2, 3), np.float32), "out_vjp": np.zeros((1, 2, 3), np.float32)}
+    check = types.SimpleNamespace(family=family, problems=[])
+    relations._bitwise_changes(check, first, dict(first), "rerunning")
+    assert check.problems == []
+    relations._bitwise_changes(check, first, dict(first, out_vjp=np.ones((1, 2, 3), np.float32)),
+                               "rerunning")
+    assert len(check.problems) == 1, check.problems
+    assert check.problems[0].startswith("out_vjp: rerunning changed 6 element(s) (bitwise)")

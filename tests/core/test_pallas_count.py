@@ -108,3 +108,39 @@ def test_an_unknown_layout_is_a_loud_error(monkeypatch):
     monkeypatch.setattr(pallas_count, "HIGHER_ORDER", pallas_count.HIGHER_ORDER | {"exp"})
     with pytest.raises(pallas_count.KernelCountLayoutError, match="'exp' carries no jaxpr"):
         count(jnp.exp)
+
+
+def _host_body(x_ref, o_ref):
+    v = x_ref[...]
+    jax.debug.print("{}", v[0, 0])
+    jax.debug.callback(lambda a: None, v)
+
+    @pl.when(v[0, 0] > 0)
+    def _():
+        o_ref[...] = jax.pure_callback(lambda a: a, jax.ShapeDtypeStruct(v.shape, v.dtype), v)
+
+
+def host_kernel(x):
+    return pl.pallas_call(_host_body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          interpret=True)(x)
+
+
+def _body_names(fn, arg=X):
+    return [(op.name, op.results) for op in pallas_count.kernel_body_ops(jax.make_jaxpr(fn)(arg))]
+
+
+def test_the_ops_inside_kernel_bodies_are_found_with_what_they_return():
+    """A kernel's body (its ``pl.when`` branches included) is walked wherever the kernel
+    sits; a debug print or callback returns nothing to the kernel, a pure_callback does."""
+    names = _body_names(host_kernel)
+    assert ("pure_callback", 1) in names
+    assert ("debug_print", 0) in names and ("debug_callback", 0) in names
+    assert ("add", 1) in _body_names(kernel) and not any(
+        n == "pure_callback" for n, _ in _body_names(kernel))
+    assert _body_names(jnp.exp) == []  # no kernel: nothing inside one
+    for wrap in (jax.jit, lambda f: lambda x: jax.lax.cond(x[0, 0] > 0, f, jnp.exp, x),
+                 lambda f: lambda x: jax.lax.scan(lambda c, _: (f(c), None), x, None,
+                                                  length=2)[0]):
+        assert ("pure_callback", 1) in _body_names(wrap(host_kernel))
+    batched = jax.ShapeDtypeStruct((2, 8, 128), jnp.float32)
+    assert ("add", 1) in _body_names(jax.vmap(kernel), batched)

@@ -6,6 +6,7 @@ measure of the math outside the kernels fails it, naming the class, the primitiv
 pass. The pristine kernels pass; a family's declaration allows what it names."""
 
 import dataclasses
+import functools
 import json
 
 import jax
@@ -94,6 +95,86 @@ def test_a_host_callback_is_measured_by_what_it_touches_and_a_debug_one_is_not()
 
     assert _measure(f, F32) == ()  # a scalar flag read from the host is not an answer
     assert _measure(g, F32) == ("pure_callback",)
+
+
+def _kernel(body, x):
+    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          interpret=True)(x)
+
+
+def test_a_host_callback_answering_inside_a_kernel_body_counts_at_any_size():
+    def scalar_from_host(x_ref, o_ref):  # one element back per kernel: still the host's
+        s = jax.pure_callback(lambda a: a, jax.ShapeDtypeStruct((), jnp.float32),
+                              x_ref[0, 0])
+        o_ref[...] = x_ref[...] * s
+
+    def io_from_host(x_ref, o_ref):
+        o_ref[...] = jax.experimental.io_callback(
+            lambda a: a, jax.ShapeDtypeStruct((8, 128), jnp.float32), x_ref[:8, :])[0, 0] + (
+            x_ref[...])
+
+    def observes(x_ref, o_ref):  # debugging: returns nothing to the kernel
+        jax.debug.print("{}", x_ref[0, 0])
+        jax.debug.callback(lambda a: None, x_ref[...])
+        jax.experimental.io_callback(lambda a: None, None, x_ref[0, 0])
+        o_ref[...] = jnp.exp(x_ref[...])
+
+    answers = functools.partial(_kernel, scalar_from_host)
+    assert _measure(answers, F32) == ("pure_callback in a kernel body",)
+    assert _measure(jax.jit(answers), F32) == ("pure_callback in a kernel body",)
+    assert _measure(lambda x: jax.lax.cond(x[0, 0] > 0, answers, jnp.tanh, x), F32) == (
+        "pure_callback in a kernel body", "tanh")
+    assert _measure(functools.partial(_kernel, io_from_host), F32) == (
+        "io_callback in a kernel body",)
+    assert _measure(functools.partial(_kernel, observes), F32) == ()
+
+
+def test_a_buffer_callback_outside_is_a_host_callback_too():
+    from jax.experimental.buffer_callback import buffer_callback
+
+    def g(x):
+        return buffer_callback(lambda ctx, out, a: None, jax.ShapeDtypeStruct(x.shape, x.dtype))(x)
+
+    assert _measure(g, F32) == ("buffer_callback",)
+
+
+def _debugged_softmax(x, *, axis=-1, interpret=False):
+    """A softmax computed in its kernel, printing and observing its block as a kernel being
+    debugged does."""
+    def body(x_ref, o_ref):
+        v = x_ref[...].astype(jnp.float32)
+        jax.debug.print("first logit {}", v[0, 0])
+        jax.debug.callback(lambda a: None, v)
+        e = jnp.exp(v - v.max(axis=-1, keepdims=True))
+        o_ref[...] = (e / e.sum(axis=-1, keepdims=True)).astype(o_ref.dtype)
+
+    return _kernel(body, x)
+
+
+def test_a_kernel_asking_the_host_fails_and_one_printing_passes():
+    spec = "tests.helpers.generic_cheats:host_in_kernel_softmax"
+    family = get_family("gpu-softmax")
+    result = check_case(family, SOFTMAX, resolve_backend("interpret"), load_impl(spec),
+                        impl_spec=spec)
+    # what passed before: the count, poisoning, the reference
+    assert not result.kernel_problem and not result.unused_results
+    assert all(v.passed for v in result.verdicts) and not result.passed
+    assert result.outside_math == {"forward": ("pure_callback in a kernel body",)}
+    first = report.summary_lines(result)[0]
+    assert first.startswith("[kernel-harness] FAIL gpu-softmax math outside the kernel "
+                            "(forward: pure_callback in a kernel body) "), first
+    assert ("pure_callback in a kernel body (forward): a host callback returns values into "
+            "the kernel") in first
+    # no family may allow it: allowing host callbacks outside does not excuse one inside
+    allows = dataclasses.replace(family, outside_kernel=OutsideKernel(
+        forward={"pure_callback": "planted"}))
+    assert not check_case(allows, SOFTMAX, resolve_backend("interpret"),
+                          load_impl(spec)).passed
+    with pytest.raises(ValueError, match="does not measure"):
+        OutsideKernel(forward={"pure_callback in a kernel body": "planted"})
+    debugged = check_case(family, SOFTMAX, resolve_backend("interpret"), _debugged_softmax)
+    assert debugged.passed, report.failure_report(debugged)
+    assert debugged.outside_math == {}
 
 
 def test_a_declaration_validates_its_primitives_and_reasons():

@@ -12,7 +12,10 @@ the jaxpr of the vjp function once it is traced, which is how
 :mod:`kernel_harness.run.kernel_count` counts it.
 
 :func:`outside_ops` walks the same bodies (every ``cond`` branch) for the equations outside
-every kernel body, with their sizes, for :mod:`kernel_harness.run.kernel_outside`.
+every kernel body, with their sizes, for :mod:`kernel_harness.run.kernel_outside`; and
+:func:`kernel_body_ops` the equations inside the kernels' bodies (a kernel's body is the
+jaxpr in its equation's params; ``pl.when``'s ``cond``, loops and scoped allocations
+inside it included), for what no kernel body may hold (a host callback that answers).
 
 An equation of a known higher-order primitive that carries no jaxpr, or any equation whose
 params hold a traced-function object (``linear_util.WrappedFun``) and no jaxpr, is a
@@ -226,6 +229,54 @@ def outside_ops(jaxpr: Any) -> list[OutsideOp]:
                 walk(sub, inner, unbounded or name == "while")
 
     walk(jaxpr, 1, False)
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class BodyOp:
+    """One equation inside a Pallas kernel's body.
+
+    Attributes:
+      name: its primitive's name (``pure_callback``, ``debug_callback``, ``dot_general``...).
+      results: how many values it returns to the kernel (0 for ``jax.debug.print`` and
+        ``jax.debug.callback``: they only observe).
+    """
+
+    name: str
+    results: int
+
+
+def kernel_body_ops(jaxpr: Any) -> list[BodyOp]:
+    """Every non-structural equation inside the body of every Pallas kernel that ``jaxpr``
+    launches, wherever the kernel sits (``jit``, every ``cond`` branch, loops,
+    ``custom_vjp``/``custom_jvp`` bodies, ``shard_map``...), the body's own ``cond``
+    (``pl.when``), loops and scoped regions included."""
+    kernel_prims, jaxpr_types, wrapped_fun = _internals()
+    found: list[BodyOp] = []
+
+    def inside(j: Any) -> None:
+        for eqn in _open(j, jaxpr_types).eqns:
+            subs = _children(eqn, jaxpr_types, wrapped_fun)
+            if eqn.primitive.name not in _STRUCTURAL:
+                found.append(BodyOp(name=eqn.primitive.name, results=len(eqn.outvars)))
+            for sub in subs:
+                inside(sub)
+
+    def walk(j: Any) -> None:
+        for eqn in _open(j, jaxpr_types).eqns:
+            if eqn.primitive in kernel_prims:
+                bodies = [s for v in eqn.params.values() for s in _subjaxprs(v, jaxpr_types)]
+                if not bodies:
+                    raise KernelCountLayoutError(
+                        f"kernel primitive {eqn.primitive.name!r} carries no body jaxpr in "
+                        f"its params {sorted(eqn.params)}")
+                for body in bodies:
+                    inside(body)
+                continue
+            for sub in _children(eqn, jaxpr_types, wrapped_fun):
+                walk(sub)
+
+    walk(jaxpr)
     return found
 
 

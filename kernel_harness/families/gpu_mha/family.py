@@ -78,4 +78,5 @@ FAMILY = Family(
     contract=CONTRACT,
     bench=BENCH,
     export=export,
+    claimed=_kernel.CLAIM,
 )

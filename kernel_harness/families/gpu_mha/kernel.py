@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 from jax.experimental.pallas.ops.gpu import attention as _attention
 
+from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_mha.cases import MhaCase
+from kernel_harness.spec.claims import Claim
 
 #: The default implementation: ``jax.experimental.pallas.ops.gpu.attention.mha``.
 mha = _attention.mha
@@ -43,6 +47,65 @@ def _build(impl: Callable[..., Any], case: MhaCase, interpret: Any) -> Callable[
         return {"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv}
 
     return gpu_common.jit(fn, cpu=interpret is True)
+
+
+#: The claimed sizes (batch, tokens, heads, head_dim, dtype, causal, segment ids): long
+#: causal contexts, packed documents (causal within each segment) and a long non-causal
+#: one that every ``--without`` keeps. Queries and keys have one length (the fused
+#: backward needs as many query blocks as key blocks).
+_CLAIMED = (
+    (1, 32768, 8, 128, jnp.bfloat16, True, False),
+    (2, 16384, 4, 64, jnp.float16, True, True),
+    (1, 65536, 4, 64, jnp.float32, False, False),
+)
+_SMALL = (1, 128, 2, 64, jnp.float32, False, True)
+
+
+def _mha_arrays(batch: int, tokens: int, heads: int, head_dim: int, dtype: Any,
+                causal: bool, segments: bool) -> dict[str, jax.ShapeDtypeStruct]:
+    del causal  # looked up by shape: ``_is_causal``
+    qkv = jax.ShapeDtypeStruct((batch, tokens, heads, head_dim), dtype)
+    arrays = {"q": qkv, "k": qkv, "v": qkv, "do": qkv}
+    if segments:
+        arrays["segment_ids"] = jax.ShapeDtypeStruct((batch, tokens), jnp.int32)
+    return arrays
+
+
+def _is_causal(arrays: Any) -> bool:
+    """Whether ``arrays`` (abstract or traced) are a claimed size traced causal."""
+    q = arrays["q"]
+    return any(tuple(q.shape) == (b, t, h, d) and jnp.dtype(q.dtype) == jnp.dtype(dt)
+               and causal for b, t, h, d, dt, causal, _ in _CLAIMED)
+
+
+def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
+    """``impl`` called as :func:`_build` calls it (forward under ``jax.vjp``, its backward,
+    the residuals call), with the kernel's default ``BlockSizes``, on (abstract) arrays
+    (``Claim.call``)."""
+    q, k, v = arrays["q"], arrays["k"], arrays["v"]
+    segment_ids = arrays.get("segment_ids")
+    kwargs = dict(sm_scale=1.0 / math.sqrt(q.shape[-1]), causal=_is_causal(arrays),
+                  block_sizes=BlockSizes.get_default(), num_warps=None, num_stages=2,
+                  interpret=current_backend().pallas_interpret())
+    out, vjp = jax.vjp(lambda q, k, v: impl(q, k, v, segment_ids, **kwargs), q, k, v)
+    _, lse = impl(q, k, v, segment_ids, return_residuals=True, **kwargs)
+    return out, lse, vjp(arrays["do"])
+
+
+def _uses(arrays: Any) -> frozenset[str]:
+    return frozenset({"causal"} if _is_causal(arrays) else ()) | frozenset(
+        {"segments"} if "segment_ids" in arrays else ())
+
+
+#: The longest sequences the kernel is meant for: a model's context, tens of thousands of
+#: tokens (causal, or packed documents), traced at those sizes by ``claimed-sizes``.
+CLAIM = Claim(
+    reason="attention over a model's context: 16k-64k tokens, causal (32k bfloat16), "
+    "packed documents with segment ids (16k float16, causal) and non-causal (64k float32)",
+    sizes=lambda: tuple(_mha_arrays(*size) for size in _CLAIMED),
+    small=lambda: _mha_arrays(*_SMALL),
+    call=claimed_call,
+    uses=_uses)
 
 
 #: How the gpu-mha family calls its kernel: forward and backward (cotangent ``do``).

@@ -156,6 +156,7 @@ FAMILY = Family(
     relations=RELATIONS,
     optional=OPTIONAL,
     export=export,
+    claimed=_kernel.CLAIM,
     modes=frozenset({
         "empty-group", "group-boundary-mid-tile", "group-not-tile-multiple", "group-offset>0",
         "group-under-one-tile", "k-remainder", "n-remainder", "multi-group",

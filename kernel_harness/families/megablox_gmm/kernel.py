@@ -15,9 +15,10 @@ import jax
 import jax.numpy as jnp
 from jax.experimental.pallas.ops.tpu.megablox import ops as _ops
 
-from kernel_harness.core.backends import Backend
+from kernel_harness.core.backends import Backend, current_backend
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
 from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, traced_run
+from kernel_harness.spec.claims import Claim
 
 #: The default implementation: megablox's differentiable ``gmm`` (ops.gmm).
 gmm = _ops.gmm
@@ -69,6 +70,40 @@ def traceable(impl: Callable[..., Any] | None, case: GmmCase, backend: Backend
                        inputs["do"])
 
     return f
+
+
+def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
+    """``impl`` called as :func:`_program` calls it (forward under ``jax.vjp`` and its
+    backward: dlhs, drhs), float32 out, the kernel's default tiling, every group in the rhs,
+    on (abstract) arrays (``Claim.call``)."""
+    interpret = current_backend().pallas_interpret()
+
+    def f(lhs, rhs):
+        return impl(lhs, rhs, arrays["group_sizes"], jnp.float32, (128, 128, 128), None,
+                    None, False, interpret)
+
+    out, vjp = jax.vjp(f, arrays["lhs"], arrays["rhs"])
+    return out, vjp(arrays["do"])
+
+
+def _gmm_arrays(m: int, k: int, n: int, groups: int, dtype: Any
+                ) -> dict[str, jax.ShapeDtypeStruct]:
+    return {"lhs": jax.ShapeDtypeStruct((m, k), dtype),
+            "rhs": jax.ShapeDtypeStruct((groups, k, n), dtype),
+            "group_sizes": jax.ShapeDtypeStruct((groups,), jnp.int32),
+            "do": jax.ShapeDtypeStruct((m, n), jnp.float32)}
+
+
+#: The largest grouped matmuls the kernel is meant for: a mixture-of-experts layer's
+#: routed tokens against its experts' weights, traced at those sizes by
+#: ``claimed-sizes``. Every size a multiple of the tiles (``sizes-below-128`` kept).
+CLAIM = Claim(
+    reason="a mixture-of-experts layer: 16k-32k routed token rows over 8-64 experts, "
+    "model dims 4k-14k (an expert FFN's up projection, bfloat16; 8 large float32 experts)",
+    sizes=lambda: (_gmm_arrays(32768, 4096, 14336, 64, jnp.bfloat16),
+                   _gmm_arrays(16384, 6144, 4096, 8, jnp.float32)),
+    small=lambda: _gmm_arrays(256, 128, 128, 2, jnp.float32),
+    call=claimed_call)
 
 
 #: How the megablox-gmm family calls its kernel.
