@@ -16,7 +16,8 @@ import pytest
 from kernel_harness.ops.attention.problem import AttentionProblem
 
 FAMILIES = Path(__file__).resolve().parents[1] / "kernel_harness" / "families"
-ON_THE_PROBLEM = ("sdpa", "torch_sdpa", "flash", "gpu_mha", "gpu_decode", "splash")
+ON_THE_PROBLEM = ("sdpa", "torch_sdpa", "flash", "gpu_mha", "gpu_decode", "splash",
+                  "flywheel_tpu_flash")
 #: Hooks the op derives from the problem (segments included): a family defining one
 #: restates a rule of the op.
 OP_HOOKS = frozenset({"materialize", "visible", "valid", "may_be_nonfinite", "constrain",

@@ -1,4 +1,4 @@
-"""What flywheel-tpu's three families (issue 57) share, checked once for each: where
+"""What flywheel-tpu's families (issues 56 and 57) share, checked once for each: where
 the library cannot be (Python 3.11, or not installed) the family says why and has no
 backend; its declared bad inputs behave as declared; the exported script of its first
 golden case runs standalone and passes. (Each family's own tests: tests/families/
@@ -16,7 +16,8 @@ from kernel_harness.spec.registry import get_family
 from tests.helpers.golden_export import export_and_run
 from tests.helpers.libraries import flywheel_installed_or_skip
 
-FAMILIES = ("flywheel-tpu-kv-cache-write", "flywheel-tpu-ragged-append", "flywheel-tpu-rotary")
+FAMILIES = ("flywheel-tpu-kv-cache-write", "flywheel-tpu-ragged-append", "flywheel-tpu-rotary",
+            "flywheel-tpu-flash")
 #: The families that declare bad inputs (ragged-append declares none).
 WITH_BAD_INPUTS = ("flywheel-tpu-kv-cache-write", "flywheel-tpu-rotary")
 

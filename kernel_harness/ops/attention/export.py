@@ -10,7 +10,7 @@ import inspect
 import textwrap
 from collections.abc import Mapping
 
-from kernel_harness.ops.attention import program, reference, vocabulary
+from kernel_harness.ops.attention import designs, program, reference, vocabulary
 
 _PRELUDE = f'''\
 import dataclasses
@@ -24,6 +24,7 @@ NORMALIZE = {reference.NORMALIZE!r}
 LSE_BASES = {program.LSE_BASES!r}
 MAGNITUDES = {program.MAGNITUDES!r}
 DIFFERENTIABLE = {program.DIFFERENTIABLE!r}
+DESIGNS = {designs.DESIGNS!r}  # a script computes the reference: exact math, no design
 '''
 
 

@@ -1,0 +1,1 @@
+"""flywheel-tpu's flash attention (``flash_attn_func``) on the attention problem."""
