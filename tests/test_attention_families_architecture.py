@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from pathlib import Path
 
 import pytest
 
 from kernel_harness.ops.attention.problem import AttentionProblem
+from tests.helpers.restatements import (
+    FAMILIES,
+    classes,
+    declared_fields,
+    defined,
+    restatements,
+)
 
-FAMILIES = Path(__file__).resolve().parents[1] / "kernel_harness" / "families"
 ON_THE_PROBLEM = ("sdpa", "torch_sdpa", "flash", "gpu_mha", "gpu_decode", "splash",
                   "flywheel_tpu_flash")
 #: Hooks the op derives from the problem (segments included): a family defining one
@@ -28,23 +33,15 @@ PROBLEM_FIELDS = frozenset(f.name for f in dataclasses.fields(AttentionProblem))
 def violations(source: str) -> list[str]:
     """What a family module restates of the problem: a class field named like one of the
     problem's fields, a function or method named like one of its hooks."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in OP_HOOKS:
-            found.append(f"defines {node.name}()")
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
-                        and item.target.id in PROBLEM_FIELDS):
-                    found.append(f"{node.name} declares the problem's field {item.target.id}")
-    return found
+    tree = ast.parse(source)
+    return defined(tree, OP_HOOKS) + [
+        f"{node.name} declares the problem's field {name}"
+        for node in classes(tree) for name in declared_fields(node, PROBLEM_FIELDS)]
 
 
 @pytest.mark.parametrize("family", ON_THE_PROBLEM)
 def test_a_family_on_the_problem_restates_none_of_it(family: str) -> None:
-    modules = sorted((FAMILIES / family).glob("*.py"))
-    assert modules
-    found = {m.name: v for m in modules if (v := violations(m.read_text()))}
+    found = restatements(family, violations)
     assert not found, f"{family} restates the attention problem: {found}"
 
 

@@ -1,8 +1,11 @@
 """What tpu-inference's ragged paged kernels (rpa v3, its head_dim-64 variant, MLA v2)
 share, written once: the draws of their cases' pages, passes and attention options, the
-facts of their records (the passes' modes, the cache's output axes and tolerances, the
+facts of their records (the cache's tolerances, the VMEM limit they are called with, the
 metamorphic record: lowering as on a v6e) and their exported scripts' ``run_kernel`` and
-reference (the op's functions embedded).
+reference (the op's functions embedded). What the op gives their records (its padding
+exclusion, modes, output axes, reference, keywords) is the op's:
+:mod:`kernel_harness.ops.paged_attention.ragged_record` and
+:mod:`~kernel_harness.ops.paged_attention.keywords`.
 
 Each kernel takes the passes' operands (:mod:`kernel_harness.ops.paged_attention.passes`),
 writes the new tokens into its cache and returns ``(out, cache)``.
@@ -34,16 +37,6 @@ from kernel_harness.ops.paged_attention.sequences import page_slots
 from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
 from kernel_harness.spec.export import interpreter_source, tpu_interpreting_source
 from kernel_harness.spec.hooks import Metamorphic
-
-#: The modes of :func:`~kernel_harness.ops.paged_attention.passes.passes_events` each reaches.
-PASSES_MODES = frozenset({
-    "decode-pass", "prefill-pass", "mixed-pass", "mixed-prefill-decode", "multi-seq",
-    "multi-kv-block", "sliding-window", "window-cuts-keys", "soft-cap", "padding-q-rows",
-    "num-seqs-below-max", "float32"})
-
-#: The axes of a kernel's ``out`` and ``kv_cache`` whose cache holds K and V per token.
-KV_CACHE_AXES = {"out": ("token", "head", "dim"),
-                 "kv_cache": ("page", "slot", "head", "pack", "lane")}
 
 
 def draw_paging(draw: st.DrawFn, dtypes: tuple[str, ...], max_seqs: int
@@ -77,6 +70,12 @@ def cache_update_tolerances(*, float32: tuple[float, str], bfloat16: tuple[float
     return ToleranceTable.of_limits({
         ("float32", "out"): float32, ("bfloat16", "out"): bfloat16,
         **{(dtype, cache): (1e-7, copy) for dtype in ("float32", "bfloat16")}})
+
+
+def vmem_keyword(interpreted: bool) -> dict[str, Any]:
+    """``vmem_limit_bytes``: the interpreter's larger VMEM when interpreted, the kernel's
+    own default (None) on a TPU."""
+    return {"vmem_limit_bytes": INTERPRET_VMEM_BYTES if interpreted else None}
 
 
 def lowering_hooks(logit_input: str, traceable: Callable[..., Any]) -> Metamorphic:

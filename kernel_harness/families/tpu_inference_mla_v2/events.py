@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel_harness.families.tpu_inference_mla_v2.cases import BFLOAT16_RUNS, MlaV2Case
-from kernel_harness.ops.paged_attention.passes import passes_events
+from kernel_harness.ops.paged_attention.passes import SEED_LAYOUTS, passes_events
 
 
 def events(case: MlaV2Case) -> list[str]:
@@ -23,19 +23,16 @@ def events(case: MlaV2Case) -> list[str]:
 
 
 def seed_cases(without: frozenset[str]) -> tuple[MlaV2Case, ...]:
-    """All three passes with padding, a window and kv blocks spanned (float32); and a
-    mixed pass split two ways with three heads, a soft cap, a 128-lane rope and the
-    one-step flash variant, in bfloat16 where this jax runs it (else float32)."""
+    """The op's two seed layouts (:data:`~kernel_harness.ops.paged_attention.passes.
+    SEED_LAYOUTS`): all three passes with kv blocks spanned (float32); the mixed call split
+    two ways with three heads, a 128-lane rope and the one-step flash variant, in bfloat16
+    where this jax runs it (else float32)."""
     del without
+    three_passes, mixed = SEED_LAYOUTS
     return (
-        MlaV2Case(dtype="float32", seed=21, q_lens=(1, 1, 5, 5, 1, 9), decode_seqs=2,
-                  kv_lens=(7, 24, 5, 17, 32, 16), prefill_seqs=2, chunk_prefill_size=5,
-                  max_num_seqs=7, max_tokens=24, q_heads=4, page_size=8, pages_per_seq=4,
-                  kv_pages_per_block=(2, 1, 2), queries_per_block=(1, 4, 8),
-                  sliding_window=12, sm_scale=0.5, logit_scale=4.0),
-        MlaV2Case(dtype="bfloat16" if BFLOAT16_RUNS else "float32", seed=22,
-                  q_lens=(3, 1, 16), kv_lens=(30, 9, 16),
-                  max_num_seqs=3, max_tokens=22, q_heads=3, r_dim=128, page_size=16,
-                  pages_per_seq=2, kv_pages_per_block=(1, 1, 1), queries_per_block=(1, 8, 8),
-                  mixed_q_split=2, two_step=False, soft_cap=20.0),
+        MlaV2Case(**three_passes, dtype="float32", seed=21, q_heads=4,
+                  kv_pages_per_block=(2, 1, 2), queries_per_block=(1, 4, 8)),
+        MlaV2Case(**mixed, dtype="bfloat16" if BFLOAT16_RUNS else "float32", seed=22,
+                  q_heads=3, r_dim=128, kv_pages_per_block=(1, 1, 1),
+                  queries_per_block=(1, 8, 8), mixed_q_split=2, two_step=False),
     )

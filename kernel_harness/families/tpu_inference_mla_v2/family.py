@@ -21,8 +21,9 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
 )
 from kernel_harness.families.tpu_inference_mla_v2.events import events, seed_cases
 from kernel_harness.families.tpu_inference_mla_v2.export import export
-from kernel_harness.ops.paged_attention.passes import SEMANTICS
 from kernel_harness.ops.paged_attention.ragged import CAPABILITIES
+from kernel_harness.ops.paged_attention.ragged_record import exclusion, passes_record
+from kernel_harness.ops.paged_attention.semantics import SEMANTICS
 
 _CACHE = ("a copy: the new latents bit for bit (padding lanes zero), every other slot "
           "unchanged; the judge's bound cannot be 0, and 1e-7 of the cache's scale is under "
@@ -46,45 +47,37 @@ tpu-inference {TESTED_VERSION} mla_ragged_paged_attention (MLA v2), forward only
 - MLA: the cache holds one latent token per slot: slot s of a page is
   row s // packing, column s % packing (packing 1 for float32, 2 for bfloat16), its lanes
   [latent (lkv_dim) | zero padding to 128 | rope key (r_dim) | zero padding].
-- The call writes new_kv_c and new_k_pe of each query token into its slot (position
-  kv_len - q_len + j), padding lanes zero, then attends: logits of head h =
-  sm_scale * (ql_nope[h] . latent + q_pe[:, h] . rope), soft cap, causal and window mask
-  as the attention op; values are the latents. out is [q_heads, max_tokens, lkv_dim]. The
-  returned cache is compared EXACTLY, every slot but one kind: in bfloat16 (two tokens
-  per packed row) the kernel stores whole rows, so when a sequence's last token (kv_len -
-  1) is the first of its row, the slot after it (past kv_len, read by nothing until a
-  later step writes it) gets a copy of that token (seen on jax 0.12.0.1); those slots are
-  excluded. A slot before a sequence's first new token in the same row is kept (checked).
+- The new tokens are new_kv_c and new_k_pe (written with zero padding lanes); logits of
+  head h = sm_scale * (ql_nope[h] . latent + q_pe[:, h] . rope), then the op's cap and
+  mask; values are the latents. out is [q_heads, max_tokens, lkv_dim]. The returned cache
+  is compared EXACTLY, every slot but one kind: in bfloat16 (two tokens per packed row)
+  the kernel stores whole rows, so when a sequence's last token (kv_len - 1) is the first
+  of its row, the slot after it (past kv_len, read by nothing until a later step writes
+  it) gets a copy of that token (seen on jax 0.12.0.1); those slots are excluded. A slot
+  before a sequence's first new token in the same row is kept (checked).
 - The logits' dtype s_dtype is the input dtype (float32 cases: float32; the kernel's
   default bfloat16 is what bfloat16 cases use); p_same_dtype_as_v and
   two_step_flash_attention are drawn. For bfloat16 the kernel normalizes its output with
   pltpu.reciprocal, which jax 0.10.2 lacks (AttributeError): there only float32 is drawn.
-- Padding: token columns of out at or past cu_q_lens[n] are outside the contract.
 - Not covered yet: q/k/v scales and fp8 caches, transpose_kv_cache, decode_batch_size,
   the default mask_value.
 """
 
 
-def valid(case: MlaV2Case) -> dict[str, np.ndarray]:
-    """Token columns past the active sequences' tokens are outside the contract, and so is
-    the cache slot sharing a packed row with a sequence's last token when it lies past
-    kv_len (bfloat16: the kernel stores whole packed rows and leaves its new token there
-    too; nothing reads a slot past kv_len)."""
-    masks = {}
-    tokens = case.token_rows()
-    if not tokens.all():
-        masks["out"] = tokens[None, :, None]
+def packed_row_slots(case: MlaV2Case) -> dict[str, np.ndarray]:
+    """The cache slot sharing a packed row with a sequence's last token, when it lies past
+    kv_len, is outside the contract (bfloat16: the kernel stores whole packed rows and
+    leaves its new token there too; nothing reads a slot past kv_len)."""
     pack = dtype_packing(case.dtype)
-    if pack > 1:
-        slots = np.ones(case.cache_shape()[:3] + (1,), bool)
-        for kv_len, (pages, _) in zip(case.kv_lens, case.slots_by_sequence(), strict=True):
-            if kv_len % pack:
-                last = kv_len - 1
-                slot = last % case.page_size
-                slots[pages[last], slot // pack, slot % pack + 1:] = False
-        if not slots.all():
-            masks["cache_kv"] = slots
-    return masks
+    if pack == 1:
+        return {}
+    slots = np.zeros(case.cache_shape()[:3] + (1,), bool)
+    for kv_len, (pages, _) in zip(case.kv_lens, case.slots_by_sequence(), strict=True):
+        if kv_len % pack:
+            last = kv_len - 1
+            slot = last % case.page_size
+            slots[pages[last], slot // pack, slot % pack + 1:] = True
+    return {"cache_kv": slots} if slots.any() else {}
 
 
 def reference(case: MlaV2Case, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -107,14 +100,15 @@ FAMILY = tpu_inference_family(
     output_axes={"out": ("head", "token", "dim"),
                  "cache_kv": ("page", "row", "pack", "lane")},
     tolerances=TOLERANCES,
-    capabilities=CAPABILITIES - {"gqa"},  # one latent KV shared by every query head
-    valid=valid,
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     export=export,
     metamorphic=ragged.lowering_hooks("ql_nope", _kernel.traceable),
-    modes=ragged.PASSES_MODES | {
-        "mixed-q-split", "one-step-flash", "p-in-s-dtype", "rope-padded", "odd-heads",
-    } | ({"bfloat16"} if BFLOAT16_RUNS else set()),
+    # out is [q_heads, tokens, lkv_dim]; one latent KV is shared by every query head.
+    **passes_record(
+        excluded=exclusion(token_axis=1, kernel=packed_row_slots),
+        capabilities=CAPABILITIES - {"gqa"},
+        modes={"mixed-q-split", "one-step-flash", "p-in-s-dtype", "rope-padded",
+               "odd-heads"} | ({"bfloat16"} if BFLOAT16_RUNS else set())),
 )

@@ -17,7 +17,9 @@ import jax.numpy as jnp
 
 from kernel_harness.families.tpu_inference import loader
 from kernel_harness.families.tpu_inference.modules import KernelModules
-from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
+from kernel_harness.families.tpu_inference.ragged import vmem_keyword
+from kernel_harness.ops.paged_attention.keywords import block_keywords, passes_keywords
+from kernel_harness.spec.adapter import JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "impl(ql_nope, q_pe, new_kv_c, new_k_pe, cache_kv, kv_lens, page_indices, cu_q_lens, "
@@ -42,14 +44,9 @@ def mla_ragged_paged_attention(*operands: Any, **options: Any) -> tuple[Any, Any
 
 
 def _options(f: dict[str, Any], interpreted: bool) -> dict[str, Any]:
-    return dict(
-        sm_scale=f["sm_scale"], sliding_window=f["sliding_window"], soft_cap=f["soft_cap"],
-        chunk_prefill_size=f["chunk_prefill_size"],
-        num_kv_pages_per_block=f["kv_pages_per_block"],
-        num_queries_per_block=f["queries_per_block"], mixed_q_split=f["mixed_q_split"],
-        s_dtype=jnp.dtype(f["dtype"]), two_step_flash_attention=f["two_step"],
-        p_same_dtype_as_v=f["p_like_v"],
-        vmem_limit_bytes=INTERPRET_VMEM_BYTES if interpreted else None)
+    return {**passes_keywords(f), **block_keywords(f), "mixed_q_split": f["mixed_q_split"],
+            "s_dtype": jnp.dtype(f["dtype"]), "two_step_flash_attention": f["two_step"],
+            "p_same_dtype_as_v": f["p_like_v"], **vmem_keyword(interpreted)}
 
 
 #: The kernel as one jitted program: ``out`` [q_heads, max_tokens, lkv_dim] and the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernel_harness.core.case import dtype_packing
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
-from kernel_harness.ops.paged_attention.passes import passes_events
+from kernel_harness.ops.paged_attention.passes import SEED_LAYOUTS, passes_events
 from kernel_harness.ops.paged_attention.strategy import head_grouping
 
 
@@ -25,18 +25,14 @@ def events(case: RpaHd64Case) -> list[str]:
 
 
 def seed_cases(without: frozenset[str]) -> tuple[RpaHd64Case, ...]:
-    """All three passes in one call (two decode steps, two prefill chunks, a mixed pair)
-    with padding, GQA, a window, several kv and query blocks and sinks, in float32; and a
-    bfloat16 mixed call with MQA, a soft cap and 3 kv heads (a padding head) without sinks."""
+    """The op's two seed layouts (:data:`~kernel_harness.ops.paged_attention.passes.
+    SEED_LAYOUTS`): all three passes in one call with GQA, several kv and query blocks and
+    sinks, in float32; the mixed call in bfloat16 with 3 kv heads (a padding head) and
+    two query heads each, without sinks."""
+    three_passes, mixed = SEED_LAYOUTS
     return (
-        RpaHd64Case(dtype="float32", seed=11, q_lens=(1, 1, 5, 5, 1, 9), decode_seqs=2,
-                    kv_lens=(7, 24, 5, 17, 32, 16), prefill_seqs=2, chunk_prefill_size=5,
-                    max_num_seqs=7, max_tokens=24, q_heads=4, kv_heads=2, page_size=8,
-                    pages_per_seq=4, kv_pages_per_block=1, queries_per_block=4,
-                    sinks="sinks" not in without, sliding_window=12, sm_scale=0.5,
-                    logit_scale=4.0),
-        RpaHd64Case(dtype="bfloat16", seed=12, q_lens=(3, 1, 16), kv_lens=(30, 9, 16),
-                    max_num_seqs=3, max_tokens=22, q_heads=6, kv_heads=3, page_size=16,
-                    pages_per_seq=2, kv_pages_per_block=2, queries_per_block=8,
-                    soft_cap=20.0),
+        RpaHd64Case(**three_passes, dtype="float32", seed=11, q_heads=4, kv_heads=2,
+                    kv_pages_per_block=1, queries_per_block=4, sinks="sinks" not in without),
+        RpaHd64Case(**mixed, dtype="bfloat16", seed=12, q_heads=6, kv_heads=3,
+                    kv_pages_per_block=2, queries_per_block=8),
     )

@@ -5,8 +5,6 @@ same call), judged against the ragged paged attention op and an exact cache upda
 
 from __future__ import annotations
 
-import numpy as np
-
 from kernel_harness.families.tpu_inference import ragged
 from kernel_harness.families.tpu_inference.loader import INSTALL, TESTED_VERSION
 from kernel_harness.families.tpu_inference.record import REQUIRES, tpu_inference_family
@@ -18,9 +16,9 @@ from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
 )
 from kernel_harness.families.tpu_inference_rpa_hd64.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_hd64.export import export
-from kernel_harness.ops.paged_attention.kv_update import kv_update_reference
-from kernel_harness.ops.paged_attention.passes import QUANTIZED, SEMANTICS
 from kernel_harness.ops.paged_attention.ragged import CAPABILITIES
+from kernel_harness.ops.paged_attention.ragged_record import kv_update_record
+from kernel_harness.ops.paged_attention.semantics import QUANTIZED, SEMANTICS
 
 _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot (and the padding "
           "heads' rows) unchanged; 1e-7 of the cache's scale is under one rounding of any "
@@ -61,12 +59,6 @@ no backend and says so).
 """
 
 
-def valid(case: RpaHd64Case) -> dict[str, np.ndarray]:
-    """Rows past the active sequences' tokens are outside the contract."""
-    rows = case.token_rows()
-    return {} if rows.all() else {"out": rows[:, None, None]}
-
-
 FAMILY = tpu_inference_family(
     name="tpu-inference-rpa-v3-hd64",
     summary="ragged paged attention v3 for head_dim 64 (K|V in one cache row, attention "
@@ -76,18 +68,14 @@ FAMILY = tpu_inference_family(
     case_type=RpaHd64Case,
     cases=rpa_hd64_cases,
     requires=f"{REQUIRES}; {_kernel.NEEDS_JAX}",
-    reference=kv_update_reference,
-    output_axes=ragged.KV_CACHE_AXES,
     tolerances=TOLERANCES,
-    capabilities=CAPABILITIES | {"sinks"},
-    valid=valid,
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
     optional=OPTIONAL,
     export=export,
     metamorphic=ragged.lowering_hooks("q", _kernel.traceable),
-    modes=ragged.PASSES_MODES | {
+    **kv_update_record(capabilities=CAPABILITIES | {"sinks"}, modes={
         "multi-q-block", "gqa", "mqa", "padding-kv-head", "attention-sinks", "bfloat16",
-        "fp8-kv-cache", "kv-scales", "q-quantized"},
+        "fp8-kv-cache", "kv-scales", "q-quantized"}),
 )

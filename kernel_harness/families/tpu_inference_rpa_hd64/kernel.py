@@ -14,8 +14,14 @@ from typing import Any
 
 from kernel_harness.core import compat
 from kernel_harness.families.tpu_inference.modules import KernelModules
+from kernel_harness.families.tpu_inference.ragged import vmem_keyword
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
-from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
+from kernel_harness.ops.paged_attention.keywords import (
+    block_keywords,
+    passes_keywords,
+    scale_keywords,
+)
+from kernel_harness.spec.adapter import JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, "
@@ -51,13 +57,8 @@ def operand_names(case: RpaHd64Case) -> tuple[str, ...]:
 
 
 def _options(f: dict[str, Any], interpreted: bool) -> dict[str, Any]:
-    return dict(
-        sm_scale=f["sm_scale"], sliding_window=f["sliding_window"], soft_cap=f["soft_cap"],
-        chunk_prefill_size=f["chunk_prefill_size"],
-        num_kv_pages_per_block=f["kv_pages_per_block"],
-        num_queries_per_block=f["queries_per_block"], q_scale=f["q_scale"],
-        k_scale=f["k_scale"], v_scale=f["v_scale"],
-        vmem_limit_bytes=INTERPRET_VMEM_BYTES if interpreted else None)
+    return {**passes_keywords(f), **block_keywords(f), **scale_keywords(f),
+            **vmem_keyword(interpreted)}
 
 
 #: The kernel as one jitted program: ``out`` [max_tokens, q_heads, 64] and the updated

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel_harness.families.tpu_inference_rpa_v3.cases import RpaV3Case
-from kernel_harness.ops.paged_attention.passes import passes_events
+from kernel_harness.ops.paged_attention.passes import SEED_LAYOUTS, passes_events
 from kernel_harness.ops.paged_attention.strategy import head_grouping
 
 
@@ -32,20 +32,17 @@ def events(case: RpaV3Case) -> list[str]:
 
 
 def seed_cases(without: frozenset[str]) -> tuple[RpaV3Case, ...]:
-    """All three passes in one call (two decode steps, two prefill chunks, a mixed pair)
-    with padding, GQA, a window and compute blocks below the fetched ones, on v6 in
-    float32; and a bfloat16 mixed call with MQA, a soft cap and head_dim 64 on v7."""
+    """The op's two seed layouts (:data:`~kernel_harness.ops.paged_attention.passes.
+    SEED_LAYOUTS`): all three passes in one call with GQA and compute blocks below the
+    fetched ones, on v6 in float32; the mixed call in bfloat16 with MQA and head_dim 64 on
+    v7."""
     del without
+    three_passes, mixed = SEED_LAYOUTS
     return (
-        RpaV3Case(dtype="float32", seed=11, q_lens=(1, 1, 5, 5, 1, 9), decode_seqs=2,
-                  kv_lens=(7, 24, 5, 17, 32, 16), prefill_seqs=2, chunk_prefill_size=5,
-                  max_num_seqs=7, max_tokens=24, q_heads=4, kv_heads=2, page_size=8,
-                  pages_per_seq=4, d_blocks=(1, 16, 1, 8), p_blocks=(4, 16, 2, 8),
-                  m_blocks=(8, 32, 4, 8), sliding_window=12, sm_scale=0.5,
-                  logit_scale=4.0, tpu_version=6),
-        RpaV3Case(dtype="bfloat16", seed=12, q_lens=(3, 1, 16), kv_lens=(30, 9, 16),
-                  max_num_seqs=3, max_tokens=22, q_heads=4, kv_heads=1, head_dim=64,
-                  page_size=16, pages_per_seq=2, d_blocks=(1, 16, 1, 16), p_blocks=(8, 16, 8, 16),
-                  m_blocks=(8, 16, 8, 16), soft_cap=20.0,
+        RpaV3Case(**three_passes, dtype="float32", seed=11, q_heads=4, kv_heads=2,
+                  d_blocks=(1, 16, 1, 8), p_blocks=(4, 16, 2, 8), m_blocks=(8, 32, 4, 8),
+                  tpu_version=6),
+        RpaV3Case(**mixed, dtype="bfloat16", seed=12, q_heads=4, kv_heads=1, head_dim=64,
+                  d_blocks=(1, 16, 1, 16), p_blocks=(8, 16, 8, 16), m_blocks=(8, 16, 8, 16),
                   tpu_version=7),
     )

@@ -17,9 +17,8 @@ from kernel_harness.families.tpu_inference_rpa_v3.cases import (
 )
 from kernel_harness.families.tpu_inference_rpa_v3.events import events, seed_cases
 from kernel_harness.families.tpu_inference_rpa_v3.export import export
-from kernel_harness.ops.paged_attention.kv_update import kv_update_reference
-from kernel_harness.ops.paged_attention.passes import QUANTIZED, SEMANTICS
-from kernel_harness.ops.paged_attention.ragged import CAPABILITIES
+from kernel_harness.ops.paged_attention.ragged_record import exclusion, kv_update_record
+from kernel_harness.ops.paged_attention.semantics import QUANTIZED, SEMANTICS
 
 _CACHE = ("a copy: the new tokens' K/V bit for bit, every other slot unchanged; the judge's "
           "bound cannot be 0, and 1e-7 of the cache's scale is under one rounding of any "
@@ -67,24 +66,18 @@ tpu-inference {TESTED_VERSION} ragged_paged_attention (v3), forward only; instal
 """
 
 
-def valid(case: RpaV3Case) -> dict[str, np.ndarray]:
-    """Rows past the active sequences' tokens are outside the contract; with a sliding
-    window, so are the cache slots of new tokens below the window of their sequence's last
-    query (written or not: nothing reads them again; the finding
-    tpu-inference-rpa-v3-window-leaves-cache-unwritten)."""
-    masks = {}
-    rows = case.token_rows()
-    if not rows.all():
-        masks["out"] = rows[:, None, None]
-    if case.sliding_window is not None:
-        slots = np.ones((case.total_pages, case.page_size, 1, 1, 1), bool)
-        for q_len, kv_len, (pages, offsets) in zip(case.q_lens, case.kv_lens,
-                                                   case.slots_by_sequence(), strict=True):
-            for pos in range(kv_len - q_len, kv_len - case.sliding_window):
-                slots[pages[pos], offsets[pos]] = False
-        if not slots.all():
-            masks["kv_cache"] = slots
-    return masks
+def window_slots_left(case: RpaV3Case) -> dict[str, np.ndarray]:
+    """With a sliding window, the cache slots of new tokens below the window of their
+    sequence's last query are outside the contract (written or not: nothing reads them
+    again; the finding tpu-inference-rpa-v3-window-leaves-cache-unwritten)."""
+    if case.sliding_window is None:
+        return {}
+    slots = np.zeros((case.total_pages, case.page_size, 1, 1, 1), bool)
+    for q_len, kv_len, (pages, offsets) in zip(case.q_lens, case.kv_lens,
+                                               case.slots_by_sequence(), strict=True):
+        for pos in range(kv_len - q_len, kv_len - case.sliding_window):
+            slots[pages[pos], offsets[pos]] = True
+    return {"kv_cache": slots} if slots.any() else {}
 
 
 FAMILY = tpu_inference_family(
@@ -94,11 +87,7 @@ FAMILY = tpu_inference_family(
     adapter=_kernel.ADAPTER,
     case_type=RpaV3Case,
     cases=rpa_v3_cases,
-    reference=kv_update_reference,
-    output_axes=ragged.KV_CACHE_AXES,
     tolerances=TOLERANCES,
-    capabilities=CAPABILITIES,
-    valid=valid,
     events=events,
     contract=CONTRACT,
     seed_cases=seed_cases,
@@ -106,8 +95,8 @@ FAMILY = tpu_inference_family(
     export=export,
     # lowers-for-tpu as on a v6e; the generation the kernel is told stays the case's.
     metamorphic=ragged.lowering_hooks("q", _kernel.traceable),
-    modes=ragged.PASSES_MODES | {
+    **kv_update_record(excluded=exclusion(kernel=window_slots_left), modes={
         "kv-compute-block-below-fetch", "q-compute-block-below-fetch", "gqa", "mqa",
         "head-dim-padded", "tpu-v5", "tpu-v6", "tpu-v7", "bfloat16", "fp8-kv-cache",
-        "kv-scales", "q-quantized"},
+        "kv-scales", "q-quantized"}),
 )

@@ -20,7 +20,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from kernel_harness.families.tpu_inference.modules import KernelModules
-from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
+from kernel_harness.families.tpu_inference.ragged import vmem_keyword
+from kernel_harness.ops.paged_attention.keywords import passes_keywords, scale_keywords
+from kernel_harness.spec.adapter import JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, *, "
@@ -60,13 +62,9 @@ def ragged_paged_attention(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, 
 
 
 def _options(f: dict[str, Any], interpreted: bool) -> dict[str, Any]:
-    return dict(
-        tpu_version=f["tpu_version"], sm_scale=f["sm_scale"],
-        sliding_window=f["sliding_window"], soft_cap=f["soft_cap"],
-        chunk_prefill_size=f["chunk_prefill_size"], d_block_sizes=f["d_blocks"],
-        p_block_sizes=f["p_blocks"], m_block_sizes=f["m_blocks"], q_scale=f["q_scale"],
-        k_scale=f["k_scale"], v_scale=f["v_scale"],
-        vmem_limit_bytes=INTERPRET_VMEM_BYTES if interpreted else None)
+    return {"tpu_version": f["tpu_version"], **passes_keywords(f),
+            "d_block_sizes": f["d_blocks"], "p_block_sizes": f["p_blocks"],
+            "m_block_sizes": f["m_blocks"], **scale_keywords(f), **vmem_keyword(interpreted)}
 
 
 #: The kernel as one jitted program: ``out`` [max_tokens, q_heads, head_dim] and the

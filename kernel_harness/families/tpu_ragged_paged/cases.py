@@ -9,7 +9,7 @@ K/V cache and the contents of every padding slot come from the seed.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from hypothesis import strategies as st
@@ -32,7 +32,6 @@ class RaggedCase(RaggedBatch):
         all.
       kv_lens: 0 is accepted (the kernel's validator allows it) but never drawn: see the
         family contract (a kv_len 0 sequence corrupts the next one).
-      page_size: 4 unless given (the batch's default is 8).
       q_heads, kv_heads: query heads, K/V heads (GQA when they differ).
       head_dim: the head dimension.
       kv_pages_per_block, queries_per_block: the kernel's num_kv_pages_per_block and
@@ -47,16 +46,14 @@ class RaggedCase(RaggedBatch):
     q_heads: int
     kv_heads: int
     head_dim: int = 128
-    page_size: int = 4
     kv_pages_per_block: int = 1
     queries_per_block: int = 8
     poison: bool = False
 
     #: jax's ragged paged attention takes sequences with no queries in a step.
     MIN_Q_LEN: ClassVar[int] = 0
-    #: Lengths and data are operands; everything else selects the program.
-    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {"seed", "q_lens", "kv_lens", "poison", "logit_scale"})
+    #: The batch's operands, and which cache slots hold NaN (data too).
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = RaggedBatch.DYNAMIC_FIELDS | {"poison"}
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -68,13 +65,6 @@ class RaggedCase(RaggedBatch):
             raise ValueError("kv_pages_per_block must be in [1, pages_per_seq]")
         if self.queries_per_block < 1 or self.head_dim < 1:
             raise ValueError("queries_per_block and head_dim must be >= 1")
-
-    def static_key(self) -> tuple[Any, ...]:
-        """Program-selecting fields: the number of active sequences is a traced operand."""
-        return tuple(
-            (f.name, getattr(self, f.name)) for f in dataclasses.fields(self)
-            if f.name not in self.DYNAMIC_FIELDS
-        )
 
     def shape_summary(self) -> str:
         return (f"q=({self.max_tokens},{self.q_heads},{self.head_dim}) "

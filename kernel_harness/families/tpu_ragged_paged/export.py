@@ -15,6 +15,7 @@ import inspect
 import textwrap
 
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
+from kernel_harness.families.tpu_ragged_paged.kernel import PROGRAM
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.ops.paged_attention import ragged as _reference
 from kernel_harness.spec.export import ExportSnippet, interpreter_source, tpu_interpreting_source
@@ -24,9 +25,7 @@ def export(case: RaggedCase) -> ExportSnippet:
     """The kernel call with the case's exact options (on interpret: TPU interpret mode,
     one core, zeroed scratch, inside the embedded extensions), and the reference over
     the active sequences (padding rows are outside the contract: ``valid:out``)."""
-    options = dict(sm_scale=case.sm_scale, sliding_window=case.sliding_window,
-                   soft_cap=case.soft_cap, num_kv_pages_per_block=case.kv_pages_per_block,
-                   num_queries_per_block=case.queries_per_block)
+    options = PROGRAM.options(dict(case.static_key()), False)
     run_kernel = interpreter_source() + "\n\n\n" + tpu_interpreting_source(
         1, extended=True) + "\n\n" + textwrap.dedent(f'''
         OPTIONS = {options!r}

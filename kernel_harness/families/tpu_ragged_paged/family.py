@@ -18,9 +18,11 @@ from kernel_harness.families.tpu_ragged_paged.cases import (
     ragged_seed_cases,
 )
 from kernel_harness.families.tpu_ragged_paged.export import export
-from kernel_harness.families.tpu_ragged_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
-from kernel_harness.ops.attention.metamorphic import inside
-from kernel_harness.ops.paged_attention.ragged import CAPABILITIES, ragged_attention
+from kernel_harness.families.tpu_ragged_paged.metamorphic import EXCLUDED, METAMORPHIC, RELATIONS
+from kernel_harness.ops.paged_attention.ragged import ragged_attention
+from kernel_harness.ops.paged_attention.ragged_record import ragged_record
+from kernel_harness.ops.paged_attention.semantics import RAGGED
+from kernel_harness.ops.paged_attention.sequences import page_slots
 from kernel_harness.ops.paged_attention.strategy import head_grouping
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
@@ -41,31 +43,26 @@ TOLERANCES = ToleranceTable(
     }
 )
 
-CONTRACT = """\
+CONTRACT = f"""\
 TPU ragged paged attention (jax.experimental.pallas.ops.tpu.ragged_paged_attention,
-forward only), from the kernel source:
-- Sequence i (i < num_seqs) owns query rows cu_q_lens[i]:cu_q_lens[i+1] and kv_lens[i]
-  keys; its queries are its LAST q_len positions (query j sits at kv_len - q_len + j),
-  so a decode step is q_len 1 and a prefill chunk any q_len <= kv_len. Key t of the
-  sequence is token t % page_size of page page_indices[i, t // page_size]; kv_pages
-  interleaves heads: combined head 2h is K of kv head h, 2h+1 its V. Query head h reads
-  kv head h // (q_heads // kv_heads).
-- Query j sees key t iff t <= its position and, with sliding_window w, t > position - w
-  (w keys counting itself). Logits: sm_scale * q.k, then soft_cap * tanh(./soft_cap),
-  then the mask (an additive mask_value, -0.7 * float32 max); every query sees at least
-  its own key, so no row is fully masked.
-- Padding: rows of q/out at or past cu_q_lens[num_seqs] are never stored by a sequence;
-  the kernel copies its accumulator scratch there (stale values of earlier query
-  blocks, or uninitialized scratch): OUTSIDE the contract, excluded. Slots past num_seqs
-  of kv_lens, cu_q_lens and page_indices are ignored (the harness fills them with junk
-  lengths and valid pages, so a kernel reading them shows); page-table entries past a
-  sequence's last page are never used (the harness fills them with valid pages).
+forward only), from the kernel source. The ragged paged attention op
+(kernel_harness/ops/paged_attention/semantics.py), n = num_seqs:
+{RAGGED}\
+- Its layout: page_indices is [max_num_seqs, pages_per_seq]; kv_pages interleaves heads:
+  combined head 2h is K of kv head h, 2h+1 its V. The mask is an additive mask_value
+  (-0.7 * float32 max).
+- Padding rows are never stored by a sequence: the kernel copies its accumulator scratch
+  there (stale values of earlier query blocks, or uninitialized scratch), which the op
+  excludes. The harness fills the slots past num_seqs with junk lengths and valid pages,
+  and page-table entries past a sequence's last page with valid pages, so a kernel
+  reading them shows.
 - Cache slots no active sequence owns may hold anything, NaN included: the kernel zeroes
   K and V past kv_len before its dots ("we should mask out the NaNs"), so NaN in the
   tail of a last page, in pages of padding slots or in unused pages must not reach out.
   Drawn (poison=True: those slots are NaN) and checked.
 - q_len > kv_len is invalid (dynamic_validate_inputs raises; the kernel itself does not
-  check): never drawn. q_len 0 sequences (cached keys, no queries this step) are drawn.
+  check): never drawn. q_len 0 sequences (cached keys, no queries this step) are valid
+  here and drawn.
 - KERNEL FINDING, not drawn: a sequence with kv_len 0 (q_len 0; dynamic_validate_inputs
   accepts it) inside num_seqs corrupts the NEXT sequence's output. Its kv loop runs no
   block, so the K/V block the previous sequence prefetched for it is never waited on and
@@ -127,10 +124,10 @@ def events(case: RaggedCase) -> list[str]:
 
 def sequence_kv(case: RaggedCase, kv_pages: np.ndarray, table_row: np.ndarray, kv_len: int
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """float32 K and V [kv_len, kv_heads, head_dim] of one sequence: token t lies in
-    page table_row[t // page_size] at offset t % page_size; K in combined head 2h, V 2h+1."""
-    t = np.arange(kv_len)
-    tokens = kv_pages[table_row[t // case.page_size], t % case.page_size].astype(np.float32)
+    """float32 K and V [kv_len, kv_heads, head_dim] of one sequence, its tokens walked
+    through its ``table_row`` by the op (:func:`~kernel_harness.ops.paged_attention.
+    sequences.page_slots`); K in combined head 2h, V 2h+1."""
+    tokens = kv_pages[page_slots(table_row, kv_len, case.page_size)].astype(np.float32)
     return tokens[:, 0::2], tokens[:, 1::2]
 
 
@@ -154,8 +151,7 @@ FAMILY = Family(
     reference=reference,
     output_axes={"out": ("token", "head", "dim")},
     tolerances=TOLERANCES,
-    capabilities=CAPABILITIES,
-    valid=inside(excluded),
+    **ragged_record(EXCLUDED),
     events=events,
     contract=CONTRACT,
     seed_cases=ragged_seed_cases,

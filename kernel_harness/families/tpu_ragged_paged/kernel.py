@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from jax.experimental.pallas.ops.tpu.ragged_paged_attention import kernel as _rpa
 
+from kernel_harness.ops.paged_attention.keywords import attention_keywords, block_keywords
 from kernel_harness.spec.adapter import TPU_BACKENDS, JittedTpuProgram, KernelSignatureError
 
 #: The default implementation: the kernel's public (jitted) entry point.
@@ -40,9 +41,7 @@ __all__ = ["ADAPTER", "KernelSignatureError", "PROGRAM", "ragged_paged_attention
 
 
 def _options(f: dict[str, Any], interpreted: bool) -> dict[str, Any]:
-    return {"sm_scale": f["sm_scale"], "sliding_window": f["sliding_window"],
-            "soft_cap": f["soft_cap"], "num_kv_pages_per_block": f["kv_pages_per_block"],
-            "num_queries_per_block": f["queries_per_block"]}
+    return {**attention_keywords(f), **block_keywords(f)}
 
 
 #: The kernel as one jitted program: out (float32, every row; the family's ``valid`` says

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
@@ -12,6 +11,7 @@ from kernel_harness.core.case import Arrays
 from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 from kernel_harness.families.tpu_ragged_paged.kernel import traceable
 from kernel_harness.ops.paged_attention.layout import PagedLayout, finite_pages
+from kernel_harness.ops.paged_attention.ragged_record import exclusion
 from kernel_harness.ops.paged_attention.relations import page_permutation, unseen_slots_ignored
 from kernel_harness.spec.hooks import Metamorphic
 
@@ -42,18 +42,15 @@ def as_mha(case: RaggedCase, inputs: Arrays) -> tuple[RaggedCase, Arrays] | None
     return dataclasses.replace(case, kv_heads=case.q_heads), {**inputs, "kv_pages": both}
 
 
-def excluded(case: RaggedCase) -> dict[str, Any]:
-    """Padding rows (past the active sequences' tokens) are outside the contract: they may
-    hold anything."""
-    rows = ~case.token_rows()
-    return {"out": rows[:, None, None]} if rows.any() else {}
+#: What the contract leaves out: the op's padding rows of ``out`` (they may hold anything).
+EXCLUDED = exclusion()
 
 
 METAMORPHIC = Metamorphic(
     roles={"q": (None, "head", "dim"), "kv_pages": (None, None, None, "dim"),
            "out": (None, "head", "dim")},
     block_variants=block_variants, as_mha=as_mha, logit_input="q",
-    may_be_nonfinite=excluded, constrain=finite_pages(LAYOUT), traceable=traceable,
+    may_be_nonfinite=EXCLUDED, constrain=finite_pages(LAYOUT), traceable=traceable,
     # The Mosaic lowering of this kernel asks the chip's TPU generation (jnp.sign's rule,
     # pallas/mosaic/lowering.py _sign_lowering_rule -> tpu_info.get_tpu_info; jax 0.10.2
     # and 0.12), which a CPU host cannot answer: lowers-for-tpu names the chip, TPU v6e

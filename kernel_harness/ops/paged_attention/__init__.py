@@ -14,9 +14,12 @@ its head-dim-64 variant and MLA v2 from tpu-inference; gpu-decode takes its refe
   the relations read;
 - :mod:`.relations`: the op's metamorphic relations (page permutation, unseen slots,
   compute-block invariance, GQA = MHA);
+- :mod:`.semantics`: what the ragged op means (the contract text its families start from);
 - :mod:`.sequences`, :mod:`.ragged`, :mod:`.passes`: a ragged batch of sequences (prefill
-  and decode mixed) over the cache, the ragged kernels' capabilities, and the passes of a
-  call that updates the cache;
+  and decode mixed) over the cache, the ragged reference and kernels' capabilities, and
+  the passes of a call that updates the cache (their modes and seed layouts);
 - :mod:`.kv_update`: the cache update and the attention over the updated cache;
+- :mod:`.ragged_record`, :mod:`.keywords`: a ragged family's record fields (the one
+  padding exclusion) and the keywords the ragged kernels share;
 - :mod:`.record`, :mod:`.export`: a paged family's record fields and script source.
 """

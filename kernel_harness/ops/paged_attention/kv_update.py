@@ -30,6 +30,10 @@ KV_UPDATE_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
 #: The quantized K/V cache dtype drawn.
 FP8 = "float8_e4m3fn"
 
+#: The axes of such a kernel's ``out`` and of its updated ``kv_cache`` (K and V per token).
+OUTPUT_AXES: dict[str, tuple[str, ...]] = {
+    "out": ("token", "head", "dim"), "kv_cache": ("page", "slot", "head", "pack", "lane")}
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class KvUpdateCase(PassesCase):

@@ -6,13 +6,16 @@ tokens' keys into the paged cache and attend over it.
 :class:`PassesCase` holds what every such kernel's case says (sequences, passes, padding,
 page geometry, window, cap, scale) and the arrays
 that follow from it; :func:`draw_passes` draws them; :func:`passes_events` names what a
-case reaches. A family adds its heads, dimensions, blocks and cache layout.
+case reaches (:data:`PASSES_MODES`, what every such kernel reaches); :data:`SEED_LAYOUTS`
+are the sequences of their seed cases. What the passes mean: :mod:`.semantics`. A family
+adds its heads, dimensions, blocks and cache layout.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import ml_dtypes
@@ -22,35 +25,27 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import cast
 from kernel_harness.ops.paged_attention.sequences import RaggedBatch, page_slots
 
-#: The ragged paged attention op with a cache update, as every kernel of it (tpu-inference's
-#: rpa v3, its head-dim-64 variant, MLA v2) is checked: the lines each family's contract
-#: starts from (its own layout of the cache, blocks and findings follow).
-SEMANTICS = """\
-- Sequence i < distribution[2] owns query rows cu_q_lens[i]:cu_q_lens[i+1] (1 <= q_len <=
-  kv_len) and its first kv_lens[i] cache tokens; its queries are its LAST q_len positions.
-  Token t of the sequence is slot t % page_size of page page_indices[i*pages_per_seq +
-  t // page_size].
-- The call first writes the new tokens (row j of the sequence's queries) into the cache at
-  positions kv_len - q_len + j, then attends over the updated cache. The returned cache is
-  compared to the expected one EXACTLY (every slot: owned, unowned, padding pages), unless
-  the family names a kind of slot it may leave.
-- Query j sees key t iff t <= its position and, with sliding_window w, t > position - w
-  (causal bottom-right over each sequence's own lengths). Logits: sm_scale * q.k, then
-  soft_cap * tanh(./soft_cap), then the mask; the attention op's softmax in float32.
-- distribution = (d, p, n): sequences [0, d) run in the decode pass (q_len 1 each),
-  [d, p) in the prefill pass (q_len == chunk_prefill_size each; only with a chunk size),
-  [p, n) in the mixed pass.
-- Padding: rows of out at or past cu_q_lens[n] are outside the contract (excluded); slots
-  past n of kv_lens, cu_q_lens and page_indices hold junk the kernel must ignore.
-"""
-#: The op's quantized cache, for the kernels that take one (rpa v3 and its head-dim-64
-#: variant; not MLA v2).
-QUANTIZED = """\
-- Quantized caches: kv_dtype float8_e4m3fn with k_scale/v_scale (the real K is the stored
-  one times k_scale; V likewise) and q_scale (q / q_scale rounded to fp8 inside the kernel,
-  the logits multiplied back; drawn as a power of two). The reference attends with the
-  dequantized K/V and q quantized the same way; the cache stays exact.
-"""
+#: The modes :func:`passes_events` names that every kernel of the passes reaches.
+PASSES_MODES = frozenset({
+    "decode-pass", "prefill-pass", "mixed-pass", "mixed-prefill-decode", "multi-seq",
+    "multi-kv-block", "sliding-window", "window-cuts-keys", "soft-cap", "padding-q-rows",
+    "num-seqs-below-max", "float32"})
+
+#: The sequences of the passes kernels' seed cases, one layout for every kernel (a family
+#: adds its dtype, seed, heads and blocks): all three passes in one call (two decode
+#: steps, two prefill chunks of 5, a mixed pair; kv lengths on and off 8-token page edges,
+#: a padding sequence slot and padding rows, a window of 12, sm_scale 0.5, large logits);
+#: and a mixed call (a chunk of 3 after 27 cached tokens, a decode step, a 16-token prefill
+#: from an empty cache, 16-token pages, a soft cap of 20).
+SEED_LAYOUTS: tuple[Mapping[str, Any], ...] = (
+    MappingProxyType(dict(
+        q_lens=(1, 1, 5, 5, 1, 9), decode_seqs=2, kv_lens=(7, 24, 5, 17, 32, 16),
+        prefill_seqs=2, chunk_prefill_size=5, max_num_seqs=7, max_tokens=24, page_size=8,
+        pages_per_seq=4, sliding_window=12, sm_scale=0.5, logit_scale=4.0)),
+    MappingProxyType(dict(
+        q_lens=(3, 1, 16), kv_lens=(30, 9, 16), max_num_seqs=3, max_tokens=22,
+        page_size=16, pages_per_seq=2, soft_cap=20.0)),
+)
 
 
 def align(x: int, a: int) -> int:

@@ -2,7 +2,8 @@
 (a prefill chunk or a decode step appended to its cache), its queries packed one after
 another. Per sequence the keys are given in order (the family gathers them through its
 page layout), the causal (and window) mask is bottom-right aligned, and the attention op's
-softmax runs in float32 at Precision.HIGHEST. Nothing here comes from a kernel."""
+softmax runs in float32 at Precision.HIGHEST (the op's contract: :mod:`.semantics`).
+Nothing here comes from a kernel."""
 
 from __future__ import annotations
 
