@@ -76,3 +76,16 @@ def test_the_pieces_example_runs(folder):
 def test_every_field_is_described(record):
     missing = [f.name for f in dataclasses.fields(record) if f"| `{f.name}` |" not in PAGE]
     assert not missing, f"docs/extending.md does not describe {record.__name__}: {missing}"
+
+
+def test_the_chunked_recurrence_excerpts_are_the_example():
+    """The section "A chunked recurrence" quotes ``examples/chunked_delta_rule.py`` (which
+    tests/examples/test_chunked_delta_rule_example.py runs): each of its python blocks is
+    that file's text, verbatim, so the page cannot drift from the code CI runs."""
+    section = PAGE.split("## A chunked recurrence\n", 1)[1].split("\n## ", 1)[0]
+    excerpts = re.findall(r"```python\n(.*?)```", section, re.S)
+    example = (ROOT / "examples" / "chunked_delta_rule.py").read_text()
+    assert len(excerpts) >= 4
+    for excerpt in excerpts:
+        assert excerpt in example, excerpt
+    assert "examples.chunked_delta_rule:resets_inside_chunks_only" in section

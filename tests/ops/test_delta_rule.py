@@ -12,7 +12,11 @@ from hypothesis import HealthCheck, given, settings
 
 from kernel_harness.ops.delta_rule.cases import DeltaRuleCase
 from kernel_harness.ops.delta_rule.reference import reference
-from kernel_harness.ops.delta_rule.strategy import delta_rule_cases, delta_rule_events
+from kernel_harness.ops.delta_rule.strategy import (
+    chunk_variants,
+    delta_rule_cases,
+    delta_rule_events,
+)
 
 _DIFF = ("q", "k", "v", "g", "b", "w", "h0")
 
@@ -146,3 +150,27 @@ def test_strategy_reaches_the_hard_paths() -> None:
               "partial-last-chunk-block", "multi-chunk-block", "decay:burst", "burst>=30",
               "zero-chunk", "initial-state-with-documents", "grouped-heads", "raw-qk"}
     assert wanted <= _SEEN, sorted(wanted - _SEEN)
+
+
+def test_chunk_variants_change_the_chunk_and_keep_the_data() -> None:
+    """Block-size invariance over the chunk: a variant of a case with a zero chunk and a
+    burst (both placed by chunk) has another chunk size and bitwise the same inputs; back
+    at the case's own chunk it is the case itself."""
+    case = DeltaRuleCase(dtype="float32", seed=5, batch=1, seq_len=40, key_dim=8,
+                         value_dim=8, chunk_size=16, decay="burst", zero_chunk=2)
+    hook = chunk_variants((8, 16, 32))
+    seen = set()
+
+    @settings(max_examples=30, deadline=None, derandomize=True)
+    @given(hook(case))
+    def variants(variant):
+        seen.add(variant.chunk_size)
+        assert variant == case if variant.chunk_size == 16 else variant.layout_chunk == 16
+        assert variant.data_chunk == 16  # a variant's own variants keep the same layout
+        for name, array in case.materialize().items():
+            np.testing.assert_array_equal(variant.materialize()[name], array, err_msg=name)
+
+    variants()
+    assert seen == {8, 16, 32}
+    moved = dataclasses.replace(case, chunk_size=8)  # without the hook: the data moves
+    assert not np.array_equal(moved.materialize()["q"], case.materialize()["q"])

@@ -10,6 +10,7 @@ import numpy as np
 from kernel_harness.ops.delta_rule.cases import DeltaRuleCase
 from kernel_harness.ops.delta_rule.reference import reference
 from kernel_harness.ops.delta_rule.relations import (
+    as_mha,
     documents_independent,
     linear_in_v,
     state_continuity,
@@ -87,3 +88,43 @@ def test_documents_independent_holds_bitwise_for_the_reference():
         _variant_holds(variant, base, atol=0.0)
     single = dataclasses.replace(CASE, documents=())
     assert documents_independent(single, single.materialize(), _draw(0)) is None
+
+
+def test_a_forward_only_family_gets_each_relation_on_out_and_final_state():
+    """The relations speak of the outputs a run returns: from a forward-only run (out and
+    final_state, ``reference(..., gradients=False)``) they expect those two only, and they
+    still hold."""
+    inputs = CASE.materialize()
+    full = reference(CASE, inputs)
+    forward = reference(CASE, inputs, gradients=False)
+    assert set(forward) == {"out", "final_state"}
+    for name in forward:
+        np.testing.assert_array_equal(forward[name], full[name])
+    for variant in (state_continuity(CASE, inputs, _draw(20)),
+                    linear_in_v(CASE, inputs, _draw(2.0)),
+                    documents_independent(CASE, inputs, _answers(0, 1, 7))):
+        assert set(variant.expected(forward)) == {"out", "final_state"}
+        got = reference(variant.case, variant.inputs, gradients=False)
+        for name, want in variant.expected(forward).items():
+            mask = np.broadcast_to(variant.compared.get(name, True), np.shape(want))
+            np.testing.assert_allclose(got[name][mask], np.asarray(want)[mask], rtol=0,
+                                       atol=2e-6, err_msg=name)
+
+
+def test_as_mha_is_the_same_problem_and_tells_the_groups_apart():
+    """Key heads repeated to one per value head give the reference's out and final state
+    bitwise; the groups laid out the other way (value head j reading key head j % Hk, a
+    kernel's wrong index map) do not; heads not grouped: None."""
+    case = dataclasses.replace(CASE, key_heads=2, value_heads=4)
+    inputs = case.materialize()
+    base = reference(case, inputs, gradients=False)
+    mha_case, mha_inputs = as_mha(case, inputs)
+    assert mha_case.key_heads == mha_case.value_heads == 4
+    for name, want in reference(mha_case, mha_inputs, gradients=False).items():
+        np.testing.assert_array_equal(want, base[name], err_msg=name)
+    tiled = {n: np.tile(a, (1, 1, 2, 1)) if n in ("q", "k", "g", "b") else a
+             for n, a in inputs.items()}
+    assert not np.allclose(reference(mha_case, tiled, gradients=False)["out"], base["out"])
+    assert as_mha(CASE, CASE.materialize()) is not None  # (1, 2): grouped
+    ungrouped = dataclasses.replace(CASE, value_heads=1)
+    assert as_mha(ungrouped, ungrouped.materialize()) is None

@@ -48,6 +48,9 @@ class DeltaRuleCase(Case):
         b |k|^2 <= 2).
       decay: the regime of g (:data:`DECAY_REGIMES`); ``burst_strength``: -g of the burst.
       zero_chunk: a chunk index whose q, k and v are all zero, or None.
+      layout_chunk: the chunk the zero chunk and the burst are placed by, where it is not
+        ``chunk_size`` (None: it is): a block variant (:func:`chunk_variants`) keeps the
+        case's data and changes only the kernel's chunk.
     """
 
     batch: int
@@ -63,16 +66,19 @@ class DeltaRuleCase(Case):
     decay: str = "ordinary"
     burst_strength: float = 30.0
     zero_chunk: int | None = None
+    layout_chunk: int | None = None
 
     #: Data only: the seed, the decay, where zeros are and the documents (segment ids are
     #: an array argument of the kernel) change no compiled program.
     DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {"seed", "decay", "burst_strength", "zero_chunk", "documents"})
+        {"seed", "decay", "burst_strength", "zero_chunk", "documents", "layout_chunk"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_sizes(self, "batch", "seq_len", "key_heads", "value_heads", "key_dim",
                     "value_dim", "chunk_size")
+        if self.layout_chunk is not None and self.layout_chunk < 1:
+            raise ValueError(f"layout_chunk must be >= 1 or None, got {self.layout_chunk}")
         if self.value_heads % self.key_heads:
             raise ValueError(f"value_heads={self.value_heads} must be a multiple of "
                              f"key_heads={self.key_heads} (each key head serves a group)")
@@ -89,14 +95,25 @@ class DeltaRuleCase(Case):
         if not self.burst_strength > 0:
             raise ValueError(f"burst_strength must be > 0 (-g of the burst), got "
                              f"{self.burst_strength}")
-        if self.zero_chunk is not None and not 0 <= self.zero_chunk < self.chunks:
+        if self.zero_chunk is not None and not 0 <= self.zero_chunk < self.data_chunks:
             raise ValueError(f"zero_chunk={self.zero_chunk} must name one of the "
-                             f"{self.chunks} chunks")
+                             f"{self.data_chunks} chunks")
 
     @property
     def chunks(self) -> int:
         """Chunks of the (padded) sequence."""
         return -(-self.seq_len // self.chunk_size)
+
+    @property
+    def data_chunk(self) -> int:
+        """The chunk the data is laid out by (the zero chunk, the burst): ``layout_chunk``
+        where given, else ``chunk_size``."""
+        return self.layout_chunk or self.chunk_size
+
+    @property
+    def data_chunks(self) -> int:
+        """Chunks of :attr:`data_chunk` tokens in the sequence."""
+        return -(-self.seq_len // self.data_chunk)
 
     def segment_ids(self) -> np.ndarray:
         """int32 [batch, seq_len]: the document index of each token."""
@@ -111,6 +128,7 @@ class DeltaRuleCase(Case):
         flags = "".join((" h0" if self.initial_state else "", " l2" if self.qk_l2norm else ""))
         decay = self.decay + (f"{self.burst_strength:g}" if self.decay == "burst" else "")
         zero = "" if self.zero_chunk is None else f" zero-chunk={self.zero_chunk}"
+        zero += "" if self.layout_chunk is None else f" data-chunk={self.layout_chunk}"
         return (f"q=({self.batch},{self.seq_len},{self.key_heads},{self.key_dim}) v=("
                 f"{self.batch},{self.seq_len},{self.value_heads},{self.value_dim}) chunk="
                 f"{self.chunk_size}{docs}{flags} {decay}{zero}")
@@ -125,10 +143,10 @@ class DeltaRuleCase(Case):
         if self.decay == "weak":
             return weak
         # The burst's chunk: not the zero chunk (zero q, k, v there would hide it).
-        chunk = int(rng.choice([c for c in range(self.chunks) if c != self.zero_chunk]
+        chunk = int(rng.choice([c for c in range(self.data_chunks) if c != self.zero_chunk]
                                or [0]))
-        start = chunk * self.chunk_size
-        end = min(start + self.chunk_size, self.seq_len)
+        start = chunk * self.data_chunk
+        end = min(start + self.data_chunk, self.seq_len)
         burst_end = start + max(1, (end - start) // 4)
         g = ordinary
         g[:, start:burst_end] = -self.burst_strength * rng.uniform(0.9, 1.0,
@@ -148,8 +166,8 @@ class DeltaRuleCase(Case):
             k /= np.sqrt(kd)  # |k| ~ 1: the erase step b |k|^2 stays <= 2 (stable)
         v = rng.standard_normal((b_, l_, hv, vd))
         if self.zero_chunk is not None:
-            span = slice(self.zero_chunk * self.chunk_size,
-                         (self.zero_chunk + 1) * self.chunk_size)
+            span = slice(self.zero_chunk * self.data_chunk,
+                         (self.zero_chunk + 1) * self.data_chunk)
             q[:, span] = k[:, span] = v[:, span] = 0.0
         arrays = {
             "q": q, "k": k, "v": v, "g": self.log_decay(rng),

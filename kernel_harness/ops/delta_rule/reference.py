@@ -80,9 +80,11 @@ def document_starts(case: DeltaRuleCase) -> np.ndarray:
     return starts
 
 
-def reference(case: DeltaRuleCase, inputs: Arrays) -> Arrays:
+def reference(case: DeltaRuleCase, inputs: Arrays, *, gradients: bool = True) -> Arrays:
     """Every output of ``case`` from its (rounded) inputs: out, final_state and the
-    gradients dq, dk, dv, dg, db, dw (and dh0 with an initial state), float32 numpy."""
+    gradients dq, dk, dv, dg, db, dw (and dh0 with an initial state), float32 numpy;
+    without ``gradients``, out and final_state only (a forward-only family's reference:
+    ``functools.partial(delta_rule_reference, gradients=False)``)."""
     names = ("q", "k", "v", "g", "b", "w", "h0")
     h0 = inputs.get("h0")
     if h0 is None:
@@ -93,6 +95,9 @@ def reference(case: DeltaRuleCase, inputs: Arrays) -> Arrays:
     def f(*xs):
         return recurrence(*xs, starts, qk_l2norm=case.qk_l2norm)
 
+    if not gradients:
+        out, final = f(*arrays)
+        return {"out": np.asarray(out, np.float32), "final_state": np.asarray(final, np.float32)}
     (out, final), vjp = jax.vjp(f, *arrays)
     grads = vjp((jnp.asarray(inputs["dout"], jnp.float32),
                  jnp.asarray(inputs["dstate"], jnp.float32)))
@@ -101,3 +106,7 @@ def reference(case: DeltaRuleCase, inputs: Arrays) -> Arrays:
     if not case.initial_state:
         del outputs["dh0"]
     return {n: np.asarray(x, np.float32) for n, x in outputs.items()}
+
+
+#: The public name of :func:`reference` (``from kernel_harness import delta_rule_reference``).
+delta_rule_reference = reference

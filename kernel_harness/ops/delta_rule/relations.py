@@ -16,6 +16,9 @@
 - linear-in-v: v and the initial state scaled by a power of two c scale out, final_state,
   dq, dk, dg, db and dw by c and leave dv and dh0 unchanged (S is linear in (v, h0)
   jointly; the adjoint of S does not read v); exact in binary floating point.
+
+Each relation speaks of the outputs the family's run returns: a forward-only family (out
+and final_state) gets the same relations on those two.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ def state_continuity(case: DeltaRuleCase, inputs: Arrays, draw: Draw) -> Variant
     moved.update(dstate=inputs["dstate"], h0=_state_after(case, inputs, split))
 
     def expected(base: Arrays) -> Arrays:
-        out = {n: np.asarray(base[n])[:, split:] for n in ("out", *_GRADIENTS)}
+        out = {n: np.asarray(base[n])[:, split:] for n in ("out", *_GRADIENTS) if n in base}
         return {**out, "final_state": base["final_state"]}
 
     return Variant(case=later, inputs=moved, expected=expected,
@@ -113,7 +116,7 @@ def documents_independent(case: DeltaRuleCase, inputs: Arrays, draw: Draw
         compared["dh0"] = whole_row
     names = ["out", "final_state", *_GRADIENTS] + (["dh0"] if case.initial_state else [])
     return Variant(case=case, inputs=moved, compared=compared,
-                   expected=lambda base: {n: base[n] for n in names},
+                   expected=lambda base: {n: base[n] for n in names if n in base},
                    note=f"row {row}'s document {doc} (tokens {span.start}..{span.stop - 1}) "
                    "given other data")
 
@@ -127,14 +130,26 @@ def linear_in_v(case: DeltaRuleCase, inputs: Arrays, draw: Draw) -> Variant | No
     scaled = ("out", "final_state", "dq", "dk", "dg", "db", "dw")
 
     def expected(base: Arrays) -> Arrays:
-        out = {n: np.asarray(base[n]) * c for n in scaled}
-        out["dv"] = base["dv"]
-        if case.initial_state:
-            out["dh0"] = base["dh0"]
-        return out
+        out = {n: np.asarray(base[n]) * c for n in scaled if n in base}
+        unscaled = ("dv", "dh0") if case.initial_state else ("dv",)
+        return {**out, **{n: base[n] for n in unscaled if n in base}}
 
     return Variant(case=case, inputs=moved, expected=expected, exact=True,
                    note=f"v and h0 times {c:g}")
+
+
+def as_mha(case: DeltaRuleCase, inputs: Arrays) -> tuple[DeltaRuleCase, Arrays] | None:
+    """The ``Metamorphic.as_mha`` hook (``gqa-equals-mha``): the same problem with one key
+    head per value head (q, k, g and b repeated over each group), or None where the heads
+    are not grouped. out and final_state are per value head, so they must not change; a
+    family with gradients names the key-head axis of dq, dk, dg and db ``kv_head`` (the
+    MHA run's are then summed over each group)."""
+    if case.value_heads == case.key_heads:
+        return None
+    group = case.value_heads // case.key_heads
+    moved = {n: np.repeat(a, group, axis=2) if n in ("q", "k", "g", "b") else a
+             for n, a in inputs.items()}
+    return dataclasses.replace(case, key_heads=case.value_heads), moved
 
 
 RELATIONS: tuple[Relation, ...] = (
@@ -148,3 +163,9 @@ RELATIONS: tuple[Relation, ...] = (
              "scales out, final_state, dq, dk, dg, db and dw by it; dv and dh0 unchanged.",
              variant=linear_in_v, fraction=0.15),
 )
+
+#: The public name of :data:`RELATIONS` (``from kernel_harness import DELTA_RULE_RELATIONS``):
+#: a delta-rule family's ``relations``.
+DELTA_RULE_RELATIONS = RELATIONS
+#: The public name of :func:`as_mha` (``from kernel_harness import delta_rule_as_mha``).
+delta_rule_as_mha = as_mha

@@ -12,6 +12,9 @@ right after a burst): the regimes are drawn alike.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
+
 from hypothesis import strategies as st
 
 from kernel_harness.ops.delta_rule.cases import BURST_STRENGTHS, DECAY_REGIMES, DeltaRuleCase
@@ -70,6 +73,28 @@ def delta_rule_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = ("float32",),
         decay=draw(st.sampled_from(DECAY_REGIMES), label="decay"),
         burst_strength=draw(st.sampled_from(BURST_STRENGTHS), label="burst_strength"),
         zero_chunk=zero)
+
+
+def chunk_variants(chunk_sizes: Sequence[int]
+                   ) -> Callable[[DeltaRuleCase], st.SearchStrategy[DeltaRuleCase]]:
+    """The ``Metamorphic.block_variants`` hook of a delta-rule family: ``hook(case)`` draws
+    the case with another of ``chunk_sizes`` as its chunk and the same data (the zero chunk
+    and the burst stay where the case put them: ``layout_chunk``), so
+    ``block-size-invariance`` runs over the chunk size."""
+    sizes = tuple(chunk_sizes)
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"chunk_variants: give chunk sizes >= 1, got {sizes!r}")
+
+    def hook(case: DeltaRuleCase) -> st.SearchStrategy[DeltaRuleCase]:
+        layout = case.data_chunk
+
+        def variant(chunk: int) -> DeltaRuleCase:
+            return dataclasses.replace(case, chunk_size=chunk,
+                                       layout_chunk=None if chunk == layout else layout)
+
+        return st.sampled_from(sizes).map(variant)
+
+    return hook
 
 
 def delta_rule_events(case: DeltaRuleCase) -> list[str]:
