@@ -150,9 +150,12 @@ def _judge_cells(v: Verdict) -> tuple[str, str]:
 def stats_table(verdicts: Sequence[Verdict]) -> str:
     """One row per output: errors, tolerance (or the calibrated judge and its
     kernel/low-precision ratio), mismatch fraction, NaN/Inf, worst place."""
+    # The slice column as wide as its longest location (and a space), so the next starts
+    # apart (a slice of four named axes is longer than 28 characters).
+    width = max([28, *(len(v.stats.worst_slice_location) + 1 for v in verdicts)])
     header = (
         f"  {'output':<8}{'max_abs':>11}{'max_rel':>11}{'tol':>10}{'k/lowp':>8}{'mismatch':>10}"
-        f"{'nan':>6}{'inf':>6}{'slice_rel':>11}  {'worst slice':<28}"
+        f"{'nan':>6}{'inf':>6}{'slice_rel':>11}  {'worst slice':<{width}}"
         f"{'worst (actual vs expected)'}"
     )
     rows = [header]
@@ -163,7 +166,7 @@ def stats_table(verdicts: Sequence[Verdict]) -> str:
             f"  {s.output:<8}{s.max_abs_err:>11.3g}{s.max_rel_err:>11.3g}"
             f"{tol:>10}{ratio:>8}{100 * s.mismatch_fraction:>9.2f}%"
             f"{s.nan_actual:>6}{s.inf_actual:>6}{s.slice_rel_err:>11.3g}  "
-            f"{s.worst_slice_location:<28}{s.worst_location} "
+            f"{s.worst_slice_location:<{width}}{s.worst_location} "
             f"({s.worst_actual:.6g} vs {s.worst_expected:.6g})"
             f"{'' if v.passed else '  <-- FAIL'}"
         )
