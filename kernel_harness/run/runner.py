@@ -185,12 +185,19 @@ def _run(family: Family, impl: Callable[..., Any], case: Any, inputs: Arrays,
 def impl_name(impl: Callable[..., Any], spec: str | None = None) -> str:
     """How reports name an implementation: ``spec``, the ``MODULE:ATTR`` the user gave,
     when there is one (a factory's product is ``mykern.bugs:rope``, not
-    ``mykern.bugs:_variant.<locals>.rope``); else ``module:qualname`` (a partial names its
-    function)."""
+    ``mykern.bugs:_variant.<locals>.rope``); else ``module:qualname``, and a partial as
+    ``functools.partial(module:qualname, its arguments)`` (the function alone would name
+    the pristine kernel a planted bug wraps)."""
     if spec:
         return spec
-    while isinstance(impl, functools.partial):
-        impl = impl.func
+    if isinstance(impl, functools.partial):
+        def short(value: Any) -> str:
+            text = repr(value)
+            return text if len(text) <= 40 else text[:37] + "..."
+
+        bound = [short(a) for a in impl.args] + [f"{k}={short(v)}"
+                                                 for k, v in impl.keywords.items()]
+        return f"functools.partial({', '.join([impl_name(impl.func), *bound])})"
     module = getattr(impl, "__module__", "?")
     name = getattr(impl, "__qualname__", None) or type(impl).__name__
     return f"{module}:{name}"

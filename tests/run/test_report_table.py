@@ -25,3 +25,18 @@ def test_a_long_worst_slice_does_not_run_into_the_next_column() -> None:
     assert f"{long} batch=0 token=3" in first
     start = header.index("worst (actual vs expected)")
     assert first[start:].startswith("batch=0 token=3") and second[start:].startswith("batch=0")
+
+
+def test_a_partial_is_named_with_what_it_binds() -> None:
+    import functools
+
+    from kernel_harness.run.runner import impl_name
+
+    def kernel(x, *, resets=True):
+        return x
+
+    assert impl_name(kernel).endswith(":test_a_partial_is_named_with_what_it_binds.<locals>."
+                                      "kernel")
+    planted = impl_name(functools.partial(kernel, resets=False))
+    assert planted.startswith("functools.partial(") and planted.endswith(", resets=False)")
+    assert impl_name(functools.partial(kernel), "mod:planted") == "mod:planted"
