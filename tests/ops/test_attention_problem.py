@@ -342,3 +342,23 @@ def test_one_segment_layout_for_every_row_and_inputs_of_their_own_streams() -> N
         dataclasses.replace(case, q_segments=(runs, ((0, 8),)), kv_segments=(runs, runs))
     with pytest.raises(ValueError, match="takes no static masks"):
         Everything(**GOOD, masks=("full",))
+
+
+def test_one_static_mask_for_every_head_is_split_over_head_shards() -> None:
+    case = SinksAndMasks(**{**SPLASHY, "kv_heads": 2}, masks=("causal(offset=0)",) * 2)
+    local = problem_record(SinksAndMasks, shardable=True)["metamorphic"].local_case(
+        case, {"head": 2})
+    assert (local.q_heads, local.masks) == (1, ("causal(offset=0)",))
+    per_head = dataclasses.replace(case, masks=("full", "causal(offset=0)"))
+    assert problem_record(SinksAndMasks, shardable=True)["metamorphic"].local_case(
+        per_head, {"head": 2}) is None
+
+
+def test_a_declaration_its_design_or_streams_cannot_serve_is_an_error() -> None:
+    with pytest.raises(ValueError, match="declare the plain design"):
+        Features(layout="bhqd", names=NAMES, precision_design="flash")  # it takes a bias
+    with pytest.raises(ValueError, match="output is unnormalized"):
+        Features(layout="bhqd", names=NAMES, optional=frozenset({"causal"}),
+                 precision_design="flash", normalize="none")
+    with pytest.raises(ValueError, match="not a bias or a mask"):
+        Features(layout="bhqd", names=NAMES, streams="per-input")

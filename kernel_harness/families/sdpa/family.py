@@ -42,7 +42,7 @@ jax.nn.dot_product_attention(implementation="xla"), forward and vjp (incl. the b
 TOLERANCES = measured_table(
     {
         "out": ((1e-4, "1.3e-7"), (1.5e-2, "4.9e-3")),
-        # dq, dk, dbias: of the size of the terms summed into them (attention_definition),
+        # dq, dk, dbias: of the size of the terms summed into them (record.definition),
         # re-measured over 200 draws of every logit scale on 2026-12-04.
         "dq": ((2e-4, "3.4e-7"), (2e-2, "3.8e-3")),
         "dk": ((2e-4, "2.8e-7"), (2e-2, "4.5e-3")),

@@ -7,7 +7,7 @@ The exclusion rule, stated once (:meth:`ProblemArrays.rows_outside`): a query ro
 no key and is not a padding row is outside the contract, unless the kernel declares such
 rows zero (``Features.empty_rows``) or the case has sinks (a sink is a logit every row
 sees: such a row's output is 0 and its lse the sink's). ``valid``, the zeroed cotangent and
-the ``constrain`` hook all derive from it (:mod:`.record`).
+the ``constrain`` hook all derive from it (:mod:`.problem_hooks`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kernel_harness.core.case import cast, standard_normal
 from kernel_harness.ops.attention.masks import visible_keys
 from kernel_harness.ops.attention.reference import visibility
 from kernel_harness.ops.attention.segments import stacked_ids
-from kernel_harness.ops.attention.vocabulary import head_axis, query_axis
+from kernel_harness.ops.attention.vocabulary import query_axis
 
 #: Where each input comes from with ``Features.streams == "per-input"``: its own random
 #: stream of the case's seed (the mask, where drawn, keeps stream 1 in either form).
@@ -168,7 +168,6 @@ class ProblemArrays:
         one query per row: ``Features.query_axis``); with ``dim``, the same rows of that
         width (out and do: the value head size)."""
         layout = self.FEATURES.layout
-        head_axis(layout)
         d = self.head_dim if dim is None else dim
         shape = ((self.batch, self.q_len, self.q_heads, d) if layout == "bqhd"
                  else (self.batch, self.q_heads, self.q_len, d))

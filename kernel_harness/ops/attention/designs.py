@@ -4,11 +4,10 @@ low-precision twin models it (README "Calibrated bounds"; :func:`~.program.refer
 The twin is "the same math in the case's dtype": by default (``plain``) :func:`~.reference.
 attend` run in that dtype at the default matmul precision, every intermediate rounded to
 it. A kernel built the FlashAttention way rounds elsewhere, and less: its error is not that
-twin's. At 16x logits a bfloat16 FlashAttention-style kernel (flywheel-tpu 0.3.0's
-``flash_attn_func``, measured on the interpret backend) is up to 4.2x the plain twin's error
-in a row of ``out`` and 10x in a row of ``dv``, and 1.3x and 1.9x the ``flash`` twin's. A
-kernel declares its design (``Features.precision_design``), and its twin rounds where it
-rounds:
+twin's: at 16x logits a bfloat16 FlashAttention-style kernel (flywheel-tpu 0.3.0's
+``flash_attn_func``) fails the plain twin's bound and passes its own design's (the numbers:
+docs/judge.md, "Calibrated bounds"). A kernel declares its design
+(``Features.precision_design``), and its twin rounds where it rounds:
 
 - ``plain``: every intermediate in the input dtype (jax.nn's math in bfloat16).
 - ``flash``: FlashAttention's numerics. Forward: q times ``scale * log2(e)`` rounded to the

@@ -214,6 +214,17 @@ class Features:
                                    ("precision_design", self.precision_design, DESIGNS)):
             if value not in known:
                 raise ValueError(f"Features.{name} must be one of {known}, got {value!r}")
+        unmodelled = [f"it takes {f}" for f in ("bias", "soft-cap", "sinks") if self.takes(f)]
+        unmodelled += ["its bias comes before the scale"] if self.bias_before_scale else []
+        unmodelled += ["its output is unnormalized"] if self.normalize == "none" else []
+        if self.precision_design == "flash" and unmodelled:
+            raise ValueError("Features.precision_design='flash' models normalized q, k, v "
+                             f"attention only, and {', '.join(unmodelled)}: declare the "
+                             "plain design (or leave those features out of optional)")
+        if self.streams == "per-input" and (self.takes("bias") or self.takes("mask")):
+            raise ValueError("Features.streams='per-input' gives q, k, v, the cotangent and "
+                             "sinks their own streams, not a bias or a mask: a kernel taking "
+                             "either draws from one stream")
         if self.takes("sinks") and "sinks" not in self.names:
             raise ValueError("Features.names must name the sinks input of a kernel taking sinks")
         if self.lse not in (None, *LSE_BASES):

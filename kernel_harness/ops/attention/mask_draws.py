@@ -26,7 +26,7 @@ def chance(draw: st.DrawFn, p: float) -> bool:
 def pick(draw: st.DrawFn, weighted: tuple[tuple[str, int], ...]) -> str:
     """One option by integer weight (summing to 100); shrinks to the first option.
 
-    Built from :func:`_chance` coins (whose rates hold in the first few dozen examples,
+    Built from :func:`chance` coins (whose rates hold in the first few dozen examples,
     unlike the middle of an integer range or ``sampled_from`` past its first element)."""
     remaining = sum(w for _, w in weighted)
     for option, weight in reversed(weighted[1:]):

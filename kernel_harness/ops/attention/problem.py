@@ -1,5 +1,6 @@
 """The attention problem: one case description for every kernel that takes a full
-``(q, k, v)`` call (sdpa, torch-sdpa, flash, splash, gpu-mha, gpu-decode), written once.
+``(q, k, v)`` call (every attention family: tests/test_attention_families_architecture.py),
+written once.
 
 A case is :class:`AttentionProblem`: the op's :class:`~.vocabulary.Shape`, the masking
 options (causal, local window, a random boolean mask with a broadcast shape, static masks

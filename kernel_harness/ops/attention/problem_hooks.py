@@ -148,8 +148,10 @@ def local_case(case: AttentionProblem, mesh: dict[str, int]) -> AttentionProblem
     """One shard's case (:func:`~.metamorphic.shard_case`): the batch rows and heads of
     one shard; None where the mesh does not divide them, or splits heads whose static
     masks differ (a static mask is built into the one kernel every shard runs)."""
-    if mesh.get("head", 1) > 1 and len(set(case.head_masks() or ())) > 1:
-        return None
+    if mesh.get("head", 1) > 1 and case.masks is not None:
+        if len(set(case.masks)) > 1:
+            return None
+        case = dataclasses.replace(case, masks=case.masks[:1])  # one for every local head
     return shard_case(case, mesh, per_row=PER_ROW)
 
 

@@ -175,9 +175,10 @@ def attention_outputs(c: Definition, x: Mapping[str, jax.Array], vis: jax.Array,
     diff = tuple(n for n in DIFFERENTIABLE if n in x)
     flash = twin and c.design == "flash"
     if flash and (set(diff) - {"q", "k", "v"} or c.soft_cap is not None
-                  or c.bias_before_scale):
-        raise ValueError("the flash precision design models q, k, v attention only: no "
-                         "bias, soft cap or sinks yet (declare the plain design)")
+                  or c.bias_before_scale or c.normalize == "none"):
+        raise ValueError("the flash precision design models normalized q, k, v attention "
+                         "only: no bias, soft cap, sinks or unnormalized output yet (declare "
+                         "the plain design)")
 
     def f(*args: jax.Array) -> tuple[jax.Array, jax.Array]:
         a = dict(zip(diff, args, strict=True))
