@@ -128,9 +128,9 @@ def test_the_bitwise_rerun_compares_the_extra_outputs_too():
     family = get_family("gpu-norm")
     first = {"out": np.zeros((1, 2, 3), np.float32), "out_vjp": np.zeros((1, 2, 3), np.float32)}
     check = types.SimpleNamespace(family=family, problems=[])
-    relations._bitwise_changes(check, first, dict(first), "rerunning")
+    relations.bitwise_changes(check, first, dict(first), "rerunning")
     assert check.problems == []
-    relations._bitwise_changes(check, first, dict(first, out_vjp=np.ones((1, 2, 3), np.float32)),
+    relations.bitwise_changes(check, first, dict(first, out_vjp=np.ones((1, 2, 3), np.float32)),
                                "rerunning")
     assert len(check.problems) == 1, check.problems
     assert check.problems[0].startswith("out_vjp: rerunning changed 6 element(s) (bitwise)")

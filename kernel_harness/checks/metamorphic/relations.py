@@ -139,7 +139,7 @@ def _same_inputs(check: Check, other: Any) -> None:
             )
 
 
-def _bitwise_changes(check: Check, first: dict, second: dict, what: str) -> None:
+def bitwise_changes(check: Check, first: dict, second: dict, what: str) -> None:
     """A problem for every output ``second`` does not reproduce bit for bit (NaN as NaN),
     the extra outputs that must equal another (``Family.same_as``: gpu-norm's ``out_vjp``)
     included, as the bitwise rerun inside matches-reference compares them."""
@@ -160,7 +160,7 @@ def _bitwise_changes(check: Check, first: dict, second: dict, what: str) -> None
 
 
 def _deterministic(check: Check, data: st.DataObject) -> None:
-    _bitwise_changes(check, check.run(), check.run(), "rerunning")
+    bitwise_changes(check, check.run(), check.run(), "rerunning")
 
 
 def schedule_text(schedule: dict[str, Any]) -> str:
@@ -178,7 +178,7 @@ def _schedule_invariance(check: Check, data: st.DataObject) -> None:
     for changed, variant in (("only the DMA order", {**base, "dma_execution_mode": "eager"}),
                              ("only the grid order", {**base, "random_seed": other})):
         second = check.run(backend=check.backend.scheduled(**variant))
-        _bitwise_changes(check, first, second,
+        bitwise_changes(check, first, second,
                          f"{schedule_text(base)} -> {schedule_text(variant)} ({changed})")
 
 
