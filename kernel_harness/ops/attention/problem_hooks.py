@@ -116,12 +116,14 @@ def _roles(f: Any) -> dict[str, tuple[str, ...]]:
 
 def metamorphic(case_type: type[AttentionProblem], *, traceable: Callable[..., Any] | None = None,
                 shardable: bool = False, blocks: Config | None = None,
-                config_toggles: Callable[[Any], list[Toggle]] | None = None) -> Metamorphic:
+                config_toggles: Callable[[Any], list[Toggle]] | None = None,
+                tpu_device_kind: str | None = None) -> Metamorphic:
     """The metamorphic hooks of ``case_type``'s kernel: roles in its layout and names,
     visibility and segment ids from the description, option toggles (then the kernel's
     own, ``config_toggles``), GQA as MHA (the fields the case type's ``as_mha_fields``
     changes too), the exclusion (out's rows outside the contract, the zero cotangent);
-    ``traceable`` (lowering, sharding), where ``shardable`` one shard's case, and block
+    ``traceable`` (lowering, sharding; for the TPU ``tpu_device_kind`` where the kernel
+    asks the generation while tracing), where ``shardable`` one shard's case, and block
     variants from ``blocks``."""
     f = case_type.FEATURES
     n = f.names
@@ -140,6 +142,7 @@ def metamorphic(case_type: type[AttentionProblem], *, traceable: Callable[..., A
         may_be_nonfinite=may_be_nonfinite,
         constrain=constrain,
         traceable=traceable,
+        tpu_device_kind=tpu_device_kind,
         local_case=local_case if shardable else None,
     )
 

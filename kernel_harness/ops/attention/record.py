@@ -158,7 +158,7 @@ def problem_record(case_type: type[AttentionProblem], *, config: Config | None =
                    config_not_compared: Callable[[Any], Mapping[str, str]] | None = None,
                    config_toggles: Callable[[Any], list[Toggle]] | None = None,
                    traceable: Callable[..., Any] | None = None, shardable: bool = False,
-                   ) -> dict[str, Any]:
+                   tpu_device_kind: str | None = None) -> dict[str, Any]:
     """``Family`` fields of a kernel whose case type is ``case_type``: its cases (the
     kernel's configuration from ``config``), data draws, labels (the problem's, then
     ``config_events``), ``valid``, what is not compared (then ``config_not_compared``),
@@ -183,4 +183,5 @@ def problem_record(case_type: type[AttentionProblem], *, config: Config | None =
         output_axes=_output_axes(f),
         nonfinite_reference_ok=frozenset({f.output("lse")} if keyless_lse else ()),
         metamorphic=metamorphic(case_type, traceable=traceable, shardable=shardable,
-                                blocks=blocks, config_toggles=config_toggles))
+                                blocks=blocks, config_toggles=config_toggles,
+                                tpu_device_kind=tpu_device_kind))
