@@ -29,17 +29,13 @@ import math
 import jax
 import jax.numpy as jnp
 
-from kernel_harness.ops.attention.vocabulary import head_axis
+from kernel_harness.ops.attention.vocabulary import heads_first
 
 #: The precision designs a kernel may declare (module docstring).
 DESIGNS: tuple[str, ...] = ("plain", "flash")
 _LOG2E = math.log2(math.e)
 _LN2 = math.log(2.0)
 _F32 = jnp.float32
-
-
-def _heads_first(x: jax.Array, layout: str) -> jax.Array:
-    return x if head_axis(layout) == 1 else jnp.swapaxes(x, 1, 2)
 
 
 def _dot(spec: str, a: jax.Array, b: jax.Array) -> jax.Array:
@@ -96,10 +92,10 @@ def flash_attend(q: jax.Array, k: jax.Array, v: jax.Array, vis: jax.Array, scale
     """``(out, lse)`` as :func:`~.reference.attend` gives them, computed with the ``flash``
     design's roundings (module docstring) in the inputs' dtype; differentiable in q, k, v
     (GQA: kv heads repeated for their query heads, their gradients summed back)."""
-    q, k, v = (_heads_first(x, layout) for x in (q, k, v))
+    q, k, v = (heads_first(x, layout) for x in (q, k, v))
     group = q.shape[1] // k.shape[1]
     if group > 1:
         k, v = (jnp.repeat(x, group, axis=1) for x in (k, v))
     vis = jnp.broadcast_to(vis, (q.shape[0], q.shape[1], q.shape[2], k.shape[2]))
     out, lse = _flash(q, k, v, vis, jnp.asarray(scale, _F32))
-    return _heads_first(out, layout), lse
+    return heads_first(out, layout), lse

@@ -29,12 +29,12 @@ DESIGNS = {designs.DESIGNS!r}  # a script computes the reference: exact math, no
 
 
 def op_source() -> str:
-    """The source every attention script embeds: ``head_axis``, ``visibility``, ``logits``,
-    ``softmax_weights``, ``attend``, ``Definition``,
+    """The source every attention script embeds: ``head_axis``, ``heads_first``,
+    ``visibility``, ``logits``, ``softmax_weights``, ``attend``, ``Definition``,
     ``gradient_magnitudes`` and ``attention_outputs``, verbatim."""
     parts = [_PRELUDE, *(inspect.getsource(f) for f in (
-        vocabulary.head_axis, reference.visibility, reference.logits, reference.softmax_weights,
-        reference.attend, program.Definition, program.heads_first,
+        vocabulary.head_axis, vocabulary.heads_first, reference.visibility, reference.logits,
+        reference.softmax_weights, reference.attend, program.Definition,
         program.gradient_magnitudes, program.attention_outputs))]
     return "\n\n".join(parts)
 

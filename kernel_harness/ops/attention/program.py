@@ -29,7 +29,7 @@ from kernel_harness.ops.attention.reference import (
     logits,
     softmax_weights,
 )
-from kernel_harness.ops.attention.vocabulary import LAYOUTS
+from kernel_harness.ops.attention.vocabulary import LAYOUTS, heads_first
 
 #: The log-sum-exp bases a kernel may return (``natural``; ``base2``: flash-style kernels
 #: that keep ``log2`` of the denominator as their residual).
@@ -110,11 +110,6 @@ class AttentionCall:
         """The call's arrays by their op names (those present)."""
         return {n: a for n in (*DIFFERENTIABLE, "do")
                 if (a := getattr(self, n)) is not None}
-
-
-def heads_first(x: jax.Array, layout: str) -> jax.Array:
-    """``[batch, heads, q_len, ...]`` from an array in ``layout``."""
-    return x if layout == "bhqd" else jnp.swapaxes(x, 1, 2)
 
 
 def gradient_magnitudes(c: Definition, x: Mapping[str, jax.Array], vis: jax.Array,

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
+import jax.numpy as jnp
+
 from kernel_harness.core.case import check_heads
 
 #: ``bhqd``: heads before positions (``[batch, heads, len, dim]``: flash, splash);
@@ -55,6 +58,12 @@ def head_axis(layout: str) -> int:
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     return 1 if layout == "bhqd" else 2
+
+
+def heads_first(x: jax.Array, layout: str) -> jax.Array:
+    """``[batch, heads, q_len, ...]`` from an array in ``layout`` (and back: the swap is its
+    own inverse)."""
+    return x if layout == "bhqd" else jnp.swapaxes(x, 1, 2)
 
 
 def query_axis(layout: str) -> int:
