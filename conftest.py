@@ -137,6 +137,7 @@ BOTH_STACKS = (
     "tests/checks/test_lowering.py",
     "tests/run/test_diagnostics.py",
     "tests/run/test_kernel_coverage.py",
+    "tests/run/test_kernel_core.py",  # the flow through kernel bodies (compat.kernel_flow)
     "tests/run/test_memory_maps.py",
     "tests/run/test_compile_cache.py",
     "tests/run/test_crash.py",

@@ -93,7 +93,13 @@ def kernels_section(family: Family) -> list[str]:
         return [f"pallas kernels: not counted ({why})"]
     claimed = (family.claimed.describe() if family.claimed is not None else
                ["claimed sizes: none declared (claimed-sizes is a SKIP)"])
+    computes = family.kernels.computes_lines() or [
+        "nothing declared (a kernel that only copies what XLA computed is judged by the "
+        "outside measure alone)"]
     return [f"pallas kernels per call: {family.kernels.describe()}",
+            "inside the Pallas kernels (the op's core each pass's kernels compute into "
+            "every output they reach; else 'math outside the kernel'):",
+            *(f"  {line}" for line in computes),
             "outside the Pallas kernels (what the wrapper may compute in XLA on arrays of "
             "the problem's size; anything else fails as 'math outside the kernel'):",
             *(f"  {line}" for line in family.outside_kernel.describe()), *claimed]

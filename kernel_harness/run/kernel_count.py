@@ -170,13 +170,14 @@ def _first_line(e: BaseException) -> str:
 
 
 def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[int],
-           backward: bool, where: Any) -> tuple[CallCount, Callable[..., Any]]:
+           expected: KernelExpectation, where: Any) -> tuple[CallCount, Callable[..., Any]]:
     """Traces one call once: ``fn`` on ``leaves`` with the positions ``dyn`` abstract.
     Returns its count, with its :class:`~kernel_harness.run.kernel_poison.Poisoning` (the
     passes that ran a kernel), and the traced program (a function of the ``dyn`` values
     returning the call's result, bound from the caller's stack as a direct call would
     be). The backward, traced only to count, is traced from ``where``, the adapter's call
-    (:func:`~kernel_harness.core.compat.pallas_count.traced_from`)."""
+    (:func:`~kernel_harness.core.compat.pallas_count.traced_from`). A declared core no
+    kernel computes (:func:`~kernel_harness.run.kernel_outside.core_missing`) is outside."""
     start = time.perf_counter()
 
     def call(*values: Any) -> Any:
@@ -199,18 +200,21 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
     problem = kernel_outside.problem_size(
         [tuple(a.shape) for a in avals]
         + [tuple(o.shape) for o in jax.tree_util.tree_leaves(shape_tree)])
+    out_names = kernel_poison.output_names(shape_tree)
     count = CallCount(forward=pallas_count.pallas_kernels(fwd),
                       forward_top=pallas_count.top_primitives(fwd),
-                      forward_outside=kernel_outside.measure([fwd], problem))
+                      forward_outside=kernel_outside.measure([fwd], problem)
+                      + kernel_outside.core_missing(fwd, expected.forward_computes,
+                                                    out_names))
     poison = kernel_poison.Poisoning(
-        forward=fwd if count.forward else None,
-        out_names=kernel_poison.output_names(shape_tree), shape_tree=shape_tree,
-        shapes=tuple(tuple(a.shape) for a in avals))
-    if backward:
+        forward=fwd if count.forward else None, out_names=out_names,
+        shape_tree=shape_tree, shapes=tuple(tuple(a.shape) for a in avals))
+    if expected.backward > 0:
         args, kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
         names = kernel_poison.leaf_names(fn, args, kwargs)
         with pallas_count.traced_from(where):
-            found = _trace_backward(program, avals, [names[i] for i in dyn], problem)
+            found = _trace_backward(program, avals, [names[i] for i in dyn], problem,
+                                    expected.backward_computes)
         found["forward_outside"] = tuple(sorted(
             {*count.forward_outside, *found.pop("joint_outside", ())}))
         poison.backward = found.pop("poison", None) if found.get("backward") else None
@@ -221,7 +225,7 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
 
 
 def _trace_backward(call: Callable[..., Any], avals: list[Any],
-                    names: list[str], problem: int) -> dict[str, Any]:
+                    names: list[str], problem: int, computes: Any) -> dict[str, Any]:
     """The backward's count and poisoning; what the forward run for the gradient (a
     ``custom_vjp`` forward rule) and the backward compute outside their kernels."""
     wrt = [j for j, a in enumerate(avals) if _inexact(a)]
@@ -253,7 +257,8 @@ def _trace_backward(call: Callable[..., Any], avals: list[Any],
                                     names=tuple(names[j] for j in wrt))
     return {"backward": pallas_count.pallas_kernels(bwd),
             "backward_top": pallas_count.top_primitives(bwd), "poison": poison,
-            "backward_outside": kernel_outside.measure([bwd], problem),
+            "backward_outside": kernel_outside.measure([bwd], problem)
+            + kernel_outside.core_missing(bwd, computes, poison.names),
             "joint_outside": kernel_outside.measure([joint], problem)}
 
 
@@ -262,9 +267,10 @@ class Counting(kernel_poison.StandIn):
     StandIn`: its name, module, attributes and signature) that traces each call once,
     counts the kernels of the traced program and runs it."""
 
-    def __init__(self, impl: Callable[..., Any], backward: bool, product: int | None = None):
+    def __init__(self, impl: Callable[..., Any], expected: KernelExpectation,
+                 product: int | None = None):
         super().__init__(impl, product)
-        self._backward = backward
+        self._expected = expected
         self._memo: dict[Any, tuple[CallCount, Callable[..., Any]]] = {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -272,7 +278,7 @@ class Counting(kernel_poison.StandIn):
         dyn = kernel_poison.dynamic(leaves)
         if not dyn:  # a factory: count the callable it makes
             made = self._impl(*args, **kwargs)
-            return (Counting(made, self._backward, kernel_poison.next_product())
+            return (Counting(made, self._expected, kernel_poison.next_product())
                     if callable(made) else made)
         program = None
         try:
@@ -308,7 +314,7 @@ class Counting(kernel_poison.StandIn):
         if exact and key in self._memo:
             count, program = self._memo[key]
             return dataclasses.replace(count, seconds=0.0), program
-        count, program = _trace(self._impl, leaves, treedef, dyn, self._backward,
+        count, program = _trace(self._impl, leaves, treedef, dyn, self._expected,
                                 pallas_count.caller_traceback())
         if count.poison is not None:
             count.poison.key = (self._product, key)
@@ -319,14 +325,13 @@ class Counting(kernel_poison.StandIn):
 
 def counting(impl: Callable[..., Any], expected: KernelExpectation) -> Counting:
     """The counting wrapper of ``impl`` (the same object for the same ``impl``)."""
-    backward = expected.backward > 0
     try:
-        key: Any = (impl, backward)
+        key: Any = (impl, expected)
         hash(key)
     except TypeError:
-        key = (id(impl), backward)
+        key = (id(impl), expected)
     if key not in _WRAPPERS:
-        _WRAPPERS[key] = Counting(impl, backward)
+        _WRAPPERS[key] = Counting(impl, expected)
     return _WRAPPERS[key]
 
 

@@ -37,10 +37,10 @@ from __future__ import annotations
 
 import collections
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kernel_harness.core.compat import pallas_count
+from kernel_harness.core.compat import kernel_flow, pallas_count
 from kernel_harness.spec.outside import CALLBACKS, MATMUL, MEASURED, OutsideKernel
 
 #: The failure class, as reports and events name it.
@@ -51,6 +51,9 @@ FRACTION = 64
 
 #: How a host callback answering inside a kernel body is named (``pure_callback`` + this).
 IN_KERNEL = " in a kernel body"
+
+#: How a declared core primitive no kernel computes is named: ``exp|exp2`` + this.
+NO_KERNEL = " in no kernel"
 
 
 def problem_size(shapes: Iterable[tuple[int, ...]]) -> int:
@@ -79,6 +82,22 @@ def measure(jaxprs: Iterable[Any], problem: int) -> tuple[str, ...]:
     return tuple(sorted(always | {name for name, n in touched.items() if n >= floor}))
 
 
+def core_missing(jaxpr: Any, computes: Iterable[str], names: Sequence[str]
+                 ) -> tuple[str, ...]:
+    """The declared core groups (``exp|exp2``: ``KernelExpectation.*_computes``) that no
+    Pallas kernel of ``jaxpr`` (one pass) computes into every output some kernel's result
+    reaches (:func:`kernel_harness.core.compat.kernel_flow.reach`; ``names``: one per
+    output of ``jaxpr``, "" for one never judged), named ``exp|exp2 in no kernel``."""
+    groups = list(computes)
+    if not groups:
+        return ()
+    flows = kernel_flow.reach(jaxpr, [frozenset(g.split("|")) for g in groups])
+    judged = [per for i, (kernel, per) in enumerate(flows)
+              if kernel and i < len(names) and names[i]]
+    return tuple(f"{group}{NO_KERNEL}" for k, group in enumerate(groups)
+                 if any(not per[k] for per in judged))
+
+
 def disallowed(found: Mapping[str, tuple[str, ...]], declared: OutsideKernel,
                skip: Iterable[str] = ()) -> dict[str, tuple[str, ...]]:
     """Per pass (``forward``, ``backward``), the primitives ``found`` there that
@@ -97,9 +116,17 @@ def problem_text(bad: Mapping[str, tuple[str, ...]], declared: OutsideKernel) ->
     """``exp, reduce_sum outside any Pallas kernel (forward); ...``, then what the family
     allows there; a host callback answering inside a kernel body is said first, as such."""
     inside = {where: [n for n in names if n.endswith(IN_KERNEL)] for where, names in bad.items()}
-    outside = {where: [n for n in names if not n.endswith(IN_KERNEL)]
+    core = {where: [n for n in names if n.endswith(NO_KERNEL)] for where, names in bad.items()}
+    outside = {where: [n for n in names if not n.endswith((IN_KERNEL, NO_KERNEL))]
                for where, names in bad.items()}
     said = []
+    if any(core.values()):
+        lines = "; ".join(f"{'; '.join(names)} ({where})" for where, names in core.items()
+                          if names)
+        said.append(f"{lines}: the family declares this the op's core, computed inside its "
+                    "kernels (KernelExpectation.*_computes); for some output a kernel's "
+                    "result reaches, no kernel body computes it into that result: the "
+                    "kernels move an answer computed elsewhere")
     if any(inside.values()):
         calls = "; ".join(f"{', '.join(names)} ({where})" for where, names in inside.items()
                           if names)

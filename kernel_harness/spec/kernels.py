@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from kernel_harness.core.errors import UsageError
@@ -34,20 +34,62 @@ class KernelExpectation:
       backward: kernels in the backward pass (the jaxpr of the function ``jax.vjp``
         returns, applied to cotangents), at least; 0 for a forward-only family, whose
         backward is then not traced.
+      forward_computes: the op's core primitives the forward's kernels compute, each with
+        its reason: ``{"exp|exp2": "the softmax's exponentials"}`` (``|``: either). For
+        every output some kernel's result reaches, each must be computed inside a kernel
+        body and flow into that kernel's result on the way to the output
+        (:mod:`kernel_harness.core.compat.kernel_flow`); a kernel that only copies what
+        XLA computed fails, class "math outside the kernel". Declare only what every real
+        kernel of the family computes into every such output.
+      backward_computes: the same for the backward pass (every gradient a kernel reaches).
     """
 
     forward: int = 1
     backward: int = 0
+    forward_computes: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    backward_computes: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.forward < 0 or self.backward < 0 or not (self.forward or self.backward):
             raise ValueError(f"a kernel expectation needs some kernel, got {self}")
+        for where, computes in (("forward", self.forward_computes),
+                                ("backward", self.backward_computes)):
+            for group, why in computes.items():
+                if not all(name.strip() for name in str(group).split("|")):
+                    raise ValueError(f"KernelExpectation.{where}_computes: {group!r} is not "
+                                     "a primitive name or names joined by '|' (exp|exp2)")
+                if not str(why).strip():
+                    raise ValueError(f"KernelExpectation.{where}_computes[{group!r}] needs "
+                                     "its reason")
+            # Frozen and hashable (a counting wrapper is keyed by it).
+            object.__setattr__(self, f"{where}_computes",
+                               _Computes(sorted(computes.items())))
 
     def describe(self) -> str:
         """``fwd >= 1, bwd >= 1`` (``bwd`` left out for a forward-only family)."""
         parts = [f"fwd >= {self.forward}"] + ([f"bwd >= {self.backward}"] if self.backward
                                                else [])
         return ", ".join(parts)
+
+    def computes_lines(self) -> list[str]:
+        """One line per declared core primitive, for ``describe``: ``forward: exp|exp2
+        (why)``; none where nothing is declared."""
+        return [f"{where}: {group} ({why})"
+                for where, computes in (("forward", self.forward_computes),
+                                        ("backward", self.backward_computes))
+                for group, why in computes.items()]
+
+
+class _Computes(dict):
+    """A read-only, hashable mapping of primitive groups to reasons."""
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(tuple(self.items()))
+
+    def _frozen(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("KernelExpectation's computes are read-only")
+
+    __setitem__ = __delitem__ = update = pop = clear = setdefault = _frozen  # type: ignore
 
 
 def fallback(reason: str) -> Callable[[F], F]:

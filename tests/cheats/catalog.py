@@ -100,13 +100,19 @@ CHEATS: tuple[Cheat, ...] = (
     # 3: a copy kernel with the math outside, a pure_callback to numpy, a kernel doing
     # only the row max
     Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:copy_softmax",
-          (_OUTSIDE + "forward: div, exp, reduce_max, reduce_sum)",), per_push=True),
+          (_OUTSIDE + "forward: div, exp, exp|exp2 in no kernel, reduce_max, reduce_sum, "
+           "reduce_sum in no kernel)",), per_push=True),
+    # (the same math spelled without a measured primitive: only the op's core, declared
+    # inside the kernel, fails it)
+    Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:unmeasured_copy_softmax",
+          (_OUTSIDE + "forward: exp|exp2 in no kernel, reduce_sum in no kernel)",)),
     Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:callback_softmax",
-          (_OUTSIDE + "forward: pure_callback)",)),
+          (_OUTSIDE + "forward: exp|exp2 in no kernel, pure_callback, reduce_sum in no kernel)",)),
     # (softmax is shift-invariant: what the row-max kernel returns does not change the
     # answer, so poisoning names it first)
     Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:rowmax_softmax", (_UNUSED,),
-          notes=("math outside the kernel: div, exp, reduce_sum (forward)",)),
+          notes=("math outside the kernel: div, exp, exp|exp2 in no kernel, reduce_sum, "
+                 "reduce_sum in no kernel (forward)",)),
     Cheat("math outside", "gpu-norm", f"{OUTSIDE}:copy_norm", (_OUTSIDE,)),
     Cheat("math outside", "megablox-gmm", f"{OUTSIDE}:copy_gmm",
           (_OUTSIDE + "forward: dot_general; backward: dot_general)",)),
@@ -114,7 +120,8 @@ CHEATS: tuple[Cheat, ...] = (
     # (a kernel whose body hands its block to numpy and stores the host's answer: the
     # kernel computes nothing; only interpret mode runs it)
     Cheat("math outside", "gpu-softmax", f"{GENERIC}:host_in_kernel_softmax",
-          (_OUTSIDE + "forward: pure_callback in a kernel body)",)),
+          (_OUTSIDE + "forward: exp|exp2 in no kernel, pure_callback in a kernel body, "
+           "reduce_sum in no kernel)",)),
     # 4: the kernel on every second call, plain JAX on the others
     # (its own counter: tests/run/test_kernel_count.py runs fallback_impls' in-process)
     Cheat("otherwise when counted", "gpu-softmax", f"{GENERIC}:every_other_call_softmax",

@@ -58,6 +58,51 @@ def rowmax_softmax(x, *, axis=-1, interpret=False):
     return (e / jnp.sum(e, axis=-1, keepdims=True)).astype(x.dtype)
 
 
+def _exp_by_bits(y):
+    """exp(y) for y <= 0 from adds, multiplies, a floor and a bitcast (no measured
+    primitive): 2^f by a polynomial, 2^n by the exponent bits."""
+    t = jnp.maximum(y * np.float32(1.4426950408889634), -126.0)
+    n = jnp.floor(t)
+    f = (t - n) * np.float32(0.6931471805599453)
+    poly = 1.0
+    for k in range(9, 0, -1):  # Horner: sum of f^k / k!
+        poly = 1.0 + f * poly * np.float32(1 / k)
+    scale = jax.lax.bitcast_convert_type((n.astype(jnp.int32) + 127) << 23, jnp.float32)
+    return poly * scale
+
+
+def _fold_sum(e):
+    """The row sums of ``e`` by halving folds of adds (no reduction)."""
+    n = 1 << max(e.shape[-1] - 1, 0).bit_length()
+    e = jnp.pad(e, [(0, 0)] * (e.ndim - 1) + [(0, n - e.shape[-1])])
+    while e.shape[-1] > 1:
+        e = e[..., : e.shape[-1] // 2] + e[..., e.shape[-1] // 2:]
+    return e
+
+
+def _reciprocal(s):
+    """1/s for s >= 1 by Newton steps from a bit-level guess (no division)."""
+    guess = jax.lax.bitcast_convert_type(
+        np.int32(0x7EF311C7) - jax.lax.bitcast_convert_type(s, jnp.int32), jnp.float32)
+    for _ in range(4):
+        guess = guess * (2.0 - s * guess)
+    return guess
+
+
+def unmeasured_copy_softmax(x, *, axis=-1, interpret=False):
+    """The softmax in XLA spelled without one measured primitive (exp from bits, sums by
+    folds, a Newton reciprocal), copied by a kernel: nothing outside is measured, so only
+    the op's core declared inside the kernel (exp, reduce_sum) fails it."""
+    xf = x.astype(jnp.float32)
+    m = xf
+    while m.shape[-1] > 1:  # the row max by folds too
+        half = (m.shape[-1] + 1) // 2
+        m = jnp.maximum(m[..., :half], jnp.concatenate(
+            [m[..., half:], m[..., :1]], axis=-1)[..., :half])
+    e = _exp_by_bits(xf - m)
+    return _copy(((e * _reciprocal(_fold_sum(e))).astype(x.dtype),), interpret)[0]
+
+
 def _numpy_softmax(x):
     x = np.asarray(x, np.float32)
     e = np.exp(x - x.max(axis=-1, keepdims=True))

@@ -10,6 +10,7 @@ import pytest
 from kernel_harness import cli
 from kernel_harness.core.compat import pallas_count
 from kernel_harness.run import kernel_count
+from kernel_harness.spec.kernels import KernelExpectation
 
 IMPLS = "tests.helpers.fallback_impls"
 
@@ -169,7 +170,7 @@ def test_the_counted_program_is_the_one_that_runs(monkeypatch):
         calls.append(x)
         return jnp.sin(x)
 
-    wrapper = kernel_count.Counting(impl, backward=False)
+    wrapper = kernel_count.Counting(impl, KernelExpectation(forward=1))
     x = jnp.arange(4.0)
     assert jnp.array_equal(wrapper(x), jnp.sin(x)) and len(calls) == 1
     assert jnp.array_equal(wrapper(x + 1), jnp.sin(x + 1)) and len(calls) == 1

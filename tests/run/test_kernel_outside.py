@@ -23,6 +23,7 @@ from kernel_harness.ops.softmax.cases import SoftmaxCase
 from kernel_harness.run import kernel_outside, report
 from kernel_harness.run.runner import check_case
 from kernel_harness.spec.impl import load_impl
+from kernel_harness.spec.kernels import KernelExpectation
 from kernel_harness.spec.outside import OutsideKernel
 from kernel_harness.spec.registry import get_family
 
@@ -159,10 +160,13 @@ def test_a_kernel_asking_the_host_fails_and_one_printing_passes():
     # what passed before: the count, poisoning, the reference
     assert not result.kernel_problem and not result.unused_results
     assert all(v.passed for v in result.verdicts) and not result.passed
-    assert result.outside_math == {"forward": ("pure_callback in a kernel body",)}
+    # (its body computes nothing, so the op's core is in no kernel either)
+    assert result.outside_math == {"forward": (
+        "exp|exp2 in no kernel", "pure_callback in a kernel body", "reduce_sum in no kernel")}
     first = report.summary_lines(result)[0]
     assert first.startswith("[kernel-harness] FAIL gpu-softmax math outside the kernel "
-                            "(forward: pure_callback in a kernel body) "), first
+                            "(forward: exp|exp2 in no kernel, pure_callback in a kernel body, "
+                            "reduce_sum in no kernel) "), first
     assert ("pure_callback in a kernel body (forward): a host callback returns values into "
             "the kernel") in first
     # no family may allow it: allowing host callbacks outside does not excuse one inside
@@ -188,6 +192,9 @@ def test_a_declaration_validates_its_primitives_and_reasons():
 
 
 SOFTMAX_ALL = ("div", "exp", "reduce_max", "reduce_sum")
+#: The softmax op's core (``KernelExpectation.forward_computes``), in no copy kernel.
+SOFTMAX_CORE = ("exp|exp2 in no kernel", "reduce_sum in no kernel")
+SOFTMAX_NAMED = tuple(sorted(SOFTMAX_ALL + SOFTMAX_CORE))
 
 
 @pytest.mark.parametrize("family, case, impl, found", [
@@ -215,8 +222,12 @@ def test_a_kernel_that_does_not_compute_fails_naming_its_class(family, case, imp
     assert first.startswith(f"[kernel-harness] FAIL {family} math outside the kernel "
                             f"({what})"), first
     for where in found:
-        names = ", ".join(result.outside_math[where])
+        names = ", ".join(n for n in result.outside_math[where] if not n.endswith(" kernel"))
         assert f"{names} outside any Pallas kernel ({where})" in first
+    core = get_family(family).kernels.computes_lines()
+    for line in core:  # the declared core, computed by no kernel of a copy
+        where, group = line.split(" (")[0].split(": ")
+        assert f"{group} in no kernel" in result.outside_math[where], result.outside_math
 
 
 @pytest.mark.parametrize("family, case", [("gpu-softmax", SOFTMAX), ("gpu-norm", NORM),
@@ -232,8 +243,10 @@ def test_the_pristine_kernels_compute_inside_and_pass(family, case):
 
 def test_what_the_family_declares_is_allowed_and_nothing_more():
     family = get_family("gpu-softmax")
+    # (without the op's core declared inside the kernels, which a row-max kernel lacks)
     allows = dataclasses.replace(family, outside_kernel=OutsideKernel(
-        forward={"exp": "planted", "reduce_sum": "planted", "div": "planted"}))
+        forward={"exp": "planted", "reduce_sum": "planted", "div": "planted"}),
+        kernels=KernelExpectation(forward=1))
     assert _check("gpu-softmax", SOFTMAX, "rowmax_softmax", record=allows).passed
     result = _check("gpu-softmax", SOFTMAX, "copy_softmax", record=allows)
     assert result.outside_math == {"forward": ("reduce_max",)} and not result.passed
@@ -250,7 +263,7 @@ def test_the_cli_fails_it_in_the_events_and_the_json_and_describe_prints_the_rul
                      "--json", str(path)])
     out = capsys.readouterr().out
     assert code == 1, out
-    assert f"math outside the kernel: {', '.join(SOFTMAX_ALL)} (forward)=" in out
+    assert f"math outside the kernel: {', '.join(SOFTMAX_NAMED)} (forward)=" in out
     record = json.loads(path.read_text())["properties"][0]
     assert record["kernels"]["outside"] == record["checks"] > 0
     assert "math outside the kernel (forward: " in record["failure"]["summary"][0]
@@ -267,5 +280,6 @@ def test_a_metamorphic_relation_between_copy_kernel_runs_fails_too(capsys):
                      "deterministic", "--impl", f"{IMPLS}:copy_softmax"])
     out = capsys.readouterr().out
     assert code == 1, out
-    assert (f"math outside the kernel: run 1: {', '.join(SOFTMAX_ALL)} outside any Pallas "
-            "kernel (forward)") in out, out
+    assert "math outside the kernel: run 1: exp|exp2 in no kernel; reduce_sum in no kernel" in (
+        out), out
+    assert f"{', '.join(SOFTMAX_ALL)} outside any Pallas kernel (forward)" in out, out

@@ -9,6 +9,7 @@ from kernel_harness.families.flash.blocks import block_events, blocks
 from kernel_harness.families.flash.cases import FlashCase
 from kernel_harness.families.flash.export import export
 from kernel_harness.ops.attention.record import problem_record
+from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.ops.attention.tolerance import measured_table
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
@@ -93,7 +94,9 @@ FAMILY = Family(
                      traceable=_kernel.traceable),
     seed_cases=flash_seed_cases,
     **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1, backward=2),  # the dkv and dq kernels
+    # The dkv and dq kernels.
+    kernels=KernelExpectation(forward=1, backward=2, forward_computes=KERNEL_CORE,
+                              backward_computes=KERNEL_CORE),
     outside_kernel=OutsideKernel(backward={
         "reduce_sum": "di = rowsum(o * do) of the output and its cotangent: the backward's "
                       "preprocessing, in XLA before the dkv and dq kernels"}),

@@ -9,6 +9,7 @@ from kernel_harness.families.flywheel_tpu_flash import kernel as _kernel
 from kernel_harness.families.flywheel_tpu_flash.cases import FlywheelFlashCase
 from kernel_harness.families.flywheel_tpu_flash.export import export
 from kernel_harness.ops.attention.record import problem_record
+from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.ops.attention.tolerance import ATTENTION_CALIBRATED
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
@@ -64,7 +65,8 @@ FAMILY = Family(
     **_kernel.ADAPTER.fields(),
     tolerances=TOLERANCES,
     capabilities=frozenset({"causal", "gqa", "mqa", "q-len-ne-kv-len", "gradients"}),
-    kernels=KernelExpectation(forward=1, backward=1),
+    kernels=KernelExpectation(forward=1, backward=1, forward_computes=KERNEL_CORE,
+                              backward_computes=KERNEL_CORE),
     outside_kernel=OutsideKernel(backward={
         "dot_general": "delta = rowsum(o * do), an einsum of the output and its cotangent in "
                        "float32: the backward's preprocessing, in XLA before its kernel "

@@ -15,6 +15,7 @@ from kernel_harness.families.gpu_decode.cases import (
 )
 from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.ops.attention.record import problem_record
+from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 from kernel_harness.spec.outside import OutsideKernel
@@ -63,7 +64,9 @@ FAMILY = Family(
     **problem_record(DecodeCase, config=config, blocks=blocks, config_events=config_events,
                      config_toggles=config_toggles),
     **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
+    # Not exp: the residual m (the max logit) has none.
+    kernels=KernelExpectation(forward=1, forward_computes={
+        "dot_general": KERNEL_CORE["dot_general"]}),
     outside_kernel=OutsideKernel(forward=dict.fromkeys(
         ("reduce_max", "exp", "reduce_sum", "div"),
         "the k_splits partial results (each split's max, sum and output) combined in XLA "

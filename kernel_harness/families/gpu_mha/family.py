@@ -9,6 +9,7 @@ from kernel_harness.families.gpu_mha.bench import BENCH
 from kernel_harness.families.gpu_mha.cases import MhaCase, block_events, blocks
 from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.ops.attention.record import problem_record
+from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 
@@ -70,7 +71,8 @@ FAMILY = Family(
     **problem_record(MhaCase, blocks=blocks, config_events=block_events),
     **_kernel.ADAPTER.fields(),
     # The real backward runs two kernels (the delta preprocessing, then dq/dk/dv).
-    kernels=KernelExpectation(forward=1, backward=2),
+    kernels=KernelExpectation(forward=1, backward=2, forward_computes=KERNEL_CORE,
+                              backward_computes=KERNEL_CORE),
     tolerances=_tolerances(),
     capabilities=frozenset(
         {"causal", "full", "segments", "sm-scale", "q-len-ne-kv-len", "residuals", "gradients"}

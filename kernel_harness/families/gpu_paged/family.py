@@ -14,6 +14,7 @@ from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
 from kernel_harness.families.gpu_paged.export import export
 from kernel_harness.families.gpu_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
 from kernel_harness.ops.attention.events import logits_label
+from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.ops.paged_attention.events import paged_events
 from kernel_harness.ops.paged_attention.record import paged_record
 from kernel_harness.ops.paged_attention.reference import PagedCall, visible_lengths
@@ -98,7 +99,7 @@ FAMILY = Family(
     **_kernel.ADAPTER.fields(),
     # The op's: reference, low_precision_reference, output_axes, capabilities, valid.
     **paged_record(paged_call, excluded),
-    kernels=KernelExpectation(forward=1),
+    kernels=KernelExpectation(forward=1, forward_computes=KERNEL_CORE),
     outside_kernel=OutsideKernel(forward=dict.fromkeys(
         ("reduce_max", "exp", "reduce_sum", "div"),
         "the k_splits partial results (each split's max, sum and output) combined in XLA "

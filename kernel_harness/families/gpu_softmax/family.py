@@ -17,7 +17,11 @@ from kernel_harness.ops.softmax.cases import (
     softmax_cases,
     softmax_data_draws,
 )
-from kernel_harness.ops.softmax.reference import low_precision_reference, reference
+from kernel_harness.ops.softmax.reference import (
+    KERNEL_CORE,
+    low_precision_reference,
+    reference,
+)
 from kernel_harness.ops.softmax.relations import RELATIONS
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
@@ -96,7 +100,7 @@ FAMILY = Family(
     cases=softmax_cases,
     data_draws=softmax_data_draws,
     **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
+    kernels=KernelExpectation(forward=1, forward_computes=KERNEL_CORE),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={"out": ("row", "dim")},

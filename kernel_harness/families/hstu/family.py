@@ -16,7 +16,7 @@ from kernel_harness.ops.attention.events import length_events
 from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.ops.pointwise_attention import cases
 from kernel_harness.ops.pointwise_attention.masks import case_mask
-from kernel_harness.ops.pointwise_attention.reference import pointwise_outputs
+from kernel_harness.ops.pointwise_attention.reference import KERNEL_CORE, pointwise_outputs
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 from kernel_harness.spec.outside import OutsideKernel
@@ -130,7 +130,8 @@ FAMILY = Family(
     cases=cases.hstu_cases,
     seed_cases=cases.hstu_seed_cases,
     **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1, backward=1),
+    kernels=KernelExpectation(forward=1, backward=1, forward_computes=KERNEL_CORE,
+                              backward_computes=KERNEL_CORE),
     outside_kernel=OutsideKernel(backward={
         "reduce_sum": "dq: the backward kernel writes one float32 dq partial per kv block, "
                       "summed in XLA (kernel_harness/kernels/hstu/backward.py)",

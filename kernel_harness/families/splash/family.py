@@ -20,6 +20,7 @@ from kernel_harness.families.splash.strategy import splash_blocks, splash_cases
 from kernel_harness.ops.attention.masks import COMPUTABLE_KINDS, parse_mask
 from kernel_harness.ops.attention.problem_hooks import block_variants
 from kernel_harness.ops.attention.record import problem_record
+from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.kernels import KernelExpectation
 from kernel_harness.spec.outside import OutsideKernel
@@ -197,7 +198,8 @@ FAMILY = Family(
     **{**_PROBLEM, "cases": splash_cases, "narrowed": narrowed},
     **_kernel.ADAPTER.fields(),
     # Backward 1: the fused backward (fused_bwd) is one kernel (dq and dkv: two).
-    kernels=KernelExpectation(forward=1, backward=1),
+    kernels=KernelExpectation(forward=1, backward=1, forward_computes=KERNEL_CORE,
+                              backward_computes=KERNEL_CORE),
     outside_kernel=OutsideKernel(backward={
         "dot_general": "di = rowsum(o * do), an einsum of the output and its cotangent: the "
                        "backward's preprocessing, in XLA before the backward kernels",

@@ -11,7 +11,7 @@ from kernel_harness.families.tpu_inference.record import tpu_inference_family
 from kernel_harness.families.tpu_inference_agmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_agmm.export import export
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase, agmm_cases, agmm_events
-from kernel_harness.ops.all_gather_matmul.reference import reference
+from kernel_harness.ops.all_gather_matmul.reference import KERNEL_CORE, reference
 from kernel_harness.ops.mesh import MAX_DEVICES
 
 TOLERANCES = ToleranceTable.of_limits({
@@ -55,6 +55,7 @@ def seed_cases(without: frozenset[str]) -> list[AgmmCase]:
 
 
 FAMILY = tpu_inference_family(
+    computes=KERNEL_CORE,
     name="tpu-inference-all-gather-matmul",
     summary="all-gather matmul (a collective: x gathered over a ring while each device "
     "multiplies)",

@@ -13,7 +13,7 @@ from kernel_harness.families.tpu_inference.record import tpu_inference_family
 from kernel_harness.families.tpu_inference_bqmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_bqmm.export import export
 from kernel_harness.ops.quantized_matmul.cases import QmmCase, qmm_cases
-from kernel_harness.ops.quantized_matmul.reference import bfloat16_accumulation
+from kernel_harness.ops.quantized_matmul.reference import KERNEL_CORE, bfloat16_accumulation
 from kernel_harness.spec.hooks import Metamorphic
 
 #: The weights' dtype drawn (int8 does not trace: findings/).
@@ -87,6 +87,7 @@ def seed_cases(without: frozenset[str]) -> list[QmmCase]:
 
 
 FAMILY = tpu_inference_family(
+    computes=KERNEL_CORE,
     name="tpu-inference-blockwise-quantized-matmul",
     summary="blockwise quantized matmul (fp8 weights with a scale per block of inputs; "
     "bfloat16 accumulation)",

@@ -12,7 +12,7 @@ from kernel_harness.families.tpu_inference_fused_moe import kernel as _kernel
 from kernel_harness.families.tpu_inference_fused_moe.export import export
 from kernel_harness.ops.mesh import MAX_DEVICES
 from kernel_harness.ops.moe.cases import MoeCase, moe_cases, moe_events
-from kernel_harness.ops.moe.reference import reference
+from kernel_harness.ops.moe.reference import KERNEL_CORE, reference
 
 TOLERANCES = ToleranceTable.of_limits({
     ("float32", "out"): (2e-5, "float32 throughout (scores, both projections, the "
@@ -82,6 +82,7 @@ def seed_cases(without: frozenset[str]) -> list[MoeCase]:
 
 
 FAMILY = tpu_inference_family(
+    computes=KERNEL_CORE,
     name=_kernel.NAME,
     summary="fused expert-parallel MoE (a collective: tokens routed to their experts' "
     "devices by remote DMAs)",

@@ -13,6 +13,7 @@ from kernel_harness.families.tpu_inference.record import tpu_inference_family
 from kernel_harness.families.tpu_inference_qmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_qmm.export import export
 from kernel_harness.ops.quantized_matmul.cases import W_Q_DTYPES, QmmCase, qmm_cases
+from kernel_harness.ops.quantized_matmul.reference import KERNEL_CORE
 from kernel_harness.spec.blocks import block_variants
 from kernel_harness.spec.hooks import Metamorphic
 from kernel_harness.spec.outside import OutsideKernel
@@ -85,6 +86,7 @@ def seed_cases(without: frozenset[str]) -> list[QmmCase]:
 
 
 FAMILY = tpu_inference_family(
+    computes=KERNEL_CORE,
     name="tpu-inference-quantized-matmul",
     summary="quantized matmul (per-channel int8/fp8 weights, activations quantized per row)",
     adapter=_kernel.ADAPTER,

@@ -10,6 +10,7 @@ from kernel_harness.families.tpu_paged import kernel as _kernel
 from kernel_harness.families.tpu_paged.cases import INT8_DIVISOR, TpuPagedCase, tpu_paged_cases
 from kernel_harness.families.tpu_paged.export import export
 from kernel_harness.families.tpu_paged.metamorphic import METAMORPHIC, RELATIONS, excluded
+from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.ops.paged_attention.events import paged_events
 from kernel_harness.ops.paged_attention.record import paged_record
 from kernel_harness.ops.paged_attention.reference import PagedCall, visible_lengths
@@ -172,7 +173,7 @@ FAMILY = Family(
     **_kernel.ADAPTER.fields(),
     # The op's: reference, low_precision_reference, output_axes, capabilities, valid.
     **paged_record(paged_call, excluded),
-    kernels=KernelExpectation(forward=1),
+    kernels=KernelExpectation(forward=1, forward_computes=KERNEL_CORE),
     tolerances=TOLERANCES,
     events=events,
     contract=CONTRACT,

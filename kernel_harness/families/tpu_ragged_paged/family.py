@@ -19,6 +19,7 @@ from kernel_harness.families.tpu_ragged_paged.cases import (
 )
 from kernel_harness.families.tpu_ragged_paged.export import export
 from kernel_harness.families.tpu_ragged_paged.metamorphic import EXCLUDED, METAMORPHIC, RELATIONS
+from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.ops.paged_attention.ragged import ragged_attention
 from kernel_harness.ops.paged_attention.ragged_record import ragged_record
 from kernel_harness.ops.paged_attention.semantics import RAGGED
@@ -147,7 +148,7 @@ FAMILY = Family(
     case_type=RaggedCase,
     cases=ragged_cases,
     **_kernel.ADAPTER.fields(),
-    kernels=KernelExpectation(forward=1),
+    kernels=KernelExpectation(forward=1, forward_computes=KERNEL_CORE),
     reference=reference,
     output_axes={"out": ("token", "head", "dim")},
     tolerances=TOLERANCES,

@@ -6,6 +6,10 @@ import numpy as np
 
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
 
+#: The op's core, which an all-gather matmul kernel computes inside its body
+#: (``KernelExpectation.forward_computes``): a kernel that only gathers fails.
+KERNEL_CORE = {"dot_general": "the product of the gathered x and y"}
+
 
 def product(x: np.ndarray, y: np.ndarray, rhs_transpose: bool) -> np.ndarray:
     """float32 ``x @ y`` computed in float64 (``y`` given as ``[n, k]`` where

@@ -20,6 +20,13 @@ from kernel_harness.ops.attention.vocabulary import head_axis
 
 HIGHEST = jax.lax.Precision.HIGHEST
 
+#: The op's core, which an attention kernel computes inside its body, forward and backward
+#: (``KernelExpectation.forward_computes``/``backward_computes``): the logits and the
+#: weighted values are products, the weights exponentials (recomputed by a flash backward).
+KERNEL_CORE = {"dot_general": "the logits q.k and the weighted sum p.v (dp, dq, dk, dv "
+                              "backward)",
+               "exp|exp2": "the softmax's exponentials"}
+
 Outputs = dict[str, np.ndarray]
 
 

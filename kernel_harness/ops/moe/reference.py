@@ -9,6 +9,10 @@ import numpy as np
 
 from kernel_harness.ops.moe.cases import MoeCase
 
+#: The op's core, which a fused MoE kernel computes inside its body
+#: (``KernelExpectation.forward_computes``): a kernel that only routes fails.
+KERNEL_CORE = {"dot_general": "the experts' two matmuls"}
+
 #: GPT-OSS's clipped gate (``swigluoai``): sigmoid sharpness and clip limit.
 SWIGLU_ALPHA, SWIGLU_LIMIT = 1.702, 7.0
 

@@ -9,6 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+#: The op's core, which a pointwise attention kernel computes inside its body, forward and
+#: backward (``KernelExpectation.forward_computes``/``backward_computes``).
+KERNEL_CORE = {"dot_general": "the logits q.k and the weighted values (dq, dk, dv backward)"}
+
 HIGHEST = jax.lax.Precision.HIGHEST
 
 

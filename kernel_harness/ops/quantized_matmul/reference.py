@@ -26,6 +26,10 @@ import numpy as np
 from kernel_harness.ops.quantized_matmul.cases import QmmCase
 from kernel_harness.ops.quantized_matmul.quantize import ROUNDINGS, quantize
 
+#: The op's core, which a quantized matmul kernel computes inside its body
+#: (``KernelExpectation.forward_computes``): a kernel that only copies fails.
+KERNEL_CORE = {"dot_general": "the product of x (or its quantized rows) and w_q"}
+
 
 def grouped_operands(case: QmmCase, inputs: dict[str, np.ndarray], rounding: str
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -11,6 +11,11 @@ import numpy as np
 from kernel_harness.core.case import cast
 from kernel_harness.ops.softmax.cases import SoftmaxCase
 
+#: The op's core, which a softmax kernel computes inside its body
+#: (``KernelExpectation.forward_computes``): a kernel that only copies fails.
+KERNEL_CORE = {"exp|exp2": "the exponentials of the shifted logits",
+               "reduce_sum": "each row's sum of exponentials (the normalizer)"}
+
 
 def softmax(x: np.ndarray) -> np.ndarray:
     """float64 softmax over the last axis."""

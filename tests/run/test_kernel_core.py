@@ -1,0 +1,112 @@
+"""The op's core computed inside the kernels (issue 55, item 3): a family declares the
+primitives its kernels compute (``KernelExpectation.*_computes``), and the flow through
+the traced program (:mod:`kernel_harness.core.compat.kernel_flow`) shows, per output,
+whether a kernel computes each into its result on the way there. A copy kernel, or one
+computing the core into a scratch buffer it never writes out, fails; the real kernel's
+shapes of flow (through scratch, loops, ``pl.when``, ``run_scoped``) pass."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from kernel_harness import cli
+from kernel_harness.core.compat import kernel_flow
+from kernel_harness.run import kernel_outside
+from kernel_harness.spec.kernels import KernelExpectation
+
+EXP, SUM = frozenset({"exp", "exp2"}), frozenset({"reduce_sum"})
+
+
+def _reach(kernel, x, after=lambda out, x: out):
+    def f(x):
+        out = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                             interpret=True)(x)
+        return after(out, x)
+
+    return kernel_flow.reach(jax.make_jaxpr(f)(x), [EXP, SUM])
+
+
+def _softmax_kernel(x_ref, o_ref):
+    e = jnp.exp(x_ref[...] - jnp.max(x_ref[...], axis=-1, keepdims=True))
+    o_ref[...] = e / jnp.sum(e, axis=-1, keepdims=True)
+
+
+def _copy_kernel(x_ref, o_ref):
+    o_ref[...] = x_ref[...]
+
+
+def _core_into_scratch_only(x_ref, o_ref):
+    def body(s_ref):
+        s_ref[...] = jnp.exp(x_ref[...])  # computed, never written out
+        o_ref[...] = x_ref[...]
+
+    pl.run_scoped(body, pltpu.VMEM(x_ref.shape, jnp.float32))
+
+
+def _core_through_scratch(x_ref, o_ref):
+    def body(s_ref):
+        s_ref[...] = jnp.exp(x_ref[...])
+        o_ref[...] = s_ref[...]
+
+    pl.run_scoped(body, pltpu.VMEM(x_ref.shape, jnp.float32))
+
+
+def _sum_in_a_loop_under_when(x_ref, o_ref):
+    o_ref[...] = x_ref[...]
+
+    @pl.when(x_ref[0, 0] > 0)
+    def _():
+        o_ref[...] += jax.lax.fori_loop(0, 3, lambda i, a: a + jnp.sum(x_ref[...]), 0.0)
+
+
+X = jnp.ones((8, 128), jnp.float32)
+
+
+@pytest.mark.parametrize("kernel, arg, after, expected", [
+    pytest.param(_softmax_kernel, X, None, (True, (True, True)), id="the-real-kernel"),
+    pytest.param(_copy_kernel, jax.nn.softmax(X), None, (True, (False, False)),
+                 id="a-copy-of-xla"),
+    pytest.param(_core_into_scratch_only, X, None, (True, (False, False)),
+                 id="core-into-scratch-only"),
+    pytest.param(_core_through_scratch, X, None, (True, (True, False)),
+                 id="core-through-scratch"),
+    pytest.param(_sum_in_a_loop_under_when, X, None, (True, (False, True)),
+                 id="sum-in-a-loop-under-when"),
+    pytest.param(_softmax_kernel, X, lambda out, x: jax.nn.softmax(x), (False, (False, False)),
+                 id="result-thrown-away"),
+])
+def test_what_reaches_the_output(kernel, arg, after, expected):
+    got = _reach(kernel, arg, after or (lambda out, x: out))
+    assert got == [expected]
+
+
+def test_the_missing_core_is_named_per_group_for_outputs_a_kernel_reaches():
+    jaxpr = jax.make_jaxpr(lambda x: pl.pallas_call(
+        _core_through_scratch, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        interpret=True)(x))(X)
+    assert kernel_outside.core_missing(jaxpr, ["exp|exp2", "reduce_sum"], ["result"]) == (
+        "reduce_sum in no kernel",)
+    assert kernel_outside.core_missing(jaxpr, ["exp|exp2"], ["result"]) == ()
+    assert kernel_outside.core_missing(jaxpr, ["reduce_sum"], [""]) == ()  # never judged
+
+
+def test_a_declaration_needs_names_and_reasons():
+    with pytest.raises(ValueError, match="needs its reason"):
+        KernelExpectation(forward_computes={"exp": " "})
+    with pytest.raises(ValueError, match="joined by"):
+        KernelExpectation(forward_computes={"exp||exp2": "why"})
+    kept = KernelExpectation(forward=1, forward_computes={"exp|exp2": "the exponentials"})
+    assert hash(kept) == hash(KernelExpectation(forward_computes={"exp|exp2":
+                                                                  "the exponentials"}))
+    assert kept.computes_lines() == ["forward: exp|exp2 (the exponentials)"]
+
+
+def test_describe_prints_what_the_kernels_compute(capsys):
+    assert cli.main(["describe", "gpu-softmax"]) == 0
+    out = capsys.readouterr().out
+    assert "inside the Pallas kernels" in out
+    assert "forward: exp|exp2 (the exponentials of the shifted logits)" in out
