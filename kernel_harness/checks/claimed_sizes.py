@@ -1,13 +1,18 @@
 """The ``claimed-sizes`` property: the implementation traced at every size its family
-claims (:class:`~kernel_harness.spec.claims.Claim`) on abstract inputs, and what it would
-run there compared with what it runs at a small size (issue 55, item 5).
+claims (:class:`~kernel_harness.spec.claims.Claim`) and on a ladder of sizes between a
+small size and each claimed one, on abstract inputs, and what it would run there compared
+with what it runs at the small size (issue 55, item 5).
 
-At a claimed size the traced program must launch as many Pallas kernels as at the small
-size (and at least what the family expects), and compute nothing the small size does not
-(no math, host callback or concatenation appearing only past some size: a "ghost branch",
-an implementation that runs its kernel only for the sizes a test draws). Tracing allocates
-nothing and runs nothing, so a 256k-row softmax costs what a small one does. The
-implementation's ``kernel_harness.current_backend()`` is the check's backend.
+At a claimed size and at every rung the traced program must launch as many Pallas kernels
+as at the small size (and at least what the family expects), and compute nothing the small
+size does not (no math, host callback or concatenation appearing only past some size, or
+only between the drawn sizes and the claimed ones: a "ghost branch", an implementation that
+runs its kernel only for the sizes a test draws). Each example traces every claimed size
+and its whole ladder, one rung per factor of 2, each rung's place inside its factor of 2
+drawn by Hypothesis (:meth:`Claim.ladder`). A rung whose trace raises is a FAIL
+(:class:`SizeRefused`): the claim says the kernel is meant for every size up to the claimed
+one. Tracing allocates nothing and runs nothing, so a 256k-row softmax costs what a small
+one does. The implementation's ``kernel_harness.current_backend()`` is the check's backend.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from kernel_harness.core.backends import Backend, running_on
 from kernel_harness.core.compat import pallas_count
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.run.report import PREFIX
+from kernel_harness.spec.claims import Abstract, Claim
 from kernel_harness.spec.family import Family
 
 #: Primitives that only move or relabel data (a wrapper may pad or reshape differently at
@@ -33,14 +39,27 @@ LAYOUT: frozenset[str] = frozenset({
     "convert_element_type", "pad", "slice", "dynamic_slice", "dynamic_update_slice", "copy",
     "copy_p", "iota", "device_put", "select_n", "rev", "gather", "scatter",
 })
+#: A rung's place inside its stretch of the ladder, in hundredths (integers shrink and
+#: print more readably than floats).
+JITTER_STEPS = 100
 
 
 class GhostBranch(AssertionError):
-    """The implementation runs another program at a claimed size than at a small one."""
+    """The implementation runs another program at a claimed size (or a rung below it) than
+    at a small one."""
+
+
+class SizeRefused(GhostBranch):
+    """Tracing the implementation raised at a rung between the small size and a claimed
+    one: no program at a size the claim covers (reported as ``claimed size refused``)."""
 
 
 def _shapes(arrays: Mapping[str, Any]) -> str:
     return " ".join(f"{n}={tuple(a.shape)}" for n, a in arrays.items())
+
+
+def _dtypes(arrays: Mapping[str, Any]) -> str:
+    return ",".join(sorted({str(a.dtype) for a in arrays.values()}))
 
 
 def structure(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str, Any],
@@ -54,11 +73,27 @@ def structure(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mappin
     return pallas_count.pallas_kernels(jaxpr), frozenset(names - LAYOUT)
 
 
+def _jitter(pairs: list[tuple[int, int]], drawn: list[int]
+            ) -> Callable[[int, tuple[int, int]], float]:
+    where = {pair: i for i, pair in enumerate(pairs)}
+
+    def jitter(rung: int, pair: tuple[int, int]) -> float:
+        i = where.get(pair)
+        # A pair the discovery call did not ask about (a rung maker of a family's own that
+        # branches on extents): the middle of its stretch, deterministically.
+        if i is None:
+            return 0.5
+        return drawn[rung * len(pairs) + i] / JITTER_STEPS
+
+    return jitter
+
+
 def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] | None = None,
                   impl_spec: str | None = None, observer: Any = None) -> Callable[[], None]:
-    """The property "at every claimed size the implementation runs the program it runs at a
-    small size" (a SKIP for a family that claims no sizes)."""
-    claim = family.claimed
+    """The property "at every claimed size, and at every size between the small one and a
+    claimed one, the implementation runs the program it runs at a small size" (a SKIP for
+    a family that claims no sizes)."""
+    claim: Claim | None = family.claimed
     if claim is None:
         raise PropertyNotApplicable(
             f"{family.name} claims no sizes (Family.claimed): the largest sizes its kernel is "
@@ -72,31 +107,78 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
     small = claim.small()
     base_kernels, base_prims = structure(claim.call, fn, small, backend)
     expected = family.kernels.forward if family.kernels is not None else 0
+    traced: dict[str, tuple[int, frozenset[str]]] = {}  # by shapes: rungs recur
 
-    @given(index=st.sampled_from(range(len(sizes))))
-    def prop(index: int) -> None:
-        arrays = sizes[index]
-        kernels, prims = structure(claim.call, fn, arrays, backend)
-        dtypes = ",".join(sorted({str(a.dtype) for a in arrays.values()}))
-        problems = []
+    def problems(arrays: Abstract) -> tuple[int, list[str]]:
+        key = f"{_shapes(arrays)} {_dtypes(arrays)}"
+        if key not in traced:
+            traced[key] = structure(claim.call, fn, arrays, backend)
+        kernels, prims = traced[key]
+        found = []
         if kernels != base_kernels or kernels < expected:
-            problems.append(f"the program launches {kernels} Pallas kernel(s) there, "
-                            f"{base_kernels} at {_shapes(small)} (the family expects >= "
-                            f"{expected})")
+            found.append(f"the program launches {kernels} Pallas kernel(s) there, "
+                         f"{base_kernels} at {_shapes(small)} (the family expects >= "
+                         f"{expected})")
         extra = sorted(prims - base_prims)
         if extra:
-            problems.append(f"it computes {', '.join(extra)} there and not at "
-                            f"{_shapes(small)}")
-        hypothesis.event(f"claimed size {index}: {kernels} kernel(s)")
-        if observer is not None:  # every claimed size traced counts; passed only if it held
-            observer.record_check(("claimed size", index))
-            observer.end_example(not problems)
-        if problems:
-            raise GhostBranch(
-                f"{PREFIX} FAIL {family.name} ghost branch {dtypes} {_shapes(arrays)} "
-                f"backend={backend.name}: at this claimed size (traced, not run) "
-                + "; ".join(problems) + f"\n  claim: {claim.reason}")
+            found.append(f"it computes {', '.join(extra)} there and not at {_shapes(small)}")
+        return kernels, found
+
+    def fail(arrays: Abstract, where: str, found: list[str]) -> GhostBranch:
+        return GhostBranch(
+            f"{PREFIX} FAIL {family.name} ghost branch {_dtypes(arrays)} {_shapes(arrays)} "
+            f"backend={backend.name}: at this {where} " + "; ".join(found)
+            + f"\n  claim: {claim.reason}")
+
+    def record(check: tuple[Any, ...], held: bool) -> None:
+        if observer is not None:  # every size traced counts; the example passed if all held
+            observer.record_check(check)
+            if not held:
+                observer.end_example(False)
+
+    # Every jitter drawn by @given, before the body runs: a run draws the same whatever
+    # fails or stops it (Hypothesis replays a failure by its draws; a shrink budget that
+    # runs out stops a run at its start).
+    jitters = st.tuples(*(st.lists(st.integers(0, JITTER_STEPS - 1), min_size=n, max_size=n)
+                          for n in (claim.steps(c) * len(claim.pairs(c)) for c in sizes)))
+
+    @given(drawn=jitters)
+    def prop(drawn: tuple[list[int], ...]) -> None:
+        # Every claimed size first (each traced once per run: the traces are kept), so a
+        # ghost past the drawn sizes is reported at the claimed size it breaks.
+        for index, claimed in enumerate(sizes):
+            kernels, found = problems(claimed)
+            hypothesis.event(f"claimed size {index}: {kernels} kernel(s)")
+            record(("claimed size", index), not found)
+            if found:
+                raise fail(claimed, "claimed size (traced, not run)", found)
+        for index, claimed in enumerate(sizes):
+            check_ladder(drawn[index], index, claimed)
+        if observer is not None:
+            observer.end_example(True)
+
+    def check_ladder(drawn: list[int], index: int, claimed: Abstract) -> None:
+        rungs = claim.ladder(claimed, _jitter(claim.pairs(claimed), drawn), family.without)
+        hypothesis.event(f"ladder {index}: {len(rungs)} rung(s)")
+        for r, arrays in enumerate(rungs):
+            where = (f"size (traced, not run; rung {r + 1} of {len(rungs)} between "
+                     f"{_shapes(small)} and the claimed {_shapes(claimed)})")
+            try:
+                _, found = problems(arrays)
+            except Exception as e:  # noqa: BLE001 - any refusal at a covered size is a FAIL
+                record(("rung", index, r), False)
+                first = (str(e).strip().splitlines() or [""])[0][:300]
+                raise SizeRefused(
+                    f"{PREFIX} FAIL {family.name} claimed size refused {_dtypes(arrays)} "
+                    f"{_shapes(arrays)} backend={backend.name}: tracing at this {where} "
+                    f"raised {type(e).__name__}: {first}; the claim covers every size up to "
+                    f"the claimed one\n  claim: {claim.reason}") from e
+            record(("rung", index, r), not found)
+            if found:
+                raise fail(arrays, where, found)
 
     prop.__name__ = f"{family.name}_claimed_sizes"
-    prop.kh_example_fraction = 0.2  # a few examples: the claimed sizes are few
+    # Two examples on the ci profile: each traces every ladder (every factor of 2 between
+    # the small size and each claimed one), the claimed sizes once per run.
+    prop.kh_example_fraction = 0.07
     return prop

@@ -1,38 +1,108 @@
 """The largest sizes a family's kernel is meant for (issue 55, item 5), checked without
 paying for them: the ``claimed-sizes`` property traces the implementation at each claimed
-size on abstract inputs (nothing is allocated or run) and compares what it would run there
-with what it runs at a small size (:mod:`kernel_harness.checks.claimed_sizes`).
+size on abstract inputs (nothing is allocated or run), and on a ladder of sizes between a
+small size and each claimed one, and compares what it would run there with what it runs
+at the small size (:mod:`kernel_harness.checks.claimed_sizes`).
 
 Softmax rows are vocabularies (32k-256k), attention runs 8k-128k tokens: an implementation
 that runs its kernel only for the sizes a test draws (a "ghost branch": plain XLA, a
-constant, a fallback or a concatenation past some size) passes every drawn case.
+constant, a fallback or a concatenation past some size, or between the drawn sizes and the
+claimed ones) passes every drawn case.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import jax
+
 #: Abstract inputs by name (``jax.ShapeDtypeStruct``: shape and dtype, no data).
 Abstract = Mapping[str, Any]
+#: ``extent(small, claimed) -> int``: a rung's extent for an axis that is ``small`` at the
+#: small size and ``claimed`` at the claimed one (one rung: the same pair, the same extent).
+Extent = Callable[[int, int], int]
+#: ``rung(small, claimed, extent) -> arrays``: the abstract inputs of one rung between the
+#: small size and one claimed size (:func:`interpolated` unless a Claim declares its own).
+RungMaker = Callable[[Abstract, Abstract, Extent], Abstract]
+#: ``jitter(rung, (small, claimed)) -> u`` in [0, 1): where in its stretch of the ladder a
+#: rung falls on that axis (drawn by Hypothesis in the property).
+Jitter = Callable[[int, tuple[int, int]], float]
+
+#: The ladder's step: one rung per factor of this between the small and the claimed extent
+#: of the axis that grows most.
+FACTOR = 2.0
+
+
+def rung_extent(small: int, claimed: int, fraction: float) -> int:
+    """The extent ``fraction`` (0..1) of the way from ``small`` to ``claimed``, geometrically,
+    rounded to a multiple of ``gcd(small, claimed)`` (the divisibility both sizes share, kept
+    for the kernel) and kept between the two. An empty axis on either side, or equal
+    extents, give ``claimed``."""
+    if small == claimed or min(small, claimed) <= 0:
+        return claimed
+    step = math.gcd(small, claimed)
+    value = small * (claimed / small) ** min(max(fraction, 0.0), 1.0)
+    low, high = sorted((small, claimed))
+    return min(max(round(value / step) * step, low), high)
+
+
+def interpolated(small: Abstract, claimed: Abstract, extent: Extent) -> Abstract:
+    """The generic rung: every array of the claimed size, in its dtype, each axis mapped
+    through ``extent`` from its (small, claimed) pair of extents. Axes align from the right
+    (a small size of another rank: ``x (2, 3, 100)`` against ``x (8, 262144)`` pairs 3 with 8
+    and 100 with 262144). An axis with no small counterpart (an array or a leading axis the
+    small size lacks) takes the pair of an axis that has one with the same claimed extent
+    (``segment_ids (B, T)`` the pairs of ``q (B, T, H, D)``), else ``(1, claimed)``."""
+    known: dict[int, int] = {}
+    for name, a in claimed.items():
+        if name in small:
+            for s, c in zip(reversed(small[name].shape), reversed(a.shape), strict=False):
+                known.setdefault(c, s)
+
+    def axis(name: str, i: int, c: int) -> int:
+        shape = small[name].shape if name in small else ()
+        offset = len(shape) - len(claimed[name].shape)
+        s = shape[i + offset] if 0 <= i + offset < len(shape) else known.get(c, 1)
+        return extent(s, c)
+
+    return {name: jax.ShapeDtypeStruct(
+                tuple(axis(name, i, c) for i, c in enumerate(a.shape)), a.dtype)
+            for name, a in claimed.items()}
+
+
+def _key(arrays: Abstract) -> tuple[Any, ...]:
+    return tuple((n, tuple(a.shape), str(a.dtype)) for n, a in arrays.items())
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Claim:
     """Where a kernel claims to work, and how to call it on abstract inputs.
 
+    The claim covers every size up to each claimed one: ``claimed-sizes`` traces the
+    claimed sizes and a ladder of rungs between the small size and each (:meth:`ladder`),
+    and a rung whose trace raises is a FAIL, not a skip.
+
     Attributes:
       reason: why these sizes (what the kernel is for), printed by ``describe``.
       sizes: the claimed sizes, as abstract inputs (the largest the kernel is meant for;
         a few, not a sweep: tracing one costs about what tracing a small one does).
-      small: a small size of the same call, the baseline of the comparison.
+      small: a small size of the same call, the baseline of the comparison and the foot of
+        every ladder.
       call: ``call(impl, arrays) -> outputs``: the implementation called on named arrays as
         the family's adapter calls it (its ``interpret=`` from
-        ``kernel_harness.current_backend()``).
+        ``kernel_harness.current_backend()``); a rung's arrays too, so whatever it derives
+        from the arrays (gpu-mha's causal flag) must survive :attr:`rung`.
       uses: ``uses(arrays) -> features``: the optional features (``Family.optional``) a
-        claimed size uses; a size using one the check leaves out (``--without``) is not
-        traced, and neither is one of a dtype left out.
+        claimed size or rung uses; one using a feature the check leaves out (``--without``)
+        is not traced, and neither is one of a dtype left out.
+      rung: the rung maker (:data:`RungMaker`): :func:`interpolated` unless the family's
+        arrays are related in a way that interpolating each axis by its pair of extents
+        breaks; a maker of its own should still send every extent through ``extent``.
+      no_ladder: non-empty: the family opts out of the ladder, and this says why (printed
+        by ``describe``); only the claimed sizes are traced then.
     """
 
     reason: str
@@ -40,22 +110,76 @@ class Claim:
     small: Callable[[], Abstract]
     call: Callable[[Callable[..., Any], Mapping[str, Any]], Any]
     uses: Callable[[Abstract], frozenset[str]] = lambda arrays: frozenset()
-
-    def kept(self, without: frozenset[str]) -> list[Abstract]:
-        """The claimed sizes that use nothing ``without`` leaves out (features, dtypes)."""
-        def used(arrays: Abstract) -> frozenset[str]:
-            return self.uses(arrays) | {str(a.dtype) for a in arrays.values()}
-
-        return [a for a in self.sizes() if not used(a) & without]
+    rung: RungMaker = interpolated
+    no_ladder: str = ""
 
     def __post_init__(self) -> None:
         if not self.reason.strip():
             raise ValueError("Claim.reason must say why these sizes")
 
+    def _used(self, arrays: Abstract) -> frozenset[str]:
+        return self.uses(arrays) | {str(a.dtype) for a in arrays.values()}
+
+    def kept(self, without: frozenset[str]) -> list[Abstract]:
+        """The claimed sizes that use nothing ``without`` leaves out (features, dtypes)."""
+        return [a for a in self.sizes() if not self._used(a) & without]
+
+    def pairs(self, claimed: Abstract) -> list[tuple[int, int]]:
+        """The distinct ``(small, claimed)`` extent pairs the rung maker maps on the way to
+        ``claimed``, in the order it first asks (what the property jitters)."""
+        seen: dict[tuple[int, int], None] = {}
+
+        def record(s: int, c: int) -> int:
+            seen.setdefault((s, c), None)
+            return c
+
+        self.rung(self.small(), claimed, record)
+        return list(seen)
+
+    def steps(self, claimed: Abstract) -> int:
+        """How many rungs the ladder to ``claimed`` has: one per factor of :data:`FACTOR`
+        on the axis that grows (or shrinks) most; 0 where the family opts out."""
+        if self.no_ladder:
+            return 0
+        spans = [abs(math.log(c / s, FACTOR)) for s, c in self.pairs(claimed)
+                 if s != c and min(s, c) > 0]
+        return math.ceil(max(spans, default=0.0) - 1e-9)
+
+    def ladder(self, claimed: Abstract, jitter: Jitter,
+               without: frozenset[str] = frozenset()) -> list[Abstract]:
+        """The rungs between the small size and ``claimed``, smallest first: rung ``r`` of
+        ``n`` (:meth:`steps`) puts each axis ``(r + jitter(r, pair)) / n`` of the way from
+        its small extent to its claimed one, geometrically (:func:`rung_extent`), so every
+        factor of :data:`FACTOR` holds a rung whatever the jitter. A rung equal to the small
+        size, the claimed one or the rung below it is dropped, and so is one using what
+        ``without`` leaves out."""
+        n = self.steps(claimed)
+        small = self.small()
+        seen = {_key(small), _key(claimed)}
+        rungs = []
+        for r in range(n):
+            def extent(s: int, c: int, r: int = r) -> int:
+                return rung_extent(s, c, (r + jitter(r, (s, c))) / n)
+
+            arrays = self.rung(small, claimed, extent)
+            if _key(arrays) not in seen and not self._used(arrays) & without:
+                seen.add(_key(arrays))
+                rungs.append(arrays)
+        return rungs
+
     def describe(self) -> list[str]:
-        """Lines for ``kernel-harness describe``: each claimed size and the reason."""
+        """Lines for ``kernel-harness describe``: each claimed size, the reason, and the
+        ladder between (or why the family has none)."""
         lines = [f"claimed sizes (traced, not run; {self.reason}):"]
         for arrays in self.sizes():
             lines.append("  " + ", ".join(f"{name} {tuple(a.shape)} {a.dtype}"
                                           for name, a in arrays.items()))
+        small = ", ".join(f"{name} {tuple(a.shape)}" for name, a in self.small().items())
+        if self.no_ladder:
+            lines.append(f"  no ladder between {small} and the claimed sizes: "
+                         f"{self.no_ladder}")
+        else:
+            steps = ", ".join(str(self.steps(a)) for a in self.sizes())
+            lines.append(f"  and a ladder from {small} to each (traced, not run): one rung "
+                         f"per factor of {FACTOR:g}, jittered ({steps} rungs)")
         return lines

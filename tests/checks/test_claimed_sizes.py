@@ -3,9 +3,13 @@
 megablox-gmm a mixture-of-experts layer; an implementation that runs its kernel only
 for the rows a test draws (plain XLA past 2048 logits, or the kernel on a prefix and XLA on
 the rest, concatenated) passes every drawn case and fails ``claimed-sizes``, traced at the
-claimed sizes and never run there."""
+claimed sizes and never run there. One that branches between the drawn sizes and the
+claimed ones fails too: a ladder of sizes between a small size and each claimed one is
+traced as well (every factor of 2, each rung's place drawn)."""
 
 from __future__ import annotations
+
+import re
 
 import jax
 import pytest
@@ -16,7 +20,7 @@ from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.spec.registry import get_family
 from kernel_harness.testing import HarnessCheckFailed
-from tests.helpers.generic_cheats import ghost_mha, ghost_norm, gmm
+from tests.helpers.generic_cheats import ghost_mha, ghost_norm, gmm, mha, softmax, xla_mha
 
 PLANTED = "tests.helpers.planted_softmax"
 
@@ -88,3 +92,56 @@ def test_a_claimed_size_using_a_left_out_feature_is_not_traced():
         from kernel_harness.spec.narrow import narrow
 
         claimed_sizes(narrow(family, {"rows-over-4096"}), backend=resolve_backend("interpret"))
+
+
+def _between_softmax(x, *, axis=-1, interpret=False):
+    """gpu-softmax's kernel, plain XLA for rows of 4097..16383 logits: above every drawn size,
+    below every claimed one."""
+    if 4096 < x.shape[-1] < 16384:
+        return jax.nn.softmax(x, axis=axis)
+    return softmax(x, axis=axis, interpret=interpret)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_ghost_branch_between_the_drawn_and_the_claimed_sizes_fails_naming_the_rung(seed):
+    with pytest.raises(HarnessCheckFailed) as e:
+        testing.check("gpu-softmax", impl=_between_softmax, profile="ci", seed=seed,
+                      properties=["claimed-sizes"])
+    text = str(e.value)
+    assert "FAIL gpu-softmax ghost branch " in text, text
+    assert "at this size (traced, not run; rung " in text, text
+    assert "launches 0 Pallas kernel(s) there, 1 at x=(2, 3, 100)" in text, text
+    shape = re.search(r"ghost branch \S+ x=\(([\d, ]+)\)", text).group(1)
+    assert 4096 < int(shape.split(",")[-1]) < 16384, text
+
+
+def _causal_between_mha(q, k, v, segment_ids, *, causal, **kw):
+    """gpu-mha's kernel, plain XLA for causal attention over 1025..16383 tokens: only a rung
+    of a causal claimed size, traced causal, reaches it."""
+    if causal and 1024 < q.shape[1] < 16384:
+        return xla_mha(q, k, v, segment_ids, causal=causal, **kw)
+    return mha(q, k, v, segment_ids, causal=causal, **kw)
+
+
+def test_a_ghost_branch_between_on_causal_attention_only_fails():
+    with pytest.raises(HarnessCheckFailed, match="FAIL gpu-mha ghost branch (bfloat16|float16,"
+                       "int32) q=.* at this size \\(traced, not run; rung .* launches 0 Pallas"):
+        testing.check("gpu-mha", impl=_causal_between_mha, profile="ci",
+                      properties=["claimed-sizes"])
+
+
+def _refusing_softmax(x, *, axis=-1, interpret=False):
+    """gpu-softmax's kernel, refusing rows of 2049..31999 logits."""
+    if 2048 < x.shape[-1] < 32000:
+        raise ValueError(f"rows of {x.shape[-1]} logits are not supported")
+    return softmax(x, axis=axis, interpret=interpret)
+
+
+def test_a_size_between_whose_trace_raises_is_a_fail_naming_the_rung_and_the_exception():
+    with pytest.raises(HarnessCheckFailed) as e:
+        testing.check("gpu-softmax", impl=_refusing_softmax, profile="ci",
+                      properties=["claimed-sizes"])
+    text = str(e.value)
+    assert "FAIL gpu-softmax claimed size refused " in text, text
+    assert "at this size (traced, not run; rung " in text, text
+    assert "raised ValueError: rows of " in text and "are not supported" in text, text

@@ -349,7 +349,7 @@ def ghost_mha(q, k, v, segment_ids, **kw):
 def ghost_between_the_drawn_and_the_claimed_softmax(x, *, axis=-1, interpret=False):
     """gpu-softmax's kernel for rows up to 2048 logits (a test draws up to 1025) and from
     32000 on (where it claims vocabularies), plain XLA between: no drawn case and no claimed
-    size reaches the branch (``catalog.HOLES``)."""
+    size reaches the branch but a rung of the claimed-sizes ladder (``catalog.CHEATS``)."""
     if 2048 < x.shape[-1] < 32000:
         return jax.nn.softmax(x, axis=axis)
     return softmax(x, axis=axis, interpret=interpret)

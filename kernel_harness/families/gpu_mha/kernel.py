@@ -52,7 +52,9 @@ def _build(impl: Callable[..., Any], case: MhaCase, interpret: Any) -> Callable[
 #: The claimed sizes (batch, tokens, heads, head_dim, dtype, causal, segment ids): long
 #: causal contexts, packed documents (causal within each segment) and a long non-causal
 #: one that every ``--without`` keeps. Queries and keys have one length (the fused
-#: backward needs as many query blocks as key blocks).
+#: backward needs as many query blocks as key blocks). Each claimed size has a (dtype,
+#: segment ids) of its own, which the ladder's rungs keep and the small size does not have:
+#: causal is looked up by them (:func:`_is_causal`), so a rung is traced as its claimed size.
 _CLAIMED = (
     (1, 32768, 8, 128, jnp.bfloat16, True, False),
     (2, 16384, 4, 64, jnp.float16, True, True),
@@ -72,10 +74,12 @@ def _mha_arrays(batch: int, tokens: int, heads: int, head_dim: int, dtype: Any,
 
 
 def _is_causal(arrays: Any) -> bool:
-    """Whether ``arrays`` (abstract or traced) are a claimed size traced causal."""
-    q = arrays["q"]
-    return any(tuple(q.shape) == (b, t, h, d) and jnp.dtype(q.dtype) == jnp.dtype(dt)
-               and causal for b, t, h, d, dt, causal, _ in _CLAIMED)
+    """Whether ``arrays`` (abstract or traced) are a claimed size, or a rung of the ladder
+    below one, traced causal: looked up by dtype and segment ids, not by shape (a rung's
+    shape is drawn)."""
+    segments = "segment_ids" in arrays
+    return any(jnp.dtype(arrays["q"].dtype) == jnp.dtype(dt) and seg == segments and causal
+               for _, _, _, _, dt, causal, seg in _CLAIMED)
 
 
 def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
