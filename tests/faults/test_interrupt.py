@@ -45,7 +45,10 @@ def _env() -> dict[str, str]:
                                               # the same path as SIGTERM: nightly
                                               pytest.param(signal.SIGHUP, "--isolate",
                                                            marks=pytest.mark.nightly),
-                                              (signal.SIGINT, "--no-isolate")],
+                                              # in-process: the same writing and
+                                              # resume, per push by SIGTERM: nightly
+                                              pytest.param(signal.SIGINT, "--no-isolate",
+                                                           marks=pytest.mark.nightly)],
                          ids=["SIGTERM", "SIGHUP", "SIGINT-in-process"])
 def test_a_signal_after_the_first_failure_writes_everything_and_resume_completes(tmp_path, sig,
                                                                                   isolate):

@@ -49,6 +49,8 @@ def _check(location: str, *args: str, **kw) -> subprocess.CompletedProcess[str]:
                 *args, **kw)
 
 
+@pytest.mark.nightly  # a live redis lost mid-run (15 s): the spill file's
+# writing and push are per push in the tests below and test_corpus_redis
 def test_redis_lost_mid_run_keeps_the_failure_in_the_spill_file_and_push_delivers_it(
         server, tmp_path):
     results = tmp_path / "r.json"

@@ -90,6 +90,7 @@ def redis_url(tmp_path):
         server.wait(timeout=10)
 
 
+@pytest.mark.nightly  # the redis corpus per push: replaying a found failure
 def test_two_processes_record_at_once_and_a_later_run_replays_first(redis_url, monkeypatch):
     start_at = time.time() + 8  # both import jax first, then start together
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -157,6 +158,7 @@ def test_check_with_a_redis_corpus_replays_a_found_failure_first(redis_url):
     assert "[kernel-harness] corpus PASS toy matches-reference" in pristine.stdout
 
 
+@pytest.mark.nightly  # shards merge per push in test_session
 def test_two_shards_at_once_share_one_redis_and_merge_into_one_verdict(redis_url, tmp_path):
     """Issue 21's fleet: `check --shard 1/2` and `--shard 2/2` run at once against one real
     Redis; together they run every unit exactly once, `merge` gives one verdict, and the

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kernel_harness.spec import registry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +30,7 @@ def _records(path: Path) -> list[tuple[str, str, str]]:
             for r in json.loads(path.read_text())["properties"]]
 
 
+@pytest.mark.nightly  # two worker processes end to end (14 s per push before)
 def test_two_jobs_give_the_one_job_verdicts_in_the_same_order(tmp_path):
     common = [*CRASHING, "--profile", "ci", "--max-examples", "3", "--property",
               "matches-reference", "--property", "deterministic"]

@@ -141,6 +141,7 @@ def test_repro_of_a_crash_prints_the_crash_report_not_a_traceback():
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.nightly  # corpus replay per push: test_corpus, test_corpus_redis
 def test_a_failure_found_with_a_corpus_is_replayed_first_by_a_later_run(tmp_path):
     corpus = str(tmp_path / "corpus")
     base = ["toy", "--family-module", "tests.helpers.toy_family", "--property",

@@ -59,6 +59,7 @@ def test_child_runs_the_mutated_module(toy_registry):
     assert control.status == "PASS"
 
 
+@pytest.mark.nightly  # child processes per push: test_ci_mutants_are_killed
 def test_each_mutant_runs_in_a_process_of_its_own(toy_registry):
     """One child process forks a fresh process per mutant: a mutant that kills its process
     (a native abort) or hangs is that mutant's ERROR, and the next mutant runs from a clean

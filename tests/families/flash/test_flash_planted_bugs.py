@@ -32,6 +32,7 @@ def _impl(name: str):
     return mutant(name)
 
 
+@pytest.mark.nightly  # flash per push: its goldens (both stacks, tpu-interpret)
 def test_real_kernel_passes_the_sharp_cases():
     for kwargs in SHARP_CASES.values():
         result = check_case(FAMILY, FlashCase(**kwargs), BACKEND)
@@ -48,6 +49,7 @@ FAST = {
 }
 
 
+@pytest.mark.nightly
 @pytest.mark.parametrize("name", sorted(FAST))
 def test_planted_bug_fails_on_sharp_case(name):
     case_name, output = FAST[name]

@@ -126,6 +126,7 @@ BUGS = [
 ]
 
 
+@pytest.mark.nightly  # hstu per push: its goldens on both backends and stacks
 @pytest.mark.parametrize("bug", BUGS, ids=lambda f: f.__name__)
 def test_planted_bug_fails_the_family_check(bug):
     observer = Observer()
@@ -137,6 +138,7 @@ def test_planted_bug_fails_the_family_check(bug):
     assert observer.examples <= MAX_EXAMPLES + len(FAMILY.seed_cases(FAMILY.without))
 
 
+@pytest.mark.nightly
 def test_control_real_kernel_passes_the_same_examples():
     observer = Observer()
     QUICK(matches_reference(FAMILY, backend=BACKEND, observer=observer))()

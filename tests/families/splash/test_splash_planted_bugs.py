@@ -194,6 +194,7 @@ CASES = [
 ]
 
 
+@pytest.mark.nightly  # splash per push: its goldens and its ci mutants (test_mutate)
 @pytest.mark.parametrize("impl, options, max_examples, expected", CASES)
 def test_wrapper_bug_is_caught(impl, options, max_examples, expected):
     failure = first_failure(impl, splash_cases(**options), max_examples)
@@ -202,6 +203,7 @@ def test_wrapper_bug_is_caught(impl, options, max_examples, expected):
         assert failed_outputs(failure) <= expected, failed_outputs(failure)
 
 
+@pytest.mark.nightly
 def test_pv_product_in_bf16_is_caught_through_a_patched_module():
     (pv_in_bf16,) = [m for m in load_catalog("splash") if m.name == "fwd-pv-in-bf16"]
     copy = load_patched(pv_in_bf16)  # the catalog entry `kernel-harness mutate` runs
@@ -212,6 +214,7 @@ def test_pv_product_in_bf16_is_caught_through_a_patched_module():
     assert 5e-4 < worst["out"] < 5e-2  # a precision bug, not a wrong formula
 
 
+@pytest.mark.nightly
 def test_correct_kernel_passes_the_same_targeted_cases():
     """Control: the unmodified kernel passes the first examples of two targeted strategies."""
     for options in (dict(segments=True, sinks=True, dtypes=F32), dict(heads="gqa")):
