@@ -147,22 +147,23 @@ def copy_norm(op, x, weight, bias, *, eps, interpret):
 def copy_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
              existing_out, transpose_rhs, interpret):
     """The grouped matmul and its gradients in XLA, each copied by a kernel (the group
-    sizes pass through the custom VJP as an argument: its backward closes over no traced
-    value)."""
-    def xla(a, b, sizes):
-        return _xla_gmm(a, b, sizes, preferred_element_type, group_offset, transpose_rhs)
+    sizes and the group offset pass through the custom VJP as arguments: its backward
+    closes over no traced value)."""
+    def xla(a, b, sizes, offset):
+        return _xla_gmm(a, b, sizes, preferred_element_type, offset, transpose_rhs)
 
     @jax.custom_vjp
-    def f(a, b, sizes):
-        return _copy((xla(a, b, sizes),), interpret)[0]
+    def f(a, b, sizes, offset):
+        return _copy((xla(a, b, sizes, offset),), interpret)[0]
 
     def bwd(res, g):
-        a, b, sizes = res
-        grads = jax.vjp(lambda a, b: xla(a, b, sizes), a, b)[1](g)
-        return (*(_copy((d,), interpret)[0] for d in grads), None)
+        a, b, sizes, offset = res
+        grads = jax.vjp(lambda a, b: xla(a, b, sizes, offset), a, b)[1](g)
+        return (*(_copy((d,), interpret)[0] for d in grads), None, None)
 
-    f.defvjp(lambda a, b, sizes: (f(a, b, sizes), (a, b, sizes)), bwd)
-    return f(lhs, rhs, group_sizes)
+    f.defvjp(lambda *args: (f(*args), args), bwd)
+    offset = jnp.asarray(0 if group_offset is None else group_offset, jnp.int32)
+    return f(lhs, rhs, group_sizes, offset)
 
 
 def copy_mha(q, k, v, segment_ids, *, sm_scale, causal, return_residuals=False,

@@ -14,7 +14,11 @@ from kernel_harness.families.gpu_common import F32_DOT_NOTE, is_pow2
 from kernel_harness.families.gpu_norm import kernel as _kernel
 from kernel_harness.families.gpu_norm.export import export
 from kernel_harness.ops.norm.cases import OPTIONAL, NormCase, norm_cases, uses
-from kernel_harness.ops.norm.reference import reference
+from kernel_harness.ops.norm.reference import (
+    KERNEL_CORE_BACKWARD,
+    KERNEL_CORE_FORWARD,
+    reference,
+)
 from kernel_harness.ops.norm.relations import RELATIONS
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
@@ -93,6 +97,16 @@ whose backward runs two Triton kernels (dx per row; dweight and dbias summed ove
   one rounding; in float32 means up to 300 standard deviations are drawn. Not drawn:
   low-precision rows whose mean is large against their spread (the gradients are then
   as coarse as the rounded mean: see the README's gpu-norm section for the measurement).
+- Constant rows (every element equal: variance exactly 0, so layer_norm's out is the
+  bias and dx is rstd * (g - mean(g)) with rstd = 1/sqrt(eps); an all-zero row does the
+  same for rms_norm) are drawn beside ordinary rows: odd rows at the row's mean, or even
+  rows of zeros. rms_norm's constant rows are well conditioned at any size (up to ~9000
+  in float32). layer_norm's sit at most 3 sqrt(eps) from 0: their xhat is
+  (c - mean) / sqrt(eps), where a float32 mean a few ulps off c errs by |c| / sqrt(eps)
+  x ~4 ulps against a reference of exactly 0; beside eps-dominated rows (dweight's scale
+  small) the pristine kernel's dweight uses 0.14 of its tolerance at 3 sqrt(eps), 1.4 at
+  40, and out 2.8 at 300 (ill-conditioned inputs). Not drawn: layer_norm constant rows
+  far from 0 in units of sqrt(eps).
 - Row lengths need not be powers of two (the kernels mask a partial block of
   clamp(next_pow2(n), 128, 4096) columns; rows longer than 4096 loop over blocks);
   dweight/dbias use 16 x 16 blocks (32 rows x 128 columns above n = 10240, not drawn).
@@ -126,13 +140,21 @@ def _events(case: NormCase) -> list[str]:
         ev.append("large-magnitude")
     if case.spread**2 <= 10 * case.eps:
         ev.append("eps-dominates-var")
+    constant = case.constant_mask()
+    if constant.any() and n > 1:  # a row of one element is always constant
+        ev.append("constant-rows")
+        if case.constant_rows == "zero":
+            ev.append("zero-rows")
+        if not constant.all():
+            ev.append("constant-and-ordinary-rows")
     return sorted(set(ev))
 
 
 def seed_cases(without: frozenset[str] = frozenset()) -> tuple[NormCase, ...]:
     """Tried first by every matches-reference run: a long partial second block with a
     cancelling mean (float32), eps against a small variance, a low-precision backward
-    with a partial row block."""
+    with a partial row block, constant rows (variance 0) beside ordinary rows 300
+    spreads from 0."""
     cases = (
         NormCase(dtype="float32", seed=1, op="layer_norm", leading=(1, 17), n=4097,
                  eps=1e-3, spread=1.0, offset=300.0),
@@ -140,6 +162,8 @@ def seed_cases(without: frozenset[str] = frozenset()) -> tuple[NormCase, ...]:
                  eps=1e-3, spread=1e-2, offset=0.0),
         NormCase(dtype="bfloat16", seed=3, op="layer_norm", leading=(5, 8), n=200,
                  eps=1e-5, spread=30.0, offset=2.0),
+        NormCase(dtype="float32", seed=5, op="layer_norm", leading=(3, 11), n=257,
+                 eps=1e-5, spread=30.0, offset=300.0, constant_rows="some"),
     )
     kept = tuple(c for c in cases if not uses(c) & without)
     if cases[0] not in kept:  # long or unaligned rows left out: the cancelling mean stays
@@ -155,7 +179,8 @@ FAMILY = Family(
     cases=norm_cases,
     **_kernel.ADAPTER.fields(),
     # The real backward runs two kernels (dx, then dweight/dbias).
-    kernels=KernelExpectation(forward=1, backward=2),
+    kernels=KernelExpectation(forward=1, backward=2, forward_computes=KERNEL_CORE_FORWARD,
+                              backward_computes=KERNEL_CORE_BACKWARD),
     reference=reference,
     output_axes={
         "out": ("batch", "row", "dim"),
@@ -179,5 +204,6 @@ FAMILY = Family(
         "layer_norm", "rms_norm", "multi-col-block", "partial-col-block",
         "multi-dw-row-block", "partial-dw-row-block", "partial-dw-col-block",
         "eps-dominates-var", "large-magnitude", "offset>=100-spreads", "one-row", "non-pow2-n",
+        "constant-rows",
         "float32", "bfloat16", "float16"}),
 )

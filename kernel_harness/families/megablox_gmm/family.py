@@ -14,8 +14,12 @@ from kernel_harness.families.megablox_gmm.export import export
 from kernel_harness.families.megablox_gmm.kernel import (
     traceable,
 )
-from kernel_harness.ops.grouped_matmul.cases import OPTIONAL, GmmCase, gmm_cases
-from kernel_harness.ops.grouped_matmul.reference import low_precision_reference, reference
+from kernel_harness.ops.grouped_matmul.cases import BIG_GROUP_ROWS, OPTIONAL, GmmCase, gmm_cases
+from kernel_harness.ops.grouped_matmul.reference import (
+    KERNEL_CORE,
+    low_precision_reference,
+    reference,
+)
 from kernel_harness.ops.grouped_matmul.relations import RELATIONS
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
@@ -79,6 +83,9 @@ backward is gmm for dlhs and tgmm for drhs), from the kernel source:
   (the harness puts data in lhs/do there, so a leak shows). An empty group's drhs is 0.
 - Operands are cast to bfloat16 only when lhs and rhs are both bfloat16; accumulation is
   float32; out has preferred_element_type, dlhs lhs's dtype, drhs rhs's dtype.
+- Group sizes are values (a traced operand): besides ragged groups of a few rows, groups
+  of more than 1024 rows (a busy expert of a real MoE layer) are drawn, in m of 1152-1536
+  rows with k and n of 1-2 tiles.
 - Shapes: tm must divide m (kernel raises); k and n need not be tile multiples (the kernel
   masks the k remainder and writes partial n blocks). float32/bfloat16 only.
 - tpu-interpret finding (not waived): gmm's store is select(group rows, acc, out[...]),
@@ -106,9 +113,11 @@ def unwritten(case: GmmCase) -> dict[str, np.ndarray]:
 
 
 def events(case: GmmCase) -> list[str]:
-    """What the case reaches: empty/unaligned groups, tile remainders, shards, dtypes."""
+    """What the case reaches: empty/unaligned groups, tile remainders, shards, dtypes, a
+    group of the rhs shard with more than 1024 rows (a busy expert)."""
     tm, tk, tn = case.tiling
     sizes = case.group_sizes
+    local = sizes[case.offset:case.offset + case.rhs_groups]
     ends = np.cumsum(sizes)
     ev = [case.dtype, f"out-{case.out_dtype}"]
     ev += [label for label, on in (
@@ -118,7 +127,8 @@ def events(case: GmmCase) -> list[str]:
         ("group-under-one-tile", any(0 < s < tm for s in sizes)),
         ("rows-past-groups", sum(sizes) < case.m), ("k-remainder", case.k % tk),
         ("multi-k-tile", case.k > tk), ("n-remainder", case.n % tn),
-        ("multi-n-tile", case.n > tn), ("transpose-rhs", case.transpose_rhs)) if on]
+        ("multi-n-tile", case.n > tn), ("transpose-rhs", case.transpose_rhs),
+        (f"group-over-{BIG_GROUP_ROWS}-rows", max(local) > BIG_GROUP_ROWS)) if on]
     if case.sharded:
         ev.append("rhs-shard")
         if case.rhs_groups > 1:
@@ -136,7 +146,8 @@ FAMILY = Family(
     cases=gmm_cases,
     **_kernel.ADAPTER.fields(),
     # The real backward runs two kernels (gmm for dlhs, tgmm for drhs).
-    kernels=KernelExpectation(forward=1, backward=2),
+    kernels=KernelExpectation(forward=1, backward=2, forward_computes=KERNEL_CORE,
+                              backward_computes=KERNEL_CORE),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={
@@ -159,7 +170,7 @@ FAMILY = Family(
     claimed=_kernel.CLAIM,
     modes=frozenset({
         "empty-group", "group-boundary-mid-tile", "group-not-tile-multiple", "group-offset>0",
-        "group-under-one-tile", "k-remainder", "n-remainder", "multi-group",
+        "group-under-one-tile", "group-over-1024-rows", "k-remainder", "n-remainder", "multi-group",
         "multi-group-shard", "multi-k-tile", "multi-n-tile", "rows-past-groups",
         "transpose-rhs", "out-bfloat16", "float32", "bfloat16"}),
 )

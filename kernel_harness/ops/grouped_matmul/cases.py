@@ -148,12 +148,37 @@ def _group_sizes(draw: st.DrawFn, m: int, tm: int, groups: int, full: bool) -> t
     # At least one row: with none, an unsharded call leaves every out/dlhs row outside the
     # contract and the case compares nothing there (the judge fails such a case).
     total = m if full else draw(st.integers(1, m))
+    return draw(_split(total, tm, groups))
+
+
+@st.composite
+def _split(draw: st.DrawFn, total: int, tm: int, groups: int) -> tuple[int, ...]:
+    """``total`` rows cut into ``groups`` consecutive sizes, cuts on, beside or off tile
+    edges."""
     edges = sorted({*range(0, total + 1, tm)} | {e + d for e in range(0, total + 1, tm)
                                                   for d in (-1, 1) if 0 <= e + d <= total})
     cut = st.one_of(st.sampled_from(edges), st.integers(0, total))
     cuts = sorted(draw(cut) for _ in range(groups - 1))
     bounds = [0, *cuts, total]
     return tuple(b - a for a, b in zip(bounds, bounds[1:], strict=False))
+
+
+#: A busy expert: groups above this many rows (a real MoE layer's routed tokens per expert
+#: run to thousands) are drawn on purpose, since ragged cuts of m <= 256 never reach them.
+BIG_GROUP_ROWS = 1024
+
+
+@st.composite
+def _big_group_sizes(draw: st.DrawFn, m: int, tm: int, groups: int, full: bool
+                     ) -> tuple[int, ...]:
+    """Ragged sizes with one group of more than :data:`BIG_GROUP_ROWS` rows (just over it,
+    or every row), anywhere among the others, which share what is left."""
+    total = m if full else draw(st.integers(BIG_GROUP_ROWS + 1, m))
+    big = draw(st.one_of(st.sampled_from((BIG_GROUP_ROWS + 1, total)),
+                         st.integers(BIG_GROUP_ROWS + 1, total)))
+    rest = list(draw(_split(total - big, tm, groups - 1))) if groups > 1 else []
+    at = draw(st.integers(0, len(rest)))
+    return (*rest[:at], big, *rest[at:])
 
 
 #: Features an implementation may declare it lacks (``--without``), and what the strategy
@@ -166,16 +191,34 @@ OPTIONAL: dict[str, str] = {
 
 
 @st.composite
+def _aligned_split(draw: st.DrawFn, total: int, groups: int) -> tuple[int, ...]:
+    """``total`` rows (a multiple of 128) cut into ``groups`` multiples of 128."""
+    if groups == 0:
+        return ()
+    cuts = sorted(128 * draw(st.integers(0, total // 128)) for _ in range(groups - 1))
+    bounds = [0, *cuts, total]
+    return tuple(b - a for a, b in zip(bounds, bounds[1:], strict=False))
+
+
+@st.composite
 def _aligned_case(draw: st.DrawFn, dtypes: tuple[str, ...], max_groups: int) -> dict[str, Any]:
-    """Shape fields with every size a multiple of 128 (``sizes-below-128`` left out)."""
-    m = 128 * draw(st.integers(1, 3))
+    """Shape fields with every size a multiple of 128 (``sizes-below-128`` left out); one
+    case in five has a group of more than :data:`BIG_GROUP_ROWS` rows."""
     groups = draw(st.integers(1, max_groups))
-    cuts = sorted(128 * draw(st.integers(0, m // 128)) for _ in range(groups - 1))
-    bounds = [0, *cuts, m]
+    small = draw(st.integers(0, 4)) != 4
+    if small:
+        m = 128 * draw(st.integers(1, 3))
+        sizes = draw(_aligned_split(m, groups))
+    else:
+        m = 128 * draw(st.integers(BIG_GROUP_ROWS // 128 + 1, 12))
+        big = m if groups == 1 else 128 * draw(st.integers(BIG_GROUP_ROWS // 128 + 1, m // 128))
+        rest = draw(_aligned_split(m - big, groups - 1))
+        at = draw(st.integers(0, len(rest)))
+        sizes = (*rest[:at], big, *rest[at:])
     return dict(dtype=draw(st.sampled_from(dtypes)), m=m,
-                k=draw(st.sampled_from((128, 256, 384))), n=draw(st.sampled_from((128, 256))),
-                group_sizes=tuple(b - a for a, b in zip(bounds, bounds[1:], strict=False)),
-                tiling=(128, draw(st.sampled_from((128, 256))), 128))
+                k=draw(st.sampled_from((128, 256, 384) if small else (128,))),
+                n=draw(st.sampled_from((128, 256) if small else (128,))),
+                group_sizes=sizes, tiling=(128, draw(st.sampled_from((128, 256))), 128))
 
 
 @st.composite
@@ -191,6 +234,8 @@ def gmm_cases(
     Draws 1-6 groups with ragged sizes (empty groups, sizes off tile edges by one, sums
     below m), m tiles of 8-128 rows, k/n of 128-384 with tiles of 128/256 (so k and n
     need not be tile multiples: the kernel's k-remainder mask and partial n blocks),
+    in one case in five a group of more than 1024 rows (m of 1152-1536 in tiles of 128,
+    k and n of 128 or 192, so it stays cheap to interpret),
     transpose_rhs, rhs shards (group_offset with fewer local groups), float32/bfloat16
     inputs and output dtypes. Shrinks towards float32, one group, full tiles.
     ``without``: :data:`OPTIONAL` features not drawn.
@@ -220,15 +265,24 @@ def gmm_cases(
 
 @st.composite
 def _ragged_case(draw: st.DrawFn, dtypes: tuple[str, ...], max_groups: int) -> dict[str, Any]:
-    """Shape fields of the full strategy (ragged sizes, tiles of 8-128 rows)."""
+    """Shape fields of the full strategy (ragged sizes, tiles of 8-128 rows; one case in
+    five has a group of more than :data:`BIG_GROUP_ROWS` rows)."""
     dtype = draw(st.sampled_from(dtypes))
-    tm = draw(st.sampled_from((16, 32, 8, 64, 128)))
-    m = tm * draw(st.integers(1, max(1, 256 // tm)))
-    k = draw(st.sampled_from((128, 256, 192, 320, 384)))
-    n = draw(st.sampled_from((128, 256, 192, 320)))
+    big = draw(st.integers(0, 4)) == 4  # shrinks towards the small cases
+    if big:
+        # Rows cost interpretation time: 9-12 row tiles of 128 beside k and n of 1-2 tiles.
+        tm = 128
+        m = tm * draw(st.integers(BIG_GROUP_ROWS // tm + 1, 12))
+        k = draw(st.sampled_from((128, 192)))
+        n = draw(st.sampled_from((128, 192)))
+    else:
+        tm = draw(st.sampled_from((16, 32, 8, 64, 128)))
+        m = tm * draw(st.integers(1, max(1, 256 // tm)))
+        k = draw(st.sampled_from((128, 256, 192, 320, 384)))
+        n = draw(st.sampled_from((128, 256, 192, 320)))
     tk = draw(st.sampled_from((128, 256)))
     tn = draw(st.sampled_from((128, 256)))
     groups = draw(st.integers(1, max_groups))
     full = draw(st.integers(0, 4)) != 0  # one case in five: the rows do not fill m
-    sizes = draw(_group_sizes(m, tm, groups, full))
+    sizes = draw((_big_group_sizes if big else _group_sizes)(m, tm, groups, full))
     return dict(dtype=dtype, m=m, k=k, n=n, group_sizes=sizes, tiling=(tm, tk, tn))

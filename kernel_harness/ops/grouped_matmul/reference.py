@@ -14,6 +14,10 @@ import numpy as np
 from kernel_harness.core.case import cast
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
 
+#: The op's core, which a grouped matmul kernel computes inside its body, forward and
+#: backward (``KernelExpectation.forward_computes``/``backward_computes``).
+KERNEL_CORE = {"dot_general": "each group's product (dlhs and drhs backward)"}
+
 _HI = jax.lax.Precision.HIGHEST
 
 

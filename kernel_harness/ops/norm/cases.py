@@ -2,8 +2,8 @@
 
 A case names the op, the shape (the kernels take x as [a, b, n] exactly: their forward is
 vmapped twice over the leading axes), eps, and how the rows are drawn: ``spread`` (their
-standard deviation) and ``offset`` (their mean, in units of ``spread``); the arrays come
-from the seed.
+standard deviation), ``offset`` (their mean, in units of ``spread``) and ``constant_rows``
+(rows whose elements are all equal: variance exactly 0); the arrays come from the seed.
 """
 
 from __future__ import annotations
@@ -30,6 +30,20 @@ LEADING: tuple[tuple[int, int], ...] = ((2, 3), (1, 1), (1, 16), (1, 17), (3, 11
 EPS_VALUES: tuple[float, ...] = (1e-5, 1e-6, 1e-3, 1e-1)
 #: Row standard deviations: ordinary, near sqrt(eps) (eps matters), large magnitude.
 SPREADS: tuple[float, ...] = (1.0, 1e-2, 30.0)
+#: Which rows are constant (every element equal: variance exactly 0): none; every odd row
+#: (row 1, 3, ...: beside ordinary rows whenever there are two); every even row all zeros
+#: (padding tokens: rms_norm's mean(x^2) is 0 too; a lone row is then all zeros). The first
+#: is the one the strategy shrinks towards.
+CONSTANT_ROWS: tuple[str, ...] = ("none", "some", "zero")
+#: layer_norm's constant rows sit at most this many sqrt(eps) from 0. With the variance 0
+#: their xhat is (c - mean) / sqrt(eps), and the kernel's float32 mean of c is a few ulps
+#: off: xhat errs by ~|c| / sqrt(eps) x 4 ulps where the reference's is exactly 0, which
+#: dweight (a sum of do * xhat, its scale the other rows' terms) cannot absorb when those
+#: rows are eps-dominated (xhat ~0.03). Pristine worst usage over 24 float32 cases beside
+#: rows 300 spreads out (interpret, 2026-12-05): dweight 0.14 at 3, 1.4 at 40 (fails), and
+#: at 300 dweight 10, out 2.8. rms_norm's constant rows are well conditioned at any size
+#: (xhat = c / sqrt(c^2 + eps) ~ sign(c)): they sit at the rows' drawn mean.
+CONSTANT_OFFSET = 3.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -44,6 +58,10 @@ class NormCase(Case):
       spread: standard deviation of each row's data.
       offset: each row's mean in units of ``spread`` (plus a small per-row jitter); a large
         offset makes layer_norm's variance a cancelling difference.
+      constant_rows: one of :data:`CONSTANT_ROWS`: which rows of x hold one value
+        repeated: 0 for ``zero``; else the row's mean, ``offset`` (plus the jitter) in
+        units of the row's own scale: ``spread`` for rms_norm, sqrt(eps) (the constant
+        row's sqrt(var + eps)) for layer_norm, there at most :data:`CONSTANT_OFFSET`.
     """
 
     op: str
@@ -52,9 +70,11 @@ class NormCase(Case):
     eps: float = 1e-5
     spread: float = 1.0
     offset: float = 0.0
+    constant_rows: str = "none"
 
-    #: Data only: spread and offset shape the arrays, not the program.
-    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed", "spread", "offset"})
+    #: Data only: spread, offset and the constant rows shape the arrays, not the program.
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"seed", "spread", "offset", "constant_rows"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -69,6 +89,9 @@ class NormCase(Case):
             raise ValueError(f"eps must be > 0, got {self.eps}")
         if not self.spread > 0:
             raise ValueError(f"spread must be > 0, got {self.spread}")
+        if self.constant_rows not in CONSTANT_ROWS:
+            raise ValueError(f"constant_rows must be one of {CONSTANT_ROWS}, got "
+                             f"{self.constant_rows!r}")
 
     @property
     def rows(self) -> int:
@@ -79,16 +102,36 @@ class NormCase(Case):
         """The forward/dx kernels' column block (their heuristic, restated)."""
         return min(max(1 << (self.n - 1).bit_length(), 128), 4096)
 
+    def constant_mask(self) -> np.ndarray:
+        """bool [a, b]: the rows of x that are constant (all False for ``none``)."""
+        flat = np.arange(self.rows)
+        if self.constant_rows == "none":
+            return np.zeros(self.leading, bool)
+        return (flat % 2 == (1 if self.constant_rows == "some" else 0)).reshape(self.leading)
+
     def shape_summary(self) -> str:
-        return f"{self.op} x=({self.leading[0]},{self.leading[1]},{self.n}) eps={self.eps:g}"
+        text = f"{self.op} x=({self.leading[0]},{self.leading[1]},{self.n}) eps={self.eps:g}"
+        if self.constant_rows != "none":
+            text += f" constant_rows={self.constant_rows}"
+        return text
 
     def materialize(self) -> dict[str, np.ndarray]:
-        """x (rows of mean ~offset*spread, std ~spread), weight ~1 + N(0, 0.5), bias, the
-        cotangent ``do``; all in the case's dtype (the reference sees the rounded values)."""
+        """x (rows of mean ~offset*spread, std ~spread; the constant rows their mean
+        repeated, or 0), weight ~1 + N(0, 0.5), bias, the cotangent ``do``; all in the
+        case's dtype (the reference sees the rounded values)."""
         rng = self.rng()
         a, b = self.leading
         jitter = rng.standard_normal((a, b, 1)) * 0.1
         x = self.spread * (self.offset + jitter + rng.standard_normal((a, b, self.n)))
+        if self.constant_rows != "none":  # no extra draws: other cases keep their arrays
+            if self.constant_rows == "zero":
+                value = 0.0
+            elif self.op == "rms_norm":
+                value = self.spread * (self.offset + jitter)
+            else:
+                offset = np.clip(self.offset, -CONSTANT_OFFSET, CONSTANT_OFFSET)
+                value = np.sqrt(self.eps) * (offset + jitter)
+            x = np.where(self.constant_mask()[..., None], value, x)
         weight = 1.0 + 0.5 * rng.standard_normal(self.n)
         bias = 0.5 * rng.standard_normal(self.n)
         do = rng.standard_normal((a, b, self.n))
@@ -96,10 +139,11 @@ class NormCase(Case):
                 "bias": cast(bias, self.dtype), "do": cast(do, self.dtype)}
 
 
-#: Offsets (in spreads) drawn per dtype. float32: up to 300 standard deviations, where a
-#: one-pass variance (E[x^2] - mean^2) loses ~2e-3 of its value. Low precision: the kernel's
-#: backward reads mean and rstd rounded to the input dtype (its residuals' dtype), so an
-#: offset costs dx/dweight ~offset * 2^-9 (bf16) relative; drawn up to 2 (contract).
+#: Offsets (in spreads; a layer_norm constant row's in sqrt(eps)) drawn per dtype. float32:
+#: up to 300 standard deviations, where a one-pass variance (E[x^2] - mean^2) loses ~2e-3
+#: of its value. Low precision: the kernel's backward reads mean and rstd rounded to the input
+#: dtype (its residuals' dtype), so an offset costs dx/dweight ~offset * 2^-9 (bf16)
+#: relative; drawn up to 2 (contract).
 OFFSETS: dict[str, tuple[float, ...]] = {
     "float32": (0.0, 3.0, 300.0, -40.0),
     "bfloat16": (0.0, 2.0, -1.0),
@@ -145,9 +189,10 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
                ops: tuple[str, ...] = OPS, without: frozenset[str] = frozenset()) -> NormCase:
     """Valid :class:`NormCase` s: both ops, all three dtypes, row lengths around every
     block boundary of the kernels, 1-40 rows (partial 16-row blocks), eps from 1e-6 to
-    0.1, spreads near sqrt(eps) and large ones, mean offsets up to 300 spreads (float32).
-    Shrinks towards float32 layer_norm, n=100, 2x3 rows. ``without``: :data:`OPTIONAL`
-    features not drawn."""
+    0.1, spreads near sqrt(eps) and large ones, mean offsets up to 300 spreads (float32),
+    in half the cases constant rows (variance 0: odd rows constant or even rows zero,
+    beside ordinary ones). Shrinks towards float32 layer_norm, n=100, 2x3 rows, no constant row.
+    ``without``: :data:`OPTIONAL` features not drawn."""
     unknown = set(without) - set(OPTIONAL)
     if unknown:
         raise ValueError(f"norm_cases: unknown features {sorted(unknown)}")
@@ -165,4 +210,5 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
         eps=draw(st.sampled_from(EPS_VALUES)),
         spread=draw(st.sampled_from(SPREADS)),
         offset=draw(st.sampled_from(OFFSETS[dtype])),
+        constant_rows=draw(st.sampled_from(CONSTANT_ROWS[:1] * 2 + CONSTANT_ROWS[1:])),
     )

@@ -23,6 +23,13 @@ import numpy as np
 
 from kernel_harness.ops.norm.cases import NormCase
 
+#: The op's core, which a norm kernel computes inside its body
+#: (``KernelExpectation.forward_computes``/``backward_computes``): a copy kernel fails.
+KERNEL_CORE_FORWARD = {"reduce_sum": "each row's statistics (mean, mean square)",
+                       "rsqrt|sqrt": "the inverse spread 1/sqrt(var + eps)"}
+KERNEL_CORE_BACKWARD = {"reduce_sum": "the row sums of dx and the column sums of dweight "
+                                      "and dbias"}
+
 
 def norm(op: str, x: np.ndarray, weight: np.ndarray, bias: np.ndarray, do: np.ndarray,
          eps: float) -> dict[str, np.ndarray]:
