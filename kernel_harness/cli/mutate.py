@@ -110,6 +110,10 @@ def run(args: Any) -> int:
           + ("" if seeds == [None] else f", seeds {','.join(map(str, seeds))}")
           + (f"; planted in {impl} (run in place of the family's kernel)"
              if (impl := catalog_impl(family.name, args.catalog)) else ""), flush=True)
+    for bug in args.config.known_bugs:  # left out of every run, as check leaves them out
+        if bug["family"] == family.name:
+            print(f"  checked without: {', '.join(bug['without'])} (known bug: {bug['reason']}"
+                  + (f" ({bug['link']})" if bug.get("link") else "") + ")", flush=True)
     if len(seeds) > 1:
         return _kill_rates(family.name, chosen, seeds, args, kw)
     return _one_run(family.name, chosen, args, dict(kw, seed=seeds[0]), columns)

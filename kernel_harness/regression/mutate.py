@@ -38,6 +38,7 @@ from kernel_harness.regression.mutant_child import (
     GATE_COLUMN,
     GOLDEN_COLUMN,
     outcome,
+    project_narrowed,
     status_path,
 )
 from kernel_harness.spec.mutant import Mutant, StaleMutant, patched_source
@@ -119,7 +120,7 @@ def _cover_json(family_name: str, profile: str, max_examples: int, *, seed: int 
     strategy, not on its kernel."""
     if not modes_first(profile, asked):
         return None
-    family = get_family(family_name)
+    family = project_narrowed(get_family(family_name))
     cover = mode_cover(family, run_seed=0 if seed is None else seed,
                        budget=cover_budget(max_examples))
     return [case.to_json() for case in cover.cases]

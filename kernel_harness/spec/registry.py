@@ -71,6 +71,8 @@ BUILTIN_FAMILIES: dict[str, str] = {
         "kernel_harness.families.flywheel_tpu_kv_cache_write.family:FAMILY",
     "flywheel-tpu-rotary": "kernel_harness.families.flywheel_tpu_rotary.family:FAMILY",
     "flywheel-tpu-flash": "kernel_harness.families.flywheel_tpu_flash.family:FAMILY",
+    "flywheel-tpu-paged-decode":
+        "kernel_harness.families.flywheel_tpu_paged_decode.family:FAMILY",
     "flywheel-tpu-ragged-append":
         "kernel_harness.families.flywheel_tpu_ragged_append.family:FAMILY",
     "deltanet-tpu-gdn2": "kernel_harness.families.deltanet_gdn2.family:FAMILY",

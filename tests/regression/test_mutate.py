@@ -169,7 +169,7 @@ def test_the_families_that_keep_catalogs():
         "tpu-inference-blockwise-quantized-matmul", "tpu-inference-rpa-v3-hd64",
         "tpu-all-gather", "tpu-inference-fused-moe", "flywheel-tpu-kv-cache-write",
         "flywheel-tpu-rotary", "flywheel-tpu-ragged-append", "flywheel-tpu-flash",
-        "deltanet-tpu-gdn2", "deltanet-tpu-gdn2-bf16"])
+        "flywheel-tpu-paged-decode", "deltanet-tpu-gdn2", "deltanet-tpu-gdn2-bf16"])
 
 
 def _not_runnable(name):

@@ -3,6 +3,7 @@ errors naming the file and key, and applied by the CLI (flag > configuration > d
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import textwrap
 from pathlib import Path
@@ -71,9 +72,13 @@ def test_the_walk_stops_at_a_vcs_root(tmp_path):
     assert load_config(checkout) == HarnessConfig()
 
 
-def test_this_repository_has_no_table():
-    """Its own tests and CI run with the built-in defaults."""
-    assert load_config(REPO) == HarnessConfig()
+def test_this_repository_has_no_table_but_its_known_bugs():
+    """Its own tests and CI run with the built-in defaults; the table declares only the
+    built-in families' known bugs, each linking its finding."""
+    config = load_config(REPO)
+    assert dataclasses.replace(config, source=None, known_bugs=()) == HarnessConfig()
+    for bug in config.known_bugs:
+        assert (REPO / bug["link"] / "FINDING.md").is_file(), bug
 
 
 @pytest.mark.parametrize("body, words", [
