@@ -1,41 +1,60 @@
-"""``kernel-harness init NAME --kernel MODULE:FUNC``: a family package skeleton here.
+"""``kernel-harness init NAME --kernel MODULE:FUNC [--op KIND]``: a family package
+skeleton here.
 
 Writes, in the working directory (never over an existing file: exit 2), a family
-package that passes ``kernel-harness check NAME`` as written (see
+package of one kind of op (``--op``: :data:`~kernel_harness.spec.scaffold.OPS`) that
+passes ``kernel-harness check NAME`` as written with a placeholder kernel (see
 :mod:`kernel_harness.spec.scaffold`), and prints what it wrote and what to do next.
 """
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
-from kernel_harness.spec.scaffold import TODO, plan, write
+from kernel_harness.spec.scaffold import OPS, TODO, plan, write
+
+#: What ``init`` prints of each kind's kernel: (placeholder, yours).
+_KERNEL_NOTES = {
+    "rowwise": ("{k} is a placeholder Pallas kernel (y = 2 * x + 1) and the reference its "
+                "math, so the check passes as written. Replace both with yours.",
+                "{k} is your kernel; the reference is a placeholder (y = 2 * x + 1), so the "
+                "check fails until reference.py, cases.py and family.run are yours."),
+    "delta-rule": ("{k} is a placeholder Pallas kernel of the delta rule (float32, forward "
+                   "only) and the op gives the reference, so the check passes as written. "
+                   "Replace it with yours.",
+                   "{k} is your kernel, called in the op's layout (as the placeholder is); the "
+                   "check fails until family.traceable maps the op's layout to your kernel's."),
+}
 
 
 def add_parser(sub: Any) -> None:
     """Adds ``init`` to the ``kernel-harness`` subparsers."""
-    p = sub.add_parser("init", help="write a family package skeleton for your kernel here")
+    kinds = "\n".join(f"  {kind:<11} {line}" for kind, line in OPS.items())
+    p = sub.add_parser("init", help="write a family package skeleton for your kernel here",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=f"kinds of op (--op):\n{kinds}")
     p.add_argument("name", help="the family's name (e.g. my-softmax)")
     p.add_argument("--kernel", required=True, metavar="MODULE:FUNC",
                    help="your kernel's function; a module that does not exist yet gets a "
                    "placeholder Pallas kernel")
+    p.add_argument("--op", default="rowwise", metavar="KIND",
+                   help="the kind of op the skeleton is for (the kinds below; default rowwise)")
 
 
 def run(args: Any) -> int:
-    """Runs ``kernel-harness init``: 0 written, 2 refused (bad name, existing files)."""
+    """Runs ``kernel-harness init``: 0 written, 2 refused (bad name, unknown --op, existing
+    files)."""
     target = Path.cwd()
-    skeleton = plan(args.name, args.kernel, target)
+    skeleton = plan(args.name, args.kernel, target, op=args.op)
     written = write(skeleton, target)
     print(f"kernel-harness init: wrote the family {skeleton.name} in {target}:")
     for path in written:
         print(f"  {path.relative_to(target)}")
-    if skeleton.placeholder_kernel:
-        print(f"\n{args.kernel} is a placeholder Pallas kernel (y = 2 * x + 1) and the reference "
-              f"its math, so the check passes as written. Replace both with yours.")
-    else:
-        print(f"\n{args.kernel} is your kernel; the reference is a placeholder (y = 2 * x + 1), "
-              f"so the check fails until reference.py, cases.py and family.run are yours.")
+    placeholder, yours = _KERNEL_NOTES[args.op]
+    note = placeholder if skeleton.placeholder_kernel else yours
+    print("\n" + note.format(k=args.kernel))
     top = skeleton.kernel.partition(":")[0].split(".")[0]
     if skeleton.ships_kernel:
         print(f"{top} is in this folder: pyproject.toml ships it with the family, so an "

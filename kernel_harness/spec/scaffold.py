@@ -1,31 +1,45 @@
 """``kernel-harness init``'s family skeleton: the files, their text, and writing them.
 
 :func:`plan` returns every file of a new family package for family ``NAME`` whose kernel
-is ``MODULE:FUNC``; :func:`write` writes them, refusing (UsageError, before writing
-anything) when any of them exists. The skeleton passes ``kernel-harness check NAME`` as
-written: its reference is a placeholder for the math of the placeholder kernel that
-:func:`plan` also writes at ``MODULE`` when no module of that name exists yet (a Pallas
-``y = 2 * x + 1`` with a Pallas backward). With an existing kernel, the skeleton wires
-it in and the check fails until the reference and the adapter are yours. Every place
-to fill is marked ``# TODO(kernel-harness):``.
+is ``MODULE:FUNC``, of one kind of op (:data:`OPS`); :func:`write` writes them, refusing
+(UsageError, before writing anything) when any of them exists. The skeleton passes
+``kernel-harness check NAME`` as written with the placeholder kernel that :func:`plan`
+also writes at ``MODULE`` when no module of that name exists yet: for ``rowwise`` a
+Pallas ``y = 2 * x + 1`` with a Pallas backward (and a reference of that math), for
+``delta-rule`` a chunked Pallas forward of the built-in delta-rule op (whose reference,
+cases and relations the family takes from the op). With an existing kernel, the skeleton
+wires it in and the check fails until the reference (rowwise) and the adapter are yours;
+a kernel whose signature has no ``interpret`` is called without it. Every place to fill
+is marked ``# TODO(kernel-harness):``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import inspect
 import keyword
 import re
 import string
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kernel_harness.core.errors import UsageError
+from kernel_harness.spec import scaffold_delta_rule as delta_rule
 from kernel_harness.spec import scaffold_templates as templates
 from kernel_harness.spec.registry import BUILTIN_FAMILIES, ENTRY_POINT_GROUP
 
 #: The marker on every line a user must look at.
 TODO = "TODO(kernel-harness):"
+
+#: The kinds of op ``init --op`` scaffolds, each with what its skeleton is.
+OPS: dict[str, str] = {
+    "rowwise": "a row-wise op: your cases, reference and adapter (placeholder y = 2 * x + 1)",
+    "delta-rule": "a chunked delta-rule recurrence (state across chunks, reset at documents) "
+    "on the built-in op: its cases, reference and relations",
+}
 
 _NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 
@@ -55,8 +69,11 @@ def _identifier_path(dotted: str, what: str) -> list[str]:
     return parts
 
 
-def plan(name: str, kernel: str, target: Path) -> Skeleton:
-    """The skeleton of family ``name`` checking ``kernel`` (``MODULE:FUNC``) in ``target``."""
+def plan(name: str, kernel: str, target: Path, op: str = "rowwise") -> Skeleton:
+    """The skeleton of family ``name`` checking ``kernel`` (``MODULE:FUNC``), a kernel of
+    the kind ``op`` (:data:`OPS`), in ``target``."""
+    if op not in OPS:
+        raise UsageError(f"init: unknown --op {op!r}; the kinds: {', '.join(OPS)}")
     if not _NAME.fullmatch(name):
         raise UsageError(f"init: family name {name!r} must be lowercase letters, digits and "
                          "single hyphens, starting with a letter (e.g. my-softmax)")
@@ -75,15 +92,12 @@ def plan(name: str, kernel: str, target: Path) -> Skeleton:
     subs = {"name": name, "package": package, "module": module, "func": func,
             "camel": "".join(p.capitalize() for p in name.split("-")), "todo": TODO,
             "group": ENTRY_POINT_GROUP, "kernel": kernel}
-    files = {
-        Path("pyproject.toml"): templates.PYPROJECT,
-        Path(package, "__init__.py"): templates.INIT,
-        Path(package, "cases.py"): templates.CASES,
-        Path(package, "reference.py"): templates.REFERENCE,
-        Path(package, "family.py"): templates.FAMILY,
-        Path("tests", f"test_{package}.py"): templates.TEST,
-    }
     placeholder = _module_missing(parts, target)
+    function = None if placeholder else _function(module, func, target)
+    if not placeholder and function is None:
+        raise UsageError(f"init: module {module!r} exists but defines no {func!r}; name your "
+                         f"kernel's function, or a new module for a placeholder kernel")
+    files = _op_files(op, package, placeholder, _takes_interpret(function), subs)
     local = _local_top(parts, target, placeholder)
     origin = None if local is not None else _origin(parts[0])
     subs["setuptools"] = _setuptools(package, local)
@@ -97,19 +111,56 @@ def plan(name: str, kernel: str, target: Path) -> Skeleton:
         files[Path(".gitignore")] = templates.GITIGNORE
         gitignore = ()
     if placeholder:
-        files[Path(*parts[:-1], parts[-1] + ".py")] = templates.KERNEL
+        files[Path(*parts[:-1], parts[-1] + ".py")] = (
+            templates.KERNEL if op == "rowwise" else delta_rule.KERNEL)
         for i in range(1, len(parts)):
             init = Path(*parts[:i], "__init__.py")
             if not (target / init).exists():
                 files[init] = '"""Kernels."""\n'
-    elif not _has_function(module, func, target):
-        raise UsageError(f"init: module {module!r} exists but defines no {func!r}; name your "
-                         f"kernel's function, or a new module for a placeholder kernel")
     return Skeleton(
         name=name, package=package, kernel=kernel, placeholder_kernel=placeholder,
         files={p: string.Template(t).substitute(subs) for p, t in files.items()},
         ships_kernel=local is not None, kernel_origin=origin, gitignore_append=gitignore,
     )
+
+
+def _op_files(op: str, package: str, placeholder: bool, interpret: bool,
+              subs: dict[str, str]) -> dict[Path, str]:
+    """The family's files of the kind ``op`` (the kernel's module aside), with the
+    substitutions saying how the kernel is called added to ``subs``."""
+    test = Path("tests", f"test_{package}.py")
+    if op == "rowwise":
+        _add(subs, templates.INTERPRET if interpret else templates.NO_INTERPRET)
+        return {Path("pyproject.toml"): templates.PYPROJECT,
+                Path(package, "__init__.py"): templates.INIT,
+                Path(package, "cases.py"): templates.CASES,
+                Path(package, "reference.py"): templates.REFERENCE,
+                Path(package, "family.py"): templates.FAMILY, test: templates.TEST}
+    _add(subs, {"interpret_arg": delta_rule.INTERPRET_ARG if interpret else "",
+                "interpret_sig": ", interpret" if interpret else "",
+                "run": delta_rule.RUN if interpret else delta_rule.FORCED_RUN,
+                "kernel_note": delta_rule.PLACEHOLDER_NOTE if placeholder
+                else delta_rule.EXISTING_NOTE})
+    return {Path("pyproject.toml"): templates.PYPROJECT,
+            Path(package, "__init__.py"): delta_rule.INIT,
+            Path(package, "family.py"): delta_rule.FAMILY, test: delta_rule.TEST}
+
+
+def _add(subs: dict[str, str], more: dict[str, str]) -> None:
+    """``more`` into ``subs``, its own ``$todo``, ``$kernel``... substituted first."""
+    subs.update({k: string.Template(v).substitute(subs) for k, v in more.items()})
+
+
+def _takes_interpret(function: Callable[..., Any] | None) -> bool:
+    """Whether ``function`` (None: the placeholder, which does) takes ``interpret=``; a
+    signature Python cannot read (a builtin) is assumed to."""
+    if function is None:
+        return True
+    try:
+        params = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.name == "interpret" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _local_top(parts: list[str], target: Path, placeholder: bool) -> tuple[str, bool] | None:
@@ -177,7 +228,8 @@ def _module_missing(parts: list[str], target: Path) -> bool:
         return True
 
 
-def _has_function(module: str, func: str, target: Path) -> bool:
+def _function(module: str, func: str, target: Path) -> Callable[..., Any] | None:
+    """``module.func`` imported from ``target`` (or installed); None when not callable."""
     if str(target) not in sys.path:
         sys.path.insert(0, str(target))
     try:
@@ -185,7 +237,8 @@ def _has_function(module: str, func: str, target: Path) -> bool:
     except Exception as e:  # noqa: BLE001 - any import failure is the user's to see
         raise UsageError(f"init: --kernel {module}: cannot import it: "
                          f"{type(e).__name__}: {e}") from None
-    return callable(getattr(obj, func, None))
+    found = getattr(obj, func, None)
+    return found if callable(found) else None
 
 
 def write(skeleton: Skeleton, target: Path) -> list[Path]:

@@ -1,7 +1,21 @@
 """The text of ``kernel-harness init``'s files (:mod:`string.Template`: ``$name`` is the
 family, ``$package`` its package, ``$module``/``$func`` the kernel, ``$todo`` the marker,
 ``$setuptools`` the tables saying what the distribution ships, ``$dependency_note`` where
-the kernel's module comes from)."""
+the kernel's module comes from; in ``FAMILY``, ``$interpret_sig``, ``$interpret_arg`` and
+``$run_call`` call a kernel with ``interpret=`` (:data:`INTERPRET`) or without it
+(:data:`NO_INTERPRET`))."""
+
+#: ``FAMILY``'s substitutions for a kernel that takes ``interpret=``.
+INTERPRET = {"interpret_sig": ", *, interpret", "interpret_arg": ", interpret=interpret",
+             "run_call": "    y, dx = jax.block_until_ready(fn(x, dy))"}
+
+#: The same for a kernel without ``interpret=``: Pallas's TPU interpret mode off a TPU.
+NO_INTERPRET = {"interpret_sig": "", "interpret_arg": "", "run_call": """\
+    # $todo your kernel takes no interpret=: off a TPU it is
+    # traced in Pallas's TPU interpret mode; drop the context if it picks its own
+    # (kernel_harness.current_backend()).
+    with backend.forcing_interpret():
+        y, dx = jax.block_until_ready(fn(x, dy))"""}
 
 PYPROJECT = '''\
 [build-system]
@@ -163,7 +177,7 @@ from $module import $func as kernel
 
 # $todo how your kernel is called, for `describe` and `--impl`.
 IMPL_SIGNATURE = (
-    "impl(x, *, interpret) -> y; x [rows, dim]; differentiable in x (jax.vjp)"
+    "impl(x$interpret_sig) -> y; x [rows, dim]; differentiable in x (jax.vjp)"
 )
 
 # $todo tolerances measured for your kernel, each with its reason, and the per-slice floor
@@ -183,7 +197,7 @@ def _compiled(impl: Any, interpret: Any) -> Any:
     def forward_and_vjp(x, dy):
         # $todo call your kernel with its parameters
         # (from the case, through _compiled's arguments: hashable ones).
-        y, vjp = jax.vjp(lambda x: impl(x, interpret=interpret), x)
+        y, vjp = jax.vjp(lambda x: impl(x$interpret_arg), x)
         (dx,) = vjp(dy.astype(y.dtype))
         return y, dx
 
@@ -200,7 +214,7 @@ def run(
     put = functools.partial(jax.device_put, device=backend.device)
     x, dy = (put(jnp.asarray(inputs[n])) for n in ("x", "dy"))
     fn = _compiled(impl, backend.pallas_interpret())
-    y, dx = jax.block_until_ready(fn(x, dy))
+$run_call
     return {"y": np.asarray(y, np.float32), "dx": np.asarray(dx, np.float32)}
 
 

@@ -1,20 +1,23 @@
-"""``kernel-harness init NAME --kernel MODULE:FUNC``: the skeleton passes ``check NAME`` as
-written (found through the [tool.kernel-harness] table it writes), a bug planted in its
-kernel fails it, existing files are never overwritten, and bad input is exit 2."""
+"""``kernel-harness init NAME --kernel MODULE:FUNC [--op KIND]``: the skeleton of each kind
+passes ``check NAME`` as written (found through the [tool.kernel-harness] table it writes),
+a bug planted in its kernel fails it, a kernel without ``interpret=`` is called without it,
+existing files are never overwritten, and bad input (an unknown kind too) is exit 2."""
 
 from __future__ import annotations
 
 import os
+import string
 import subprocess
 import sys
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from kernel_harness import cli
-from kernel_harness.spec import registry
-from kernel_harness.spec.scaffold import TODO
+from kernel_harness import cli, resolve_backend
+from kernel_harness.spec import registry, scaffold_delta_rule
+from kernel_harness.spec.scaffold import OPS, TODO
 
 NAME, KERNEL = "my-scale", "mykernels.scale:scale"
 
@@ -34,7 +37,8 @@ def here(tmp_path, monkeypatch):
         del sys.modules[name]
 
 
-_GENERATED = ("my_scale_family", "other_family", "mykernels", "kh_init_user_ops")
+_GENERATED = ("my_scale_family", "other_family", "mykernels", "kh_init_user_ops",
+              "my_delta_family", "kh_init_user_delta")
 
 
 def _shipped(project: Path) -> set[str]:
@@ -48,11 +52,13 @@ def _shipped(project: Path) -> set[str]:
     return set(found) | set(config.get("py-modules", []))
 
 
-def _check(project: Path, *extra: str) -> subprocess.CompletedProcess:
+def _check(project: Path, *extra: str, name: str = NAME,
+           quick: bool = True) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k != registry.FAMILY_MODULES_ENV}
+    few = ["--max-examples", "3", "--property", "matches-reference"] if quick else []
     return subprocess.run(
-        [sys.executable, "-m", "kernel_harness.cli", "check", NAME, "--profile", "dev",
-         "--max-examples", "3", "--property", "matches-reference", *extra],
+        [sys.executable, "-m", "kernel_harness.cli", "check", name, "--profile", "dev",
+         *few, *extra],
         cwd=project, capture_output=True, text=True, env=env, timeout=600, check=False)
 
 
@@ -174,3 +180,121 @@ def test_bad_input_is_exit_2_and_writes_nothing(here, capsys, argv, message):
     code, _, err = _init(capsys, *argv)
     assert code == 2 and message in err
     assert not list(here.iterdir())
+
+
+DELTA, DELTA_KERNEL = "my-delta", "mykernels.delta:delta"
+
+
+def _tree(project: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(project)): p.read_bytes()
+            for p in sorted(project.rglob("*")) if p.is_file()}
+
+
+def test_op_rowwise_is_the_default_byte_for_byte(here, capsys, monkeypatch):
+    for folder, extra in (("default", []), ("rowwise", ["--op", "rowwise"])):
+        (here / folder).mkdir()
+        monkeypatch.chdir(here / folder)
+        assert _init(capsys, NAME, "--kernel", KERNEL, *extra)[0] == 0
+    assert _tree(here / "default") == _tree(here / "rowwise")
+
+
+def test_the_delta_rule_skeleton_passes_check_as_written(here, capsys):
+    """Per push: matches-reference on a few cases (the nightly test runs every property)."""
+    code, out, _ = _init(capsys, DELTA, "--kernel", DELTA_KERNEL, "--op", "delta-rule")
+    assert code == 0, out
+    package = here / "my_delta_family"
+    assert {p.name for p in package.iterdir()} == {"__init__.py", "family.py"}
+    family = (package / "family.py").read_text()
+    assert family.count(TODO) >= 8
+    assert "interpret=backend.pallas_interpret()" in family
+    assert "from mykernels.delta import delta as kernel" in family
+    assert (here / "mykernels" / "delta.py").is_file()
+    assert _shipped(here) >= {"my_delta_family", "mykernels"}
+    assert "placeholder Pallas kernel of the delta rule" in out
+    ran = _check(here, name=DELTA)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "PASS: 1/1 properties passed on backend interpret" in ran.stdout
+
+
+@pytest.mark.nightly
+def test_the_delta_rule_skeleton_passes_every_applicable_property(here, capsys):
+    assert _init(capsys, DELTA, "--kernel", DELTA_KERNEL, "--op", "delta-rule")[0] == 0
+    ran = _check(here, name=DELTA, quick=False)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "PASS: 8/8 properties passed on backend interpret" in ran.stdout
+
+
+def test_a_rowwise_kernel_without_interpret_is_called_without_it(here, capsys):
+    (here / "kh_init_user_ops.py").write_text("def scale(x):\n    return 2 * x + 1\n")
+    code, out, _ = _init(capsys, NAME, "--kernel", "kh_init_user_ops:scale")
+    assert code == 0, out
+    family = (here / "my_scale_family" / "family.py").read_text()
+    assert "interpret=interpret" not in family and "impl(x) -> y" in family
+    assert f"# {TODO} your kernel takes no interpret=" in family
+    from my_scale_family.family import FAMILY
+
+    case = FAMILY.case_type(dtype="float32", seed=0, rows=8, dim=128)
+    inputs = case.materialize()
+    got = FAMILY.run(FAMILY.kernel, case, inputs, resolve_backend("interpret"))
+    np.testing.assert_allclose(got["y"], 2 * inputs["x"] + 1, rtol=1e-6)
+
+
+def test_a_kernel_taking_any_keyword_gets_interpret(here, capsys):
+    (here / "kh_init_user_ops.py").write_text("def scale(x, **options):\n    return x\n")
+    assert _init(capsys, NAME, "--kernel", "kh_init_user_ops:scale")[0] == 0
+    assert "impl(x, interpret=interpret)" in (
+        here / "my_scale_family" / "family.py").read_text()
+
+
+def _kernel_without_interpret() -> str:
+    """The placeholder delta-rule kernel with no ``interpret`` argument (a TPU kernel's
+    way: Pallas's TPU interpret mode must be forced around it off a TPU)."""
+    text = string.Template(scaffold_delta_rule.KERNEL).substitute(func="recur", todo="")
+    text = text.replace(", interpret=False):", "):").replace("interpret=interpret,\n", "")
+    assert "interpret" not in text.split('"""', 2)[2]
+    return text
+
+
+def test_a_delta_rule_kernel_without_interpret_is_wired_without_it(here, capsys):
+    (here / "kh_init_user_delta.py").write_text(_kernel_without_interpret())
+    code, out, _ = _init(capsys, DELTA, "--kernel", "kh_init_user_delta:recur", "--op",
+                         "delta-rule")
+    assert code == 0, out
+    family = (here / "my_delta_family" / "family.py").read_text()
+    assert "interpret=" not in family.replace("takes no interpret=", "")
+    assert "context=lambda case, backend: backend.forcing_interpret()" in family
+    assert "qk_l2norm) -> (out, final_state)" in family
+    assert "until family.traceable maps the op's layout to your kernel's" in out
+    assert not (here / "mykernels").exists()
+
+
+@pytest.mark.slow
+def test_a_delta_rule_kernel_without_interpret_runs_in_forced_interpret_mode(here, capsys):
+    (here / "kh_init_user_delta.py").write_text(_kernel_without_interpret())
+    assert _init(capsys, DELTA, "--kernel", "kh_init_user_delta:recur", "--op",
+                 "delta-rule")[0] == 0
+    from my_delta_family.family import FAMILY
+
+    case = FAMILY.seed_cases(frozenset())[0]
+    inputs = case.materialize()
+    got = FAMILY.run(FAMILY.kernel, case, inputs, resolve_backend("interpret"))
+    want = FAMILY.reference(case, inputs)
+    for name in ("out", "final_state"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-4, atol=1e-5)
+
+
+def test_an_unknown_op_is_a_usage_error_naming_the_kinds(here, capsys):
+    code, _, err = _init(capsys, NAME, "--kernel", KERNEL, "--op", "attention")
+    assert code == 2
+    assert "unknown --op 'attention'" in err and "rowwise, delta-rule" in err
+    assert not list(here.iterdir())
+
+
+def test_init_help_lists_the_kinds_one_line_each(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["init", "--help"])
+    assert exited.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    for kind, what in OPS.items():
+        assert sum(line.split()[:1] == [kind] for line in lines) == 1, kind
+        assert any(line.strip() == f"{kind:<11} {what}" for line in lines), kind
