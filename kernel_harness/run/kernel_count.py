@@ -16,13 +16,11 @@ arguments and whatever the implementation closes over.
   where the family expects backward kernels): the adapter's own ``jax.vjp`` of the call
   differentiates the same program.
 
-A call that returns a callable instead of arrays (a kernel factory, as splash's) hands
-back a counting wrapper of that callable. A call that cannot be traced on abstract values
-is made directly and counted as running no kernel (reported with the reason). Counts are kept per
-abstract signature, and per static configuration of the case: an adapter whose compiled
-program is cached calls nothing, and the example gets the count of the program it ran. An
-example's count is the fewest kernels over the calls it made (gpu-norm calls the kernel
-plainly and under ``jax.vjp``): a fallback in any one call shows.
+A kernel factory's callable (splash's) is wrapped too. A call that cannot be traced on
+abstract values is made directly and counted as running no kernel (with the reason). Counts
+are kept per abstract signature and per static configuration of the case (a cached program
+calls nothing: the example gets the count of the program it ran). An example's count is the
+fewest kernels over its calls (gpu-norm calls plainly and under ``jax.vjp``).
 
 Once per configuration the traced programs are also evaluated with every kernel's result
 replaced (:mod:`kernel_harness.run.kernel_poison`): an output that does not depend on any
@@ -103,15 +101,16 @@ class KernelCount:
         error = next((c.backward_error for c in calls if c.backward_error), None)
         poisons = [c.poison for c in calls if c.poison is not None]
         unused = tuple(dict.fromkeys(u for p in poisons for u in (p.unused or ())))
-        outside = {where: tuple(sorted({n for c in calls for n in getattr(c, field)}))
-                   for where, field in (("forward", "forward_outside"),
-                                        ("backward", "backward_outside"))}
+        why = next(filter(None, (p.why_not() for p in poisons)), None)
+        outside = {where: kernel_outside.pass_names(
+            {n for c in calls for n in getattr(c, field)},
+            [p.core[where] for p in poisons if where in p.cancelled])
+            for where, field in (("forward", "forward_outside"), ("backward", "backward_outside"))}
         return cls(calls=len(calls), forward=fwd.forward, forward_top=fwd.forward_top,
                    backward=None if bwd is None else bwd.backward,
                    backward_top=() if bwd is None else bwd.backward_top,
                    backward_error=None if bwd is not None else error, seconds=seconds,
-                   unused=unused, poison_error=next((p.error for p in poisons if p.error),
-                                                    None),
+                   unused=unused, poison_error=why,
                    poisoned=any(p.unused is not None and p.error is None for p in poisons),
                    outside={k: v for k, v in outside.items() if v})
 
@@ -206,9 +205,9 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
                       forward_outside=kernel_outside.measure([fwd], problem)
                       + kernel_outside.core_missing(fwd, expected.forward_computes,
                                                     out_names))
-    poison = kernel_poison.Poisoning(
-        forward=fwd if count.forward else None, out_names=out_names,
-        shape_tree=shape_tree, shapes=tuple(tuple(a.shape) for a in avals))
+    poison = kernel_poison.Poisoning(forward=fwd if count.forward else None, out_names=out_names,
+        shape_tree=shape_tree, shapes=tuple(tuple(a.shape) for a in avals), core=kernel_outside
+        .core_names(expected.forward_computes, expected.backward_computes))
     if expected.backward > 0:
         args, kwargs = jax.tree_util.tree_unflatten(treedef, leaves)
         names = kernel_poison.leaf_names(fn, args, kwargs)
@@ -308,8 +307,7 @@ class Counting(kernel_poison.StandIn):
 
     def _count(self, leaves: list[Any], treedef: Any, dyn: list[int]
                ) -> tuple[CallCount, Callable[..., Any]]:
-        # One trace per configuration: a later call of it runs the program counted first.
-        # A concrete array among the static arguments (not exact): traced each call.
+        # One trace per configuration (a concrete static array, not exact: each call).
         key, exact = kernel_poison.call_key(treedef, leaves, dyn)
         if exact and key in self._memo:
             count, program = self._memo[key]
@@ -318,6 +316,8 @@ class Counting(kernel_poison.StandIn):
                                 pallas_count.caller_traceback())
         if count.poison is not None:
             count.poison.key = (self._product, key)
+            if not kernel_poison.perturbs(len(self._memo), key):
+                count.poison.core = {}
         if exact:
             self._memo[key] = (count, program)
         return count, program

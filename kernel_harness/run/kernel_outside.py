@@ -55,6 +55,10 @@ IN_KERNEL = " in a kernel body"
 #: How a declared core primitive no kernel computes is named: ``exp|exp2`` + this.
 NO_KERNEL = " in no kernel"
 
+#: How a declared core perturbed inside the kernel bodies that changed no output the kernels
+#: write is named: ``exp|exp2|reduce_sum`` + this (:mod:`kernel_harness.run.kernel_poison`).
+CANCELLED = " cancelled in the kernel"
+
 
 def problem_size(shapes: Iterable[tuple[int, ...]]) -> int:
     """The elements of the largest of ``shapes`` (the call's inputs and outputs)."""
@@ -98,6 +102,32 @@ def core_missing(jaxpr: Any, computes: Iterable[str], names: Sequence[str]
                  if any(not per[k] for per in judged))
 
 
+def core_names(forward: Iterable[str], backward: Iterable[str]) -> dict[str, frozenset[str]]:
+    """The passes whose declared core (``KernelExpectation.*_computes``) is perturbed, with
+    its primitives: the forward only. Perturbing the backward compiles the forward and
+    backward kernels twice more (hstu: minutes of interpret-mode compiling); its core's flow
+    is still followed (:func:`core_missing`)."""
+    del backward
+    merged = frozenset(n for group in forward for n in group.split("|"))
+    return {"forward": merged} if merged else {}
+
+
+def cancelled_name(names: Iterable[str]) -> str:
+    """``exp|exp2|reduce_sum cancelled in the kernel``: a pass's core, perturbed inside the
+    kernel bodies, changed none of the outputs the kernels write."""
+    return "|".join(sorted(names)) + CANCELLED
+
+
+def pass_names(found: Iterable[str], cancelled: Iterable[frozenset[str]]) -> tuple[str, ...]:
+    """A pass's names, sorted: what it ran outside (``found``), and its core perturbed in
+    vain (``cancelled``: :func:`cancelled_name`) unless a core group is in no kernel at all
+    (then the perturbation could only change nothing: said once, as missing)."""
+    names = set(found)
+    if not any(n.endswith(NO_KERNEL) for n in names):
+        names |= {cancelled_name(core) for core in cancelled}
+    return tuple(sorted(names))
+
+
 def disallowed(found: Mapping[str, tuple[str, ...]], declared: OutsideKernel,
                skip: Iterable[str] = ()) -> dict[str, tuple[str, ...]]:
     """Per pass (``forward``, ``backward``), the primitives ``found`` there that
@@ -117,9 +147,18 @@ def problem_text(bad: Mapping[str, tuple[str, ...]], declared: OutsideKernel) ->
     allows there; a host callback answering inside a kernel body is said first, as such."""
     inside = {where: [n for n in names if n.endswith(IN_KERNEL)] for where, names in bad.items()}
     core = {where: [n for n in names if n.endswith(NO_KERNEL)] for where, names in bad.items()}
-    outside = {where: [n for n in names if not n.endswith((IN_KERNEL, NO_KERNEL))]
+    cancelled = {where: [n for n in names if n.endswith(CANCELLED)]
+                 for where, names in bad.items()}
+    outside = {where: [n for n in names if not n.endswith((IN_KERNEL, NO_KERNEL, CANCELLED))]
                for where, names in bad.items()}
     said = []
+    if any(cancelled.values()):
+        lines = "; ".join(f"{'; '.join(names)} ({where})" for where, names in cancelled.items()
+                          if names)
+        said.append(f"{lines}: the op's core, perturbed inside the kernel bodies (each result "
+                    "x times 0.5-0.75), changed no output the kernels write: the kernels "
+                    "compute it and their result does not use it (cancelled: 0 * x, x - x, a "
+                    "clamp to zero); the answer is computed elsewhere")
     if any(core.values()):
         lines = "; ".join(f"{'; '.join(names)} ({where})" for where, names in core.items()
                           if names)

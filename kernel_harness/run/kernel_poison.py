@@ -43,13 +43,14 @@ import dataclasses
 import functools
 import inspect
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
-from kernel_harness.core.compat import pallas_poison
+from kernel_harness.core.compat import kernel_flow, kernel_probes, pallas_poison
 
 #: The failure class, as reports and events name it.
 UNUSED = "kernel result unused"
@@ -82,6 +83,13 @@ class Poisoning:
     inputs: list[np.ndarray] | None = None
     unused: tuple[str, ...] | None = None
     error: str | None = None
+    #: Per pass, the primitives of the op's core its kernels compute (``KernelExpectation``'s
+    #: ``*_computes``, groups merged); perturbed inside the kernel bodies, they must change
+    #: every output the kernels write. ``cancelled``: the passes where they did not, once
+    #: judged (``{"forward": ("result",)}``).
+    core: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    cancelled: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    core_error: str | None = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
 
     def wants_inputs(self) -> bool:
@@ -137,13 +145,88 @@ class Poisoning:
                 grads[w] = pallas_poison.evaluate(bwd.jaxpr, cts, w, consts=residuals)
             return outs, grads
 
+        def moved(x: list[Any]) -> dict[str, tuple[list[Any], list[Any]]]:
+            """Per pass with a declared core: its outputs with the kernels as they are, and
+            with the core perturbed inside their bodies (:func:`_perturbing`)."""
+            out: dict[str, tuple[list[Any], list[Any]]] = {}
+            if fwd is not None and self.core.get("forward"):
+                out["forward"] = tuple(pallas_poison.evaluate(fwd, x, 0, body=b) for b in (
+                    _same, _perturbing(self.core["forward"])))
+            if bwd is not None and self.core.get("backward"):
+                ran = pallas_poison.evaluate(bwd.joint, x, 0, body=_same)
+                outputs, residuals = ran[:bwd.outputs], ran[bwd.outputs:]
+                cts = [pallas_poison.fill(o.shape, o.dtype, 0) for o in outputs]
+                out["backward"] = tuple(
+                    pallas_poison.evaluate(bwd.jaxpr, cts, 0, consts=residuals, body=b)
+                    for b in (_same, _perturbing(self.core["backward"])))
+            return out
+
         (a, b), (ga, gb) = _compiled(both, inputs)  # one program: one compile
         found = [f"output `{n}`" for n, x, y in zip(self.out_names, a, b, strict=False)
                  if n and _unchanged(x, y)]
         names = bwd.names if bwd is not None else ()
-        return tuple(found + [f"gradient of `{n}`" for n, x, y in zip(names, ga, gb,
-                                                                       strict=False)
-                              if _unchanged(x, y)])
+        grads = [f"gradient of `{n}`" for n, x, y in zip(names, ga, gb, strict=False)
+                 if _unchanged(x, y)]
+        if self.core:  # its own program: a failure here leaves the fills' verdict standing
+            try:
+                self._judge_core(_compiled(moved, inputs), found + grads, names)
+            except pallas_poison.PoisonLayoutError:
+                raise
+            except Exception as e:  # noqa: BLE001 - said beside the count, never a pass claim
+                self.core_error = f"{type(e).__name__}: {str(e).strip()[:200]}"
+        return tuple(found + grads)
+
+    def _judge_core(self, perturbed: dict[str, Any], unused: list[str],
+                    names: Sequence[str]) -> None:
+        """Names in ``cancelled`` the outputs the core's perturbation left unchanged."""
+        fwd, bwd = self.forward, self.backward
+        labels = {"forward": [f"output `{n}`" if n else "" for n in self.out_names],
+                  "backward": [f"gradient of `{n}`" for n in names]}
+        # Judged: the outputs a kernel of the pass reaches (splash's dsinks, XLA's from the
+        # forward's logsumexp, is no backward kernel's to change).
+        reached = {where: [kernel for kernel, _ in kernel_flow.reach(j, [])]
+                   for where, j in (("forward", fwd), ("backward", bwd and bwd.jaxpr))
+                   if where in perturbed}
+        for where, (base, other) in perturbed.items():
+            same = [lab for lab, hit, x, y in zip(labels[where], reached[where], base, other,
+                                                  strict=False)
+                    if lab and hit and lab not in unused and _unchanged(x, y)]
+            if same:
+                self.cancelled[where] = tuple(same)
+
+    def why_not(self) -> str | None:
+        """Why poisoning, or the core's perturbation, judged nothing (None: both judged)."""
+        return self.error or (f"(the fills judged; the core's perturbation did not) "
+                              f"{self.core_error}" if self.core_error else None)
+
+
+#: The core is perturbed for an implementation's first FIRST configurations in a process,
+#: then for one in EVERY (by a stable hash of the configuration): each judgement compiles
+#: the pass's kernels twice (about 1.5 s a configuration for gpu-softmax on 2 cores).
+FIRST, EVERY = 1, 16
+
+
+def perturbs(seen: int, key: Any) -> bool:
+    """Whether the configuration ``key``, after ``seen`` others of the same implementation,
+    has its core perturbed (:data:`FIRST`, :data:`EVERY`)."""
+    return seen < FIRST or zlib.crc32(repr(key).encode()) % EVERY == 0
+
+
+def _same(params: dict[str, Any]) -> Any:
+    return params["jaxpr"]
+
+
+def _perturbing(names: frozenset[str]) -> Callable[[Any], Any]:
+    """A kernel-body transform perturbing ``names`` inside it, each body traced once."""
+    made: dict[int, tuple[Any, Any]] = {}
+
+    def body(params: dict[str, Any]) -> Any:
+        jaxpr = params["jaxpr"]
+        if id(jaxpr) not in made:
+            made[id(jaxpr)] = (jaxpr, kernel_probes.perturbed_body(params, names))
+        return made[id(jaxpr)][1]
+
+    return body
 
 
 def _compiled(fn: Callable[[list[Any]], Any], inputs: list[np.ndarray]) -> Any:

@@ -106,6 +106,9 @@ CHEATS: tuple[Cheat, ...] = (
     # inside the kernel, fails it)
     Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:unmeasured_copy_softmax",
           (_OUTSIDE + "forward: exp|exp2 in no kernel, reduce_sum in no kernel)",)),
+    # (the core computed in the kernel and cancelled there: perturbed, it changes nothing)
+    Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:cancelled_core_softmax",
+          (_OUTSIDE, "exp|exp2|reduce_sum cancelled in the kernel")),
     Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:callback_softmax",
           (_OUTSIDE + "forward: exp|exp2 in no kernel, pure_callback, reduce_sum in no kernel)",)),
     # (softmax is shift-invariant: what the row-max kernel returns does not change the

@@ -103,6 +103,24 @@ def unmeasured_copy_softmax(x, *, axis=-1, interpret=False):
     return _copy(((e * _reciprocal(_fold_sum(e))).astype(x.dtype),), interpret)[0]
 
 
+def cancelled_core_softmax(x, *, axis=-1, interpret=False):
+    """``jax.nn.softmax`` in XLA, copied by a kernel that also computes the op's core (the
+    exponentials and their row sums) and adds ``min(e, 0)`` and ``0 * sum``, exactly 0: the
+    core is computed in the kernel and flows into its result, but cancelled. Only
+    perturbing it inside the kernel body shows that the result does not use it."""
+    answer = _xla_softmax(x)
+
+    def body(x_ref, a_ref, o_ref):
+        xf = x_ref[...].astype(jnp.float32)
+        e = jnp.exp(xf - jnp.max(xf, axis=-1, keepdims=True))
+        total = jnp.sum(e, axis=-1, keepdims=True)
+        o_ref[...] = (a_ref[...].astype(jnp.float32) + jnp.minimum(e, 0.0)
+                      + 0.0 * total).astype(o_ref.dtype)
+
+    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          interpret=interpret)(x, answer)
+
+
 def _numpy_softmax(x):
     x = np.asarray(x, np.float32)
     e = np.exp(x - x.max(axis=-1, keepdims=True))

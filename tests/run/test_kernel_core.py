@@ -14,7 +14,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from kernel_harness import cli
-from kernel_harness.core.compat import kernel_flow
+from kernel_harness.core.compat import kernel_eval, kernel_flow, kernel_probes
 from kernel_harness.run import kernel_outside
 from kernel_harness.spec.kernels import KernelExpectation
 
@@ -110,3 +110,34 @@ def test_describe_prints_what_the_kernels_compute(capsys):
     out = capsys.readouterr().out
     assert "inside the Pallas kernels" in out
     assert "forward: exp|exp2 (the exponentials of the shifted logits)" in out
+
+
+def test_a_perturbed_result_keeps_its_sign_and_shrinks_unevenly():
+    x = jnp.array([-3.0, -0.5, 0.0, 0.25, 1.0, 40.0], jnp.float32)
+    y = kernel_eval.perturbed(x)
+    assert bool(jnp.all(jnp.sign(y) == jnp.sign(x)))
+    assert bool(jnp.all(jnp.abs(y) <= 0.75 * jnp.abs(x) + 1e-7))
+    ratio = (y / jnp.where(x == 0, 1.0, x))[jnp.array([0, 3, 5])]
+    assert float(jnp.max(ratio) - jnp.min(ratio)) > 0.1  # not a uniform scale
+    assert kernel_eval.perturbed(jnp.arange(3)).dtype == jnp.int32  # integers untouched
+
+
+def _cancelled_kernel(x_ref, o_ref):
+    e = jnp.exp(x_ref[...] - jnp.max(x_ref[...], axis=-1, keepdims=True))
+    o_ref[...] = x_ref[...] + jnp.minimum(e, 0.0) + 0.0 * jnp.sum(e, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("kernel, moves", [
+    pytest.param(_softmax_kernel, True, id="the-real-kernel"),
+    pytest.param(_sum_in_a_loop_under_when, True, id="sum-in-a-loop-under-when"),
+    pytest.param(_cancelled_kernel, False, id="core-computed-and-cancelled"),
+])
+def test_perturbing_the_core_inside_the_body_moves_a_real_kernels_result(kernel, moves):
+    x = jax.random.normal(jax.random.PRNGKey(0), (8, 128), jnp.float32)
+    eqn = jax.make_jaxpr(lambda x: pl.pallas_call(
+        kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True)(x))(x)
+    eqn = eqn.jaxpr.eqns[0]
+    body = kernel_probes.perturbed_body(eqn.params, frozenset({"exp", "reduce_sum"}))
+    moved = eqn.primitive.bind(x, **dict(eqn.params, jaxpr=body))[0]
+    base = eqn.primitive.bind(x, **eqn.params)[0]
+    assert bool(jnp.any(moved != base)) == moves

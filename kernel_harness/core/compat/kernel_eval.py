@@ -24,6 +24,10 @@ _COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 _OPAQUE = frozenset({"custom_jvp_call", "custom_vjp_call", "custom_vjp_call_jaxpr",
                      "custom_lin", "pallas_call"})
 _NESTED_JIT = frozenset({"pjit", "jit", "closed_call", "core_call"})
+#: Custom-derivative calls evaluated inline while perturbing (nothing is differentiated
+#: inside a kernel body), and the param holding their primal body.
+_CUSTOM = {"custom_jvp_call": "call_jaxpr", "custom_vjp_call": "call_jaxpr",
+           "custom_vjp_call_jaxpr": "fun_jaxpr"}
 WHILE_OUTCOMES = ("0 trips", "1 trip", "2+ trips")
 
 
@@ -119,6 +123,9 @@ class ProbeContext:
     enclosing: tuple[str, int, str] | None = None
     fallback: tuple[str, int, str] | None = None
     probing: bool = True
+    #: Primitives whose floating results are perturbed (:func:`perturbed`), probing off:
+    #: the op's core replaced inside a kernel body, to see that the kernel's result moves.
+    perturb: frozenset[str] = frozenset()
 
 
 def _register(ctx: ProbeContext, eqn: Any, kind: str, detail: str,
@@ -242,7 +249,12 @@ def _eval(ctx: ProbeContext, jaxpr: Any, consts: Any, *args: Any) -> list[Any]:
         try:
             with siu.user_context(eqn.source_info.traceback, name_stack=name_stack), \
                     eqn.ctx.manager:
-                if name == "while":
+                if ctx.perturb and _CUSTOM.get(name) in eqn.params:
+                    body = eqn.params[_CUSTOM[name]]
+                    ans = _eval(ctx, body.jaxpr, body.consts, *invals)
+                    if not eqn.primitive.multiple_results:
+                        ans = ans[0]
+                elif name == "while" and ctx.probing:
                     here = ctx.enclosing or _frame(eqn.source_info) or ctx.fallback
                     ans: Any = _while(dataclasses.replace(ctx, fallback=here), eqn, invals)
                 else:
@@ -256,6 +268,9 @@ def _eval(ctx: ProbeContext, jaxpr: Any, consts: Any, *args: Any) -> list[Any]:
                                   for k, v in params.items()}
                     ans = eqn.primitive.bind(*invals,
                                              **eqn.primitive.get_bind_params(params))
+                    if name in ctx.perturb:
+                        ans = ([perturbed(a) for a in ans] if eqn.primitive.multiple_results
+                               else perturbed(ans))
                 _add_probe(ctx, eqn, name, invals, ans)
         finally:
             _TLS.rebinding -= 1
@@ -263,6 +278,24 @@ def _eval(ctx: ProbeContext, jaxpr: Any, consts: Any, *args: Any) -> list[Any]:
         for v, x in zip(eqn.outvars, outs, strict=True):
             env[v] = x
     return [read(v) for v in jaxpr.outvars]
+
+
+def perturbed(value: Any) -> Any:
+    """A floating ``value`` moved everywhere, inside its own range: ``x (0.5 + 0.25 / (1 +
+    x^2))``, a factor between 0.5 and 0.75 that depends on ``x`` (not a uniform scale, which
+    a softmax's normalization would cancel), the sign kept and the magnitude shrunk. So a
+    result that only passes through what is zero on its natural range (``0 * x``, ``x - x``,
+    ``min(x, 0)`` of a non-negative ``x``, ``max(x - 1, 0)`` of an exponential) stays zero,
+    while any real use of it changes. Others as they are."""
+    from jax import lax
+
+    dtype = getattr(value, "dtype", None)
+    if dtype is None or not jax.numpy.issubdtype(dtype, jax.numpy.inexact):
+        return value
+    one = np.asarray(1, dtype)
+    factor = lax.add(np.asarray(0.5, dtype), lax.div(np.asarray(0.25, dtype),
+                                                     lax.add(one, lax.mul(value, value))))
+    return lax.mul(value, factor)
 
 
 def _add_probe(ctx: ProbeContext, eqn: Any, name: str, invals: list[Any], ans: Any) -> None:

@@ -189,5 +189,38 @@ def clear_compiled() -> None:
     jax.clear_caches()
 
 
+def perturbed_body(params: dict[str, Any], names: frozenset[str]) -> Any:
+    """A ``pallas_call``'s body (its params' open ``jaxpr``) traced again, in its grid's
+    tracing environment, with every floating result of the primitives ``names`` perturbed
+    (:func:`~kernel_harness.core.compat.kernel_eval.perturbed`), in nested bodies too
+    (``pl.when``, loops, scoped regions, custom-derivative calls inline): the same refs in,
+    the same writes, other values."""
+    ctx = ProbeContext(jx=_internals(), sink=_NO_SINK, kernel="", kernel_file="",
+                       hit=lambda *a: None, probing=False, perturb=names)
+    grid = params.get("grid_mapping")
+    env = getattr(grid, "trace_env", None)
+    if env is None:
+        raise KernelProbeLayoutError("a pallas_call's grid_mapping has no trace_env()")
+    with env():
+        return instrument_open(ctx, params["jaxpr"], "perturbed kernel body")
+
+
+class _NoSink:
+    def site(self, site: ProbeSite) -> int:
+        return 0
+
+    def hit(self, site_id: int, code: int) -> None:
+        pass
+
+    def uninstrumented(self, kernel: str, why: str) -> None:
+        pass
+
+    def instrumented(self, kernel: str) -> None:
+        pass
+
+
+_NO_SINK = _NoSink()
+
+
 __all__ = ["KNOWN_JAX", "WHILE_OUTCOMES", "KernelProbeLayoutError", "ProbeSink", "ProbeSite",
-           "clear_compiled", "kernel_probes"]
+           "clear_compiled", "kernel_probes", "perturbed_body"]

@@ -26,7 +26,7 @@ kernel running.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -96,11 +96,12 @@ def _has_kernel(value: Any) -> bool:
     return False
 
 
-def evaluate(jaxpr: Any, args: Sequence[Any], which: int, consts: Sequence[Any] | None = None
-             ) -> list[Any]:
+def evaluate(jaxpr: Any, args: Sequence[Any], which: int, consts: Sequence[Any] | None = None,
+             body: Callable[[Any], Any] | None = None) -> list[Any]:
     """``jaxpr`` (a Jaxpr or ClosedJaxpr) applied to ``args``, every Pallas kernel's result
     replaced by :func:`fill` ``which``; ``consts`` replaces a ClosedJaxpr's own (a backward
-    jaxpr whose consts were the residuals of another trace)."""
+    jaxpr whose consts were the residuals of another trace). With ``body``, the kernels run
+    instead, each ``pallas_call`` with its kernel body replaced by ``body(its params)``."""
     kernel_prims = pallas_count.kernel_primitives()
     open_jaxpr, own = _open(jaxpr)
     env: dict[Any, Any] = {}
@@ -117,16 +118,20 @@ def evaluate(jaxpr: Any, args: Sequence[Any], which: int, consts: Sequence[Any] 
         if eqn.primitive in kernel_prims:
             if eqn.primitive.name != "pallas_call":
                 raise PoisonLayoutError(f"a {eqn.primitive.name} kernel has no result to fill")
-            outs = [fill(v.aval.shape, v.aval.dtype, which) for v in eqn.outvars]
+            if body is not None:
+                params = dict(eqn.params, jaxpr=body(eqn.params))
+                outs = list(eqn.primitive.bind(*invals, **params))
+            else:
+                outs = [fill(v.aval.shape, v.aval.dtype, which) for v in eqn.outvars]
         else:
-            outs = _equation(eqn, invals, which)
+            outs = _equation(eqn, invals, which, body)
         for var, val in zip(eqn.outvars, outs, strict=True):
             if not isinstance(var, jex_core.DropVar):
                 env[var] = val
     return [read(v) for v in open_jaxpr.outvars]
 
 
-def _equation(eqn: Any, invals: list[Any], which: int) -> list[Any]:
+def _equation(eqn: Any, invals: list[Any], which: int, body: Any) -> list[Any]:
     name = eqn.primitive.name
     if not any(_has_kernel(v) for v in eqn.params.values()):
         # As jax's own evaluator binds (custom derivatives keep their rules in params it
@@ -134,42 +139,45 @@ def _equation(eqn: Any, invals: list[Any], which: int) -> list[Any]:
         out = eqn.primitive.bind(*invals, **eqn.primitive.get_bind_params(eqn.params))
         return list(out) if eqn.primitive.multiple_results else [out]
     if name in _INLINE and _INLINE[name] in eqn.params:
-        return evaluate(eqn.params[_INLINE[name]], invals, which)
+        return evaluate(eqn.params[_INLINE[name]], invals, which, body=body)
     if name in _REBIND and all(k in eqn.params for k in _REBIND[name]):
         params = dict(eqn.params)
         for key in _REBIND[name]:
             value = params[key]
-            params[key] = (tuple(_refilled(b, which) for b in value)
-                           if isinstance(value, tuple | list) else _refilled(value, which))
+            params[key] = (tuple(_refilled(b, which, body) for b in value)
+                           if isinstance(value, tuple | list) else _refilled(value, which, body))
         return list(eqn.primitive.bind(*invals, **params))
     if name == "shard_map" and {"jaxpr", "mesh", "in_specs", "out_specs"} <= set(eqn.params):
-        return _shard_map(eqn.params, invals, which)
+        return _shard_map(eqn.params, invals, which, body)
     raise PoisonLayoutError(
         f"a Pallas kernel inside primitive {name!r} (params {sorted(eqn.params)})")
 
 
-def _shard_map(params: dict[str, Any], invals: list[Any], which: int) -> list[Any]:
+def _shard_map(params: dict[str, Any], invals: list[Any], which: int, body: Any
+               ) -> list[Any]:
     """A ``shard_map`` body evaluated per shard by ``jax.shard_map`` itself (its
     collectives need the mesh's axes bound: the body cannot be traced alone)."""
-    body = params["jaxpr"]
+    inner = params["jaxpr"]
     axes = params.get("newly_manual_axes") or params.get("axis_names")
     options = {"axis_names": set(axes)} if axes else {}
-    fn = jax.shard_map(lambda *a: tuple(evaluate(body, a, which)), mesh=params["mesh"],
+    fn = jax.shard_map(lambda *a: tuple(evaluate(inner, a, which, body=body)),
+                       mesh=params["mesh"],
                        in_specs=tuple(params["in_specs"]),
                        out_specs=tuple(params["out_specs"]),
                        check_vma=params.get("check_vma", True), **options)
     return list(fn(*invals))
 
 
-def _refilled(closed: Any, which: int) -> Any:
-    """``closed`` (a ClosedJaxpr) traced again with its kernels' results filled."""
+def _refilled(closed: Any, which: int, body: Any = None) -> Any:
+    """``closed`` (a ClosedJaxpr) traced again with its kernels' results filled (with
+    ``body``: its kernels' bodies replaced)."""
     if not _has_kernel(closed):
         return closed
     if not isinstance(closed, jex_core.ClosedJaxpr):
         raise PoisonLayoutError(f"a control-flow body is a {type(closed).__name__}")
     avals = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=getattr(a, "weak_type", False))
              for a in closed.in_avals]
-    new = jax.make_jaxpr(lambda *a: evaluate(closed, a, which))(*avals)
+    new = jax.make_jaxpr(lambda *a: evaluate(closed, a, which, body=body))(*avals)
     if [(a.shape, a.dtype) for a in new.out_avals] != [
             (a.shape, a.dtype) for a in closed.out_avals]:
         raise PoisonLayoutError("a control-flow body changed type once its kernels were filled")
