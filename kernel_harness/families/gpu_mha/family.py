@@ -70,6 +70,8 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) flash attention mha: forward, lse residual, fused backward",
     **problem_record(MhaCase, blocks=blocks, config_events=block_events),
     **_kernel.ADAPTER.fields(),
+    # The residuals call's out (return_residuals=True: out and lse) is judged as out.
+    same_as={"out_residuals": "out"},
     # The real backward runs two kernels (the delta preprocessing, then dq/dk/dv).
     kernels=KernelExpectation(forward=1, backward=2, forward_computes=KERNEL_CORE,
                               backward_computes=KERNEL_CORE),

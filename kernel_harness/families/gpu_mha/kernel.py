@@ -42,9 +42,11 @@ def _build(impl: Callable[..., Any], case: MhaCase, interpret: Any) -> Callable[
     def fn(q, k, v, segment_ids, do):
         out, vjp = jax.vjp(lambda q, k, v: impl(q, k, v, segment_ids, **kwargs), q, k, v)
         dq, dk, dv = vjp(do)
-        # lse is only returned by a non-differentiable call, so it is a second forward.
-        _, lse = impl(q, k, v, segment_ids, return_residuals=True, **kwargs)
-        return {"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv}
+        # lse is only returned by a non-differentiable call, so it is a second forward;
+        # its out is the kernel's result too (a caller asks for both), judged as out.
+        out_residuals, lse = impl(q, k, v, segment_ids, return_residuals=True, **kwargs)
+        return {"out": out, "lse": lse, "dq": dq, "dk": dk, "dv": dv,
+                "out_residuals": out_residuals}
 
     return gpu_common.jit(fn, cpu=interpret is True)
 

@@ -107,6 +107,8 @@ whose backward runs two Triton kernels (dx per row; dweight and dbias summed ove
   small) the pristine kernel's dweight uses 0.14 of its tolerance at 3 sqrt(eps), 1.4 at
   40, and out 2.8 at 300 (ill-conditioned inputs). Not drawn: layer_norm constant rows
   far from 0 in units of sqrt(eps).
+- The identity affine (weight all ones, bias all zeros: how models initialise a norm) is
+  drawn in about a third of the cases, beside random weights and biases.
 - Row lengths need not be powers of two (the kernels mask a partial block of
   clamp(next_pow2(n), 128, 4096) columns; rows longer than 4096 loop over blocks);
   dweight/dbias use 16 x 16 blocks (32 rows x 128 columns above n = 10240, not drawn).
@@ -147,6 +149,8 @@ def _events(case: NormCase) -> list[str]:
             ev.append("zero-rows")
         if not constant.all():
             ev.append("constant-and-ordinary-rows")
+    if case.affine == "identity":
+        ev.append("identity-affine")
     return sorted(set(ev))
 
 
@@ -204,6 +208,6 @@ FAMILY = Family(
         "layer_norm", "rms_norm", "multi-col-block", "partial-col-block",
         "multi-dw-row-block", "partial-dw-row-block", "partial-dw-col-block",
         "eps-dominates-var", "large-magnitude", "offset>=100-spreads", "one-row", "non-pow2-n",
-        "constant-rows",
+        "constant-rows", "identity-affine",
         "float32", "bfloat16", "float16"}),
 )

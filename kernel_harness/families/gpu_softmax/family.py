@@ -68,7 +68,11 @@ over the last axis only (another axis raises NotImplementedError).
 - Masked logits: about half the drawn cases start every row with -inf (a masked prefix, as
   attention and sampling feed a softmax), up to all but the last logit or a whole leading
   128-lane block; their probabilities are exactly 0. A row of only -inf has no softmax and
-  is never drawn.
+  is never drawn. Masked suffixes (the row's last logits -inf, as a decoder's attention
+  rows end) and masked blocks anywhere inside a row are drawn too, alone or together.
+- Tied maxima: about two cases in five set 2, several or all of each row's unmasked
+  logits to the row's max exactly (clamped logits, a constant fill); float32 included,
+  where random logits never tie.
 - Every element of out is compared (out comes back as [rows, n], a reshape); each row
   is judged against its own largest probability as well as the global one.
 - Forward only: the module has no backward kernel, and jax.vjp of it fails (jax 0.10.2:
@@ -90,6 +94,12 @@ def _events(case: SoftmaxCase) -> list[str]:
         ev.append("masked-prefix")
         if case.masked_prefix >= LANES and case.n > LANES:
             ev.append("masked-leading-block")
+    if case.masked_suffix:
+        ev.append("masked-suffix")
+    if case.masked_block[1]:
+        ev.append("masked-block")
+    if case.tied_max:
+        ev.append("tied-max")
     return sorted(set(ev))
 
 
@@ -115,5 +125,8 @@ FAMILY = Family(
     export=export,
     modes=frozenset({"partial-block", "pow2-n", "n=1", "large-offset", "large-logits",
                      "rank-1", "rank-4", "float32", "bfloat16", "float16", "masked-prefix",
-                     "masked-leading-block"}),
+                     "masked-leading-block", "masked-suffix", "masked-block", "tied-max"}),
+    nondegenerate={"tied-max": (
+        "float32: random bfloat16/float16 logits tie at a row's max on their own, float32 "
+        "ones never do", lambda case: case.dtype == "float32")},
 )

@@ -51,13 +51,18 @@ def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
     return impl(arrays["x"], axis=-1, interpret=current_backend().pallas_interpret())
 
 
-#: The largest rows the kernel is meant for: a language model's vocabulary (32k-256k
-#: logits per row, sampling and the loss), traced at those sizes by ``claimed-sizes``.
+#: The largest sizes the kernel is meant for, traced by ``claimed-sizes``: a language
+#: model's vocabulary (few rows of 32k-256k logits: sampling and the loss), and a
+#: mixture-of-experts router (one row per token, tens of thousands of them, over 8-256
+#: experts: many short rows, where the rows, not the row length, grow).
 CLAIM = Claim(
-    reason="softmax rows are vocabularies: 32k-256k logits a row",
+    reason="softmax rows are vocabularies (32k-256k logits a row) or an MoE router's "
+    "scores (16k-32k tokens a batch, one row each, over 8 to 256 experts)",
     sizes=lambda: ({"x": jax.ShapeDtypeStruct((8, 262144), jnp.bfloat16)},
                    {"x": jax.ShapeDtypeStruct((64, 32000), jnp.float32)},
-                   {"x": jax.ShapeDtypeStruct((2, 4, 131072), jnp.float16)}),
+                   {"x": jax.ShapeDtypeStruct((2, 4, 131072), jnp.float16)},
+                   {"x": jax.ShapeDtypeStruct((16384, 8), jnp.float32)},
+                   {"x": jax.ShapeDtypeStruct((4, 8192, 256), jnp.bfloat16)}),
     small=lambda: {"x": jax.ShapeDtypeStruct((2, 3, 100), jnp.float32)},
     call=claimed_call)
 

@@ -72,14 +72,34 @@ def traceable(impl: Callable[..., Any] | None, case: GmmCase, backend: Backend
     return f
 
 
+#: The tiling each claimed size is traced with, by its dtype (a rung of the ladder keeps its
+#: claimed size's dtype): the bfloat16 layer with the tiles its users pass on a TPU
+#: (MaxText's megablox default, (512, 1024, 1024): tm 512 rows of tokens per step), the
+#: float32 one (and the small size) with the kernel's default (128, 128, 128).
+_TILINGS: dict[str, tuple[int, int, int]] = {"bfloat16": (512, 1024, 1024),
+                                             "float32": (128, 128, 128)}
+
+
+def _tiling(arrays: dict[str, Any]) -> tuple[int, int, int]:
+    """The tiling ``arrays`` (a claimed size, a rung or the small size) are traced with:
+    their dtype's (:data:`_TILINGS`), tm halved until it divides the rows (the kernel needs
+    m % tm == 0; a rung's rows are a multiple of 256, the claimed sizes' of 512)."""
+    tm, tk, tn = _TILINGS[jnp.dtype(arrays["lhs"].dtype).name]
+    m = arrays["lhs"].shape[0]
+    while tm > 1 and m % tm:
+        tm //= 2
+    return tm, tk, tn
+
+
 def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
     """``impl`` called as :func:`_program` calls it (forward under ``jax.vjp`` and its
-    backward: dlhs, drhs), float32 out, the kernel's default tiling, every group in the rhs,
-    on (abstract) arrays (``Claim.call``)."""
+    backward: dlhs, drhs), float32 out, the tiling of :func:`_tiling`, every group in the
+    rhs, on (abstract) arrays (``Claim.call``)."""
     interpret = current_backend().pallas_interpret()
+    tiling = _tiling(arrays)
 
     def f(lhs, rhs):
-        return impl(lhs, rhs, arrays["group_sizes"], jnp.float32, (128, 128, 128), None,
+        return impl(lhs, rhs, arrays["group_sizes"], jnp.float32, tiling, None,
                     None, False, interpret)
 
     out, vjp = jax.vjp(f, arrays["lhs"], arrays["rhs"])
@@ -99,7 +119,8 @@ def _gmm_arrays(m: int, k: int, n: int, groups: int, dtype: Any
 #: ``claimed-sizes``. Every size a multiple of the tiles (``sizes-below-128`` kept).
 CLAIM = Claim(
     reason="a mixture-of-experts layer: 16k-32k routed token rows over 8-64 experts, "
-    "model dims 4k-14k (an expert FFN's up projection, bfloat16; 8 large float32 experts)",
+    "model dims 4k-14k (an expert FFN's up projection, bfloat16, with the production "
+    "tiling its users pass, (512, 1024, 1024); 8 large float32 experts, default tiling)",
     sizes=lambda: (_gmm_arrays(32768, 4096, 14336, 64, jnp.bfloat16),
                    _gmm_arrays(16384, 6144, 4096, 8, jnp.float32)),
     small=lambda: _gmm_arrays(256, 128, 128, 2, jnp.float32),

@@ -69,6 +69,8 @@ def segment_events(q_runs: Runs, kv_runs: Runs) -> list[str]:
         ev.append("unsorted-segments")
     if len({i for row in rows for i, _ in row}) > 1:
         ev.append("several-segments")
+    if any(i > 255 for row in rows for i, _ in row):  # past what 8 bits of an id keep
+        ev.append("segment-id>255")
     return ev
 
 
@@ -102,7 +104,8 @@ LABELS: frozenset[str] = frozenset({
     "float32", "bfloat16", "float16", "gqa", "mqa", "q-len<kv-len", "q-len>kv-len", "causal",
     "explicit-scale", "window", "window-left-only", "kv-lengths", "q-lengths", "padding-rows",
     "rows-without-keys", "bottom-right", "segments", "length-1-segment", "unsorted-segments",
-    "several-segments", "repeated-segment-id", "cross-segments", "kv-starts",
+    "several-segments", "repeated-segment-id", "cross-segments", "segment-id>255",
+    "kv-starts",
     "scalar-kv-starts", "scalar-kv-lengths", "soft-cap", "sinks", "head-dim-v!=head-dim",
     "per-head-masks", "window-edge", "numpy-mask",
     *(f"mask:{kind}" for kind in (*LEAF_KINDS, "and", "or", "numpy")),

@@ -1,16 +1,46 @@
 """The attention op's segment-layout drawers: layouts as ``(id, length)`` runs
 (:mod:`.segments`), per batch row for the op's strategy (:func:`segment_layouts`: any ids,
 queries matched to what their rows can see) and one for every row for a packed batch
-(:func:`packed_runs` and :func:`aligned_runs`, splash's strategy).
+(:func:`packed_runs` and :func:`aligned_runs`, splash's strategy). Both sometimes spread
+the drawn ids far apart (:func:`wide_ids`): ids are labels, only their equality matters.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.ops.attention.mask_draws import chance, weighted
 from kernel_harness.ops.attention.segments import Runs, segment_ids
+
+#: Strides a layout's ids are sometimes spread by (id -> offset + stride * id): 128 and 256
+#: make distinct ids equal in their low 7 or 8 bits and put them past 127 and 255 (a
+#: kernel that packs ids into int8/uint8 merges segments), 65536 in their low 16 bits
+#: (int16). Offsets (0, 1, 127) keep every id >= 0 and move them off the multiples.
+ID_STRIDES: tuple[int, ...] = (256, 128, 65536)
+ID_OFFSETS: tuple[int, ...] = (0, 1, 127)
+#: How often a drawn layout's ids are spread (:func:`wide_ids`).
+WIDE_IDS_CHANCE = 0.4
+
+
+def wide_ids(draw: st.DrawFn) -> Callable[[int], int]:
+    """A relabelling of small segment ids, drawn: the identity, or (about
+    :data:`WIDE_IDS_CHANCE` of the time) ``offset + stride * id`` with a stride of
+    :data:`ID_STRIDES` (ids past 127 and 255 that agree in their low 8 bits, or 16).
+    Injective and increasing: which positions share a segment, and the ids' order, are
+    unchanged. Shrinks towards the identity."""
+    if not chance(draw, WIDE_IDS_CHANCE):
+        return lambda i: i
+    stride = draw(st.sampled_from(ID_STRIDES))
+    offset = draw(st.sampled_from(ID_OFFSETS))
+    return lambda i: offset + stride * i
+
+
+def relabelled(runs: Runs, label: Callable[[int], int]) -> Runs:
+    """``runs`` with each id replaced by ``label(id)``."""
+    return tuple((label(i), n) for i, n in runs)
 
 
 def _cuts(draw: st.DrawFn, length: int, max_segments: int) -> list[int]:
@@ -65,16 +95,20 @@ def segment_layouts(draw: st.DrawFn, batch: int, q_len: int, kv_len: int, *, cau
     """``(q_segments, kv_segments)``, one layout per batch row: the keys' from
     :func:`segment_runs`; the queries' the same layout (packed self-attention: always with
     ``shared``, one array for both; else half the time where the lengths are equal) or
-    :func:`matched_runs` of it."""
+    :func:`matched_runs` of it; every id then relabelled by one :func:`wide_ids`."""
     kv = tuple(draw(segment_runs(kv_len)) for _ in range(batch))
     if shared or (q_len == kv_len and draw(st.booleans()) is False):
-        return kv, kv
-    return tuple(draw(matched_runs(q_len, row, causal=causal)) for row in kv), kv
+        q = kv
+    else:
+        q = tuple(draw(matched_runs(q_len, row, causal=causal)) for row in kv)
+    label = wide_ids(draw)
+    return (tuple(relabelled(r, label) for r in q), tuple(relabelled(r, label) for r in kv))
 
 
 def packed_runs(draw: st.DrawFn, length: int, ids: list[int] | None) -> Runs:
     """One sequence's layout of 2-6 runs, often with a length-1 run (at an end half the
-    time), its ids in order or drawn from ``[0, 3]`` (``ids`` given: drawn from those)."""
+    time), its ids in order or drawn from ``[0, 3]``, then relabelled by :func:`wide_ids`
+    (``ids`` given: drawn from those, as they are)."""
     n = draw(st.integers(2, 6))
     cuts = set(draw(st.lists(st.integers(1, length - 1), min_size=n - 1, max_size=n - 1,
                              unique=True)))
@@ -89,6 +123,7 @@ def packed_runs(draw: st.DrawFn, length: int, ids: list[int] | None) -> Runs:
         else:
             ids_seq = draw(st.lists(st.integers(0, 3), min_size=len(lengths),
                                     max_size=len(lengths)))
+        ids_seq = [*map(wide_ids(draw), ids_seq)]
     else:
         ids_seq = draw(st.lists(st.sampled_from(ids), min_size=len(lengths),
                                 max_size=len(lengths)))

@@ -3,7 +3,9 @@
 A case names the op, the shape (the kernels take x as [a, b, n] exactly: their forward is
 vmapped twice over the leading axes), eps, and how the rows are drawn: ``spread`` (their
 standard deviation), ``offset`` (their mean, in units of ``spread``) and ``constant_rows``
-(rows whose elements are all equal: variance exactly 0); the arrays come from the seed.
+(rows whose elements are all equal: variance exactly 0) and ``affine`` (random weight and
+bias, or the identity: weight all ones, bias all zeros, as models initialise their norms);
+the arrays come from the seed.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ CONSTANT_ROWS: tuple[str, ...] = ("none", "some", "zero")
 #: at 300 dweight 10, out 2.8. rms_norm's constant rows are well conditioned at any size
 #: (xhat = c / sqrt(c^2 + eps) ~ sign(c)): they sit at the rows' drawn mean.
 CONSTANT_OFFSET = 3.0
+#: The affine parameters: random (weight ~1 + N(0, 0.5), bias ~N(0, 0.5)), or the identity
+#: (weight all ones, bias all zeros: how models initialise a norm, and what a fresh
+#: checkpoint's norms hold). The first is the one the strategy shrinks towards.
+AFFINES: tuple[str, ...] = ("random", "identity")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -62,6 +68,7 @@ class NormCase(Case):
         repeated: 0 for ``zero``; else the row's mean, ``offset`` (plus the jitter) in
         units of the row's own scale: ``spread`` for rms_norm, sqrt(eps) (the constant
         row's sqrt(var + eps)) for layer_norm, there at most :data:`CONSTANT_OFFSET`.
+      affine: one of :data:`AFFINES`: ``identity`` makes weight all ones and bias all zeros.
     """
 
     op: str
@@ -71,10 +78,12 @@ class NormCase(Case):
     spread: float = 1.0
     offset: float = 0.0
     constant_rows: str = "none"
+    affine: str = "random"
 
-    #: Data only: spread, offset and the constant rows shape the arrays, not the program.
+    #: Data only: spread, offset, the constant rows and the affine parameters shape the
+    #: arrays, not the program.
     DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {"seed", "spread", "offset", "constant_rows"})
+        {"seed", "spread", "offset", "constant_rows", "affine"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -92,6 +101,8 @@ class NormCase(Case):
         if self.constant_rows not in CONSTANT_ROWS:
             raise ValueError(f"constant_rows must be one of {CONSTANT_ROWS}, got "
                              f"{self.constant_rows!r}")
+        if self.affine not in AFFINES:
+            raise ValueError(f"affine must be one of {AFFINES}, got {self.affine!r}")
 
     @property
     def rows(self) -> int:
@@ -113,12 +124,15 @@ class NormCase(Case):
         text = f"{self.op} x=({self.leading[0]},{self.leading[1]},{self.n}) eps={self.eps:g}"
         if self.constant_rows != "none":
             text += f" constant_rows={self.constant_rows}"
+        if self.affine != "random":
+            text += f" affine={self.affine}"
         return text
 
     def materialize(self) -> dict[str, np.ndarray]:
         """x (rows of mean ~offset*spread, std ~spread; the constant rows their mean
-        repeated, or 0), weight ~1 + N(0, 0.5), bias, the cotangent ``do``; all in the
-        case's dtype (the reference sees the rounded values)."""
+        repeated, or 0), weight ~1 + N(0, 0.5) and bias ~N(0, 0.5) (or ones and zeros:
+        ``affine="identity"``), the cotangent ``do``; all in the case's dtype (the reference
+        sees the rounded values)."""
         rng = self.rng()
         a, b = self.leading
         jitter = rng.standard_normal((a, b, 1)) * 0.1
@@ -135,6 +149,8 @@ class NormCase(Case):
         weight = 1.0 + 0.5 * rng.standard_normal(self.n)
         bias = 0.5 * rng.standard_normal(self.n)
         do = rng.standard_normal((a, b, self.n))
+        if self.affine == "identity":  # drawn all the same: do stays the random case's
+            weight, bias = np.ones(self.n), np.zeros(self.n)
         return {"x": cast(x, self.dtype), "weight": cast(weight, self.dtype),
                 "bias": cast(bias, self.dtype), "do": cast(do, self.dtype)}
 
@@ -191,7 +207,8 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
     block boundary of the kernels, 1-40 rows (partial 16-row blocks), eps from 1e-6 to
     0.1, spreads near sqrt(eps) and large ones, mean offsets up to 300 spreads (float32),
     in half the cases constant rows (variance 0: odd rows constant or even rows zero,
-    beside ordinary ones). Shrinks towards float32 layer_norm, n=100, 2x3 rows, no constant row.
+    beside ordinary ones), in a third the identity affine (weight ones, bias zeros).
+    Shrinks towards float32 layer_norm, n=100, 2x3 rows, no constant row, random affine.
     ``without``: :data:`OPTIONAL` features not drawn."""
     unknown = set(without) - set(OPTIONAL)
     if unknown:
@@ -211,4 +228,5 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
         spread=draw(st.sampled_from(SPREADS)),
         offset=draw(st.sampled_from(OFFSETS[dtype])),
         constant_rows=draw(st.sampled_from(CONSTANT_ROWS[:1] * 2 + CONSTANT_ROWS[1:])),
+        affine=draw(st.sampled_from(AFFINES[:1] * 2 + AFFINES[1:])),
     )

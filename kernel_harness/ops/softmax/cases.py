@@ -22,6 +22,11 @@ LOGITS: dict[str, tuple[tuple[float, float], ...]] = {
     "bfloat16": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 1e4)),
     "float16": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 3e3)),
 }
+#: The lanes of one block of a row kernel (a prefix that long masks a whole block).
+LANES = 128
+#: The stream of :meth:`SoftmaxCase.rng` that places tied maxima (stream 0 draws the
+#: logits, so a case without ties keeps the arrays it always had).
+_TIE_STREAM = 1
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,8 +39,16 @@ class SoftmaxCase(Case):
       offset, scale: x = offset + scale * (standard normal), rounded to the dtype.
       masked_prefix: the first ``masked_prefix`` logits of every row are -inf (a masked
         prefix, as attention and sampling feed a softmax: their probabilities are exactly
-        0); at most ``n - 1``, so each row keeps a finite logit (a row of only -inf has no
-        softmax).
+        0).
+      masked_suffix: the last ``masked_suffix`` logits of every row are -inf (a causal or
+        padding mask at the end of a row, as a decoder's attention rows have).
+      masked_block: (start, length): logits ``start`` to ``start + length - 1`` of every
+        row are -inf (a masked span anywhere in the row: a document boundary, a top-k
+        filter); (0, 0) for none. The three masks together leave each row a finite logit
+        (a row of only -inf has no softmax).
+      tied_max: 0, or how many logits of each row (>= 2, among the unmasked ones, placed
+        at random) equal the row's maximum exactly (clamped logits, repeated tokens, a
+        constant fill: the max is not unique); all the unmasked ones make the row uniform.
     """
 
     leading: tuple[int, ...]
@@ -43,9 +56,13 @@ class SoftmaxCase(Case):
     offset: float = 0.0
     scale: float = 1.0
     masked_prefix: int = 0
+    masked_suffix: int = 0
+    masked_block: tuple[int, int] = (0, 0)
+    tied_max: int = 0
 
-    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed", "offset", "scale",
-                                                          "masked_prefix"})
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({
+        "seed", "offset", "scale", "masked_prefix", "masked_suffix", "masked_block",
+        "tied_max"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -55,9 +72,19 @@ class SoftmaxCase(Case):
             raise ValueError(f"n must be >= 1, got {self.n}")
         if not self.scale > 0:
             raise ValueError(f"scale must be > 0, got {self.scale}")
-        if not 0 <= self.masked_prefix < self.n:
-            raise ValueError(f"masked_prefix must be in [0, n - 1 = {self.n - 1}] (a row "
-                             f"needs a finite logit), got {self.masked_prefix}")
+        start, length = self.masked_block
+        if min(self.masked_prefix, self.masked_suffix, start, length) < 0 \
+                or start + length > self.n:
+            raise ValueError(f"masks must be >= 0 and the block inside the row, got prefix "
+                             f"{self.masked_prefix}, suffix {self.masked_suffix}, block "
+                             f"{self.masked_block} of n={self.n}")
+        kept = self.kept_lanes()
+        if not kept:
+            raise ValueError(f"the masks leave no finite logit in a row of n={self.n} (a "
+                             "row needs a finite logit)")
+        if self.tied_max and not 2 <= self.tied_max <= len(kept):
+            raise ValueError(f"tied_max must be 0 or in [2, {len(kept)}] (the unmasked "
+                             f"logits), got {self.tied_max}")
         big = abs(self.offset) + 6 * self.scale
         if self.dtype == "float16" and big > 6e4:
             raise ValueError(f"float16 logits up to {big:g} overflow (max 65504)")
@@ -66,21 +93,45 @@ class SoftmaxCase(Case):
     def rows(self) -> int:
         return int(np.prod(self.leading, dtype=np.int64))
 
+    def masked_lanes(self) -> np.ndarray:
+        """bool [n]: the lanes that are -inf in every row."""
+        lane = np.arange(self.n)
+        start, length = self.masked_block
+        return ((lane < self.masked_prefix) | (lane >= self.n - self.masked_suffix)
+                | ((lane >= start) & (lane < start + length)))
+
+    def kept_lanes(self) -> list[int]:
+        """The lanes left finite by the masks."""
+        return np.flatnonzero(~self.masked_lanes()).tolist()
+
     def shape_summary(self) -> str:
-        masked = f" masked={self.masked_prefix}" if self.masked_prefix else ""
-        return f"x={(*self.leading, self.n)} logits~{self.offset:g}+{self.scale:g}z{masked}"
+        text = f"x={(*self.leading, self.n)} logits~{self.offset:g}+{self.scale:g}z"
+        if self.masked_prefix:
+            text += f" masked={self.masked_prefix}"
+        if self.masked_suffix:
+            text += f" masked_suffix={self.masked_suffix}"
+        if self.masked_block[1]:
+            text += f" masked_block={self.masked_block[0]}+{self.masked_block[1]}"
+        if self.tied_max:
+            text += f" tied_max={self.tied_max}"
+        return text
 
     def materialize(self) -> dict[str, np.ndarray]:
-        """x [*leading, n] in the case's dtype (the reference sees the rounded values), its
-        first ``masked_prefix`` logits of each row -inf."""
+        """x [*leading, n] in the case's dtype (the reference sees the rounded values): its
+        masked lanes -inf, and in each row ``tied_max`` unmasked logits set to the row's
+        (rounded) maximum."""
         z = self.rng().standard_normal((*self.leading, self.n))
         x = cast(self.offset + self.scale * z, self.dtype)
-        x[..., :self.masked_prefix] = -np.inf
+        x[..., self.masked_lanes()] = -np.inf
+        if self.tied_max:
+            rows = x.reshape(self.rows, self.n)  # a view: x is contiguous
+            kept = np.array(self.kept_lanes())
+            rng = self.rng(_TIE_STREAM)
+            for row in rows:  # the max and tied_max - 1 others, exactly tied_max in all
+                top = kept[np.argmax(row[kept])]
+                others = kept[kept != top]
+                row[rng.choice(others, size=self.tied_max - 1, replace=False)] = row[top]
         return {"x": x}
-
-
-#: The lanes of one block of a row kernel (a prefix that long masks a whole block).
-LANES = 128
 
 
 def masked_prefixes(n: int) -> st.SearchStrategy[int]:
@@ -94,25 +145,68 @@ def masked_prefixes(n: int) -> st.SearchStrategy[int]:
 
 
 @st.composite
+def row_masks(draw: st.DrawFn, n: int) -> tuple[int, int, tuple[int, int]]:
+    """(prefix, suffix, block) masks of a row of ``n``: a prefix as
+    :func:`masked_prefixes` draws it; then, in the finite part left, half the time a
+    masked suffix (one logit, a whole trailing 128-lane block, all but one logit, or any
+    length) and a third of the time a masked block inside it (starting anywhere; a whole
+    128-lane block where it fits). Each row keeps a finite logit. Shrinks towards none."""
+    prefix = draw(masked_prefixes(n))
+    left = n - prefix
+    suffix = 0
+    if left > 1:
+        some = [st.just(1), st.integers(1, left - 1), st.just(left - 1),
+                *([st.just(LANES)] if left > LANES else [])]
+        suffix = draw(st.one_of(st.just(0), st.just(0), st.just(0), st.just(0), *some))
+    left -= suffix
+    block = (0, 0)
+    if left > 2 and draw(st.integers(0, 2)) == 2:  # one finite logit each side of it
+        length = draw(st.one_of(st.integers(1, left - 2),
+                                *([st.just(LANES)] if left - 2 >= LANES else [])))
+        block = (prefix + 1 + draw(st.integers(0, left - 2 - length)), length)
+    return prefix, suffix, block
+
+
+def tied_maxima(kept: int) -> st.SearchStrategy[int]:
+    """How many unmasked logits of a row equal its maximum: none four times in seven;
+    else two, several, or all ``kept`` of them (a uniform row). Shrinks towards none."""
+    if kept < 2:
+        return st.just(0)
+    return st.one_of(st.just(0), st.just(0), st.just(0), st.just(0), st.just(2),
+                     st.integers(2, kept), st.just(kept))
+
+
+@st.composite
+def row_values(draw: st.DrawFn, case: SoftmaxCase) -> SoftmaxCase:
+    """``case`` with its masks (:func:`row_masks`) and tied maxima (:func:`tied_maxima`)
+    drawn."""
+    prefix, suffix, block = draw(row_masks(case.n))
+    masked = dataclasses.replace(case, masked_prefix=prefix, masked_suffix=suffix,
+                                 masked_block=block)
+    return dataclasses.replace(masked, tied_max=draw(tied_maxima(len(masked.kept_lanes()))))
+
+
+@st.composite
 def softmax_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES) -> SoftmaxCase:
     """Valid :class:`SoftmaxCase` s: all three dtypes, row lengths at and around powers of
-    two, 0-3 leading axes, logits O(1), spread by up to 1e4 or offset by +-1000, half of
-    them with a masked (-inf) prefix (:func:`masked_prefixes`). Shrinks towards float32,
-    n=100, 2x3 rows, O(1) logits, nothing masked."""
+    two, 0-3 leading axes, logits O(1), spread by up to 1e4 or offset by +-1000, masked
+    (-inf) prefixes, suffixes and blocks (:func:`row_masks`), and rows whose maximum is
+    tied (:func:`tied_maxima`). Shrinks towards float32, n=100, 2x3 rows, O(1) logits,
+    nothing masked or tied."""
     dtype = draw(st.sampled_from(dtypes))
     offset, scale = draw(st.sampled_from(LOGITS[dtype]))
     seed = draw(st.integers(0, 2**31 - 1))
     leading, n = draw(st.sampled_from(LEADING)), draw(st.sampled_from(ROW_LENGTHS))
-    return SoftmaxCase(dtype=dtype, seed=seed, leading=leading, n=n, offset=offset,
-                       scale=scale, masked_prefix=draw(masked_prefixes(n)))
+    return draw(row_values(SoftmaxCase(dtype=dtype, seed=seed, leading=leading, n=n,
+                                       offset=offset, scale=scale)))
 
 
 def softmax_data_draws(case: SoftmaxCase) -> st.SearchStrategy[SoftmaxCase]:
     """Cases of ``case``'s compiled program (``Family.data_draws``): another data seed,
-    logit offset/scale and masked prefix, drawn as :func:`softmax_cases` draws them."""
+    logit offset/scale, masks and tied maxima, drawn as :func:`softmax_cases` draws them."""
+    plain = dataclasses.replace(case, masked_prefix=0, masked_suffix=0, masked_block=(0, 0),
+                                tied_max=0)
     return st.builds(
-        lambda seed, logits, masked: dataclasses.replace(
-            case, seed=seed, offset=logits[0], scale=logits[1], masked_prefix=masked),
-        st.integers(0, 2**31 - 1), st.sampled_from(LOGITS[case.dtype]),
-        masked_prefixes(case.n))
-
+        lambda seed, logits: dataclasses.replace(plain, seed=seed, offset=logits[0],
+                                                 scale=logits[1]),
+        st.integers(0, 2**31 - 1), st.sampled_from(LOGITS[case.dtype])).flatmap(row_values)

@@ -91,7 +91,9 @@ def test_missing_bias_gradient_fails_on_dbias_only():
 
 def test_one_pass_variance_fails_on_rows_far_from_zero():
     failed = _fails("gpu-norm", one_pass_layer_norm, norm_cases(
-        dtypes=F32, ops=("layer_norm",)).filter(lambda c: c.offset >= 300 and c.n > 1))
+        dtypes=F32, ops=("layer_norm",)).filter(
+            # where the variance, not eps, sets the scale: there the cancellation shows
+            lambda c: c.offset >= 300 and c.n > 1 and c.spread**2 > 10 * c.eps))
     assert "out" in failed
 
 
