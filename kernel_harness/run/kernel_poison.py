@@ -150,8 +150,10 @@ class Poisoning:
             with the core perturbed inside their bodies (:func:`_perturbing`)."""
             out: dict[str, tuple[list[Any], list[Any]]] = {}
             if fwd is not None and self.core.get("forward"):
-                out["forward"] = tuple(pallas_poison.evaluate(fwd, x, 0, body=b) for b in (
-                    _same, _perturbing(self.core["forward"])))
+                perturbing = _perturbing(self.core["forward"])
+                moved_out = pallas_poison.evaluate(fwd, x, 0, body=perturbing)
+                if perturbing.count:  # type: ignore[attr-defined]  # (0: integer products)
+                    out["forward"] = (pallas_poison.evaluate(fwd, x, 0, body=_same), moved_out)
             if bwd is not None and self.core.get("backward"):
                 ran = pallas_poison.evaluate(bwd.joint, x, 0, body=_same)
                 outputs, residuals = ran[:bwd.outputs], ran[bwd.outputs:]
@@ -188,11 +190,12 @@ class Poisoning:
                    for where, j in (("forward", fwd), ("backward", bwd and bwd.jaxpr))
                    if where in perturbed}
         for where, (base, other) in perturbed.items():
-            same = [lab for lab, hit, x, y in zip(labels[where], reached[where], base, other,
-                                                  strict=False)
-                    if lab and hit and lab not in unused and _unchanged(x, y)]
-            if same:
-                self.cancelled[where] = tuple(same)
+            judged = [(lab, x, y) for lab, hit, x, y in zip(labels[where], reached[where],
+                                                            base, other, strict=False)
+                      if lab and hit and lab not in unused]
+            # None moves, each nonzero somewhere (a decode with no visible key: zeros, m kept).
+            if judged and all(np.any(np.asarray(x)) and _unchanged(x, y) for _, x, y in judged):
+                self.cancelled[where] = tuple(lab for lab, _, _ in judged)
 
     def why_not(self) -> str | None:
         """Why poisoning, or the core's perturbation, judged nothing (None: both judged)."""
@@ -223,9 +226,12 @@ def _perturbing(names: frozenset[str]) -> Callable[[Any], Any]:
     def body(params: dict[str, Any]) -> Any:
         jaxpr = params["jaxpr"]
         if id(jaxpr) not in made:
-            made[id(jaxpr)] = (jaxpr, kernel_probes.perturbed_body(params, names))
+            new, count = kernel_probes.perturbed_body(params, names)
+            made[id(jaxpr)] = (jaxpr, new)
+            body.count += count  # type: ignore[attr-defined]
         return made[id(jaxpr)][1]
 
+    body.count = 0  # type: ignore[attr-defined]
     return body
 
 

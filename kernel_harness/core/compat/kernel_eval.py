@@ -126,6 +126,8 @@ class ProbeContext:
     #: Primitives whose floating results are perturbed (:func:`perturbed`), probing off:
     #: the op's core replaced inside a kernel body, to see that the kernel's result moves.
     perturb: frozenset[str] = frozenset()
+    #: How many floating results were perturbed (one list, shared by nested contexts).
+    perturbed: list[int] = dataclasses.field(default_factory=lambda: [0])
 
 
 def _register(ctx: ProbeContext, eqn: Any, kind: str, detail: str,
@@ -269,6 +271,8 @@ def _eval(ctx: ProbeContext, jaxpr: Any, consts: Any, *args: Any) -> list[Any]:
                     ans = eqn.primitive.bind(*invals,
                                              **eqn.primitive.get_bind_params(params))
                     if name in ctx.perturb:
+                        results = ans if eqn.primitive.multiple_results else [ans]
+                        ctx.perturbed[0] += sum(perturbed(a) is not a for a in results)
                         ans = ([perturbed(a) for a in ans] if eqn.primitive.multiple_results
                                else perturbed(ans))
                 _add_probe(ctx, eqn, name, invals, ans)

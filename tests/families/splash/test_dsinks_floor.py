@@ -89,4 +89,6 @@ def test_the_pristine_kernel_passes_drawn_multi_head_cases():
         result = check_case(FAMILY, case, resolve_backend("interpret"))
         assert result.passed, [(v.stats.output, v.problems) for v in result.failures]
         (v,) = [v for v in result.verdicts if v.stats.output == "dsinks"]
-        assert v.usage < 0.5, v.usage  # 2x under the bound: not a bound at the edge
+        # Well under the bound, not at its edge: 0.59 the most seen (2026-12-05, once the
+        # segment drawers relabelled ids past 255 and these draws moved), under 0.5 before.
+        assert v.usage < 0.75, v.usage
