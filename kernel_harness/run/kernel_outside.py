@@ -142,37 +142,36 @@ def disallowed(found: Mapping[str, tuple[str, ...]], declared: OutsideKernel,
     return out
 
 
+#: The kinds of names said apart, in the order said: the suffix, how names are joined,
+#: and what they mean.
+_SAID_APART = (
+    (CANCELLED, "; ", "the op's core, perturbed inside the kernel bodies (each result x times "
+     "0.5-0.75), changed no output the kernels write: the kernels compute it and their "
+     "result does not use it (cancelled: 0 * x, x - x, a clamp to zero); the answer is "
+     "computed elsewhere"),
+    (NO_KERNEL, "; ", "the family declares this the op's core, computed inside its kernels "
+     "(KernelExpectation.*_computes); for some output a kernel's result reaches, no kernel "
+     "body computes it into that result: the kernels move an answer computed elsewhere"),
+    (IN_KERNEL, ", ", "a host callback returns values into the kernel, so the host computes "
+     "what the kernel returns (no GPU or TPU kernel lowers a host callback; no family may "
+     "allow one in a kernel body; jax.debug.print and jax.debug.callback return nothing: "
+     "fine)"),
+)
+
+
 def problem_text(bad: Mapping[str, tuple[str, ...]], declared: OutsideKernel) -> str:
     """``exp, reduce_sum outside any Pallas kernel (forward); ...``, then what the family
-    allows there; a host callback answering inside a kernel body is said first, as such."""
-    inside = {where: [n for n in names if n.endswith(IN_KERNEL)] for where, names in bad.items()}
-    core = {where: [n for n in names if n.endswith(NO_KERNEL)] for where, names in bad.items()}
-    cancelled = {where: [n for n in names if n.endswith(CANCELLED)]
-                 for where, names in bad.items()}
-    outside = {where: [n for n in names if not n.endswith((IN_KERNEL, NO_KERNEL, CANCELLED))]
-               for where, names in bad.items()}
+    allows there; the core perturbed in vain, the core in no kernel and a host callback
+    answering inside a kernel body are said first, each as such."""
     said = []
-    if any(cancelled.values()):
-        lines = "; ".join(f"{'; '.join(names)} ({where})" for where, names in cancelled.items()
-                          if names)
-        said.append(f"{lines}: the op's core, perturbed inside the kernel bodies (each result "
-                    "x times 0.5-0.75), changed no output the kernels write: the kernels "
-                    "compute it and their result does not use it (cancelled: 0 * x, x - x, a "
-                    "clamp to zero); the answer is computed elsewhere")
-    if any(core.values()):
-        lines = "; ".join(f"{'; '.join(names)} ({where})" for where, names in core.items()
-                          if names)
-        said.append(f"{lines}: the family declares this the op's core, computed inside its "
-                    "kernels (KernelExpectation.*_computes); for some output a kernel's "
-                    "result reaches, no kernel body computes it into that result: the "
-                    "kernels move an answer computed elsewhere")
-    if any(inside.values()):
-        calls = "; ".join(f"{', '.join(names)} ({where})" for where, names in inside.items()
-                          if names)
-        said.append(f"{calls}: a host callback returns values into the kernel, so the "
-                    "host computes what the kernel returns (no GPU or TPU kernel lowers a "
-                    "host callback; no family may allow one in a kernel body; "
-                    "jax.debug.print and jax.debug.callback return nothing: fine)")
+    for suffix, joiner, meaning in _SAID_APART:
+        parts = [f"{joiner.join(picked)} ({where})" for where, names in bad.items()
+                 if (picked := [n for n in names if n.endswith(suffix)])]
+        if parts:
+            said.append(f"{'; '.join(parts)}: {meaning}")
+    suffixes = tuple(suffix for suffix, _, _ in _SAID_APART)
+    outside = {where: [n for n in names if not n.endswith(suffixes)]
+               for where, names in bad.items()}
     if any(outside.values()):
         parts = [f"{', '.join(names)} outside any Pallas kernel ({where})"
                  for where, names in outside.items() if names]
