@@ -38,9 +38,9 @@ def run(args: Any) -> int:
                                "detail"], rows))
     s = doc["summary"]
     env = doc["environment"]
-    counts = ", ".join(f"{s[k]} {k}" for k in ("pass", "fail", "flaky", "error", "skip")
-                       if s.get(k))
-    ran = s["pass"] + s["fail"] + s["error"] + s.get("flaky", 0)
+    counts = ", ".join(f"{s[k]} {k}" for k in ("pass", "fail", "flaky", "error", "interrupted",
+                                               "skip") if s.get(k))
+    ran = s["pass"] + s["fail"] + s["error"] + s.get("flaky", 0) + s.get("interrupted", 0)
     print(f"\n{'PASS' if s['ok'] else 'FAIL'}: {len(inputs)} results merged (backend "
           f"{env['backend']}, jax {env['jax']}): {counts or 'no records'}"
           + ("" if ran else "; nothing ran, which is not a pass"))

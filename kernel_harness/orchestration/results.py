@@ -43,6 +43,19 @@ def _version(dist: str) -> str | None:
         return None
 
 
+#: jax settings that change the numbers a run computes, with jax's own defaults.
+NUMERICS_CONFIG: dict[str, object] = {
+    "jax_default_matmul_precision": None, "jax_enable_x64": False}
+
+
+def jax_numerics() -> dict[str, Any]:
+    """The settings of :data:`NUMERICS_CONFIG` this process runs with that are not jax's
+    defaults (e.g. ``JAX_DEFAULT_MATMUL_PRECISION=highest`` makes GPU XLA dots IEEE
+    float32 instead of TF32), so no result reads as a default run when it was not."""
+    return {name: value for name, default in NUMERICS_CONFIG.items()
+            if (value := getattr(jax.config, name)) != default}
+
+
 def environment(backend: Backend, *, profile: str, seed: int | None,
                 max_examples: int | None, impl: str | None,
                 adjustments: dict[str, Any] | None = None,
@@ -63,6 +76,7 @@ def environment(backend: Backend, *, profile: str, seed: int | None,
         "max_examples": max_examples, "impl": impl,
         "adjustments": adjustments or {"without": [], "tolerance": [], "tolerance_scale": None},
         "origins": dict(origins or {}),
+        "jax_numerics": jax_numerics(),
     }
 
 

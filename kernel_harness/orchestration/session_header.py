@@ -7,6 +7,7 @@ from typing import Any
 
 import jax
 
+from kernel_harness.orchestration.results import jax_numerics
 from kernel_harness.spec.narrow import describe_adjustments
 
 
@@ -19,6 +20,10 @@ def header_lines(session: Any) -> list[str]:
         f"  {session.cache_note}; shrink budget {session.shrink_budget}; "
         f"{session.draws_per_compile} data draws per compiled program",
     ]
+    if numerics := jax_numerics():
+        lines.append("  jax numerics not jax's defaults: " + ", ".join(
+            f"{k}={v}" for k, v in numerics.items()) + " (every XLA computation of this run, "
+            "references included)")
     if session.impl_label is not None:
         lines.append(f"  impl: {session.impl_label}")
     if getattr(session, "declared_note", None):

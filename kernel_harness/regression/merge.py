@@ -6,10 +6,11 @@ holds what all inputs agree on; a field that differs is ``null`` where the schem
 (``seed``: shards draw with their own seeds; ``device_kind``, ``max_examples``, ``impl``,
 ``jaxlib``, ``kernel_harness``), and ``environment.merged_from`` lists every input's path and
 whole environment, so nothing is lost. Where one value must stand for all and the inputs
-disagree (``jax``, ``python``, ``backend``, ``platform``, ``profile``, ``adjustments``), the
-merged document could not say so honestly: that is a :class:`UsageError`, and so is a
-(family, property) unit that two inputs report differently (overlapping shards, or one
-result file given twice); one reported identically by both is kept once.
+disagree (``jax``, ``python``, ``backend``, ``platform``, ``profile``, ``adjustments``,
+``jax_numerics``), the merged document could not say so honestly: that is a
+:class:`UsageError`, and so is a (family, property) unit that two inputs report differently
+(overlapping shards, or one result file given twice); one reported identically by both is
+kept once.
 """
 
 from __future__ import annotations
@@ -20,14 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from kernel_harness.core.errors import UsageError
+from kernel_harness.orchestration import results
 
 SCHEMA = "kernel-harness/check-results"
-SCHEMA_VERSION = 1
-VERDICTS = ("PASS", "FAIL", "ERROR", "SKIP", "FLAKY")
-#: Verdicts the summary counts only where some unit has them (as ``check --json`` does).
-_COUNTED_WHEN_PRESENT = ("FLAKY",)
+SCHEMA_VERSION = results.SCHEMA_VERSION
+#: The verdicts a unit's record may have: the schema's own list (an INTERRUPTED unit of a
+#: preempted shard merges like any other, and counts as not passed).
+VERDICTS: tuple[str, ...] = tuple(json.loads(results.SCHEMA_PATH.read_text())["$defs"]
+                                  ["property"]["properties"]["verdict"]["enum"])
 #: Environment fields one value must stand for: inputs that differ here are refused.
-MUST_AGREE = ("jax", "python", "backend", "platform", "profile", "adjustments")
+MUST_AGREE = ("jax", "python", "backend", "platform", "profile", "adjustments",
+              "jax_numerics")
+#: What a field added within version 1 means where an older document lacks it.
+_ABSENT_MEANS: dict[str, Any] = {"jax_numerics": {}}
 #: Nullable fields: ``null`` in the merged document when the inputs differ.
 NULL_WHEN_MIXED = ("kernel_harness", "jaxlib", "device_kind", "seed", "max_examples", "impl")
 _RECORD_KEYS = ("family", "property", "backend", "verdict", "examples", "passed_examples",
@@ -64,7 +70,8 @@ def _environment(inputs: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]
     envs = [(label, doc["environment"]) for label, doc in inputs]
     merged = dict(envs[0][1])
     for key in MUST_AGREE:
-        values = {json.dumps(env.get(key), sort_keys=True): label for label, env in envs}
+        values = {json.dumps(env.get(key, _ABSENT_MEANS.get(key)), sort_keys=True): label
+                  for label, env in envs}
         if len(values) > 1:
             seen = ", ".join(f"{label} {v}" for v, label in values.items())
             raise UsageError(f"cannot merge: the merged document has one {key} and the inputs "
@@ -107,16 +114,10 @@ def merge_documents(inputs: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, A
 
 
 def document(env: dict[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The document around ``records``, its summary counted from them: ``ok`` only when at
+    """The document around ``records``, its summary counted from them as ``check --json``
+    counts it (:func:`kernel_harness.orchestration.results.document`): ``ok`` only when at
     least one record ran (not SKIP) and every one that ran passed."""
-    ran = [r for r in records if r["verdict"] != "SKIP"]
-    counts = {v.lower(): n for v in VERDICTS
-              if (n := sum(r["verdict"] == v for r in records)) or v not in _COUNTED_WHEN_PRESENT}
-    return {
-        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "environment": env,
-        "properties": records,
-        "summary": {**counts, "ok": bool(ran) and all(r["verdict"] == "PASS" for r in ran)},
-    }
+    return results.document(env, records)
 
 
 def source_of(inputs: Sequence[tuple[str, dict[str, Any]]]) -> dict[tuple[str, str], str]:

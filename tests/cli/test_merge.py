@@ -90,6 +90,22 @@ def test_one_failing_shard_fails_the_merge(tmp_path, runs, schema, capsys):
     assert out.rstrip().splitlines()[-2].startswith("FAIL: 2 results merged")
 
 
+def test_an_interrupted_shard_merges_and_fails_the_merge(tmp_path, runs, schema, capsys):
+    """A preempted host's document (a unit INTERRUPTED, as `check` writes it on SIGTERM) is
+    merged, counted and not a pass; seen first on a GPU host, where merge refused it."""
+    stopped = _as_family(runs["pass"], "toy-b")
+    unit = next(r for r in stopped["properties"] if r["verdict"] == "PASS")
+    unit.update(verdict="INTERRUPTED", reason="interrupted by SIGTERM after 2 examples",
+                error={"type": "RunInterrupted", "message": "interrupted by SIGTERM"})
+    p = _write(tmp_path, a=runs["pass"], b=stopped)
+    j = tmp_path / "merged.json"
+    code, out, _ = _merge(capsys, p["a"], p["b"], "--json", j)
+    doc = json.loads(j.read_text())
+    jsonschema.validate(doc, schema)
+    assert code == 1 and doc["summary"]["ok"] is False and doc["summary"]["interrupted"] == 1
+    assert "1 interrupted" in out.rstrip().splitlines()[-2]
+
+
 def test_nothing_ran_is_not_a_pass(tmp_path, runs, capsys):
     skips = copy.deepcopy(runs["pass"])
     skips["properties"] = [r for r in skips["properties"] if r["verdict"] == "SKIP"]
@@ -109,8 +125,9 @@ def test_a_unit_in_two_inputs_must_be_identical(tmp_path, runs, capsys):
     assert code == 2 and "given more than once" in err
 
 
-@pytest.mark.parametrize("field,value", [("jax", "0.0.1"), ("backend", "tpu"),
-                                         ("profile", "nightly")])
+@pytest.mark.parametrize("field,value", [
+    ("jax", "0.0.1"), ("backend", "tpu"), ("profile", "nightly"),
+    ("jax_numerics", {"jax_default_matmul_precision": "highest"})])
 def test_inputs_one_value_cannot_describe_are_refused(tmp_path, runs, capsys, field, value):
     p = _write(tmp_path, a=runs["pass"], b=_as_family(runs["pass"], "toy-b", **{field: value}))
     code, out, err = _merge(capsys, p["a"], p["b"])
@@ -129,3 +146,20 @@ def test_bad_inputs_and_outputs_are_one_line_errors(tmp_path, runs, capsys):
                        ([p["a"], "--junit", tmp_path], "is a folder")):
         code, out, err = _merge(capsys, *argv)
         assert code == 2 and text in err and len(err.strip().splitlines()) == 1, (argv, err)
+
+
+def test_a_run_at_non_default_jax_numerics_says_so(tmp_path, capsys):
+    """JAX_DEFAULT_MATMUL_PRECISION=highest (or the same in jax.config) changes every XLA
+    dot on a GPU (TF32 -> IEEE float32): the header and the JSON say it, and merge refuses
+    to mix such a run with a default one."""
+    import jax
+
+    with pytest.MonkeyPatch.context() as mp, jax.default_matmul_precision("highest"):
+        mp.setitem(registry.BUILTIN_FAMILIES, "toy", "tests.helpers.toy_family:FAMILY")
+        cli.main(["check", "--no-isolate", "toy", "--property", "matches-reference",
+                  "--profile", "dev", "--max-examples", "1", "--json", str(tmp_path / "h.json")])
+    out = capsys.readouterr().out
+    assert ("jax numerics not jax's defaults: jax_default_matmul_precision=highest"
+            in out.splitlines()[2])
+    env = json.loads((tmp_path / "h.json").read_text())["environment"]
+    assert env["jax_numerics"] == {"jax_default_matmul_precision": "highest"}
