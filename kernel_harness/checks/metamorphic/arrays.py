@@ -158,7 +158,8 @@ def differences(a: np.ndarray, b: np.ndarray, where: np.ndarray | None, threshol
     b64 = np.asarray(b, np.float64)
     finite = np.isfinite(a64)
     scale = max(float(np.max(np.abs(a64[finite]))) if finite.any() else 0.0, 1e-30)
-    diff = np.abs(a64 - b64)
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN, handled just below
+        diff = np.abs(a64 - b64)
     same_nonfinite = (~np.isfinite(a64)) & (~np.isfinite(b64)) & (
         np.isnan(a64) == np.isnan(b64)) & ((a64 == b64) | np.isnan(a64))
     diff = np.where(same_nonfinite, 0.0, np.where(np.isnan(diff), np.inf, diff))

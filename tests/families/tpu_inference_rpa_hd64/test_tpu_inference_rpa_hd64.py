@@ -82,6 +82,7 @@ def test_no_backend_where_jax_lacks_reciprocal():
     assert "jax >= 0.11" in family.requires
 
 
+@pytest.mark.slow  # 15 s on jax 0.12: per push on the first stack only
 def test_the_exported_scripts_reference_is_the_harness_reference(tmp_path):
     """The export contract (tests/families/test_export_contract.py skips this family where
     it has no backend) on the stack where it runs, on every golden case (the fp8 cache,
