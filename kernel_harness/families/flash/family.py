@@ -33,9 +33,12 @@ TPU flash attention (jax.experimental.pallas.ops.tpu.flash_attention), forward a
   a multiple of 128; backward blocks must divide their sequence; forward block_b need
   not divide batch.
 - Judges: float32 by the fixed table; bfloat16 by the calibrated bound (error at most 2x
-  that of the same plain-jnp math in bfloat16 at the backend's default matmul precision,
-  + 2^-8, globally and per slice; README "Calibrated bounds"), so bfloat16 draws 4x/16x
-  logits too.
+  that of the same jnp math in bfloat16 at the backend's default matmul precision, rounded
+  where this kernel rounds: the jax-flash precision design, P rounded normalised when
+  block_k == kv_len, else block_k keys at a time as the online softmax runs, D =
+  rowsum(dO * O) from the rounded output, dab = sm_scale * dS rounded once; + 2^-8,
+  globally and per slice; README "Calibrated bounds"), so bfloat16 draws 4x/16x logits
+  too.
 - Not drawn: a bias together with a q block that does not divide q_len. The kernel then
   reads a bias block past the end of ab, which TPU interpret mode rejects (IndexError:
   out-of-bounds block index) where a compiled TPU pads it; untested on a TPU here.

@@ -138,7 +138,9 @@ class Features:
       unit_logits_with: features whose outputs keep a fixed bound that large logits would
         exceed: a case using one draws 1x logits only (splash's dsinks).
       precision_design: where the kernel rounds (:data:`~.designs.DESIGNS`): the calibrated
-        judge's low-precision twin rounds there too (``flash``: FlashAttention's numerics).
+        judge's low-precision twin rounds there too (``flash``: FlashAttention's numerics;
+        ``jax-flash``: jax's TPU Pallas flash attention, whose forward path the case gives
+        through ``definition_options``' ``kv_block``).
     """
 
     layout: str
@@ -221,6 +223,15 @@ class Features:
             raise ValueError("Features.precision_design='flash' models normalized q, k, v "
                              f"attention only, and {', '.join(unmodelled)}: declare the "
                              "plain design (or leave those features out of optional)")
+        unmodelled = [f"it takes {f}" for f in ("soft-cap", "sinks") if self.takes(f)]
+        unmodelled += (["its bias comes after the scale"]
+                       if self.takes("bias") and not self.bias_before_scale else [])
+        unmodelled += ["its output is unnormalized"] if self.normalize == "none" else []
+        if self.precision_design == "jax-flash" and unmodelled:
+            raise ValueError("Features.precision_design='jax-flash' models normalized "
+                             "attention with any bias added before the scale, and "
+                             f"{', '.join(unmodelled)}: declare the plain design (or leave "
+                             "those features out of optional)")
         if self.streams == "per-input" and (self.takes("bias") or self.takes("mask")):
             raise ValueError("Features.streams='per-input' gives q, k, v, the cotangent and "
                              "sinks their own streams, not a bias or a mask: a kernel taking "

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.ops.attention.designs import DESIGNS, flash_attend
+from kernel_harness.ops.attention.designs import DESIGNS, flash_attend, jax_flash_attend
 from kernel_harness.ops.attention.reference import (
     HIGHEST,
     NORMALIZE,
@@ -52,7 +52,9 @@ class Definition:
     the log-sum-exp as an output, in that base (:data:`LSE_BASES`), or None; ``magnitudes``
     the gradients (:data:`MAGNITUDES`) whose summed-term sizes are outputs too
     (``"<grad>:magnitude"``); ``design`` (:data:`~.designs.DESIGNS`) where the kernel rounds,
-    which its low-precision twin models (never the float32 reference).
+    which its low-precision twin models (never the float32 reference); ``kv_block``: how many
+    keys the kernel's forward takes a step (None: all; read by the ``jax-flash`` design
+    only: fewer than all is an online softmax, rounding other probabilities).
     """
 
     layout: str
@@ -63,6 +65,7 @@ class Definition:
     lse: str | None = None
     magnitudes: tuple[str, ...] = ()
     design: str = "plain"
+    kv_block: int | None = None
 
     def __post_init__(self) -> None:
         for name, value, known in (("layout", self.layout, LAYOUTS),
@@ -168,17 +171,26 @@ def attention_outputs(c: Definition, x: Mapping[str, jax.Array], vis: jax.Array,
     the lse's cotangent zero); ``lse`` in the contract's base; the contract's magnitudes.
     ``twin``: the low-precision twin, which rounds where ``c.design`` says."""
     diff = tuple(n for n in DIFFERENTIABLE if n in x)
-    flash = twin and c.design == "flash"
-    if flash and (set(diff) - {"q", "k", "v"} or c.soft_cap is not None
-                  or c.bias_before_scale or c.normalize == "none"):
+    design = c.design if twin else "plain"
+    if design == "flash" and (set(diff) - {"q", "k", "v"} or c.soft_cap is not None
+                              or c.bias_before_scale or c.normalize == "none"):
         raise ValueError("the flash precision design models normalized q, k, v attention "
                          "only: no bias, soft cap, sinks or unnormalized output yet (declare "
                          "the plain design)")
+    if design == "jax-flash" and (set(diff) - {"q", "k", "v", "bias"} or c.soft_cap is not None
+                                  or ("bias" in diff and not c.bias_before_scale)
+                                  or c.normalize == "none"):
+        raise ValueError("the jax-flash precision design models normalized attention with "
+                         "any bias added before the scale: no soft cap, sinks, bias after "
+                         "the scale or unnormalized output (declare the plain design)")
 
     def f(*args: jax.Array) -> tuple[jax.Array, jax.Array]:
         a = dict(zip(diff, args, strict=True))
-        if flash:
+        if design == "flash":
             return flash_attend(a["q"], a["k"], a["v"], vis, c.scale, layout=c.layout)
+        if design == "jax-flash":
+            return jax_flash_attend(a["q"], a["k"], a["v"], vis, c.scale, layout=c.layout,
+                                    bias=a.get("bias"), kv_block=c.kv_block)
         return attend(a["q"], a["k"], a["v"], vis, c.scale, layout=c.layout,
                       bias=a.get("bias"), bias_before_scale=c.bias_before_scale,
                       soft_cap=c.soft_cap, sinks=a.get("sinks"), normalize=c.normalize,
