@@ -1,14 +1,11 @@
 """Which Pallas kernels an implementation really ran, per example, forward and backward.
 
 The runner hands the family's adapter a counting wrapper of the implementation (one per
-implementation, so compile caches keyed on it stay valid). Each time the adapter calls it,
-the wrapper traces the implementation once, on abstract values of the call's shapes
-(``jax.make_jaxpr``: a trace, never a compile), counts the kernels of that program
-(:mod:`kernel_harness.core.compat.pallas_count`) and runs THAT program on the call's
-values: what is counted is what runs, and the implementation is called once, so an
-implementation that behaves differently when it is counted cannot show the count one
-program and run another (issue 55). The program's constants are the call's static
-arguments and whatever the implementation closes over.
+implementation, so compile caches keyed on it stay valid). The wrapper traces the
+implementation once per configuration on abstract values (``jax.make_jaxpr``), counts the
+kernels of that program (:mod:`kernel_harness.core.compat.pallas_count`) and runs THAT
+program on the call's values: what is counted is what runs, so an implementation that
+behaves differently when counted cannot show the count one program and run another.
 
 - forward: the traced program;
 - backward: the jaxpr of the function ``jax.vjp`` returns for that same program, applied
@@ -18,9 +15,8 @@ arguments and whatever the implementation closes over.
 
 A kernel factory's callable (splash's) is wrapped too. A call that cannot be traced on
 abstract values is made directly and counted as running no kernel (with the reason). Counts
-are kept per abstract signature and per static configuration of the case (a cached program
-calls nothing: the example gets the count of the program it ran). An example's count is the
-fewest kernels over its calls (gpu-norm calls plainly and under ``jax.vjp``).
+are kept per configuration (a cached program calls nothing: the example gets the count of
+the program it ran); an example's count is the fewest kernels over its calls.
 
 Once per configuration the traced programs are also evaluated with every kernel's result
 replaced (:mod:`kernel_harness.run.kernel_poison`): an output that does not depend on any
@@ -43,6 +39,7 @@ import jax
 import numpy as np
 
 from kernel_harness.core.compat import pallas_count
+from kernel_harness.core.compat.stale_programs import settings_in_force
 from kernel_harness.run import kernel_outside, kernel_poison
 from kernel_harness.run.count_errors import CountUnavailable
 from kernel_harness.spec.kernels import KernelExpectation
@@ -307,15 +304,18 @@ class Counting(kernel_poison.StandIn):
 
     def _count(self, leaves: list[Any], treedef: Any, dyn: list[int]
                ) -> tuple[CallCount, Callable[..., Any]]:
-        # One trace per configuration (a concrete static array, not exact: each call).
-        key, exact = kernel_poison.call_key(treedef, leaves, dyn)
+        # One trace per configuration (a concrete static array, not exact: each call) and
+        # per interpreter settings and matmul precision (a drawn DMA schedule is another
+        # program; so is interpret's after tpu-interpret's in one process).
+        call, exact = kernel_poison.call_key(treedef, leaves, dyn)
+        key = (call, settings_in_force())
         if exact and key in self._memo:
             count, program = self._memo[key]
             return dataclasses.replace(count, seconds=0.0), program
         count, program = _trace(self._impl, leaves, treedef, dyn, self._expected,
                                 pallas_count.caller_traceback())
         if count.poison is not None:
-            count.poison.key = (self._product, key)
+            count.poison.key = (self._product, call)
             if not kernel_poison.perturbs(len(self._memo), key):
                 count.poison.core = {}
         if exact:

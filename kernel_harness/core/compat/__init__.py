@@ -1,8 +1,7 @@
 """The one place that knows which jax version spells a Pallas API which way.
 
-Everything version-specific (TPU interpret parameters, ``shard_map``'s home,
-lowering entry points) is looked up here so the rest of the harness can stay
-version-agnostic across jax >= 0.10.
+Everything version-specific (TPU interpret parameters, ``shard_map``'s home, lowering
+entry points) is looked up here so the rest of the harness stays version-agnostic.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from kernel_harness.core.compat.stale_programs import forcing
 from kernel_harness.core.frames import is_plumbing
 from kernel_harness.core.interpret_log import BufferAccess, BufferAllocation, TpuInterpretLog
 
@@ -82,10 +82,10 @@ def tpu_interpret_params(**overrides: Any) -> Any:
 
 @contextlib.contextmanager
 def forced_tpu_interpret_mode(params: Any) -> Iterator[None]:
-    """Traces every ``pallas_call`` under this context in TPU interpret mode."""
+    """Traces every ``pallas_call`` here in TPU interpret mode (see :mod:`.stale_programs`)."""
     from jax.experimental.pallas import tpu as pltpu
 
-    with pltpu.force_tpu_interpret_mode(params):
+    with forcing(params), pltpu.force_tpu_interpret_mode(params):
         yield
 
 

@@ -69,3 +69,17 @@ def test_a_crashed_collective_does_not_fail_the_next_examples():
         result = check_case(get_family(NAME), _case(2, seed=seed, k=128, n_per_device=128),
                             TPU_INTERPRET)
         assert result.passed, result.failures
+
+
+def test_a_program_counted_under_other_interpreter_settings_is_not_reused():
+    """The counted program of a configuration, traced once on ``interpret`` (no race
+    detection) or under one DMA schedule, must not run on ``tpu-interpret`` or under the
+    other schedule: seen in CI (2026-12-05) as a golden case on ``interpret`` and then the
+    same configuration on ``tpu-interpret`` in one worker, where the race detector recorded
+    no access (kernel_count keyed its programs on the call alone)."""
+    family, case = get_family(NAME), _case(2, seed=1, k=128, n_per_device=128)
+    assert check_case(family, case, resolve_backend("interpret")).passed
+    for dma_mode in ("on_wait", "eager"):
+        result = check_case(family, _case(2, seed=1, k=128, n_per_device=128,
+                                          dma_mode=dma_mode), TPU_INTERPRET)
+        assert result.passed, result.failures
