@@ -95,5 +95,5 @@ def test_a_design_that_does_not_model_the_call_says_so() -> None:
     x = np.ones((1, 1, 8, 16), np.float32)
     call = AttentionCall(definition=Definition(layout="bhqd", design="flash", soft_cap=5.0),
                          q=x, k=x, v=x, vis=np.ones((1, 1, 8, 8), bool))
-    with pytest.raises(ValueError, match="no bias, soft cap, sinks"):
+    with pytest.raises(ValueError, match="does not model this definition: it takes a soft cap"):
         run_call(call, jnp.bfloat16, jax.devices("cpu")[0], None, twin=True)

@@ -53,6 +53,25 @@ from kernel_harness.ops.attention.vocabulary import heads_first
 
 #: The precision designs a kernel may declare (module docstring).
 DESIGNS: tuple[str, ...] = ("plain", "flash", "jax-flash")
+
+
+def unmodelled(design: str, *, bias: bool, bias_before_scale: bool, soft_cap: bool,
+               sinks: bool, normalized: bool) -> list[str]:
+    """What ``design``'s twin does not model of a kernel with these features, as phrases
+    ("it takes sinks"); empty where it models them all (``plain`` models everything). The
+    one statement of each design's reach: a declaration (``Features``) and a definition the
+    twin runs (:func:`~.program.attention_outputs`) are both checked by it."""
+    if design == "plain":
+        return []
+    out = [what for what, used in (("it takes a soft cap", soft_cap), ("it takes sinks", sinks),
+                                   ("its output is unnormalized", not normalized)) if used]
+    if design == "flash":
+        out += [what for what, used in (("it takes a bias", bias),
+                                        ("its bias comes before the scale", bias_before_scale))
+                if used]
+    elif bias and not bias_before_scale:  # jax-flash: (q.k + bias) * scale
+        out.append("its bias comes after the scale")
+    return out
 _LOG2E = math.log2(math.e)
 _LN2 = math.log(2.0)
 _F32 = jnp.float32

@@ -31,11 +31,11 @@ DESIGNS = {designs.DESIGNS!r}  # a script computes the reference: exact math, no
 def op_source() -> str:
     """The source every attention script embeds: ``head_axis``, ``heads_first``,
     ``visibility``, ``logits``, ``softmax_weights``, ``attend``, ``Definition``,
-    ``gradient_magnitudes`` and ``attention_outputs``, verbatim."""
+    ``gradient_magnitudes``, ``unmodelled`` and ``attention_outputs``, verbatim."""
     parts = [_PRELUDE, *(inspect.getsource(f) for f in (
         vocabulary.head_axis, vocabulary.heads_first, reference.visibility, reference.logits,
         reference.softmax_weights, reference.attend, program.Definition,
-        program.gradient_magnitudes, program.attention_outputs))]
+        program.gradient_magnitudes, designs.unmodelled, program.attention_outputs))]
     return "\n\n".join(parts)
 
 

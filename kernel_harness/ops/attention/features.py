@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from kernel_harness.ops.attention.designs import DESIGNS
+from kernel_harness.ops.attention.designs import DESIGNS, unmodelled
 from kernel_harness.ops.attention.problem import ALIGNMENTS
 from kernel_harness.ops.attention.program import LSE_BASES, MAGNITUDES
 from kernel_harness.ops.attention.vocabulary import LAYOUTS
@@ -216,22 +216,14 @@ class Features:
                                    ("precision_design", self.precision_design, DESIGNS)):
             if value not in known:
                 raise ValueError(f"Features.{name} must be one of {known}, got {value!r}")
-        unmodelled = [f"it takes {f}" for f in ("bias", "soft-cap", "sinks") if self.takes(f)]
-        unmodelled += ["its bias comes before the scale"] if self.bias_before_scale else []
-        unmodelled += ["its output is unnormalized"] if self.normalize == "none" else []
-        if self.precision_design == "flash" and unmodelled:
-            raise ValueError("Features.precision_design='flash' models normalized q, k, v "
-                             f"attention only, and {', '.join(unmodelled)}: declare the "
-                             "plain design (or leave those features out of optional)")
-        unmodelled = [f"it takes {f}" for f in ("soft-cap", "sinks") if self.takes(f)]
-        unmodelled += (["its bias comes after the scale"]
-                       if self.takes("bias") and not self.bias_before_scale else [])
-        unmodelled += ["its output is unnormalized"] if self.normalize == "none" else []
-        if self.precision_design == "jax-flash" and unmodelled:
-            raise ValueError("Features.precision_design='jax-flash' models normalized "
-                             "attention with any bias added before the scale, and "
-                             f"{', '.join(unmodelled)}: declare the plain design (or leave "
-                             "those features out of optional)")
+        missing = unmodelled(self.precision_design, bias=self.takes("bias"),
+                             bias_before_scale=self.bias_before_scale,
+                             soft_cap=self.takes("soft-cap"), sinks=self.takes("sinks"),
+                             normalized=self.normalize != "none")
+        if missing:
+            raise ValueError(f"Features.precision_design={self.precision_design!r} does not "
+                             f"model this kernel: {', '.join(missing)}; declare the plain "
+                             "design (or leave those features out of optional)")
         if self.streams == "per-input" and (self.takes("bias") or self.takes("mask")):
             raise ValueError("Features.streams='per-input' gives q, k, v, the cotangent and "
                              "sinks their own streams, not a bias or a mask: a kernel taking "

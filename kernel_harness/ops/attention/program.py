@@ -21,7 +21,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.core.backends import Backend
-from kernel_harness.ops.attention.designs import DESIGNS, flash_attend, jax_flash_attend
+from kernel_harness.ops.attention.designs import (
+    DESIGNS,
+    flash_attend,
+    jax_flash_attend,
+    unmodelled,
+)
 from kernel_harness.ops.attention.reference import (
     HIGHEST,
     NORMALIZE,
@@ -172,17 +177,12 @@ def attention_outputs(c: Definition, x: Mapping[str, jax.Array], vis: jax.Array,
     ``twin``: the low-precision twin, which rounds where ``c.design`` says."""
     diff = tuple(n for n in DIFFERENTIABLE if n in x)
     design = c.design if twin else "plain"
-    if design == "flash" and (set(diff) - {"q", "k", "v"} or c.soft_cap is not None
-                              or c.bias_before_scale or c.normalize == "none"):
-        raise ValueError("the flash precision design models normalized q, k, v attention "
-                         "only: no bias, soft cap, sinks or unnormalized output yet (declare "
-                         "the plain design)")
-    if design == "jax-flash" and (set(diff) - {"q", "k", "v", "bias"} or c.soft_cap is not None
-                                  or ("bias" in diff and not c.bias_before_scale)
-                                  or c.normalize == "none"):
-        raise ValueError("the jax-flash precision design models normalized attention with "
-                         "any bias added before the scale: no soft cap, sinks, bias after "
-                         "the scale or unnormalized output (declare the plain design)")
+    missing = unmodelled(design, bias="bias" in diff, bias_before_scale=c.bias_before_scale,
+                         soft_cap=c.soft_cap is not None, sinks="sinks" in diff,
+                         normalized=c.normalize != "none")
+    if missing:
+        raise ValueError(f"the {design} precision design does not model this definition: "
+                         f"{', '.join(missing)} (declare the plain design)")
 
     def f(*args: jax.Array) -> tuple[jax.Array, jax.Array]:
         a = dict(zip(diff, args, strict=True))
