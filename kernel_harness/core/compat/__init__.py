@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from kernel_harness.core.compat.stale_programs import forcing
+from kernel_harness.core.compat.forced_settings import forcing
 from kernel_harness.core.frames import is_plumbing
 from kernel_harness.core.interpret_log import BufferAccess, BufferAllocation, TpuInterpretLog
 
@@ -82,7 +82,7 @@ def tpu_interpret_params(**overrides: Any) -> Any:
 
 @contextlib.contextmanager
 def forced_tpu_interpret_mode(params: Any) -> Iterator[None]:
-    """Traces every ``pallas_call`` here in TPU interpret mode (see :mod:`.stale_programs`)."""
+    """Traces every ``pallas_call`` here in TPU interpret mode (see :mod:`.forced_settings`)."""
     from jax.experimental.pallas import tpu as pltpu
 
     with forcing(params), pltpu.force_tpu_interpret_mode(params):

@@ -1,5 +1,5 @@
-"""What a traced program depends on beyond its arguments, for the harness's own caches of
-traced programs.
+"""The TPU interpreter settings in force, which a traced program depends on beyond its
+arguments (for the harness's own caches of traced programs).
 
 jax keys its trace caches on ``pltpu.force_tpu_interpret_mode``'s settings (a config state);
 the harness's cache of counted programs (:mod:`kernel_harness.run.kernel_count`: one trace
