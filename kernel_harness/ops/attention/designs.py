@@ -126,16 +126,24 @@ def _flash_bwd(res: tuple[jax.Array, ...], cotangents: tuple[jax.Array, jax.Arra
 _flash.defvjp(_flash_fwd, _flash_bwd)
 
 
-def flash_attend(q: jax.Array, k: jax.Array, v: jax.Array, vis: jax.Array, scale: float, *,
-                 layout: str) -> tuple[jax.Array, jax.Array]:
-    """``(out, lse)`` as :func:`~.reference.attend` gives them, computed with the ``flash``
-    design's roundings (module docstring) in the inputs' dtype; differentiable in q, k, v
-    (GQA: kv heads repeated for their query heads, their gradients summed back)."""
+def _heads_first_grouped(q: jax.Array, k: jax.Array, v: jax.Array, vis: jax.Array,
+                         layout: str) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """q, k, v heads-first, the kv heads repeated for their query heads (GQA: their
+    gradients sum back through the repeat), and ``vis`` broadcast to ``[b, h, q, k]``."""
     q, k, v = (heads_first(x, layout) for x in (q, k, v))
     group = q.shape[1] // k.shape[1]
     if group > 1:
         k, v = (jnp.repeat(x, group, axis=1) for x in (k, v))
     vis = jnp.broadcast_to(vis, (q.shape[0], q.shape[1], q.shape[2], k.shape[2]))
+    return q, k, v, vis
+
+
+def flash_attend(q: jax.Array, k: jax.Array, v: jax.Array, vis: jax.Array, scale: float, *,
+                 layout: str) -> tuple[jax.Array, jax.Array]:
+    """``(out, lse)`` as :func:`~.reference.attend` gives them, computed with the ``flash``
+    design's roundings (module docstring) in the inputs' dtype; differentiable in q, k, v
+    (GQA: kv heads repeated for their query heads, their gradients summed back)."""
+    q, k, v, vis = _heads_first_grouped(q, k, v, vis, layout)
     out, lse = _flash(q, k, v, vis, jnp.asarray(scale, _F32))
     return heads_first(out, layout), lse
 
@@ -226,12 +234,7 @@ def jax_flash_attend(q: jax.Array, k: jax.Array, v: jax.Array, vis: jax.Array, s
     v and the bias (broadcastable to ``[batch, q_heads, q_len, kv_len]``; its gradient
     summed back over the axes it broadcasts along; GQA: kv heads repeated for their query
     heads)."""
-    q, k, v = (heads_first(x, layout) for x in (q, k, v))
-    group = q.shape[1] // k.shape[1]
-    if group > 1:
-        k, v = (jnp.repeat(x, group, axis=1) for x in (k, v))
-    full = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-    vis = jnp.broadcast_to(vis, full)
-    bias = jnp.zeros(full, q.dtype) if bias is None else jnp.broadcast_to(bias, full)
+    q, k, v, vis = _heads_first_grouped(q, k, v, vis, layout)
+    bias = jnp.zeros(vis.shape, q.dtype) if bias is None else jnp.broadcast_to(bias, vis.shape)
     out, lse = _jax_flash(q, k, v, bias, vis, jnp.asarray(scale, _F32), kv_block)
     return heads_first(out, layout), lse
