@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from kernel_harness import get_family
+from kernel_harness.checks.modes import cover_budget, mode_cover
 from kernel_harness.run.profiles import get_profile
 
 #: ci-sized runs (each the ci profile's matches-reference examples), seeds 0..RUNS-1.
@@ -91,3 +92,13 @@ def assert_reaches(found: Reach, modes: Iterable[str], what: str = "the draw") -
     missing = found.missing(modes)
     assert not missing, (f"{what}: {found.n_runs} ci-sized runs ({found.examples} examples "
                          f"each) draw these modes fewer than {MIN_HITS} times: {missing}")
+
+
+def assert_cover_runs(family: object, modes: Iterable[str], *, run_seed: int,
+                      examples: int) -> None:
+    """The modes-first cover of ``family`` at ``examples`` examples (run seed ``run_seed``)
+    runs, for every mode, at least one case that reaches it."""
+    cover = mode_cover(family, run_seed=run_seed, budget=cover_budget(examples))
+    missing = sorted(set(modes) - set().union(*cover.reached))
+    assert not missing, (f"the modes-first cover (run seed {run_seed}, {examples} examples) "
+                         f"runs no case of {missing}; it missed {cover.missing}")

@@ -14,13 +14,12 @@ from hypothesis import HealthCheck, Phase, settings
 
 from kernel_harness import get_family, resolve_backend
 from kernel_harness.checks.matches_reference import check_case
-from kernel_harness.checks.modes import cover_budget, mode_cover
 from kernel_harness.checks.properties import HarnessFailure, matches_reference
 from kernel_harness.families.gpu_norm import kernel
 from kernel_harness.ops.norm.cases import NormCase, norm_cases
 from kernel_harness.ops.norm.reference import reference
 from kernel_harness.run.profiles import get_profile
-from tests.helpers.mode_reach import assert_reaches, family_reach
+from tests.helpers.mode_reach import assert_cover_runs, assert_reaches, family_reach
 
 BACKEND = resolve_backend("interpret")
 FAMILY = get_family("gpu-norm")
@@ -38,8 +37,7 @@ def test_ci_sized_draws_reach_constant_rows_of_every_kind():
 @pytest.mark.parametrize("run_seed", [0, 1, 2, 3, 4])
 @pytest.mark.parametrize("examples", [8, get_profile("ci").max_examples])
 def test_the_modes_first_cover_runs_a_constant_row_case(run_seed, examples):
-    cover = mode_cover(FAMILY, run_seed=run_seed, budget=cover_budget(examples))
-    assert any("constant-rows" in reached for reached in cover.reached)
+    assert_cover_runs(FAMILY, ["constant-rows"], run_seed=run_seed, examples=examples)
 
 
 def test_a_seed_case_holds_large_constant_rows_beside_ordinary_ones():

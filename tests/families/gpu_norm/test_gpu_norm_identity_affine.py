@@ -12,10 +12,9 @@ import pytest
 
 from kernel_harness import get_family, resolve_backend
 from kernel_harness.checks.matches_reference import check_case
-from kernel_harness.checks.modes import cover_budget, mode_cover
 from kernel_harness.ops.norm.cases import NormCase
 from kernel_harness.run.profiles import get_profile
-from tests.helpers.mode_reach import assert_reaches, family_reach
+from tests.helpers.mode_reach import assert_cover_runs, assert_reaches, family_reach
 
 BACKEND = resolve_backend("interpret")
 FAMILY = get_family("gpu-norm")
@@ -30,8 +29,7 @@ def test_ci_sized_draws_reach_the_identity_affine():
 @pytest.mark.parametrize("run_seed", [0, 1, 2, 3, 4])
 @pytest.mark.parametrize("examples", [8, get_profile("ci").max_examples])
 def test_the_modes_first_cover_runs_an_identity_affine_case(run_seed, examples):
-    cover = mode_cover(FAMILY, run_seed=run_seed, budget=cover_budget(examples))
-    assert any("identity-affine" in reached for reached in cover.reached)
+    assert_cover_runs(FAMILY, ["identity-affine"], run_seed=run_seed, examples=examples)
 
 
 def test_identity_is_ones_and_zeros_and_keeps_x_and_do():

@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from kernel_harness import get_family, resolve_backend
 from kernel_harness.checks.matches_reference import check_case
-from kernel_harness.checks.modes import cover_budget, mode_cover, modes_of
+from kernel_harness.checks.modes import modes_of
 from kernel_harness.ops.softmax.cases import SoftmaxCase, softmax_cases, softmax_data_draws
 from kernel_harness.ops.softmax.reference import reference
 from kernel_harness.run.profiles import get_profile
-from tests.helpers.mode_reach import assert_reaches, family_reach
+from tests.helpers.mode_reach import assert_cover_runs, assert_reaches, family_reach
 
 BACKEND = resolve_backend("interpret")
 FAMILY = get_family("gpu-softmax")
@@ -34,10 +34,8 @@ def test_ci_sized_draws_reach_suffixes_blocks_and_ties():
 
 @pytest.mark.parametrize("run_seed", [0, 1, 2, 3, 4])
 def test_the_ci_cover_runs_a_masked_suffix(run_seed):
-    cover = mode_cover(FAMILY, run_seed=run_seed,
-                       budget=cover_budget(get_profile("ci").max_examples))
-    reached = set().union(*cover.reached)
-    assert {"masked-suffix", "masked-block", "tied-max"} <= reached, cover.missing
+    assert_cover_runs(FAMILY, ["masked-suffix", "masked-block", "tied-max"], run_seed=run_seed,
+                      examples=get_profile("ci").max_examples)
 
 
 def test_a_float32_tie_is_the_only_non_degenerate_one():

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from kernel_harness import get_family, resolve_backend
-from kernel_harness.checks.modes import cover_budget, mode_cover
 from kernel_harness.checks.properties import HarnessFailure, matches_reference
 from kernel_harness.families.megablox_gmm import kernel
 from kernel_harness.families.megablox_gmm.family import events
 from kernel_harness.ops.grouped_matmul.cases import BIG_GROUP_ROWS, GmmCase, gmm_cases
 from kernel_harness.run.profiles import get_profile
-from tests.helpers.mode_reach import assert_reaches, family_reach, reach
+from tests.helpers.mode_reach import assert_cover_runs, assert_reaches, family_reach, reach
 
 BACKEND = resolve_backend("interpret")
 FAMILY = get_family("megablox-gmm")
@@ -36,8 +35,7 @@ def test_aligned_draws_reach_it_too():
 @pytest.mark.parametrize("run_seed", [0, 1, 2, 3, 4])
 @pytest.mark.parametrize("examples", [8, get_profile("ci").max_examples])
 def test_the_modes_first_cover_runs_a_big_group_case(run_seed, examples):
-    cover = mode_cover(FAMILY, run_seed=run_seed, budget=cover_budget(examples))
-    assert any(MODE in reached for reached in cover.reached)
+    assert_cover_runs(FAMILY, [MODE], run_seed=run_seed, examples=examples)
 
 
 @settings(max_examples=80, deadline=None, database=None, derandomize=True)
