@@ -52,7 +52,8 @@ class Cover:
         draws, or left out by the budget).
       draws: cases drawn to find them; seconds: the drawing's time.
       excluded: declared modes the narrowed family no longer draws and its strategy
-        without ``--without`` does (the user left them out: never MISSING).
+        without the exclusions does (``--without``, the project's ``without`` or
+        ``known-bugs``, each named in the report's "checked without": never MISSING).
     """
 
     cases: tuple[Any, ...]
@@ -69,7 +70,7 @@ class Cover:
                 f"{wanted - len(self.missing)}/{wanted} declared modes ({self.draws} "
                 f"cases drawn in {self.seconds:.1f}s)")
         if self.excluded:
-            text += f"; left out by --without: {', '.join(self.excluded)}"
+            text += f"; left out (checked without): {', '.join(self.excluded)}"
         if self.missing:
             text += f"; MISSING: {', '.join(self.missing)}"
         return text

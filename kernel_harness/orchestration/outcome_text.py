@@ -56,7 +56,7 @@ def detail(outcome: PropertyOutcome) -> str:
         declared = outcome.modes_declared - len(cover.excluded)
         text += f"; modes {declared - len(cover.missing)}/{declared}"
         if cover.excluded:
-            text += f" ({len(cover.excluded)} left out by --without)"
+            text += f" ({len(cover.excluded)} left out: checked without)"
         if cover.missing:
             text += f", MISSING {', '.join(cover.missing)}"
     return text
