@@ -21,6 +21,7 @@ import traceback
 from typing import Any
 
 from kernel_harness.core.backends import Backend
+from kernel_harness.core.compat.forced_settings import raised_under
 from kernel_harness.run.report import PREFIX, case_repro_command
 
 #: Path fragments of frames that are not the kernel author's code.
@@ -189,6 +190,14 @@ class Crash:
         """Summary line, where in the kernel's code, the case, and the repro command."""
         lines = [self.summary_line(), f"  impl:     {self.impl}", f"  case:     {self.case!r}",
                  *(f"  {n}" for n in self.notes)]
+        forced = raised_under(self.error)
+        if forced is not None and getattr(self.error, "diagnosis", None) is None:
+            lines.append(
+                "  ran under TPU interpret mode forced by the harness (the family's adapter "
+                "asked for it: Backend.forcing_interpret), not the kernel's own interpret "
+                f"switch; settings: {forced[:160]}. Where jax's TPU interpreter cannot run "
+                "the kernel so and its own interpret=True can, give an --impl that calls it "
+                "with its own switch (docs/backends.md)")
         found = origin(self.error).found
         if found:
             raised = f"{type(self.error).__name__}: {_first_line(self.error)[:120]}"

@@ -78,3 +78,23 @@ def test_the_harness_own_kernels_are_implementations():
 
     assert is_own_frame(ring.__file__) and not is_own_frame(adapter.__file__)
     assert is_own_frame(__file__)  # a user's module
+
+
+def test_a_crash_under_the_harness_forced_interpret_mode_says_so():
+    """Issue 56 item 2: a kernel jax's TPU interpreter cannot run under the settings the
+    harness forces (flywheel's decode: an AttributeError inside jax) names that mode, who
+    chose it and the way out; a crash outside it does not."""
+    backend = resolve_backend("interpret")
+    case = ToyCase(dtype="float32", seed=3, length=4)
+
+    def under_forced_mode():
+        with backend.forcing_interpret():
+            _raise_here()
+
+    crash = Crash(family="toy", case=case, backend=backend, impl="m:f", impl_spec=None,
+                  adjustments=(), error=_error(under_forced_mode))
+    assert "ran under TPU interpret mode forced by the harness" in crash.report()
+    assert "uninitialized_memory='zero'" in crash.report()
+    plain = Crash(family="toy", case=case, backend=backend, impl="m:f", impl_spec=None,
+                  adjustments=(), error=_error(_raise_here))
+    assert "forced by the harness" not in plain.report()

@@ -22,15 +22,30 @@ _IN_FORCE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "kernel_harness_forced_interpret", default=None)
 
 
+#: The attribute an exception raised under forced TPU interpret mode carries: the settings
+#: (a crash report says the harness, not the kernel, chose that interpreter).
+RAISED_UNDER = "kernel_harness_forced_interpret"
+
+
 @contextlib.contextmanager
 def forcing(params: Any) -> Iterator[None]:
     """Around forcing TPU interpret mode with ``params``: makes them
-    :func:`settings_in_force` for the context's duration."""
+    :func:`settings_in_force` for the context's duration, and marks an exception raised
+    inside with them (:data:`RAISED_UNDER`; the innermost forcing wins)."""
     token = _IN_FORCE.set(repr(params))
     try:
         yield
+    except Exception as error:
+        if not hasattr(error, RAISED_UNDER):
+            setattr(error, RAISED_UNDER, repr(params))
+        raise
     finally:
         _IN_FORCE.reset(token)
+
+
+def raised_under(error: BaseException) -> str | None:
+    """The forced TPU interpreter settings ``error`` was raised under, or None."""
+    return getattr(error, RAISED_UNDER, None)
 
 
 def settings_in_force() -> tuple[str | None, Any]:
