@@ -74,6 +74,8 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "flywheel-tpu-paged-decode":
         "kernel_harness.families.flywheel_tpu_paged_decode.family:FAMILY",
     "flywheel-tpu-ragged-append":
+    "flywheel-tpu-varlen-paged":
+        "kernel_harness.families.flywheel_tpu_varlen_paged.family:FAMILY",
         "kernel_harness.families.flywheel_tpu_ragged_append.family:FAMILY",
     "deltanet-tpu-gdn2": "kernel_harness.families.deltanet_gdn2.family:FAMILY",
     "deltanet-tpu-gdn2-bf16": "kernel_harness.families.deltanet_gdn2_bf16.family:FAMILY",

@@ -9,17 +9,16 @@ cache ``[pages, 128, 2 * kv_heads, head_dim]`` (K of kv head h in row 2h, V in 2
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, ClassVar
 
 import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Case, cast, check_logit_scale, check_sizes
+from kernel_harness.families.flywheel_tpu import merged_cache
 from kernel_harness.ops.paged_attention.layout import unseen_past_lengths
 from kernel_harness.ops.paged_attention.reference import visible_lengths
 from kernel_harness.ops.paged_attention.strategy import (
-    MASKED_V,
     PagedGeometry,
     draw_geometry,
     edge_lengths,
@@ -87,13 +86,6 @@ class FlywheelDecodeCase(PagedGeometry, Case):
         """The scale the library applies (its default 1/sqrt(head_dim))."""
         return self.head_dim**-0.5 if self.scale is None else self.scale
 
-    @property
-    def fused_scale(self) -> float:
-        """The library's q factor (``fused_q_scale``): softmax_scale * log2(e), or
-        softmax_scale / soft_cap with a cap (log2(e) then rides after its tanh)."""
-        cap = self.soft_cap
-        return self.softmax_scale / cap if cap else self.softmax_scale * math.log2(math.e)
-
     def visible(self) -> np.ndarray:
         """bool [batch, capacity]: the keys each row's query sees (t < length, and with
         a window t >= length - 1 - window_left: bottom-right, the query is the last)."""
@@ -114,15 +106,8 @@ class FlywheelDecodeCase(PagedGeometry, Case):
         q = rng.standard_normal((self.batch, self.q_heads, self.head_dim)) * self.logit_scale
         table = self.page_table(rng, lambda b, j: False, 0)
         shape = (self.kv_heads, self.total_pages, self.page_size, self.head_dim)
-        k, v = rng.standard_normal(shape), rng.standard_normal(shape)
         seen = ~unseen_past_lengths(table, self.total_pages, self.page_size, self.lengths)
-        if self.past_length == "nan":
-            k[:, ~seen] = v[:, ~seen] = np.nan
-        else:
-            k[:, ~seen] = 0.0
-            v[:, ~seen] = MASKED_V * np.where(rng.random(shape) < 0.5, -1.0, 1.0)[:, ~seen]
-        merged = np.stack([k, v], axis=1)  # [kv_heads, 2, pages, page_size, dim]
-        merged = merged.reshape(2 * self.kv_heads, *shape[1:]).transpose(1, 2, 0, 3)
+        merged = merged_cache.poisoned_pages(rng, shape, seen, self.past_length == "nan")
         return {"q": cast(q, self.dtype), "kv_cache": cast(merged, self.dtype),
                 "cache_seqlens": np.asarray(self.lengths, np.int32), "block_table": table}
 

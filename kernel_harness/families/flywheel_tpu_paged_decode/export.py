@@ -5,6 +5,7 @@ reference_source`) with the library's q rounding."""
 
 from __future__ import annotations
 
+from kernel_harness.families.flywheel_tpu import merged_cache
 from kernel_harness.families.flywheel_tpu_paged_decode.cases import FlywheelDecodeCase
 from kernel_harness.ops.paged_attention.export import reference_source
 from kernel_harness.spec.export import ExportSnippet
@@ -30,12 +31,9 @@ def export(case: FlywheelDecodeCase) -> ExportSnippet:
             return dict(out=_kernel(*(jnp.asarray(x[n]) for n in (
                 "q", "kv_cache", "cache_seqlens", "block_table"))))
     '''
-    fused = case.fused_scale
-    q_value = (f'jnp.asarray(jnp.asarray(x["q"], jnp.float32) * np.float32({fused!r}), '
-               f'jnp.bfloat16).astype(jnp.float32) * {case.softmax_scale / fused!r}  '
-               "# the library's q: rounded to bfloat16 after its fused scale")
-    kv = ('kv = np.asarray(jnp.asarray(x["kv_cache"], jnp.float32))  # [pages, 128, 2h, d]\n'
-          "k, v = (kv[:, :, i::2].transpose(2, 0, 1, 3) for i in (0, 1))  # K: 2h, V: 2h+1")
+    q_value = (merged_cache.rounded_q_source(case.softmax_scale, case.soft_cap, 'x["q"]')
+               + "  # the library's q: rounded to bfloat16 after its fused scale")
+    kv = merged_cache.SPLIT_SOURCE
     return ExportSnippet(
         default_import="from flywheel_tpu.flash_attn_interface import "
         "flash_attn_with_kvcache as kernel",

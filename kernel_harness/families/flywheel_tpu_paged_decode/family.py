@@ -4,11 +4,10 @@ attention op, its q rounding (the library's precision design) modelled in the op
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable, standard_floor
-from kernel_harness.families.flywheel_tpu import library
+from kernel_harness.families.flywheel_tpu import library, merged_cache
 from kernel_harness.families.flywheel_tpu_paged_decode import kernel as _kernel
 from kernel_harness.families.flywheel_tpu_paged_decode.cases import (
     OPTIONAL,
@@ -73,12 +72,8 @@ def paged_call(case: FlywheelDecodeCase, inputs: dict[str, np.ndarray]) -> Paged
     """The case in the op's vocabulary: K/V split from the merged cache (exact, bfloat16),
     the visible tokens (lengths and window) and q as the library computes with it:
     bf16(q * fused) * (scale / fused), fused = scale * log2(e) (scale / cap with a cap)."""
-    fused = case.fused_scale
-    q = np.asarray(inputs["q"], np.float32)
-    rounded = np.asarray((q * np.float32(fused)).astype(jnp.bfloat16), np.float64)
-    kv = np.asarray(inputs["kv_cache"], np.float32)  # [pages, 128, 2 * kv_heads, dim]
-    k, v = (kv[:, :, i::2].transpose(2, 0, 1, 3) for i in (0, 1))
-    return PagedCall(q=(rounded * (case.softmax_scale / fused)).astype(np.float32),
+    k, v = merged_cache.split(inputs["kv_cache"])
+    return PagedCall(q=merged_cache.rounded_q(inputs["q"], case.softmax_scale, case.soft_cap),
                      k_pages=k, v_pages=v, table=inputs["block_table"],
                      mask=case.visible(), soft_cap=case.soft_cap)
 

@@ -3,12 +3,7 @@ K and V of kv head h in rows 2h and 2h + 1) and its metamorphic hooks."""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
-import numpy as np
-
-from kernel_harness.core.case import Arrays
+from kernel_harness.families.flywheel_tpu import merged_cache
 from kernel_harness.families.flywheel_tpu_paged_decode import kernel as _kernel
 from kernel_harness.ops.paged_attention.layout import (
     PagedLayout,
@@ -24,21 +19,10 @@ LAYOUT = PagedLayout(
         inputs["block_table"], case.total_pages, case.page_size, case.lengths))
 
 
-def as_mha(case: Any, inputs: Arrays) -> tuple[Any, Arrays] | None:
-    """The case with one kv head per query head (each K/V row pair repeated for its
-    group), or None for MHA."""
-    if case.group == 1:
-        return None
-    heads = np.arange(case.q_heads) // case.group
-    rows = np.stack([2 * heads, 2 * heads + 1], axis=1).reshape(-1)
-    return (dataclasses.replace(case, kv_heads=case.q_heads),
-            {**inputs, "kv_cache": np.take(np.asarray(inputs["kv_cache"]), rows, axis=2)})
-
-
 METAMORPHIC = Metamorphic(
     roles={"q": ("batch", "head", "dim"), "kv_cache": (None, None, None, "dim"),
            "out": ("batch", "head", "dim")},
-    as_mha=as_mha, logit_input="q", traceable=_kernel.traceable,
+    as_mha=merged_cache.as_mha, logit_input="q", traceable=_kernel.traceable,
     constrain=finite_pages(LAYOUT), tpu_device_kind="TPU v6 lite")
 
 RELATIONS = (page_permutation(LAYOUT), unseen_slots_ignored(LAYOUT))
