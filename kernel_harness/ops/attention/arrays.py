@@ -137,8 +137,8 @@ class ProblemArrays:
 
     def keyless_lse_rows(self) -> np.ndarray:
         """``(batch, q_heads, q_len)`` bool: rows whose log-sum-exp is -inf (no key and no
-        sink)."""
-        rows = self.rows_without_keys()
+        sink; padding rows see no key)."""
+        rows = self.rows_without_keys() | self.padding_rows()[:, None, :]
         return np.zeros_like(rows) if self.sinks else rows
 
     def rows_outside(self) -> np.ndarray:

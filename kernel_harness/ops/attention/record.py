@@ -172,7 +172,9 @@ def problem_record(case_type: type[AttentionProblem], *, config: Config | None =
     if not f.query_axis:
         reference = _one_query(f, reference)
         low_precision_reference = _one_query(f, low_precision_reference)
-    keyless_lse = f.lse is not None and f.empty_rows == "zero"
+    # A -inf lse in the reference: rows without keys the kernel defines (zero), and padding
+    # rows (past q_lengths), which are always judged.
+    keyless_lse = f.lse is not None and (f.empty_rows == "zero" or f.takes("q-lengths"))
     return dict(
         case_type=case_type, cases=problems(case_type, config=config, blocks=blocks),
         data_draws=data_draws,

@@ -180,7 +180,7 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
             starts = fields.get("kv_starts")
             fields["kv_lengths"] = _bound(draw, features, batch,
                                           lambda row: _end(draw, kv_len, starts, row))
-        elif on["kv-lengths"]:
+        elif on["kv-lengths"] and kv_len > 1:  # one key: no shorter length exists
             fields["kv_lengths"] = _short_lengths(draw, batch, kv_len, lowest=1)
         if on["q-lengths"] and q_len > 1:
             fields["q_lengths"] = _short_lengths(draw, batch, q_len, lowest=0)

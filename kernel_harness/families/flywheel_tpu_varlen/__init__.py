@@ -1,0 +1,1 @@
+"""flywheel-tpu's varlen flash attention (``flash_attn_varlen_func``) on the attention problem."""
