@@ -89,7 +89,10 @@ def reference(case: DeltaRuleCase, inputs: Arrays, *, gradients: bool = True) ->
     h0 = inputs.get("h0")
     if h0 is None:
         h0 = np.zeros((case.batch, case.value_heads, case.key_dim, case.value_dim), np.float32)
-    arrays = [jnp.asarray(inputs[n], jnp.float32) for n in names[:-1]] + [jnp.asarray(h0)]
+    # Every input in float32, h0 too: its gradient is the reference's dh0, exact in float32
+    # (a bfloat16 case's h0 differentiated in bfloat16 rounded dh0 to bfloat16).
+    arrays = [jnp.asarray(inputs[n], jnp.float32) for n in names[:-1]] + [
+        jnp.asarray(h0, jnp.float32)]
     starts = jnp.asarray(document_starts(case))
 
     def f(*xs):
