@@ -71,14 +71,16 @@ BUILTIN_FAMILIES: dict[str, str] = {
         "kernel_harness.families.flywheel_tpu_kv_cache_write.family:FAMILY",
     "flywheel-tpu-rotary": "kernel_harness.families.flywheel_tpu_rotary.family:FAMILY",
     "flywheel-tpu-flash": "kernel_harness.families.flywheel_tpu_flash.family:FAMILY",
+    "flywheel-tpu-varlen": "kernel_harness.families.flywheel_tpu_varlen.family:FAMILY",
     "flywheel-tpu-paged-decode":
         "kernel_harness.families.flywheel_tpu_paged_decode.family:FAMILY",
-    "flywheel-tpu-ragged-append":
     "flywheel-tpu-varlen-paged":
         "kernel_harness.families.flywheel_tpu_varlen_paged.family:FAMILY",
+    "flywheel-tpu-ragged-append":
         "kernel_harness.families.flywheel_tpu_ragged_append.family:FAMILY",
     "deltanet-tpu-gdn2": "kernel_harness.families.deltanet_gdn2.family:FAMILY",
     "deltanet-tpu-gdn2-bf16": "kernel_harness.families.deltanet_gdn2_bf16.family:FAMILY",
+    "gdn2-pallas": "kernel_harness.families.gdn2_pallas.family:FAMILY",
 }
 
 # Families registered by load_family_modules (explicit calls only; empty at import).
