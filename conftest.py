@@ -152,6 +152,29 @@ BOTH_STACKS = (
 )
 _ROOT = Path(__file__).resolve().parent
 
+#: Families whose golden cases, per push, only the second stack checks (``.ci/run``'s
+#: ``gate --goldens`` names exactly these): the kernel libraries that need Python >= 3.12,
+#: and tpu-inference's kernels and gdn2-pallas (libraries pinned to a newer jax than the first
+#: stack's). On the first stack their golden tests are nightly; every other family's goldens
+#: run per push on the first stack only. Nightly, both stacks check every family's goldens
+#: (docs/ci.md, "Two jax stacks"). One stack per family per push: checking every family's
+#: goldens on both per push had made CI the sum of two golden runs.
+SECOND_STACK_GOLDENS: tuple[str, ...] = (
+    "tpu-inference-quantized-matmul", "tpu-inference-blockwise-quantized-matmul",
+    "tpu-inference-rpa-v3", "tpu-inference-rpa-v3-hd64", "tpu-inference-mla-v2",
+    "tpu-inference-all-gather-matmul", "tpu-inference-fused-moe", "gdn2-pallas",
+    "deltanet-tpu-gdn2", "deltanet-tpu-gdn2-bf16", "flywheel-tpu-kv-cache-write",
+    "flywheel-tpu-rotary", "flywheel-tpu-flash", "flywheel-tpu-paged-decode",
+    "flywheel-tpu-ragged-append", "flywheel-tpu-varlen", "flywheel-tpu-varlen-paged",
+)
+
+
+def _second_stack_golden(item: pytest.Item) -> bool:
+    """``properties/test_golden.py`` of a :data:`SECOND_STACK_GOLDENS` family."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return (Path(str(item.path)).name == "test_golden.py"
+            and params.get("family_name") in SECOND_STACK_GOLDENS)
+
 
 def _both_stacks(item: pytest.Item) -> bool:
     path = Path(str(item.path)).resolve()
@@ -179,12 +202,15 @@ def _nightly_selected(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``both_stacks`` on the files BOTH_STACKS names; nightly tests left to the nightly recipe
+    """``both_stacks`` on the files BOTH_STACKS names; the first stack's golden tests of
+    SECOND_STACK_GOLDENS nightly; nightly tests left to the nightly recipe
     (unless ``-m`` names them), then the heavy files first; a file's tests keep their order
     and stay together (module fixtures)."""
     for item in items:
         if _both_stacks(item):
             item.add_marker(pytest.mark.both_stacks)
+        if _second_stack_golden(item):
+            item.add_marker(pytest.mark.nightly)
     if not _nightly_selected(config):
         nightly = [i for i in items if i.get_closest_marker("nightly")]
         if nightly:

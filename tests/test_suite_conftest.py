@@ -114,3 +114,16 @@ def test_the_emitter_flag_is_set_only_where_this_jaxlib_knows_it():
     assert xla_flags.jaxlib_version() in xla_flags.FAST_CPU_COMPILE_FLAGS, (
         "a jaxlib this table has not seen: check which of its flags its XLA accepts "
         "(XLA_FLAGS=FLAG python -c 'import jax; jax.devices()') and add its entry")
+
+
+def test_second_stack_goldens_name_registered_families_and_ci_gates_exactly_them():
+    """One stack per family per push for goldens: each name is a registered family, and
+    .ci/run's second-stack gate reads the list from conftest (no second copy to drift)."""
+    from kernel_harness import family_names
+
+    conftest = _repo_conftest()
+    unknown = set(conftest.SECOND_STACK_GOLDENS) - set(family_names())
+    assert not unknown, f"conftest.SECOND_STACK_GOLDENS names no family: {sorted(unknown)}"
+    script = (ROOT / ".ci" / "run").read_text()
+    assert "print(\" \".join(conftest.SECOND_STACK_GOLDENS))" in script
+    assert "kernel-harness gate --goldens $families" in script
