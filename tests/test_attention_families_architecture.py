@@ -22,7 +22,7 @@ from tests.helpers.restatements import (
 )
 
 ON_THE_PROBLEM = ("sdpa", "torch_sdpa", "flash", "gpu_mha", "gpu_decode", "splash",
-                  "flywheel_tpu_flash")
+                  "flywheel_tpu_flash", "flywheel_tpu_varlen")
 #: Hooks the op derives from the problem (segments included): a family defining one
 #: restates a rule of the op.
 OP_HOOKS = frozenset({"materialize", "visible", "valid", "may_be_nonfinite", "constrain",

@@ -26,7 +26,7 @@ from tests.helpers.restatements import (
 )
 
 ON_THE_OP = ("tpu_ragged_paged", "tpu_inference_rpa_v3", "tpu_inference_rpa_hd64",
-             "tpu_inference_mla_v2")
+             "tpu_inference_mla_v2", "flywheel_tpu_varlen_paged")
 
 
 def _public_methods(cls: type) -> frozenset[str]:

@@ -53,7 +53,6 @@ class FlywheelVarlenPagedCase(RaggedBatch):
     q_heads: int
     kv_heads: int
     head_dim: int = 128
-    page_size: int = PAGE_SIZE
     causal: bool = True
     default_scale: bool = False
     past_length: str = "masked"

@@ -133,7 +133,7 @@ def seed_cases(without: frozenset[str]) -> list[FlywheelVarlenPagedCase]:
     inactive sequence and padding rows, a window cutting keys and a soft cap."""
     return [FlywheelVarlenPagedCase(
         dtype="bfloat16", seed=3, q_lens=(1, 130, 0, 5), kv_lens=(257, 300, 128, 5),
-        max_num_seqs=5, max_tokens=140, q_heads=4, kv_heads=2, pages_per_seq=3,
+        max_num_seqs=5, max_tokens=140, q_heads=4, kv_heads=2, page_size=128, pages_per_seq=3,
         sliding_window=200, soft_cap=20.0, sm_scale=0.3,
         past_length="masked" if "nan-past-lengths" in without else "nan")]
 

@@ -32,7 +32,8 @@ NAME = "flywheel-tpu-varlen-paged"
 #: sequence and two padding rows, NaN in the slots no sequence owns.
 SMALL = FlywheelVarlenPagedCase(
     dtype="bfloat16", seed=5, q_lens=(1, 3), kv_lens=(129, 3), max_num_seqs=3, max_tokens=6,
-    q_heads=4, kv_heads=2, pages_per_seq=2, soft_cap=20.0, sm_scale=0.3, past_length="nan")
+    q_heads=4, kv_heads=2, page_size=128, pages_per_seq=2, soft_cap=20.0, sm_scale=0.3,
+    past_length="nan")
 
 
 def test_the_merged_cache_poisons_every_slot_no_active_sequence_owns():
