@@ -174,3 +174,29 @@ def test_chunk_variants_change_the_chunk_and_keep_the_data() -> None:
     assert seen == {8, 16, 32}
     moved = dataclasses.replace(case, chunk_size=8)  # without the hook: the data moves
     assert not np.array_equal(moved.materialize()["q"], case.materialize()["q"])
+
+
+def test_burst_decay_is_an_optional_feature_a_project_can_leave_out():
+    """The burst regime (two libraries' chunked float32 kernels fail it: their findings) is
+    the op's optional feature: a family narrowed without it never draws it, so a project
+    can declare the known bug (and every verdict names it); an unknown name is an error."""
+    from hypothesis import strategies as st
+
+    from kernel_harness.ops.delta_rule.cases import decay_regimes
+    from kernel_harness.spec.narrow import narrow
+    from kernel_harness.spec.registry import get_family
+
+    assert decay_regimes() == ("ordinary", "weak", "burst")
+    assert decay_regimes(frozenset({"burst-decay"})) == ("ordinary", "weak")
+    with pytest.raises(ValueError, match="unknown features.*burst-decay"):
+        decay_regimes(frozenset({"burst"}))
+    strategies = [narrow(get_family(name), ["burst-decay"]).cases()
+                  for name in ("gdn2-pallas", "deltanet-tpu-gdn2")]
+
+    @settings(max_examples=25, database=None, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def never_a_burst(data):
+        assert all(data.draw(s).decay != "burst" for s in strategies)
+
+    never_a_burst()

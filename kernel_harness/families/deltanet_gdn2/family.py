@@ -10,7 +10,7 @@ from kernel_harness.core.tolerance import SliceFloor, Tolerance, ToleranceTable
 from kernel_harness.families.deltanet_gdn2 import kernel as _kernel
 from kernel_harness.families.deltanet_gdn2.bad_inputs import bad_inputs
 from kernel_harness.families.deltanet_gdn2.export import export
-from kernel_harness.ops.delta_rule.cases import DeltaRuleCase
+from kernel_harness.ops.delta_rule.cases import OPTIONAL, DeltaRuleCase
 from kernel_harness.ops.delta_rule.reference import reference as _op_reference
 from kernel_harness.ops.delta_rule.relations import RELATIONS
 from kernel_harness.ops.delta_rule.strategy import delta_rule_cases, delta_rule_events
@@ -109,7 +109,7 @@ qk_l2norm=...) under jax.vjp; install: {_kernel.INSTALL}.
 def cases(*, without: frozenset[str] = frozenset()) -> st.SearchStrategy[DeltaRuleCase]:
     """The op's strategy within the kernel's limits (K = V = 128, chunk 128)."""
     return delta_rule_cases(chunk_sizes=(CHUNK,), key_dims=(HEAD_DIM,),
-                            value_dims=(HEAD_DIM,), qk_l2norm=(True, False))
+                            value_dims=(HEAD_DIM,), qk_l2norm=(True, False), without=without)
 
 
 def reference(case: DeltaRuleCase, inputs: dict) -> dict:
@@ -175,6 +175,7 @@ FAMILY = Family(
     outside_kernel=OutsideKernel(
         forward={p: _L2_OUTSIDE for p in ("reduce_sum", "rsqrt", "div")},
         backward={p: _L2_OUTSIDE for p in ("reduce_sum", "rsqrt", "div")}),
+    optional=OPTIONAL,
     modes=frozenset({
         "multi-chunk-block", "partial-last-chunk-block", "boundary-inside-chunk",
         "boundary-on-chunk-edge", "single-token-document", "initial-state",

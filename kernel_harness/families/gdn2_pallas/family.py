@@ -19,6 +19,7 @@ from kernel_harness.families.gdn2_pallas.cases import (
     gdn2_cases,
 )
 from kernel_harness.families.gdn2_pallas.export import export
+from kernel_harness.ops.delta_rule.cases import OPTIONAL
 from kernel_harness.ops.delta_rule.reference import reference as _op_reference
 from kernel_harness.ops.delta_rule.strategy import delta_rule_events
 from kernel_harness.spec.family import Family
@@ -120,7 +121,7 @@ backend under forced TPU interpret mode off a TPU (no interpret argument); insta
 
 def cases(*, without: frozenset[str] = frozenset()) -> st.SearchStrategy[Gdn2Case]:
     """The family's strategy (:func:`~kernel_harness.families.gdn2_pallas.cases.gdn2_cases`)."""
-    return gdn2_cases()
+    return gdn2_cases(without=without)
 
 
 def reference(case: Gdn2Case, inputs: dict) -> dict:
@@ -186,6 +187,7 @@ FAMILY = Family(
     kernels=KernelExpectation(forward=3, backward=3),
     outside_kernel=OutsideKernel(forward={"dot_general": _D_OUTSIDE, "exp": _D_OUTSIDE},
                                  backward={"dot_general": _B_OUTSIDE, "exp": _B_OUTSIDE}),
+    optional=OPTIONAL,
     modes=frozenset({
         "multi-chunk-block", "initial-state", "float32", "bfloat16", "decay:ordinary",
         "decay:weak", "decay:burst", "zero-chunk", "chunk:64", "chunk:128"}),

@@ -25,6 +25,23 @@ from kernel_harness.core.case import Case, cast, check_sizes
 #: run of tokens at -burst_strength (the state all but erased) followed by weak ones,
 #: where a chunked kernel relating tokens by their cumulative decay loses precision.
 DECAY_REGIMES: tuple[str, ...] = ("ordinary", "weak", "burst")
+#: The op's optional features (``--without``; a project's ``without`` or ``known-bugs``):
+#: ``burst-decay``, the ``burst`` regime (where two libraries' chunked float32 kernels lose
+#: precision: a project that knows it declares it, the verdicts say so).
+OPTIONAL: dict[str, str] = {
+    "burst-decay": "the burst decay regime (strong decay then weak decay in one chunk)"}
+
+
+def decay_regimes(without: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """The regimes a strategy draws: :data:`DECAY_REGIMES`, ``burst`` left out under
+    ``burst-decay``; an unknown feature name is a ValueError listing :data:`OPTIONAL`."""
+    unknown = set(without) - set(OPTIONAL)
+    if unknown:
+        raise ValueError(f"delta rule: unknown features {sorted(unknown)}; known: "
+                         f"{sorted(OPTIONAL)}")
+    return tuple(r for r in DECAY_REGIMES if not (r == "burst" and "burst-decay" in without))
+
+
 #: Strengths of the burst's strong decay (-g): a factor e^-5 per token up to e^-150.
 BURST_STRENGTHS: tuple[float, ...] = (5.0, 30.0, 150.0)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 from hypothesis import strategies as st
 
-from kernel_harness.ops.delta_rule.cases import BURST_STRENGTHS, DECAY_REGIMES, DeltaRuleCase
+from kernel_harness.ops.delta_rule.cases import BURST_STRENGTHS, DeltaRuleCase, decay_regimes
 from kernel_harness.ops.sizes import block_aware_sizes, block_events
 
 
@@ -48,9 +48,12 @@ def delta_rule_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = ("float32",),
                      value_dims: tuple[int, ...] = (8, 16), max_chunks: int = 3,
                      max_batch: int = 2, heads: tuple[tuple[int, int], ...] = (
                          (1, 1), (1, 2), (2, 2), (2, 4)),
-                     qk_l2norm: tuple[bool, ...] = (True, False)) -> DeltaRuleCase:
+                     qk_l2norm: tuple[bool, ...] = (True, False),
+                     without: frozenset[str] = frozenset()) -> DeltaRuleCase:
     """Valid :class:`DeltaRuleCase` s (the module docstring says what is aimed at); a
-    kernel's own limits (head dims, its one chunk size) are the arguments."""
+    kernel's own limits (head dims, its one chunk size) are the arguments; ``without``:
+    optional features (:data:`~kernel_harness.ops.delta_rule.cases.OPTIONAL`) not drawn."""
+    regimes = decay_regimes(without)
     chunk = draw(st.sampled_from(chunk_sizes), label="chunk_size")
     seq_len = draw(block_aware_sizes(chunk, max_blocks=max_chunks), label="seq_len")
     batch = draw(st.integers(1, max_batch), label="batch")
@@ -70,7 +73,7 @@ def delta_rule_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = ("float32",),
         chunk_size=chunk, documents=documents,
         initial_state=draw(st.booleans(), label="initial_state"),
         qk_l2norm=draw(st.sampled_from(qk_l2norm), label="qk_l2norm"),
-        decay=draw(st.sampled_from(DECAY_REGIMES), label="decay"),
+        decay=draw(st.sampled_from(regimes), label="decay"),
         burst_strength=draw(st.sampled_from(BURST_STRENGTHS), label="burst_strength"),
         zero_chunk=zero)
 
