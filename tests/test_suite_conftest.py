@@ -119,9 +119,7 @@ def test_the_emitter_flag_is_set_only_where_this_jaxlib_knows_it():
 def test_second_stack_goldens_name_registered_families_and_ci_gates_exactly_them():
     """One stack per family per push for goldens: each name is a registered family, and
     .ci/run's second-stack gate reads the list from conftest (no second copy to drift)."""
-    from kernel_harness import family_names
-
-    from kernel_harness import get_family
+    from kernel_harness import family_names, get_family
 
     conftest = _repo_conftest()
     unknown = set(conftest.SECOND_STACK_GOLDENS) - set(family_names())
