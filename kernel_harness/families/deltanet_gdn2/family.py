@@ -11,7 +11,7 @@ from kernel_harness.families.deltanet_gdn2 import kernel as _kernel
 from kernel_harness.families.deltanet_gdn2.bad_inputs import bad_inputs
 from kernel_harness.families.deltanet_gdn2.export import export
 from kernel_harness.ops.delta_rule.cases import OPTIONAL, DeltaRuleCase
-from kernel_harness.ops.delta_rule.reference import reference as _op_reference
+from kernel_harness.ops.delta_rule.reference import reference_with_dh0
 from kernel_harness.ops.delta_rule.relations import RELATIONS
 from kernel_harness.ops.delta_rule.strategy import delta_rule_cases, delta_rule_events
 from kernel_harness.spec.family import Family
@@ -112,15 +112,6 @@ def cases(*, without: frozenset[str] = frozenset()) -> st.SearchStrategy[DeltaRu
                             value_dims=(HEAD_DIM,), qk_l2norm=(True, False), without=without)
 
 
-def reference(case: DeltaRuleCase, inputs: dict) -> dict:
-    """The op's reference, with ``dh0`` zeros where the case has no initial state (as
-    the adapter returns it)."""
-    outputs = _op_reference(case, inputs)
-    if "dh0" not in outputs:
-        outputs["dh0"] = 0.0 * inputs["dstate"].astype("float32")
-    return outputs
-
-
 def seed_cases(without: frozenset[str]) -> list[DeltaRuleCase]:
     """Tried first: two rows with a boundary inside the first chunk and an initial state,
     grouped heads over a partial second chunk; two chunks of weak decay (the state carried
@@ -142,7 +133,7 @@ FAMILY = Family(
     case_type=DeltaRuleCase,
     cases=cases,
     **_kernel.ADAPTER.fields(),
-    reference=reference,
+    reference=reference_with_dh0,
     output_axes={
         "out": ("batch", "token", "value_head", "dim"),
         "final_state": ("batch", "value_head", "key", "dim"),

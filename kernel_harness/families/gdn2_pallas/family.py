@@ -20,7 +20,7 @@ from kernel_harness.families.gdn2_pallas.cases import (
 )
 from kernel_harness.families.gdn2_pallas.export import export
 from kernel_harness.ops.delta_rule.cases import OPTIONAL
-from kernel_harness.ops.delta_rule.reference import reference as _op_reference
+from kernel_harness.ops.delta_rule.reference import reference_with_dh0
 from kernel_harness.ops.delta_rule.strategy import delta_rule_events
 from kernel_harness.spec.family import Family
 from kernel_harness.spec.hooks import Metamorphic
@@ -124,15 +124,6 @@ def cases(*, without: frozenset[str] = frozenset()) -> st.SearchStrategy[Gdn2Cas
     return gdn2_cases(without=without)
 
 
-def reference(case: Gdn2Case, inputs: dict) -> dict:
-    """The op's reference, with ``dh0`` zeros where the case has no initial state (as the
-    adapter returns it)."""
-    outputs = _op_reference(case, inputs)
-    if "dh0" not in outputs:
-        outputs["dh0"] = 0.0 * inputs["dstate"].astype("float32")
-    return outputs
-
-
 def seed_cases(without: frozenset[str]) -> list[Gdn2Case]:
     """Tried first: two rows, two heads, an initial state over two chunks of 64 in weak
     decay (the state and its adjoint carried across a chunk edge matter); one bfloat16 row
@@ -162,7 +153,7 @@ FAMILY = Family(
     case_type=Gdn2Case,
     cases=cases,
     **_kernel.ADAPTER.fields(),
-    reference=reference,
+    reference=reference_with_dh0,
     output_axes={
         "out": ("batch", "token", "head", "dim"),
         "final_state": ("batch", "head", "key", "dim"),
