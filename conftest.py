@@ -167,13 +167,6 @@ SECOND_STACK_GOLDENS: tuple[str, ...] = (
 )
 
 
-def _second_stack_golden(item: pytest.Item) -> bool:
-    """``properties/test_golden.py`` of a :data:`SECOND_STACK_GOLDENS` family."""
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    return (Path(str(item.path)).name == "test_golden.py"
-            and params.get("family_name") in SECOND_STACK_GOLDENS)
-
-
 def _both_stacks(item: pytest.Item) -> bool:
     path = Path(str(item.path)).resolve()
     if _ROOT not in path.parents:
@@ -200,15 +193,12 @@ def _nightly_selected(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``both_stacks`` on the files BOTH_STACKS names; the first stack's golden tests of
-    SECOND_STACK_GOLDENS nightly; nightly tests left to the nightly recipe
+    """``both_stacks`` on the files BOTH_STACKS names; nightly tests left to the nightly recipe
     (unless ``-m`` names them), then the heavy files first; a file's tests keep their order
     and stay together (module fixtures)."""
     for item in items:
         if _both_stacks(item):
             item.add_marker(pytest.mark.both_stacks)
-        if _second_stack_golden(item):
-            item.add_marker(pytest.mark.nightly)
     if not _nightly_selected(config):
         nightly = [i for i in items if i.get_closest_marker("nightly")]
         if nightly:
