@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.orchestration.corpus import entry_from_failure, open_corpus, replay_entries
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.registry import get_family
 
 
 def _cases(family: Any, k: int) -> list[Any]:

@@ -109,8 +109,8 @@ def _planted_module(where: Path) -> str:
     """Writes the splash kernel with the dkv-ignores-segments mutant as a module; returns
     its ``--impl`` spec."""
     from kernel_harness.families.splash.mutants import MUTANTS
+    from kernel_harness.records.mutant import apply
     from kernel_harness.regression.mutate import module_origin
-    from kernel_harness.spec.mutant import apply
 
     mutant = next(m for m in MUTANTS if m.name == "dkv-ignores-segments")
     source = module_origin(mutant.module).read_text()

@@ -191,7 +191,7 @@ def kh_backend(request: pytest.FixtureRequest) -> Backend:
 def kh_impls(request: pytest.FixtureRequest) -> dict[str, tuple[Callable[..., Any], str]]:
     """``{family: (implementation, "MODULE:ATTR")}`` from ``--kh-impl``."""
     from kernel_harness.core.errors import UsageError
-    from kernel_harness.spec.impl import load_impl
+    from kernel_harness.records.impl import load_impl
 
     impls = {}
     for item in request.config.getoption("--kh-impl"):
@@ -209,7 +209,7 @@ def family_names_for(config: pytest.Config) -> list[str]:
     """Every registered family name, after loading ``--kh-family-module`` modules
     (used by the property tests' parametrization)."""
     from kernel_harness.core.errors import UsageError
-    from kernel_harness.spec.registry import family_names, load_family_modules
+    from kernel_harness.records.registry import family_names, load_family_modules
 
     try:
         load_family_modules(config.getoption("--kh-family-module"))
@@ -232,7 +232,7 @@ def kh_families(request: pytest.FixtureRequest) -> list[str]:
 @pytest.fixture(scope="session")
 def kh_without(request: pytest.FixtureRequest) -> dict[str, frozenset[str]]:
     """``{family: features}`` from ``--kh-without`` (checked when a family is narrowed)."""
-    from kernel_harness.spec.narrow import parse_features
+    from kernel_harness.records.narrow import parse_features
 
     out: dict[str, frozenset[str]] = {}
     for item in request.config.getoption("--kh-without"):

@@ -25,11 +25,11 @@ from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration import options, session_header
 from kernel_harness.orchestration.session import CheckSession, SessionResult
 from kernel_harness.orchestration.units import FAILED_VERDICTS, UnitResult
+from kernel_harness.records.config import load_config
+from kernel_harness.records.family import Family
+from kernel_harness.records.registry import family_names, get_family, load_family_modules
 from kernel_harness.run.profiles import ShrinkBudget, pytest_profile
 from kernel_harness.run.runner import ensure_supported
-from kernel_harness.spec.config import load_config
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.registry import family_names, get_family, load_family_modules
 
 
 class HarnessCheckFailed(AssertionError):

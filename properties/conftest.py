@@ -7,8 +7,8 @@ import pytest
 
 from kernel_harness.core.errors import UsageError
 from kernel_harness.plugin import family_names_for
-from kernel_harness.spec.narrow import declared_without, narrow
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.narrow import declared_without, narrow
+from kernel_harness.records.registry import get_family
 
 #: Families whose shipped kernel has a known bug the default properties would fail on
 #: every run: this suite checks them with the corrected implementation, and the bug stays

@@ -31,8 +31,8 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from kernel_harness.ops.attention import events as _events
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.registry import family_names, get_family
+from kernel_harness.records.family import Family
+from kernel_harness.records.registry import family_names, get_family
 
 
 def digest(a: Any) -> str:

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from kernel_harness import cli
+from kernel_harness.records import registry
 from kernel_harness.regression import mutate
-from kernel_harness.spec import registry
 
 #: The nightly TPU workflow's shards (the fourth: libraries that need Python >= 3.12).
 SHARDS = 4

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.records.family import Family
+from kernel_harness.records.hooks import Metamorphic
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = (ROOT / "docs" / "extending.md").read_text()

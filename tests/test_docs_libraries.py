@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from kernel_harness import get_family
-from kernel_harness.spec.config import load_config
+from kernel_harness.records.config import load_config
 from tests.helpers.libraries import flywheel_installed_or_skip
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import dataclasses
 import importlib.util
 from pathlib import Path
 
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.registry import get_family
 
 _SPEC = importlib.util.spec_from_file_location(
     "family_fingerprint", Path(__file__).parents[1] / "scripts" / "family_fingerprint.py")

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 
 from kernel_harness.ops.attention.events import RENAMED, RENAMED_IN
 from kernel_harness.ops.attention.record import LABELS
-from kernel_harness.spec.registry import family_names, get_family
+from kernel_harness.records.registry import family_names, get_family
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kernel_harness"
 #: The kernel's own configuration labels of the families on the attention problem.

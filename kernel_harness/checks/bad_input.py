@@ -1,6 +1,6 @@
 """Bad input: invalid configurations must raise a clear error, never compute garbage.
 
-Per family, a list of :class:`~kernel_harness.spec.bad_input.BadInput` entries
+Per family, a list of :class:`~kernel_harness.records.bad_input.BadInput` entries
 (``Family.bad_inputs``) calls the kernel's own entry
 point (not the harness's case validation, which would reject them first) on
 the ``interpret`` backend with one thing wrong: a block size not dividing a
@@ -25,8 +25,8 @@ import re
 
 import jax
 
-from kernel_harness.spec.bad_input import BadInput
-from kernel_harness.spec.family import Family
+from kernel_harness.records.bad_input import BadInput
+from kernel_harness.records.family import Family
 
 
 @dataclasses.dataclass(frozen=True)

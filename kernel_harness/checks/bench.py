@@ -1,6 +1,6 @@
 """Benchmarks that are checked first: ``kernel-harness bench``.
 
-For each family that provides a :class:`~kernel_harness.spec.bench.Bench` hook and
+For each family that provides a :class:`~kernel_harness.records.bench.Bench` hook and
 each sequence length, one configuration is
 
 1. checked against its reference with the family's own adapter and judge
@@ -46,9 +46,9 @@ from kernel_harness.checks.bench_judge import (
     timed_kernels,
 )
 from kernel_harness.core.backends import Backend
+from kernel_harness.records.bench import MODES
+from kernel_harness.records.family import Family
 from kernel_harness.run.runner import CaseResult, check_case, impl_name
-from kernel_harness.spec.bench import MODES
-from kernel_harness.spec.family import Family
 
 #: Per-backend defaults: (sequence lengths, warm-up calls, timed calls, seconds budget).
 DEFAULTS: dict[str, tuple[tuple[int, ...], int, int, float]] = {

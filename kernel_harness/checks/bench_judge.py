@@ -10,7 +10,7 @@ blocked on inside the timing (:func:`time_calls`), and the results of the last
 :data:`JUDGED_CALLS` calls are then judged (:func:`judge_timed`) against the family's
 reference for their own inputs, by the judge ``check`` uses
 (:func:`kernel_harness.core.judges.judge_output` over
-:func:`kernel_harness.spec.outputs.judged_outputs`): a failure is
+:func:`kernel_harness.records.outputs.judged_outputs`): a failure is
 :data:`REPEATED` where the wrong output is bit-identical to the same output of another,
 distinct input set, else :data:`WRONG`. The Pallas kernels of the timed program itself
 are counted in its jaxpr (:func:`timed_kernels`, the count ``check`` uses) and judged
@@ -32,11 +32,11 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays
 from kernel_harness.core.compat import pallas_count
 from kernel_harness.core.judges import judge_output
+from kernel_harness.records.bench import Timed
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import declared_fallback
+from kernel_harness.records.outputs import judged_outputs
 from kernel_harness.run.runner import MAGNITUDE_SUFFIX, low_precision_outputs
-from kernel_harness.spec.bench import Timed
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import declared_fallback
-from kernel_harness.spec.outputs import judged_outputs
 
 #: How many of the last calls of the timed program have their results judged (two: a
 #: result repeated across distinct inputs shows between them).

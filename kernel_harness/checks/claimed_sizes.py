@@ -1,5 +1,5 @@
 """The ``claimed-sizes`` property: the implementation traced at every size its family
-claims (:class:`~kernel_harness.spec.claims.Claim`) and on a ladder of sizes between a
+claims (:class:`~kernel_harness.records.claims.Claim`) and on a ladder of sizes between a
 small size and each claimed one, on abstract inputs, and what it would run there compared
 with what it runs at the small size (issue 55, item 5).
 
@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 from kernel_harness.core.backends import Backend, running_on
 from kernel_harness.core.compat import pallas_count
 from kernel_harness.core.errors import PropertyNotApplicable
+from kernel_harness.records.claims import Abstract, Claim
+from kernel_harness.records.family import Family
 from kernel_harness.run.report import PREFIX
-from kernel_harness.spec.claims import Abstract, Claim
-from kernel_harness.spec.family import Family
 
 #: Primitives that only move or relabel data (a wrapper may pad or reshape differently at
 #: another size); everything else appearing only at a claimed size is a different program.

@@ -17,7 +17,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from kernel_harness.spec.family import Family
+from kernel_harness.records.family import Family
 
 #: The seed range of every family's strategy.
 SEEDS = st.integers(0, 2**31 - 1)

@@ -27,8 +27,8 @@ from hypothesis import given
 from kernel_harness.core import compat
 from kernel_harness.core.backends import Backend, running_on
 from kernel_harness.core.errors import PropertyNotApplicable
-from kernel_harness.spec import registry
-from kernel_harness.spec.family import Family
+from kernel_harness.records import registry
+from kernel_harness.records.family import Family
 
 #: The backend handed to ``traceable`` for lowering: compiled (``interpret=False``).
 TPU_LOWERING = Backend(name="tpu", platform="tpu", note="lowered on this machine, not run")

@@ -15,6 +15,7 @@ from hypothesis import given
 
 from kernel_harness.checks.draws import check_draws_per_compile, checked_cases
 from kernel_harness.core.backends import Backend
+from kernel_harness.records.family import Family
 from kernel_harness.run import kernel_coverage
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
@@ -23,7 +24,6 @@ from kernel_harness.run.kernel_poison import UNUSED
 from kernel_harness.run.report import failure_report
 from kernel_harness.run.rerun import NONDETERMINISTIC
 from kernel_harness.run.runner import CaseResult, check_case, ensure_supported, impl_name
-from kernel_harness.spec.family import Family
 
 
 class HarnessFailure(AssertionError):

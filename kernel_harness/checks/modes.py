@@ -26,8 +26,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.narrow import unnarrowed_cases
+from kernel_harness.records.family import Family
+from kernel_harness.records.narrow import unnarrowed_cases
 
 #: Profiles whose matches-reference runs start with the cover.
 MODES_FIRST_PROFILES: frozenset[str] = frozenset({"ci", "nightly"})

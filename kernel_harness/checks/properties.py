@@ -25,8 +25,8 @@ from kernel_harness.checks.modes import Cover, ModesNotReached, start_with_cover
 from kernel_harness.checks.shrinking import ShrinkReport, bounded_shrinking
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import PropertyNotApplicable
+from kernel_harness.records.family import Family
 from kernel_harness.run.profiles import ShrinkBudget
-from kernel_harness.spec.family import Family
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

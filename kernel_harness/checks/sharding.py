@@ -141,7 +141,7 @@ def check_family(name: str, *, examples: int, seed: int = 0) -> list[ShardResult
     from hypothesis import given
 
     from kernel_harness.checks.metamorphic import problem_sizes
-    from kernel_harness.spec.registry import get_family
+    from kernel_harness.records.registry import get_family
 
     family = get_family(name)
     if family.metamorphic is None or family.metamorphic.traceable is None or (

@@ -34,9 +34,9 @@ from kernel_harness.cli import (
 )
 from kernel_harness.core import devices
 from kernel_harness.core.errors import UsageError
+from kernel_harness.records import registry
+from kernel_harness.records.config import load_config
 from kernel_harness.run import diagnostics
-from kernel_harness.spec import registry
-from kernel_harness.spec.config import load_config
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,7 +101,7 @@ def hypothesis_storage() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kernel-harness`` console script.
 
-    The user's ``[tool.kernel-harness]`` (:func:`kernel_harness.spec.config.load_config`,
+    The user's ``[tool.kernel-harness]`` (:func:`kernel_harness.records.config.load_config`,
     from the working directory up) is read first: its ``family-modules`` are registered
     before ``--family-module``'s, its ``waivers`` apply to every command that runs kernels
     on tpu-interpret, and it supplies ``--backend`` / ``--profile`` where the

@@ -17,9 +17,9 @@ from kernel_harness.checks.bench import BenchRow, BenchSettings, bench_family, d
 from kernel_harness.cli import common
 from kernel_harness.core.case import DTYPES
 from kernel_harness.core.errors import UsageError
+from kernel_harness.records.bench import MODES
+from kernel_harness.records.impl import load_impl
 from kernel_harness.run.outputs import ensure_writable
-from kernel_harness.spec.bench import MODES
-from kernel_harness.spec.impl import load_impl
 
 DTYPE_ALIASES = {"bf16": "bfloat16", "f32": "float32", "fp32": "float32", "f16": "float16",
                  "fp16": "float16", **{d: d for d in DTYPES}}

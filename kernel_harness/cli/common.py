@@ -16,10 +16,10 @@ from kernel_harness.core.backends import (
 )
 from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration import options
+from kernel_harness.records.config import HarnessConfig
+from kernel_harness.records.family import Family
+from kernel_harness.records.registry import UnknownFamily, family_names, get_family
 from kernel_harness.run.profiles import PROFILE_NAMES, SHRINK_BUDGETS, ShrinkBudget, get_profile
-from kernel_harness.spec.config import HarnessConfig
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.registry import UnknownFamily, family_names, get_family
 
 
 def families(names: Sequence[str]) -> list[Family]:

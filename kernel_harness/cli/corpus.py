@@ -24,10 +24,10 @@ from kernel_harness.orchestration.corpus import (
     repro_command,
 )
 from kernel_harness.orchestration.corpus.quarantine import BadEntry, case_problem
+from kernel_harness.records.impl import load_impl
+from kernel_harness.records.registry import UnknownFamily, get_family
 from kernel_harness.regression.promote import promote
 from kernel_harness.run.runner import ensure_supported
-from kernel_harness.spec.impl import load_impl
-from kernel_harness.spec.registry import UnknownFamily, get_family
 
 
 def add_parser(sub: Any) -> None:

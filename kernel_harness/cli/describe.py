@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 
 from kernel_harness.cli import common
 from kernel_harness.core.judges import judge_for
+from kernel_harness.records.family import Family
 from kernel_harness.run import report
-from kernel_harness.spec.family import Family
 
 
 def add_parser(sub: Any) -> None:

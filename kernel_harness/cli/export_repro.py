@@ -7,9 +7,9 @@ from typing import Any
 
 from kernel_harness.cli import common
 from kernel_harness.core.errors import UsageError
+from kernel_harness.records.narrow import adjust_tolerances
 from kernel_harness.regression.export import ExportError, build_case, export_repro
 from kernel_harness.run.outputs import ensure_writable
-from kernel_harness.spec.narrow import adjust_tolerances
 
 
 def add_parser(sub: Any) -> None:

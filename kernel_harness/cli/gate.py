@@ -11,6 +11,7 @@ from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration import options
 from kernel_harness.orchestration.corpus import open_corpus
 from kernel_harness.orchestration.session import CheckSession
+from kernel_harness.records.impl import load_impl
 from kernel_harness.regression import golden
 from kernel_harness.regression.gate import (
     DEFAULT_FACTOR,
@@ -29,7 +30,6 @@ from kernel_harness.run import compile_cache
 from kernel_harness.run.crash import KernelCrash
 from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.run.runner import ensure_supported, impl_name
-from kernel_harness.spec.impl import load_impl
 
 
 def add_parser(sub: Any) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 from kernel_harness.cli import common
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import UsageError
+from kernel_harness.records.family import Family
+from kernel_harness.records.impl import load_impl
 from kernel_harness.regression.golden import (
     SUMMARY_HEADERS,
     GoldenCase,
@@ -23,8 +25,6 @@ from kernel_harness.regression.golden import (
 from kernel_harness.regression.golden.location import resolve
 from kernel_harness.run import report
 from kernel_harness.run.outputs import ensure_writable
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.impl import load_impl
 
 #: Help text of ``--golden-dir`` (golden and gate).
 GOLDEN_DIR_HELP = ("the golden root holding FAMILY/ (default: $KERNEL_HARNESS_GOLDEN_DIR, else "

@@ -2,9 +2,9 @@
 skeleton here.
 
 Writes, in the working directory (never over an existing file: exit 2), a family
-package of one kind of op (``--op``: :data:`~kernel_harness.spec.scaffold.OPS`) that
+package of one kind of op (``--op``: :data:`~kernel_harness.records.scaffold.OPS`) that
 passes ``kernel-harness check NAME`` as written with a placeholder kernel (see
-:mod:`kernel_harness.spec.scaffold`), and prints what it wrote and what to do next.
+:mod:`kernel_harness.records.scaffold`), and prints what it wrote and what to do next.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from kernel_harness.spec.scaffold import OPS, TODO, plan, write
+from kernel_harness.records.scaffold import OPS, TODO, plan, write
 
 #: What ``init`` prints of each kind's kernel: (placeholder, yours).
 _KERNEL_NOTES = {

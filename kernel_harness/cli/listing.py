@@ -11,9 +11,9 @@ from kernel_harness.checks.bench import BenchSettings, bench_family, check_chose
 from kernel_harness.cli import common
 from kernel_harness.core.backends import BackendUnavailable, availability, resolve_backend
 from kernel_harness.core.errors import UsageError
+from kernel_harness.records import registry
 from kernel_harness.run import report
 from kernel_harness.run.select import CANDIDATES, format_selection, select_attention
-from kernel_harness.spec import registry
 
 
 def add_parsers(sub: Any) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 from kernel_harness.checks.lowering import lower_case, lower_strategy, traceable_of
 from kernel_harness.cli import common
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
+from kernel_harness.records.impl import load_impl
 from kernel_harness.run import report
-from kernel_harness.spec.impl import load_impl
 
 
 def add_parser(sub: Any) -> None:

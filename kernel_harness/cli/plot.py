@@ -17,8 +17,8 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import UsageError
+from kernel_harness.records.family import Family
 from kernel_harness.run.runner import judge_outputs, low_precision_outputs, run_on_backend
-from kernel_harness.spec.family import Family
 
 _ROW_AXES = ("query", "row", "key", "index")
 _BLOCK_FIELD = {"query": "block_q", "key": "block_kv", "row": "block_rows"}

@@ -13,12 +13,12 @@ from kernel_harness.checks.metamorphic.repro import replay
 from kernel_harness.cli import common, plot
 from kernel_harness.core.backends import BackendUnavailable
 from kernel_harness.core.errors import UsageError
+from kernel_harness.records.impl import load_impl
+from kernel_harness.records.narrow import adjust_tolerances, describe_adjustments
 from kernel_harness.run import report
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.outputs import ensure_writable
 from kernel_harness.run.runner import check_case, ensure_supported, impl_name
-from kernel_harness.spec.impl import load_impl
-from kernel_harness.spec.narrow import adjust_tolerances, describe_adjustments
 
 
 def add_parser(sub: Any) -> None:

@@ -3,7 +3,7 @@
 What the judge knows of one output of one case is one record, :class:`JudgedOutput`
 (its name, the reference output it is compared with, axes, tolerance, slice axes, the
 contract's mask, whether non-finite reference values are allowed); a family's facts are
-gathered into it in one place (:func:`kernel_harness.spec.outputs.judged_outputs`).
+gathered into it in one place (:func:`kernel_harness.records.outputs.judged_outputs`).
 A :class:`Judge` measures (:meth:`~Judge.measure`), decides (:meth:`~Judge.verdict`)
 and names itself (:meth:`~Judge.describe`, the judge column of ``kernel-harness
 describe``). A ``--tolerance`` or ``--tolerance-scale`` changes the tolerance, not the judge:

@@ -19,7 +19,7 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Case, check_logit_scale
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.spec.adapter import Adapter
+from kernel_harness.records.adapter import Adapter
 
 #: Backends a GPU family can run on.
 GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})

@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Arrays, cast
-from kernel_harness.spec.relations import Draw, Variant
+from kernel_harness.records.relations import Draw, Variant
 
 
 def one_row_perturbed(case: object, inputs: Arrays, draw: Draw, *, row_inputs: Sequence[str],

@@ -18,12 +18,12 @@ from typing import Any
 
 from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration.request import CheckRequest
+from kernel_harness.records.config import HarnessConfig
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import accepted_fallback
+from kernel_harness.records.narrow import check_features, checked_without, narrow
 from kernel_harness.run.diagnostics import Waiver
 from kernel_harness.run.diagnostics import user_waivers as waivers_of
-from kernel_harness.spec.config import HarnessConfig
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import accepted_fallback
-from kernel_harness.spec.narrow import check_features, checked_without, narrow
 
 
 def where(request: CheckRequest, key: str) -> str:

@@ -2,7 +2,7 @@
 
 ``kernel-harness check``, ``gate`` and ``corpus`` (their flags), ``pytest --kh-*`` and
 :func:`kernel_harness.testing.check` (its keywords) each give some settings explicitly; the
-project's ``[tool.kernel-harness]`` (:mod:`kernel_harness.spec.config`) gives others; the
+project's ``[tool.kernel-harness]`` (:mod:`kernel_harness.records.config`) gives others; the
 front end's built-in default fills the rest. One rule, :func:`resolve`: an explicit option
 beats the configuration, which beats the built-in default. Every resolved setting says
 where it came from (:attr:`Setting.origin`), and the request carries that
@@ -18,8 +18,8 @@ from typing import Any
 from kernel_harness.core.backends import BACKEND_NAMES
 from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration.request import CheckRequest
+from kernel_harness.records.config import HarnessConfig
 from kernel_harness.run.profiles import PROFILE_NAMES
-from kernel_harness.spec.config import HarnessConfig
 
 #: The settings the configuration may give, and the names each accepts (None: any text).
 CONFIGURABLE: dict[str, tuple[str, ...] | None] = {

@@ -9,10 +9,10 @@ from typing import Any
 
 from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration.corpus.outage import spill_path_for
+from kernel_harness.records import registry
+from kernel_harness.records.family import Family
 from kernel_harness.run.impl_probe import impl_spec_of
 from kernel_harness.run.profiles import ShrinkBudget
-from kernel_harness.spec import registry
-from kernel_harness.spec.family import Family
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -86,7 +86,7 @@ class CheckRequest:
     #: The project's ``pyproject.toml`` (None: none configures the harness), the features
     #: its ``without`` leaves out per family (``without`` adds to them; reports say which
     #: came from the file) and its waivers of TPU-interpret findings (each entry's fields,
-    #: as :mod:`kernel_harness.spec.config` checked them), and its known bugs (features
+    #: as :mod:`kernel_harness.records.config` checked them), and its known bugs (features
     #: left out with a reason): :func:`options.check_request`.
     config_source: str | None = None
     config_without: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)

@@ -60,16 +60,16 @@ from kernel_harness.orchestration.session_result import SessionResult
 from kernel_harness.orchestration.supervisor import Supervisor
 from kernel_harness.orchestration.units import FAILED_VERDICTS as FAILED
 from kernel_harness.orchestration.units import Unit, UnitResult, position_line, verdict_line
+from kernel_harness.records import registry
+from kernel_harness.records.family import Family
+from kernel_harness.records.impl import load_impl
+from kernel_harness.records.narrow import adjust_tolerances
 from kernel_harness.run import compile_cache, diagnostics, kernel_coverage
 from kernel_harness.run.impl_probe import bind_impl, impl_spec_of
 from kernel_harness.run.profiles import PROFILE_NAMES, draws_per_compile, get_profile, short_name
 from kernel_harness.run.profiles import shrink_budget as profile_shrink_budget
 from kernel_harness.run.runner import ensure_supported
 from kernel_harness.run.shard import shard_seed, shard_units
-from kernel_harness.spec import registry
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.impl import load_impl
-from kernel_harness.spec.narrow import adjust_tolerances
 
 Emit = Callable[[str], None]
 #: The per-example time limit of a run with a collective family (Family.devices > 1) when

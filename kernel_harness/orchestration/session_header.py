@@ -8,7 +8,7 @@ from typing import Any
 import jax
 
 from kernel_harness.orchestration.results import jax_numerics
-from kernel_harness.spec.narrow import describe_adjustments
+from kernel_harness.records.narrow import describe_adjustments
 
 
 def header_lines(session: Any) -> list[str]:

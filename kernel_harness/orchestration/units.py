@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from kernel_harness.checks.flaky import VERDICT as FLAKY
-from kernel_harness.spec.family import Family
+from kernel_harness.records.family import Family
 
 #: The verdicts of a unit that ran and did not pass (``--fail-fast`` stops its family, its
 #: report is printed); INTERRUPTED is not one (the run stopped, the unit did not fail).

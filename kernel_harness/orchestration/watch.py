@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from kernel_harness.checks.properties import Observer
-from kernel_harness.spec.family import Family
+from kernel_harness.records.family import Family
 
 
 @dataclasses.dataclass

@@ -4,9 +4,9 @@
 masks of elements inside the kernel's contract). The script imports only jax, numpy
 and the kernel's own package, calls the kernel with the case's exact static options
 on the named backend, computes the family's reference for that case, its op's source
-embedded verbatim (:class:`~kernel_harness.spec.export.ExportSnippet`), prints versions, per-output
-errors and the worst location, and exits 1 when an output is outside its tolerance
-(NaN included) or compares no element, 2 when the kernel raises, 0 otherwise.
+embedded verbatim (:class:`~kernel_harness.records.export.ExportSnippet`), prints
+versions, per-output errors and the worst location, and exits 1 when an output is
+outside its tolerance (NaN included) or compares no element, 2 when the kernel raises, 0 otherwise.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import numpy as np
 
 from kernel_harness.core import compare as _judge_module
 from kernel_harness.core.compare import slice_layout
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.outputs import judged_outputs
+from kernel_harness.records.family import Family
+from kernel_harness.records.outputs import judged_outputs
 
 #: Backends a script can name: the Pallas interpreter on CPU, or compiled on a device.
 EXPORT_BACKENDS: dict[str, bool] = {"interpret": True, "gpu": False, "tpu": False}

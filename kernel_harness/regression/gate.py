@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from kernel_harness.core.backends import Backend
+from kernel_harness.records.family import Family
 from kernel_harness.regression import golden
 from kernel_harness.regression.golden import location
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.runner import check_case, ensure_supported, impl_name
-from kernel_harness.spec.family import Family
 
 SCHEMA_VERSION = 2
 #: Schema 1 (``backends: {name: section}``) is still read, converted to schema 2.

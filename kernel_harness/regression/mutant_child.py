@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernel_harness.spec.family import Family
+from kernel_harness.records.family import Family
 
 #: What the zygote imports before it forks: everything a mutant's run needs that cannot
 #: import the family or a kernel module (each forked process checks that its mutated module
@@ -87,8 +87,8 @@ def _import_family(target: str) -> Family:
 def project_narrowed(family: Family) -> Family:
     """``family`` without the features the project's ``known-bugs`` leave out of it (as
     ``check`` leaves them out): a control run on a declared known bug would fail."""
-    from kernel_harness.spec.config import load_config
-    from kernel_harness.spec.narrow import narrow
+    from kernel_harness.records.config import load_config
+    from kernel_harness.records.narrow import narrow
 
     return narrow(family, {f for bug in load_config().known_bugs
                            if bug["family"] == family.name for f in bug["without"]})
@@ -257,7 +257,7 @@ def run_config(config: dict[str, Any]) -> None:
         except Exception as e:
             raise RuntimeError(f"the family does not import: {type(e).__name__}: {e}") from e
         if config.get("impl"):  # the catalog's mutants are planted in this implementation
-            from kernel_harness.spec.impl import load_impl
+            from kernel_harness.records.impl import load_impl
 
             family = dataclasses.replace(family, kernel=load_impl(config["impl"]))
         if finder is not None and not finder.hits:

@@ -34,19 +34,19 @@ from typing import Any
 # gate on the same cases (errors against the recorded baseline).
 from kernel_harness.checks.modes import cover_budget, mode_cover, modes_first
 from kernel_harness.orchestration.session import default_example_timeout
+from kernel_harness.records.mutant import Mutant, StaleMutant, patched_source
+from kernel_harness.records.registry import (
+    BUILTIN_FAMILIES,
+    UnknownFamily,
+    family_target,
+    get_family,
+)
 from kernel_harness.regression.mutant_child import (
     GATE_COLUMN,
     GOLDEN_COLUMN,
     outcome,
     project_narrowed,
     status_path,
-)
-from kernel_harness.spec.mutant import Mutant, StaleMutant, patched_source
-from kernel_harness.spec.registry import (
-    BUILTIN_FAMILIES,
-    UnknownFamily,
-    family_target,
-    get_family,
 )
 
 DEFAULT_MAX_EXAMPLES = 20

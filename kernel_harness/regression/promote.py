@@ -13,12 +13,12 @@ from pathlib import Path
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration.corpus import CorpusEntry
+from kernel_harness.records.family import Family
 from kernel_harness.regression.golden import (
     GoldenCase,
     GoldenOutcome,
     add_case,
 )
-from kernel_harness.spec.family import Family
 
 
 def default_name(entry: CorpusEntry) -> str:

@@ -35,8 +35,8 @@ from typing import Any
 
 from kernel_harness.core import compat
 from kernel_harness.core.errors import KernelRaceDetected
+from kernel_harness.records.waiver_entries import checked_entry, jax_version_matches
 from kernel_harness.run.findings import Finding, find_races, find_uninitialized_reads
-from kernel_harness.spec.waiver_entries import checked_entry, jax_version_matches
 
 #: The reviewed waiver file (a JSON list of entries, see :class:`Waiver`).
 WAIVER_FILE = pathlib.Path(__file__).with_name("waivers.json")
@@ -87,7 +87,7 @@ class Waiver:
 def load_waivers(path: pathlib.Path | str | None = None) -> tuple[Waiver, ...]:
     """Reads the waiver file (``{"waivers": [...]}`` or a bare list); every entry needs
     family (or ``*``), kind, kernel and buffer regular expressions, and a non-empty reason
-    (:func:`kernel_harness.spec.waiver_entries.checked_entry`)."""
+    (:func:`kernel_harness.records.waiver_entries.checked_entry`)."""
     path = pathlib.Path(path) if path is not None else WAIVER_FILE
     if not path.exists():
         return ()
@@ -105,7 +105,7 @@ def load_waivers(path: pathlib.Path | str | None = None) -> tuple[Waiver, ...]:
 
 def user_waivers(entries: Sequence[Mapping[str, str]], source: str) -> tuple[Waiver, ...]:
     """The waivers of a user's ``[[tool.kernel-harness.waivers]]`` (entries as
-    :mod:`kernel_harness.spec.config` checked them), declared in ``source``."""
+    :mod:`kernel_harness.records.config` checked them), declared in ``source``."""
     waivers = []
     for i, entry in enumerate(entries, 1):
         try:

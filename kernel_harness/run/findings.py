@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from kernel_harness.core import compat
-from kernel_harness.spec.waiver_entries import FINDING_KINDS as FINDING_KINDS
+from kernel_harness.records.waiver_entries import FINDING_KINDS as FINDING_KINDS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,7 +21,7 @@ import hypothesis
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import UsageError
-from kernel_harness.spec.family import Family
+from kernel_harness.records.family import Family
 
 
 class _Bound(Exception):

@@ -40,9 +40,9 @@ import numpy as np
 
 from kernel_harness.core.compat import pallas_count
 from kernel_harness.core.compat.forced_settings import settings_in_force
+from kernel_harness.records.kernels import KernelExpectation
 from kernel_harness.run import kernel_outside, kernel_poison
 from kernel_harness.run.count_errors import CountUnavailable
-from kernel_harness.spec.kernels import KernelExpectation
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The count (:mod:`kernel_harness.run.kernel_count`) traces each call forward (and, for a
 family with backward kernels, the joint forward ``jax.vjp`` runs and the backward it
 returns); this module reads the same jaxprs for the primitives of
-:data:`~kernel_harness.spec.outside.MEASURED` outside every kernel body
+:data:`~kernel_harness.records.outside.MEASURED` outside every kernel body
 (:func:`kernel_harness.core.compat.pallas_count.outside_ops`: every ``cond`` branch,
 loop and ``custom_vjp`` body included).
 
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kernel_harness.core.compat import kernel_flow, pallas_count
-from kernel_harness.spec.outside import CALLBACKS, MATMUL, MEASURED, OutsideKernel
+from kernel_harness.records.outside import CALLBACKS, MATMUL, MEASURED, OutsideKernel
 
 #: The failure class, as reports and events name it.
 OUTSIDE = "math outside the kernel"

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from kernel_harness.core.tolerance import Verdict
+from kernel_harness.records import registry
+from kernel_harness.records.registry import UnknownFamily, get_family
 from kernel_harness.run import kernel_outside, kernel_poison, rerun
 from kernel_harness.run.runner import CaseResult
-from kernel_harness.spec import registry
-from kernel_harness.spec.registry import UnknownFamily, get_family
 
 PREFIX = "[kernel-harness]"
 

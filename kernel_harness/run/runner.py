@@ -16,13 +16,13 @@ from kernel_harness.core.compat import mesh as compat_mesh
 from kernel_harness.core.devices import require_devices
 from kernel_harness.core.judges import judge_output
 from kernel_harness.core.tolerance import Verdict
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation, declared_fallback
+from kernel_harness.records.outputs import judged_outputs
+from kernel_harness.records.outside import OutsideKernel
 from kernel_harness.run import kernel_count, kernel_outside, memory_maps
 from kernel_harness.run import rerun as rerun_module
 from kernel_harness.run.count_errors import ClosedOverTracer
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation, declared_fallback
-from kernel_harness.spec.outputs import judged_outputs
-from kernel_harness.spec.outside import OutsideKernel
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -286,7 +286,7 @@ def check_case(
     for the repro command. Exceptions raised by the kernel propagate: a crash
     is a failure too. Under ``tpu-interpret`` a detected race is a failure. An example
     that ran fewer Pallas kernels than ``Family.kernels`` expects fails too, unless
-    ``impl`` declares a fallback (:func:`kernel_harness.spec.kernels.fallback`).
+    ``impl`` declares a fallback (:func:`kernel_harness.records.kernels.fallback`).
     ``rerun``: the same program runs a second time on the same inputs and must reproduce
     every output bit for bit (:mod:`kernel_harness.run.rerun`), unless the family declares
     its kernel nondeterministic.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kernel_harness import cli
-from kernel_harness.spec.impl import load_impl
+from kernel_harness.records.impl import load_impl
 from tests.cheats.catalog import (
     CHEATS,
     CLASSES,

@@ -7,8 +7,8 @@ import pytest
 
 from kernel_harness import cli
 from kernel_harness.checks import bad_input
-from kernel_harness.spec.bad_input import BadInput
-from kernel_harness.spec.registry import family_names, get_family
+from kernel_harness.records.bad_input import BadInput
+from kernel_harness.records.registry import family_names, get_family
 
 DECLARED = [get_family(n) for n in family_names() if get_family(n).bad_inputs is not None]
 ENTRIES = [(family.name, entry) for family in DECLARED for entry in family.bad_inputs()]

@@ -24,7 +24,7 @@ from kernel_harness.checks.bench_judge import (
     time_calls,
 )
 from kernel_harness.checks.bench_report import temp_growth
-from kernel_harness.spec.registry import family_names, get_family
+from kernel_harness.records.registry import family_names, get_family
 from tests.helpers import bench_planted
 
 SMALL = ["--seq-lens", "128", "--dtype", "f32", "--warmup", "0", "--iters", "2"]

@@ -18,7 +18,7 @@ from kernel_harness import testing
 from kernel_harness.checks.claimed_sizes import claimed_sizes
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.registry import get_family
 from kernel_harness.testing import HarnessCheckFailed
 from tests.helpers.generic_cheats import ghost_mha, ghost_norm, gmm, mha, softmax, xla_mha
 
@@ -89,7 +89,7 @@ def test_a_claimed_size_using_a_left_out_feature_is_not_traced():
     assert len(family.claimed.kept(frozenset({"bfloat16"}))) == 1  # a dtype left out
     with pytest.raises(PropertyNotApplicable, match="every claimed size uses what this check "
                        "leaves out \\(rows-over-4096\\)"):
-        from kernel_harness.spec.narrow import narrow
+        from kernel_harness.records.narrow import narrow
 
         claimed_sizes(narrow(family, {"rows-over-4096"}), backend=resolve_backend("interpret"))
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kernel_harness.spec.claims import Claim, interpolated, rung_extent
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.claims import Claim, interpolated, rung_extent
+from kernel_harness.records.registry import get_family
 
 FAMILIES = ("gpu-softmax", "gpu-norm", "megablox-gmm", "gpu-mha")
 

@@ -13,7 +13,7 @@ import pytest
 
 from kernel_harness import testing
 from kernel_harness.families.megablox_gmm import kernel as gmm_kernel
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.registry import get_family
 from kernel_harness.testing import HarnessCheckFailed
 from tests.helpers.generic_cheats import gmm, softmax
 

@@ -23,6 +23,8 @@ from kernel_harness.checks.properties import (
 )
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.orchestration import results
+from kernel_harness.records import registry
+from kernel_harness.records.hooks import Metamorphic
 from kernel_harness.run.profiles import (
     DRAWS_PER_COMPILE,
     ShrinkBudget,
@@ -30,8 +32,6 @@ from kernel_harness.run.profiles import (
     get_profile,
 )
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec import registry
-from kernel_harness.spec.hooks import Metamorphic
 from tests.helpers.toy_family import FAMILY, ToyCase
 from tests.helpers.toy_impls import wrong_when_first_above_1
 

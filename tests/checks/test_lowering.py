@@ -8,8 +8,8 @@ import pytest
 from kernel_harness.checks import lowering
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable
+from kernel_harness.records.registry import family_names, get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import family_names, get_family
 from tests.helpers import planted_kernels as pk
 
 
@@ -64,7 +64,7 @@ def test_a_case_that_needs_a_tpu_device_kind_is_not_checkable_not_passed(capsys)
     from kernel_harness import cli
     from kernel_harness.checks.lowering import lower_case
     from kernel_harness.families.splash.cases import SplashCase
-    from kernel_harness.spec.registry import get_family
+    from kernel_harness.records.registry import get_family
 
     case_json = (Path(__file__).with_name("splash_needs_tpu_case.json")).read_text().strip()
     result = lower_case(get_family("splash"), SplashCase.from_json(case_json))

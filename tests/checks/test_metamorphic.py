@@ -15,7 +15,7 @@ from kernel_harness.checks.metamorphic import arrays as machinery
 from kernel_harness.checks.properties import PROPERTIES, Observer
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable
-from kernel_harness.spec.hooks import ROW_ROLES
+from kernel_harness.records.hooks import ROW_ROLES
 from tests.helpers import planted_kernels as pk
 from tests.helpers.judge_planted import tiny_future_leak
 
@@ -123,7 +123,7 @@ def test_the_bitwise_rerun_compares_the_extra_outputs_too():
     import types
 
     from kernel_harness.checks.metamorphic import relations
-    from kernel_harness.spec.registry import get_family
+    from kernel_harness.records.registry import get_family
 
     family = get_family("gpu-norm")
     first = {"out": np.zeros((1, 2, 3), np.float32), "out_vjp": np.zeros((1, 2, 3), np.float32)}

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kernel_harness import cli
 from kernel_harness.checks.metamorphic.replay import Recorder, Replayer
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 from tests.helpers import planted_kernels as pk
 
 PK = "tests.helpers.planted_kernels"
@@ -144,7 +144,7 @@ BLIND_ROW_DRAWS = '[{"label":"option turned off","index":3}]'
 def test_option_effect_leaves_rows_that_see_no_key_alone():
     from kernel_harness.checks.metamorphic.repro import replay
     from kernel_harness.core.backends import resolve_backend
-    from kernel_harness.spec.registry import get_family
+    from kernel_harness.records.registry import get_family
 
     fam = get_family("sdpa")
     case = fam.case_type.from_json(BLIND_ROW_CASE)

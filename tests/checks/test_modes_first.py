@@ -93,8 +93,8 @@ def test_undeclared_modes_in_nondegenerate_are_refused():
 def test_modes_the_user_left_out_are_not_missing() -> None:
     """Issue 56: under --without a mode only the excluded features reach is "left out by
     --without", never MISSING; a mode still reachable is still looked for."""
-    from kernel_harness.spec.narrow import narrow
-    from kernel_harness.spec.registry import get_family
+    from kernel_harness.records.narrow import narrow
+    from kernel_harness.records.registry import get_family
 
     family = narrow(get_family("sdpa"), {"bias", "window"})
     cover = mode_cover(family, run_seed=0, budget=15)

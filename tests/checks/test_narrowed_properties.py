@@ -17,9 +17,9 @@ from kernel_harness import resolve_backend
 from kernel_harness.checks.properties import PROPERTIES, PropertyOutcome, build_property
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.orchestration.outcome_text import failure_text
-from kernel_harness.spec.narrow import narrow
-from kernel_harness.spec.registry import get_family
-from kernel_harness.spec.relations import Relation, Variant
+from kernel_harness.records.narrow import narrow
+from kernel_harness.records.registry import get_family
+from kernel_harness.records.relations import Relation, Variant
 from tests.helpers import toy_narrow
 
 BACKEND = resolve_backend("interpret")

@@ -16,7 +16,7 @@ from kernel_harness.checks.metamorphic.repro import replay
 from kernel_harness.checks.properties import Observer, build_property, properties_of
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable
-from kernel_harness.spec.relations import Relation, Variant
+from kernel_harness.records.relations import Relation, Variant
 from tests.helpers import toy_family
 
 INTERPRET = resolve_backend("interpret")

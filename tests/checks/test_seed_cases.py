@@ -10,7 +10,7 @@ import pytest
 
 from kernel_harness import get_family, resolve_backend
 from kernel_harness.checks.properties import HarnessFailure, Observer, matches_reference
-from kernel_harness.spec.narrow import narrow
+from kernel_harness.records.narrow import narrow
 from tests.helpers.toy_family import FAMILY as TOY
 from tests.helpers.toy_family import ToyCase, softplus
 

@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent("""
     print("GOOD", good.passed, good.detail)
     print("BAD", bad.passed, bad.detail)
     # A bias shared by all heads: its gradient is summed over the head shards.
-    from kernel_harness.spec.registry import get_family
+    from kernel_harness.records.registry import get_family
     from kernel_harness.families.sdpa.cases import SdpaCase
     sdpa = SdpaCase(dtype="float32", seed=1, batch=2, q_len=64, kv_len=64, q_heads=4,
                     kv_heads=2, head_dim=32, bias="head-shared", is_causal=True)

@@ -25,9 +25,9 @@ import pytest
 from hypothesis import strategies as st
 
 from kernel_harness.checks.properties import properties_of
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.narrow import narrow
-from kernel_harness.spec.registry import BUILTIN_FAMILIES, get_family
+from kernel_harness.records.family import Family
+from kernel_harness.records.narrow import narrow
+from kernel_harness.records.registry import BUILTIN_FAMILIES, get_family
 from tests.helpers import toy_narrow
 from tests.helpers.property_walk import Step, problems, walk, walk_property
 from tests.helpers.toy_family import ToyCase

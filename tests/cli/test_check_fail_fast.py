@@ -6,7 +6,7 @@ import pytest
 from kernel_harness import cli
 from kernel_harness.checks import properties
 from kernel_harness.checks.matches_reference import matches_reference
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 TOY = "tests.helpers.toy_family:FAMILY"
 BUG = "tests.helpers.toy_family:wrong_softplus"

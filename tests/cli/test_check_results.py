@@ -12,7 +12,7 @@ import pytest
 
 from kernel_harness import cli
 from kernel_harness.orchestration import results
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 TOY = "tests.helpers.toy_family:FAMILY"
 

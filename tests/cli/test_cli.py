@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kernel_harness import cli
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 TOY = "tests.helpers.toy_family:FAMILY"
 

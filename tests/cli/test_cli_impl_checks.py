@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from kernel_harness import cli
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 NARROW = "tests.helpers.toy_narrow"
 
@@ -120,7 +120,7 @@ def test_repro_accepts_the_tolerance_flags(capsys):
 
 @pytest.mark.parametrize("name", registry.family_names())
 def test_describe_every_family(capsys, name):
-    from kernel_harness.spec.registry import get_family
+    from kernel_harness.records.registry import get_family
 
     fam = get_family(name)
     code, out, _ = _run(capsys, "describe", name, "--samples", "2")

@@ -10,7 +10,7 @@ import pytest
 from kernel_harness import cli
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.orchestration.corpus import entry_from_failure, open_corpus
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 from tests.helpers.toy_family import ToyCase
 
 AT_8 = "tests.helpers.toy_impls:wrong_at_length_8"

@@ -11,7 +11,7 @@ import shlex
 import pytest
 
 from kernel_harness import cli
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 PK = "tests.helpers.planted_kernels"
 IMPL = "tests.helpers.crashing_kernels:refuses_causal"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from kernel_harness.cli.describe import callable_name, describe
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.registry import get_family
 
 
 def _kernel(q, k, *, is_mqa):

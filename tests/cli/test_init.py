@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from kernel_harness import cli, resolve_backend
-from kernel_harness.spec import registry, scaffold_delta_rule
-from kernel_harness.spec.scaffold import OPS, TODO
+from kernel_harness.records import registry, scaffold_delta_rule
+from kernel_harness.records.scaffold import OPS, TODO
 
 NAME, KERNEL = "my-scale", "mykernels.scale:scale"
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kernel_harness import cli
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 pytest.importorskip("matplotlib", reason="the [plot] extra is not installed")
 

@@ -11,8 +11,8 @@ import pytest
 
 from kernel_harness import cli, testing
 from kernel_harness.core.errors import UsageError
+from kernel_harness.records import registry
 from kernel_harness.run.profiles import SHRINK_BUDGETS, ShrinkBudget
-from kernel_harness.spec import registry
 
 #: Off by 1% at length 8 only: the first failing example has a data seed Hypothesis would
 #: shrink towards 0, so there is shrinking to skip.

@@ -14,7 +14,7 @@ import pytest
 
 from kernel_harness.checks.properties import Observer
 from kernel_harness.orchestration import results, watch
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 
 @pytest.mark.slow

@@ -12,8 +12,8 @@ from kernel_harness.checks.lowering import lower_case
 from kernel_harness.core.backends import resolve_backend, running_on
 from kernel_harness.families.sdpa.cases import SdpaCase
 from kernel_harness.families.sdpa.kernel import xla_sdpa
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 
 SEEN: list[str] = []
 

@@ -20,7 +20,7 @@ import pytest
 
 from kernel_harness import cli
 from kernel_harness.core.errors import UsageError
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rmsnorm_family"
 MODULE = "rmsnorm_family.family"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_harness.spec.registry import BUILTIN_FAMILIES, get_family
+from kernel_harness.records.registry import BUILTIN_FAMILIES, get_family
 from tests.helpers.golden_export import GOLDEN, golden_cases, reference_agrees
 
 #: Largest |script reference - harness reference| / the output's scale: the script runs

@@ -12,7 +12,7 @@ import pytest
 
 from kernel_harness.checks import bad_input
 from kernel_harness.families.flywheel_tpu import library
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.registry import get_family
 from tests.helpers.golden_export import export_and_run
 from tests.helpers.libraries import flywheel_installed_or_skip
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, settings
 
 from kernel_harness.core.case import LOGIT_SCALES, check_logit_scale
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 SOFTMAX_FAMILIES = ("splash", "flash", "sdpa", "gpu-mha", "gpu-decode", "gpu-paged")
 _Q = {"sdpa": "query"}

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from kernel_harness.checks.modes import mode_cover, modes_of
+from kernel_harness.records.registry import family_names, get_family
 from kernel_harness.run.profiles import get_profile
-from kernel_harness.spec.registry import family_names, get_family
 
 WITH_MODES = [n for n in family_names() if get_family(n).modes]
 #: The cover's budget in a ci run: half of matches-reference's examples.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_harness.spec.registry import BUILTIN_FAMILIES, get_family
+from kernel_harness.records.registry import BUILTIN_FAMILIES, get_family
 from tests.helpers.libraries import tpu_inference_installed_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ def test_the_kernels_load_without_vllm_or_the_package_init():
     code = (f"import sys; {modules}; "
             "assert 'vllm' not in sys.modules, 'vllm imported'; "
             "assert not hasattr(sys.modules['tpu_inference'], '__file__'), 'real __init__'; "
-            "from kernel_harness.spec.registry import get_family; "
+            "from kernel_harness.records.registry import get_family; "
             "from kernel_harness.core import compat; "
             "print(compat.pallas_tpu_has('reciprocal'), "
             f"[sorted(get_family(n).backends) for n in {FAMILIES!r}])")

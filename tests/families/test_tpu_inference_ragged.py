@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kernel_harness.families.tpu_inference import ragged
 from kernel_harness.ops.paged_attention.passes import PassesCase
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.registry import get_family
 
 
 @st.composite

@@ -11,7 +11,7 @@ from kernel_harness.families.tpu_inference.loader import TESTED_VERSION
 from kernel_harness.families.tpu_inference.modules import KernelModules, loader_source
 from kernel_harness.families.tpu_inference.mutants import tpu_inference_edits
 from kernel_harness.families.tpu_inference.record import REQUIRES, tpu_inference_family
-from kernel_harness.spec.registry import BUILTIN_FAMILIES, get_family
+from kernel_harness.records.registry import BUILTIN_FAMILIES, get_family
 from tests.helpers.toy_family import FAMILY as TOY
 
 FAMILIES = [n for n in BUILTIN_FAMILIES if n.startswith("tpu-inference-")]

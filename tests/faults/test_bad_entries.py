@@ -20,7 +20,7 @@ from kernel_harness.core.backends import resolve_backend
 from kernel_harness.orchestration import results
 from kernel_harness.orchestration.corpus import entry_from_failure, entry_id
 from kernel_harness.orchestration.corpus.quarantine import MAX_CASE_INT
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 from tests.helpers.toy_family import ToyCase
 
 ROOT = Path(__file__).resolve().parents[2]

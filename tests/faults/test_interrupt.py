@@ -20,7 +20,7 @@ from junitparser import JUnitXml
 from kernel_harness.orchestration import results
 from kernel_harness.orchestration.corpus import open_corpus
 from kernel_harness.orchestration.interrupt import EXIT_INTERRUPTED
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 SLOW = "tests.helpers.toy_impls:slow_wrong_at_length_8"

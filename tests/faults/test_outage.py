@@ -18,7 +18,7 @@ import pytest
 
 from kernel_harness.orchestration import results as results_module
 from kernel_harness.orchestration.corpus import CorpusError, open_corpus, read_spill
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 from tests.helpers.redis_server import RedisServer
 from tests.orchestration.test_corpus_redis import _free_port, redis_server_binary, server_or_skip
 

@@ -17,7 +17,7 @@ import pytest
 from kernel_harness import cli
 from kernel_harness.orchestration.corpus import CorpusError, open_corpus
 from kernel_harness.orchestration.corpus.location import redact, redis_options
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 from tests.helpers.redis_server import RedisServer
 from tests.orchestration.test_corpus_redis import _free_port, redis_server_binary, server_or_skip
 

@@ -6,7 +6,7 @@ import jax
 from jax import lax
 
 from kernel_harness.core import compat
-from kernel_harness.spec.kernels import fallback
+from kernel_harness.records.kernels import fallback
 
 _P = jax.sharding.PartitionSpec
 

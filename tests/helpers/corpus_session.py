@@ -19,9 +19,9 @@ from kernel_harness.orchestration.corpus import (
     record_failure,
     replay_unit,
 )
+from kernel_harness.records.impl import load_impl
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.profiles import get_profile
-from kernel_harness.spec.impl import load_impl
-from kernel_harness.spec.registry import get_family
 
 
 @dataclasses.dataclass
@@ -70,7 +70,7 @@ def main() -> None:
                         "'toy-load' (never replayed here), as fast as it can")
     p.add_argument("--offset", type=int, default=0, help="case seed of the first of them")
     args = p.parse_args()
-    from kernel_harness.spec import registry
+    from kernel_harness.records import registry
 
     registry.BUILTIN_FAMILIES.setdefault("toy", "tests.helpers.toy_family:FAMILY")
     corpus = open_corpus(args.location, writable=True)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from kernel_harness.core.judges import judge_for
 from kernel_harness.core.tolerance import Tolerance
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.registry import BUILTIN_FAMILIES, import_target
+from kernel_harness.records.family import Family
+from kernel_harness.records.registry import BUILTIN_FAMILIES, import_target
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES_PAGE = ROOT / "docs" / "families.md"

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 from jax.experimental.pallas.ops.tpu import flash_attention as _fa
 
+from kernel_harness.records.mutant import Mutant, load_patched
 from kernel_harness.regression.mutate import load_catalog
-from kernel_harness.spec.mutant import Mutant, load_patched
 
 #: The catalog ``kernel-harness mutate flash`` runs, by name: the source mutants.
 SOURCE_MUTANTS: dict[str, Mutant] = {m.name: m for m in load_catalog("flash")}
@@ -22,7 +22,7 @@ SOURCE_MUTANTS: dict[str, Mutant] = {m.name: m for m in load_catalog("flash")}
 
 def source_mutant(name: str) -> Callable[..., Any]:
     """``flash_attention`` of a copy of the kernel module with catalog mutant ``name``
-    applied (the one patcher, :func:`~kernel_harness.spec.mutant.load_patched`)."""
+    applied (the one patcher, :func:`~kernel_harness.records.mutant.load_patched`)."""
     return load_patched(SOURCE_MUTANTS[name]).flash_attention
 
 

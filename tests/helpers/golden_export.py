@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 import kernel_harness
+from kernel_harness.records.registry import get_family
 from kernel_harness.regression.export import build_case, export_repro
-from kernel_harness.spec.registry import get_family
 from tests.helpers.standalone import run_standalone
 
 GOLDEN = Path(kernel_harness.__file__).parent / "_golden_data"

@@ -26,8 +26,8 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Case, standard_normal
 from kernel_harness.core.tolerance import FLOAT32_FLOOR as F32
 from kernel_harness.core.tolerance import Tolerance, ToleranceTable
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.hooks import Metamorphic, Toggle
+from kernel_harness.records.family import Family
+from kernel_harness.records.hooks import Metamorphic, Toggle
 
 D = 128
 

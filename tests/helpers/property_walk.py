@@ -27,8 +27,8 @@ from kernel_harness.checks.metamorphic.op_relations import spec_for
 from kernel_harness.checks.properties import Observer, build_property, run_property
 from kernel_harness.core.backends import BackendUnavailable, resolve_backend
 from kernel_harness.core.errors import PropertyNotApplicable
+from kernel_harness.records.family import Family
 from kernel_harness.run.profiles import draws_per_compile, get_profile
-from kernel_harness.spec.family import Family
 
 #: Hypothesis judges its health checks on the first 10 valid examples of a run (at most 50
 #: rejected before them, 20 overruns): a walk of that many examples meets every health

@@ -19,7 +19,7 @@ from kernel_harness.core.tolerance import (
     Tolerance,
     ToleranceTable,
 )
-from kernel_harness.spec.family import Family
+from kernel_harness.records.family import Family
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -1,7 +1,7 @@
 """A toy catalog whose mutants are planted in another implementation than the family's
 kernel (its ``IMPL``), as tpu-all-gather's are planted in the corrected ring."""
 
-from kernel_harness.spec.mutant import Mutant
+from kernel_harness.records.mutant import Mutant
 
 IMPL = "tests.helpers.toy_planted_impl:softplus_copy"
 

@@ -1,6 +1,6 @@
 """A mutant catalog for the toy family (tests of ``kernel_harness.regression.mutate``)."""
 
-from kernel_harness.spec.mutant import Mutant
+from kernel_harness.records.mutant import Mutant
 
 MODULE = "tests.helpers.toy_family"
 

@@ -8,7 +8,7 @@ import dataclasses
 import jax.numpy as jnp
 from hypothesis import strategies as st
 
-from kernel_harness.spec.narrow import without
+from kernel_harness.records.narrow import without
 from tests.helpers.toy_family import FAMILY as TOY
 from tests.helpers.toy_family import ToyCase, softplus
 

@@ -183,8 +183,8 @@ def test_burst_decay_is_an_optional_feature_a_project_can_leave_out():
     from hypothesis import strategies as st
 
     from kernel_harness.ops.delta_rule.cases import decay_regimes
-    from kernel_harness.spec.narrow import narrow
-    from kernel_harness.spec.registry import get_family
+    from kernel_harness.records.narrow import narrow
+    from kernel_harness.records.registry import get_family
 
     assert decay_regimes() == ("ordinary", "weak", "burst")
     assert decay_regimes(frozenset({"burst-decay"})) == ("ordinary", "weak")

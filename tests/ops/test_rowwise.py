@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel_harness import block_aware_sizes, block_events, block_variants, cli
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 from tests.helpers import rope_family
 
 ROOT = Path(__file__).resolve().parents[2]

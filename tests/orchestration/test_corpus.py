@@ -27,8 +27,8 @@ from kernel_harness.orchestration.corpus import (
     open_corpus,
     replay_entries,
 )
-from kernel_harness.spec import registry
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records import registry
+from kernel_harness.records.registry import get_family
 from tests.helpers.corpus_session import run_unit
 from tests.helpers.toy_family import ToyCase
 
@@ -260,7 +260,7 @@ def test_a_metamorphic_failure_is_stored_with_its_draws_and_replayed(tmp_path, m
     (entry,) = corpus.entries("toy-attention", prop)
     assert isinstance(entry.draws, list) and entry.draws
     fam, backend = get_family("toy-attention"), resolve_backend("interpret")
-    from kernel_harness.spec.impl import load_impl
+    from kernel_harness.records.impl import load_impl
 
     (bad,) = replay_entries([entry], fam, backend, load_impl(bug), bug)
     assert bad.status == "FAIL", bad.report

@@ -21,9 +21,9 @@ import pytest
 from kernel_harness.checks.properties import PROPERTIES
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.orchestration.corpus import open_corpus, replay_entries
-from kernel_harness.spec import registry
-from kernel_harness.spec.impl import load_impl
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records import registry
+from kernel_harness.records.impl import load_impl
+from kernel_harness.records.registry import get_family
 
 ROOT = Path(__file__).resolve().parents[2]
 AT_8 = "tests.helpers.toy_impls:wrong_at_length_8"

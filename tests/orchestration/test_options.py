@@ -16,7 +16,7 @@ from kernel_harness.cli import check as check_cli
 from kernel_harness.cli import common
 from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration import options
-from kernel_harness.spec.config import HarnessConfig, load_config
+from kernel_harness.records.config import HarnessConfig, load_config
 
 CONFIG = """[tool.kernel-harness]
 profile = "nightly"
@@ -217,8 +217,8 @@ def test_a_session_narrows_by_the_table_and_runs_its_units_with_its_waivers(
     """The session's report names the file; its units run with the user's waivers."""
     from kernel_harness.orchestration import session_header
     from kernel_harness.orchestration.session import CheckSession
+    from kernel_harness.records import registry
     from kernel_harness.run import diagnostics
-    from kernel_harness.spec import registry
 
     monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toyopt", "tests.helpers.toy_narrow:FAMILY")
     # The table's known bug and waiver name "toy": registered, as a typo would not be.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 CRASHING = ("toy-segfault", "toy-abort", "toy", "--family-module", "tests.helpers.crashing_impls")

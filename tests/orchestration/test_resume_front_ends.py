@@ -13,7 +13,7 @@ import pytest
 
 from kernel_harness import testing
 from kernel_harness.cli import main
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 from tests.helpers.toy_family import FAMILY
 from tests.orchestration.test_session import _env
 

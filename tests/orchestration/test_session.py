@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,8 +16,8 @@ import pytest
 
 from kernel_harness.cli import main
 from kernel_harness.ops.attention.export import op_source
+from kernel_harness.records.registry import get_family
 from kernel_harness.regression.export import ExportError, build_case, export_repro, judge_source
-from kernel_harness.spec.registry import get_family
 from tests.helpers.golden_export import first_golden_case
 from tests.helpers.standalone import harness_hidden, run_standalone
 
@@ -218,7 +218,7 @@ def test_outside_contract_builds_a_case_the_strategy_never_draws() -> None:
 def _register_toy(monkeypatch: pytest.MonkeyPatch) -> None:
     """Registers the test-local toy family, which has no export hook (every built-in family
     has one)."""
-    from kernel_harness.spec import registry
+    from kernel_harness.records import registry
 
     monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy", "tests.helpers.toy_family:FAMILY")
 
@@ -303,9 +303,9 @@ def test_the_export_line_carries_the_family_module_and_the_tolerances(
     import shlex
 
     from kernel_harness.core.backends import resolve_backend
+    from kernel_harness.records import registry
     from kernel_harness.run.report import export_command
     from kernel_harness.run.runner import CaseResult
-    from kernel_harness.spec import registry
 
     (tmp_path / "my_softmax.py").write_text(
         "import dataclasses\nfrom kernel_harness import get_family\n"

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from kernel_harness.core import compare as compare_module
+from kernel_harness.records.registry import get_family
 from kernel_harness.regression.export import build_case, export_repro, judge_source
 from kernel_harness.run.runner import judge_outputs
-from kernel_harness.spec.registry import get_family
 
 SDPA_CASE = ('{"dtype":"float32","seed":2,"batch":2,"q_len":16,"kv_len":24,"heads":4,'
              '"kv_heads":2,"head_dim":16,"is_causal":true,"bias":"head-shared",'

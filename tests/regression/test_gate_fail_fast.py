@@ -3,8 +3,8 @@
 import json
 
 from kernel_harness import cli
+from kernel_harness.records import registry
 from kernel_harness.regression import golden
-from kernel_harness.spec import registry
 from tests.helpers.toy_family import FAMILY as TOY
 from tests.helpers.toy_family import ToyCase
 

@@ -14,8 +14,8 @@ import pytest
 
 from kernel_harness import cli
 from kernel_harness.core.backends import resolve_backend
+from kernel_harness.records import registry
 from kernel_harness.regression import golden
-from kernel_harness.spec import registry
 from tests.helpers import toy_family
 from tests.helpers.toy_family import FAMILY as TOY
 from tests.helpers.toy_family import ToyCase

@@ -11,9 +11,9 @@ import pytest
 
 from kernel_harness import cli
 from kernel_harness.core.backends import resolve_backend
+from kernel_harness.records.registry import get_family
 from kernel_harness.regression import gate, golden
 from kernel_harness.regression.golden import location
-from kernel_harness.spec.registry import get_family
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,9 +6,9 @@ import os
 import pytest
 
 from kernel_harness import cli
+from kernel_harness.records import registry
+from kernel_harness.records.mutant import Mutant, StaleMutant, apply, patched_source
 from kernel_harness.regression import mutate
-from kernel_harness.spec import registry
-from kernel_harness.spec.mutant import Mutant, StaleMutant, apply, patched_source
 from tests.helpers.libraries import library_missing
 
 SRC = "a = 1\nb = a + 1\nc = a + 1\n"
@@ -279,7 +279,7 @@ def test_load_patched_is_the_catalog_edit_in_process_and_leaves_the_original():
     """The tests' in-process patcher applies the very edit `mutate` runs."""
     import numpy as np
 
-    from kernel_harness.spec.mutant import load_patched
+    from kernel_harness.records.mutant import load_patched
     from tests.helpers import toy_family, toy_mutants
 
     shifted, _, stale = toy_mutants.MUTANTS

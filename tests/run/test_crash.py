@@ -64,7 +64,7 @@ def test_an_error_the_harness_raised_anywhere_in_its_package_is_not_the_implemen
     points at the harness as if it were the user's kernel (issue 56)."""
     import numpy as np
 
-    from kernel_harness.spec.adapter import expect_shape
+    from kernel_harness.records.adapter import expect_shape
 
     err = _without_this_file(_error(lambda: expect_shape("toy", np.zeros(2), (3,))))
     assert err.__traceback__ is not None
@@ -73,7 +73,7 @@ def test_an_error_the_harness_raised_anywhere_in_its_package_is_not_the_implemen
 
 def test_the_harness_own_kernels_are_implementations():
     import kernel_harness.kernels.all_gather_ring as ring
-    import kernel_harness.spec.adapter as adapter
+    import kernel_harness.records.adapter as adapter
     from kernel_harness.run.crash import is_own_frame
 
     assert is_own_frame(ring.__file__) and not is_own_frame(adapter.__file__)

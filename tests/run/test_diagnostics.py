@@ -163,9 +163,9 @@ def test_shipped_gmm_waivers_still_match_with_the_kernels_counted():
     count's source lines in jax's cache. The reviewed waivers name the adapter's call
     (families/megablox_gmm/kernel.py): with the count's lines they no longer matched, and
     CI's golden check on tpu-interpret failed with 2-3 unwaived reads per case."""
+    from kernel_harness.records.registry import get_family
     from kernel_harness.regression.golden import check as golden_check
     from kernel_harness.regression.golden import store
-    from kernel_harness.spec.registry import get_family
 
     family = get_family("megablox-gmm")
     gcase = next(c for c in store.load_manifest(family)
@@ -180,7 +180,7 @@ def test_tpu_paged_empty_first_row_is_waived_only_at_the_block_copy():
     them. The waiver keeps the case passing (the row is outside the contract) and is counted;
     a row with tokens is judged as before."""
     from kernel_harness.families.tpu_paged.cases import TpuPagedCase
-    from kernel_harness.spec.registry import get_family
+    from kernel_harness.records.registry import get_family
 
     family = get_family("tpu-paged")
     fields = dict(dtype="float32", seed=0, batch=2, q_heads=2, kv_heads=2, head_dim=128,
@@ -208,7 +208,7 @@ reason = "test: the planted accumulator is read before it is written"
 @pytest.fixture
 def user_waiver(tmp_path):
     """The waiver of a user's pyproject.toml, as a check session puts it in force; none after."""
-    from kernel_harness.spec.config import load_config
+    from kernel_harness.records.config import load_config
 
     (tmp_path / "pyproject.toml").write_text(USER_WAIVER)
     config = load_config(tmp_path)

@@ -12,9 +12,9 @@ import pytest
 from kernel_harness import cli
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.families.sdpa.cases import SdpaCase
+from kernel_harness.records import registry
+from kernel_harness.records.impl import load_impl
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec import registry
-from kernel_harness.spec.impl import load_impl
 from tests.helpers import toy_family
 
 PLANTED = "tests.helpers.judge_planted"

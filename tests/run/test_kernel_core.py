@@ -15,8 +15,8 @@ from jax.experimental.pallas import tpu as pltpu
 
 from kernel_harness import cli
 from kernel_harness.core.compat import kernel_eval, kernel_flow, kernel_probes
+from kernel_harness.records.kernels import KernelExpectation
 from kernel_harness.run import kernel_outside
-from kernel_harness.spec.kernels import KernelExpectation
 
 EXP, SUM = frozenset({"exp", "exp2"}), frozenset({"reduce_sum"})
 

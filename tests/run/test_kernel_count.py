@@ -9,8 +9,8 @@ import pytest
 
 from kernel_harness import cli
 from kernel_harness.core.compat import pallas_count
+from kernel_harness.records.kernels import KernelExpectation
 from kernel_harness.run import kernel_count
-from kernel_harness.spec.kernels import KernelExpectation
 
 IMPLS = "tests.helpers.fallback_impls"
 
@@ -187,9 +187,9 @@ def test_a_custom_vjp_closing_over_a_traced_argument_is_a_clear_error():
     import jax.numpy as jnp
 
     from kernel_harness import resolve_backend
+    from kernel_harness.records.registry import get_family
     from kernel_harness.run.count_errors import ClosedOverTracer
     from kernel_harness.run.runner import check_case
-    from kernel_harness.spec.registry import get_family
     from tests.helpers.outside_impls import _copy
 
     family = get_family("gpu-norm")

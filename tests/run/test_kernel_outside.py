@@ -20,12 +20,12 @@ from kernel_harness.families.gpu_mha.cases import MhaCase
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
 from kernel_harness.ops.norm.cases import NormCase
 from kernel_harness.ops.softmax.cases import SoftmaxCase
+from kernel_harness.records.impl import load_impl
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
+from kernel_harness.records.registry import get_family
 from kernel_harness.run import kernel_outside, report
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.impl import load_impl
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
-from kernel_harness.spec.registry import get_family
 
 IMPLS = "tests.helpers.outside_impls"
 SOFTMAX = SoftmaxCase(dtype="float32", seed=1, leading=(4,), n=128)

@@ -17,10 +17,10 @@ from kernel_harness.families.gpu_mha.cases import MhaCase
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
 from kernel_harness.ops.softmax.cases import SoftmaxCase
 from kernel_harness.orchestration import results
+from kernel_harness.records.impl import load_impl
+from kernel_harness.records.registry import get_family
 from kernel_harness.run import report
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.impl import load_impl
-from kernel_harness.spec.registry import get_family
 
 IMPLS = "tests.helpers.poison_impls"
 SOFTMAX = SoftmaxCase(dtype="float32", seed=1, leading=(2,), n=128)
@@ -109,8 +109,8 @@ def test_the_adapters_own_program_gets_no_host_callback():
     import jax
     import jax.numpy as jnp
 
+    from kernel_harness.records.kernels import KernelExpectation
     from kernel_harness.run import kernel_count
-    from kernel_harness.spec.kernels import KernelExpectation
     from tests.helpers.poison_impls import thrown_softmax
 
     wrapper = kernel_count.counting(thrown_softmax, KernelExpectation())

@@ -140,7 +140,7 @@ def test_a_chosen_kernel_that_runs_no_pallas_kernel_is_not_ok():
     flash that secretly runs plain JAX is named as a fallback (and `select` exits 1)."""
     from kernel_harness.checks.bench import check_chosen
     from kernel_harness.core.backends import resolve_backend
-    from kernel_harness.spec.registry import get_family
+    from kernel_harness.records.registry import get_family
     from tests.helpers.fallback_impls import xla_flash
 
     flash, interpret = get_family("flash"), resolve_backend("interpret")

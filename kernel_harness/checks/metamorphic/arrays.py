@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from kernel_harness.core.case import standard_normal
-from kernel_harness.spec.family import Arrays, Family
-from kernel_harness.spec.hooks import KEY_ROLES, KEY_ROLES_BY_QHEAD, ROLES, ROW_ROLES
+from kernel_harness.records.family import Arrays, Family
+from kernel_harness.records.hooks import KEY_ROLES, KEY_ROLES_BY_QHEAD, ROLES, ROW_ROLES
 
 
 def roles_of(family: Family, name: str) -> tuple[str | None, ...]:

@@ -26,6 +26,9 @@ from kernel_harness.checks.metamorphic.arrays import differences, location
 from kernel_harness.checks.metamorphic.replay import Recorder, Replayer
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import PropertyNotApplicable, UsageError
+from kernel_harness.records.family import Arrays, Family
+from kernel_harness.records.hooks import Metamorphic
+from kernel_harness.records.kernels import declared_fallback
 from kernel_harness.run import kernel_outside
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
@@ -33,9 +36,6 @@ from kernel_harness.run.kernel_count import KernelCount
 from kernel_harness.run.kernel_poison import UNUSED, problem_text
 from kernel_harness.run.report import case_repro_command
 from kernel_harness.run.runner import ensure_supported, impl_name, run_counted
-from kernel_harness.spec.family import Arrays, Family
-from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import declared_fallback
 
 
 class MetamorphicFailure(AssertionError):

@@ -1,4 +1,4 @@
-"""Running an op's declared relations (:class:`kernel_harness.spec.relations.Relation`)
+"""Running an op's declared relations (:class:`kernel_harness.records.relations.Relation`)
 as metamorphic properties, and finding the :class:`Spec` of any metamorphic property of
 a family (the built-in ones and its op's)."""
 
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from kernel_harness.checks.metamorphic.machinery import ANY_FAMILY, Check, Spec, build
 from kernel_harness.checks.metamorphic.relations import SPECS
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.relations import Relation
+from kernel_harness.records.family import Family
+from kernel_harness.records.relations import Relation
 
 
 def _body(relation: Relation) -> Callable[[Check, st.DataObject], None]:

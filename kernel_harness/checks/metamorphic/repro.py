@@ -15,8 +15,8 @@ from kernel_harness.checks.metamorphic.machinery import Check, applicable
 from kernel_harness.checks.metamorphic.op_relations import builtin_names, spec_for
 from kernel_harness.checks.metamorphic.replay import Replayer
 from kernel_harness.core.backends import Backend
+from kernel_harness.records.family import Family
 from kernel_harness.run.runner import ensure_supported
-from kernel_harness.spec.family import Family
 
 
 def replay(family: Family, prop: str, case: Any, backend: Backend, draws_json: str,

@@ -6,7 +6,7 @@ as many kernels as the real one, and its result is the answer: poisoning
 (:mod:`kernel_harness.core.compat.pallas_poison`) cannot tell them apart, and math spelled
 with primitives the outside measure does not list (folds of adds, a polynomial ``exp``, a
 Newton reciprocal) escapes that measure. So a family declares the op's core primitives its
-kernels compute (``exp|exp2``, ``dot_general``...: :class:`~kernel_harness.spec.kernels.
+kernels compute (``exp|exp2``, ``dot_general``...: :class:`~kernel_harness.records.kernels.
 KernelExpectation`), and :func:`reach` says, per output of the program, which of them some
 kernel computes into it: a primitive's result, inside a kernel body, flows into one of the
 kernel's output refs, and that kernel result flows on to the program's output.

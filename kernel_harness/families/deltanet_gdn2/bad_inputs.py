@@ -10,7 +10,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from kernel_harness.families.deltanet_gdn2 import kernel as _kernel
-from kernel_harness.spec.bad_input import BadInput
+from kernel_harness.records.bad_input import BadInput
 
 
 def bad_inputs() -> list[BadInput]:

@@ -10,7 +10,7 @@ import textwrap
 from kernel_harness.ops.delta_rule import reference as op
 from kernel_harness.ops.delta_rule.cases import DeltaRuleCase
 from kernel_harness.ops.delta_rule.reference import document_starts
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 _DIFF = ("q", "k", "v", "g", "b", "w")
 

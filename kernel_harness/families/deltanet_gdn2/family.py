@@ -14,10 +14,10 @@ from kernel_harness.ops.delta_rule.cases import OPTIONAL, DeltaRuleCase
 from kernel_harness.ops.delta_rule.reference import reference_with_dh0
 from kernel_harness.ops.delta_rule.relations import RELATIONS
 from kernel_harness.ops.delta_rule.strategy import delta_rule_cases, delta_rule_events
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.family import Family
+from kernel_harness.records.hooks import Metamorphic
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 #: The kernel's limits: K = V = 128 and one chunk size, 128 (it raises otherwise).
 HEAD_DIM = 128

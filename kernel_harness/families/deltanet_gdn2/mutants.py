@@ -5,7 +5,7 @@ line recurs, the first occurrence is the training path's forward kernel
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _gdn2 = edits_of("deltanet_tpu.gdn2")
 

@@ -5,6 +5,6 @@ matmuls to bfloat16, which in precision="bf16" they already are (no change to se
 from __future__ import annotations
 
 from kernel_harness.families.deltanet_gdn2.mutants import MUTANTS as _FP32
-from kernel_harness.spec.mutant import Mutant
+from kernel_harness.records.mutant import Mutant
 
 MUTANTS: list[Mutant] = [m for m in _FP32 if m.name != "state-matmuls-in-bf16"]

@@ -1,5 +1,5 @@
 """flash's invalid configurations (``kernel-harness bad-input flash``; see
-:mod:`kernel_harness.spec.bad_input`)."""
+:mod:`kernel_harness.records.bad_input`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from kernel_harness.spec.bad_input import BadInput
+from kernel_harness.records.bad_input import BadInput
 
 
 def bad_inputs() -> list[BadInput]:

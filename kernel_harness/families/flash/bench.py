@@ -11,7 +11,7 @@ from jax.experimental.pallas.ops.tpu import flash_attention as _fa
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.flash import kernel as _kernel
 from kernel_harness.families.flash.cases import FlashCase
-from kernel_harness.spec.bench import Bench, Timed, attention_program
+from kernel_harness.records.bench import Bench, Timed, attention_program
 
 HEADS, HEAD_DIM, BLOCK = 4, 128, 128
 _BLOCKS = ("block_q", "block_k_major", "block_k", "block_q_major_dkv", "block_k_major_dkv",

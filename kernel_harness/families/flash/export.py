@@ -12,7 +12,7 @@ import textwrap
 from kernel_harness.families.flash.cases import FlashCase
 from kernel_harness.ops.attention.export import call_source
 from kernel_harness.ops.attention.record import definition
-from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
+from kernel_harness.records.export import ExportSnippet, tpu_interpreting_source
 
 _DEFAULT = "from jax.experimental.pallas.ops.tpu.flash_attention import flash_attention as kernel"
 

@@ -11,9 +11,9 @@ from kernel_harness.families.flash.export import export
 from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.ops.attention.tolerance import measured_table
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 CONTRACT = """\
 TPU flash attention (jax.experimental.pallas.ops.tpu.flash_attention), forward and vjp.

@@ -18,7 +18,7 @@ from jax.experimental.pallas.ops.tpu import flash_attention as _fa
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.flash.cases import FlashCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, traced_run
+from kernel_harness.records.adapter import TPU_BACKENDS, Adapter, traced_run
 
 #: The default implementation: the kernel's public entry point.
 flash_attention = _fa.flash_attention

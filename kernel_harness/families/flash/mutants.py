@@ -5,13 +5,13 @@
 runs the flash properties; every mutant must be killed. The mask, rescale,
 sub-tile offset, scale, segment and bias edits are also the flash family's own tests'
 planted source bugs (``tests/families/flash/test_flash_planted_bugs.py`` loads them with
-:func:`kernel_harness.spec.mutant.load_patched`). Occurrences follow the file's order:
+:func:`kernel_harness.records.mutant.load_patched`). Occurrences follow the file's order:
 forward (tiled), forward (single step), dkv, dq.
 """
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 KERNEL = "jax.experimental.pallas.ops.tpu.flash_attention"
 

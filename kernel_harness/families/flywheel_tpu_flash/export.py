@@ -7,7 +7,7 @@ from __future__ import annotations
 from kernel_harness.families.flywheel_tpu_flash.cases import FlywheelFlashCase
 from kernel_harness.ops.attention.export import call_source
 from kernel_harness.ops.attention.record import definition
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: FlywheelFlashCase) -> ExportSnippet:

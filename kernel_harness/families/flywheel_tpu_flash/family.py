@@ -11,9 +11,9 @@ from kernel_harness.families.flywheel_tpu_flash.export import export
 from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.ops.attention.tolerance import ATTENTION_CALIBRATED
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 CONTRACT = f"""\
 flywheel-tpu {library.TESTED_VERSION}'s flash_attn_func (flash-attn's API on TPU), forward

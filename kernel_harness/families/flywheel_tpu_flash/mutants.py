@@ -1,9 +1,9 @@
 """Mutant catalog for flywheel-tpu-flash: bugs planted in flywheel-tpu's flash attention
-source (``kernel_harness.spec.mutant``; ``kernel-harness mutate``)."""
+source (``kernel_harness.records.mutant``; ``kernel-harness mutate``)."""
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _api = edits_of("flywheel_tpu.flash_attn_interface")
 _fwd = edits_of("flywheel_tpu.pallas.fwd_pipeline")

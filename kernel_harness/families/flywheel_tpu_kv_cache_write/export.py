@@ -9,7 +9,7 @@ import textwrap
 
 from kernel_harness.families.flywheel_tpu_kv_cache_write.cases import FlywheelKvWriteCase
 from kernel_harness.ops.kv_cache_write.export import reference_source
-from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
+from kernel_harness.records.export import ExportSnippet, tpu_interpreting_source
 
 _DEFAULT = '''
 from flywheel_tpu.pallas.kv_cache_write import write_kv_cache_pages as kernel

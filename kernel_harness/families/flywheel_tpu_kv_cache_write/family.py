@@ -18,10 +18,10 @@ from kernel_harness.families.flywheel_tpu_kv_cache_write.cases import (
 )
 from kernel_harness.families.flywheel_tpu_kv_cache_write.export import export
 from kernel_harness.ops.kv_cache_write.record import kv_write_record
-from kernel_harness.spec.bad_input import BadInput
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.bad_input import BadInput
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 CONTRACT = f"""\
 flywheel-tpu {library.TESTED_VERSION} pallas.kv_cache_write.write_kv_cache_pages(k, v,

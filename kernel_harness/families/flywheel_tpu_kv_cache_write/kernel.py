@@ -18,7 +18,7 @@ import jax
 
 from kernel_harness.families.flywheel_tpu import library
 from kernel_harness.ops.kv_cache_write.record import with_cache_bits
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, JittedTpuProgram
+from kernel_harness.records.adapter import TPU_BACKENDS, Adapter, JittedTpuProgram
 
 MODULE = "flywheel_tpu.pallas.kv_cache_write"
 

@@ -1,10 +1,10 @@
 """Mutant catalog for flywheel-tpu-kv-cache-write: bugs planted in flywheel-tpu's writer
-source (``kernel_harness.spec.mutant``; ``kernel-harness mutate``)."""
+source (``kernel_harness.records.mutant``; ``kernel-harness mutate``)."""
 
 from __future__ import annotations
 
 from kernel_harness.families.flywheel_tpu_kv_cache_write.kernel import MODULE
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _m = edits_of(MODULE)
 

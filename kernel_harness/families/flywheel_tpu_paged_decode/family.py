@@ -25,8 +25,8 @@ from kernel_harness.ops.attention.tolerance import ATTENTION_CALIBRATED
 from kernel_harness.ops.paged_attention.events import paged_events
 from kernel_harness.ops.paged_attention.record import paged_record
 from kernel_harness.ops.paged_attention.reference import PagedCall
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
 
 FINDING = "findings/flywheel-tpu-decode-nan-past-cache-seqlens"
 

@@ -11,7 +11,7 @@ from kernel_harness.ops.paged_attention.layout import (
     unseen_past_lengths,
 )
 from kernel_harness.ops.paged_attention.relations import page_permutation, unseen_slots_ignored
-from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.records.hooks import Metamorphic
 
 LAYOUT = PagedLayout(
     pages={"kv_cache": 0}, table="block_table",

@@ -1,10 +1,10 @@
 """Mutant catalog for flywheel-tpu-paged-decode: bugs planted in flywheel-tpu's decode
 source, the interface's q scaling and the paged decode kernel
-(``kernel_harness.spec.mutant``; ``kernel-harness mutate flywheel-tpu-paged-decode``)."""
+(``kernel_harness.records.mutant``; ``kernel-harness mutate flywheel-tpu-paged-decode``)."""
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _api = edits_of("flywheel_tpu.flash_attn_interface")
 _kernel = edits_of("flywheel_tpu.pallas.flash_fwd_kvcache")

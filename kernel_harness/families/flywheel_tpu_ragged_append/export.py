@@ -8,7 +8,7 @@ import textwrap
 
 from kernel_harness.families.flywheel_tpu_ragged_append.cases import FlywheelAppendCase
 from kernel_harness.ops.kv_cache_write.export import reference_source
-from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
+from kernel_harness.records.export import ExportSnippet, tpu_interpreting_source
 
 _DEFAULT = '''
 from flywheel_tpu.pallas.flash_fwd_kvcache_varlen import append_ragged as kernel

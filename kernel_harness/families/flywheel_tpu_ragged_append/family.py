@@ -15,8 +15,8 @@ from kernel_harness.families.flywheel_tpu_ragged_append.cases import (
 )
 from kernel_harness.families.flywheel_tpu_ragged_append.export import export
 from kernel_harness.ops.kv_cache_write.record import kv_write_record
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
 
 CONTRACT = f"""\
 flywheel-tpu {library.TESTED_VERSION} pallas.flash_fwd_kvcache_varlen.append_ragged(kv_cache,

@@ -13,7 +13,7 @@ import numpy as np
 from kernel_harness.families.flywheel_tpu_rotary import kernel as _kernel
 from kernel_harness.families.flywheel_tpu_rotary.cases import FlywheelRotaryCase
 from kernel_harness.ops.rotary.export import reference_source
-from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
+from kernel_harness.records.export import ExportSnippet, tpu_interpreting_source
 
 _PRELUDE = '''
 import functools

@@ -20,11 +20,11 @@ from kernel_harness.families.flywheel_tpu_rotary.cases import (
 )
 from kernel_harness.families.flywheel_tpu_rotary.export import export
 from kernel_harness.ops.rotary.record import rotary_record
-from kernel_harness.spec.bad_input import BadInput
-from kernel_harness.spec.blocks import block_variants
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.bad_input import BadInput
+from kernel_harness.records.blocks import block_variants
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 TOLERANCES = ToleranceTable.of_limits({
     ("float32", "out"): (2e-6, "float32 tables (the definition's float64 cos/sin rounded "

@@ -22,7 +22,7 @@ import numpy as np
 from jax.experimental import pallas as pl
 
 from kernel_harness.families.flywheel_tpu import library
-from kernel_harness.spec.adapter import TPU_BACKENDS, JittedTpuProgram
+from kernel_harness.records.adapter import TPU_BACKENDS, JittedTpuProgram
 
 MODULE = "flywheel_tpu.pallas.rotary"
 

@@ -1,10 +1,10 @@
 """Mutant catalog for flywheel-tpu-rotary: bugs planted in flywheel-tpu's rotary source
-(``kernel_harness.spec.mutant``; ``kernel-harness mutate``)."""
+(``kernel_harness.records.mutant``; ``kernel-harness mutate``)."""
 
 from __future__ import annotations
 
 from kernel_harness.families.flywheel_tpu_rotary.kernel import MODULE
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _m = edits_of(MODULE)
 

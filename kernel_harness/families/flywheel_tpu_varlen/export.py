@@ -12,7 +12,7 @@ from kernel_harness.families.flywheel_tpu_varlen import kernel as _kernel
 from kernel_harness.families.flywheel_tpu_varlen.cases import FlywheelVarlenCase
 from kernel_harness.ops.attention.export import call_source
 from kernel_harness.ops.attention.record import definition
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: FlywheelVarlenCase) -> ExportSnippet:

@@ -22,8 +22,8 @@ from kernel_harness.families.flywheel_tpu_varlen.export import export
 from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.ops.attention.tolerance import ATTENTION_CALIBRATED
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
 
 CONTRACT = f"""\
 flywheel-tpu {library.TESTED_VERSION}'s flash_attn_varlen_func (flash-attn's varlen API on

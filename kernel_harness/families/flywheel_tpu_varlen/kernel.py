@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.flywheel_tpu import library
 from kernel_harness.families.flywheel_tpu_varlen.cases import FlywheelVarlenCase
-from kernel_harness.spec.adapter import Adapter, traced_run
+from kernel_harness.records.adapter import Adapter, traced_run
 
 MODULE = "flywheel_tpu.flash_attn_interface"
 

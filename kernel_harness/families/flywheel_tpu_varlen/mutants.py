@@ -1,9 +1,9 @@
 """Mutant catalog for flywheel-tpu-varlen: bugs planted in flywheel-tpu's varlen schedule and
-forward pipeline (``kernel_harness.spec.mutant``; ``kernel-harness mutate``)."""
+forward pipeline (``kernel_harness.records.mutant``; ``kernel-harness mutate``)."""
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _api = edits_of("flywheel_tpu.flash_attn_interface")
 _sched = edits_of("flywheel_tpu.pallas.loop_schedule")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from kernel_harness.families.flywheel_tpu import merged_cache
 from kernel_harness.families.flywheel_tpu_varlen_paged.cases import FlywheelVarlenPagedCase
 from kernel_harness.ops.attention.export import reference_source
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: FlywheelVarlenPagedCase) -> ExportSnippet:

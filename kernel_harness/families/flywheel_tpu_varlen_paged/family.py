@@ -30,8 +30,8 @@ from kernel_harness.ops.paged_attention.ragged_record import ragged_record
 from kernel_harness.ops.paged_attention.semantics import RAGGED
 from kernel_harness.ops.paged_attention.sequences import page_slots
 from kernel_harness.ops.paged_attention.strategy import head_grouping
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
 
 CONTRACT = f"""\
 flywheel-tpu {library.TESTED_VERSION}'s flash_attn_varlen_func(q, kv_cache, None,

@@ -14,7 +14,7 @@ import jax
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.flywheel_tpu import library
-from kernel_harness.spec.adapter import Adapter, traced_run
+from kernel_harness.records.adapter import Adapter, traced_run
 
 MODULE = "flywheel_tpu.flash_attn_interface"
 OPERANDS = ("q", "kv_cache", "cu_seqlens_q", "seqused_k", "block_table", "num_active")

@@ -19,7 +19,7 @@ from kernel_harness.ops.paged_attention.layout import (
     unseen_past_lengths,
 )
 from kernel_harness.ops.paged_attention.relations import page_permutation, unseen_slots_ignored
-from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.records.hooks import Metamorphic
 
 #: The active sequences' rows of the table reach their kv_lens tokens; every other slot
 #: (past a length, inactive sequences' pages, the spare page) is unseen.

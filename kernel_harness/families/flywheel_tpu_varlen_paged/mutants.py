@@ -1,10 +1,10 @@
 """Mutant catalog for flywheel-tpu-varlen-paged: bugs planted in flywheel-tpu's paged
 varlen interface, its paged schedule and the forward pipeline's paged loads
-(``kernel_harness.spec.mutant``; ``kernel-harness mutate flywheel-tpu-varlen-paged``)."""
+(``kernel_harness.records.mutant``; ``kernel-harness mutate flywheel-tpu-varlen-paged``)."""
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _api = edits_of("flywheel_tpu.flash_attn_interface")
 _schedule = edits_of("flywheel_tpu.pallas.loop_schedule")

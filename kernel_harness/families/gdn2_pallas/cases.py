@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import Arrays
 from kernel_harness.ops.delta_rule.cases import BURST_STRENGTHS, DeltaRuleCase, decay_regimes
 from kernel_harness.ops.delta_rule.relations import RELATIONS, state_continuity
-from kernel_harness.spec.relations import Draw, Relation, Variant
+from kernel_harness.records.relations import Draw, Relation, Variant
 
 #: The kernels' head dimension (the library raises for any other).
 HEAD_DIM = 128

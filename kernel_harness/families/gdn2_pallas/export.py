@@ -12,7 +12,7 @@ from kernel_harness.families.gdn2_pallas import kernel as _kernel
 from kernel_harness.families.gdn2_pallas.cases import Gdn2Case
 from kernel_harness.ops.delta_rule import reference as op
 from kernel_harness.ops.delta_rule.reference import document_starts
-from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
+from kernel_harness.records.export import ExportSnippet, tpu_interpreting_source
 
 _DIFF = ("q", "k", "v", "g", "b", "w")
 

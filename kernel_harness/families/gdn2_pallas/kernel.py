@@ -31,7 +31,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gdn2_pallas.cases import Gdn2Case
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, expect_shape
+from kernel_harness.records.adapter import TPU_BACKENDS, Adapter, expect_shape
 
 #: The release the family was written and checked against, and how to install it.
 TESTED_VERSION = "0.1.1"

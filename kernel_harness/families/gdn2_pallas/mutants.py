@@ -6,7 +6,7 @@ occurrence of its scan's lines)."""
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _fwd = edits_of("atomic_ops.gdn2_fwd")
 _bwd = edits_of("atomic_ops.gdn2_bwd")

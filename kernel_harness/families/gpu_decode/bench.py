@@ -10,7 +10,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_decode import kernel as _kernel
 from kernel_harness.families.gpu_decode.cases import DecodeCase
-from kernel_harness.spec.bench import Bench, Timed
+from kernel_harness.records.bench import Bench, Timed
 
 Q_HEADS, KV_HEADS, HEAD_DIM, K_SPLITS = 32, 4, 64, 4
 

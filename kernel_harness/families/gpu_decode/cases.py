@@ -22,7 +22,7 @@ from kernel_harness.core.case import DTYPES
 from kernel_harness.families.gpu_common import is_pow2
 from kernel_harness.ops.attention.features import Features
 from kernel_harness.ops.attention.problem import AttentionProblem
-from kernel_harness.spec.hooks import Toggle, toggles
+from kernel_harness.records.hooks import Toggle, toggles
 
 ENTRIES: tuple[str, ...] = ("gqa", "mqa")
 _SCALE_MODES = {"default": (None, False), "arg": (None, True), "prescaled-q": (1.0, False)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernel_harness.families.gpu_decode.cases import DecodeCase
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.ops.attention.record import definition
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: DecodeCase) -> ExportSnippet:

@@ -16,9 +16,9 @@ from kernel_harness.families.gpu_decode.cases import (
 from kernel_harness.families.gpu_decode.export import export
 from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.ops.attention.reference import KERNEL_CORE
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 
 def _tolerances() -> ToleranceTable:

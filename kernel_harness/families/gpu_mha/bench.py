@@ -10,7 +10,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.cases import MhaCase
-from kernel_harness.spec.bench import Bench, Timed, attention_program
+from kernel_harness.records.bench import Bench, Timed, attention_program
 
 HEADS, HEAD_DIM, BLOCK = 4, 64, 64
 

@@ -10,8 +10,8 @@ from kernel_harness.families.gpu_mha.cases import MhaCase, block_events, blocks
 from kernel_harness.families.gpu_mha.export import export
 from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.ops.attention.reference import KERNEL_CORE
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
 
 _LOW = (
     "{dtype} inputs; the kernel feeds its dots {dtype} operands by design (P cast to "

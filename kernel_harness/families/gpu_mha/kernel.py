@@ -13,7 +13,7 @@ from jax.experimental.pallas.ops.gpu import attention as _attention
 from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_mha.cases import MhaCase
-from kernel_harness.spec.claims import Claim
+from kernel_harness.records.claims import Claim
 
 #: The default implementation: ``jax.experimental.pallas.ops.gpu.attention.mha``.
 mha = _attention.mha

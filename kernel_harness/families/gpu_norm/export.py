@@ -11,7 +11,7 @@ import textwrap
 
 from kernel_harness.ops.norm import reference as op
 from kernel_harness.ops.norm.cases import NormCase
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 _DEFAULT = '''
 from jax.experimental.pallas.ops.gpu import layer_norm as _layer_norm

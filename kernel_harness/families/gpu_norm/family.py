@@ -20,9 +20,9 @@ from kernel_harness.ops.norm.reference import (
     reference,
 )
 from kernel_harness.ops.norm.relations import RELATIONS
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.family import Family
+from kernel_harness.records.hooks import Metamorphic
+from kernel_harness.records.kernels import KernelExpectation
 
 _F32 = (
     "float32 end to end (two-pass mean/variance in float32, {what}); worst seen {obs} over "

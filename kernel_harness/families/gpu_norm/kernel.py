@@ -14,7 +14,7 @@ from jax.experimental.pallas.ops.gpu import rms_norm as _rms_norm
 from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
 from kernel_harness.ops.norm.cases import NormCase
-from kernel_harness.spec.claims import Claim
+from kernel_harness.records.claims import Claim
 
 
 def norm(op: str, x: jax.Array, weight: jax.Array, bias: jax.Array, *, eps: float,

@@ -10,7 +10,7 @@ column bounds of the dweight/dbias kernel, and xhat vs x in dweight.
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 LN = "jax.experimental.pallas.ops.gpu.layer_norm"
 RMS = "jax.experimental.pallas.ops.gpu.rms_norm"

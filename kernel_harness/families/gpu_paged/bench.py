@@ -10,7 +10,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_paged import kernel as _kernel
 from kernel_harness.families.gpu_paged.cases import PagedCase
-from kernel_harness.spec.bench import Bench, Timed
+from kernel_harness.records.bench import Bench, Timed
 
 Q_HEADS, KV_HEADS, HEAD_DIM, PAGE, PAGES_PER_BLOCK = 32, 4, 64, 16, 4
 

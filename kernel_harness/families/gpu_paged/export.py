@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kernel_harness.families.gpu_paged.cases import PagedCase
 from kernel_harness.ops.paged_attention.export import reference_source
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: PagedCase) -> ExportSnippet:

@@ -18,9 +18,9 @@ from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.ops.paged_attention.events import paged_events
 from kernel_harness.ops.paged_attention.record import paged_record
 from kernel_harness.ops.paged_attention.reference import PagedCall, visible_lengths
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 _TOLERANCES = ToleranceTable.of_limits({
     ("float32", "out"): (2e-4, F32_REASON),

@@ -14,7 +14,7 @@ from kernel_harness.ops.paged_attention.relations import (
     page_permutation,
     unseen_slots_ignored,
 )
-from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.records.hooks import Metamorphic
 
 #: Inputs indexed by physical page (axis 1) and by kv head (axis 0).
 _PAGED = ("k_pages", "v_pages", "k_scales_pages", "v_scales_pages")

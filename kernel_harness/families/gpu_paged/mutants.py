@@ -10,7 +10,7 @@ the k splits, the soft cap and the int8 V scales.
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _kernel = edits_of("jax.experimental.pallas.ops.gpu.paged_attention")
 

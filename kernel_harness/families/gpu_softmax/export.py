@@ -7,7 +7,7 @@ import textwrap
 
 from kernel_harness.ops.softmax import reference as op
 from kernel_harness.ops.softmax.cases import SoftmaxCase
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: SoftmaxCase) -> ExportSnippet:

@@ -23,9 +23,9 @@ from kernel_harness.ops.softmax.reference import (
     reference,
 )
 from kernel_harness.ops.softmax.relations import RELATIONS
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.family import Family
+from kernel_harness.records.hooks import Metamorphic
+from kernel_harness.records.kernels import KernelExpectation
 
 _SEEN = "worst seen {} over 200 interpret cases, each row against its own max"
 

@@ -14,8 +14,8 @@ from jax.experimental.pallas.ops.gpu import softmax as _softmax
 from kernel_harness.core.backends import Backend, current_backend
 from kernel_harness.families import gpu_common
 from kernel_harness.ops.softmax.cases import SoftmaxCase
-from kernel_harness.spec.adapter import Adapter, expect_shape
-from kernel_harness.spec.claims import Claim
+from kernel_harness.records.adapter import Adapter, expect_shape
+from kernel_harness.records.claims import Claim
 
 
 def softmax(x: jax.Array, *, axis: int = -1, interpret: Any = False) -> jax.Array:

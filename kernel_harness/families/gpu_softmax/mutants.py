@@ -5,7 +5,7 @@ the block size, the stored precision."""
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _sm = edits_of("jax.experimental.pallas.ops.gpu.softmax")
 

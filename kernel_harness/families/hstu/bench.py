@@ -8,7 +8,7 @@ from typing import Any
 from kernel_harness.core.backends import Backend
 from kernel_harness.kernels.hstu.api import hstu_attention
 from kernel_harness.ops.pointwise_attention.cases import BLOCK_FIELDS, HstuCase
-from kernel_harness.spec.bench import Bench, Timed, attention_program
+from kernel_harness.records.bench import Bench, Timed, attention_program
 
 HEADS, HEAD_DIM = 4, 128
 

@@ -14,7 +14,7 @@ from importlib import resources
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.ops.pointwise_attention.cases import BLOCK_FIELDS, HstuCase
 from kernel_harness.ops.pointwise_attention.reference import pointwise_attention
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 #: The kernel package's modules in the order they import each other.
 KERNEL_MODULES: tuple[str, ...] = ("forward", "planning", "backward", "api")

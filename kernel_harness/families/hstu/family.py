@@ -17,9 +17,9 @@ from kernel_harness.ops.attention.vocabulary import output_axes
 from kernel_harness.ops.pointwise_attention import cases
 from kernel_harness.ops.pointwise_attention.masks import case_mask
 from kernel_harness.ops.pointwise_attention.reference import KERNEL_CORE, pointwise_outputs
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 OUTPUTS = ("out", "dq", "dk", "dv")
 

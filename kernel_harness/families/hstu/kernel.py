@@ -12,7 +12,7 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.kernels.hstu.api import hstu_attention
 from kernel_harness.ops.pointwise_attention.cases import BLOCK_FIELDS
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+from kernel_harness.records.adapter import TPU_BACKENDS, Adapter
 
 IMPL_SIGNATURE = (
     "impl(mask_type, q, k, v, *, q_segment_ids=None, kv_segment_ids=None, "

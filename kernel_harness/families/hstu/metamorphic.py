@@ -24,7 +24,7 @@ from kernel_harness.ops.pointwise_attention.cases import (
     numpy_mask,
 )
 from kernel_harness.ops.pointwise_attention.masks import dense_mask
-from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
+from kernel_harness.records.hooks import Metamorphic, Toggle, toggles
 
 ROLES = roles("bqhd", kv_head="head", mask=("query", "key"), q_segment_ids=("batch", "query"),
               kv_segment_ids=("batch", "key"))

@@ -7,7 +7,7 @@ default example budget).
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _fwd = edits_of("kernel_harness.kernels.hstu.forward")
 _bwd = edits_of("kernel_harness.kernels.hstu.backward")

@@ -7,7 +7,7 @@ import textwrap
 
 from kernel_harness.ops.grouped_matmul import reference as op
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: GmmCase) -> ExportSnippet:

@@ -21,9 +21,9 @@ from kernel_harness.ops.grouped_matmul.reference import (
     reference,
 )
 from kernel_harness.ops.grouped_matmul.relations import RELATIONS
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.family import Family
+from kernel_harness.records.hooks import Metamorphic
+from kernel_harness.records.kernels import KernelExpectation
 
 _F32 = (
     "float32 operands, float32 accumulation (interpret on CPU: exact f32 dots); worst "

@@ -17,8 +17,8 @@ from jax.experimental.pallas.ops.tpu.megablox import ops as _ops
 
 from kernel_harness.core.backends import Backend, current_backend
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, traced_run
-from kernel_harness.spec.claims import Claim
+from kernel_harness.records.adapter import TPU_BACKENDS, Adapter, traced_run
+from kernel_harness.records.claims import Claim
 
 #: The default implementation: megablox's differentiable ``gmm`` (ops.gmm).
 gmm = _ops.gmm

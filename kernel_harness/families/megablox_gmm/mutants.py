@@ -10,7 +10,7 @@ steps, and precision.
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 GMM = "jax.experimental.pallas.ops.tpu.megablox.gmm"
 OPS = "jax.experimental.pallas.ops.tpu.megablox.ops"

@@ -9,7 +9,7 @@ from typing import Any
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.sdpa.cases import SdpaCase
 from kernel_harness.families.sdpa.kernel import xla_sdpa
-from kernel_harness.spec.bench import Bench, Timed, attention_program
+from kernel_harness.records.bench import Bench, Timed, attention_program
 
 HEADS, HEAD_DIM = 4, 128
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernel_harness.families.sdpa.cases import SdpaCase
 from kernel_harness.ops.attention.export import call_source
 from kernel_harness.ops.attention.record import definition
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 _DEFAULT = '''
 def kernel(query, key, value, bias=None, mask=None, **options):

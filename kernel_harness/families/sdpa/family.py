@@ -8,8 +8,8 @@ from kernel_harness.families.sdpa.cases import SdpaCase
 from kernel_harness.families.sdpa.export import export
 from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.ops.attention.tolerance import measured_table
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.family import Family
+from kernel_harness.records.outside import OutsideKernel
 
 CONTRACT = """\
 jax.nn.dot_product_attention(implementation="xla"), forward and vjp (incl. the bias gradient).

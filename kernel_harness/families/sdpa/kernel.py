@@ -19,7 +19,7 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.families.sdpa.cases import SdpaCase
-from kernel_harness.spec.adapter import Adapter, traced_run
+from kernel_harness.records.adapter import Adapter, traced_run
 
 IMPL_SIGNATURE = (
     "impl(query, key, value, bias=None, mask=None, *, scale: float | None, is_causal: bool, "

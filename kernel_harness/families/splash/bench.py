@@ -10,7 +10,7 @@ import jax
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.splash import kernel as _kernel
 from kernel_harness.families.splash.cases import SplashCase
-from kernel_harness.spec.bench import Bench, Timed, attention_program
+from kernel_harness.records.bench import Bench, Timed, attention_program
 
 HEADS, HEAD_DIM, BLOCK = 4, 128, 128
 

@@ -15,7 +15,7 @@ from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.ops.attention.export import call_source
 from kernel_harness.ops.attention.masks import MaskExpr, numpy_pattern, parse_mask
 from kernel_harness.ops.attention.record import definition
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 _LAYOUTS = {"head_dim_minor": "HEAD_DIM_MINOR", "seq_minor": "SEQ_MINOR"}
 

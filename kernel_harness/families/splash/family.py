@@ -21,9 +21,9 @@ from kernel_harness.ops.attention.masks import COMPUTABLE_KINDS, parse_mask
 from kernel_harness.ops.attention.problem_hooks import block_variants
 from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.ops.attention.reference import KERNEL_CORE
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 CONTRACT = """\
 Inputs: q is pre-scaled by 1/sqrt(head_dim) (splash does not scale); logits are

@@ -31,7 +31,7 @@ from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_ma
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.ops.attention.masks import MaskExpr, numpy_pattern, parse_mask, visible_keys
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, traced_run
+from kernel_harness.records.adapter import TPU_BACKENDS, Adapter, traced_run
 
 #: The default implementation: splash's public factory (``is_mqa`` is passed explicitly).
 make_splash_mha = _splash.make_splash_mha

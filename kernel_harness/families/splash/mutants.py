@@ -8,7 +8,7 @@ kernel: update the text here). ``ci`` marks the subset CI runs.
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 _kernel = edits_of("jax.experimental.pallas.ops.tpu.splash_attention.splash_attention_kernel")
 _masks = edits_of("jax.experimental.pallas.ops.tpu.splash_attention.splash_attention_mask")

@@ -14,7 +14,7 @@ from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase
 from kernel_harness.families.torch_sdpa.kernel import mask_has_gradient
 from kernel_harness.ops.attention.export import call_source
 from kernel_harness.ops.attention.record import definition
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 #: What the script prints (to stderr, exit 2) when torch does not import.
 TORCH_MISSING = (

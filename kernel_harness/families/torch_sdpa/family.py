@@ -14,8 +14,8 @@ from kernel_harness.families.torch_sdpa.cases import (
 from kernel_harness.families.torch_sdpa.export import export
 from kernel_harness.families.torch_sdpa.kernel import TORCH_BACKENDS
 from kernel_harness.ops.attention.record import problem_record
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.family import Family
+from kernel_harness.records.outside import OutsideKernel
 
 CONTRACT = """\
 torch.nn.functional.scaled_dot_product_attention (no dropout), forward and torch.autograd

@@ -17,7 +17,7 @@ import numpy as np
 from kernel_harness.core.backends import Backend, BackendUnavailable
 from kernel_harness.core.torch_bridge import torch_available, torch_function
 from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase
-from kernel_harness.spec.adapter import Adapter
+from kernel_harness.records.adapter import Adapter
 
 IMPL_SIGNATURE = (
     "impl(query, key, value, attn_mask=None, *, is_causal: bool, scale: float | None, "

@@ -1,11 +1,11 @@
 """tpu-all-gather's invalid configurations (``kernel-harness bad-input tpu-all-gather``;
-see :mod:`kernel_harness.spec.bad_input`)."""
+see :mod:`kernel_harness.records.bad_input`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kernel_harness.spec.bad_input import BadInput
+from kernel_harness.records.bad_input import BadInput
 
 
 def _gather(devices: int, shard_rows: int, cols: int = 128) -> Any:

@@ -9,7 +9,7 @@ import textwrap
 
 from kernel_harness.ops.all_gather import reference as op
 from kernel_harness.ops.all_gather.cases import AllGatherCase
-from kernel_harness.spec.export import DEVICES_FIRST, ExportSnippet
+from kernel_harness.records.export import DEVICES_FIRST, ExportSnippet
 
 
 def export(case: AllGatherCase) -> ExportSnippet:

@@ -16,8 +16,8 @@ from kernel_harness.ops.all_gather.cases import (
 )
 from kernel_harness.ops.all_gather.reference import reference
 from kernel_harness.ops.mesh import MAX_DEVICES
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
 
 _COPY = ("a copy: every element is moved, never computed, so it must be bit-equal; 1e-9 "
          "of the scale is the judge's least bound, and any changed bit of data of size ~1 "

@@ -22,7 +22,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.devices import device_mesh
 from kernel_harness.ops.all_gather.cases import AllGatherCase
 from kernel_harness.ops.mesh import AXIS
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter
+from kernel_harness.records.adapter import TPU_BACKENDS, Adapter
 
 IMPL_SIGNATURE = (
     "all_gather(x, *, mesh, axis_name, memory_space) -> gathered (jax's own signature); "

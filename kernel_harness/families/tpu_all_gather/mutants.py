@@ -1,5 +1,5 @@
 """Mutant catalog for tpu-all-gather: synchronisation bugs planted in the corrected ring
-(``kernel_harness.spec.mutant``; ``kernel-harness mutate``).
+(``kernel_harness.records.mutant``; ``kernel-harness mutate``).
 
 jax's own kernel fails the family at 3 or more devices (its finding,
 findings/tpu-all-gather-shared-recv-semaphore), so a mutant planted in it would be judged
@@ -11,7 +11,7 @@ forwarded from the wrong half, the local copy not waited, one ring step short.
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 #: The implementation the mutants are planted in (``regression.mutate.catalog_impl``).
 IMPL = "kernel_harness.kernels.all_gather_ring:all_gather"

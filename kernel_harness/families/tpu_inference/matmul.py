@@ -22,8 +22,8 @@ from kernel_harness.families.tpu_inference.modules import loader_source
 from kernel_harness.ops.quantized_matmul.cases import QmmCase, qmm_events
 from kernel_harness.ops.quantized_matmul.export import reference_source
 from kernel_harness.ops.quantized_matmul.reference import reference_for
-from kernel_harness.spec.adapter import JittedTpuProgram
-from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
+from kernel_harness.records.adapter import JittedTpuProgram
+from kernel_harness.records.export import ExportSnippet, tpu_interpreting_source
 
 
 def tiled_call(modules: Mapping[str, types.ModuleType], kernel: str, x: jax.Array,

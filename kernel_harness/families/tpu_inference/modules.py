@@ -8,8 +8,8 @@ import types
 
 from kernel_harness.families.tpu_inference import loader
 from kernel_harness.families.tpu_inference.loader import INSTALL
-from kernel_harness.spec.adapter import TPU_BACKENDS
-from kernel_harness.spec.export import module_source
+from kernel_harness.records.adapter import TPU_BACKENDS
+from kernel_harness.records.export import module_source
 
 
 class KernelModules(dict[str, types.ModuleType]):

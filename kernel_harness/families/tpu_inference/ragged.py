@@ -34,9 +34,9 @@ from kernel_harness.ops.paged_attention.passes import (
     new_token_slots,
 )
 from kernel_harness.ops.paged_attention.sequences import page_slots
-from kernel_harness.spec.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
-from kernel_harness.spec.export import interpreter_source, tpu_interpreting_source
-from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.records.adapter import INTERPRET_VMEM_BYTES, JittedTpuProgram
+from kernel_harness.records.export import interpreter_source, tpu_interpreting_source
+from kernel_harness.records.hooks import Metamorphic
 
 
 def draw_paging(draw: st.DrawFn, dtypes: tuple[str, ...], max_seqs: int

@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernel_harness.families.tpu_inference.loader import INSTALL, TESTED_VERSION
-from kernel_harness.spec.adapter import Adapter
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.adapter import Adapter
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
 
 #: What a family needs installed, as ``Family.requires`` says it.
 REQUIRES = f"tpu-inference: {INSTALL}"

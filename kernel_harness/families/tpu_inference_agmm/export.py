@@ -11,7 +11,7 @@ import textwrap
 from kernel_harness.families.tpu_inference.modules import loader_source
 from kernel_harness.ops.all_gather_matmul import reference as op
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
-from kernel_harness.spec.export import DEVICES_FIRST, ExportSnippet
+from kernel_harness.records.export import DEVICES_FIRST, ExportSnippet
 
 
 def export(case: AgmmCase) -> ExportSnippet:

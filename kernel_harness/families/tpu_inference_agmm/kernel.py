@@ -21,7 +21,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.devices import device_mesh
 from kernel_harness.families.tpu_inference.modules import KernelModules
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
-from kernel_harness.spec.adapter import Adapter, expect_shape
+from kernel_harness.records.adapter import Adapter, expect_shape
 
 AXIS = "x"
 IMPL_SIGNATURE = (

@@ -1,11 +1,11 @@
 """Mutant catalog for tpu-inference-all-gather-matmul: synchronisation bugs planted in
-tpu-inference's all-gather matmul source (``kernel_harness.spec.mutant``;
+tpu-inference's all-gather matmul source (``kernel_harness.records.mutant``;
 ``kernel-harness mutate``)."""
 
 from __future__ import annotations
 
 from kernel_harness.families.tpu_inference.mutants import tpu_inference_edits
-from kernel_harness.spec.mutant import CI, Mutant
+from kernel_harness.records.mutant import CI, Mutant
 
 _kernel = tpu_inference_edits("collectives.all_gather_matmul")
 

@@ -14,7 +14,7 @@ from kernel_harness.families.tpu_inference_bqmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_bqmm.export import export
 from kernel_harness.ops.quantized_matmul.cases import QmmCase, qmm_cases
 from kernel_harness.ops.quantized_matmul.reference import KERNEL_CORE, bfloat16_accumulation
-from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.records.hooks import Metamorphic
 
 #: The weights' dtype drawn (int8 does not trace: findings/).
 W_Q_DTYPES = ("float8_e4m3fn",)

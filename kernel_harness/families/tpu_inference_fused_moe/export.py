@@ -17,7 +17,7 @@ from kernel_harness.families.tpu_inference_fused_moe.kernel import (
 from kernel_harness.ops.mesh import AXIS
 from kernel_harness.ops.moe.cases import MoeCase
 from kernel_harness.ops.moe.export import reference_source
-from kernel_harness.spec.export import (
+from kernel_harness.records.export import (
     DEVICES_FIRST,
     ExportSnippet,
     interpreter_source,

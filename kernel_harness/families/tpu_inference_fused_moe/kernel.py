@@ -23,7 +23,7 @@ from kernel_harness.core.devices import device_mesh
 from kernel_harness.families.tpu_inference.modules import KernelModules
 from kernel_harness.ops.mesh import AXIS
 from kernel_harness.ops.moe.cases import MoeCase
-from kernel_harness.spec.adapter import Adapter, expect_shape, tpu_kernel_context
+from kernel_harness.records.adapter import Adapter, expect_shape, tpu_kernel_context
 
 NAME = "tpu-inference-fused-moe"
 #: The mesh's first axis: the kernel names it "data" itself (``axis_index("data")``).

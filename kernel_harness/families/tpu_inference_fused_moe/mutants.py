@@ -1,11 +1,11 @@
 """Mutant catalog for tpu-inference-fused-moe: synchronisation and routing bugs planted in
-tpu-inference's fused MoE source (``kernel_harness.spec.mutant``; ``kernel-harness
+tpu-inference's fused MoE source (``kernel_harness.records.mutant``; ``kernel-harness
 mutate``)."""
 
 from __future__ import annotations
 
 from kernel_harness.families.tpu_inference.mutants import tpu_inference_edits
-from kernel_harness.spec.mutant import CI, Mutant
+from kernel_harness.records.mutant import CI, Mutant
 
 _kernel = tpu_inference_edits("fused_moe.v1.kernel")
 

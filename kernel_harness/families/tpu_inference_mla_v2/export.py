@@ -13,7 +13,7 @@ from kernel_harness.families.tpu_inference.ragged import (
 from kernel_harness.families.tpu_inference_mla_v2 import cases as _cases
 from kernel_harness.families.tpu_inference_mla_v2 import kernel as _kernel
 from kernel_harness.ops.paged_attention.passes import align, lanes
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: _cases.MlaV2Case) -> ExportSnippet:

@@ -19,7 +19,7 @@ from kernel_harness.families.tpu_inference import loader
 from kernel_harness.families.tpu_inference.modules import KernelModules
 from kernel_harness.families.tpu_inference.ragged import vmem_keyword
 from kernel_harness.ops.paged_attention.keywords import block_keywords, passes_keywords
-from kernel_harness.spec.adapter import JittedTpuProgram
+from kernel_harness.records.adapter import JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "impl(ql_nope, q_pe, new_kv_c, new_k_pe, cache_kv, kv_lens, page_indices, cu_q_lens, "

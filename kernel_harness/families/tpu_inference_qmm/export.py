@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kernel_harness.families.tpu_inference import matmul
 from kernel_harness.ops.quantized_matmul.cases import QmmCase
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: QmmCase) -> ExportSnippet:

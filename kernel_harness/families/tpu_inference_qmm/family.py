@@ -14,9 +14,9 @@ from kernel_harness.families.tpu_inference_qmm import kernel as _kernel
 from kernel_harness.families.tpu_inference_qmm.export import export
 from kernel_harness.ops.quantized_matmul.cases import W_Q_DTYPES, QmmCase, qmm_cases
 from kernel_harness.ops.quantized_matmul.reference import KERNEL_CORE
-from kernel_harness.spec.blocks import block_variants
-from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.outside import OutsideKernel
+from kernel_harness.records.blocks import block_variants
+from kernel_harness.records.hooks import Metamorphic
+from kernel_harness.records.outside import OutsideKernel
 
 _INT8 = ("with quantized activations the products are exact (int32 sums for int8; float8 "
          "products summed in float32, exact for n_in <= 768), then two float32 scalings "

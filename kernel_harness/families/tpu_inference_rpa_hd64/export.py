@@ -13,7 +13,7 @@ from kernel_harness.families.tpu_inference.ragged import (
 )
 from kernel_harness.families.tpu_inference_rpa_hd64.cases import RpaHd64Case
 from kernel_harness.families.tpu_inference_rpa_hd64.kernel import PROGRAM, operand_names
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: RpaHd64Case) -> ExportSnippet:

@@ -21,7 +21,7 @@ from kernel_harness.ops.paged_attention.keywords import (
     passes_keywords,
     scale_keywords,
 )
-from kernel_harness.spec.adapter import JittedTpuProgram
+from kernel_harness.records.adapter import JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, "

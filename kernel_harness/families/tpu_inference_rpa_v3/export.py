@@ -13,7 +13,7 @@ from kernel_harness.families.tpu_inference.ragged import (
 )
 from kernel_harness.families.tpu_inference_rpa_v3 import cases as _cases
 from kernel_harness.families.tpu_inference_rpa_v3 import kernel as _kernel
-from kernel_harness.spec.export import ExportSnippet
+from kernel_harness.records.export import ExportSnippet
 
 
 def export(case: _cases.RpaV3Case) -> ExportSnippet:

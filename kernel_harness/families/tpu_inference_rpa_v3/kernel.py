@@ -22,7 +22,7 @@ from typing import Any
 from kernel_harness.families.tpu_inference.modules import KernelModules
 from kernel_harness.families.tpu_inference.ragged import vmem_keyword
 from kernel_harness.ops.paged_attention.keywords import passes_keywords, scale_keywords
-from kernel_harness.spec.adapter import JittedTpuProgram
+from kernel_harness.records.adapter import JittedTpuProgram
 
 IMPL_SIGNATURE = (
     "impl(q, k, v, kv_cache, kv_lens, page_indices, cu_q_lens, distribution, *, "

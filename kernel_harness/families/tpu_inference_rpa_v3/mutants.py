@@ -1,10 +1,10 @@
 """Mutant catalog for tpu-inference-rpa-v3: bugs planted in tpu-inference's ragged paged
-attention v3 source (``kernel_harness.spec.mutant``; ``kernel-harness mutate``)."""
+attention v3 source (``kernel_harness.records.mutant``; ``kernel-harness mutate``)."""
 
 from __future__ import annotations
 
 from kernel_harness.families.tpu_inference.mutants import tpu_inference_edits
-from kernel_harness.spec.mutant import CI, Mutant
+from kernel_harness.records.mutant import CI, Mutant
 
 _kernel = tpu_inference_edits("ragged_paged_attention.v3.kernel")
 

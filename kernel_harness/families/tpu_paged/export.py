@@ -6,7 +6,7 @@ import textwrap
 
 from kernel_harness.families.tpu_paged.cases import INT8_DIVISOR, TpuPagedCase
 from kernel_harness.ops.paged_attention.export import reference_source
-from kernel_harness.spec.export import ExportSnippet, tpu_interpreting_source
+from kernel_harness.records.export import ExportSnippet, tpu_interpreting_source
 
 
 def export(case: TpuPagedCase) -> ExportSnippet:

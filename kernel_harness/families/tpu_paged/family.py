@@ -14,8 +14,8 @@ from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.ops.paged_attention.events import paged_events
 from kernel_harness.ops.paged_attention.record import paged_record
 from kernel_harness.ops.paged_attention.reference import PagedCall, visible_lengths
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.family import Family
+from kernel_harness.records.kernels import KernelExpectation
 
 TOLERANCES = ToleranceTable.of_limits(
     {

@@ -24,7 +24,7 @@ from jax.experimental.pallas.ops.tpu.paged_attention import quantization_utils a
 from kernel_harness.core import compat
 from kernel_harness.core.backends import Backend
 from kernel_harness.families.tpu_paged.cases import TpuPagedCase
-from kernel_harness.spec.adapter import TPU_BACKENDS, Adapter, traced_run
+from kernel_harness.records.adapter import TPU_BACKENDS, Adapter, traced_run
 
 #: The default implementation: ``jax.experimental.pallas.ops.tpu.paged_attention``.
 paged_attention = _pa.paged_attention

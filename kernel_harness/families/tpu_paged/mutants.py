@@ -12,7 +12,7 @@ behind the contract's bfloat16 K/V).
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 KERNEL = "jax.experimental.pallas.ops.tpu.paged_attention.paged_attention_kernel"
 QUANT = "jax.experimental.pallas.ops.tpu.paged_attention.quantization_utils"

@@ -18,7 +18,7 @@ from kernel_harness.families.tpu_ragged_paged.cases import RaggedCase
 from kernel_harness.families.tpu_ragged_paged.kernel import PROGRAM
 from kernel_harness.ops.attention.export import reference_source
 from kernel_harness.ops.paged_attention import ragged as _reference
-from kernel_harness.spec.export import ExportSnippet, interpreter_source, tpu_interpreting_source
+from kernel_harness.records.export import ExportSnippet, interpreter_source, tpu_interpreting_source
 
 
 def export(case: RaggedCase) -> ExportSnippet:

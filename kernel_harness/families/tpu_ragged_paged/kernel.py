@@ -20,7 +20,7 @@ import numpy as np
 from jax.experimental.pallas.ops.tpu.ragged_paged_attention import kernel as _rpa
 
 from kernel_harness.ops.paged_attention.keywords import attention_keywords, block_keywords
-from kernel_harness.spec.adapter import TPU_BACKENDS, JittedTpuProgram, KernelSignatureError
+from kernel_harness.records.adapter import TPU_BACKENDS, JittedTpuProgram, KernelSignatureError
 
 #: The default implementation: the kernel's public (jitted) entry point.
 ragged_paged_attention = _rpa.ragged_paged_attention

@@ -13,7 +13,7 @@ from kernel_harness.families.tpu_ragged_paged.kernel import traceable
 from kernel_harness.ops.paged_attention.layout import PagedLayout, finite_pages
 from kernel_harness.ops.paged_attention.ragged_record import exclusion
 from kernel_harness.ops.paged_attention.relations import page_permutation, unseen_slots_ignored
-from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.records.hooks import Metamorphic
 
 #: kv_pages [total_pages, page_size, 2 * kv_heads, head_dim]: pages on axis 0; every
 #: page-table entry (padding slots' too) is a valid page.

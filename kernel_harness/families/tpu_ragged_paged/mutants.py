@@ -11,7 +11,7 @@ GQA head mapping and the K/V interleaving of the combined heads.
 
 from __future__ import annotations
 
-from kernel_harness.spec.mutant import CI, Mutant, edits_of
+from kernel_harness.records.mutant import CI, Mutant, edits_of
 
 RPA = "jax.experimental.pallas.ops.tpu.ragged_paged_attention.kernel"
 

@@ -1,4 +1,5 @@
-"""Builders of the attention Metamorphic hooks (:class:`kernel_harness.spec.hooks.Metamorphic`)."""
+"""Builders of the attention Metamorphic hooks
+(:class:`kernel_harness.records.hooks.Metamorphic`)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from kernel_harness.ops.attention.metamorphic import as_mha_hook, shard_case, ze
 from kernel_harness.ops.attention.problem import AttentionProblem
 from kernel_harness.ops.attention.strategy import Config
 from kernel_harness.ops.attention.vocabulary import roles
-from kernel_harness.spec.hooks import Metamorphic, Toggle, toggles
+from kernel_harness.records.hooks import Metamorphic, Toggle, toggles
 
 #: The problem's fields that hold one entry per batch row (a shard keeps its rows').
 PER_ROW = ("q_lengths", "kv_lengths", "kv_starts", "q_segments", "kv_segments")

@@ -33,7 +33,7 @@ from kernel_harness.ops.attention.strategy import (
     problems,
 )
 from kernel_harness.ops.attention.vocabulary import output_axes, query_axis
-from kernel_harness.spec.hooks import Toggle
+from kernel_harness.records.hooks import Toggle
 
 __all__ = ["LABELS", "attention_call", "constrain", "definition", "events", "may_be_nonfinite",
            "narrowed", "option_toggles", "problem_record", "valid"]

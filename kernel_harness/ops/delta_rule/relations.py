@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import Arrays
 from kernel_harness.ops.delta_rule.cases import DeltaRuleCase
 from kernel_harness.ops.delta_rule.reference import document_starts, recurrence
-from kernel_harness.spec.relations import Draw, Relation, Variant
+from kernel_harness.records.relations import Draw, Relation, Variant
 
 _PER_TOKEN = ("q", "k", "v", "g", "b", "w", "dout")
 _GRADIENTS = ("dq", "dk", "dv", "dg", "db", "dw")

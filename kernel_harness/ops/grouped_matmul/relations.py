@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import Arrays, cast
 from kernel_harness.ops.grouped_matmul.cases import GmmCase
-from kernel_harness.spec.relations import Draw, Relation, Variant
+from kernel_harness.records.relations import Draw, Relation, Variant
 
 
 def _reshaped(case: GmmCase, sizes: list[int], offset: int, local: int) -> GmmCase:

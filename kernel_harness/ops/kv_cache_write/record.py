@@ -19,7 +19,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays, cast
 from kernel_harness.ops.kv_cache_write.cases import TOLERANCES, kv_write_events, reference
 from kernel_harness.ops.kv_cache_write.reference import OUTPUT_AXES, cache_bits
-from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.records.hooks import Metamorphic
 
 #: The op's labels (:func:`~.cases.kv_write_events`) a family's strategy must reach; the
 #: dtype and ``nothing-written`` are reported, not required.

@@ -8,7 +8,7 @@ import textwrap
 
 from kernel_harness.ops.moe import reference as _reference
 from kernel_harness.ops.moe.cases import MoeCase
-from kernel_harness.spec.export import module_source
+from kernel_harness.records.export import module_source
 
 _IMPORT = "from kernel_harness.ops.moe.cases import MoeCase\n"
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import Arrays, cast
 from kernel_harness.ops.norm.cases import NormCase
 from kernel_harness.ops.rows import one_row_perturbed
-from kernel_harness.spec.relations import Draw, Relation, Variant
+from kernel_harness.records.relations import Draw, Relation, Variant
 
 #: Powers of two scaling x (and eps by their square).
 SCALES: tuple[float, ...] = (2.0, 0.25, 8.0, 0.5)

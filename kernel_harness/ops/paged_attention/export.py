@@ -1,5 +1,5 @@
 """Source text of the paged-decode reference for standalone repro scripts
-(:class:`kernel_harness.spec.export.ExportSnippet`): the gather of
+(:class:`kernel_harness.records.export.ExportSnippet`): the gather of
 :mod:`kernel_harness.ops.paged_attention.reference` over the attention op's own
 ``visibility`` and ``attend``, whose source the script embeds
 (:func:`kernel_harness.ops.attention.export.reference_source`)."""

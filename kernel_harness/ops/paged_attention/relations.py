@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from kernel_harness.core.case import Arrays
 from kernel_harness.ops.paged_attention.layout import PagedLayout
-from kernel_harness.spec.relations import Draw, Relation, Variant
+from kernel_harness.records.relations import Draw, Relation, Variant
 
 
 def _same(base: Arrays) -> Arrays:

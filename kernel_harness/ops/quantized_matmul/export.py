@@ -9,7 +9,7 @@ import textwrap
 from kernel_harness.ops.quantized_matmul import quantize as _quantize
 from kernel_harness.ops.quantized_matmul import reference as _reference
 from kernel_harness.ops.quantized_matmul.cases import QmmCase
-from kernel_harness.spec.export import module_source
+from kernel_harness.records.export import module_source
 
 #: The case fields the embedded reference reads.
 _FIELDS = ("n_batch", "n_in", "n_out", "group", "x_q_dtype", "w_q_dtype", "scale_block")

@@ -22,7 +22,7 @@ from kernel_harness.ops.rotary.cases import (
     valid,
 )
 from kernel_harness.ops.rotary.reference import PAIRINGS
-from kernel_harness.spec.hooks import Metamorphic
+from kernel_harness.records.hooks import Metamorphic
 
 #: The op's outputs and their axes (``dx`` where the kernel has a backward).
 OUTPUT_AXES: dict[str, tuple[str, ...]] = {"out": ("token", "head", "dim"),

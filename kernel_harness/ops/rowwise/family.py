@@ -30,11 +30,11 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.ops.rowwise.cases import RowwiseCase, rowwise_cases, rowwise_events
-from kernel_harness.spec.blocks import block_variants
-from kernel_harness.spec.export import ExportSnippet
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
+from kernel_harness.records.blocks import block_variants
+from kernel_harness.records.export import ExportSnippet
+from kernel_harness.records.family import Family
+from kernel_harness.records.hooks import Metamorphic
+from kernel_harness.records.kernels import KernelExpectation
 
 #: Default bounds, relative to each output's (and each row's) scale.
 LIMITS: dict[str, tuple[float, str]] = {
@@ -174,7 +174,7 @@ def rowwise_family(*, name: str, summary: str, case_type: type[RowwiseCase],
                    tolerances: ToleranceTable | None = None, backward_kernels: int = 0,
                    backends: frozenset[str] = frozenset({"interpret", "tpu-interpret"}),
                    contract: str = "", **fields: Any) -> Family:
-    """The :class:`~kernel_harness.spec.family.Family` of a row-wise op's kernel.
+    """The :class:`~kernel_harness.records.family.Family` of a row-wise op's kernel.
 
     ``blocks``, ``widths``, ``dtypes``: what the strategy draws (rows around the blocks:
     whole, partial, one, several). ``backward_kernels``: the Pallas kernels its vjp

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import Arrays, cast
 from kernel_harness.ops.rows import one_row_perturbed
 from kernel_harness.ops.softmax.cases import SoftmaxCase
-from kernel_harness.spec.relations import Draw, Relation, Variant
+from kernel_harness.records.relations import Draw, Relation, Variant
 
 #: Shifts, as multiples of the case's logit scale, plus absolute ones that push every
 #: exp past float32's range unless the max is subtracted.

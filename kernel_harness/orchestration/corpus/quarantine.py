@@ -17,8 +17,8 @@ import json
 from typing import Any
 
 from kernel_harness.orchestration.corpus.entry import CorpusEntry
+from kernel_harness.records.family import Family
 from kernel_harness.run.report import PREFIX
-from kernel_harness.spec.family import Family
 
 #: The largest stored entry read (bytes): a real one is well under 2 KiB.
 MAX_ENTRY_BYTES = 64 * 1024

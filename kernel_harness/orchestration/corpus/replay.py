@@ -23,11 +23,11 @@ from kernel_harness.checks.metamorphic.repro import replay
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.orchestration.corpus.entry import CorpusEntry
+from kernel_harness.records.family import Family
 from kernel_harness.run.crash import Crash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun
 from kernel_harness.run.report import PREFIX, case_repro_command, failure_report
 from kernel_harness.run.runner import check_case, impl_name
-from kernel_harness.spec.family import Family
 
 #: ``PASS``: the stored case passes now (it stays, as a regression case). ``FAIL``: it
 #: still fails. ``CRASH``: the implementation raised. ``ERROR``: the entry cannot be

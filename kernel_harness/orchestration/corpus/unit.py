@@ -15,7 +15,7 @@ from kernel_harness.orchestration.corpus.quarantine import case_problem
 from kernel_harness.orchestration.corpus.replay import ReplayResult, replay_entries
 from kernel_harness.orchestration.corpus.store import Corpus
 from kernel_harness.orchestration.units import UnitResult, verdict_line
-from kernel_harness.spec.family import Family
+from kernel_harness.records.family import Family
 
 
 def replay_unit(corpus: Corpus | None, family: Family, prop: str | None, backend: Backend,

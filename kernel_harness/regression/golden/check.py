@@ -27,6 +27,8 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.compare import compare
 from kernel_harness.core.tolerance import Verdict, judge
+from kernel_harness.records.family import Family
+from kernel_harness.records.outputs import judged_outputs
 from kernel_harness.regression.golden.store import (
     CROSS_DEVICE_DRIFT_TOL,
     MANIFEST,
@@ -57,8 +59,6 @@ from kernel_harness.run.runner import (
     nonfinite_reference,
     run_on_backend,
 )
-from kernel_harness.spec.family import Family
-from kernel_harness.spec.outputs import judged_outputs
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

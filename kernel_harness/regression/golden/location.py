@@ -5,7 +5,7 @@ columns alike:
 
 1. an explicit root (``--golden-dir DIR``);
 2. ``$KERNEL_HARNESS_GOLDEN_DIR``;
-3. ``golden-dir`` in the user's ``[tool.kernel-harness]`` (:mod:`kernel_harness.spec.config`);
+3. ``golden-dir`` in the user's ``[tool.kernel-harness]`` (:mod:`kernel_harness.records.config`);
 4. for a built-in family, the goldens that ship with the harness: ``golden/`` of the
    source checkout when the package runs from one (where this repository records
    them), else the package data ``kernel_harness/_golden_data`` of an installed wheel,
@@ -21,8 +21,8 @@ import dataclasses
 import os
 from pathlib import Path
 
-from kernel_harness.spec.config import load_config
-from kernel_harness.spec.registry import BUILTIN_FAMILIES
+from kernel_harness.records.config import load_config
+from kernel_harness.records.registry import BUILTIN_FAMILIES
 
 #: Environment variable naming the golden root.
 GOLDEN_DIR_ENV = "KERNEL_HARNESS_GOLDEN_DIR"

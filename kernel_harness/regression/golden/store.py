@@ -33,8 +33,8 @@ import numpy as np
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Arrays
 from kernel_harness.core.tolerance import GLOBAL_SCALE_ONLY, Tolerance
+from kernel_harness.records.family import Family
 from kernel_harness.regression.golden import location
-from kernel_harness.spec.family import Family
 
 SCHEMA_VERSION = 1
 MANIFEST = "cases.json"

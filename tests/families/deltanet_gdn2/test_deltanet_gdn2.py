@@ -12,9 +12,9 @@ import pytest
 from kernel_harness.core.backends import BackendUnavailable, resolve_backend
 from kernel_harness.families.deltanet_gdn2 import kernel as _kernel
 from kernel_harness.families.deltanet_gdn2.mutants import MUTANTS
+from kernel_harness.records.mutant import load_patched, patched_source
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.mutant import load_patched, patched_source
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import deltanet_installed_or_skip
 
 NAME = "deltanet-tpu-gdn2"

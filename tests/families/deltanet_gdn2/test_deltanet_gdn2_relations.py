@@ -15,8 +15,8 @@ import pytest
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.families.deltanet_gdn2 import kernel as _kernel
 from kernel_harness.ops.delta_rule.cases import DeltaRuleCase
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.families.paged_decode.helpers import fails, passes
 from tests.helpers.libraries import deltanet_installed_or_skip
 

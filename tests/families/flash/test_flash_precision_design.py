@@ -18,8 +18,8 @@ from kernel_harness.families.flash.cases import FlashCase
 from kernel_harness.ops.attention.features import Features
 from kernel_harness.ops.attention.program import AttentionCall, Definition, run_call
 from kernel_harness.ops.attention.record import definition
+from kernel_harness.records.mutant import Mutant, load_patched
 from kernel_harness.run.runner import judge_outputs, low_precision_outputs, run_on_backend
-from kernel_harness.spec.mutant import Mutant, load_patched
 
 FAMILY = get_family("flash")
 BACKEND = resolve_backend("interpret")

@@ -14,8 +14,8 @@ from kernel_harness.core.backends import resolve_backend
 from kernel_harness.families.flywheel_tpu_flash import kernel as _kernel
 from kernel_harness.families.flywheel_tpu_flash.cases import FlywheelFlashCase
 from kernel_harness.ops.attention.record import problem_record
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import flywheel_installed_or_skip
 
 #: The stored golden case at 16x logits: GQA, causal bottom-right, more queries than keys.

@@ -12,9 +12,9 @@ from kernel_harness.families.flywheel_tpu_kv_cache_write.cases import (
     FlywheelKvWriteCase,
     pieces_per_block,
 )
+from kernel_harness.records.mutant import load_patched
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.mutant import load_patched
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import flywheel_installed_or_skip
 
 NAME = "flywheel-tpu-kv-cache-write"

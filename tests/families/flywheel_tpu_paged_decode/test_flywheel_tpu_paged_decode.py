@@ -25,9 +25,9 @@ from kernel_harness.families.flywheel_tpu_paged_decode.family import FINDING, pa
 from kernel_harness.orchestration import options
 from kernel_harness.orchestration.session import CheckSession
 from kernel_harness.orchestration.session_header import adjustment_lines
+from kernel_harness.records.config import load_config
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.config import load_config
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import flywheel_installed_or_skip
 
 NAME = "flywheel-tpu-paged-decode"

@@ -9,9 +9,9 @@ import pytest
 
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.families.flywheel_tpu_rotary.cases import FlywheelRotaryCase
+from kernel_harness.records.mutant import load_patched
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.mutant import load_patched
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import flywheel_installed_or_skip
 
 NAME = "flywheel-tpu-rotary"

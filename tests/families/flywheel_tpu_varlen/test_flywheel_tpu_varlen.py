@@ -15,8 +15,8 @@ from kernel_harness.families.flywheel_tpu_varlen import kernel as _kernel
 from kernel_harness.families.flywheel_tpu_varlen.cases import FlywheelVarlenCase
 from kernel_harness.families.flywheel_tpu_varlen.mutants import MUTANTS
 from kernel_harness.ops.attention.record import problem_record
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import flywheel_installed_or_skip
 
 #: Three sequences at 16x logits: GQA, causal bottom-right per sequence, one of one query.

@@ -22,8 +22,8 @@ from kernel_harness.families.flywheel_tpu_varlen_paged.cases import (
 )
 from kernel_harness.families.flywheel_tpu_varlen_paged.family import reference
 from kernel_harness.ops.paged_attention.ragged import allowed
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import flywheel_installed_or_skip
 
 NAME = "flywheel-tpu-varlen-paged"

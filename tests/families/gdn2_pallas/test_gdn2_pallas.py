@@ -15,9 +15,9 @@ from kernel_harness.core.backends import BackendUnavailable, resolve_backend
 from kernel_harness.families.gdn2_pallas import kernel as _kernel
 from kernel_harness.families.gdn2_pallas.cases import Gdn2Case
 from kernel_harness.families.gdn2_pallas.mutants import MUTANTS
+from kernel_harness.records.mutant import patched_source
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.mutant import patched_source
-from kernel_harness.spec.registry import get_family
 from tests.helpers.golden_export import export_and_run
 
 NAME = "gdn2-pallas"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kernel_harness.families.gpu_mha import kernel
 from kernel_harness.families.gpu_mha.cases import MhaCase
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.registry import get_family
 from tests.families.gpu.test_gpu_planted_bugs import mha_backward_drops_segments
 from tests.families.paged_decode.helpers import fails, passes
 

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from kernel_harness import get_family, resolve_backend
 from kernel_harness.checks.properties import HarnessFailure, matches_reference
 from kernel_harness.ops.norm.cases import OPTIONAL, norm_cases, uses
+from kernel_harness.records.narrow import narrow
 from kernel_harness.run.crash import KernelCrash
-from kernel_harness.spec.narrow import narrow
 from tests.helpers.refusing_norm import norm as refusing_norm
 
 BACKEND = resolve_backend("interpret")

@@ -11,9 +11,9 @@ import pytest
 
 from kernel_harness.families.hstu import export as hstu_export
 from kernel_harness.families.hstu.mutants import MUTANTS
+from kernel_harness.records.mutant import apply
+from kernel_harness.records.registry import get_family
 from kernel_harness.regression.export import build_case, export_repro
-from kernel_harness.spec.mutant import apply
-from kernel_harness.spec.registry import get_family
 from tests.helpers.standalone import run_standalone
 
 ROOT = Path(__file__).resolve().parents[3]

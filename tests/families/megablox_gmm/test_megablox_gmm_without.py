@@ -11,8 +11,8 @@ from kernel_harness import get_family, resolve_backend
 from kernel_harness.checks.properties import HarnessFailure, matches_reference
 from kernel_harness.core.errors import UsageError
 from kernel_harness.ops.grouped_matmul.cases import gmm_cases
+from kernel_harness.records.narrow import narrow
 from kernel_harness.run.crash import KernelCrash
-from kernel_harness.spec.narrow import narrow
 from tests.helpers.refusing_gmm import gmm as refusing_gmm
 
 BACKEND = resolve_backend("interpret")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import find, given, settings
 
 from kernel_harness import check_case, get_family, resolve_backend
-from kernel_harness.spec.narrow import narrow
+from kernel_harness.records.narrow import narrow
 
 SDPA = get_family("sdpa")
 FIXED = settings(database=None, derandomize=True, max_examples=40, deadline=None)

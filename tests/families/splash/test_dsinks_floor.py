@@ -21,8 +21,8 @@ from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.judges import JudgedOutput, judge_output
 from kernel_harness.core.tolerance import LOW_PRECISION_GRADIENT_FLOOR
 from kernel_harness.families.splash.family import DSINKS_FLOOR
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import MAGNITUDE_SUFFIX, check_case
-from kernel_harness.spec.registry import get_family
 
 FAMILY = get_family("splash")
 DRAWN = 60

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from kernel_harness import check_case, get_family, resolve_backend
 from kernel_harness.families.splash import kernel as splash_kernel
-from kernel_harness.spec.narrow import narrow
+from kernel_harness.records.narrow import narrow
 
 SPLASH = get_family("splash")
 FUSED = narrow(SPLASH, {"split-bwd"})

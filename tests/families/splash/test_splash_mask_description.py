@@ -11,7 +11,7 @@ from jax.experimental.pallas.ops.tpu.splash_attention.splash_attention_kernel im
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.families.splash import kernel as splash_kernel
 from kernel_harness.ops.attention.masks import parse_mask
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.registry import get_family
 
 SPLASH = get_family("splash")
 

@@ -20,8 +20,8 @@ from jax.experimental.pallas.ops.tpu.splash_attention import splash_attention_ma
 
 from kernel_harness import check_case, get_family, resolve_backend
 from kernel_harness.families.splash.strategy import splash_cases
+from kernel_harness.records.mutant import load_patched
 from kernel_harness.regression.mutate import load_catalog
-from kernel_harness.spec.mutant import load_patched
 
 FAMILY = get_family("splash")
 BACKEND = resolve_backend("interpret")

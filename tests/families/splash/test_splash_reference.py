@@ -11,7 +11,7 @@ import pytest
 from kernel_harness.families.splash.cases import SplashCase
 from kernel_harness.ops.attention.masks import dense_mask, parse_mask
 from kernel_harness.ops.attention.reference import attend
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.registry import get_family
 
 reference = get_family("splash").reference
 

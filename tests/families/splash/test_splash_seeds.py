@@ -9,9 +9,9 @@ import pytest
 
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.families.splash.cases import SplashCase
+from kernel_harness.records.narrow import narrow
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.kernel_coverage import recording
-from kernel_harness.spec.narrow import narrow
-from kernel_harness.spec.registry import get_family
 
 SKIP_SITE = "@pl.when(should_run)"
 KERNEL_OF = {"flash_attention_kernel": "fwd", "_flash_attention_dq_kernel": "dq",

@@ -16,8 +16,8 @@ pytest.importorskip("torch", reason="torch is not importable: the torch-sdpa tes
                     "[torch] extra (a separate venv, docs/torch.md)")
 
 from kernel_harness.families.torch_sdpa.cases import TorchSdpaCase  # noqa: E402
+from kernel_harness.records.registry import get_family  # noqa: E402
 from kernel_harness.regression.export import export_repro  # noqa: E402
-from kernel_harness.spec.registry import get_family  # noqa: E402
 from tests.helpers.golden_export import (  # noqa: E402
     export_and_run,
     export_and_run_planted,

@@ -18,8 +18,8 @@ from kernel_harness.core.compat.mesh import tpu_interpreter_max_devices
 from kernel_harness.kernels.all_gather_ring import all_gather as ring
 from kernel_harness.ops.all_gather.cases import AllGatherCase
 from kernel_harness.ops.mesh import MAX_DEVICES, drawn_max_devices
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.all_gather_impls import right_on_device_0_only
 
 ROOT = Path(__file__).resolve().parents[3]

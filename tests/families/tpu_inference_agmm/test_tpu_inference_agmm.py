@@ -13,8 +13,8 @@ import pytest
 
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.ops.all_gather_matmul.cases import AgmmCase
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import tpu_inference_installed_or_skip
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -9,8 +9,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from kernel_harness.core.backends import resolve_backend
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import tpu_inference_installed_or_skip
 
 NAME = "tpu-inference-blockwise-quantized-matmul"

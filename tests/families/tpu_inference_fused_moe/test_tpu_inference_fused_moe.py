@@ -11,8 +11,8 @@ import pytest
 
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.families.tpu_inference_fused_moe import kernel as moe_kernel
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import tpu_inference_installed_or_skip
 
 NAME = "tpu-inference-fused-moe"

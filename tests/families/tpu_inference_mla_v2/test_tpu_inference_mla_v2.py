@@ -18,8 +18,8 @@ from kernel_harness.families.tpu_inference_mla_v2.cases import (
     mla_v2_cases,
     updated_cache,
 )
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import tpu_inference_installed_or_skip
 
 NAME = "tpu-inference-mla-v2"

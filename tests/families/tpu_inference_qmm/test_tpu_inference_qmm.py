@@ -12,8 +12,8 @@ import pytest
 from kernel_harness.core.backends import resolve_backend
 from kernel_harness.ops.quantized_matmul.cases import QmmCase
 from kernel_harness.ops.quantized_matmul.reference import reference_for
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import tpu_inference_installed_or_skip
 
 NAME = "tpu-inference-quantized-matmul"

@@ -18,8 +18,8 @@ from kernel_harness.families.tpu_inference_rpa_hd64.cases import (
     sinks_supported,
 )
 from kernel_harness.ops.paged_attention.ragged import ragged_attention
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.golden_export import golden_cases, reference_agrees
 from tests.helpers.libraries import tpu_inference_installed_or_skip
 

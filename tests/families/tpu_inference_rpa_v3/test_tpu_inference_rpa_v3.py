@@ -15,8 +15,8 @@ from kernel_harness.core.backends import resolve_backend
 from kernel_harness.families.tpu_inference_rpa_v3 import kernel as adapter
 from kernel_harness.families.tpu_inference_rpa_v3.cases import RpaV3Case, rpa_v3_cases
 from kernel_harness.families.tpu_inference_rpa_v3.events import events
+from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
-from kernel_harness.spec.registry import get_family
 from tests.helpers.libraries import tpu_inference_installed_or_skip
 
 NAME = "tpu-inference-rpa-v3"

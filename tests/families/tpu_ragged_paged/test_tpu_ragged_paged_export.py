@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_harness.spec.export import interpreter_source
+from kernel_harness.records.export import interpreter_source
 from tests.helpers.golden_export import (
     export_and_run,
     export_and_run_planted,

@@ -16,7 +16,7 @@ from kernel_harness.families.tpu_ragged_paged.cases import (
     ragged_cases,
     ragged_seed_cases,
 )
-from kernel_harness.spec.narrow import narrow
+from kernel_harness.records.narrow import narrow
 from tests.families.paged_decode.helpers import fails, passes
 from tests.helpers.mode_reach import assert_reaches, reach
 

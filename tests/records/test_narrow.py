@@ -4,7 +4,7 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 
 from kernel_harness.core.errors import UsageError
-from kernel_harness.spec.narrow import (
+from kernel_harness.records.narrow import (
     adjust_tolerances,
     declared_without,
     describe_adjustments,
@@ -13,7 +13,7 @@ from kernel_harness.spec.narrow import (
     parse_features,
     without,
 )
-from kernel_harness.spec.registry import family_names, get_family
+from kernel_harness.records.registry import family_names, get_family
 from tests.helpers import toy_narrow
 
 SDPA = get_family("sdpa")

@@ -3,7 +3,7 @@
 A waiver is a reviewed benign finding (:mod:`kernel_harness.run.diagnostics`). The
 package's reviewed ones are in ``kernel_harness/run/waivers.json``; a user's are
 ``[[tool.kernel-harness.waivers]]`` entries of their ``pyproject.toml``
-(:mod:`kernel_harness.spec.config`). Both are checked here, by the same rule: every
+(:mod:`kernel_harness.records.config`). Both are checked here, by the same rule: every
 entry names ``family`` (or ``*``), ``kind``, ``kernel`` and ``buffer`` (regular
 expressions) and says why the finding is benign (``reason``); ``line`` (a regular
 expression) and ``jax`` (version clauses) narrow it further. Pure Python: the

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kernel_harness.core.compat import interpreter_ext
 from kernel_harness.families.tpu_inference import loader as tpu_inference_loader
-from kernel_harness.spec.export import (
+from kernel_harness.records.export import (
     interpreter_source,
     module_source,
     tpu_interpreting_source,

@@ -100,7 +100,7 @@ def _local(name: str) -> str:
     obj = getattr(compat, name, None)
     if not inspect.isfunction(obj):
         raise ValueError(f"an export cannot embed core.compat.{name}: update "
-                         "kernel_harness/spec/export.py")
+                         "kernel_harness/records/export.py")
     source = inspect.getsource(obj)
     return ("_MISSING = object()\n\n\n" if "_MISSING" in source else "") + source
 
@@ -114,7 +114,7 @@ def interpreter_source() -> str:
     found = _HARNESS_IMPORT.search(source)
     if found is None or _FUTURE not in source:
         raise ValueError("kernel_harness/core/compat/interpreter_ext.py changed its imports: "
-                         "update kernel_harness/spec/export.py")
+                         "update kernel_harness/records/export.py")
     listed = found.group(1) or found.group(2)
     names = [n.strip() for n in listed.replace("\n", ",").split(",") if n.strip()]
     local = "\n\n".join(_local(n) for n in names)

@@ -33,7 +33,7 @@ INTERPRET_VMEM_BYTES = 64 * 2**20
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Adapter:
     """How a family calls its kernel; the fields of the same names in
-    :class:`~kernel_harness.spec.family.Family`.
+    :class:`~kernel_harness.records.family.Family`.
 
     Attributes:
       kernel: the default implementation (the kernel entry point).
@@ -48,7 +48,7 @@ class Adapter:
     backends: frozenset[str]
 
     def fields(self) -> dict[str, Any]:
-        """The record as :class:`~kernel_harness.spec.family.Family` keyword arguments."""
+        """The record as :class:`~kernel_harness.records.family.Family` keyword arguments."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from kernel_harness.core.errors import UsageError
-from kernel_harness.spec import scaffold_delta_rule as delta_rule
-from kernel_harness.spec import scaffold_templates as templates
-from kernel_harness.spec.registry import BUILTIN_FAMILIES, ENTRY_POINT_GROUP
+from kernel_harness.records import scaffold_delta_rule as delta_rule
+from kernel_harness.records import scaffold_templates as templates
+from kernel_harness.records.registry import BUILTIN_FAMILIES, ENTRY_POINT_GROUP
 
 #: The marker on every line a user must look at.
 TODO = "TODO(kernel-harness):"

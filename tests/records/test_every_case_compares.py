@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import strategies as st
 
-from kernel_harness.spec.registry import BUILTIN_FAMILIES, get_family
+from kernel_harness.records.registry import BUILTIN_FAMILIES, get_family
 
 # Families whose valid() excludes elements (the others have nothing to check here) are
 # found by drawing; 300 draws of a strategy take about a second (no kernel runs).

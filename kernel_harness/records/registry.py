@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kernel_harness.core.errors import UsageError
-from kernel_harness.spec.family import Family
+from kernel_harness.records.family import Family
 
 #: Entry point group through which installed packages declare families.
 ENTRY_POINT_GROUP = "kernel_harness.families"

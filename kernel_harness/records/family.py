@@ -1,9 +1,9 @@
-"""The frozen Family spec.
+"""The frozen Family record.
 
 A family pairs a kernel with everything needed to check it: the adapter that
 runs an implementation on a backend, an independent reference, a case
 strategy, a tolerance table, output axis names and declared capabilities.
-The registry of families lives in :mod:`kernel_harness.spec.registry`.
+The registry of families lives in :mod:`kernel_harness.records.registry`.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from hypothesis.strategies import SearchStrategy
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import DTYPES, Arrays, Case
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.spec.bad_input import BadInput
-from kernel_harness.spec.bench import Bench
-from kernel_harness.spec.claims import Claim
-from kernel_harness.spec.export import ExportSnippet
-from kernel_harness.spec.hooks import Metamorphic
-from kernel_harness.spec.kernels import KernelExpectation
-from kernel_harness.spec.outside import OutsideKernel
-from kernel_harness.spec.relations import Relation
+from kernel_harness.records.bad_input import BadInput
+from kernel_harness.records.bench import Bench
+from kernel_harness.records.claims import Claim
+from kernel_harness.records.export import ExportSnippet
+from kernel_harness.records.hooks import Metamorphic
+from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
+from kernel_harness.records.relations import Relation
 
 #: Capability names a family may declare (``kernel-harness list`` prints them).
 CAPABILITIES: frozenset[str] = frozenset(
@@ -63,15 +63,15 @@ class Family:
       events: ``events(case) -> labels`` counted to show what the cases reach.
       contract: the family's semantic choices, in words (fully masked rows...).
       metamorphic: hooks for the metamorphic properties, lowering and sharding
-        (:class:`kernel_harness.spec.hooks.Metamorphic`); None opts out.
+        (:class:`kernel_harness.records.hooks.Metamorphic`); None opts out.
       bench: how ``kernel-harness bench`` builds and times a case at a given length
-        (:class:`kernel_harness.spec.bench.Bench`); None opts out.
+        (:class:`kernel_harness.records.bench.Bench`); None opts out.
       optional: features an implementation may declare it does not support,
         ``{name: what the strategy then stops drawing}``; ``cases(without=...)``
-        must accept a frozenset of these names (see :mod:`kernel_harness.spec.narrow`).
+        must accept a frozenset of these names (see :mod:`kernel_harness.records.narrow`).
       narrowed: ``narrowed(family, without) -> family``: what else than the strategy a
         missing optional feature changes (outputs not compared, the metamorphic block
-        variants); :func:`kernel_harness.spec.narrow.narrow` applies it after ``cases``.
+        variants); :func:`kernel_harness.records.narrow.narrow` applies it after ``cases``.
       modes: the events naming the kernel's modes (its paths, at sizes where their bugs
         show) that ``ci``-sized draws of :attr:`cases` must reach (at least 3 draws in
         10 seeded ci-sized runs); tested per family (``tests/families/test_modes.py``).
@@ -115,12 +115,12 @@ class Family:
         varies, which is valid unless the strategy's filters (``assume``) read values the
         seed makes (a random mask): such a family must give ``data_draws``.
       kernels: the fewest Pallas kernels a real implementation launches per call, forward
-        and backward (:class:`~kernel_harness.spec.kernels.KernelExpectation`); an example
+        and backward (:class:`~kernel_harness.records.kernels.KernelExpectation`); an example
         below it fails unless the implementation declares a fallback. None: the family's
         kernel is not Pallas by design (XLA, torch), and nothing is counted.
       outside_kernel: what the implementation may compute outside its Pallas kernels,
         forward and backward, each primitive with its reason
-        (:class:`~kernel_harness.spec.outside.OutsideKernel`; default: nothing beyond
+        (:class:`~kernel_harness.records.outside.OutsideKernel`; default: nothing beyond
         layout). Other matmuls, transcendentals, reductions or divisions on arrays of the
         problem's size, or host callbacks, outside every kernel fail the example ("math
         outside the kernel"). Measured where ``kernels`` is set.
@@ -128,13 +128,13 @@ class Family:
         (``"torch: pip install 'kernel-harness[torch]'"``); ``list`` shows it where the
         family has no backend here.
       bad_inputs: ``bad_inputs() -> [BadInput]``: invalid configurations of the kernel,
-        each of which must raise a clear error (:mod:`kernel_harness.spec.bad_input`;
+        each of which must raise a clear error (:mod:`kernel_harness.records.bad_input`;
         ``kernel-harness bad-input``); None: the family lists none.
       devices: the most devices a case runs on (a collective kernel's mesh; 1: one
         device). Each example needs that many on the backend's platform
         (:mod:`kernel_harness.core.devices`); a process with fewer is an error, never a
         smaller mesh.
-      relations: the op's metamorphic relations (:class:`~kernel_harness.spec.relations.
+      relations: the op's metamorphic relations (:class:`~kernel_harness.records.relations.
         Relation`), each run as a property of its own name, besides the built-in ones.
     """
 
@@ -156,7 +156,7 @@ class Family:
     metamorphic: Metamorphic | None = None
     bench: Bench | None = None
     #: The largest sizes the kernel is meant for, traced abstractly by ``claimed-sizes``
-    #: (:class:`~kernel_harness.spec.claims.Claim`); None: none declared (a SKIP).
+    #: (:class:`~kernel_harness.records.claims.Claim`); None: none declared (a SKIP).
     claimed: Claim | None = None
     #: Why the kernel's result may differ from run to run on the same inputs (atomics, an
     #: unordered reduction...); empty: deterministic, and matches-reference reruns the

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from kernel_harness.core.case import DTYPES
 from kernel_harness.core.errors import UsageError
 from kernel_harness.core.tolerance import ToleranceOverride, merge_tolerances
-from kernel_harness.spec.family import Family
+from kernel_harness.records.family import Family
 
 #: The attribute an implementation sets to declare the features it lacks.
 WITHOUT_ATTR = "kernel_harness_without"

@@ -30,7 +30,7 @@ reads a table from a folder above it. Keys::
 and says so); a ``known-bugs`` entry leaves its features out the same way, and every
 report names them as a known bug with the entry's reason and link; the ``waivers`` apply
 beside the package's reviewed ones
-(:mod:`kernel_harness.spec.waiver_entries` checks each entry). Paths are relative to
+(:mod:`kernel_harness.records.waiver_entries` checks each entry). Paths are relative to
 the folder of that ``pyproject.toml``. Reading it imports neither jax nor the harness
 (the pytest plugin reads it at start-up); the profile and backend names, and the
 features ``without`` names, are checked where they are used (:meth:`HarnessConfig.where`
@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_harness.core.errors import UsageError
-from kernel_harness.spec import waiver_entries
+from kernel_harness.records import waiver_entries
 
 #: The table's name under ``[tool]``.
 TABLE = "kernel-harness"
@@ -95,7 +95,7 @@ class HarnessConfig:
       corpus: the corpus location as ``--corpus`` takes it, its directories made absolute.
       without: ``{family: features}`` every run leaves out (beside ``--without``).
       waivers: the user's waivers of TPU-interpret findings, each entry's fields as text,
-        in the file's order (checked: :func:`kernel_harness.spec.waiver_entries.checked_entry`).
+        in the file's order (checked: :func:`kernel_harness.records.waiver_entries.checked_entry`).
       known_bugs: features left out of a family because its kernel has a known bug there:
         each entry ``{"family", "without": [...], "reason", "link"?}``, in the file's order.
     """

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernel_harness.core.judges import JudgedOutput
-from kernel_harness.spec.family import Family
+from kernel_harness.records.family import Family
 
 
 def judged_outputs(family: Family, case: Any, *, same_as: bool = True,

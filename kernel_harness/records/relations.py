@@ -1,7 +1,7 @@
 """Op relations: metamorphic properties an operation declares as data.
 
 The attention relations (invisible inputs, segments, block sizes, options, GQA) are
-written once over :class:`kernel_harness.spec.hooks.Metamorphic`'s axis roles. Other
+written once over :class:`kernel_harness.records.hooks.Metamorphic`'s axis roles. Other
 operations have relations of their own (softmax is shift invariant, rows of a norm are
 independent, permuting groups of a grouped matmul permutes its output, permuting pages
 together with the page table changes nothing). An op states each as a

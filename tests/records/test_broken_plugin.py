@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kernel_harness import cli
-from kernel_harness.spec import registry
+from kernel_harness.records import registry
 
 ERROR = ("family at rope_family.family:FAMILY does not import: ModuleNotFoundError: "
          "No module named 'ropekern_not_installed'")

@@ -1,8 +1,8 @@
 """The text of ``kernel-harness init --op delta-rule``'s files: a family on the built-in
 delta-rule op (``kernel_harness.ops.delta_rule``), modelled on
-``examples/chunked_delta_rule.py``. Text only: the spec layer does not import the ops.
+``examples/chunked_delta_rule.py``. Text only: the records layer does not import the ops.
 
-:mod:`string.Template` as :mod:`~kernel_harness.spec.scaffold_templates` (whose
+:mod:`string.Template` as :mod:`~kernel_harness.records.scaffold_templates` (whose
 ``PYPROJECT`` and ``GITIGNORE`` the op shares), and ``$interpret_arg`` (the ``interpret=``
 argument of the call, empty for a kernel without one), ``$run`` (the adapter's ``run``:
 :data:`RUN` or, without ``interpret=``, :data:`FORCED_RUN`), ``$interpret_sig``

@@ -13,8 +13,8 @@ import pytest
 from kernel_harness import cli
 from kernel_harness.cli import common
 from kernel_harness.core.errors import UsageError
-from kernel_harness.spec import registry
-from kernel_harness.spec.config import HarnessConfig, find_pyproject, load_config
+from kernel_harness.records import registry
+from kernel_harness.records.config import HarnessConfig, find_pyproject, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 

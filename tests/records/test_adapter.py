@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from kernel_harness import resolve_backend
-from kernel_harness.spec.adapter import expect_shape, traced_run
-from kernel_harness.spec.registry import get_family
+from kernel_harness.records.adapter import expect_shape, traced_run
+from kernel_harness.records.registry import get_family
 from tests.helpers.golden_export import first_golden_case
 
 BACKEND = resolve_backend("interpret")
@@ -73,7 +73,7 @@ def test_expect_shape_names_the_family_and_both_shapes():
 def test_a_jitted_tpu_program_runs_its_traceable_and_checks_what_comes_back():
     import dataclasses
 
-    from kernel_harness.spec.adapter import JittedTpuProgram
+    from kernel_harness.records.adapter import JittedTpuProgram
 
     @dataclasses.dataclass(frozen=True)
     class Toy:
