@@ -84,6 +84,11 @@ ATTENTION = ("ops/attention/", "families/splash/", "families/flash/", "families/
     ("the attention problem's optional features", r"^OPTIONAL\b.*=", 1),
     # the op's and splash's segment layouts: ops/attention/segment_draws.py
     ("segment drawers", r"^def \w*runs\w*\(draw", 1),
+    # the data field "q drawn so that the logits are N(0, s^2)": the problem's
+    ("logit_scale declarations", r"^\s+logit_scale: float\b", 1),
+    # the one exclusion rule (rows outside the contract), from which valid,
+    # may_be_nonfinite and constrain derive (ops/attention/problem_hooks.py)
+    ("statements of the exclusion", r"^\s+def rows_outside\(", 1),
 ])
 def test_facts_still_written_twice_do_not_spread(fact: str, pattern: str, at_most: int) -> None:
     sites = [s for s in _sites(f"(?m){pattern}") if s.startswith(ATTENTION)]

@@ -59,7 +59,12 @@ class Family:
       backends: concrete backends this family can run on.
       valid: ``valid(case) -> {output: bool mask}`` of the elements inside
         the kernel's contract (e.g. rows that see no key excluded); outputs
-        not named are compared whole.
+        not named are compared whole. One of the three uses of the contract's
+        **exclusion** (what lies outside it): ``valid`` (not judged there),
+        :attr:`Metamorphic.may_be_nonfinite` (may be NaN there) and
+        :attr:`Metamorphic.constrain` (inputs put back inside it after a change). An op
+        states its exclusion once and derives the three (the attention problem's
+        ``rows_outside``, the ragged op's ``excluded``); a family does not restate it.
       events: ``events(case) -> labels`` counted to show what the cases reach.
       contract: the family's semantic choices, in words (fully masked rows...).
       metamorphic: hooks for the metamorphic properties, lowering and sharding

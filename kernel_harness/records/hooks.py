@@ -93,9 +93,10 @@ class Metamorphic:
         with kv heads repeated to one per query head, or None if not grouped.
       logit_input: the input whose scaling scales the logits (finite-out).
       may_be_nonfinite: ``{output: bool mask}`` of elements the family's
-        contract lets be non-finite (e.g. lse of a row that sees no key).
+        contract lets be non-finite (e.g. lse of a row that sees no key): the
+        exclusion's second use (``Family.valid`` says which).
       constrain: re-imposes input invariants of the contract after a
-        perturbation (e.g. a zero cotangent on rows that see no key).
+        perturbation (e.g. a zero cotangent on rows that see no key): its third.
       traceable: ``traceable(impl, case, backend)`` -> a jax-traceable function
         ``f(inputs) -> outputs`` (dicts of arrays, forward and gradients), for
         TPU lowering and sharded runs; ``impl`` None means the family kernel.
