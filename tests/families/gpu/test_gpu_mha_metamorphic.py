@@ -8,6 +8,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -69,31 +70,53 @@ def unrescaled_blocks(q, k, v, segment_ids, **kw):
 
 
 def test_invisible_keys_and_queries_are_ignored():
-    passes("gpu-mha", "invisible-inputs-ignored", [SEGMENTS, CAUSAL], max_examples=4)
     fails("gpu-mha", "invisible-inputs-ignored", [SEGMENTS], mha_backward_drops_segments,
           max_examples=4)
 
 
+@pytest.mark.nightly  # the pristine kernel's half: docs/ci.md
+def test_invisible_keys_and_queries_are_ignored_on_the_pristine_kernel():
+    passes("gpu-mha", "invisible-inputs-ignored", [SEGMENTS, CAUSAL], max_examples=4)
+
+
 def test_segments_are_isolated():
-    passes("gpu-mha", "segment-isolation", [SEGMENTS], max_examples=2)
     fails("gpu-mha", "segment-isolation", [SEGMENTS], ignores_segments, max_examples=4)
 
 
+@pytest.mark.nightly  # the pristine kernel's half: docs/ci.md
+def test_segments_are_isolated_on_the_pristine_kernel():
+    passes("gpu-mha", "segment-isolation", [SEGMENTS], max_examples=2)
+
+
 def test_block_sizes_change_nothing():
-    passes("gpu-mha", "block-size-invariance", [FULL], max_examples=2)
     fails("gpu-mha", "block-size-invariance", [FULL], unrescaled_blocks, max_examples=6)
 
 
+@pytest.mark.nightly  # the pristine kernel's half: docs/ci.md
+def test_block_sizes_change_nothing_on_the_pristine_kernel():
+    passes("gpu-mha", "block-size-invariance", [FULL], max_examples=2)
+
+
+LARGE = dataclasses.replace(FULL, logit_scale=16.0)
+
+
 def test_large_logits_stay_finite():
-    large = dataclasses.replace(FULL, logit_scale=16.0)
-    passes("gpu-mha", "finite-out", [large], max_examples=3)
-    fails("gpu-mha", "finite-out", [large], raw_exponent, max_examples=6)
+    fails("gpu-mha", "finite-out", [LARGE], raw_exponent, max_examples=6)
+
+
+@pytest.mark.nightly  # the pristine kernel's half: docs/ci.md
+def test_large_logits_stay_finite_on_the_pristine_kernel():
+    passes("gpu-mha", "finite-out", [LARGE], max_examples=3)
 
 
 def test_options_have_their_effect():
-    passes("gpu-mha", "option-effect", [CAUSAL, SEGMENTS], max_examples=2)
     fails("gpu-mha", "option-effect", [CAUSAL], ignores_causal, max_examples=2)
     fails("gpu-mha", "option-effect", [SEGMENTS], ignores_segments, max_examples=2)
+
+
+@pytest.mark.nightly  # the pristine kernel's half: docs/ci.md
+def test_options_have_their_effect_on_the_pristine_kernel():
+    passes("gpu-mha", "option-effect", [CAUSAL, SEGMENTS], max_examples=2)
 
 
 def test_every_block_variant_is_a_valid_case():

@@ -35,6 +35,7 @@ def no_mean_subtraction(op, x, weight, bias, *, eps, interpret):
     return (xf * rstd * weight + bias).astype(x.dtype)
 
 
+@pytest.mark.nightly  # the pristine kernel on drawn cases: docs/ci.md
 @pytest.mark.parametrize("name,strategy", [("rows-independent", F32),
                                            ("scale-equivariant", F32),
                                            ("shift-invariant", LAYER)])

@@ -33,6 +33,7 @@ def empty_groups_skip_rhs(lhs, rhs, group_sizes, *args):
     return kernel.gmm(lhs, rhs, group_sizes[order], *args)
 
 
+@pytest.mark.nightly  # the pristine kernel on drawn cases: docs/ci.md
 @pytest.mark.parametrize("name", ["groups-permuted", "group-split", "empty-group"])
 def test_relation_passes_on_the_kernel(name):
     observer = run_relation("megablox-gmm", name, gmm_cases(), max_examples=2)

@@ -39,13 +39,21 @@ def leaks_unseen(q, kv_pages, *args, **kw):
 
 
 def test_page_permutation():
-    passes("tpu-ragged-paged", "page-permutation", [CASE])
     fails("tpu-ragged-paged", "page-permutation", [CASE], sorted_table)
 
 
+@pytest.mark.nightly  # the pristine kernel's half: docs/ci.md
+def test_page_permutation_on_the_pristine_kernel():
+    passes("tpu-ragged-paged", "page-permutation", [CASE])
+
+
 def test_unseen_slots_ignored_is_bitwise():
-    passes("tpu-ragged-paged", "unseen-slots-ignored", [CASE])
     assert "bitwise" in fails("tpu-ragged-paged", "unseen-slots-ignored", [CASE], leaks_unseen)
+
+
+@pytest.mark.nightly  # the pristine kernel's half: docs/ci.md
+def test_unseen_slots_ignored_is_bitwise_on_the_pristine_kernel():
+    passes("tpu-ragged-paged", "unseen-slots-ignored", [CASE])
 
 
 def test_the_full_strategy_draws_every_optional_feature():
