@@ -117,7 +117,9 @@ FAMILY = Family(
     name="bottom-right-attention",
     summary="examples/bottom_right_attention.py: a bf16 Pallas forward kernel, causal "
     "aligned bottom-right",
-    **problem_record(BottomRightCase, blocks=blocks, traceable=traceable),
+    # Declarations, not hooks: sharded over batch and heads, lowered for a v5e.
+    **problem_record(BottomRightCase, blocks=blocks, traceable=traceable, shardable=True,
+                     tpu_device_kind="TPU v5 lite"),
     **Adapter(kernel=attention, impl_signature="impl(q, k, v, *, causal, block_q, interpret)",
               run=traced_run(traceable), backends=frozenset({"interpret"})).fields(),
     tolerances=TOLERANCES,
