@@ -181,6 +181,19 @@ def _big_group_sizes(draw: st.DrawFn, m: int, tm: int, groups: int, full: bool
     return (*rest[:at], big, *rest[at:])
 
 
+#: Expert counts past a few (an MoE layer routes to 8-256 experts), drawn in one case in
+#: four: a kernel or wrapper wrong only past 8 groups passed every 1-6 group draw (issue
+#: 55's round 3, ``many_experts_wrong_gmm``).
+MANY_GROUPS = (9, 16)
+
+
+def _group_count(draw: st.DrawFn, max_groups: int) -> int:
+    """1..max_groups groups (shrinks to 1), or in one case in four :data:`MANY_GROUPS`."""
+    if draw(st.integers(0, 3)) == 3:
+        return draw(st.integers(*MANY_GROUPS))
+    return draw(st.integers(1, max_groups))
+
+
 #: Features an implementation may declare it lacks (``--without``), and what the strategy
 #: then stops drawing (tokamax's ragged_dot refuses both).
 OPTIONAL: dict[str, str] = {
@@ -204,7 +217,7 @@ def _aligned_split(draw: st.DrawFn, total: int, groups: int) -> tuple[int, ...]:
 def _aligned_case(draw: st.DrawFn, dtypes: tuple[str, ...], max_groups: int) -> dict[str, Any]:
     """Shape fields with every size a multiple of 128 (``sizes-below-128`` left out); one
     case in five has a group of more than :data:`BIG_GROUP_ROWS` rows."""
-    groups = draw(st.integers(1, max_groups))
+    groups = _group_count(draw, max_groups)
     small = draw(st.integers(0, 4)) != 4
     if small:
         m = 128 * draw(st.integers(1, 3))
@@ -231,7 +244,7 @@ def gmm_cases(
 ) -> GmmCase:
     """Valid :class:`GmmCase` s.
 
-    Draws 1-6 groups with ragged sizes (empty groups, sizes off tile edges by one, sums
+    Draws 1-6 groups (9-16 in one case in four) with ragged sizes (empty groups, sizes off tile edges by one, sums
     below m), m tiles of 8-128 rows, k/n of 128-384 with tiles of 128/256 (so k and n
     need not be tile multiples: the kernel's k-remainder mask and partial n blocks),
     in one case in five a group of more than 1024 rows (m of 1152-1536 in tiles of 128,
@@ -282,7 +295,7 @@ def _ragged_case(draw: st.DrawFn, dtypes: tuple[str, ...], max_groups: int) -> d
         n = draw(st.sampled_from((128, 256, 192, 320)))
     tk = draw(st.sampled_from((128, 256)))
     tn = draw(st.sampled_from((128, 256)))
-    groups = draw(st.integers(1, max_groups))
+    groups = _group_count(draw, max_groups)
     full = draw(st.integers(0, 4)) != 0  # one case in five: the rows do not fill m
     sizes = draw((_big_group_sizes if big else _group_sizes)(m, tm, groups, full))
     return dict(dtype=dtype, m=m, k=k, n=n, group_sizes=sizes, tiling=(tm, tk, tn))
