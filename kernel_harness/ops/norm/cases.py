@@ -27,8 +27,10 @@ OPS: tuple[str, ...] = ("layer_norm", "rms_norm")
 ROW_LENGTHS: tuple[int, ...] = (100, 1, 7, 16, 127, 128, 129, 200, 256, 257, 1000, 4095,
                                 4096, 4097, 5000)
 #: Leading shapes (a, b): rows a*b of 1, below one 16-row block, exactly one, several
-#: with a partial last block.
-LEADING: tuple[tuple[int, int], ...] = ((2, 3), (1, 1), (1, 16), (1, 17), (3, 11), (5, 8))
+#: with a partial last block, and past 64 rows (99: a grid that covers one 64-row tile
+#: only passed every 1-40-row draw: issue 55's round 3, ``many_rows_grid_bug_norm``).
+LEADING: tuple[tuple[int, int], ...] = ((2, 3), (1, 1), (1, 16), (1, 17), (3, 11), (5, 8),
+                                        (3, 33))
 #: 1e-12: BERT's (a kernel that clamps eps, say to 1e-6, is wrong there on rows of small
 #: variance: issue 55's round 3, `eps_floor_norm`).
 EPS_VALUES: tuple[float, ...] = (1e-5, 1e-6, 1e-3, 1e-1, 1e-12)
@@ -206,7 +208,7 @@ def _lengths(without: frozenset[str]) -> tuple[int, ...]:
 def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
                ops: tuple[str, ...] = OPS, without: frozenset[str] = frozenset()) -> NormCase:
     """Valid :class:`NormCase` s: both ops, all three dtypes, row lengths around every
-    block boundary of the kernels, 1-40 rows (partial 16-row blocks), eps from 1e-12 to
+    block boundary of the kernels, 1-40 or 99 rows (partial 16-row blocks), eps from 1e-12 to
     0.1, spreads near sqrt(eps) and large ones, mean offsets up to 300 spreads (float32),
     in half the cases constant rows (variance 0: odd rows constant or even rows zero,
     beside ordinary ones), in a third the identity affine (weight ones, bias zeros).
