@@ -244,12 +244,12 @@ def gmm_cases(
 ) -> GmmCase:
     """Valid :class:`GmmCase` s.
 
-    Draws 1-6 groups (9-16 in one case in four) with ragged sizes (empty groups, sizes
-    off tile edges by one, sums below m), m tiles of 8-128 rows, k/n of 128-384 with
-    tiles of 128/256 (so k and n need not be tile multiples: the kernel's k-remainder mask and partial n blocks),
-    in one case in five a group of more than 1024 rows (m of 1152-1536 in tiles of 128,
-    k and n of 128 or 192, so it stays cheap to interpret),
-    transpose_rhs, rhs shards (group_offset with fewer local groups), float32/bfloat16
+    Draws 1-6 groups (9-16 in one case in four) with ragged sizes (empty groups, sizes off
+    tile edges by one, sums below m), m tiles of 8-128 rows, k/n of 128-384 with tiles of
+    128/256 (so k and n need not be tile multiples: the kernel's k-remainder mask and
+    partial n blocks), in one case in five a group of more than 1024 rows (m of 1152-1536 in
+    tiles of 128, k and n of 128 or 192, so it stays cheap to interpret), transpose_rhs, rhs
+    shards (group_offset with fewer local groups), float32/bfloat16
     inputs and output dtypes. Shrinks towards float32, one group, full tiles.
     ``without``: :data:`OPTIONAL` features not drawn.
     """
