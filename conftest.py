@@ -163,7 +163,7 @@ SECOND_STACK_GOLDENS: tuple[str, ...] = (
     "tpu-inference-rpa-v3-hd64", "deltanet-tpu-gdn2", "deltanet-tpu-gdn2-bf16",
     "flywheel-tpu-kv-cache-write", "flywheel-tpu-rotary", "flywheel-tpu-flash",
     "flywheel-tpu-paged-decode", "flywheel-tpu-ragged-append", "flywheel-tpu-varlen",
-    "flywheel-tpu-varlen-paged",
+    "flywheel-tpu-varlen-paged", "flywheel-tpu-gdn", "flywheel-tpu-kda",
 )
 
 

@@ -78,6 +78,8 @@ BUILTIN_FAMILIES: dict[str, str] = {
         "kernel_harness.families.flywheel_tpu_varlen_paged.family:FAMILY",
     "flywheel-tpu-ragged-append":
         "kernel_harness.families.flywheel_tpu_ragged_append.family:FAMILY",
+    "flywheel-tpu-gdn": "kernel_harness.families.flywheel_tpu_gdn.family:FAMILY",
+    "flywheel-tpu-kda": "kernel_harness.families.flywheel_tpu_kda.family:FAMILY",
     "deltanet-tpu-gdn2": "kernel_harness.families.deltanet_gdn2.family:FAMILY",
     "deltanet-tpu-gdn2-bf16": "kernel_harness.families.deltanet_gdn2_bf16.family:FAMILY",
     "gdn2-pallas": "kernel_harness.families.gdn2_pallas.family:FAMILY",

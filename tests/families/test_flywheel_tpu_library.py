@@ -18,7 +18,7 @@ from tests.helpers.libraries import flywheel_installed_or_skip
 
 FAMILIES = ("flywheel-tpu-kv-cache-write", "flywheel-tpu-ragged-append", "flywheel-tpu-rotary",
             "flywheel-tpu-flash", "flywheel-tpu-paged-decode", "flywheel-tpu-varlen-paged",
-            "flywheel-tpu-varlen")
+            "flywheel-tpu-varlen", "flywheel-tpu-gdn", "flywheel-tpu-kda")
 #: The families that declare bad inputs (ragged-append declares none).
 WITH_BAD_INPUTS = ("flywheel-tpu-kv-cache-write", "flywheel-tpu-rotary")
 

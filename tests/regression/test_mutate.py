@@ -170,7 +170,8 @@ def test_the_families_that_keep_catalogs():
         "tpu-all-gather", "tpu-inference-fused-moe", "flywheel-tpu-kv-cache-write",
         "flywheel-tpu-rotary", "flywheel-tpu-ragged-append", "flywheel-tpu-flash",
         "flywheel-tpu-paged-decode", "deltanet-tpu-gdn2", "deltanet-tpu-gdn2-bf16",
-        "flywheel-tpu-varlen", "flywheel-tpu-varlen-paged", "gdn2-pallas"])
+        "flywheel-tpu-varlen", "flywheel-tpu-varlen-paged", "gdn2-pallas", "flywheel-tpu-gdn",
+        "flywheel-tpu-kda"])
 
 
 def _not_runnable(name):
