@@ -197,7 +197,8 @@ def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
     ``fallback: fwd`` (or ``bwd``) for a pass below the family's expectation, and
     ``kernel result unused: output `result``` for an output no executed kernel wrote,
     ``math outside the kernel: exp, reduce_sum (forward)`` for disallowed math outside,
-    ``kernel poisoning judged nothing: <why>`` where the unused-result check could not run."""
+    ``kernel poisoning judged nothing: <why>`` where the unused-result check could not run,
+    ``kernel core by value not judged: <why>`` where the declared core could not be."""
     if result.kernels is None:
         return
     labels = [result.kernels.event()] + [f"fallback: {p}" for p in result.fell_back]
@@ -207,6 +208,8 @@ def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
                for where, names in result.outside_math.items()]
     if result.kernels.poison_error:  # never silent: the unused-result check did not run
         labels.append(f"kernel poisoning judged nothing: {result.kernels.poison_error}")
+    if result.kernels.core_skipped:  # never silent: the core was not judged by value
+        labels.append(f"kernel core by value not judged: {result.kernels.core_skipped}")
     for label in labels:
         hypothesis.event(label)
         if observer is not None:

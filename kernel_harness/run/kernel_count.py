@@ -88,6 +88,9 @@ class KernelCount:
     #: Per pass (``forward``, ``backward``), the measured primitives any call ran outside
     #: its kernels on arrays of the problem's size (:mod:`kernel_harness.run.kernel_outside`).
     outside: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    #: Why the op's declared core was not judged by value in a pass of a judged
+    #: configuration (:attr:`kernel_poison.Poisoning.core_skipped`; None: it was, or none).
+    core_skipped: str | None = None
 
     @classmethod
     def of(cls, calls: list[CallCount], seconds: float) -> KernelCount:
@@ -109,7 +112,8 @@ class KernelCount:
                    backward_error=None if bwd is not None else error, seconds=seconds,
                    unused=unused, poison_error=why,
                    poisoned=any(p.unused is not None and p.error is None for p in poisons),
-                   outside={k: v for k, v in outside.items() if v})
+                   outside={k: v for k, v in outside.items() if v},
+                   core_skipped=next(filter(None, (p.core_skipped for p in poisons)), None))
 
     def event(self) -> str:
         """``pallas kernels: fwd 1, bwd 2`` (the event every counted example notes)."""

@@ -86,10 +86,13 @@ class Poisoning:
     #: Per pass, the primitives of the op's core its kernels compute (``KernelExpectation``'s
     #: ``*_computes``, groups merged); perturbed inside the kernel bodies, they must change
     #: every output the kernels write. ``cancelled``: the passes where they did not, once
-    #: judged (``{"forward": ("result",)}``).
+    #: judged (``{"forward": ("result",)}``); ``core_skipped``: why a pass with a declared
+    #: core was not judged (no interpreted kernel body computes a floating result of it),
+    #: said in the example's events, never silently.
     core: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     cancelled: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     core_error: str | None = None
+    core_skipped: str | None = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
 
     def wants_inputs(self) -> bool:
@@ -152,16 +155,25 @@ class Poisoning:
             if fwd is not None and self.core.get("forward"):
                 perturbing = _perturbing(self.core["forward"])
                 moved_out = pallas_poison.evaluate(fwd, x, 0, body=perturbing)
-                if perturbing.count:  # type: ignore[attr-defined]  # (0: integer products)
+                if perturbing.count:  # type: ignore[attr-defined]
                     out["forward"] = (pallas_poison.evaluate(fwd, x, 0, body=_same), moved_out)
+                else:
+                    skipped.append("forward")
             if bwd is not None and self.core.get("backward"):
                 ran = pallas_poison.evaluate(bwd.joint, x, 0, body=_same)
                 outputs, residuals = ran[:bwd.outputs], ran[bwd.outputs:]
                 cts = [pallas_poison.fill(o.shape, o.dtype, 0) for o in outputs]
-                out["backward"] = tuple(
-                    pallas_poison.evaluate(bwd.jaxpr, cts, 0, consts=residuals, body=b)
-                    for b in (_same, _perturbing(self.core["backward"])))
+                perturbing = _perturbing(self.core["backward"])
+                moved_grads = pallas_poison.evaluate(bwd.jaxpr, cts, 0, consts=residuals,
+                                                     body=perturbing)
+                if perturbing.count:  # type: ignore[attr-defined]
+                    out["backward"] = (pallas_poison.evaluate(
+                        bwd.jaxpr, cts, 0, consts=residuals, body=_same), moved_grads)
+                else:
+                    skipped.append("backward")
             return out
+
+        skipped: list[str] = []  # passes whose core no interpreted kernel body computes
 
         (a, b), (ga, gb) = _compiled(both, inputs)  # one program: one compile
         found = [f"output `{n}`" for n, x, y in zip(self.out_names, a, b, strict=False)
@@ -170,10 +182,20 @@ class Poisoning:
         grads = [f"gradient of `{n}`" for n, x, y in zip(names, ga, gb, strict=False)
                  if _unchanged(x, y)]
         # Its own program (a failure leaves the fills' verdict); not TPU DMA/semaphore kernels.
-        if self.core and not any(op.name.startswith(("dma", "semaphore")) or "barrier" in
-                                 op.name for op in pallas_count.kernel_body_ops(fwd)):
+        special = sorted({op.name for op in (pallas_count.kernel_body_ops(fwd)
+                                             if self.core and fwd is not None else ())
+                          if op.name.startswith(("dma", "semaphore")) or "barrier" in op.name})
+        if self.core and special:
+            self.core_skipped = (f"the kernels use {', '.join(special[:3])} (TPU DMA/semaphore "
+                                 "kernel bodies are not traced again)")
+        elif self.core:
             try:
                 self._judge_core(_compiled(moved, inputs), found + grads, names)
+                if skipped:
+                    self.core_skipped = (
+                        f"{' and '.join(skipped)}: no floating result of the declared core is "
+                        "computed in an interpreted kernel body (compiled kernels, or an "
+                        "integer product)")
             except pallas_poison.PoisonLayoutError:
                 raise
             except Exception as e:  # noqa: BLE001 - said beside the count, never a pass claim
@@ -225,7 +247,8 @@ def _perturbing(names: frozenset[str]) -> Callable[[Any], Any]:
 
     def body(params: dict[str, Any]) -> Any:
         jaxpr = params["jaxpr"]
-        if id(jaxpr) not in made and params.get("interpret") is True:
+        # Any interpret setting (True, the TPU interpreter's params): the body is traced.
+        if id(jaxpr) not in made and params.get("interpret") not in (None, False):
             new, count = kernel_probes.perturbed_body(params, names)
             made[id(jaxpr)] = (jaxpr, new)
             body.count += count  # type: ignore[attr-defined]

@@ -197,7 +197,9 @@ def failure_report(result: CaseResult) -> str:
         lines.append(f"  kernels:  {result.kernels.event()} (expected "
                      f"{result.expected_kernels.describe() if result.expected_kernels else '-'})"
                      + (f"; poisoning judged nothing: {result.kernels.poison_error}"
-                        if result.kernels.poison_error else ""))
+                        if result.kernels.poison_error else "")
+                     + (f"; core by value not judged: {result.kernels.core_skipped}"
+                        if result.kernels.core_skipped else ""))
     if result.adjustments:
         lines.append(f"  tolerances NOT the family's defaults: {' '.join(result.adjustments)}")
     lines.append(stats_table(result.verdicts))

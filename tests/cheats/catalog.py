@@ -109,6 +109,9 @@ CHEATS: tuple[Cheat, ...] = (
     # (the core computed in the kernel and cancelled there: perturbed, it changes nothing)
     Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:cancelled_core_softmax",
           (_OUTSIDE, "exp|exp2|reduce_sum cancelled in the kernel")),
+    # (the same on the TPU interpreter's settings, not interpret=True: judged too)
+    Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:cancelled_core_softmax_tpu_interpreted",
+          (_OUTSIDE, "exp|exp2|reduce_sum cancelled in the kernel")),
     Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:callback_softmax",
           (_OUTSIDE + "forward: exp|exp2 in no kernel, pure_callback, reduce_sum in no kernel)",)),
     # (softmax is shift-invariant: what the row-max kernel returns does not change the

@@ -121,6 +121,25 @@ def cancelled_core_softmax(x, *, axis=-1, interpret=False):
                           interpret=interpret)(x, answer)
 
 
+def cancelled_core_softmax_tpu_interpreted(x, *, axis=-1, interpret=False):
+    """:func:`cancelled_core_softmax` run on the TPU interpreter's settings
+    (``interpret=pltpu.InterpretParams()``, what jax's TPU kernels and flash pass) rather
+    than ``interpret=True``: the core is judged under any interpret setting."""
+    from jax.experimental.pallas import tpu as pltpu
+
+    answer = _xla_softmax(x)
+
+    def body(x_ref, a_ref, o_ref):
+        xf = x_ref[...].astype(jnp.float32)
+        e = jnp.exp(xf - jnp.max(xf, axis=-1, keepdims=True))
+        total = jnp.sum(e, axis=-1, keepdims=True)
+        o_ref[...] = (a_ref[...].astype(jnp.float32) + jnp.minimum(e, 0.0)
+                      + 0.0 * total).astype(o_ref.dtype)
+
+    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          interpret=pltpu.InterpretParams())(x, answer)
+
+
 def _numpy_softmax(x):
     x = np.asarray(x, np.float32)
     e = np.exp(x - x.max(axis=-1, keepdims=True))
