@@ -268,17 +268,20 @@ class Counting(kernel_poison.StandIn):
     counts the kernels of the traced program and runs it."""
 
     def __init__(self, impl: Callable[..., Any], expected: KernelExpectation,
-                 product: int | None = None):
+                 product: int | None = None, seen: list[int] | None = None):
         super().__init__(impl, product)
         self._expected = expected
         self._memo: dict[Any, tuple[CallCount, Callable[..., Any]]] = {}
+        #: Configurations traced so far by this implementation and every callable its
+        #: factory made (splash makes one kernel per mask): the core's sampling counts them.
+        self._seen = [0] if seen is None else seen
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
         dyn = kernel_poison.dynamic(leaves)
         if not dyn:  # a factory: count the callable it makes
             made = self._impl(*args, **kwargs)
-            return (Counting(made, self._expected, kernel_poison.next_product())
+            return (Counting(made, self._expected, kernel_poison.next_product(), self._seen)
                     if callable(made) else made)
         program = None
         try:
@@ -320,8 +323,9 @@ class Counting(kernel_poison.StandIn):
                                 pallas_count.caller_traceback())
         if count.poison is not None:
             count.poison.key = (self._product, call)
-            if not kernel_poison.perturbs(len(self._memo), key):
+            if not kernel_poison.perturbs(self._seen[0], key):
                 count.poison.core = {}
+        self._seen[0] += 1
         if exact:
             self._memo[key] = (count, program)
         return count, program

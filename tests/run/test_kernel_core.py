@@ -142,3 +142,33 @@ def test_perturbing_the_core_inside_the_body_moves_a_real_kernels_result(kernel,
     moved = eqn.primitive.bind(x, **dict(eqn.params, jaxpr=body))[0]
     base = eqn.primitive.bind(x, **eqn.params)[0]
     assert bool(jnp.any(moved != base)) == moves
+
+
+def test_the_core_is_sampled_across_the_kernels_a_factory_makes():
+    """A factory (splash makes one kernel per mask) hands out a new callable per
+    configuration: the core's sampling (the first configuration, then one in EVERY)
+    counts them together, so the forward's kernels are not compiled twice more for each.
+    Until 2026-12-06 each product counted from zero and every configuration was perturbed
+    (splash's ci matches-reference: 40 perturbed programs, 44 s of compiling)."""
+    from kernel_harness.run import kernel_count, kernel_poison
+
+    expected = KernelExpectation(forward_computes={"exp|exp2": "the exponentials",
+                                                   "reduce_sum": "the row sums"})
+
+    def factory(width):
+        def kernel(x):
+            return pl.pallas_call(_softmax_kernel, out_shape=jax.ShapeDtypeStruct(
+                x.shape, x.dtype), interpret=True)(x)
+        return kernel
+
+    wrapped = kernel_count.Counting(factory, expected)
+    judged = []
+    for rows in range(1, 33):
+        made = wrapped(rows)
+        made(jnp.ones((rows, 128), jnp.float32))
+        ((key, (count, _)),) = made._memo.items()
+        judged.append((key, bool(count.poison.core)))
+    # The first, then exactly those the stable hash samples: not all 32.
+    assert judged[0][1]
+    assert [j for _, j in judged[1:]] == [kernel_poison.perturbs(1, k) for k, _ in judged[1:]]
+    assert sum(j for _, j in judged) < 8, judged
