@@ -7,16 +7,13 @@ kernels of that program (:mod:`kernel_harness.core.compat.pallas_count`) and run
 program on the call's values: what is counted is what runs, so an implementation that
 behaves differently when counted cannot show the count one program and run another.
 
-- forward: the traced program;
-- backward: the jaxpr of the function ``jax.vjp`` returns for that same program, applied
-  to cotangents of its floating outputs, differentiating its floating traced inputs (only
-  where the family expects backward kernels): the adapter's own ``jax.vjp`` of the call
-  differentiates the same program.
-
-A kernel factory's callable (splash's) is wrapped too. A call that cannot be traced on
-abstract values is made directly and counted as running no kernel (with the reason). Counts
-are kept per configuration (a cached program calls nothing: the example gets the count of
-the program it ran); an example's count is the fewest kernels over its calls.
+Forward: the traced program. Backward (where the family expects backward kernels): the
+jaxpr of ``jax.vjp``'s function for that same program (the one the adapter differentiates),
+on cotangents of its floating outputs, differentiating its floating traced inputs. A kernel
+factory's callable (splash's) is wrapped too. A call that cannot be traced on abstract
+values is made directly and counted as running no kernel (with the reason). Counts are kept
+per configuration (a cached program calls nothing: the example gets the count of the
+program it ran); an example's count is the fewest kernels over its calls.
 
 Once per configuration the traced programs are also evaluated with every kernel's result
 replaced (:mod:`kernel_harness.run.kernel_poison`): an output that does not depend on any
@@ -41,7 +38,7 @@ import numpy as np
 from kernel_harness.core.compat import pallas_count
 from kernel_harness.core.compat.forced_settings import settings_in_force
 from kernel_harness.records.kernels import KernelExpectation
-from kernel_harness.run import kernel_outside, kernel_poison
+from kernel_harness.run import kernel_core_value, kernel_outside, kernel_poison
 from kernel_harness.run.count_errors import CountUnavailable
 
 
@@ -88,8 +85,7 @@ class KernelCount:
     #: Per pass (``forward``, ``backward``), the measured primitives any call ran outside
     #: its kernels on arrays of the problem's size (:mod:`kernel_harness.run.kernel_outside`).
     outside: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-    #: Why the op's declared core was not judged by value in a pass of a judged
-    #: configuration (:attr:`kernel_poison.Poisoning.core_skipped`; None: it was, or none).
+    #: Why the declared core was not judged by value (``Poisoning.core_skipped``).
     core_skipped: str | None = None
 
     @classmethod
@@ -133,17 +129,15 @@ class KernelCount:
         """What each short pass ran instead, in one line ("" if none is short)."""
         parts = []
         for p in self.short(expected):
-            if p == "fwd":
-                parts.append(f"the forward pass ran {self.forward} Pallas kernel(s) "
-                             f"(expected >= {expected.forward}); it ran instead: "
-                             f"{', '.join(self.forward_top) or 'nothing'}")
-            elif self.backward is None:
+            if p == "bwd" and self.backward is None:
                 why = self.backward_error or "the forward could not be traced"
                 parts.append(f"the backward pass could not be traced ({why})")
-            else:
-                parts.append(f"the backward pass ran {self.backward} Pallas kernel(s) "
-                             f"(expected >= {expected.backward}); it ran instead: "
-                             f"{', '.join(self.backward_top) or 'nothing'}")
+                continue
+            name, ran, want, top = (("forward", self.forward, expected.forward, self.forward_top)
+                                    if p == "fwd" else ("backward", self.backward,
+                                                        expected.backward, self.backward_top))
+            parts.append(f"the {name} pass ran {ran} Pallas kernel(s) (expected >= {want}); "
+                         f"it ran instead: {', '.join(top) or 'nothing'}")
         return "; ".join(parts)
 
 
@@ -154,9 +148,7 @@ _MAX_CONFIGS = 4096
 
 
 def _sinks() -> list[list[CallCount]]:
-    if not hasattr(_LOCAL, "sinks"):
-        _LOCAL.sinks = []
-    return _LOCAL.sinks
+    return _LOCAL.__dict__.setdefault("sinks", [])  # this thread's
 
 
 def _inexact(x: Any) -> bool:
@@ -272,8 +264,8 @@ class Counting(kernel_poison.StandIn):
         super().__init__(impl, product)
         self._expected = expected
         self._memo: dict[Any, tuple[CallCount, Callable[..., Any]]] = {}
-        #: Configurations traced so far by this implementation and every callable its
-        #: factory made (splash makes one kernel per mask): the core's sampling counts them.
+        #: Configurations traced by this implementation and its factory's products (splash
+        #: makes one kernel per mask), shared: the core's sampling counts them together.
         self._seen = [0] if seen is None else seen
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -323,7 +315,7 @@ class Counting(kernel_poison.StandIn):
                                 pallas_count.caller_traceback())
         if count.poison is not None:
             count.poison.key = (self._product, call)
-            if not kernel_poison.perturbs(self._seen[0], key):
+            if not kernel_core_value.perturbs(self._seen[0], key):
                 count.poison.core = {}
         self._seen[0] += 1
         if exact:

@@ -43,14 +43,14 @@ import dataclasses
 import functools
 import inspect
 import threading
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import jax
 import numpy as np
 
-from kernel_harness.core.compat import kernel_flow, kernel_probes, pallas_count, pallas_poison
+from kernel_harness.core.compat import kernel_flow, pallas_count, pallas_poison
+from kernel_harness.run import kernel_core_value
 
 #: The failure class, as reports and events name it.
 UNUSED = "kernel result unused"
@@ -148,32 +148,9 @@ class Poisoning:
                 grads[w] = pallas_poison.evaluate(bwd.jaxpr, cts, w, consts=residuals)
             return outs, grads
 
-        def moved(x: list[Any]) -> dict[str, tuple[list[Any], list[Any]]]:
-            """Per pass with a declared core: its outputs with the kernels as they are, and
-            with the core perturbed inside their bodies (:func:`_perturbing`)."""
-            out: dict[str, tuple[list[Any], list[Any]]] = {}
-            if fwd is not None and self.core.get("forward"):
-                perturbing = _perturbing(self.core["forward"])
-                moved_out = pallas_poison.evaluate(fwd, x, 0, body=perturbing)
-                if perturbing.count:  # type: ignore[attr-defined]
-                    out["forward"] = (pallas_poison.evaluate(fwd, x, 0, body=_same), moved_out)
-                else:
-                    skipped.append("forward")
-            if bwd is not None and self.core.get("backward"):
-                ran = pallas_poison.evaluate(bwd.joint, x, 0, body=_same)
-                outputs, residuals = ran[:bwd.outputs], ran[bwd.outputs:]
-                cts = [pallas_poison.fill(o.shape, o.dtype, 0) for o in outputs]
-                perturbing = _perturbing(self.core["backward"])
-                moved_grads = pallas_poison.evaluate(bwd.jaxpr, cts, 0, consts=residuals,
-                                                     body=perturbing)
-                if perturbing.count:  # type: ignore[attr-defined]
-                    out["backward"] = (pallas_poison.evaluate(
-                        bwd.jaxpr, cts, 0, consts=residuals, body=_same), moved_grads)
-                else:
-                    skipped.append("backward")
-            return out
-
         skipped: list[str] = []  # passes whose core no interpreted kernel body computes
+        moved = functools.partial(kernel_core_value.moved, fwd, bwd, self.core,
+                                  skipped=skipped)
 
         (a, b), (ga, gb) = _compiled(both, inputs)  # one program: one compile
         found = [f"output `{n}`" for n, x, y in zip(self.out_names, a, b, strict=False)
@@ -225,37 +202,6 @@ class Poisoning:
         """Why poisoning, or the core's perturbation, judged nothing (None: both judged)."""
         return self.error or (f"(the fills judged; the core's perturbation did not) "
                               f"{self.core_error}" if self.core_error else None)
-
-
-#: The core is perturbed for an implementation's first FIRST configurations in a process,
-#: then one in EVERY (a stable hash): each compiles the forward's kernels twice more.
-FIRST, EVERY = 1, 16
-
-
-def perturbs(seen: int, key: Any) -> bool:
-    """Whether configuration ``key``, after ``seen`` others, is perturbed (FIRST, EVERY)."""
-    return seen < FIRST or zlib.crc32(repr(key).encode()) % EVERY == 0
-
-
-def _same(params: dict[str, Any]) -> Any:
-    return params["jaxpr"]
-
-
-def _perturbing(names: frozenset[str]) -> Callable[[Any], Any]:
-    """A kernel-body transform perturbing ``names`` inside it, each body traced once."""
-    made: dict[int, tuple[Any, Any]] = {}
-
-    def body(params: dict[str, Any]) -> Any:
-        jaxpr = params["jaxpr"]
-        # Any interpret setting (True, the TPU interpreter's params): the body is traced.
-        if id(jaxpr) not in made and params.get("interpret") not in (None, False):
-            new, count = kernel_probes.perturbed_body(params, names)
-            made[id(jaxpr)] = (jaxpr, new)
-            body.count += count  # type: ignore[attr-defined]
-        return made[id(jaxpr)][1] if id(jaxpr) in made else jaxpr
-
-    body.count = 0  # type: ignore[attr-defined]
-    return body
 
 
 def _compiled(fn: Callable[[list[Any]], Any], inputs: list[np.ndarray]) -> Any:

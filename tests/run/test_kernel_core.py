@@ -150,7 +150,7 @@ def test_the_core_is_sampled_across_the_kernels_a_factory_makes():
     counts them together, so the forward's kernels are not compiled twice more for each.
     Until 2026-12-06 each product counted from zero and every configuration was perturbed
     (splash's ci matches-reference: 40 perturbed programs, 44 s of compiling)."""
-    from kernel_harness.run import kernel_count, kernel_poison
+    from kernel_harness.run import kernel_core_value, kernel_count
 
     expected = KernelExpectation(forward_computes={"exp|exp2": "the exponentials",
                                                    "reduce_sum": "the row sums"})
@@ -170,5 +170,5 @@ def test_the_core_is_sampled_across_the_kernels_a_factory_makes():
         judged.append((key, bool(count.poison.core)))
     # The first, then exactly those the stable hash samples: not all 32.
     assert judged[0][1]
-    assert [j for _, j in judged[1:]] == [kernel_poison.perturbs(1, k) for k, _ in judged[1:]]
+    assert [j for _, j in judged[1:]] == [kernel_core_value.perturbs(1, k) for k, _ in judged[1:]]
     assert sum(j for _, j in judged) < 8, judged
