@@ -74,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "chunk_variants": "kernel_harness.ops.delta_rule.strategy",
     "delta_rule_reference": "kernel_harness.ops.delta_rule.reference",
     "DELTA_RULE_RELATIONS": "kernel_harness.ops.delta_rule.relations",
+    "SERVING_RELATIONS": "kernel_harness.ops.delta_rule.serving_relations",
     "delta_rule_as_mha": "kernel_harness.ops.delta_rule.relations",
     "Bench": "kernel_harness.records.bench",
     "Timed": "kernel_harness.records.bench",

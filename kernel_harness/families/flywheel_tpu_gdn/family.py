@@ -23,6 +23,7 @@ from kernel_harness.ops.delta_rule.serving import (
     serving_events,
     serving_reference,
 )
+from kernel_harness.ops.delta_rule.serving_relations import SERVING_RELATIONS
 from kernel_harness.records.family import Family
 from kernel_harness.records.hooks import Metamorphic
 from kernel_harness.records.kernels import KernelExpectation
@@ -140,6 +141,7 @@ FAMILY = Family(
     metamorphic=Metamorphic(roles={}, logit_input="qkv", traceable=_kernel.traceable,
                             tpu_device_kind=fused.DEVICE_KIND),
     export=export,
+    relations=SERVING_RELATIONS,
     requires=library.REQUIRES,
     # The decode segment's kernel (BATCHED) and the prefill/mixed one (PER_SEQ).
     kernels=KernelExpectation(forward=2),

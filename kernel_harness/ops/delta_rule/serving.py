@@ -26,7 +26,8 @@ back. One call, per sequence s with tokens [start_s, end_s) of the stream:
 
 Cases (:class:`ServingCase`), the reference (:func:`serving_reference`), the strategy
 (:func:`serving_cases`) and its events (:func:`serving_events`) live here; a kernel's
-limits (head sizes, token rows, slot count) are the strategy's arguments.
+limits (head sizes, token rows, slot count) are the strategy's arguments. Its relations
+(state continuity): :mod:`.serving_relations`.
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ class ServingCase(Case):
         (float32) and the int32 metadata (``query_start_loc``, ``state_indices``,
         ``distribution``, ``seq_lens``, ``read_state_indices``) padded to ``max_seqs``."""
         rng = self.rng()
-        dim, n, pad = self.dim, len(self.lengths), self.max_seqs - len(self.lengths)
+        dim = self.dim
         # The conv weights sum ~1 over the taps, so x' stays O(1).
         weight = rng.standard_normal((dim, 1, self.kernel_size)) / np.sqrt(self.kernel_size)
         a_log = (rng.standard_normal(self.value_heads) * 0.5 if self.decay == "ordinary"
@@ -180,15 +181,22 @@ class ServingCase(Case):
             out["a"] = cast(arrays["a"], self.dtype)
         # The conv state holds raw inputs (what a previous call wrote): qkv's dtype's values.
         out["conv_state"] = cast(arrays["conv_state"], self.dtype).astype(np.float32)
+        out.update(self.metadata())
+        return out
+
+    def metadata(self) -> Arrays:
+        """The int32 per-sequence arrays of the call, padded to ``max_seqs``:
+        ``query_start_loc``, ``state_indices``, ``distribution``, ``seq_lens``,
+        ``read_state_indices``."""
+        n, pad = len(self.lengths), self.max_seqs - len(self.lengths)
         starts = self.starts()
-        out.update(
+        return dict(
             query_start_loc=np.concatenate([starts, np.full(pad, starts[-1])]).astype(np.int32),
             state_indices=np.array([*self.write_slots, *[0] * pad], np.int32),
             distribution=np.array([self.num_decode, n, n], np.int32),
             seq_lens=np.array([h + q for h, q in zip(self.histories, self.lengths,
                                                      strict=True)] + [0] * pad, np.int32),
             read_state_indices=np.array([*self.read_slots, *[0] * pad], np.int32))
-        return out
 
 
 def silu(x: np.ndarray) -> np.ndarray:
