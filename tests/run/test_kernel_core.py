@@ -172,3 +172,21 @@ def test_the_core_is_sampled_across_the_kernels_a_factory_makes():
     assert judged[0][1]
     assert [j for _, j in judged[1:]] == [kernel_core_value.perturbs(1, k) for k, _ in judged[1:]]
     assert sum(j for _, j in judged) < 8, judged
+
+
+def test_a_kernel_body_is_followed_once_per_taint_and_sources(monkeypatch):
+    """kernel_flow remembers what a kernel body's flow was (a body is entered at every pass
+    of the fixed point around it, for every group, in every program holding it): the
+    same verdict, and the body not walked again."""
+    x = jnp.ones((8, 128), jnp.float32)
+    jaxpr = jax.make_jaxpr(lambda x: pl.pallas_call(
+        _softmax_kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        interpret=True)(x))(x)
+    first = kernel_flow.reach(jaxpr, [EXP, SUM])
+    assert first == [(True, (True, True))]
+    walked = []
+    real = kernel_flow._run
+    monkeypatch.setattr(kernel_flow, "_run", lambda j, *a, **k: (
+        walked.append(a[2] if len(a) > 2 else None), real(j, *a, **k))[1])
+    assert kernel_flow.reach(jaxpr, [EXP, SUM]) == first
+    assert walked and True not in walked  # the body (in_kernel=True) not walked again
