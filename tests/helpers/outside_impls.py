@@ -108,17 +108,17 @@ def cancelled_core_softmax(x, *, axis=-1, interpret=False):
     exponentials and their row sums) and adds ``min(e, 0)`` and ``0 * sum``, exactly 0: the
     core is computed in the kernel and flows into its result, but cancelled. Only
     perturbing it inside the kernel body shows that the result does not use it."""
-    answer = _xla_softmax(x)
+    return pl.pallas_call(_cancelled_body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          interpret=interpret)(x, _xla_softmax(x))
 
-    def body(x_ref, a_ref, o_ref):
-        xf = x_ref[...].astype(jnp.float32)
-        e = jnp.exp(xf - jnp.max(xf, axis=-1, keepdims=True))
-        total = jnp.sum(e, axis=-1, keepdims=True)
-        o_ref[...] = (a_ref[...].astype(jnp.float32) + jnp.minimum(e, 0.0)
-                      + 0.0 * total).astype(o_ref.dtype)
 
-    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          interpret=interpret)(x, answer)
+def _cancelled_body(x_ref, a_ref, o_ref):
+    """Copies the answer, adding the core's ``min(e, 0)`` and ``0 * sum`` (exactly 0)."""
+    xf = x_ref[...].astype(jnp.float32)
+    e = jnp.exp(xf - jnp.max(xf, axis=-1, keepdims=True))
+    total = jnp.sum(e, axis=-1, keepdims=True)
+    o_ref[...] = (a_ref[...].astype(jnp.float32) + jnp.minimum(e, 0.0)
+                  + 0.0 * total).astype(o_ref.dtype)
 
 
 def cancelled_core_softmax_tpu_interpreted(x, *, axis=-1, interpret=False):
@@ -127,17 +127,8 @@ def cancelled_core_softmax_tpu_interpreted(x, *, axis=-1, interpret=False):
     than ``interpret=True``: the core is judged under any interpret setting."""
     from jax.experimental.pallas import tpu as pltpu
 
-    answer = _xla_softmax(x)
-
-    def body(x_ref, a_ref, o_ref):
-        xf = x_ref[...].astype(jnp.float32)
-        e = jnp.exp(xf - jnp.max(xf, axis=-1, keepdims=True))
-        total = jnp.sum(e, axis=-1, keepdims=True)
-        o_ref[...] = (a_ref[...].astype(jnp.float32) + jnp.minimum(e, 0.0)
-                      + 0.0 * total).astype(o_ref.dtype)
-
-    return pl.pallas_call(body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-                          interpret=pltpu.InterpretParams())(x, answer)
+    return pl.pallas_call(_cancelled_body, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+                          interpret=pltpu.InterpretParams())(x, _xla_softmax(x))
 
 
 def _numpy_softmax(x):
