@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from kernel_harness.core.compat import kernel_probes, pallas_poison
+from kernel_harness.core.compat import kernel_probes, pallas_count, pallas_poison
 
 #: The core is perturbed for an implementation's first FIRST configurations in a process,
 #: then one in EVERY (a stable hash): each compiles the forward's kernels twice more.
@@ -46,6 +46,24 @@ def moved(fwd: Any, bwd: Any, core: dict[str, frozenset[str]], x: list[Any],
         else:
             skipped.append(where)
     return out
+
+
+def not_traced(fwd: Any) -> str | None:
+    """Why the kernels of forward jaxpr ``fwd`` are not traced again at all (None: they
+    are): TPU DMA, semaphore or barrier kernel bodies, which the TPU interpreter fails on
+    outside their adapter."""
+    special = sorted({op.name for op in (pallas_count.kernel_body_ops(fwd) if fwd is not None
+                                         else ())
+                      if op.name.startswith(("dma", "semaphore")) or "barrier" in op.name})
+    return (f"the kernels use {', '.join(special[:3])} (TPU DMA/semaphore kernel bodies are "
+            "not traced again)") if special else None
+
+
+def not_perturbed(skipped: list[str]) -> str | None:
+    """What :func:`moved`'s ``skipped`` passes mean, in one line (None: none)."""
+    return (f"{' and '.join(skipped)}: no floating result of the declared core is computed "
+            "in an interpreted kernel body (compiled kernels, or an integer product)"
+            ) if skipped else None
 
 
 def same(params: dict[str, Any]) -> Any:

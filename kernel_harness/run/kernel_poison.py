@@ -49,7 +49,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from kernel_harness.core.compat import kernel_flow, pallas_count, pallas_poison
+from kernel_harness.core.compat import kernel_flow, pallas_poison
 from kernel_harness.run import kernel_core_value
 
 #: The failure class, as reports and events name it.
@@ -158,21 +158,13 @@ class Poisoning:
         names = bwd.names if bwd is not None else ()
         grads = [f"gradient of `{n}`" for n, x, y in zip(names, ga, gb, strict=False)
                  if _unchanged(x, y)]
-        # Its own program (a failure leaves the fills' verdict); not TPU DMA/semaphore kernels.
-        special = sorted({op.name for op in (pallas_count.kernel_body_ops(fwd)
-                                             if self.core and fwd is not None else ())
-                          if op.name.startswith(("dma", "semaphore")) or "barrier" in op.name})
-        if self.core and special:
-            self.core_skipped = (f"the kernels use {', '.join(special[:3])} (TPU DMA/semaphore "
-                                 "kernel bodies are not traced again)")
-        elif self.core:
+        # Its own program (a failure leaves the fills' verdict).
+        if self.core:
+            self.core_skipped = kernel_core_value.not_traced(fwd)
+        if self.core and not self.core_skipped:
             try:
                 self._judge_core(_compiled(moved, inputs), found + grads, names)
-                if skipped:
-                    self.core_skipped = (
-                        f"{' and '.join(skipped)}: no floating result of the declared core is "
-                        "computed in an interpreted kernel body (compiled kernels, or an "
-                        "integer product)")
+                self.core_skipped = kernel_core_value.not_perturbed(skipped)
             except pallas_poison.PoisonLayoutError:
                 raise
             except Exception as e:  # noqa: BLE001 - said beside the count, never a pass claim
