@@ -19,6 +19,7 @@ from kernel_harness.records.family import Family
 from kernel_harness.run import kernel_coverage
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
+from kernel_harness.run.impl_source import SUSPICIOUS
 from kernel_harness.run.kernel_outside import OUTSIDE
 from kernel_harness.run.kernel_poison import UNUSED
 from kernel_harness.run.report import failure_report
@@ -199,9 +200,12 @@ def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
     ``math outside the kernel: exp, reduce_sum (forward)`` for disallowed math outside,
     ``kernel poisoning judged nothing: <why>`` where the unused-result check could not run,
     ``kernel core by value not judged: <why>`` where the declared core could not be."""
+    labels = [f"{SUSPICIOUS}: {f.kind}" for f in result.suspicious_source]
+    labels += list(result.accepted_source)
     if result.kernels is None:
+        _events(labels, observer)
         return
-    labels = [result.kernels.event()] + [f"fallback: {p}" for p in result.fell_back]
+    labels += [result.kernels.event()] + [f"fallback: {p}" for p in result.fell_back]
     labels += [f"{UNUSED}: {u}" for u in result.unused_results]
     labels += [f"{NONDETERMINISTIC}: {c.split(':')[0]}" for c in result.rerun_changed]
     labels += [f"{OUTSIDE}: {', '.join(names)} ({where})"
@@ -210,6 +214,10 @@ def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
         labels.append(f"kernel poisoning judged nothing: {result.kernels.poison_error}")
     if result.kernels.core_skipped:  # never silent: the core was not judged by value
         labels.append(f"kernel core by value not judged: {result.kernels.core_skipped}")
+    _events(labels, observer)
+
+
+def _events(labels: list[str], observer: Observer | None) -> None:
     for label in labels:
         hypothesis.event(label)
         if observer is not None:

@@ -36,7 +36,7 @@ from kernel_harness.core import devices
 from kernel_harness.core.errors import UsageError
 from kernel_harness.records import registry
 from kernel_harness.records.config import load_config
-from kernel_harness.run import diagnostics
+from kernel_harness.run import diagnostics, impl_source
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.config.waivers:  # repro, golden...: a check's session puts its own in force
             diagnostics.use_user_waivers(diagnostics.user_waivers(args.config.waivers,
                                                                   str(args.config.source)))
+        if args.config.accepted_source:  # the same for the source check's accepted lines
+            impl_source.use_accepted(args.config.accepted_source, str(args.config.source))
         return COMMANDS[args.command](args)
     except UsageError as e:
         print(f"kernel-harness: error: {e}", file=sys.stderr)

@@ -19,6 +19,7 @@ from kernel_harness.core.backends import BACKEND_NAMES
 from kernel_harness.core.errors import UsageError
 from kernel_harness.orchestration.request import CheckRequest
 from kernel_harness.records.config import HarnessConfig
+from kernel_harness.run import impl_source
 from kernel_harness.run.profiles import PROFILE_NAMES
 
 #: The settings the configuration may give, and the names each accepts (None: any text).
@@ -73,8 +74,8 @@ def check_request(resolved: Mapping[str, Setting], config: HarnessConfig | None 
     """The :class:`CheckRequest` of resolved ``profile``, ``backend`` and ``corpus`` settings
     (from :func:`settings`) and the front end's other ``fields`` (as the request names
     them); the request records each setting's origin. ``config``'s ``without``,
-    ``waivers`` and ``known-bugs`` travel with it (the front end's ``without`` adds to the
-    table's)."""
+    ``waivers``, ``known-bugs`` and ``accepted-source`` travel with it (the front end's
+    ``without`` adds to the table's; an accepted-source kind is checked here)."""
     missing = [k for k in CONFIGURABLE if k not in resolved]
     if missing:
         raise ValueError(f"settings not resolved: {', '.join(missing)}")
@@ -82,8 +83,10 @@ def check_request(resolved: Mapping[str, Setting], config: HarnessConfig | None 
     if clash:
         raise ValueError(f"give {', '.join(clash)} as resolved settings, not as fields")
     if config is not None and config.source is not None:
+        impl_source.check_accepted(config.accepted_source, config.source)
         fields.update(config_source=str(config.source), waivers=tuple(config.waivers),
                       known_bugs=tuple(config.known_bugs),
+                      accepted_source=tuple(config.accepted_source),
                       config_without={family: frozenset(features)
                                       for family, features in config.without.items()})
     return CheckRequest(**fields, **{k: resolved[k].value for k in CONFIGURABLE},

@@ -92,6 +92,9 @@ class CheckRequest:
     config_without: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     waivers: tuple[dict[str, str], ...] = ()
     known_bugs: tuple[dict[str, Any], ...] = ()
+    #: Lines of the implementation's source the project's config accepts
+    #: (``[[tool.kernel-harness.accepted-source]]``: :mod:`kernel_harness.run.impl_source`).
+    accepted_source: tuple[dict[str, str], ...] = ()
 
     def to_json_dict(self) -> dict[str, Any]:
         """The request as plain data, for a worker process (families by name, the impl by
@@ -115,6 +118,7 @@ class CheckRequest:
                     without_by_family={k: sorted(v) for k, v in self.without_by_family.items()},
                     config_without={k: sorted(v) for k, v in self.config_without.items()},
                     waivers=[dict(w) for w in self.waivers],
+                    accepted_source=[dict(a) for a in self.accepted_source],
                     known_bugs=[{**b, "without": list(b["without"])} for b in self.known_bugs],
                     origins=dict(self.origins),
                     shrink_budget=None if self.shrink_budget is None
@@ -128,6 +132,7 @@ class CheckRequest:
         for key in ("without_by_family", "config_without"):
             data[key] = {k: frozenset(v) for k, v in data[key].items()}
         data["waivers"] = tuple(data["waivers"])
+        data["accepted_source"] = tuple(data.get("accepted_source", ()))
         data["known_bugs"] = tuple({**b, "without": tuple(b["without"])}
                                    for b in data.get("known_bugs", ()))
         if data.get("shrink_budget") is not None:

@@ -64,7 +64,7 @@ from kernel_harness.records import registry
 from kernel_harness.records.family import Family
 from kernel_harness.records.impl import load_impl
 from kernel_harness.records.narrow import adjust_tolerances
-from kernel_harness.run import compile_cache, diagnostics, kernel_coverage
+from kernel_harness.run import compile_cache, diagnostics, impl_source, kernel_coverage
 from kernel_harness.run.impl_probe import bind_impl, impl_spec_of
 from kernel_harness.run.profiles import PROFILE_NAMES, draws_per_compile, get_profile, short_name
 from kernel_harness.run.profiles import shrink_budget as profile_shrink_budget
@@ -253,6 +253,7 @@ class CheckSession:
         """Runs one unit in this process (the worker runs this too)."""
         name, fam = unit.prop, unit.family
         diagnostics.use_user_waivers(self.user_waivers)
+        impl_source.use_accepted(self.request.accepted_source, self.request.config_source)
         observer = Observer()
         progress = watch.Progress(fam.name, name, observer, self.request.progress_every)
         watched = watch.instrument(fam, name, heartbeat=self.request.heartbeat_file,

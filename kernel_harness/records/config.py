@@ -70,6 +70,10 @@ KEYS: dict[str, str] = {
                "without = {sdpa = [\"bias\"]}",
     "waivers": "a list of tables ([[tool.kernel-harness.waivers]]), each with "
                + waiver_entries.SHAPE,
+    "accepted-source": "a list of tables ([[tool.kernel-harness.accepted-source]]), each "
+                       "with file (a path relative to the pyproject.toml's folder), kind (as "
+                       "the failure names it, e.g. \"branches on the backend\"), text (a part "
+                       "of the line) and reason (why the line cannot change what a user gets)",
     "known-bugs": "a list of tables ([[tool.kernel-harness.known-bugs]]), each with family "
                   "(a family name), without (a list of its feature names), reason (what the "
                   "bug is, not empty) and optionally link (an issue, a finding)",
@@ -98,6 +102,9 @@ class HarnessConfig:
         in the file's order (checked: :func:`kernel_harness.records.waiver_entries.checked_entry`).
       known_bugs: features left out of a family because its kernel has a known bug there:
         each entry ``{"family", "without": [...], "reason", "link"?}``, in the file's order.
+      accepted_source: lines of the implementation's source the user reviewed and accepts
+        (:mod:`kernel_harness.run.impl_source`): ``{"file" (absolute), "kind", "text",
+        "reason"}`` each.
     """
 
     source: Path | None = None
@@ -109,6 +116,7 @@ class HarnessConfig:
     without: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     waivers: tuple[dict[str, str], ...] = ()
     known_bugs: tuple[dict[str, Any], ...] = ()
+    accepted_source: tuple[dict[str, str], ...] = ()
 
     @property
     def root(self) -> Path | None:
@@ -150,7 +158,7 @@ def parse_table(table: Any, source: Path) -> HarnessConfig:
         raise UsageError(f"{source}: unknown key(s) {unknown} in [tool.{TABLE}]; accepted: "
                          f"{', '.join(KEYS)}")
     for key, value in table.items():
-        if key in ("without", "waivers", "known-bugs"):
+        if key in ("without", "waivers", "known-bugs", "accepted-source"):
             continue  # tables: checked entry by entry below
         ok = (_names(value) if key == "family-modules"
               else isinstance(value, str) and value != "")
@@ -170,6 +178,7 @@ def parse_table(table: Any, source: Path) -> HarnessConfig:
         without=_without(table.get("without", {}), source),
         waivers=_waivers(table.get("waivers", []), source),
         known_bugs=_known_bugs(table.get("known-bugs", []), source),
+        accepted_source=_accepted_source(table.get("accepted-source", []), source),
     )
 
 
@@ -219,6 +228,24 @@ def _known_bugs(value: Any, source: Path) -> tuple[dict[str, Any], ...]:
                              f": expected {KEYS['known-bugs']}")
         out.append({"family": entry["family"], "without": tuple(entry["without"]),
                     "reason": entry["reason"].strip(), "link": entry.get("link")})
+    return tuple(out)
+
+
+def _accepted_source(value: Any, source: Path) -> tuple[dict[str, str], ...]:
+    """``accepted-source``: each entry has exactly file, kind, text and reason, all text."""
+    if not isinstance(value, list):
+        raise UsageError(f"{source}: [tool.{TABLE}] accepted-source: expected "
+                         f"{KEYS['accepted-source']}, got {_kind(value)}")
+    fields = ("file", "kind", "text", "reason")
+    out = []
+    for i, entry in enumerate(value, 1):
+        ok = (isinstance(entry, dict) and set(entry) == set(fields)
+              and all(isinstance(entry[k], str) and entry[k].strip() for k in fields))
+        if not ok:
+            raise UsageError(f"{source}: [[tool.{TABLE}.accepted-source]] entry {i}: expected "
+                             f"{KEYS['accepted-source']}, all non-empty, got {entry!r}")
+        out.append({**{k: entry[k].strip() for k in fields},
+                    "file": str((source.parent / entry["file"]).resolve())})
     return tuple(out)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from kernel_harness.core.tolerance import Verdict
 from kernel_harness.records import registry
 from kernel_harness.records.registry import UnknownFamily, get_family
-from kernel_harness.run import kernel_outside, kernel_poison, rerun
+from kernel_harness.run import impl_source, kernel_outside, kernel_poison, rerun
 from kernel_harness.run.runner import CaseResult
 
 PREFIX = "[kernel-harness]"
@@ -129,11 +129,25 @@ def rerun_line(result: CaseResult) -> str:
                        rerun.problem_text(changed))
 
 
+def source_line(result: CaseResult) -> str:
+    """``FAIL gpu-softmax suspicious source (observes the harness) ...: the implementation's
+    source has code that can behave differently when it is checked ...`` ("" unless the
+    implementation's reachable source has a line :mod:`kernel_harness.run.impl_source`
+    names that the user's config does not accept)."""
+    found = result.suspicious_source
+    if not found:
+        return ""
+    kinds = ", ".join(sorted({f.kind for f in found}))
+    return _class_line(result, f"{impl_source.SUSPICIOUS} ({kinds})",
+                       impl_source.problem_text(found))
+
+
 def summary_lines(result: CaseResult) -> list[str]:
     """The one-line summaries of a failing case: its kernel count and kernel results
     first, then each output."""
     first = [line for line in (kernel_line(result), unused_line(result),
-                               outside_line(result), rerun_line(result)) if line]
+                               outside_line(result), rerun_line(result),
+                               source_line(result)) if line]
     return first + [summary_line(result, v) for v in result.failures]
 
 

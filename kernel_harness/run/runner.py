@@ -20,7 +20,7 @@ from kernel_harness.records.family import Family
 from kernel_harness.records.kernels import KernelExpectation, declared_fallback
 from kernel_harness.records.outputs import judged_outputs
 from kernel_harness.records.outside import OutsideKernel
-from kernel_harness.run import kernel_count, kernel_outside, memory_maps
+from kernel_harness.run import impl_source, kernel_count, kernel_outside, memory_maps
 from kernel_harness.run import rerun as rerun_module
 from kernel_harness.run.count_errors import ClosedOverTracer
 
@@ -51,6 +51,11 @@ class CaseResult:
     #: Outputs a second run of the same program on the same inputs did not reproduce bit
     #: for bit (:mod:`kernel_harness.run.rerun`; empty: not rerun, or reproduced).
     rerun_changed: tuple[str, ...] = ()
+    #: Lines of the implementation's source that can tell a check from a user's run
+    #: (:mod:`kernel_harness.run.impl_source`), less those the user's config accepts.
+    suspicious_source: tuple[impl_source.Finding, ...] = ()
+    #: The findings the user's config accepts, each as a note naming the file and reason.
+    accepted_source: tuple[str, ...] = ()
 
     @property
     def fell_back(self) -> tuple[str, ...]:
@@ -90,7 +95,7 @@ class CaseResult:
     def passed(self) -> bool:
         return (all(v.passed for v in self.verdicts) and not self.kernel_problem
                 and not self.unused_results and not self.outside_math
-                and not self.rerun_changed)
+                and not self.rerun_changed and not self.suspicious_source)
 
     @property
     def failures(self) -> tuple[Verdict, ...]:
@@ -305,6 +310,7 @@ def check_case(
         changed = rerun_module.changes(actual, again, (*family.output_axes,
                                                        *family.same_as))
     expected = family.reference(case, inputs)
+    found = impl_source.findings(impl)
     verdicts, excluded = judge_outputs(
         family, case, actual, expected,
         low_precision=low_precision_outputs(family, case, inputs, backend))
@@ -324,4 +330,6 @@ def check_case(
         fallback_declared=declared_fallback(impl),
         outside_kernel=family.outside_kernel,
         rerun_changed=changed,
+        suspicious_source=impl_source.unaccepted(found),
+        accepted_source=tuple(impl_source.accepted_notes(found)),
     )

@@ -30,6 +30,8 @@ CLASSES: dict[str, str] = {
     "declared fallback": "only the user accepts a fallback (item 8)",
     "flaky": "the FLAKY verdict (item 9)",
     "bench fooled": "bench's judged timed results (item 10)",
+    "otherwise unobserved": "the implementation's source read for observers, clocks, "
+                            "counters and backend branches (principle 2)",
 }
 
 #: Where a class does not apply to a family of the catalog, and why.
@@ -50,6 +52,7 @@ FALLBACK = "tests.helpers.fallback_impls"
 PLANTED = "tests.helpers.planted_softmax"
 GENERIC = "tests.helpers.generic_cheats"
 BENCH = "tests.helpers.bench_planted"
+ROUND4 = "tests.adversarial.impls_round4"
 
 REFERENCE = "matches-reference"
 
@@ -222,6 +225,17 @@ CHEATS: tuple[Cheat, ...] = (
           command="bench", setup=f"{GENERIC}:forget"),
     Cheat("bench fooled", "gpu-decode", f"{GENERIC}:memoized_decode", ("FAIL", _REPEATED),
           command="bench", setup=f"{GENERIC}:forget"),
+    # principle 2: honest whenever checked, wrong in a user's run (round 4 of the
+    # adversarial set, written independently: tests/adversarial/impls_round4.py)
+    Cheat("otherwise unobserved", "gpu-softmax", f"{ROUND4}:harness_aware_softmax",
+          ("FAIL gpu-softmax suspicious source (observes the harness)", "sys.modules"),
+          per_push=True),
+    Cheat("otherwise unobserved", "gpu-norm", f"{ROUND4}:dated_norm",
+          ("FAIL gpu-norm suspicious source (reads the clock)", "datetime.date.today"),),
+    Cheat("otherwise unobserved", "megablox-gmm", f"{ROUND4}:tpu_only_bf16_gmm",
+          ("FAIL megablox-gmm suspicious source (branches on the backend)",)),
+    Cheat("otherwise unobserved", "gpu-mha", f"{ROUND4}:call_count_bomb_mha",
+          ("FAIL gpu-mha suspicious source (keeps state across calls)", "_MHA_CALLS"),),
 )
 
 #: Cheats the harness does not fail yet, each run as a strict xfail (nightly): the day one

@@ -72,13 +72,19 @@ def test_the_walk_stops_at_a_vcs_root(tmp_path):
     assert load_config(checkout) == HarnessConfig()
 
 
-def test_this_repository_has_no_table_but_its_known_bugs():
+def test_this_repository_has_no_table_but_its_known_bugs_and_accepted_helpers():
     """Its own tests and CI run with the built-in defaults; the table declares only the
-    built-in families' known bugs, each linking its finding."""
+    built-in families' known bugs, each linking its finding, and the lines of the test
+    suite's planted implementations that keep state on purpose, each in its file."""
     config = load_config(REPO)
-    assert dataclasses.replace(config, source=None, known_bugs=()) == HarnessConfig()
+    assert dataclasses.replace(config, source=None, known_bugs=(),
+                               accepted_source=()) == HarnessConfig()
     for bug in config.known_bugs:
         assert (REPO / bug["link"] / "FINDING.md").is_file(), bug
+    for entry in config.accepted_source:
+        path = Path(entry["file"])
+        assert path.parent == REPO / "tests" / "helpers", entry
+        assert entry["text"] in path.read_text(), entry
 
 
 @pytest.mark.parametrize("body, words", [

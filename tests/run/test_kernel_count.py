@@ -153,14 +153,16 @@ def test_an_impl_that_behaves_otherwise_when_counted_runs_what_was_counted(capsy
     # The implementation is traced once per configuration and that program both counted
     # and run: the one alternating with every call shows its fallback to the count; the
     # one running its kernel whenever the count is on the stack runs its kernel (the
-    # harness runs the counted program), and its result is the kernel's.
+    # harness runs the counted program: its result is the kernel's), and fails on the
+    # stack inspection in its source (it would run plain JAX in a user's program).
     code, out = _check(capsys, "gpu-softmax", impl=impl)
+    assert code == 1, out
     if impl == "kernel_every_other_call":
-        assert code == 1, out
         assert "[kernel-harness] FAIL gpu-softmax no Pallas kernel (fwd)" in out
     else:
-        assert code == 0, out
         assert "pallas kernels: fwd 1=" in out and "pallas kernels: fwd 0=" not in out
+        assert ("FAIL gpu-softmax suspicious source (observes the harness)" in out
+                and "fallback_impls.py:" in out and "traceback.extract_stack" in out), out
 
 
 def test_the_counted_program_is_the_one_that_runs(monkeypatch):

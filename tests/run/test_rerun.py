@@ -16,6 +16,7 @@ from kernel_harness.ops.softmax.cases import SoftmaxCase
 from kernel_harness.run.rerun import changes
 from kernel_harness.run.runner import check_case
 from kernel_harness.testing import HarnessCheckFailed
+from tests.helpers.accepted_source import project_accepted_source
 
 PLANTED = "tests.helpers.nondeterministic_softmax:every_other_run"
 CASE = SoftmaxCase(dtype="float32", seed=1, leading=(2,), n=100)
@@ -33,10 +34,13 @@ def test_the_rerun_is_asked_for_and_a_declared_nondeterministic_kernel_is_not_re
     from tests.helpers.nondeterministic_softmax import every_other_run
 
     family, backend = get_family("gpu-softmax"), resolve_backend("interpret")
-    assert check_case(family, CASE, backend, every_other_run).passed  # one run: in tolerance
-    assert not check_case(family, CASE, backend, every_other_run, rerun=True).passed
-    declared = dataclasses.replace(family, nondeterministic="test: atomics")
-    assert check_case(declared, CASE, backend, every_other_run, rerun=True).passed
+    with project_accepted_source():  # its counter: accepted by the project's pyproject.toml
+        assert check_case(family, CASE, backend, every_other_run).passed  # in tolerance
+        assert not check_case(family, CASE, backend, every_other_run, rerun=True).passed
+        declared = dataclasses.replace(family, nondeterministic="test: atomics")
+        assert check_case(declared, CASE, backend, every_other_run, rerun=True).passed
+    with project_accepted_source(none=True):  # unaccepted, its counter fails it
+        assert check_case(declared, CASE, backend, every_other_run).suspicious_source
     assert check_case(family, CASE, backend, rerun=True).passed  # the real kernel
 
 

@@ -1,0 +1,199 @@
+"""The implementation's own source, read for code that makes a kernel behave differently
+when it is checked (issue 55, principle 2: "an impl that behaves differently when observed").
+
+Everything else the harness measures is the program that runs: traced, counted, poisoned
+and judged by value. None of it can see a branch that the harness's runs never take: an
+implementation that asks whether the harness, Hypothesis or pytest is loaded or on the
+stack, that reads the clock (a time bomb), that counts its own calls (a bomb after N calls),
+that tells a traced call from an eager one, that reads the matmul-precision context the
+harness traces under, or that branches on ``interpret`` (one program on the CPU
+interpreters, another compiled on the accelerator), is honest in every check run and wrong
+in the user's. KernelBench's answer to the same problem is a static check of the submitted
+source; this is ours. It reads the code the implementation can reach (the callable, what
+it closes over, the functions and modules its code names, custom VJP rules, partials),
+never the code of jax, numpy, the standard library, the harness itself, Hypothesis or
+pytest, and names each line that:
+
+- **observes the harness**: ``sys.modules``, stack frames (``sys._getframe``, ``inspect``'s
+  stack functions, ``traceback``'s stack functions), a string naming the harness,
+  Hypothesis or pytest, ``__import__``;
+- **reads the clock**: ``time.time`` and its kin, ``datetime``'s ``now``/``today``;
+- **keeps state across calls**: ``global``/``nonlocal`` names it rebinds, an augmented
+  assignment into a module-level object (a call counter), ``next()`` of a module-level
+  iterator;
+- **tells traced from eager**: a reference to jax's ``Tracer`` class;
+- **reads jax's precision context**: ``default_matmul_precision``'s value;
+- **branches on the backend**: an ``if``, conditional expression or loop whose test reads
+  ``interpret`` or ``jax.default_backend()``.
+
+Each finding fails every example of the check, as the failure class ``suspicious source``
+with the kind, the file, the line and the line's text (:func:`findings`). The reach is
+static and shallow: a name built at run time, a module imported through a string, code
+reached only through an object's attribute of an attribute is not read (docs/kernel-ran.md
+says so); what it reads, it reads whole.
+"""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kernel_harness.core.errors import UsageError
+from kernel_harness.run.source_rules import KINDS, Finding, lint, trusted
+
+#: The failure class, as reports and events name it.
+SUSPICIOUS = "suspicious source"
+
+#: Harness code that is followed but not read: a family's adapter module binds the kernel
+#: it wraps (a library's function) and passes the call on.
+FOLLOWED = ("kernel_harness.families.",)
+
+
+def _followed_only(module: str | None) -> bool:
+    return (module or "").startswith(FOLLOWED)
+
+
+def _callables_in(obj: Any) -> Iterator[Any]:
+    """What a callable wraps: a partial's function and arguments, a jitted function's
+    Python function, a custom VJP's/JVP's rules, a bound method's function, a callable
+    instance's ``__call__``."""
+    if isinstance(obj, functools.partial):
+        yield obj.func
+        yield from obj.args
+        yield from obj.keywords.values()
+        return
+    for attr in ("__wrapped__", "fun", "fwd", "bwd", "jvp", "__func__"):
+        inner = getattr(obj, attr, None)
+        if inner is not None and callable(inner):
+            yield inner
+    if not isinstance(obj, (types.FunctionType, type)) and callable(obj):
+        call = type(obj).__dict__.get("__call__")
+        if isinstance(call, types.FunctionType):
+            yield call
+
+
+def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _codes(const)
+
+
+def _reached(fn: types.FunctionType) -> Iterator[Any]:
+    """The objects a function's code can name: its globals (and attributes of the modules
+    among them its code names), its closure, its defaults."""
+    names = {n for code in _codes(fn.__code__) for n in code.co_names}
+    for name in names:
+        if name not in fn.__globals__:
+            continue
+        obj = fn.__globals__[name]
+        if isinstance(obj, types.ModuleType):
+            if not trusted(obj.__name__):
+                yield from (getattr(obj, n) for n in names if hasattr(obj, n))
+        else:
+            yield obj
+    for cell in fn.__closure__ or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    yield from fn.__defaults__ or ()
+    yield from (fn.__kwdefaults__ or {}).values()
+
+
+def functions(impl: Callable[..., Any]) -> list[types.FunctionType]:
+    """The implementation's own Python functions: those reachable from ``impl`` outside
+    :data:`TRUSTED` packages (harness adapters under :data:`FOLLOWED` are passed through)."""
+    out: list[types.FunctionType] = []
+    seen: set[int] = set()
+    stack: list[Any] = [impl]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or not callable(obj):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, type):
+            continue  # classes (block-size records, enums) are data here
+        if isinstance(obj, types.FunctionType):
+            module = obj.__module__
+            if trusted(module) and not _followed_only(module):
+                continue
+            if not _followed_only(module):
+                out.append(obj)
+            stack.extend(o for o in _reached(obj) if callable(o))
+            continue
+        stack.extend(_callables_in(obj))
+    return out
+
+
+_FOUND: dict[int, tuple[Any, tuple[Finding, ...]]] = {}
+
+
+def findings(impl: Callable[..., Any]) -> tuple[Finding, ...]:
+    """Every suspicious line of the code ``impl`` can reach (:func:`functions`), each
+    once, in file and line order; remembered per implementation."""
+    hit = _FOUND.get(id(impl))
+    if hit is not None and hit[0] is impl:
+        return hit[1]
+    unique = {(f.file, f.line, f.kind): f for fn in functions(impl) for f in lint(fn)}
+    out = tuple(sorted(unique.values(), key=lambda f: (f.file, f.line, f.kind)))
+    _FOUND[id(impl)] = (impl, out)
+    return out
+
+
+def problem_text(found: tuple[Finding, ...]) -> str:
+    """The failure's detail: what each line can do, and why that fails the check."""
+    kinds = sorted({f.kind for f in found})
+    return (f"the implementation's source has code that can behave differently when it is "
+            f"checked than in a user's program ({', '.join(kinds)}); every check run would "
+            f"take one side of it: " + "; ".join(str(f) for f in found[:6])
+            + (f"; and {len(found) - 6} more" if len(found) > 6 else ""))
+
+
+_ACCEPTED: dict[str, tuple[tuple[dict[str, str], ...], str]] = {"user": ((), "")}
+
+
+def check_accepted(entries: tuple[dict[str, str], ...], source: Any) -> None:
+    """Raises :class:`~kernel_harness.core.errors.UsageError` for an ``accepted-source``
+    entry whose kind is not one of :data:`KINDS`."""
+    for i, entry in enumerate(entries, 1):
+        if entry["kind"] not in KINDS:
+            raise UsageError(f"{source}: [[tool.kernel-harness.accepted-source]] entry {i}: "
+                             f"kind {entry['kind']!r} is not one of: {', '.join(KINDS)}")
+
+
+def use_accepted(entries: tuple[dict[str, str], ...], source: str | None) -> None:
+    """Puts the user's accepted lines (``[[tool.kernel-harness.accepted-source]]`` of
+    ``source``) in force for every check from now on in this process."""
+    check_accepted(entries, source)
+    _ACCEPTED["user"] = (tuple(entries), source or "pyproject.toml")
+
+
+def _acceptance(f: Finding) -> dict[str, str] | None:
+    entries, _ = _ACCEPTED["user"]
+    for entry in entries:
+        if (entry["kind"] == f.kind and entry["file"] == str(pathlib.Path(f.file).resolve())
+                and entry["text"] in f.text):
+            return entry
+    return None
+
+
+def unaccepted(found: tuple[Finding, ...]) -> tuple[Finding, ...]:
+    """The findings no accepted entry in force covers (a failure of the check)."""
+    return tuple(f for f in found if _acceptance(f) is None)
+
+
+def accepted_notes(found: tuple[Finding, ...]) -> list[str]:
+    """``suspicious source accepted by pyproject.toml: <finding> (<reason>)`` for each
+    finding the user's config accepts (reported, never silent)."""
+    source = pathlib.Path(_ACCEPTED["user"][1]).name
+    return [f"{SUSPICIOUS} accepted by {source}: {f} ({entry['reason']})"
+            for f in found if (entry := _acceptance(f)) is not None]
+
+
+def accepted_in_force() -> tuple[tuple[dict[str, str], ...], str]:
+    """The accepted entries in force and their file (to restore them later)."""
+    return _ACCEPTED["user"]

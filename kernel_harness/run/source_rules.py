@@ -1,0 +1,300 @@
+"""The rules :mod:`kernel_harness.run.impl_source` reads one function's source with: which
+lines can tell a check from a user's run (the kinds, the names each kind looks for), as
+:class:`Finding` s. Why each rule and what it leaves alone: that module's docstring.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+#: Packages whose code is not the implementation's: neither read nor followed.
+TRUSTED = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "hypothesis", "pytest",
+                     "_pytest", "kernel_harness", "scipy", "opt_einsum", "typing_extensions"})
+
+#: Dotted names (after resolving the module's aliases) each kind looks for.
+_OBSERVE = frozenset({
+    "sys.modules", "sys._getframe", "sys.settrace", "sys.gettrace", "sys.setprofile",
+    "sys.getprofile", "sys.argv", "inspect.stack", "inspect.currentframe",
+    "inspect.getouterframes", "inspect.trace", "inspect.getframeinfo",
+    "traceback.extract_stack", "traceback.format_stack", "traceback.walk_stack",
+    "traceback.print_stack", "gc.get_referrers", "gc.get_objects", "builtins.__import__",
+    "importlib.util.find_spec", "os.environ.PYTEST_CURRENT_TEST",
+})
+_CLOCK = frozenset({
+    "time.time", "time.time_ns", "time.monotonic", "time.monotonic_ns", "time.perf_counter",
+    "time.perf_counter_ns", "time.process_time", "time.localtime", "time.gmtime",
+    "time.ctime", "datetime.date.today", "datetime.datetime.now", "datetime.datetime.today",
+    "datetime.datetime.utcnow",
+})
+_TRACER = ("jax.core.Tracer", "jax._src.core.Tracer", "jax.core.is_concrete",
+           "jax._src.core.is_concrete")
+_PRECISION = ("default_matmul_precision.value", "jax.config.jax_default_matmul_precision")
+_BACKEND = ("jax.default_backend", "jax._src.xla_bridge.default_backend")
+_NAMES = ("kernel_harness", "hypothesis", "pytest", "PYTEST_CURRENT_TEST")
+
+OBSERVES = "observes the harness"
+CLOCK = "reads the clock"
+STATE = "keeps state across calls"
+TRACED = "tells traced from eager"
+PRECISION = "reads jax's precision context"
+BACKEND = "branches on the backend"
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One line of the implementation's source that can tell a check from a user's run."""
+
+    kind: str
+    file: str
+    line: int
+    text: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.file}:{self.line}: {self.text} ({self.what})"
+
+
+def _top(module: str | None) -> str:
+    return (module or "").split(".")[0]
+
+
+def trusted(module: str | None) -> bool:
+    """Whether ``module`` belongs to :data:`TRUSTED` or the standard library."""
+    top = _top(module)
+    return top in TRUSTED or top in sys.stdlib_module_names
+
+
+def _source(fn: types.FunctionType) -> tuple[ast.AST, int, list[str]] | None:
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError:
+        return None
+    return tree, max(start, 1), lines
+
+
+def _canonical_heads(fn: types.FunctionType, tree: ast.AST) -> dict[str, str]:
+    """Each name the function can use as the head of a dotted name, as the dotted path of
+    what it is: a module's name, a function's or class's ``module.qualname``, local imports
+    included (``from jax._src import config as _cfg`` inside the body)."""
+    heads: dict[str, str] = {"__import__": "builtins.__import__"}
+    for name, obj in fn.__globals__.items():
+        if isinstance(obj, types.ModuleType):
+            heads[name] = obj.__name__
+        elif isinstance(obj, (types.FunctionType, type, types.BuiltinFunctionType)):
+            module = getattr(obj, "__module__", None) or ""
+            heads[name] = f"{module}.{getattr(obj, '__qualname__', name)}".lstrip(".")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                top = a.name.split(".")[0]
+                heads[a.asname or top] = a.name if a.asname else top
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for a in node.names:
+                heads[a.asname or a.name] = f"{node.module}.{a.name}"
+    return heads
+
+
+def _dotted(node: ast.AST, heads: dict[str, str]) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([heads.get(node.id, node.id), *reversed(parts)])
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)):
+            out.add(id(body[0].value))
+    return out
+
+
+_CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__set_name__")
+
+
+def _host_mutable(value: Any) -> bool:
+    """A Python object a call can change and the next call read: a list, dict, set, numpy
+    array, iterator or a plain instance of a class outside :data:`TRUSTED` (never a Pallas
+    ref, a jax array, a module or a function)."""
+    if isinstance(value, (list, dict, set, bytearray, np.ndarray, types.SimpleNamespace)):
+        return True
+    if hasattr(value, "__next__"):
+        return True
+    kind = type(value)
+    return (not isinstance(value, (type, types.ModuleType, types.FunctionType))
+            and hasattr(value, "__dict__") and not trusted(kind.__module__))
+
+
+def _outer(root: str | None, local: set[str], outer: dict[str, Any], fn: str) -> bool:
+    """Whether an object the code updates outlives the call: a host object of the module
+    or of the enclosing function's closure (not a kernel's ref: those are jax's types), or
+    the instance's own (``self``/``cls`` outside a constructor)."""
+    if root is None:
+        return False
+    if root in ("self", "cls"):
+        return fn not in _CONSTRUCTORS
+    return root not in local and root in outer and _host_mutable(outer[root])
+
+
+def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int],
+           outer: dict[str, Any], fn: str, rebound: set[str], exempt: set[int],
+           scope: ast.AST | None, top: ast.AST | None) -> Iterator[tuple[str, str]]:
+    """(kind, what) for one node of a function's tree (``local``: the names its innermost
+    function binds)."""
+    if isinstance(node, (ast.Attribute, ast.Name)):
+        name = _dotted(node, heads) or ""
+        if name in _OBSERVE:
+            yield OBSERVES, name
+        elif name in _CLOCK:
+            yield CLOCK, name
+        elif name in _TRACER:
+            yield TRACED, name
+        elif name.endswith(_PRECISION):
+            yield PRECISION, name
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+        hit = [n for n in _NAMES if n in node.value]
+        if hit:
+            yield OBSERVES, f"the string {node.value[:40]!r} names {hit[0]}"
+    elif isinstance(node, (ast.Global, ast.Nonlocal)):
+        # A global the call counts with, or a name of the function's enclosing scope (that
+        # call has returned: each call of this one sees what the last left). A global set
+        # to a constant (a warn-once flag) and a nonlocal of a nested helper are not.
+        names = [n for n in node.names if n in rebound or isinstance(node, ast.Nonlocal)]
+        if names and (isinstance(node, ast.Global) or scope is top):
+            yield STATE, f"{type(node).__name__.lower()} {', '.join(names)}"
+    elif isinstance(node, ast.AugAssign) and not isinstance(node.target, ast.Name):
+        root = _root(node.target)
+        if _outer(root, local, outer, fn):
+            yield STATE, f"updates {root}, which outlives the call"
+    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+          and node.func.id == "next" and node.args):
+        root = _root(node.args[0])
+        if _outer(root, local, outer, fn):
+            yield STATE, f"advances {root}, which outlives the call"
+    elif isinstance(node, (ast.If, ast.IfExp, ast.While)) and id(node) not in exempt:
+        for sub in ast.walk(node.test):
+            if isinstance(sub, ast.Name) and sub.id == "interpret":
+                yield BACKEND, "a branch on `interpret`"
+                break
+            if isinstance(sub, ast.Call) and (_dotted(sub.func, heads) or "") in _BACKEND:
+                yield BACKEND, "a branch on jax.default_backend()"
+                break
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _own_locals(scope: ast.AST) -> set[str]:
+    """The names a function binds itself (its parameters, its assignments), not those of
+    the functions nested in it."""
+    out: set[str] = set()
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        if isinstance(node, _SCOPES):
+            if not isinstance(node, ast.Lambda):
+                out.add(node.name)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _scoped(tree: ast.AST) -> Iterator[tuple[ast.AST, set[str], ast.AST | None]]:
+    """Every node with the names bound by its innermost enclosing function, and that
+    function's node."""
+    stack: list[tuple[ast.AST, set[str], ast.AST | None]] = [(tree, set(), None)]
+    while stack:
+        node, local, scope = stack.pop()
+        yield node, local, scope
+        if isinstance(node, _SCOPES):
+            local, scope = _own_locals(node), node
+        stack.extend((child, local, scope) for child in ast.iter_child_nodes(node))
+
+
+def _interpret_values(tree: ast.AST) -> set[int]:
+    """The conditional expressions that only choose the interpret setting itself
+    (``interpret=InterpretParams() if interpret else False``): how a kernel passes the
+    setting on, not a second program."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and "interpret" in (node.arg or ""):
+            value = node.value
+        elif (isinstance(node, ast.Assign) and len(node.targets) == 1
+              and isinstance(node.targets[0], ast.Name) and "interpret" in node.targets[0].id):
+            value = node.value
+        else:
+            continue
+        if isinstance(value, ast.IfExp):
+            out.add(id(value))
+    return out
+
+
+def _rebound(tree: ast.AST) -> set[str]:
+    """Names the code counts with (``n += 1``, ``n = n + 1``)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+        elif isinstance(node, ast.Assign):
+            used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            out |= {t.id for t in node.targets if isinstance(t, ast.Name) and t.id in used}
+    return out
+
+
+def lint(fn: types.FunctionType) -> list[Finding]:
+    """The suspicious lines of one function (its nested functions included); ``[]`` where
+    its source cannot be read."""
+    parsed = _source(fn)
+    if parsed is None:
+        return []
+    tree, start, lines = parsed
+    heads, docs = _canonical_heads(fn, tree), _docstrings(tree)
+    outer = dict(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+        try:
+            outer[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    top = next((n for n in ast.iter_child_nodes(tree) if isinstance(n, _SCOPES)), None)
+    rebound, exempt = _rebound(tree), _interpret_values(tree)
+    out = []
+    for node, local, scope in _scoped(tree):
+        for kind, what in _kinds(node, heads, local, docs, outer, fn.__name__, rebound,
+                                 exempt, scope, top):
+            lineno = getattr(node, "lineno", 1)
+            text = lines[lineno - 1].strip() if lineno <= len(lines) else ""
+            out.append(Finding(kind, inspect.getsourcefile(fn) or "?", start + lineno - 1,
+                               text, what))
+    return out
+
+
+#: Every kind a finding can have (what an ``accepted-source`` entry may name).
+KINDS = (OBSERVES, CLOCK, STATE, TRACED, PRECISION, BACKEND)
