@@ -8,7 +8,8 @@ the problem's size. Anything a family's own kernel legitimately does there (quan
 activations, routing, a gradient XLA computes from a residual) is declared on the family
 record as an :class:`OutsideKernel`, each primitive with its reason; any other is a FAIL,
 class "math outside the kernel". Layout (reshape, transpose, pad, slice, concatenate, casts,
-elementwise add/mul/select) is never measured.
+indexing) and elementwise arithmetic (add, mul, select, comparisons) are never measured
+(:data:`UNMEASURED`); every other primitive is.
 """
 
 from __future__ import annotations
@@ -35,8 +36,52 @@ DIVISION = frozenset({"div"})
 #: return nothing to the program: never measured). Inside a kernel body, one that returns
 #: a value fails at any size (:mod:`kernel_harness.run.kernel_outside`).
 CALLBACKS = frozenset({"pure_callback", "io_callback", "buffer_callback"})
-#: Every primitive measured outside the kernels.
+#: The primitives named above (a family may allow these, each with its reason).
 MEASURED = MATMUL | TRANSCENDENTAL | REDUCTIONS | DIVISION | CALLBACKS
+
+#: Layout: moving, selecting, padding, casting and indexing values, and collectives that
+#: only move them. Never measured.
+LAYOUT = frozenset({
+    "reshape", "transpose", "broadcast_in_dim", "squeeze", "expand_dims", "pad", "slice",
+    "dynamic_slice", "dynamic_update_slice", "concatenate", "split", "rev", "iota", "copy",
+    "copy_p", "device_put", "convert_element_type", "bitcast_convert_type", "reduce_precision",
+    "select_n", "gather", "scatter", "stop_gradient", "optimization_barrier",
+    "sharding_constraint", "mesh_cast", "reshard", "all_gather", "all_to_all", "ppermute",
+    "axis_index", "pbroadcast", "pvary", "random_bits", "random_seed", "random_wrap",
+    "random_unwrap", "threefry2x32", "rng_bit_generator", "debug_callback", "debug_print",
+    "with_memory_space_constraint", "stack", "unstack", "tile", "zeros_like", "empty",
+    "empty2", "layout_constraint", "shard_alike", "inspect_sharding", "name", "tie", "stage",
+    "shape", "platform_index", "freeze", "new_ref", "empty_ref", "free_ref", "check",
+    "dce_sink", "xla_metadata_value", "from_edtype", "to_edtype", "reduced_vary_cast_p",
+    "vary_unreduced_cast_p", "after_all", "create_token", "psend", "precv",
+    "all_gather_start", "all_gather_done", "all_gather_invariant", "all_to_all_start",
+    "all_to_all_done", "ragged_all_to_all", "ppermute_start", "ppermute_done",
+    "pbroadcast_start", "pbroadcast_done",
+    # structural: their bodies are walked (pallas_count.outside_ops), not they themselves
+    "call", "composite", "custom_vmap_call", "custom_linear_solve", "remat2", "remat_opt",
+    "eval_jaxpr", "call_hi_primitive", "call_hi_primitive_linearized", "custom_partitioning",
+    "compute_on"})
+#: Elementwise arithmetic and comparisons: a wrapper scales, offsets, masks and clamps
+#: (a softmax scale, a mask's select, a quantization's rounding). Never measured: what an
+#: answer built from these alone needs (a sum, an exponential) is measured, and the op's
+#: core is required inside the kernels (``KernelExpectation.*_computes``).
+ELEMENTWISE = frozenset({
+    "add", "add_any", "sub", "mul", "neg", "max", "min", "abs", "sign", "floor", "ceil",
+    "round", "clamp", "eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "xor",
+    "shift_left", "shift_right_logical", "shift_right_arithmetic", "rem", "integer_pow",
+    "square", "nextafter", "is_finite", "population_count", "clz", "real", "imag",
+    "conj", "complex", "mulhi", "eq_to", "le_to", "lt_to", "reduce_and", "reduce_or",
+    "reduce_xor"})
+#: What is never measured outside the kernels. Every other primitive on floating arrays
+#: of the problem's size is (a sort, an FFT, a triangular solve, a scatter-add, a cumulative
+#: or windowed reduction, a primitive newer than this list: an allowlist, not a list of
+#: the arithmetic an answer could be spelled with).
+UNMEASURED = LAYOUT | ELEMENTWISE
+
+
+def measured(name: str) -> bool:
+    """Whether the primitive ``name`` is measured outside the kernels."""
+    return name in MEASURED or name not in UNMEASURED
 
 #: The passes, as reports name them.
 PASSES = ("forward", "backward")
@@ -66,8 +111,8 @@ class OutsideKernel:
             unknown = set(allowed) - MEASURED
             if unknown:
                 raise ValueError(f"OutsideKernel.{where} names primitives the harness does "
-                                 f"not measure: {sorted(unknown)} (measured: "
-                                 f"{', '.join(sorted(MEASURED))})")
+                                 f"not measure or does not know: {sorted(unknown)} (a family "
+                                 f"may allow: {', '.join(sorted(MEASURED))})")
             blank = [p for p, why in allowed.items() if not str(why).strip()]
             if blank:
                 raise ValueError(f"OutsideKernel.{where}: each allowed primitive needs its "
@@ -88,5 +133,6 @@ class OutsideKernel:
         lines = [f"{where}: {name} ({why})" for where in PASSES
                  for name, why in sorted(self.allowed(where).items())]
         return lines or ["nothing beyond layout (reshape, transpose, pad, slice, casts, "
-                         "elementwise): any matmul, transcendental, reduction, division "
-                         "on arrays of the problem's size or host callback fails"]
+                         "elementwise): any other primitive (a matmul, transcendental, "
+                         "reduction, division, sort, FFT, solve...) on arrays of the "
+                         "problem's size or a host callback fails"]

@@ -2,8 +2,8 @@
 
 The count (:mod:`kernel_harness.run.kernel_count`) traces each call forward (and, for a
 family with backward kernels, the joint forward ``jax.vjp`` runs and the backward it
-returns); this module reads the same jaxprs for the primitives of
-:data:`~kernel_harness.records.outside.MEASURED` outside every kernel body
+returns); this module reads the same jaxprs for every primitive outside every kernel body but layout
+and elementwise arithmetic (:func:`~kernel_harness.records.outside.measured`)
 (:func:`kernel_harness.core.compat.pallas_count.outside_ops`: every ``cond`` branch,
 loop and ``custom_vjp`` body included).
 
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kernel_harness.core.compat import kernel_flow, pallas_count
-from kernel_harness.records.outside import CALLBACKS, MATMUL, MEASURED, OutsideKernel
+from kernel_harness.records.outside import CALLBACKS, MATMUL, OutsideKernel, measured
 
 #: The failure class, as reports and events name it.
 OUTSIDE = "math outside the kernel"
@@ -73,7 +73,7 @@ def measure(jaxprs: Iterable[Any], problem: int) -> tuple[str, ...]:
     always: set[str] = set()
     for jaxpr in jaxprs:
         for op in pallas_count.outside_ops(jaxpr):
-            if op.name not in MEASURED or not (op.inexact or op.name in MATMUL | CALLBACKS):
+            if not measured(op.name) or not (op.inexact or op.name in MATMUL | CALLBACKS):
                 continue
             if op.unbounded:
                 always.add(op.name)
