@@ -1,17 +1,22 @@
 """Segment ids are labels (only their equality matters), so the attention op's segment
 drawers sometimes spread them far apart: past 127 and 255, with distinct ids equal in
 their low 8 bits (adversarial round 3: a kernel that truncated ids to 8 bits passed while
-ids stayed below 4). Every family that draws segments reaches them within ci-sized runs,
-and the relabelling keeps which positions share a segment and the ids' order."""
+ids stayed below 4), or move them, consecutive, past what a float holds exactly (round 4:
+a kernel that carried ids through bfloat16 passed). Every family that draws segments
+reaches them within ci-sized runs, and the relabelling keeps which positions share a
+segment and the ids' order."""
 
 from __future__ import annotations
 
+import ml_dtypes
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from kernel_harness import get_family
 from kernel_harness.ops.attention.segment_draws import (
+    ID_BASES,
     ID_STRIDES,
     aligned_runs,
     packed_runs,
@@ -20,7 +25,8 @@ from kernel_harness.ops.attention.segment_draws import (
 )
 from tests.helpers.mode_reach import assert_reaches, reach
 
-WIDE = ("segment-id>127", "segment-id>255", "segment-ids-equal-in-8-bits")
+WIDE = ("segment-id>127", "segment-id>255", "segment-ids-equal-in-8-bits",
+        "segment-ids-equal-in-bfloat16")
 
 
 def _ids(case: object) -> set[int]:
@@ -41,6 +47,8 @@ def wide_events(case: object) -> list[str]:
         ev.append("segment-id>255")
     if len({i & 0xFF for i in ids}) < len(ids):
         ev.append("segment-ids-equal-in-8-bits")
+    if len({float(np.float32(i).astype(ml_dtypes.bfloat16)) for i in ids}) < len(ids):
+        ev.append("segment-ids-equal-in-bfloat16")
     return ev
 
 
@@ -59,11 +67,12 @@ def test_relabelling_keeps_runs_and_order():
 @settings(max_examples=80, deadline=None, database=None, derandomize=True,
           phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
 @given(st.data())
-def test_drawn_ids_are_small_or_one_offset_plus_multiples_of_a_stride(data):
+def test_drawn_ids_are_small_strided_or_consecutive_past_a_base(data):
     q, kv = data.draw(segment_layouts(2, 24, 24, causal=data.draw(st.booleans())))
     ids = {i for row in (*q, *kv) for i, _ in row}
     assert min(ids) >= 0 and max(ids) < 2**31
-    assert max(ids) <= 4 or any(len({i % s for i in ids}) == 1 for s in ID_STRIDES)
+    assert (max(ids) <= 4 or any(len({i % s for i in ids}) == 1 for s in ID_STRIDES)
+            or any(b <= min(ids) and max(ids) <= b + 4 for b in ID_BASES)), ids
 
 
 @settings(max_examples=40, deadline=None, database=None, derandomize=True,

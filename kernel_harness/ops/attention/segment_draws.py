@@ -21,6 +21,11 @@ from kernel_harness.ops.attention.segments import Runs, segment_ids
 #: (int16). Offsets (0, 1, 127) keep every id >= 0 and move them off the multiples.
 ID_STRIDES: tuple[int, ...] = (256, 128, 65536)
 ID_OFFSETS: tuple[int, ...] = (0, 1, 127)
+#: Bases a layout's ids are sometimes moved to, consecutive (id -> base + id): past what
+#: bfloat16 (256), float16 (2048) and float32 (2^24) hold exactly, so a kernel that carries
+#: ids in a float merges neighbouring segments (round 4 of the adversarial set: ids through
+#: bfloat16 passed, the strides above keeping rounded ids apart). 2^30 + 3 still fits int32.
+ID_BASES: tuple[int, ...] = (1000, 4099, 2**24 + 1, 2**30)
 #: How often a drawn layout's ids are spread (:func:`wide_ids`).
 WIDE_IDS_CHANCE = 0.4
 
@@ -28,11 +33,15 @@ WIDE_IDS_CHANCE = 0.4
 def wide_ids(draw: st.DrawFn) -> Callable[[int], int]:
     """A relabelling of small segment ids, drawn: the identity, or (about
     :data:`WIDE_IDS_CHANCE` of the time) ``offset + stride * id`` with a stride of
-    :data:`ID_STRIDES` (ids past 127 and 255 that agree in their low 8 bits, or 16).
-    Injective and increasing: which positions share a segment, and the ids' order, are
-    unchanged. Shrinks towards the identity."""
+    :data:`ID_STRIDES` (ids past 127 and 255 that agree in their low 8 bits, or 16), or
+    ``base + id`` with a base of :data:`ID_BASES` (neighbouring ids a float rounds
+    together). Injective and increasing: which positions share a segment, and the ids'
+    order, are unchanged. Shrinks towards the identity."""
     if not chance(draw, WIDE_IDS_CHANCE):
         return lambda i: i
+    if draw(st.booleans()):
+        base = draw(st.sampled_from(ID_BASES))
+        return lambda i: base + i
     stride = draw(st.sampled_from(ID_STRIDES))
     offset = draw(st.sampled_from(ID_OFFSETS))
     return lambda i: offset + stride * i
