@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+import ml_dtypes
 import numpy as np
 from hypothesis import strategies as st
 
@@ -15,15 +16,27 @@ from kernel_harness.core.case import DTYPES, Case, cast
 ROW_LENGTHS: tuple[int, ...] = (100, 1, 2, 3, 31, 32, 33, 127, 128, 129, 1000, 1024, 1025)
 #: Leading shapes: the kernel is vmapped once per leading axis (none: one row, no vmap).
 LEADING: tuple[tuple[int, ...], ...] = ((2, 3), (), (1,), (5,), (2, 1, 3))
-#: (offset, scale) of the logits per dtype: O(1), large spreads (near one-hot rows) and
-#: large offsets (every exp overflows without the max subtraction).
+#: (offset, scale) of the logits per dtype: O(1), large spreads (near one-hot rows), large
+#: offsets (every exp overflows without the max subtraction), and rows at a mask
+#: sentinel's level (-1e9; float16: near its most negative value): a row whose every key
+#: an additive mask masked, its logits rounded to one value (a uniform softmax), beside
+#: the -inf lanes of another mask (padding): a kernel that turns -inf into a finite
+#: sentinel gives those lanes probability (round 4 of the adversarial set).
 LOGITS: dict[str, tuple[tuple[float, float], ...]] = {
-    "float32": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 1e4)),
-    "bfloat16": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 1e4)),
-    "float16": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 3e3)),
+    "float32": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 1e4),
+                (-1e9, 1.0)),
+    "bfloat16": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 1e4),
+                 (-1e9, 1.0)),
+    "float16": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 3e3),
+                (-5.9e4, 1.0)),
 }
 #: The lanes of one block of a row kernel (a prefix that long masks a whole block).
 LANES = 128
+#: What a masked logit holds: -inf, or the finite sentinels frameworks mask with (the
+#: dtype's most negative finite value, HF's -1e9): a kernel that treats only -inf as
+#: masked, or overflows on a finite sentinel, is wrong exactly there (round 4 of the
+#: adversarial set passed a softmax that did so). -1e9 is -inf in float16: not drawn there.
+MASK_VALUES: tuple[str, ...] = ("-inf", "finfo-min", "-1e9")
 #: The stream of :meth:`SoftmaxCase.rng` that places tied maxima (stream 0 draws the
 #: logits, so a case without ties keeps the arrays it always had).
 _TIE_STREAM = 1
@@ -49,6 +62,9 @@ class SoftmaxCase(Case):
       tied_max: 0, or how many logits of each row (>= 2, among the unmasked ones, placed
         at random) equal the row's maximum exactly (clamped logits, repeated tokens, a
         constant fill: the max is not unique); all the unmasked ones make the row uniform.
+      mask_value: what the masked logits hold (:data:`MASK_VALUES`): ``-inf``, the
+        dtype's most negative finite value (``finfo-min``) or ``-1e9``; their probability
+        is 0 either way.
     """
 
     leading: tuple[int, ...]
@@ -59,10 +75,11 @@ class SoftmaxCase(Case):
     masked_suffix: int = 0
     masked_block: tuple[int, int] = (0, 0)
     tied_max: int = 0
+    mask_value: str = "-inf"
 
     DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({
         "seed", "offset", "scale", "masked_prefix", "masked_suffix", "masked_block",
-        "tied_max"})
+        "tied_max", "mask_value"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -85,6 +102,10 @@ class SoftmaxCase(Case):
         if self.tied_max and not 2 <= self.tied_max <= len(kept):
             raise ValueError(f"tied_max must be 0 or in [2, {len(kept)}] (the unmasked "
                              f"logits), got {self.tied_max}")
+        if self.mask_value not in MASK_VALUES or (self.mask_value == "-1e9"
+                                                  and self.dtype == "float16"):
+            raise ValueError(f"mask_value must be one of {MASK_VALUES} (-1e9 is -inf in "
+                             f"float16), got {self.mask_value!r} in {self.dtype}")
         big = abs(self.offset) + 6 * self.scale
         if self.dtype == "float16" and big > 6e4:
             raise ValueError(f"float16 logits up to {big:g} overflow (max 65504)")
@@ -114,15 +135,23 @@ class SoftmaxCase(Case):
             text += f" masked_block={self.masked_block[0]}+{self.masked_block[1]}"
         if self.tied_max:
             text += f" tied_max={self.tied_max}"
+        if self.mask_value != "-inf" and self.masked_lanes().any():
+            text += f" mask={self.mask_value}"
         return text
 
+    def mask_fill(self) -> float:
+        """The value of a masked logit (:attr:`mask_value`) in the case's dtype."""
+        if self.mask_value == "finfo-min":
+            return float(ml_dtypes.finfo(cast(np.zeros(1), self.dtype).dtype).min)
+        return -np.inf if self.mask_value == "-inf" else float(self.mask_value)
+
     def materialize(self) -> dict[str, np.ndarray]:
-        """x [*leading, n] in the case's dtype (the reference sees the rounded values): its
-        masked lanes -inf, and in each row ``tied_max`` unmasked logits set to the row's
-        (rounded) maximum."""
+        """x [*leading, n] in the case's dtype (the reference sees the rounded values):
+        its masked lanes :meth:`mask_fill`, and in each row ``tied_max`` unmasked logits set
+        to the row's (rounded) maximum."""
         z = self.rng().standard_normal((*self.leading, self.n))
         x = cast(self.offset + self.scale * z, self.dtype)
-        x[..., self.masked_lanes()] = -np.inf
+        x[..., self.masked_lanes()] = self.mask_fill()
         if self.tied_max:
             rows = x.reshape(self.rows, self.n)  # a view: x is contiguous
             kept = np.array(self.kept_lanes())
@@ -183,6 +212,10 @@ def row_values(draw: st.DrawFn, case: SoftmaxCase) -> SoftmaxCase:
     prefix, suffix, block = draw(row_masks(case.n))
     masked = dataclasses.replace(case, masked_prefix=prefix, masked_suffix=suffix,
                                  masked_block=block)
+    if masked.masked_lanes().any():  # -inf half the time, else a finite sentinel
+        finite = [v for v in MASK_VALUES[1:] if not (v == "-1e9" and case.dtype == "float16")]
+        masked = dataclasses.replace(masked, mask_value=draw(st.one_of(
+            st.just("-inf"), st.sampled_from(finite))))
     return dataclasses.replace(masked, tied_max=draw(tied_maxima(len(masked.kept_lanes()))))
 
 
@@ -190,7 +223,8 @@ def row_values(draw: st.DrawFn, case: SoftmaxCase) -> SoftmaxCase:
 def softmax_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES) -> SoftmaxCase:
     """Valid :class:`SoftmaxCase` s: all three dtypes, row lengths at and around powers of
     two, 0-3 leading axes, logits O(1), spread by up to 1e4 or offset by +-1000, masked
-    (-inf) prefixes, suffixes and blocks (:func:`row_masks`), and rows whose maximum is
+    prefixes, suffixes and blocks (:func:`row_masks`; -inf or a finite sentinel:
+    :data:`MASK_VALUES`), and rows whose maximum is
     tied (:func:`tied_maxima`). Shrinks towards float32, n=100, 2x3 rows, O(1) logits,
     nothing masked or tied."""
     dtype = draw(st.sampled_from(dtypes))
@@ -205,7 +239,7 @@ def softmax_data_draws(case: SoftmaxCase) -> st.SearchStrategy[SoftmaxCase]:
     """Cases of ``case``'s compiled program (``Family.data_draws``): another data seed,
     logit offset/scale, masks and tied maxima, drawn as :func:`softmax_cases` draws them."""
     plain = dataclasses.replace(case, masked_prefix=0, masked_suffix=0, masked_block=(0, 0),
-                                tied_max=0)
+                                tied_max=0, mask_value="-inf")
     return st.builds(
         lambda seed, logits: dataclasses.replace(plain, seed=seed, offset=logits[0],
                                                  scale=logits[1]),

@@ -42,8 +42,10 @@ def shift_invariant(case: SoftmaxCase, inputs: Arrays, draw: Draw) -> Variant | 
     if case.dtype == "float16" and np.abs(exact).max() > _F16_MAX:
         return None
     moved = cast(exact, case.dtype).astype(np.float64)
-    d = np.zeros_like(exact)  # a masked (-inf) logit stays -inf: no rounding there
-    finite = np.isfinite(exact)
+    # A masked logit (-inf, or a finite sentinel: its probability is 0 before and after)
+    # carries no rounding: a sentinel's would be huge and is multiplied by 0.
+    d = np.zeros_like(exact)
+    finite = np.isfinite(exact) & ~case.masked_lanes()
     d[finite] = moved[finite] - exact[finite]
 
     def expected(base: Arrays) -> Arrays:
