@@ -79,9 +79,11 @@ def test_a_fallback_the_impl_declares_fails_unless_the_user_accepts_it(capsys):
 
 def test_a_declared_fallback_passes_and_says_so_in_the_summary_and_json(capsys, tmp_path):
     path = tmp_path / "r.json"
-    # (seed 0: its first 8 draws mix power-of-two rows and others; at seed 1 none is one)
+    # (16 draws: a mix of power-of-two rows and others at any seed but about 1 in 2500,
+    # 5 of the 13 row lengths being powers of two; 8 at seed 0 mixed them until the
+    # softmax strategy drew mask values too)
     code, out = _check(capsys, "gpu-softmax", "--json", str(path), "--accept-declared",
-                       "--seed", "0", impl="declared_pow2_only_softmax", examples=8)
+                       "--seed", "2", impl="declared_pow2_only_softmax", examples=16)
     assert code == 0, out
     assert ("PASS (fallback declared: rows whose length is not a power of two run "
             "jax.nn.softmax;") in out
