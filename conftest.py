@@ -14,7 +14,8 @@ once); the terminal summary then says how many compiles it served. Under ``-n``,
 schedules by ``worksteal`` unless ``--dist`` is given, and the files that compile the most run
 first, so neither core idles at the end waiting on one long file. Tests marked ``nightly``
 are deselected unless ``-m`` names the marker (``pytest -m nightly``, the nightly recipe); the
-summary says how many were left to it.
+summary says how many were left to it. On a jax without its Pallas Triton ops (jax >= 0.12.1)
+the tests that need them are skipped with the reason (``TRITON_OPS_TESTS``).
 """
 
 import os
@@ -128,6 +129,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 #: (docs/ci.md, "Two jax stacks"). tests/test_suite_conftest.py checks that each path exists.
 BOTH_STACKS = (
     "tests/core/test_compat.py",
+    "tests/core/test_gpu_ops.py",  # the Pallas Triton ops, present or not (compat.gpu_ops)
     "tests/core/test_pallas_poison.py",
     "tests/core/test_interpreter_ext.py",
     "tests/core/test_backends.py",
@@ -168,11 +170,107 @@ SECOND_STACK_GOLDENS: tuple[str, ...] = (
 
 
 def _both_stacks(item: pytest.Item) -> bool:
+    rel = _rel(item)
+    return rel is not None and any(rel == p or (p.endswith("/") and rel.startswith(p))
+                                   for p in BOTH_STACKS)
+
+
+#: The families that wrap jax's Pallas Triton ops (``jax.experimental.pallas.ops.gpu``:
+#: attention, decode_attention, paged_attention, layer_norm, rms_norm, softmax), which jax
+#: 0.12.1 removed (deprecated for tokamax): on a jax without them these have no backend, and
+#: tests/core/test_gpu_ops.py checks they are exactly the families that lose theirs there.
+TRITON_OPS_FAMILIES: tuple[str, ...] = (
+    "gpu-mha", "gpu-decode", "gpu-paged", "gpu-norm", "gpu-softmax")
+
+#: Test paths whose every test needs those ops (the families' own tests). On a stack
+#: without them each of these tests, each test marked ``triton_ops`` and each parametrised by
+#: one of those families is skipped with the reason (:func:`triton_ops_missing`); a test
+#: module that cannot even be imported there (it, or a helper it imports, imports the ops at
+#: top level) is skipped whole, with the same reason (:class:`_TritonOpsModule`). Any other
+#: error still fails, and on a jax with the ops nothing is skipped.
+TRITON_OPS_TESTS = (
+    "tests/families/gpu/", "tests/families/gpu_mha/", "tests/families/gpu_norm/",
+    "tests/families/gpu_softmax/",
+    # Whole files where nearly every test runs gpu-softmax (13 of 14; 2 of 3): their tests
+    # could carry the marker one by one instead.
+    "tests/run/test_kernel_count.py", "tests/run/test_rerun.py",
+)
+_TRITON_OPS_REASON: list[str] = []
+
+
+def triton_ops_missing() -> str:
+    """Why this stack cannot run the tests that need jax's Pallas Triton ops, naming the
+    stack and the missing ops; "" where it has them all."""
+    if not _TRITON_OPS_REASON:
+        import sys
+
+        import jax
+
+        from kernel_harness.core.compat import gpu_ops
+
+        missing = gpu_ops.missing_gpu_ops()
+        stack = f"Python {sys.version_info.major}.{sys.version_info.minor}, jax {jax.__version__}"
+        _TRITON_OPS_REASON.append(
+            f"needs jax's Pallas Triton ops, which this stack ({stack}) lacks: "
+            f"{gpu_ops.PACKAGE} has no {', '.join(missing)} (jax 0.12.1 removed them, "
+            f"deprecated for tokamax); runs on jax <= {gpu_ops.LAST_JAX_WITH_TRITON_OPS}"
+            if missing else "")
+    return _TRITON_OPS_REASON[0]
+
+
+def _rel(item: pytest.Item) -> str | None:
     path = Path(str(item.path)).resolve()
-    if _ROOT not in path.parents:
+    return path.relative_to(_ROOT).as_posix() if _ROOT in path.parents else None
+
+
+def _needs_triton_ops(item: pytest.Item) -> bool:
+    """Marked ``triton_ops``, under TRITON_OPS_TESTS, or parametrised by one of
+    TRITON_OPS_FAMILIES (a family name as a parameter, a parameter's ``name`` or ``family``,
+    or in the parameters' id: ``test_lowering.py::...[gpu-mha]``)."""
+    rel = _rel(item) or ""
+    if item.get_closest_marker("triton_ops") or any(
+            rel == p or (p.endswith("/") and rel.startswith(p)) for p in TRITON_OPS_TESTS):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
         return False
-    rel = path.relative_to(_ROOT).as_posix()
-    return any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in BOTH_STACKS)
+    values = [v for p in callspec.params.values()
+              for v in (p, getattr(p, "name", None), getattr(p, "family", None))]
+    return (any(isinstance(v, str) and v in TRITON_OPS_FAMILIES for v in values)
+            or any(name in callspec.id for name in TRITON_OPS_FAMILIES))
+
+
+def _lacks_triton_op(error: BaseException | None) -> bool:
+    """Whether ``error`` (or an exception it was raised from) is the import of one of jax's
+    Pallas GPU op modules failing because this jax has none."""
+    from kernel_harness.core.compat import gpu_ops
+
+    while error is not None:
+        if isinstance(error, ImportError) and (error.name or "").startswith(gpu_ops.PACKAGE):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+class _TritonOpsModule(pytest.Module):
+    """A test module that does not import only because this jax lacks the Pallas Triton ops
+    is skipped whole, with the reason, instead of erroring at collection."""
+
+    def _getobj(self):  # pytest's documented override point of the module object
+        try:
+            return super()._getobj()
+        except self.CollectError as e:
+            if _lacks_triton_op(e.__cause__) and triton_ops_missing():
+                where = Path(str(self.path)).name
+                raise pytest.skip.Exception(f"{where} does not import here: it "
+                                            f"{triton_ops_missing()}",
+                                            allow_module_level=True) from None
+            raise
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module:
+    """Every test module is a :class:`_TritonOpsModule` (pytest's own Module otherwise)."""
+    return _TritonOpsModule.from_parent(parent, path=module_path)
 
 
 #: Files that compile the most (measured: docs/ci.md), run first so the short tests fill the
@@ -193,12 +291,15 @@ def _nightly_selected(config: pytest.Config) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``both_stacks`` on the files BOTH_STACKS names; nightly tests left to the nightly recipe
-    (unless ``-m`` names them), then the heavy files first; a file's tests keep their order
-    and stay together (module fixtures)."""
+    """``both_stacks`` on the files BOTH_STACKS names; on a jax without the Pallas Triton ops,
+    the tests that need them skipped with the reason; nightly tests left to the nightly
+    recipe (unless ``-m`` names them), then the heavy files first; a file's tests keep their
+    order and stay together (module fixtures)."""
     for item in items:
         if _both_stacks(item):
             item.add_marker(pytest.mark.both_stacks)
+        if _needs_triton_ops(item) and triton_ops_missing():
+            item.add_marker(pytest.mark.skip(reason=triton_ops_missing()))
     if not _nightly_selected(config):
         nightly = [i for i in items if i.get_closest_marker("nightly")]
         if nightly:
@@ -261,6 +362,9 @@ _worker = {"is": False}
 
 def pytest_configure(config: pytest.Config) -> None:
     _worker["is"] = hasattr(config, "workerinput")
+    config.addinivalue_line("markers", "triton_ops: needs jax's Pallas Triton ops "
+                            "(jax.experimental.pallas.ops.gpu; jax <= 0.12.0.1): skipped with "
+                            "the reason on a jax without them (conftest.TRITON_OPS_TESTS)")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

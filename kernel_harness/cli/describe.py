@@ -124,7 +124,8 @@ def describe(family: Family, samples: int = 4) -> str:
         ["dtype", "output", "max_rel", "judge", "reason"], rows), "  "))
     out += ["", "contract:", textwrap.indent(family.contract.strip() or "(none written)", "  ")]
     out += ["", f"capabilities: {', '.join(sorted(family.capabilities))}"]
-    out += [f"backends: {', '.join(sorted(family.backends))}", ""]
+    needs = f"none here (needs {family.requires or 'a backend'})"
+    out += [f"backends: {', '.join(sorted(family.backends)) or needs}", ""]
     out += kernels_section(family) + [""]
     if family.optional:
         out.append("optional features (an implementation may lack them: --without NAME,... "

@@ -4,6 +4,11 @@ gpu-norm and gpu-softmax.
 The GPU kernels take ``interpret=`` directly, so they run on two backends:
 ``interpret`` (the generic Pallas interpreter on CPU, whose out-of-bounds block
 padding is NaN, so stray reads show up) and ``gpu`` (compiled through Triton).
+
+The kernels are jax's Pallas Triton ops, which jax 0.12.1 removed
+(:mod:`kernel_harness.core.compat.gpu_ops`): each family looks its modules up with
+:func:`triton_op`, so it imports on any jax, and has no backend (:func:`triton_backends`)
+where they are missing, its ``requires`` saying why (:func:`triton_requires`).
 """
 
 from __future__ import annotations
@@ -18,11 +23,57 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import Case, check_logit_scale
+from kernel_harness.core.compat import gpu_ops
 from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.records.adapter import Adapter
 
 #: Backends a GPU family can run on.
 GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})
+
+
+
+class MissingTritonOp:
+    """Stands in for a Pallas Triton op module this jax lacks: each attribute is a function
+    that raises ImportError saying why (a family module binds ``module.fn`` on any jax; the
+    family has no backend there, so the harness never calls it)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __getattr__(self, attr: str) -> Callable[..., Any]:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        name = self.name
+
+        def missing(*args: Any, **kwargs: Any) -> Any:
+            raise ImportError(f"{gpu_ops.PACKAGE}.{name}.{attr} needs "
+                              f"{gpu_ops.gpu_ops_missing_reason((name,))}")
+
+        return missing
+
+
+def triton_op(name: str) -> Any:
+    """jax's Pallas Triton op module ``name`` (``"softmax"``; imported, so under
+    ``kernel-harness mutate`` the mutated copy), or a :class:`MissingTritonOp` where this jax
+    has none (:func:`~kernel_harness.core.compat.gpu_ops.gpu_op`)."""
+    module = gpu_ops.gpu_op(name)
+    return MissingTritonOp(name) if module is None else module
+
+
+def triton_backends(ops: Sequence[str]) -> frozenset[str]:
+    """:data:`GPU_BACKENDS` where this jax has every op module of ``ops``, else none."""
+    return frozenset() if gpu_ops.missing_gpu_ops(tuple(ops)) else GPU_BACKENDS
+
+
+def triton_requires(ops: Sequence[str]) -> str:
+    """A GPU family's ``Family.requires``: the jax with its op modules ``ops``; where this jax
+    lacks them, why and what to install (``kernel-harness list``: ``- (needs ...)``)."""
+    if gpu_ops.missing_gpu_ops(tuple(ops)):
+        return gpu_ops.gpu_ops_missing_reason(tuple(ops))
+    modules = ", ".join(f"{gpu_ops.PACKAGE}.{op}" for op in ops)
+    return (f"jax <= {gpu_ops.LAST_JAX_WITH_TRITON_OPS} with {modules} (jax 0.12.1 removed "
+            "its Pallas Triton ops)")
+
 
 #: Block sizes a Triton tile may take (powers of two, at least 16 for ``tl.dot``).
 TILE_SIZES: tuple[int, ...] = (16, 32, 64, 128)
@@ -136,15 +187,18 @@ def run_program(build: Build, names: Sequence[str], impl: Callable[..., Any],
     return to_numpy(outs)
 
 
-def triton_adapter(*, kernel: Callable[..., Any], impl_signature: str,
-                   build: Build, names: Sequence[str], optional: Sequence[str] = ()) -> Adapter:
+def triton_adapter(*, kernel: Callable[..., Any], impl_signature: str, build: Build,
+                   names: Sequence[str], ops: Sequence[str],
+                   optional: Sequence[str] = ()) -> Adapter:
     """How a GPU family calls its kernel: ``run`` is :func:`run_program` of ``build`` on the
-    inputs ``names`` (those in ``optional`` may be absent), on the GPU backends."""
+    inputs ``names`` (those in ``optional`` may be absent), on the GPU backends where this jax
+    has the op modules ``ops`` (:func:`triton_backends`), on none where it lacks them."""
     def run(impl: Callable[..., Any], case: Any, inputs: Mapping[str, np.ndarray],
             backend: Backend) -> dict[str, np.ndarray]:
         return run_program(build, names, impl, case, inputs, backend, optional=optional)
 
-    return Adapter(kernel=kernel, impl_signature=impl_signature, run=run, backends=GPU_BACKENDS)
+    return Adapter(kernel=kernel, impl_signature=impl_signature, run=run,
+                   backends=triton_backends(ops))
 
 
 def tolerance_table(

@@ -193,7 +193,8 @@ def render_script(fam: Family, case: Any, *, backend: str, impl_spec: str | None
     if backend not in EXPORT_BACKENDS:
         raise ExportError(f"export-repro backends are {sorted(EXPORT_BACKENDS)}, got {backend!r}")
     if backend not in fam.backends:
-        raise ExportError(f"family {fam.name!r} does not run on backend {backend!r}")
+        why = f" (none here: needs {fam.requires})" if fam.requires and not fam.backends else ""
+        raise ExportError(f"family {fam.name!r} does not run on backend {backend!r}{why}")
     snippet = fam.export(case)
     records = {o.name: o for o in judged_outputs(fam, case, same_as=False,
                                                    compared_only=False)}

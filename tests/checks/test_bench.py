@@ -58,7 +58,11 @@ def test_every_kernel_has_a_checked_measured_row(smoke):
     for name, row in rows.items():
         assert name in rows
         if row["status"] == "SKIP":  # a family without a hook must say so, not vanish
-            assert get_family(name).bench is None and "no benchmark hook" in row["reason"]
+            if get_family(name).bench is None:
+                assert "no benchmark hook" in row["reason"], row
+            else:  # or without a backend here (the gpu-* families on jax >= 0.12.1)
+                assert not get_family(name).backends, row
+                assert "cannot run on backend 'interpret'" in row["reason"], row
             continue
         assert row["status"] == "OK", row
         assert row["check"].startswith("pass ("), row["check"]  # the pre-check ran and passed
@@ -77,7 +81,7 @@ def test_every_kernel_has_a_checked_measured_row(smoke):
         # The timed program's own kernels: fwd >= 1 in --mode fwd (0 for XLA by design).
         assert row["timed_kernels"] >= (1 if expected else 0), row
     for name in ("splash", "flash", "sdpa", "hstu", "gpu-mha", "gpu-decode", "gpu-paged"):
-        assert rows[name]["status"] == "OK"
+        assert rows[name]["status"] == "OK" or not get_family(name).backends, rows[name]
 
 
 def test_table_prints_the_timed_kernel_count_beside_the_time(smoke):
@@ -93,7 +97,8 @@ def test_table_prints_the_timed_kernel_count_beside_the_time(smoke):
         line = next(x.split() for x in lines if x.split()[:1] == [row["family"]])
         # kernel, len, status, compile s, median ms, p25-p75 ms, kernels, results
         assert line[2] == "OK" and line[6] == str(row["timed_kernels"]) and line[7] == "ok"
-    assert "gpu-mha @128" in out and "timed program: 1 Pallas kernel(s)" in out
+    timed = "splash" if not get_family("gpu-mha").backends else "gpu-mha"  # jax >= 0.12.1
+    assert f"{timed} @128" in out and "timed program: 1 Pallas kernel(s)" in out
 
 
 def test_plot_has_a_line_per_kernel(smoke):
@@ -189,6 +194,7 @@ def test_bad_input_is_one_line_exit_2(capsys, argv, message):
     assert code == 2 and message in err and err.count("\n") == 1, err
 
 
+@pytest.mark.triton_ops
 def test_decode_kernels_have_no_backward_mode(capsys, tmp_path):
     code, _, _, doc = _bench(capsys, tmp_path, "gpu-decode", *SMALL, "--mode", "fwd+bwd")
     (row,) = doc["rows"]

@@ -25,6 +25,7 @@ from tests.helpers.generic_cheats import ghost_mha, ghost_norm, gmm, mha, softma
 PLANTED = "tests.helpers.planted_softmax"
 
 
+@pytest.mark.triton_ops
 def test_the_kernel_runs_the_same_program_at_every_claimed_size():
     testing.check("gpu-softmax", profile="ci", properties=["claimed-sizes"])
 
@@ -33,6 +34,7 @@ def test_the_kernel_runs_the_same_program_at_every_claimed_size():
     ("ghost_past_2048", "launches 0 Pallas kernel(s) there, 1 at x=(2, 3, 100)"),
     ("concatenated_past_2048", "it computes concatenate, "),
 ])
+@pytest.mark.triton_ops
 def test_a_ghost_branch_past_the_drawn_sizes_fails_naming_its_class(impl, words):
     with pytest.raises(HarnessCheckFailed) as e:
         testing.check("gpu-softmax", impl=f"{PLANTED}:{impl}", profile="ci",
@@ -103,6 +105,7 @@ def _between_softmax(x, *, axis=-1, interpret=False):
 
 
 @pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.triton_ops
 def test_a_ghost_branch_between_the_drawn_and_the_claimed_sizes_fails_naming_the_rung(seed):
     with pytest.raises(HarnessCheckFailed) as e:
         testing.check("gpu-softmax", impl=_between_softmax, profile="ci", seed=seed,
@@ -123,6 +126,7 @@ def _causal_between_mha(q, k, v, segment_ids, *, causal, **kw):
     return mha(q, k, v, segment_ids, causal=causal, **kw)
 
 
+@pytest.mark.triton_ops
 def test_a_ghost_branch_between_on_causal_attention_only_fails():
     with pytest.raises(HarnessCheckFailed, match="FAIL gpu-mha ghost branch (bfloat16|float16,"
                        "int32) q=.* at this size \\(traced, not run; rung .* launches 0 Pallas"):
@@ -137,6 +141,7 @@ def _refusing_softmax(x, *, axis=-1, interpret=False):
     return softmax(x, axis=axis, interpret=interpret)
 
 
+@pytest.mark.triton_ops
 def test_a_size_between_whose_trace_raises_is_a_fail_naming_the_rung_and_the_exception():
     with pytest.raises(HarnessCheckFailed) as e:
         testing.check("gpu-softmax", impl=_refusing_softmax, profile="ci",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 from kernel_harness.checks.metamorphic.relations import LOGIT_FACTORS, largest_finite_factor
 from kernel_harness.ops.softmax.cases import SoftmaxCase
@@ -28,6 +29,7 @@ def test_the_factor_shrinks_to_what_the_dtype_holds():
     assert set(LOGIT_FACTORS) >= {1.0, 8.0, 32.0}
 
 
+@pytest.mark.triton_ops
 def test_finite_out_on_loud_float16_logits_passes():
     inputs = LOUD_FLOAT16.materialize()
     assert max(float(np.max(np.abs(np.asarray(v, np.float32)))) for v in inputs.values()) > 2048

@@ -37,6 +37,7 @@ def _after(out: str, header: str) -> list[str]:
     return lines[lines.index(header) + 1:]
 
 
+@pytest.mark.triton_ops
 def test_check_says_flaky_with_both_runs_and_a_repro_in_text_and_json(armed, capsys, tmp_path):
     path = tmp_path / "r.json"
     code = cli.main(["check", "--no-isolate", "gpu-softmax", "--profile", "dev", "--seed", "1",
@@ -75,6 +76,7 @@ def test_check_says_flaky_with_both_runs_and_a_repro_in_text_and_json(armed, cap
     assert record["error"]["message"].splitlines()[0] == report[0]
 
 
+@pytest.mark.triton_ops
 def test_the_printed_metamorphic_repro_replays_as_flaky_not_a_traceback(armed, capsys):
     code = cli.main(["repro", "gpu-softmax", "--case", CASE.to_json(), "--impl", IMPL,
                      "--property", "deterministic", "--draws", "[]"])
@@ -89,6 +91,7 @@ def test_the_printed_metamorphic_repro_replays_as_flaky_not_a_traceback(armed, c
                          "--property deterministic --draws '[]'"), out
 
 
+@pytest.mark.triton_ops
 def test_a_matches_reference_repro_that_passes_when_run_again_is_flaky(armed, capsys):
     args = ["repro", "gpu-softmax", "--case", CASE.to_json(), "--impl", IMPL]
     assert cli.main(args) == 1

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.experimental.pallas.ops.gpu import layer_norm as _layer_norm
-from jax.experimental.pallas.ops.gpu import rms_norm as _rms_norm
-from jax.experimental.pallas.ops.gpu import softmax as _softmax
 
 import kernel_harness
-from kernel_harness.families.gpu_common import is_pow2
+from kernel_harness.families.gpu_common import is_pow2, triton_op
+
+# jax's Pallas Triton ops, looked up as the gpu-* families do: on a jax without them
+# (>= 0.12.1) this module still imports (its other impls work) and these raise.
+_layer_norm = triton_op("layer_norm")
+_rms_norm = triton_op("rms_norm")
+_softmax = triton_op("softmax")
 
 
 def xla_softmax(x, *, axis=-1, interpret=False):

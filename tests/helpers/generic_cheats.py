@@ -23,16 +23,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
-from jax.experimental.pallas.ops.gpu import attention as _attention
-from jax.experimental.pallas.ops.gpu import softmax as _softmax
 from jax.experimental.pallas.ops.tpu.megablox import ops as _gmm_ops
 
 import kernel_harness
+from kernel_harness.families.gpu_common import triton_op
 from kernel_harness.families.gpu_decode.kernel import decode as _decode
 from kernel_harness.families.gpu_norm.kernel import norm as _norm
 from tests.helpers.fallback_impls import xla_softmax
 from tests.helpers.outside_impls import xla_norm
 from tests.helpers.poison_impls import xla_attention
+
+# jax's Pallas Triton ops, looked up as the gpu-* families do: on a jax without them
+# (>= 0.12.1) this module still imports (its other impls work) and these raise.
+_attention = triton_op("attention")
+_softmax = triton_op("softmax")
 
 
 def _floating(leaf: Any) -> bool:

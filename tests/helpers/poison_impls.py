@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.experimental.pallas.ops.gpu import attention as _attention
-from jax.experimental.pallas.ops.gpu import softmax as _softmax
 from jax.experimental.pallas.ops.tpu.megablox import ops as _gmm_ops
 
+from kernel_harness.families.gpu_common import triton_op
 from kernel_harness.ops.grouped_matmul.reference import grouped_matmul
+
+# jax's Pallas Triton ops, looked up as the gpu-* families do: on a jax without them
+# (>= 0.12.1) this module still imports (its other impls work) and these raise.
+_attention = triton_op("attention")
+_softmax = triton_op("softmax")
 
 
 def _xla_softmax(x):

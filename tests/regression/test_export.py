@@ -90,6 +90,7 @@ def test_the_clean_interpreter_really_hides_the_harness(tmp_path: Path) -> None:
 
 
 @pytest.mark.nightly  # one family's script; the mechanism runs per push (sdpa, hstu)
+@pytest.mark.triton_ops  # gpu-mha: skipped with the reason on a jax without the ops
 def test_gpu_mha_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
     fam = get_family("gpu-mha")
     case = build_case(fam, MHA_CASE)
@@ -107,6 +108,7 @@ def test_gpu_mha_planted_exits_1_pristine_exits_0(tmp_path: Path) -> None:
     assert good.stdout.count("ok  ") == 5  # out, lse, dq, dk, dv
 
 
+@pytest.mark.triton_ops
 def test_an_error_in_one_small_row_fails_the_script_as_it_fails_the_harness(
     tmp_path: Path,
 ) -> None:
@@ -123,6 +125,7 @@ def test_an_error_in_one_small_row_fails_the_script_as_it_fails_the_harness(
     assert "query=63 head=1" in line
 
 
+@pytest.mark.triton_ops
 def test_an_output_with_no_element_compared_fails_the_script(tmp_path: Path) -> None:
     fam = get_family("gpu-mha")
     script, npz = export_repro(fam, build_case(fam, MHA_CASE), tmp_path / "repro.py")
@@ -173,10 +176,10 @@ def _load(script: Path):
 @pytest.mark.parametrize(
     ("family", "case_json"),
     [
-        ("gpu-mha", MHA_CASE),
-        ("gpu-mha", '{"dtype":"bfloat16","seed":3,"batch":2,"heads":1,"q_len":32,"kv_len":32,'
-                    '"head_dim":16,"segment_runs":[[[1,10],[0,22]],[[2,32]]],'
-                    '"scale_mode":"prescaled-q"}'),
+        pytest.param("gpu-mha", MHA_CASE, marks=pytest.mark.triton_ops),
+        pytest.param("gpu-mha", '{"dtype":"bfloat16","seed":3,"batch":2,"heads":1,"q_len":32,'
+                     '"kv_len":32,"head_dim":16,"segment_runs":[[[1,10],[0,22]],[[2,32]]],'
+                     '"scale_mode":"prescaled-q"}', marks=pytest.mark.triton_ops),
         ("sdpa", SDPA_CASE),
         ("splash", SPLASH_CASE),
     ],
@@ -223,6 +226,7 @@ def _register_toy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(registry.BUILTIN_FAMILIES, "toy", "tests.helpers.toy_family:FAMILY")
 
 
+@pytest.mark.triton_ops
 def test_cli_export_repro(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                           monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "r.py"
@@ -295,6 +299,7 @@ def test_splash_impl_from_a_top_level_module_and_what_to_do_when_it_does_not_imp
     assert "PYTHONPATH" in lost.stderr
 
 
+@pytest.mark.triton_ops  # a --family-module copy of gpu-softmax
 def test_the_export_line_carries_the_family_module_and_the_tolerances(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 56: the export line of a --family-module family names the module (else it

@@ -95,6 +95,7 @@ def test_the_wheel_carries_every_golden_file():
     assert files and not files - shipped, f"not shipped in the wheel: {files - shipped}"
 
 
+@pytest.mark.triton_ops
 def test_a_user_golden_root_without_a_builtin_family_points_at_the_shipped_ones(
         installed, capsys):
     """A user's golden-dir holds their own families: checking a built-in family there

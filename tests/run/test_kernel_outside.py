@@ -173,6 +173,7 @@ def _debugged_softmax(x, *, axis=-1, interpret=False):
     return _kernel(body, x)
 
 
+@pytest.mark.triton_ops
 def test_a_kernel_asking_the_host_fails_and_one_printing_passes():
     spec = "tests.helpers.generic_cheats:host_in_kernel_softmax"
     family = get_family("gpu-softmax")
@@ -262,6 +263,7 @@ def test_the_pristine_kernels_compute_inside_and_pass(family, case):
     assert (result.kernels.backward or 0) >= expected.backward
 
 
+@pytest.mark.triton_ops
 def test_what_the_family_declares_is_allowed_and_nothing_more():
     family = get_family("gpu-softmax")
     # (without the op's core declared inside the kernels, which a row-max kernel lacks)
@@ -275,6 +277,7 @@ def test_what_the_family_declares_is_allowed_and_nothing_more():
         report.summary_lines(result)[0])
 
 
+@pytest.mark.triton_ops
 def test_the_cli_fails_it_in_the_events_and_the_json_and_describe_prints_the_rule(
         capsys, tmp_path):
     path = tmp_path / "r.json"
@@ -293,6 +296,7 @@ def test_the_cli_fails_it_in_the_events_and_the_json_and_describe_prints_the_rul
     assert "pallas kernels per call: fwd >= 1" in text and "nothing beyond layout" in text
 
 
+@pytest.mark.triton_ops
 def test_a_metamorphic_relation_between_copy_kernel_runs_fails_too(capsys):
     """Two runs of a copy kernel agree with each other: the relation says nothing of the
     kernel, so the example fails on its math outside, as in matches-reference."""

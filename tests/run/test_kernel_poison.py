@@ -69,6 +69,7 @@ def test_a_result_thrown_away_with_its_backward_fails_on_both_counts():
     assert "no Pallas kernel (bwd)" in lines[0] and "kernel result unused" in lines[1]
 
 
+@pytest.mark.triton_ops
 def test_an_attention_result_thrown_away_fails_on_every_output_of_every_call():
     result = _check("gpu-mha", MHA, "thrown_mha")
     assert {"output `result`", "output `result[0]`", "output `result[1]`"} <= set(
@@ -85,6 +86,7 @@ def test_the_pristine_kernels_pass_judged(family, case):
     assert result.kernels.poison_error is None
 
 
+@pytest.mark.triton_ops
 def test_the_verdict_is_a_fail_in_the_events_and_the_json(capsys, tmp_path):
     path = tmp_path / "r.json"
     code = cli.main(["check", "--no-isolate", "gpu-softmax", "--profile", "dev", "--seed", "1",
@@ -103,6 +105,7 @@ def test_the_verdict_is_a_fail_in_the_events_and_the_json(capsys, tmp_path):
     assert "kernel result unused (output `result`)" in record["failure"]["summary"][0]
 
 
+@pytest.mark.triton_ops
 def test_the_adapters_own_program_gets_no_host_callback():
     """A program with a host callback is never persistently cached: the inputs come from a
     second run on a probe instead."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.gpu_common import tolerance_table
+from kernel_harness.families.gpu_common import tolerance_table, triton_requires
 from kernel_harness.families.gpu_decode import kernel as _kernel
 from kernel_harness.families.gpu_decode.bench import BENCH
 from kernel_harness.families.gpu_decode.cases import (
@@ -64,6 +64,8 @@ FAMILY = Family(
     **problem_record(DecodeCase, config=config, blocks=blocks, config_events=config_events,
                      config_toggles=config_toggles),
     **_kernel.ADAPTER.fields(),
+    # No backend on a jax without the op (jax >= 0.12.1): list and check say why.
+    requires=triton_requires(_kernel.OPS),
     # Not exp: the residual m (the max logit) has none.
     kernels=KernelExpectation(forward=1, forward_computes={
         "dot_general": KERNEL_CORE["dot_general"]}),

@@ -6,10 +6,13 @@ from collections.abc import Callable
 from typing import Any
 
 import jax.numpy as jnp
-from jax.experimental.pallas.ops.gpu import decode_attention as _decode
 
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_decode.cases import DecodeCase
+
+#: The Pallas Triton op module the family wraps (jax <= 0.12.0.1: ``gpu_common.triton_op``).
+OPS = ("decode_attention",)
+_decode = gpu_common.triton_op("decode_attention")
 
 IMPL_SIGNATURE = (
     "decode(q, k, v, start_idx, kv_seq_len, *, entry, sm_scale, block_h, block_k, k_splits, "
@@ -48,4 +51,4 @@ def _build(impl: Callable[..., Any], case: DecodeCase, interpret: Any) -> Callab
 #: How the gpu-decode family calls its kernel: ``lse = m + log(l)`` from its residuals.
 ADAPTER = gpu_common.triton_adapter(
     kernel=decode, impl_signature=IMPL_SIGNATURE, build=_build,
-    names=("q", "k", "v", "start_idx", "kv_seq_len"), optional=("start_idx", "kv_seq_len"))
+    names=("q", "k", "v", "start_idx", "kv_seq_len"), optional=("start_idx", "kv_seq_len"), ops=OPS)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.gpu_common import tolerance_table
+from kernel_harness.families.gpu_common import tolerance_table, triton_requires
 from kernel_harness.families.gpu_mha import kernel as _kernel
 from kernel_harness.families.gpu_mha.bench import BENCH
 from kernel_harness.families.gpu_mha.cases import MhaCase, block_events, blocks
@@ -70,6 +70,8 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) flash attention mha: forward, lse residual, fused backward",
     **problem_record(MhaCase, blocks=blocks, config_events=block_events),
     **_kernel.ADAPTER.fields(),
+    # No backend on a jax without the op (jax >= 0.12.1): list and check say why.
+    requires=triton_requires(_kernel.OPS),
     # The residuals call's out (return_residuals=True: out and lse) is judged as out.
     same_as={"out_residuals": "out"},
     # The real backward runs two kernels (the delta preprocessing, then dq/dk/dv).

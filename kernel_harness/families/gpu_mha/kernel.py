@@ -8,12 +8,15 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.experimental.pallas.ops.gpu import attention as _attention
 
 from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_mha.cases import MhaCase
 from kernel_harness.records.claims import Claim
+
+#: The Pallas Triton op module the family wraps (jax <= 0.12.0.1: ``gpu_common.triton_op``).
+OPS = ("attention",)
+_attention = gpu_common.triton_op("attention")
 
 #: The default implementation: ``jax.experimental.pallas.ops.gpu.attention.mha``.
 mha = _attention.mha
@@ -117,4 +120,4 @@ CLAIM = Claim(
 #: How the gpu-mha family calls its kernel: forward and backward (cotangent ``do``).
 ADAPTER = gpu_common.triton_adapter(
     kernel=mha, impl_signature=IMPL_SIGNATURE, build=_build,
-    names=("q", "k", "v", "segment_ids", "do"), optional=("segment_ids",))
+    names=("q", "k", "v", "segment_ids", "do"), optional=("segment_ids",), ops=OPS)

@@ -10,7 +10,7 @@ and no backward kernel, so in one family its dweight/dbias/dx would be either mi
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.gpu_common import F32_DOT_NOTE, is_pow2
+from kernel_harness.families.gpu_common import F32_DOT_NOTE, is_pow2, triton_requires
 from kernel_harness.families.gpu_norm import kernel as _kernel
 from kernel_harness.families.gpu_norm.export import export
 from kernel_harness.ops.norm.cases import OPTIONAL, NormCase, norm_cases, uses
@@ -182,6 +182,8 @@ FAMILY = Family(
     case_type=NormCase,
     cases=norm_cases,
     **_kernel.ADAPTER.fields(),
+    # No backend on a jax without the op (jax >= 0.12.1): list and check say why.
+    requires=triton_requires(_kernel.OPS),
     # The real backward runs two kernels (dx, then dweight/dbias).
     kernels=KernelExpectation(forward=1, backward=2, forward_computes=KERNEL_CORE_FORWARD,
                               backward_computes=KERNEL_CORE_BACKWARD),

@@ -8,13 +8,16 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.experimental.pallas.ops.gpu import layer_norm as _layer_norm
-from jax.experimental.pallas.ops.gpu import rms_norm as _rms_norm
 
 from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
 from kernel_harness.ops.norm.cases import NormCase
 from kernel_harness.records.claims import Claim
+
+#: The Pallas Triton op modules the family wraps (jax <= 0.12.0.1: ``gpu_common.triton_op``).
+OPS = ("layer_norm", "rms_norm")
+_layer_norm = gpu_common.triton_op("layer_norm")
+_rms_norm = gpu_common.triton_op("rms_norm")
 
 
 def norm(op: str, x: jax.Array, weight: jax.Array, bias: jax.Array, *, eps: float,
@@ -90,4 +93,4 @@ CLAIM = Claim(
 #: How the gpu-norm family calls its kernel: forward (plain and under vjp) and backward.
 ADAPTER = gpu_common.triton_adapter(
     kernel=norm, impl_signature=IMPL_SIGNATURE, build=_build,
-    names=("x", "weight", "bias", "do"))
+    names=("x", "weight", "bias", "do"), ops=OPS)

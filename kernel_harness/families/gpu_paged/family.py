@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from kernel_harness.core.tolerance import ToleranceTable
-from kernel_harness.families.gpu_common import F32_REASON
+from kernel_harness.families.gpu_common import F32_REASON, triton_requires
 from kernel_harness.families.gpu_paged import kernel as _kernel
 from kernel_harness.families.gpu_paged.bench import BENCH
 from kernel_harness.families.gpu_paged.cases import PagedCase, paged_cases
@@ -97,6 +97,8 @@ FAMILY = Family(
     case_type=PagedCase,
     cases=paged_cases,
     **_kernel.ADAPTER.fields(),
+    # No backend on a jax without the op (jax >= 0.12.1): list and check say why.
+    requires=triton_requires(_kernel.OPS),
     # The op's: reference, low_precision_reference, output_axes, capabilities, valid.
     **paged_record(paged_call, excluded),
     kernels=KernelExpectation(forward=1, forward_computes=KERNEL_CORE),

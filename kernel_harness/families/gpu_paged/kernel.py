@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from jax.experimental.pallas.ops.gpu import paged_attention as _paged
-
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_paged.cases import PagedCase
+
+#: The Pallas Triton op module the family wraps (jax <= 0.12.0.1: ``gpu_common.triton_op``).
+OPS = ("paged_attention",)
+_paged = gpu_common.triton_op("paged_attention")
 
 #: The default implementation: ``jax.experimental.pallas.ops.gpu.paged_attention``.
 paged_attention = _paged.paged_attention
@@ -41,4 +43,4 @@ ADAPTER = gpu_common.triton_adapter(
     kernel=paged_attention, impl_signature=IMPL_SIGNATURE, build=_build,
     names=("q", "k_pages", "v_pages", "block_tables", "lengths", "k_scales_pages",
            "v_scales_pages"),
-    optional=("lengths", "k_scales_pages", "v_scales_pages"))
+    optional=("lengths", "k_scales_pages", "v_scales_pages"), ops=OPS)

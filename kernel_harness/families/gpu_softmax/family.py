@@ -8,7 +8,7 @@ norms produce out, dx, dweight and dbias.
 from __future__ import annotations
 
 from kernel_harness.core.tolerance import Calibrated, ToleranceTable
-from kernel_harness.families.gpu_common import is_pow2
+from kernel_harness.families.gpu_common import is_pow2, triton_requires
 from kernel_harness.families.gpu_softmax import kernel as _kernel
 from kernel_harness.families.gpu_softmax.export import export
 from kernel_harness.ops.softmax.cases import (
@@ -110,6 +110,8 @@ FAMILY = Family(
     cases=softmax_cases,
     data_draws=softmax_data_draws,
     **_kernel.ADAPTER.fields(),
+    # No backend on a jax without the op (jax >= 0.12.1): list and check say why.
+    requires=triton_requires(_kernel.OPS),
     kernels=KernelExpectation(forward=1, forward_computes=KERNEL_CORE),
     reference=reference,
     low_precision_reference=low_precision_reference,

@@ -9,13 +9,16 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental.pallas.ops.gpu import softmax as _softmax
 
 from kernel_harness.core.backends import Backend, current_backend
 from kernel_harness.families import gpu_common
 from kernel_harness.ops.softmax.cases import SoftmaxCase
 from kernel_harness.records.adapter import Adapter, expect_shape
 from kernel_harness.records.claims import Claim
+
+#: The Pallas Triton op module the family wraps (jax <= 0.12.0.1: ``gpu_common.triton_op``).
+OPS = ("softmax",)
+_softmax = gpu_common.triton_op("softmax")
 
 
 def softmax(x: jax.Array, *, axis: int = -1, interpret: Any = False) -> jax.Array:
@@ -69,4 +72,4 @@ CLAIM = Claim(
 
 #: How the gpu-softmax family calls its kernel.
 ADAPTER = Adapter(kernel=softmax, impl_signature=IMPL_SIGNATURE, run=run,
-                   backends=gpu_common.GPU_BACKENDS)
+                   backends=gpu_common.triton_backends(OPS))
