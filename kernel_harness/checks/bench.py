@@ -331,8 +331,9 @@ def bench_family(family: Family, settings: BenchSettings,
     if family.bench is None:
         why = "no benchmark hook (Family.bench)"
     elif backend.name not in family.backends:
-        why = (f"cannot run on backend {backend.name!r}; it runs on "
-               f"{', '.join(sorted(family.backends))}")
+        where = (", ".join(sorted(family.backends)) or
+                 f"none here (needs {family.requires or family.summary})")
+        why = f"cannot run on backend {backend.name!r}; it runs on {where}"
     elif settings.mode not in family.bench.modes:
         why = f"no {settings.mode!r} mode (it times {', '.join(sorted(family.bench.modes))})"
     if why is not None:

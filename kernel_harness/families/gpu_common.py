@@ -31,7 +31,6 @@ from kernel_harness.records.adapter import Adapter
 GPU_BACKENDS: frozenset[str] = frozenset({"interpret", "gpu"})
 
 
-
 class MissingTritonOp:
     """Stands in for a Pallas Triton op module this jax lacks: each attribute is a function
     that raises ImportError saying why (a family module binds ``module.fn`` on any jax; the
@@ -49,6 +48,9 @@ class MissingTritonOp:
             raise ImportError(f"{gpu_ops.PACKAGE}.{name}.{attr} needs "
                               f"{gpu_ops.gpu_ops_missing_reason((name,))}")
 
+        # Named as the function it stands for, where a report names the implementation.
+        missing.__module__, missing.__qualname__ = f"{gpu_ops.PACKAGE}.{name}", attr
+        missing.__name__ = attr
         return missing
 
 
