@@ -130,6 +130,7 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 BOTH_STACKS = (
     "tests/core/test_compat.py",
     "tests/core/test_gpu_ops.py",  # the Pallas Triton ops, present or not (compat.gpu_ops)
+    "tests/run/test_impl_source_families.py",  # the libraries of the second stack not read
     "tests/core/test_pallas_poison.py",
     "tests/core/test_interpreter_ext.py",
     "tests/core/test_backends.py",

@@ -84,14 +84,16 @@ def _codes(code: types.CodeType) -> Iterator[types.CodeType]:
 
 def _reached(fn: types.FunctionType) -> Iterator[Any]:
     """The objects a function's code can name: its globals (and attributes of the modules
-    among them its code names), its closure, its defaults."""
+    among them its code names, except from a harness adapter: a built-in family's library
+    module is not read), its closure, its defaults."""
     names = {n for code in _codes(fn.__code__) for n in code.co_names}
+    adapter = _followed_only(fn.__module__)
     for name in names:
         if name not in fn.__globals__:
             continue
         obj = fn.__globals__[name]
         if isinstance(obj, types.ModuleType):
-            if not trusted(obj.__name__):
+            if not trusted(obj.__name__) and not adapter:
                 yield from (getattr(obj, n) for n in names if hasattr(obj, n))
         else:
             yield obj
@@ -174,9 +176,10 @@ def use_accepted(entries: tuple[dict[str, str], ...], source: str | None) -> Non
 
 def _acceptance(f: Finding) -> dict[str, str] | None:
     entries, _ = _ACCEPTED["user"]
+    # A mutant's copy (kernel-harness mutate) is compiled as "<file> [mutant NAME]".
+    file = str(pathlib.Path(f.file.split(" [mutant ")[0]).resolve())
     for entry in entries:
-        if (entry["kind"] == f.kind and entry["file"] == str(pathlib.Path(f.file).resolve())
-                and entry["text"] in f.text):
+        if entry["kind"] == f.kind and entry["file"] == file and entry["text"] in f.text:
             return entry
     return None
 

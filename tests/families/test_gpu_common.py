@@ -42,7 +42,7 @@ def test_inputs_go_in_order_and_outputs_come_back_float32() -> None:
 def test_an_optional_input_may_be_absent_a_required_one_may_not() -> None:
     x = np.ones((2,), np.float32)
     run = gpu_common.triton_adapter(kernel=_impl, impl_signature="", build=_build,
-                                    names=("x", "maybe"), optional=("maybe",)).run
+                                    names=("x", "maybe"), ops=(), optional=("maybe",)).run
     assert (run(_impl, _Case(1.0), {"x": x}, BACKEND)["out"] == 1.0).all()
     with pytest.raises(KeyError, match="maybe"):
         gpu_common.run_program(_build, ("x", "maybe"), _impl, _Case(1.0), {"x": x}, BACKEND)

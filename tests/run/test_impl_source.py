@@ -5,6 +5,7 @@ not; a line the user's config accepts passes, and says so."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import importlib
 import itertools
@@ -167,11 +168,14 @@ def test_jax_own_pallas_kernels_read_whole_have_no_finding():
     assert read > 100 and found == [], found[:5]
 
 
-def test_every_built_in_family_kernel_has_no_finding():
-    families, _ = registry.importable_families()
-    assert families
-    for family in families:
-        assert impl_source.findings(family.kernel) == (), family.name
+def test_a_mutants_copy_is_accepted_like_its_file():
+    """kernel-harness mutate compiles a mutant's copy as "<file> [mutant NAME]": an entry
+    for the file covers the copy's line too, so the control and the mutants are judged
+    alike."""
+    found = impl_source.findings(r4.harness_aware_softmax)[0]
+    copy = dataclasses.replace(found, file=f"{found.file} [mutant m1]")
+    impl_source.use_accepted((_entry(),), "/x/pyproject.toml")
+    assert impl_source.unaccepted((found, copy)) == ()
 
 
 # -- the failure, and the user's acceptance -------------------------------------------------
