@@ -250,15 +250,10 @@ def run_config(config: dict[str, Any]) -> None:
                                    Path(config["source_path"]).read_text(), config["mutant"])
             sys.meta_path.insert(0, finder)
         from kernel_harness.core.backends import resolve_backend
-        from kernel_harness.records.config import load_config
         from kernel_harness.run import impl_source
         from kernel_harness.run.profiles import get_profile
 
-        # The project's accepted source lines, as check puts them in force: the control and
-        # every mutant's copy are read alike (the copy's file is "<file> [mutant NAME]").
-        project = load_config()
-        impl_source.use_accepted(project.accepted_source,
-                                 None if project.source is None else str(project.source))
+        impl_source.use_project_accepted()  # as check does: control and mutants alike
         try:
             family = _import_family(config["family_target"])
         except Exception as e:

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kernel_harness.core.errors import UsageError
+from kernel_harness.records.config import load_config
 from kernel_harness.run.source_rules import KINDS, Finding, lint, trusted
 
 #: The failure class, as reports and events name it.
@@ -200,3 +201,11 @@ def accepted_notes(found: tuple[Finding, ...]) -> list[str]:
 def accepted_in_force() -> tuple[tuple[dict[str, str], ...], str]:
     """The accepted entries in force and their file (to restore them later)."""
     return _ACCEPTED["user"]
+
+
+def use_project_accepted() -> None:
+    """Puts the accepted lines of the project's ``pyproject.toml`` (found from the working
+    directory, :func:`kernel_harness.records.config.load_config`) in force, as a check
+    session does (``kernel-harness mutate``'s runs: a mutant's copy matches its file)."""
+    config = load_config()
+    use_accepted(config.accepted_source, None if config.source is None else str(config.source))
