@@ -72,6 +72,8 @@ def load_catalog(family_name: str, spec: str | None = None) -> list[Mutant]:
     the family's registered module."""
     if spec is None:
         spec = catalog_module(family_name) + ":MUTANTS"
+    elif os.getcwd() not in sys.path:  # like --impl: the working tree's catalog imports
+        sys.path.insert(0, os.getcwd())
     module, _, attr = spec.partition(":")
     try:
         mutants = getattr(importlib.import_module(module), attr or "MUTANTS")

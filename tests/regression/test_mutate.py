@@ -367,3 +367,15 @@ def test_a_failing_control_says_what_failed_and_replays_it(monkeypatch, capsys):
             in replay)
     case = replay.split("--case '", 1)[1].removesuffix("'")
     assert cli.main(["repro", "toy-wrong", "--case", case]) == 1  # the same failure, again
+
+
+def test_a_catalog_in_the_working_tree_imports_without_pythonpath(tmp_path, monkeypatch):
+    """--catalog MODULE:ATTR finds a module of the working directory, as --impl does (an
+    independent tester's catalog needed PYTHONPATH set before)."""
+    (tmp_path / "my_mutants.py").write_text(
+        "from kernel_harness.records.mutant import Mutant\n"
+        "MUTANTS = [Mutant(name='m1', description='d', module='x.y', old='a', new='b')]\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path
+                                     if p not in ("", ".", str(tmp_path))])
+    assert [m.name for m in mutate.load_catalog("gpu-softmax", "my_mutants:MUTANTS")] == ["m1"]
