@@ -104,6 +104,7 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
     import hypothesis
 
     from kernel_harness.checks.properties import Observer, build_property
+    from kernel_harness.run import crash, report
 
     start = time.perf_counter()
     first: dict[str, Any] = {}
@@ -114,7 +115,7 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
             if not result.passed and not first:
                 first.update(seconds=time.perf_counter() - start, examples=self.examples + 1,
                              checks=self.checks, case=result.case.to_json(),
-                             how="wrong " + ",".join(v.stats.output for v in result.failures))
+                             how=report.failure_classes(result))
 
     def hung(case: Any) -> None:
         assert on_hang is not None
@@ -135,7 +136,7 @@ def _run_column(family: Family, prop_name: str, backend: Any, settings: Any,
             if not first:
                 first.update(seconds=time.perf_counter() - start,
                              examples=observer.examples + 1, case=case.to_json(),
-                             how=f"crash {type(e).__name__}: {str(e)[:80]}")
+                             how=f"crash {crash.crash_summary(e)}")
             raise
         finally:
             if watchdog is not None:

@@ -147,6 +147,16 @@ def crash_kind(error: BaseException) -> str:
     return f"{origin(error).type_name}{where}"
 
 
+def crash_summary(error: BaseException) -> str:
+    """``ValueError: the page table ...``: what raised at the origin (through a host
+    callback's or jax's wrapping: :func:`origin`), its message's first line, at most 160
+    characters (``kernel-harness mutate``'s kill column)."""
+    found = origin(error)
+    lines = found.message.strip().splitlines()
+    first = lines[0] if lines else ""
+    return f"{found.type_name}: {first if len(first) <= 160 else first[:157] + '...'}"
+
+
 def _message(error: BaseException) -> str:
     first = origin(error).message
     return first if len(first) <= 300 else first[:297] + "..."

@@ -142,6 +142,20 @@ def source_line(result: CaseResult) -> str:
                        impl_source.problem_text(found))
 
 
+def failure_classes(result: CaseResult) -> str:
+    """A failing case's classes in a few words, the first failing check first: ``no Pallas
+    kernel (fwd); wrong out,dq`` (``kernel-harness mutate``'s kill column)."""
+    kinds = ", ".join(sorted({f.kind for f in result.suspicious_source}))
+    parts = [f"no Pallas kernel ({', '.join(result.fell_back)})" if result.kernel_problem
+             else "", kernel_poison.UNUSED if result.unused_results else "",
+             kernel_outside.OUTSIDE if result.outside_math else "",
+             rerun.NONDETERMINISTIC if result.rerun_changed else "",
+             f"{impl_source.SUSPICIOUS} ({kinds})" if kinds else "",
+             "wrong " + ",".join(v.stats.output for v in result.failures)
+             if result.failures else ""]
+    return "; ".join(p for p in parts if p) or "failed"
+
+
 def summary_lines(result: CaseResult) -> list[str]:
     """The one-line summaries of a failing case: its kernel count and kernel results
     first, then each output."""

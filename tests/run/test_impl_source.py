@@ -23,7 +23,8 @@ from kernel_harness.ops.softmax.cases import SoftmaxCase
 from kernel_harness.records import registry
 from kernel_harness.records.config import parse_table
 from kernel_harness.run import impl_source, source_rules
-from kernel_harness.run.report import summary_lines
+from kernel_harness.run.crash import crash_summary
+from kernel_harness.run.report import failure_classes, summary_lines
 from kernel_harness.run.runner import check_case
 from tests.adversarial import impls_round4 as r4
 
@@ -202,7 +203,11 @@ def test_a_finding_fails_the_example_with_its_class_and_the_user_can_accept_it()
         f"suspicious source accepted by pyproject.toml: "
         f"{impl_source.findings(r4.harness_aware_softmax)[0]} (reviewed: test)",)
     impl_source.use_accepted((_entry(text="something else"),), "/x/pyproject.toml")
-    assert not check_case(family, CASE, backend, r4.harness_aware_softmax).passed
+    failed = check_case(family, CASE, backend, r4.harness_aware_softmax)
+    assert not failed.passed
+    # mutate's kill column names the class (it read "wrong " and nothing before)
+    assert failure_classes(failed) == "suspicious source (observes the harness)"
+    assert crash_summary(ValueError("the page table\nmore")) == "ValueError: the page table"
 
 
 def test_accepted_source_entries_are_checked(tmp_path):
