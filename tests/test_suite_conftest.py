@@ -5,11 +5,12 @@ a scratch project, in a fresh pytest process."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.helpers.repo_conftest import load_repo_conftest
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = '''
@@ -67,15 +68,8 @@ def test_minus_m_nightly_runs_them(tmp_path):
     assert "marked nightly not run here" not in proc.stdout
 
 
-def _repo_conftest():
-    spec = importlib.util.spec_from_file_location("_kh_repo_conftest", ROOT / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_every_both_stacks_path_exists_and_is_marked():
-    conftest = _repo_conftest()
+    conftest = load_repo_conftest()
     missing = [p for p in conftest.BOTH_STACKS if not (ROOT / p).exists()]
     assert not missing, f"conftest.BOTH_STACKS names missing test paths: {missing}"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:xdist", "-p",
@@ -89,7 +83,7 @@ def test_every_both_stacks_path_exists_and_is_marked():
 
 
 def test_suite_xla_flags_add_only_what_is_not_set():
-    conftest = _repo_conftest()
+    conftest = load_repo_conftest()
     assert conftest._suite_xla_flags("") == " ".join(conftest.SUITE_XLA_FLAGS)
     mine = "--xla_backend_optimization_level=2 --xla_dump_to=/tmp/x"
     merged = conftest._suite_xla_flags(mine).split()
@@ -102,7 +96,7 @@ def test_the_emitter_flag_is_set_only_where_this_jaxlib_knows_it():
     """An XLA flag the installed jaxlib does not know aborts every process of the suite."""
     from kernel_harness.core.compat import xla_flags
 
-    conftest = _repo_conftest()
+    conftest = load_repo_conftest()
     emitters = "--xla_cpu_use_fusion_emitters=false"
     assert xla_flags.fast_cpu_compile_flags((0, 10)) == (emitters,)
     assert xla_flags.fast_cpu_compile_flags((0, 12)) == ()
@@ -121,7 +115,7 @@ def test_second_stack_goldens_name_registered_families_and_ci_gates_exactly_them
     .ci/run's second-stack gate reads the list from conftest (no second copy to drift)."""
     from kernel_harness import family_names, get_family
 
-    conftest = _repo_conftest()
+    conftest = load_repo_conftest()
     unknown = set(conftest.SECOND_STACK_GOLDENS) - set(family_names())
     assert not unknown, f"conftest.SECOND_STACK_GOLDENS names no family: {sorted(unknown)}"
     if sys.version_info < (3, 12):  # the first stack: exactly its families without a backend

@@ -5,7 +5,6 @@ marker, and test modules that do not import without them). Runs on both stacks."
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -16,16 +15,10 @@ import pytest
 
 from kernel_harness.core.compat import gpu_ops
 from kernel_harness.records.registry import family_names, get_family
+from tests.helpers.repo_conftest import load_repo_conftest
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = gpu_ops.missing_gpu_ops()
-
-
-def _repo_conftest():
-    spec = importlib.util.spec_from_file_location("_kh_repo_conftest_ops", ROOT / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_each_op_is_its_module_or_none_and_both_stacks_are_all_or_nothing():
@@ -61,7 +54,7 @@ def test_the_reason_names_the_jax_the_module_the_removal_and_the_install():
 
 
 def test_every_triton_ops_test_path_exists():
-    missing = [p for p in _repo_conftest().TRITON_OPS_TESTS if not (ROOT / p).exists()]
+    missing = [p for p in load_repo_conftest().TRITON_OPS_TESTS if not (ROOT / p).exists()]
     assert not missing, f"conftest.TRITON_OPS_TESTS names missing test paths: {missing}"
 
 
@@ -70,7 +63,7 @@ def test_the_families_without_a_backend_are_exactly_those_of_the_missing_ops():
     (a sixth family silently losing its kernel fails here), each saying why; on a jax with
     them, each runs on both GPU backends. torch-sdpa aside: it needs the [torch] extra,
     which neither CI stack installs."""
-    expected = set(_repo_conftest().TRITON_OPS_FAMILIES)
+    expected = set(load_repo_conftest().TRITON_OPS_FAMILIES)
     without = {n for n in family_names() if not get_family(n).backends
                and "kernel-harness[torch]" not in get_family(n).requires}
     if MISSING:
