@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 
 from kernel_harness.cli import common
 from kernel_harness.core.judges import judge_for
+from kernel_harness.core.tolerance import Tolerance
 from kernel_harness.records.family import Family
 from kernel_harness.run import report
 
@@ -105,6 +106,13 @@ def kernels_section(family: Family) -> list[str]:
             *(f"  {line}" for line in family.outside_kernel.describe()), *claimed]
 
 
+def _reasons(t: Tolerance) -> str:
+    """A tolerance's reasons: the fixed bound's, the calibrated judge's, the element bound's."""
+    return " | ".join([t.reason or "-",
+                       *([f"calibrated: {t.calibrated.reason}"] if t.calibrated else []),
+                       *([f"per element: {t.per_element.reason}"] if t.per_element else [])])
+
+
 def describe(family: Family, samples: int = 4) -> str:
     """The full description of ``family``."""
     wrap = lambda text, indent="  ": textwrap.fill(  # noqa: E731
@@ -117,8 +125,10 @@ def describe(family: Family, samples: int = 4) -> str:
     out += ["", "tolerances (max error relative to the output's scale; judge: 'fixed' = "
             "max_rel, globally and per slice, or 'calibrated' = at most N x the error of "
             "the same plain math in the case's dtype at the default precision + a floor, "
-            "docs/judge.md \"Calibrated bounds\"):"]
-    rows = [[d, o, f"{t.max_rel_err:g}", judge_for(t).describe(), t.reason or "-"]
+            "docs/judge.md \"Calibrated bounds\"; 'each element' = also each element by "
+            "its own size, in ulp of the dtype, docs/judge.md \"Each element by its own "
+            "size\"):"]
+    rows = [[d, o, f"{t.max_rel_err:g}", judge_for(t).describe(), _reasons(t)]
             for (d, o), t in sorted(family.tolerances.entries.items())]
     out.append(textwrap.indent(report.format_table(
         ["dtype", "output", "max_rel", "judge", "reason"], rows), "  "))

@@ -25,6 +25,7 @@ import numpy as np
 
 from kernel_harness.core.calibrate import CalibratedStats, measure_calibrated
 from kernel_harness.core.compare import OutputStats, compare
+from kernel_harness.core.elements import ElementStats, measure_elements
 from kernel_harness.core.tolerance import Tolerance, Verdict, judge
 
 
@@ -43,6 +44,8 @@ class JudgedOutput:
       valid: elements inside the kernel's contract (broadcastable); None: all.
       nonfinite_reference_ok: the contract allows non-finite reference values inside
         ``valid`` (compared by position); elsewhere one is an error.
+      dtype: the dtype the kernel stores the output in (the case's), the unit of an
+        element bound (``Tolerance.per_element``); required where one is declared.
     """
 
     name: str
@@ -52,6 +55,7 @@ class JudgedOutput:
     slice_axes: tuple[str, ...] | None = None
     valid: np.ndarray | None = None
     nonfinite_reference_ok: bool = False
+    dtype: str | None = None
 
     @property
     def judge(self) -> Judge:
@@ -73,6 +77,7 @@ class Measurement:
 
     stats: OutputStats
     calibration: CalibratedStats | None = None
+    elements: ElementStats | None = None
 
 
 class Judge(Protocol):
@@ -106,6 +111,27 @@ def _stats(tol: Tolerance, actual: np.ndarray, expected: np.ndarray, out: Judged
                    mismatch_threshold_rel=tol.max_rel_err, slice_floor=tol.slice_floor.fraction)
 
 
+def _with_elements(judge_name: str, tol: Tolerance) -> str:
+    return judge_name if tol.per_element is None else (
+        f"{judge_name}; {tol.per_element.describe()}")
+
+
+def _elements(tol: Tolerance, actual: np.ndarray, expected: np.ndarray, out: JudgedOutput,
+              lowp: np.ndarray | None) -> ElementStats | None:
+    """The per-element measure where ``tol`` declares an element bound (else None)."""
+    bound = tol.per_element
+    if bound is None:
+        return None
+    if out.dtype is None:
+        raise ValueError(f"output {out.name!r} declares an element bound: its JudgedOutput "
+                         "needs the dtype the kernel stores it in")
+    multiple = tol.calibrated.multiple if tol.calibrated is not None else 0.0
+    return measure_elements(actual, expected, output=out.name, axes=out.axes,
+                            dtype=out.dtype, bound=bound, valid=out.valid,
+                            slice_axes=out.slice_axes, slice_floor=tol.slice_floor.fraction,
+                            lowp=lowp if bound.calibrated else None, multiple=multiple)
+
+
 @dataclasses.dataclass(frozen=True)
 class FixedJudge:
     """Error at most ``tolerance.max_rel_err`` of the global scale and of each slice's
@@ -117,16 +143,17 @@ class FixedJudge:
                 magnitude: np.ndarray | None = None,
                 lowp: np.ndarray | None = None) -> Measurement:
         """See :meth:`Judge.measure`; ``lowp`` is not used."""
-        return Measurement(stats=_stats(self.tolerance, actual, expected, out, magnitude))
+        return Measurement(stats=_stats(self.tolerance, actual, expected, out, magnitude),
+                           elements=_elements(self.tolerance, actual, expected, out, None))
 
     def verdict(self, measurement: Measurement, out: JudgedOutput) -> Verdict:
         """See :meth:`Judge.verdict`."""
-        return judge(measurement.stats, self.tolerance,
+        return judge(measurement.stats, self.tolerance, elements=measurement.elements,
                      nonfinite_reference_ok=out.nonfinite_reference_ok)
 
     def describe(self) -> str:
-        """See :meth:`Judge.describe`: ``fixed``."""
-        return "fixed"
+        """See :meth:`Judge.describe`: ``fixed`` (and the element bound, where declared)."""
+        return _with_elements("fixed", self.tolerance)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,18 +182,21 @@ class CalibratedJudge:
                 actual, lowp, expected, multiple=cal.multiple, floor=cal.floor,
                 slice_floor=t.slice_floor.fraction, output=out.name, axes=out.axes,
                 valid=out.valid, slice_axes=out.slice_axes, magnitude=magnitude),
+            elements=_elements(t, actual, expected, out, lowp),
         )
 
     def verdict(self, measurement: Measurement, out: JudgedOutput) -> Verdict:
         """See :meth:`Judge.verdict`."""
         return judge(measurement.stats, self.tolerance, calibration=measurement.calibration,
+                     elements=measurement.elements,
                      nonfinite_reference_ok=out.nonfinite_reference_ok)
 
     def describe(self) -> str:
         """See :meth:`Judge.describe`: ``calibrated MULTIPLEx + FLOOR``."""
         cal = self.tolerance.calibrated
         assert cal is not None
-        return f"calibrated {cal.multiple:g}x + {cal.floor:.3g}"
+        return _with_elements(f"calibrated {cal.multiple:g}x + {cal.floor:.3g}",
+                              self.tolerance)
 
 
 def judge_for(tolerance: Tolerance) -> Judge:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from kernel_harness.core.calibrate import CalibratedStats
 from kernel_harness.core.compare import OutputStats, bound_problems, contract_problems
+from kernel_harness.core.elements import ElementBound, ElementStats
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -106,8 +107,15 @@ class Tolerance:
     #: The calibrated judge, where it replaces ``max_rel_err`` (the fixed bound) for
     #: matches-reference and every check that has the low-precision computation at hand.
     calibrated: Calibrated | None = None
+    #: Each element also judged by its own size (:mod:`kernel_harness.core.elements`),
+    #: where an output's small elements are values in their own right.
+    per_element: ElementBound | None = None
 
     def __post_init__(self) -> None:
+        if self.per_element is not None and self.per_element.calibrated \
+                and self.calibrated is None:
+            raise ValueError("a calibrated element bound needs the calibrated judge "
+                             "(Tolerance.calibrated)")
         if not 0 < self.max_rel_err < 1:
             raise ValueError(f"max_rel_err must be in (0, 1), got {self.max_rel_err}")
         if not isinstance(self.slice_floor, SliceFloor):
@@ -137,14 +145,22 @@ class ToleranceTable:
     @classmethod
     def of_limits(cls, limits: Mapping[tuple[str, str], tuple[float, str]], *,
                   gradients: frozenset[str] = frozenset(),
-                  calibrated: Mapping[str, Calibrated] | None = None) -> ToleranceTable:
+                  calibrated: Mapping[str, Calibrated] | None = None,
+                  per_element: Mapping[tuple[str, str], ElementBound] | None = None,
+                  ) -> ToleranceTable:
         """A table from ``{(dtype, output): (max_rel_err, reason)}``: each entry with the
         standard floor of its dtype (:func:`standard_floor`; the gradient one for the
-        outputs in ``gradients``) and, for a dtype in ``calibrated``, that calibrated bound."""
+        outputs in ``gradients``), for a dtype in ``calibrated`` that calibrated bound, and
+        for a key of ``per_element`` that element bound."""
         calibrated = calibrated or {}
+        per_element = per_element or {}
+        unknown = sorted(set(per_element) - set(limits))
+        if unknown:
+            raise ValueError(f"element bounds for entries the table does not have: {unknown}")
         return cls({
             (dtype, out): Tolerance(max_rel_err=limit, reason=reason,
                                     calibrated=calibrated.get(dtype),
+                                    per_element=per_element.get((dtype, out)),
                                     slice_floor=standard_floor(dtype, gradient=out in gradients))
             for (dtype, out), (limit, reason) in limits.items()
         })
@@ -160,6 +176,8 @@ class Verdict:
     problems: tuple[str, ...]
     #: The calibrated measure where the calibrated judge decided (None: the fixed table).
     calibration: CalibratedStats | None = None
+    #: The per-element measure where the tolerance declares an element bound.
+    elements: ElementStats | None = None
 
     @property
     def judged_by(self) -> str:
@@ -172,14 +190,16 @@ class Verdict:
         fixed bound's global and slice errors over ``max_rel_err``, or the calibrated
         usage."""
         if self.calibration is not None:
-            return self.calibration.usage
-        worst = max(self.stats.max_rel_err, self.stats.slice_rel_err)
-        return worst / self.tolerance.max_rel_err
+            usage = self.calibration.usage
+        else:
+            usage = max(self.stats.max_rel_err, self.stats.slice_rel_err) \
+                / self.tolerance.max_rel_err
+        return max(usage, self.elements.usage) if self.elements is not None else usage
 
 
 def judge(
     stats: OutputStats, tolerance: Tolerance, *, nonfinite_reference_ok: bool = False,
-    calibration: CalibratedStats | None = None,
+    calibration: CalibratedStats | None = None, elements: ElementStats | None = None,
 ) -> Verdict:
     """Decides whether ``stats`` are within ``tolerance``.
 
@@ -195,8 +215,14 @@ def judge(
     ``tolerance.calibrated`` is set) the two error bounds are replaced by the calibrated
     one: kernel error <= multiple x low-precision error + floor, globally and per slice;
     the other failures stay. A calibration for a tolerance without ``calibrated`` is an
-    error.
+    error. With ``elements`` (:func:`~kernel_harness.core.elements.measure_elements`, for a
+    tolerance with ``per_element``), an element over its own bound fails too; a tolerance
+    with ``per_element`` judged without them is an error.
     """
+    if (elements is None) != (tolerance.per_element is None):
+        raise ValueError(f"output {stats.output!r}: the tolerance "
+                         + ("declares an element bound: pass its measure" if elements is None
+                            else "declares no element bound, but a measure was given"))
     if calibration is not None and tolerance.calibrated is None:
         raise ValueError(f"output {stats.output!r}: a calibration was given but the "
                          "tolerance declares no calibrated judge")
@@ -213,8 +239,10 @@ def judge(
             )
     else:
         problems += bound_problems(stats, tolerance.max_rel_err)
+    if elements is not None and not elements.passed:
+        problems.append(elements.problem())
     return Verdict(stats=stats, tolerance=tolerance, passed=not problems,
-                   problems=tuple(problems), calibration=calibration)
+                   problems=tuple(problems), calibration=calibration, elements=elements)
 
 
 def _ratio(kernel: float, lowp: float) -> str:
@@ -242,8 +270,9 @@ def merge_tolerances(
     (later ones win); each changed entry's reason names the default it replaced.
 
     Only ``max_rel_err`` changes (an entry's per-slice floor is kept); ``scale`` also
-    multiplies a calibrated judge's ``multiple``, and an override replaces a calibrated
-    judge by the fixed bound it names.
+    multiplies a calibrated judge's ``multiple`` and an element bound's ``ulps`` and
+    ``floor``, and an override replaces a calibrated judge and an element bound by the
+    fixed bound it names.
     Pure: ``table`` is not changed. An override naming an output or dtype the table
     does not have, a non-positive scale, or no matching entry is a ValueError.
     """
@@ -257,6 +286,9 @@ def merge_tolerances(
                 max_rel_err=min(tol.max_rel_err * scale, 0.999),
                 calibrated=None if tol.calibrated is None else dataclasses.replace(
                     tol.calibrated, multiple=min(tol.calibrated.multiple * scale, 100.0)),
+                per_element=None if tol.per_element is None else dataclasses.replace(
+                    tol.per_element, ulps=tol.per_element.ulps * scale,
+                    floor=min(tol.per_element.floor * scale, 0.099)),
                 reason=f"--tolerance-scale {scale:g} x default {tol.max_rel_err:g} ({tol.reason})",
             )
             for key, tol in entries.items()
@@ -277,6 +309,7 @@ def merge_tolerances(
                 entries[key],
                 max_rel_err=ov.max_rel_err,
                 calibrated=None,
+                per_element=None,
                 reason=f"--tolerance {ov} (default {default.max_rel_err:g}: {default.reason})",
             )
     return ToleranceTable(entries)

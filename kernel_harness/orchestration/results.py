@@ -128,6 +128,9 @@ def _result_failure(result: CaseResult) -> dict[str, Any]:
             "calibrated": None if v.calibration is None else {
                 k: _number(x) if isinstance(x, float) else x
                 for k, x in dataclasses.asdict(v.calibration).items()},
+            "per_element": None if v.elements is None else {
+                k: _number(x) if isinstance(x, float) else x
+                for k, x in dataclasses.asdict(v.elements).items()},
         })
     return {
         "case": dataclasses.asdict(result.case), "case_json": result.case.to_json(),

@@ -32,5 +32,6 @@ def judged_outputs(family: Family, case: Any, *, same_as: bool = True,
         JudgedOutput(name=name, reference=ref, axes=tuple(family.output_axes[ref]),
                      tolerance=family.tolerances.lookup(case.dtype, ref),
                      slice_axes=family.slice_axes.get(ref), valid=valid.get(ref),
-                     nonfinite_reference_ok=ref in family.nonfinite_reference_ok)
+                     nonfinite_reference_ok=ref in family.nonfinite_reference_ok,
+                     dtype=case.dtype)
         for name, ref in pairs)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from kernel_harness.core import compare as _judge_module
+from kernel_harness.core import elements as _elements_module
 from kernel_harness.core.compare import slice_layout
 from kernel_harness.records.family import Family
 from kernel_harness.records.outputs import judged_outputs
@@ -127,6 +128,10 @@ NONFINITE_OK = {nonfinite_ok}
 # a multiple of the same plain-jnp math's error in {dtype}); this script applies the fixed
 # table above to them, which is a different (usually looser) bound.
 CALIBRATED = {calibrated}
+# Outputs each of whose elements is also judged by its own size (ElementBound; calibrated:
+# the harness adds the low-precision twin's error there, so this script only prints it).
+ELEMENTS = {elements}
+DTYPE = {dtype!r}
 
 
 def load_inputs():
@@ -151,7 +156,16 @@ def judge_output(name, got, want, valid):
         slice_axes=SLICE_AXES[name], slice_floor=FLOOR[name],
         magnitude=want.get(f"{name}:magnitude"))
     problems = contract_problems(stats, nonfinite_reference_ok=name in NONFINITE_OK)
-    return stats, problems + bound_problems(stats, TOL[name])
+    problems += bound_problems(stats, TOL[name])
+    if name in ELEMENTS:
+        bound = ElementBound(**{**ELEMENTS[name], "calibrated": False})
+        e = measure_elements(
+            np.asarray(got[name], np.float32), np.asarray(want[name], np.float32), output=name,
+            axes=AXES[name], dtype=DTYPE, valid=valid.get(name), bound=bound,
+            slice_axes=SLICE_AXES[name], slice_floor=FLOOR[name])
+        if not e.passed:
+            (print if ELEMENTS[name]["calibrated"] else problems.append)(e.problem())
+    return stats, problems
 
 
 def main():
@@ -205,6 +219,8 @@ def render_script(fam: Family, case: Any, *, backend: str, impl_spec: str | None
     floor = {o.name: o.tolerance.slice_floor.fraction for o in outs}
     nonfinite_ok = sorted(o.name for o in outs if o.nonfinite_reference_ok)
     calibrated = sorted(o.name for o in outs if o.tolerance.calibrated is not None)
+    elements = {o.name: dataclasses.asdict(o.tolerance.per_element) for o in outs
+                if o.tolerance.per_element is not None}
     interpret = EXPORT_BACKENDS[backend]
     platform_line = ""
     if interpret and snippet.platform:
@@ -215,7 +231,7 @@ def render_script(fam: Family, case: Any, *, backend: str, impl_spec: str | None
         kernel_import=_impl_import(impl_spec) if impl_spec else snippet.default_import.strip(),
         interpret=interpret, dtype=case.dtype, tol=repr(tol), axes=repr(axes),
         slice_axes=repr(slice_axes), floor=repr(floor), nonfinite_ok=repr(nonfinite_ok),
-        calibrated=repr(calibrated),
+        calibrated=repr(calibrated), elements=repr(elements),
     )
     body = "\n\n".join(textwrap.dedent(s).strip() for s in (snippet.run_kernel, snippet.reference))
     return header + "\n\n" + judge_source() + "\n\n" + body + "\n" + _MAIN
@@ -231,7 +247,16 @@ def judge_source() -> str:
     if future not in source:
         raise ExportError("kernel_harness/core/compare.py lost its __future__ import")
     banner = "# ---- kernel_harness/core/compare.py, embedded verbatim: the harness's judge ----"
-    return banner + "\n" + source.replace(future, "", 1).strip() + "\n# ---- end ----"
+    text = banner + "\n" + source.replace(future, "", 1).strip() + "\n# ---- end ----"
+    # elements.py, less its imports of compare's names (defined just above in the script)
+    elements = inspect.getsource(_elements_module)
+    reuse = "from kernel_harness.core.compare import TINY_SCALE, slice_layout\n"
+    if future not in elements or reuse not in elements:
+        raise ExportError("kernel_harness/core/elements.py changed its imports: update "
+                          "judge_source")
+    elements = elements.replace(future, "", 1).replace(reuse, "", 1).strip()
+    return (text + "\n\n# ---- kernel_harness/core/elements.py, embedded verbatim but its "
+            "import of the names above ----\n" + elements + "\n# ---- end ----")
 
 
 def export_repro(fam: Family, case: Any, out: str | Path, *, backend: str = "interpret",

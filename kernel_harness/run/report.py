@@ -217,6 +217,12 @@ def failure_report(result: CaseResult) -> str:
             "  calibrated: tol 'Nxlowp' = error at most N x that of the same plain math in "
             f"{result.case.dtype} at the default precision (+ a floor), globally and per "
             "slice; k/lowp = kernel error / that error where the bound is tightest")
+    for v in result.verdicts:
+        if v.elements is not None and v.tolerance.per_element is not None:
+            e = v.elements
+            lines.append(f"  per element: {e.output} {v.tolerance.per_element.describe()} "
+                         f"(ulp of {e.dtype} at the reference value); worst use "
+                         f"{e.usage:.3g} at {e.worst_where}, {e.over} of {e.checked} over")
     if result.excluded:
         lines.append(f"  excluded (outside the kernel's contract): {result.excluded}")
     for name, why in result.not_compared.items():

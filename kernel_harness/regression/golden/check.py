@@ -179,7 +179,9 @@ def check_golden(
         bounds = [bound]
         if versions is not None:
             bounds.append(family.tolerances.lookup(case.dtype, o))
-        return max(bounds, key=lambda t: t.max_rel_err)
+        # The drift of one reference against another is judged by the slice bounds: an
+        # element bound is about the kernel's rounding in its dtype.
+        return dataclasses.replace(max(bounds, key=lambda t: t.max_rel_err), per_element=None)
 
     drift = tuple(
         judge(compare(fresh[o.name], stored.reference[o.name], output=o.name, axes=o.axes,
