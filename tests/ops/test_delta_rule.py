@@ -115,6 +115,7 @@ def test_documents_reset_and_initial_state_applies_to_first_document_only() -> N
     ({"decay": "strong"}, "decay"),
     ({"zero_chunk": 5}, "zero_chunk"),
     ({"burst_strength": 0.0}, "burst_strength"),
+    ({"keys": "orthogonal"}, "keys"),
     ({"chunk_size": 0}, "chunk_size"),
 ])
 def test_bad_case_names_the_field(fields: dict, needle: str) -> None:
@@ -148,8 +149,25 @@ def test_strategy_reaches_the_hard_paths() -> None:
     _collect()
     wanted = {"boundary-inside-chunk", "boundary-on-chunk-edge", "single-token-document",
               "partial-last-chunk-block", "multi-chunk-block", "decay:burst", "burst>=30",
-              "zero-chunk", "initial-state-with-documents", "grouped-heads", "raw-qk"}
+              "zero-chunk", "initial-state-with-documents", "grouped-heads", "raw-qk",
+              "keys:correlated"}
     assert wanted <= _SEEN, sorted(wanted - _SEEN)
+
+
+def test_correlated_keys_share_a_direction_and_erase_nearly_all() -> None:
+    """keys='correlated': a head's keys near one direction (their cosines ~0.9, against ~0
+    for independent keys) and b in [0.9, 1]: the chunk's (I + strictly-lower(b K K^T)) is
+    far from the identity. Independent keys draw what they drew before keys existed."""
+    base = dataclasses.replace(CASES[1], qk_l2norm=True, zero_chunk=None)
+    x = dataclasses.replace(base, keys="correlated").materialize()
+    k = x["k"][0, :, 0].astype(np.float64)
+    k /= np.linalg.norm(k, axis=-1, keepdims=True)
+    cos = (k @ k.T)[np.triu_indices(len(k), 1)]
+    assert cos.mean() > 0.8 and x["b"].min() >= 0.9
+    plain = base.materialize()
+    assert np.abs(plain["b"]).min() < 0.9
+    np.testing.assert_array_equal(plain["q"], dataclasses.replace(
+        base, keys="correlated").materialize()["q"])
 
 
 def test_chunk_variants_change_the_chunk_and_keep_the_data() -> None:

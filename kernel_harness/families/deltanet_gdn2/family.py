@@ -171,5 +171,5 @@ FAMILY = Family(
         "multi-chunk-block", "partial-last-chunk-block", "boundary-inside-chunk",
         "boundary-on-chunk-edge", "single-token-document", "initial-state",
         "initial-state-with-documents", "grouped-heads", "qk-l2norm", "raw-qk",
-        "decay:ordinary", "decay:weak", "decay:burst", "zero-chunk"}),
+        "decay:ordinary", "decay:weak", "decay:burst", "zero-chunk", "keys:correlated"}),
 )

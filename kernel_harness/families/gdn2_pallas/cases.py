@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from kernel_harness.core.case import Arrays
 from kernel_harness.ops.delta_rule.cases import BURST_STRENGTHS, DeltaRuleCase, decay_regimes
 from kernel_harness.ops.delta_rule.relations import RELATIONS, state_continuity
+from kernel_harness.ops.delta_rule.strategy import correlated_keys
 from kernel_harness.records.relations import Draw, Relation, Variant
 
 #: The kernels' head dimension (the library raises for any other).
@@ -64,8 +65,9 @@ def gdn2_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = ("float32", "bfloat
                max_chunks: int = 3, max_batch: int = 2,
                without: frozenset[str] = frozenset()) -> Gdn2Case:
     """Whole chunks (1..``max_chunks``), 1..``max_batch`` rows, one or two heads, an initial
-    state or not, every decay regime, a chunk of zeros; shrinks towards one chunk of 64,
-    ordinary decay, float32. ``without``: the op's optional features not drawn."""
+    state or not, every decay regime, a chunk of zeros, keys correlated or not (the op's
+    :func:`~kernel_harness.ops.delta_rule.strategy.correlated_keys`); shrinks towards one
+    chunk of 64, ordinary decay, float32. ``without``: the op's optional features not drawn."""
     regimes = decay_regimes(without)
     chunk = draw(st.sampled_from(CHUNKS), label="chunk_size")
     chunks = draw(st.integers(1, max_chunks), label="chunks")
@@ -81,9 +83,9 @@ def gdn2_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = ("float32", "bfloat
         micro_block=draw(st.sampled_from([m for m in MICRO_BLOCKS if (chunk // 2) % m == 0]),
                          label="micro_block"),
         initial_state=draw(st.booleans(), label="initial_state"),
-        decay=draw(st.sampled_from(regimes), label="decay"),
+        decay=(decay := draw(st.sampled_from(regimes), label="decay")),
         burst_strength=draw(st.sampled_from(BURST_STRENGTHS), label="burst_strength"),
-        zero_chunk=zero)
+        zero_chunk=zero, keys=draw(correlated_keys(decay)))
 
 
 def block_variants(case: Gdn2Case) -> st.SearchStrategy[Gdn2Case]:

@@ -181,5 +181,6 @@ FAMILY = Family(
     optional=OPTIONAL,
     modes=frozenset({
         "multi-chunk-block", "initial-state", "float32", "bfloat16", "decay:ordinary",
-        "decay:weak", "decay:burst", "zero-chunk", "chunk:64", "chunk:128"}),
+        "decay:weak", "decay:burst", "zero-chunk", "keys:correlated", "chunk:64",
+        "chunk:128"}),
 )
