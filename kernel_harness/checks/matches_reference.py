@@ -193,6 +193,11 @@ def _judge(family: Family, case: Any, backend: Backend, impl: Callable[..., Any]
     return result
 
 
+#: One case judged as matches-reference judges it (crash report, events, kernel count),
+#: for the properties that run real cases of their own (``large-sizes``).
+judge_case = _judge
+
+
 def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
     """The example's kernel count as events: ``pallas kernels: fwd 1, bwd 2``, and
     ``fallback: fwd`` (or ``bwd``) for a pass below the family's expectation, and

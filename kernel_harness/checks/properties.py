@@ -18,6 +18,7 @@ import hypothesis
 from kernel_harness.checks import metamorphic
 from kernel_harness.checks.claimed_sizes import claimed_sizes
 from kernel_harness.checks.draws import check_draws_per_compile
+from kernel_harness.checks.large_sizes import large_sizes
 from kernel_harness.checks.lowering import lowers_for_tpu
 from kernel_harness.checks.matches_reference import HarnessFailure, Observer, matches_reference
 from kernel_harness.checks.metamorphic.op_relations import build_relation
@@ -27,6 +28,7 @@ from kernel_harness.core.backends import Backend
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.records.family import Family
 from kernel_harness.run.profiles import ShrinkBudget
+from kernel_harness.run.profiles import large_sizes as large_size_budget
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -76,9 +78,14 @@ def run_property(
     reach every mode the family declares (:mod:`.modes`), within half its examples, then
     searches with the rest; ``require_modes``: a declared mode not reached is an error."""
     overrides: dict[str, Any] = {}
+    budgeted = getattr(prop, "kh_large_sizes", None)
+    if budgeted is not None:  # large-sizes: the profile's examples at its tier's caps
+        budget = large_size_budget(profile)
+        prop = budgeted(budget.tier)
+        overrides["max_examples"] = getattr(prop, "kh_examples", None) or budget.examples
     if max_examples is not None:
         overrides["max_examples"] = max_examples
-    elif hasattr(prop, "kh_example_fraction"):  # metamorphic properties run fewer examples
+    elif budgeted is None and hasattr(prop, "kh_example_fraction"):  # metamorphic: fewer
         overrides["max_examples"] = metamorphic.example_cap(prop, profile.max_examples)
     cover = None
     if modes_first:
@@ -156,6 +163,7 @@ PROPERTIES: dict[str, Callable[..., Callable[[], None]]] = {
     **metamorphic.PROPERTIES,
     "lowers-for-tpu": lowers_for_tpu,
     "claimed-sizes": claimed_sizes,
+    "large-sizes": large_sizes,
 }
 
 #: The properties that judge several data draws per compiled program

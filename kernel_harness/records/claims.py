@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
+from hypothesis import strategies as st
 
 #: Abstract inputs by name (``jax.ShapeDtypeStruct``: shape and dtype, no data).
 Abstract = Mapping[str, Any]
@@ -73,6 +74,123 @@ def interpolated(small: Abstract, claimed: Abstract, extent: Extent) -> Abstract
             for name, a in claimed.items()}
 
 
+#: A :class:`Span`'s draw: an integer in [0, LOG_STEPS], 0 the span's top (the simplest
+#: choice, so a property's first example is at the capped claimed size: Hypothesis tries the
+#: simplest example first), LOG_STEPS its bottom, geometric between.
+LOG_STEPS = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+    """The extents of one axis a large example draws: ``low`` to ``high``, multiples of
+    ``multiple``, log-uniformly (:func:`log_sizes`). ``low`` is just past the extents the
+    op's ordinary strategy draws, ``high`` the claimed extent capped by a profile's budget
+    (:class:`Tier`)."""
+
+    low: int
+    high: int
+    multiple: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.low <= self.high or self.multiple < 1 \
+                or self.low % self.multiple or self.high % self.multiple:
+            raise ValueError(f"a span needs 1 <= low <= high, both multiples of {self.multiple}"
+                             f", got {self}")
+
+    def __str__(self) -> str:
+        step = f" (multiples of {self.multiple})" if self.multiple > 1 else ""
+        return f"{self.low}..{self.high}{step}"
+
+
+def log_sizes(span: Span) -> st.SearchStrategy[int]:
+    """Extents of ``span`` drawn log-uniformly (every factor of 2 between its ends equally
+    likely), rounded down to its multiple; the simplest draw (and the one shrinking moves
+    towards) is the top, ``span.high``: the largest size the budget affords."""
+    def extent(u: int) -> int:
+        value = span.high * (span.low / span.high) ** (u / LOG_STEPS)
+        return min(max(int(value) // span.multiple * span.multiple, span.low), span.high)
+
+    return st.integers(0, LOG_STEPS).map(extent)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Tier:
+    """One budget of real examples at large sizes (a profile picks one by name:
+    ``kernel_harness.run.profiles.LARGE_SIZES``).
+
+    Attributes:
+      spans: per claimed size (in :attr:`LargeSizes` order), the spans its axes are drawn
+        from, by axis name (what the family's :attr:`LargeSizes.cases` hands the op's
+        strategy): the claimed extents, capped.
+      why: what is capped and why (printed by ``describe`` and by the property).
+      examples: where set, the examples this tier runs instead of the profile's
+        (``kernel_harness.run.profiles.LARGE_SIZES``): a family whose cases at the caps cost
+        most runs fewer (``--max-examples`` still overrides it).
+    """
+
+    spans: tuple[Mapping[str, Span], ...]
+    why: str
+    examples: int | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LargeSizes:
+    """Real examples up to a family's claimed sizes, RUN and compared with the reference
+    like ``matches-reference``'s (the ``large-sizes`` property,
+    :mod:`kernel_harness.checks.large_sizes`): each example draws one case per claimed
+    size, every axis log-uniformly between just past the drawn sizes and the claimed
+    extent capped by the profile's tier, its first example at the caps.
+
+    Attributes:
+      names: one label per claimed size (``"vocabulary, bfloat16"``), in order.
+      cases: ``cases(index, spans, without) -> strategy``: the op's strategy for claimed
+        size ``index`` with its axes drawn from ``spans`` (the family only wires the
+        op's size-range parameters: no family copies a strategy); ``without``: what the
+        check leaves out (a claimed size that needs it: :attr:`uses`).
+      uses: ``uses(index) -> features``: the optional features (and dtypes) claimed size
+        ``index`` needs; one the check leaves out is not drawn.
+      tiers: the budgets by name (``ci``, ``nightly``).
+    """
+
+    names: tuple[str, ...]
+    cases: Callable[[int, Mapping[str, Span], frozenset[str]], st.SearchStrategy[Any]]
+    uses: Callable[[int], frozenset[str]] = lambda index: frozenset()
+    tiers: Mapping[str, Tier]
+
+    def __post_init__(self) -> None:
+        for name, tier in self.tiers.items():
+            if len(tier.spans) != len(self.names):
+                raise ValueError(f"tier {name}: {len(tier.spans)} span sets for "
+                                 f"{len(self.names)} claimed sizes")
+            if not tier.why.strip():
+                raise ValueError(f"tier {name}: say what is capped and why")
+
+    def kept(self, without: frozenset[str]) -> list[int]:
+        """The claimed sizes (indices) that need nothing ``without`` leaves out."""
+        return [i for i in range(len(self.names)) if not self.uses(i) & without]
+
+    def tier(self, name: str) -> Tier:
+        """The tier ``name``; an unknown one falls back to the cheapest (``ci``)."""
+        return self.tiers.get(name) or self.tiers["ci"]
+
+    def strategy(self, tier: str, without: frozenset[str]) -> st.SearchStrategy[tuple]:
+        """One case per claimed size kept, in order: what one example judges."""
+        spans = self.tier(tier).spans
+        return st.tuples(*(self.cases(i, spans[i], without) for i in self.kept(without)))
+
+    def describe(self) -> list[str]:
+        """Lines for ``describe``: per tier, what each claimed size draws, and why capped."""
+        lines = ["large sizes (real examples, run and compared with the reference; one "
+                 "case per claimed size an example, the first at the caps):"]
+        for name, tier in self.tiers.items():
+            count = "" if tier.examples is None else f" ({tier.examples} example(s))"
+            lines.append(f"  {name}{count}: {tier.why}")
+            for label, spans in zip(self.names, tier.spans, strict=True):
+                axes = ", ".join(f"{axis} {span}" for axis, span in spans.items())
+                lines.append(f"    {label}: {axes}")
+        return lines
+
+
 def _key(arrays: Abstract) -> tuple[Any, ...]:
     return tuple((n, tuple(a.shape), str(a.dtype)) for n, a in arrays.items())
 
@@ -103,6 +221,8 @@ class Claim:
         breaks; a maker of its own should still send every extent through ``extent``.
       no_ladder: non-empty: the family opts out of the ladder, and this says why (printed
         by ``describe``); only the claimed sizes are traced then.
+      large: real examples up to the claimed sizes (:class:`LargeSizes`), run by the
+        ``large-sizes`` property; None: only traced (``large-sizes`` is a SKIP).
     """
 
     reason: str
@@ -112,6 +232,7 @@ class Claim:
     uses: Callable[[Abstract], frozenset[str]] = lambda arrays: frozenset()
     rung: RungMaker = interpolated
     no_ladder: str = ""
+    large: LargeSizes | None = None
 
     def __post_init__(self) -> None:
         if not self.reason.strip():
@@ -182,4 +303,6 @@ class Claim:
             steps = ", ".join(str(self.steps(a)) for a in self.sizes())
             lines.append(f"  and a ladder from {small} to each (traced, not run): one rung "
                          f"per factor of {FACTOR:g}, jittered ({steps} rungs)")
+        if self.large is not None:
+            lines += self.large.describe()
         return lines

@@ -136,6 +136,41 @@ def draws_per_compile(name: str) -> int:
     return DRAWS_PER_COMPILE[short_name(name)]
 
 
+@dataclasses.dataclass(frozen=True)
+class LargeSizeBudget:
+    """What the ``large-sizes`` property runs under a profile: ``examples`` examples (each
+    one case per claimed size, run in interpret mode and compared with the reference), at
+    sizes capped by the family's tier ``tier`` (``Claim.large.tiers``: the family says what
+    its kernel can afford there, and why)."""
+
+    examples: int
+    tier: str
+
+
+#: Per profile (``kernel_harness.checks.large_sizes``). ci: 2 examples at the ci tier's caps
+#: (the first at the caps, one drawn below them), the cheapest sizes past the drawn range
+#: that a per-push run can pay for (measured: docs/kernel-ran.md, "At every size it
+#: claims?"); nightly: 8 examples at the nightly tier's larger caps; dev: 1 example. A
+#: family's tier may run fewer (``Tier.examples``: megablox-gmm's ci tier, 1).
+LARGE_SIZES: dict[str, LargeSizeBudget] = {
+    "dev": LargeSizeBudget(examples=1, tier="ci"),
+    "ci": LargeSizeBudget(examples=2, tier="ci"),
+    "nightly": LargeSizeBudget(examples=8, tier="nightly"),
+}
+
+
+def large_sizes(settings_or_name: settings | str | None) -> LargeSizeBudget:
+    """The large-size budget of a profile, given by name or as its settings (the object
+    :func:`get_profile` returns); anything else (a caller's own settings) gets ci's."""
+    if isinstance(settings_or_name, str):
+        get_profile(settings_or_name)
+        return LARGE_SIZES[short_name(settings_or_name)]
+    for name, profile in _PROFILES.items():
+        if settings_or_name is profile:
+            return LARGE_SIZES[name]
+    return LARGE_SIZES["ci"]
+
+
 def register_profiles() -> None:
     """Registers the namespaced profiles (``kernel-harness-dev|ci|nightly``) with
     Hypothesis (idempotent). Never registers a bare ``ci`` and never loads a profile."""

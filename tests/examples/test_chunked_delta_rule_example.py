@@ -33,9 +33,9 @@ APPLICABLE = {"matches-reference", "block-size-invariance", "deterministic", "fi
               "gqa-equals-mha", "state-continuity", "documents-independent", "linear-in-v"}
 #: Attention's roles (the op has none: documents-independent is its segment isolation),
 #: the TPU interpreter's schedule, TPU lowering (K, V of 8 and 16 are below Mosaic's tiles)
-#: and claimed sizes (none claimed).
+#: and claimed sizes (none claimed: nothing traced, nothing run at large sizes).
 NOT_APPLICABLE = {"invisible-inputs-ignored", "segment-isolation", "option-effect",
-                  "schedule-invariance", "lowers-for-tpu", "claimed-sizes"}
+                  "schedule-invariance", "lowers-for-tpu", "claimed-sizes", "large-sizes"}
 
 
 @pytest.fixture(scope="module")

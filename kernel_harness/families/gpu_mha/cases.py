@@ -10,6 +10,7 @@ data; the kernel skips its multiply), else ``sm_scale = 1/sqrt(head_dim)``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from hypothesis import assume
@@ -111,11 +112,12 @@ class MhaCase(AttentionProblem):
         return min(getattr(self, name), self._block_length(name))
 
 
-def _blocks_of(length: int) -> list[int]:
-    """Every block the kernel accepts along ``length`` (largest first), and an oversize one
-    where the length it clamps to is itself a valid block (a power of two >= 16: 96 is
-    not)."""
-    tiles = [b for b in reversed(TILE_SIZES) if b <= length and length % b == 0]
+def _blocks_of(length: int, smallest: int = 16) -> list[int]:
+    """Every block of at least ``smallest`` the kernel accepts along ``length`` (largest
+    first), and an oversize one where the length it clamps to is itself a valid block (a
+    power of two >= 16: 96 is not)."""
+    tiles = [b for b in reversed(TILE_SIZES)
+             if smallest <= b <= length and length % b == 0]
     return tiles + ([OVERSIZE_BLOCK] if is_pow2(length) and 16 <= length <= OVERSIZE_BLOCK
                     else [])
 
@@ -129,19 +131,20 @@ def _backward_counts(q_len: int, kv_len: int) -> list[int]:
 
 
 @st.composite
-def _blocks(draw: st.DrawFn, problem: AttentionProblem) -> dict[str, Any]:
+def _blocks(draw: st.DrawFn, problem: AttentionProblem, smallest: int = 16) -> dict[str, Any]:
     q_len, kv_len = problem.q_len, problem.kv_len
-    counts = _backward_counts(q_len, kv_len)
+    blocks_of = functools.partial(_blocks_of, smallest=smallest)
+    counts = [n for n in _backward_counts(q_len, kv_len) if q_len // n >= smallest]
     assume(counts)  # e.g. 96 with 64: no block count gives both powers of two
     n_bwd = draw(st.sampled_from(counts))
     oversize = n_bwd == 1 and draw(st.booleans())
     return {
-        "block_q": draw(st.sampled_from(_blocks_of(q_len))),
-        "block_k": draw(st.sampled_from(_blocks_of(kv_len))),
-        "block_q_dkv": draw(st.sampled_from(_blocks_of(q_len))),
+        "block_q": draw(st.sampled_from(blocks_of(q_len))),
+        "block_k": draw(st.sampled_from(blocks_of(kv_len))),
+        "block_q_dkv": draw(st.sampled_from(blocks_of(q_len))),
         "block_kv_dkv": OVERSIZE_BLOCK if oversize else kv_len // n_bwd,
         "block_q_dq": OVERSIZE_BLOCK if oversize else q_len // n_bwd,
-        "block_kv_dq": draw(st.sampled_from(_blocks_of(kv_len))),
+        "block_kv_dq": draw(st.sampled_from(blocks_of(kv_len))),
         "num_warps": draw(st.sampled_from((None, None, 4, 8))),
         "num_stages": draw(st.sampled_from((2, 1, 3))),
     }
@@ -153,6 +156,17 @@ def blocks(problem: AttentionProblem) -> st.SearchStrategy[dict[str, Any]]:
     them, the fused backward's q and kv blocks in equal numbers; and the launch settings.
     Shrinks towards one block each."""
     return _blocks(problem)
+
+
+#: The smallest block of the large sizes (the ``large-sizes`` property): thousands of
+#: tokens in blocks of 16 or 32 cost interpretation time per block, not coverage (the
+#: small sizes draw them).
+LARGE_SMALLEST_BLOCK = 64
+
+
+def large_blocks(problem: AttentionProblem) -> st.SearchStrategy[dict[str, Any]]:
+    """:func:`blocks` at large sizes: blocks of at least :data:`LARGE_SMALLEST_BLOCK`."""
+    return _blocks(problem, LARGE_SMALLEST_BLOCK)
 
 
 def block_events(case: MhaCase) -> list[str]:

@@ -11,8 +11,9 @@ import jax.numpy as jnp
 
 from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
-from kernel_harness.families.gpu_mha.cases import MhaCase
-from kernel_harness.records.claims import Claim
+from kernel_harness.families.gpu_mha.cases import MhaCase, large_blocks
+from kernel_harness.ops.attention.strategy import problems
+from kernel_harness.records.claims import Claim, LargeSizes, Span, Tier
 
 #: The Pallas Triton op module the family wraps (jax <= 0.12.0.1: ``gpu_common.triton_op``).
 OPS = ("attention",)
@@ -106,6 +107,41 @@ def _uses(arrays: Any) -> frozenset[str]:
         {"segments"} if "segment_ids" in arrays else ())
 
 
+def _large_spans(tokens: int, heads: tuple[int, int], batch: tuple[int, int]
+                 ) -> tuple[dict[str, Span], ...]:
+    """Per claimed size: tokens from past the drawn 128 to ``tokens`` (whole 128-token
+    blocks), head_dim up to the 128 the bfloat16 size claims (the strategy draws 32-64),
+    heads and batch from ``heads``, ``batch`` (at most the claimed ones)."""
+    return tuple({"tokens": Span(256, min(tokens, size[1]), 128),
+                  "heads": Span(heads[0], min(heads[1], size[2])),
+                  "batch": Span(batch[0], min(batch[1], size[0])),
+                  "head_dim": Span(64, 128, 16)} for size in _CLAIMED)
+
+
+_LARGE_CASES = problems(MhaCase, blocks=large_blocks)
+
+#: Real examples up to the claimed sizes (``large-sizes``): every claimed size's dtype,
+#: causal flag and segment ids, its context capped (interpret time grows with its square:
+#: 4352 tokens at head_dim 128 took 4.5-7.7 s a case, forward and backward).
+LARGE = LargeSizes(
+    names=tuple(f"{size[1] // 1024}k tokens, {jnp.dtype(size[4]).name}"
+                + (", causal" if size[5] else "") + (", segments" if size[6] else "")
+                for size in _CLAIMED),
+    cases=lambda i, spans, without: _LARGE_CASES(
+        without=without, dtypes=(jnp.dtype(_CLAIMED[i][4]).name,), sizes=spans,
+        options={"causal": _CLAIMED[i][5], "segments": _CLAIMED[i][6], "differ": False}),
+    uses=lambda i: _uses(_mha_arrays(*_CLAIMED[i])) | {jnp.dtype(_CLAIMED[i][4]).name},
+    tiers={
+        "ci": Tier(why="contexts capped at 4352 tokens (the first 128-token block past 4k) "
+                   "of 16k-64k, one head, batch 1, head_dim up to 128 in every dtype "
+                   "(interpret time grows with the context's square)",
+                   spans=_large_spans(4352, (1, 1), (1, 1))),
+        "nightly": Tier(why="contexts capped at 16384 tokens (of 16k-64k: ~14x the ci "
+                        "cost a case), up to 2 heads, batch 1, head_dim up to 128",
+                        spans=_large_spans(16384, (1, 2), (1, 1))),
+    })
+
+
 #: The longest sequences the kernel is meant for: a model's context, tens of thousands of
 #: tokens (causal, or packed documents), traced at those sizes by ``claimed-sizes``.
 CLAIM = Claim(
@@ -114,7 +150,8 @@ CLAIM = Claim(
     sizes=lambda: tuple(_mha_arrays(*size) for size in _CLAIMED),
     small=lambda: _mha_arrays(*_SMALL),
     call=claimed_call,
-    uses=_uses)
+    uses=_uses,
+    large=LARGE)
 
 
 #: How the gpu-mha family calls its kernel: forward and backward (cotangent ``do``).

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 
 from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
-from kernel_harness.ops.norm.cases import NormCase
-from kernel_harness.records.claims import Claim
+from kernel_harness.ops.norm.cases import NormCase, norm_cases
+from kernel_harness.records.claims import Claim, LargeSizes, Span, Tier
 
 #: The Pallas Triton op modules the family wraps (jax <= 0.12.0.1: ``gpu_common.triton_op``).
 OPS = ("layer_norm", "rms_norm")
@@ -80,6 +80,39 @@ def _norm_arrays(shape: tuple[int, ...], dtype: Any) -> dict[str, jax.ShapeDtype
 
 #: The largest rows the kernels are meant for: a model's hidden size (4k-16k), over a
 #: long sequence, traced at those sizes by ``claimed-sizes``.
+#: The claimed sizes' dtypes, in CLAIM's order (the large examples draw one case of each).
+_DTYPES = ("bfloat16", "float32")
+#: Rows past the drawn ones (at most 99: ``LEADING``), row lengths past them (at most 5000).
+_ROWS, _WIDE = 100, 5001
+
+
+#: Real examples up to the claimed sizes (``large-sizes``): rows past the drawn 99 (never a
+#: whole number of 128-row tiles at the caps: 300, 1000), the float32 rows at the claimed
+#: 16384 features; bfloat16 costs most to interpret (300 rows of 8192 took 25-34 s, float32
+#: 2.3 s).
+LARGE = LargeSizes(
+    names=("hidden size, bfloat16", "hidden size, float32"),
+    cases=lambda i, spans, without: norm_cases(dtypes=(_DTYPES[i],), without=without,
+                                               sizes=spans),
+    uses=lambda i: frozenset({_DTYPES[i], "unaligned-n"} | (
+        {"rows-over-4096"} if i == 1 else set())),
+    tiers={
+        "ci": Tier(why="rows capped at 300 of 4096 and of 2 x 1024 (past the drawn 99, not a whole "
+                   "number of 128-row tiles); bfloat16 rows capped at 1024 of 8192 features "
+                   "(300 x 8192 bfloat16 takes ~30 s to interpret), float32 rows at the "
+                   "claimed 16384",
+                   spans=({"a": Span(1, 1), "b": Span(_ROWS, 300), "n": Span(128, 1024)},
+                          {"a": Span(1, 1), "b": Span(_ROWS, 300), "n": Span(_WIDE, 16384)})),
+        "nightly": Tier(why="bfloat16 capped at 1000 rows of 8192 features (interpreting "
+                        "bfloat16 costs ~100 s there), float32 at 2 x 1000 rows of the "
+                        "claimed 16384 (of 2 x 1024)",
+                        spans=({"a": Span(1, 1), "b": Span(_ROWS, 1000),
+                                "n": Span(128, 8192)},
+                               {"a": Span(1, 2), "b": Span(_ROWS, 1000),
+                                "n": Span(_WIDE, 16384)})),
+    })
+
+
 CLAIM = Claim(
     reason="norm rows are a model's hidden size: 4k-16k, over thousands of tokens",
     sizes=lambda: (_norm_arrays((1, 4096, 8192), jnp.bfloat16),
@@ -87,7 +120,8 @@ CLAIM = Claim(
     small=lambda: _norm_arrays((2, 4, 128), jnp.float32),
     call=claimed_call,
     uses=lambda arrays: frozenset({"rows-over-4096"} if arrays["x"].shape[-1] > 4096
-                                  else ()))
+                                  else ()),
+    large=LARGE)
 
 
 #: How the gpu-norm family calls its kernel: forward (plain and under vjp) and backward.

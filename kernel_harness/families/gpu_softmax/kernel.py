@@ -12,9 +12,9 @@ import numpy as np
 
 from kernel_harness.core.backends import Backend, current_backend
 from kernel_harness.families import gpu_common
-from kernel_harness.ops.softmax.cases import SoftmaxCase
+from kernel_harness.ops.softmax.cases import SoftmaxCase, softmax_cases
 from kernel_harness.records.adapter import Adapter, expect_shape
-from kernel_harness.records.claims import Claim
+from kernel_harness.records.claims import Claim, LargeSizes, Span, Tier
 
 #: The Pallas Triton op module the family wraps (jax <= 0.12.0.1: ``gpu_common.triton_op``).
 OPS = ("softmax",)
@@ -58,6 +58,43 @@ def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
 #: model's vocabulary (few rows of 32k-256k logits: sampling and the loss), and a
 #: mixture-of-experts router (one row per token, tens of thousands of them, over 8-256
 #: experts: many short rows, where the rows, not the row length, grow).
+#: The claimed sizes' dtypes, in CLAIM's order (the large examples draw one case of each).
+_DTYPES = ("bfloat16", "float32", "float16", "float32", "bfloat16")
+#: Row lengths past the drawn ones (at most 1025) and rows past the drawn ones (at most 6).
+_LONG, _MANY = 1026, 7
+
+
+def _spans(*leading: Span, n: Span) -> dict[str, Span]:
+    return {"n": n, **{f"leading[{i}]": span for i, span in enumerate(leading)}}
+
+
+#: Real examples up to the claimed sizes (``large-sizes``): each claimed size's row
+#: length in full (a row costs its length once), its rows capped, where interpreting one
+#: kernel program per row costs (two leading axes cost most: 4 x 2000 rows of 256 took 95 s).
+LARGE = LargeSizes(
+    names=("vocabulary, bfloat16", "vocabulary, float32", "vocabulary, float16, 2 leading "
+           "axes", "router, many rows", "router, 2 leading axes"),
+    cases=lambda i, spans, without: softmax_cases(dtypes=(_DTYPES[i],), sizes=spans),
+    uses=lambda i: frozenset({_DTYPES[i]}),
+    tiers={
+        "ci": Tier(why="every claimed row length in full; rows capped at 2 of the 8 and 64 "
+                   "long rows, 2x4 of 2x4, all 16384 router rows, 2x64 of 4x8192 (0.3-2.4 s "
+                   "a case; interpreting a program per row is the cost)",
+                   spans=(_spans(Span(1, 2), n=Span(_LONG, 262144)),
+                          _spans(Span(1, 2), n=Span(_LONG, 32000)),
+                          _spans(Span(1, 2), Span(1, 4), n=Span(_LONG, 131072)),
+                          _spans(Span(_MANY, 16384), n=Span(8, 8)),
+                          _spans(Span(1, 2), Span(_MANY, 64), n=Span(129, 256)))),
+        "nightly": Tier(why="every claimed size in full but the last, whose 4x8192 rows "
+                        "are capped at 4x512 (its 2-D grid of row programs: ~25 s)",
+                        spans=(_spans(Span(1, 8), n=Span(_LONG, 262144)),
+                               _spans(Span(1, 64), n=Span(_LONG, 32000)),
+                               _spans(Span(1, 2), Span(1, 4), n=Span(_LONG, 131072)),
+                               _spans(Span(_MANY, 16384), n=Span(8, 8)),
+                               _spans(Span(1, 4), Span(_MANY, 512), n=Span(129, 256)))),
+    })
+
+
 CLAIM = Claim(
     reason="softmax rows are vocabularies (32k-256k logits a row) or an MoE router's "
     "scores (16k-32k tokens a batch, one row each, over 8 to 256 experts)",
@@ -67,7 +104,8 @@ CLAIM = Claim(
                    {"x": jax.ShapeDtypeStruct((16384, 8), jnp.float32)},
                    {"x": jax.ShapeDtypeStruct((4, 8192, 256), jnp.bfloat16)}),
     small=lambda: {"x": jax.ShapeDtypeStruct((2, 3, 100), jnp.float32)},
-    call=claimed_call)
+    call=claimed_call,
+    large=LARGE)
 
 
 #: How the gpu-softmax family calls its kernel.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from kernel_harness.ops.attention.features import ALIGNED_LENGTHS, FIELD_OF, OPT
 from kernel_harness.ops.attention.mask_draws import weighted
 from kernel_harness.ops.attention.problem import MASKING, AttentionProblem
 from kernel_harness.ops.attention.segment_draws import segment_layouts
+from kernel_harness.records.claims import Span, log_sizes
 
 #: The draw order of the options (``differ``: q_len != kv_len), and how often each is on
 #: (in 4).
@@ -123,11 +124,19 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
              ) -> Callable[..., st.SearchStrategy[AttentionProblem]]:
     """``Family.cases`` of ``case_type``: ``cases(without=..., dtypes=...)`` draws its
     cases, in ``dtypes`` (a subset of the kernel's) where given; the kernel's own fields
-    from ``config`` (its choices) and ``blocks`` (its block sizes), drawn last."""
+    from ``config`` (its choices) and ``blocks`` (its block sizes), drawn last.
+
+    ``sizes`` (the ``large-sizes`` property): ``batch``, ``tokens`` (q_len = kv_len),
+    ``heads`` (kv_heads = heads) and ``head_dim`` drawn log-uniformly from their spans
+    (:func:`~kernel_harness.records.claims.log_sizes`: the simplest draw is each span's
+    top) instead of the kernel's drawn lists; ``options``: draw flags forced on or off (a
+    claimed size's ``causal``, ``segments``); without them the draws are unchanged."""
 
     @st.composite
     def cases(draw: st.DrawFn, *, without: frozenset[str] = frozenset(),
-              dtypes: tuple[str, ...] = case_type.FEATURES.dtypes) -> AttentionProblem:
+              dtypes: tuple[str, ...] = case_type.FEATURES.dtypes,
+              sizes: Mapping[str, Span] | None = None,
+              options: Mapping[str, bool] | None = None) -> AttentionProblem:
         check_without(case_type, without)
         features = case_type.FEATURES
         undrawn = sorted(features.optional & FAMILY_DRAWN) + (
@@ -142,7 +151,11 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
         if "unaligned-lengths" in without:
             lengths, q_only = ALIGNED_LENGTHS, ()
         on = _options(draw, features, without)
+        if options is not None:
+            on.update(options)
         dtype = draw(st.sampled_from(dtypes))
+        if sizes is not None:
+            return draw(_large(case_type, config, blocks, on, dtype, sizes))
         batch = draw(st.integers(1, features.max_batch))
         kv_len = draw(st.sampled_from(lengths))
         q_len = draw(st.sampled_from(lengths + q_only)) if on["differ"] else kv_len
@@ -207,6 +220,45 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
         return case
 
     return cases
+
+
+@st.composite
+def _large(draw: st.DrawFn, case_type: type[AttentionProblem], config: Config | None,
+           blocks: Config | None, on: Mapping[str, bool], dtype: str,
+           sizes: Mapping[str, Span]) -> AttentionProblem:
+    """A case at large sizes (``problems``' ``sizes``): the sizes from their spans, q_len =
+    kv_len, no GQA, causal and segments as ``on`` says, an explicit scale where ``on``
+    draws one, the logit scale and the data seed as :func:`problems` draws them; the
+    kernel's own fields from ``config`` and ``blocks``."""
+    features = case_type.FEATURES
+    batch, tokens = draw(log_sizes(sizes["batch"])), draw(log_sizes(sizes["tokens"]))
+    heads, head_dim = draw(log_sizes(sizes["heads"])), draw(log_sizes(sizes["head_dim"]))
+    fields: dict[str, Any] = {"is_causal": on["causal"]}
+    if on.get("scale") and (features.scales or features.unit_scale):
+        fields["scale"] = draw(st.sampled_from(
+            [m / math.sqrt(head_dim) for m in features.scales]
+            + ([1.0] if features.unit_scale else [])))
+    if on.get("segments"):
+        fields["q_segments"], fields["kv_segments"] = draw(segment_layouts(
+            batch, tokens, tokens, causal=on["causal"], shared=features.shared_segments))
+    fields["logit_scale"] = draw(st.sampled_from(
+        logit_scales_for(dtype, calibrated=dtype in features.calibrated)))
+    fields["alignment"] = draw(st.sampled_from(features.alignments))
+    problem = AttentionProblem(
+        dtype=dtype, seed=draw(st.integers(0, 2**31 - 1)), batch=batch, q_len=tokens,
+        kv_len=tokens, q_heads=heads, kv_heads=heads, head_dim=head_dim, **fields)
+    own = {**(draw(config(problem)) if config is not None else {}),
+           **(draw(blocks(problem)) if blocks is not None else {})}
+    case = case_type(**{f.name: getattr(problem, f.name)
+                        for f in dataclasses.fields(AttentionProblem)}, **own)
+    if on.get("segments") and not drawable(case):
+        # The simplest layout (one document) would be rejected, and the first example,
+        # meant to be at the caps, with it: two documents, the second from mid-context.
+        half = ((0, tokens // 2), (1, tokens - tokens // 2))
+        case = dataclasses.replace(case, q_segments=(half,) * batch,
+                                   kv_segments=(half,) * batch)
+    assume(drawable(case))
+    return case
 
 
 def effective_options(case: AttentionProblem) -> list[str]:

@@ -8,12 +8,14 @@ the seed.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import Case, cast
+from kernel_harness.records.claims import Span, log_sizes
 
 #: dtypes the kernel accepts (``common.assert_is_supported_dtype``).
 GMM_DTYPES: tuple[str, ...] = ("float32", "bfloat16")
@@ -241,6 +243,7 @@ def gmm_cases(
     dtypes: tuple[str, ...] = GMM_DTYPES,
     max_groups: int = 6,
     without: frozenset[str] = frozenset(),
+    sizes: Mapping[str, Span] | None = None,
 ) -> GmmCase:
     """Valid :class:`GmmCase` s.
 
@@ -251,12 +254,15 @@ def gmm_cases(
     tiles of 128, k and n of 128 or 192, so it stays cheap to interpret), transpose_rhs, rhs
     shards (group_offset with fewer local groups), float32/bfloat16
     inputs and output dtypes. Shrinks towards float32, one group, full tiles.
-    ``without``: :data:`OPTIONAL` features not drawn.
+    ``without``: :data:`OPTIONAL` features not drawn. ``sizes``: the large sizes (the
+    ``large-sizes`` property, :func:`_large_case`); without it the draws are unchanged.
     """
     unknown = set(without) - set(OPTIONAL)
     if unknown:
         raise ValueError(f"gmm_cases: unknown features {sorted(unknown)}")
-    if "sizes-below-128" in without:
+    if sizes is not None:
+        shape = draw(_large_case(dtypes, sizes, "sizes-below-128" in without))
+    elif "sizes-below-128" in without:
         shape = draw(_aligned_case(dtypes, max_groups))
     else:
         shape = draw(_ragged_case(dtypes, max_groups))
@@ -299,3 +305,35 @@ def _ragged_case(draw: st.DrawFn, dtypes: tuple[str, ...], max_groups: int) -> d
     full = draw(st.integers(0, 4)) != 0  # one case in five: the rows do not fill m
     sizes = draw((_big_group_sizes if big else _group_sizes)(m, tm, groups, full))
     return dict(dtype=dtype, m=m, k=k, n=n, group_sizes=sizes, tiling=(tm, tk, tn))
+
+
+#: Tiles of the large sizes: whole 128-row tiles, and k tiles of 512 or more (a long
+#: contraction in tiles of 128 costs interpretation time per tile, not coverage).
+LARGE_TILES = {"tm": (128,), "tk": (1024, 512, 2048), "tn": (128, 256)}
+
+
+@st.composite
+def _large_case(draw: st.DrawFn, dtypes: tuple[str, ...], sizes: Mapping[str, Span],
+                aligned: bool) -> dict[str, Any]:
+    """Shape fields at large sizes (the ``large-sizes`` property): m, k, n and the group
+    count drawn log-uniformly from ``sizes`` (``m``, ``k``, ``n``, ``groups``;
+    :func:`~kernel_harness.records.claims.log_sizes`: the simplest draw is each span's top),
+    m in whole 128-row tiles, every row in a group, cut raggedly (:func:`_split`; tile
+    multiples where ``aligned``: ``sizes-below-128`` left out) or, the simplest draw, as
+    evenly as the tiles allow."""
+    dtype = draw(st.sampled_from(dtypes))
+    tm = LARGE_TILES["tm"][0]
+    m = draw(log_sizes(sizes["m"]))
+    m = max(tm, m // tm * tm)
+    k, n = draw(log_sizes(sizes["k"])), draw(log_sizes(sizes["n"]))
+    if aligned:
+        k, n = max(128, k // 128 * 128), max(128, n // 128 * 128)
+    groups = draw(log_sizes(sizes["groups"]))
+    unit = 128 if aligned else 1
+    even = tuple((m // unit * (g + 1) // groups - m // unit * g // groups) * unit
+                 for g in range(groups))
+    cut = st.one_of(st.just(even), _aligned_split(m, groups) if aligned
+                    else _split(m, tm, groups))
+    return dict(dtype=dtype, m=m, k=k, n=n, group_sizes=draw(cut),
+                tiling=(tm, draw(st.sampled_from(LARGE_TILES["tk"])),
+                        draw(st.sampled_from(LARGE_TILES["tn"]))))

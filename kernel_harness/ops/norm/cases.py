@@ -11,12 +11,14 @@ the arrays come from the seed.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import ClassVar
 
 import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import DTYPES, Case, cast
+from kernel_harness.records.claims import Span, log_sizes
 
 OPS: tuple[str, ...] = ("layer_norm", "rms_norm")
 
@@ -206,14 +208,19 @@ def _lengths(without: frozenset[str]) -> tuple[int, ...]:
 
 @st.composite
 def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
-               ops: tuple[str, ...] = OPS, without: frozenset[str] = frozenset()) -> NormCase:
+               ops: tuple[str, ...] = OPS, without: frozenset[str] = frozenset(),
+               sizes: Mapping[str, Span] | None = None) -> NormCase:
     """Valid :class:`NormCase` s: both ops, all three dtypes, row lengths around every
     block boundary of the kernels, 1-40 or 99 rows (partial 16-row blocks), eps from 1e-12 to
     0.1, spreads near sqrt(eps) and large ones, mean offsets up to 300 spreads (float32),
     in half the cases constant rows (variance 0: odd rows constant or even rows zero,
     beside ordinary ones), in a third the identity affine (weight ones, bias zeros).
     Shrinks towards float32 layer_norm, n=100, 2x3 rows, no constant row, random affine.
-    ``without``: :data:`OPTIONAL` features not drawn."""
+    ``without``: :data:`OPTIONAL` features not drawn. ``sizes``: the large sizes (the
+    ``large-sizes`` property): x's axes ``a``, ``b`` and ``n`` drawn log-uniformly from
+    their spans (:func:`~kernel_harness.records.claims.log_sizes`: the simplest draw is each
+    span's top; a span past 4096 columns only without ``rows-over-4096`` left out, the
+    caller's to keep), everything else as above; without it the draws are unchanged."""
     unknown = set(without) - set(OPTIONAL)
     if unknown:
         raise ValueError(f"norm_cases: unknown features {sorted(unknown)}")
@@ -226,8 +233,10 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
         dtype=dtype,
         seed=draw(st.integers(0, 2**31 - 1)),
         op=draw(st.sampled_from(ops)),
-        leading=draw(st.sampled_from(LEADING)),
-        n=draw(st.sampled_from(_lengths(frozenset(without)))),
+        leading=(draw(st.sampled_from(LEADING)) if sizes is None
+                 else (draw(log_sizes(sizes["a"])), draw(log_sizes(sizes["b"])))),
+        n=(draw(st.sampled_from(_lengths(frozenset(without)))) if sizes is None
+           else draw(log_sizes(sizes["n"]))),
         eps=draw(st.sampled_from(EPS_VALUES)),
         spread=draw(st.sampled_from(SPREADS)),
         offset=draw(st.sampled_from(OFFSETS[dtype])),

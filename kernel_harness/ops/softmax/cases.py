@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import ClassVar
 
 import ml_dtypes
@@ -10,6 +11,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import DTYPES, Case, cast
+from kernel_harness.records.claims import Span, log_sizes
 
 #: Row lengths: powers of two and lengths one past / short of one (the kernel loads one
 #: block of next_pow2(n) lanes and masks the rest with -inf), 1 and odd sizes.
@@ -220,17 +222,28 @@ def row_values(draw: st.DrawFn, case: SoftmaxCase) -> SoftmaxCase:
 
 
 @st.composite
-def softmax_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES) -> SoftmaxCase:
+def softmax_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
+                  sizes: Mapping[str, Span] | None = None) -> SoftmaxCase:
     """Valid :class:`SoftmaxCase` s: all three dtypes, row lengths at and around powers of
     two, 0-3 leading axes, logits O(1), spread by up to 1e4 or offset by +-1000, masked
     prefixes, suffixes and blocks (:func:`row_masks`; -inf or a finite sentinel:
     :data:`MASK_VALUES`), and rows whose maximum is
     tied (:func:`tied_maxima`). Shrinks towards float32, n=100, 2x3 rows, O(1) logits,
-    nothing masked or tied."""
+    nothing masked or tied.
+
+    ``sizes``: the large sizes (the ``large-sizes`` property): the row length drawn
+    log-uniformly from ``sizes["n"]`` and one leading axis per ``sizes["leading[i]"]``
+    (:func:`~kernel_harness.records.claims.log_sizes`: the simplest draw is each span's
+    top), everything else as above. Without it the draws are the ordinary ones, unchanged."""
     dtype = draw(st.sampled_from(dtypes))
     offset, scale = draw(st.sampled_from(LOGITS[dtype]))
     seed = draw(st.integers(0, 2**31 - 1))
-    leading, n = draw(st.sampled_from(LEADING)), draw(st.sampled_from(ROW_LENGTHS))
+    if sizes is None:
+        leading, n = draw(st.sampled_from(LEADING)), draw(st.sampled_from(ROW_LENGTHS))
+    else:
+        n = draw(log_sizes(sizes["n"]))
+        leading = tuple(draw(log_sizes(sizes[f"leading[{i}]"]))
+                        for i in range(len(sizes) - 1))
     return draw(row_values(SoftmaxCase(dtype=dtype, seed=seed, leading=leading, n=n,
                                        offset=offset, scale=scale)))
 
