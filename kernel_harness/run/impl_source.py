@@ -10,21 +10,26 @@ harness traces under, or that branches on ``interpret`` (one program on the CPU
 interpreters, another compiled on the accelerator), is honest in every check run and wrong
 in the user's. KernelBench's answer to the same problem is a static check of the submitted
 source; this is ours. It reads the code the implementation can reach (the callable, what
-it closes over, the functions and modules its code names, custom VJP rules, partials),
+it closes over, the functions and modules its code names, custom VJP rules, partials, the
+methods of its own classes it names or of objects it names, and its modules' import-time
+statements that bind a name its functions read),
 never the code of jax, numpy, the standard library, the harness itself, Hypothesis or
 pytest, and names each line that:
 
 - **observes the harness**: ``sys.modules``, stack frames (``sys._getframe``, ``inspect``'s
   stack functions, ``traceback``'s stack functions), a string naming the harness,
   Hypothesis or pytest, ``__import__``;
-- **reads the clock**: ``time.time`` and its kin, ``datetime``'s ``now``/``today``;
-- **keeps state across calls**: ``global``/``nonlocal`` names it rebinds, an augmented
-  assignment into a module-level object (a call counter), ``next()`` of a module-level
-  iterator;
+- **reads the clock**: ``time.time``, ``strftime`` and their kin, ``datetime``'s
+  ``now``/``today``;
+- **keeps state across calls**: ``global``/``nonlocal`` names it rebinds, an assignment
+  into a module-level object from itself (``n += 1``, ``c[0] = c[0] + 1``; an object of its
+  own class included) or a method changing one in place (``append``), ``next()`` of a
+  module-level iterator;
 - **tells traced from eager**: a reference to jax's ``Tracer`` class;
 - **reads jax's precision context**: ``default_matmul_precision``'s value;
-- **branches on the backend**: an ``if``, conditional expression or loop whose test reads
-  ``interpret`` or ``jax.default_backend()``.
+- **branches on the backend**: an ``if``, conditional expression, loop or index that
+  reads ``interpret`` (or a name computed from it) or ``jax.default_backend()``, and a value
+  computed from ``interpret`` into a name that does not say interpret.
 
 Each finding fails every example of the check, as the failure class ``suspicious source``
 with the kind, the file, the line and the line's text (:func:`findings`). The reach is
@@ -37,13 +42,14 @@ from __future__ import annotations
 
 import functools
 import pathlib
+import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from kernel_harness.core.errors import UsageError
 from kernel_harness.records.config import load_config
-from kernel_harness.run.source_rules import KINDS, Finding, lint, trusted
+from kernel_harness.run.source_rules import KINDS, Finding, lint, lint_module, trusted
 
 #: The failure class, as reports and events name it.
 SUSPICIOUS = "suspicious source"
@@ -107,6 +113,17 @@ def _reached(fn: types.FunctionType) -> Iterator[Any]:
     yield from (fn.__kwdefaults__ or {}).values()
 
 
+def _methods(cls: type) -> Iterator[Any]:
+    """The functions a class defines: methods, static and class methods, properties."""
+    for value in vars(cls).values():
+        if isinstance(value, (staticmethod, classmethod)):
+            yield value.__func__
+        elif isinstance(value, property):
+            yield from (f for f in (value.fget, value.fset) if f is not None)
+        elif isinstance(value, types.FunctionType):
+            yield value
+
+
 def functions(impl: Callable[..., Any]) -> list[types.FunctionType]:
     """The implementation's own Python functions: those reachable from ``impl`` outside
     :data:`TRUSTED` packages (harness adapters under :data:`FOLLOWED` are passed through)."""
@@ -119,14 +136,20 @@ def functions(impl: Callable[..., Any]) -> list[types.FunctionType]:
             continue
         seen.add(id(obj))
         if isinstance(obj, type):
-            continue  # classes (block-size records, enums) are data here
+            # A class of the implementation's own (a counter's class, a config with
+            # methods): its methods are its code; jax's, numpy's, the harness's are not.
+            if not trusted(obj.__module__) and not _followed_only(obj.__module__):
+                stack.extend(_methods(obj))
+            continue
         if isinstance(obj, types.FunctionType):
             module = obj.__module__
             if trusted(module) and not _followed_only(module):
                 continue
             if not _followed_only(module):
                 out.append(obj)
-            stack.extend(o for o in _reached(obj) if callable(o))
+            # an instance the code names (a module-level counter object) brings its class
+            stack.extend(o if callable(o) else type(o) for o in _reached(obj)
+                         if callable(o) or not trusted(type(o).__module__))
             continue
         stack.extend(_callables_in(obj))
     return out
@@ -141,7 +164,16 @@ def findings(impl: Callable[..., Any]) -> tuple[Finding, ...]:
     hit = _FOUND.get(id(impl))
     if hit is not None and hit[0] is impl:
         return hit[1]
-    unique = {(f.file, f.line, f.kind): f for fn in functions(impl) for f in lint(fn)}
+    fns = functions(impl)
+    # What each module's import-time code bound for the functions read (a flag set once).
+    names: dict[str, set[str]] = {}
+    for fn in fns:
+        names.setdefault(fn.__module__, set()).update(
+            n for code in _codes(fn.__code__) for n in code.co_names)
+    found = [f for fn in fns for f in lint(fn)]
+    found += [f for module, used in names.items() if module in sys.modules
+              for f in lint_module(sys.modules[module], used)]
+    unique = {(f.file, f.line, f.kind): f for f in found}
     out = tuple(sorted(unique.values(), key=lambda f: (f.file, f.line, f.kind)))
     _FOUND[id(impl)] = (impl, out)
     return out

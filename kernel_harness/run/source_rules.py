@@ -16,30 +16,8 @@ from typing import Any
 
 import numpy as np
 
-#: Packages whose code is not the implementation's: neither read nor followed.
-TRUSTED = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "hypothesis", "pytest",
-                     "_pytest", "kernel_harness", "scipy", "opt_einsum", "typing_extensions"})
-
-#: Dotted names (after resolving the module's aliases) each kind looks for.
-_OBSERVE = frozenset({
-    "sys.modules", "sys._getframe", "sys.settrace", "sys.gettrace", "sys.setprofile",
-    "sys.getprofile", "sys.argv", "inspect.stack", "inspect.currentframe",
-    "inspect.getouterframes", "inspect.trace", "inspect.getframeinfo",
-    "traceback.extract_stack", "traceback.format_stack", "traceback.walk_stack",
-    "traceback.print_stack", "gc.get_referrers", "gc.get_objects", "builtins.__import__",
-    "importlib.util.find_spec", "os.environ.PYTEST_CURRENT_TEST",
-})
-_CLOCK = frozenset({
-    "time.time", "time.time_ns", "time.monotonic", "time.monotonic_ns", "time.perf_counter",
-    "time.perf_counter_ns", "time.process_time", "time.localtime", "time.gmtime",
-    "time.ctime", "datetime.date.today", "datetime.datetime.now", "datetime.datetime.today",
-    "datetime.datetime.utcnow",
-})
-_TRACER = ("jax.core.Tracer", "jax._src.core.Tracer", "jax.core.is_concrete",
-           "jax._src.core.is_concrete")
-_PRECISION = ("default_matmul_precision.value", "jax.config.jax_default_matmul_precision")
-_BACKEND = ("jax.default_backend", "jax._src.xla_bridge.default_backend")
-_NAMES = ("kernel_harness", "hypothesis", "pytest", "PYTEST_CURRENT_TEST")
+from kernel_harness.run import source_names as known
+from kernel_harness.run.source_names import TRUSTED
 
 OBSERVES = "observes the harness"
 CLOCK = "reads the clock"
@@ -85,12 +63,13 @@ def _source(fn: types.FunctionType) -> tuple[ast.AST, int, list[str]] | None:
     return tree, max(start, 1), lines
 
 
-def _canonical_heads(fn: types.FunctionType, tree: ast.AST) -> dict[str, str]:
-    """Each name the function can use as the head of a dotted name, as the dotted path of
-    what it is: a module's name, a function's or class's ``module.qualname``, local imports
-    included (``from jax._src import config as _cfg`` inside the body)."""
+def _canonical_heads(namespace: dict[str, Any], tree: ast.AST) -> dict[str, str]:
+    """Each name code of ``namespace`` (a function's globals, a module's) can use as the
+    head of a dotted name, as the dotted path of what it is: a module's name, a function's or
+    class's ``module.qualname``, local imports included (``from jax._src import config as
+    _cfg`` inside a body)."""
     heads: dict[str, str] = {"__import__": "builtins.__import__"}
-    for name, obj in fn.__globals__.items():
+    for name, obj in namespace.items():
         if isinstance(obj, types.ModuleType):
             heads[name] = obj.__name__
         elif isinstance(obj, (types.FunctionType, type, types.BuiltinFunctionType)):
@@ -149,34 +128,56 @@ def _host_mutable(value: Any) -> bool:
             and hasattr(value, "__dict__") and not trusted(kind.__module__))
 
 
-def _outer(root: str | None, local: set[str], outer: dict[str, Any], fn: str) -> bool:
+def _outer(root: str | None, local: set[str], outer: dict[str, Any], fn: str,
+           target: ast.AST | None = None) -> bool:
     """Whether an object the code updates outlives the call: a host object of the module
-    or of the enclosing function's closure (not a kernel's ref: those are jax's types), or
-    the instance's own (``self``/``cls`` outside a constructor)."""
+    or of the enclosing function's closure (not a kernel's ref: those are jax's types), one
+    reached from it by attributes (``Counter.calls[0]``, a class of the implementation's
+    own), or the instance's own (``self``/``cls`` outside a constructor)."""
     if root is None:
         return False
     if root in ("self", "cls"):
         return fn not in _CONSTRUCTORS
-    return root not in local and root in outer and _host_mutable(outer[root])
+    if root in local or root not in outer:
+        return False
+    attrs = []
+    while target is not None and not isinstance(target, ast.Name):
+        if isinstance(target, ast.Attribute):
+            attrs.append(target.attr)
+        target = getattr(target, "value", None)
+    obj = outer[root]
+    for attr in [None, *reversed(attrs)]:
+        obj = obj if attr is None else getattr(obj, attr, None)
+        if _host_mutable(obj) or (isinstance(obj, type) and not trusted(obj.__module__)):
+            return True
+    return False
 
 
 def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int],
            outer: dict[str, Any], fn: str, rebound: set[str], exempt: set[int],
-           scope: ast.AST | None, top: ast.AST | None) -> Iterator[tuple[str, str]]:
+           scope: ast.AST | None, top: ast.AST | None,
+           tainted: set[str] = frozenset()) -> Iterator[tuple[str, str]]:
     """(kind, what) for one node of a function's tree (``local``: the names its innermost
     function binds)."""
+    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None \
+            and id(node.value) not in exempt:
+        stored = _stored(node)
+        if stored and not all("interpret" in n for n in stored) and any(
+                isinstance(n, ast.Name) and n.id == "interpret"
+                for n in _outside_calls(node.value)):
+            yield BACKEND, "a value computed from `interpret`"
     if isinstance(node, (ast.Attribute, ast.Name)):
         name = _dotted(node, heads) or ""
-        if name in _OBSERVE:
+        if name in known.OBSERVE:
             yield OBSERVES, name
-        elif name in _CLOCK:
+        elif name in known.CLOCK:
             yield CLOCK, name
-        elif name in _TRACER:
+        elif name in known.TRACER:
             yield TRACED, name
-        elif name.endswith(_PRECISION):
+        elif name.endswith(known.PRECISION):
             yield PRECISION, name
     elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
-        hit = [n for n in _NAMES if n in node.value]
+        hit = [n for n in known.NAMES if n in node.value]
         if hit:
             yield OBSERVES, f"the string {node.value[:40]!r} names {hit[0]}"
     elif isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -190,19 +191,56 @@ def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int]
         root = _root(node.target)
         if _outer(root, local, outer, fn):
             yield STATE, f"updates {root}, which outlives the call"
-    elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-          and node.func.id == "next" and node.args):
+    elif isinstance(node, ast.Assign) and any(
+            not isinstance(t, ast.Name) for t in node.targets):
+        # COUNT[0] = COUNT[0] + 1, self.n = self.n + 1: a counter without "+="
+        read = {_root(n) for n in ast.walk(node.value) if isinstance(n, (ast.Attribute,
+                                                                        ast.Subscript))}
+        for target in node.targets:
+            root = _root(target)
+            if not isinstance(target, ast.Name) and root in read \
+                    and _outer(root, local, outer, fn, target):
+                yield STATE, f"updates {root}, which outlives the call"
+                break
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == "next" and node.args:
         root = _root(node.args[0])
         if _outer(root, local, outer, fn):
             yield STATE, f"advances {root}, which outlives the call"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in known.MUTATORS:
+        root = _root(node.func.value)
+        if _outer(root, local, outer, fn, node.func.value):
+            yield STATE, f"changes {root} ({node.func.attr}), which outlives the call"
     elif isinstance(node, (ast.If, ast.IfExp, ast.While)) and id(node) not in exempt:
-        for sub in ast.walk(node.test):
-            if isinstance(sub, ast.Name) and sub.id == "interpret":
-                yield BACKEND, "a branch on `interpret`"
-                break
-            if isinstance(sub, ast.Call) and (_dotted(sub.func, heads) or "") in _BACKEND:
-                yield BACKEND, "a branch on jax.default_backend()"
-                break
+        yield from _backend_test(node.test, heads, tainted, "a branch")
+    elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+        yield from _backend_test(node.slice, heads, tainted, "an index", _outside_calls)
+
+
+def _outside_calls(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and what it contains, but not a call's arguments (a value passed on to a
+    call, ``f(interpret=interpret)``, chooses nothing here)."""
+    yield node
+    if isinstance(node, ast.Call):
+        yield from _outside_calls(node.func)
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _outside_calls(child)
+
+
+def _backend_test(test: ast.AST, heads: dict[str, str], tainted: set[str],
+                  what: str, walk: Any = ast.walk) -> Iterator[tuple[str, str]]:
+    """BACKEND where ``test`` reads ``interpret`` (or a name computed from it) or
+    ``jax.default_backend()``."""
+    for sub in walk(test):
+        if isinstance(sub, ast.Name) and (sub.id == "interpret" or sub.id in tainted):
+            via = "" if sub.id == "interpret" else f" (through {sub.id})"
+            yield BACKEND, f"{what} on `interpret`{via}"
+            return
+        if isinstance(sub, ast.Call) and (_dotted(sub.func, heads) or "") in known.BACKEND:
+            yield BACKEND, f"{what} on jax.default_backend()"
+            return
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
@@ -257,6 +295,30 @@ def _interpret_values(tree: ast.AST) -> set[int]:
     return out
 
 
+def _interpret_tainted(tree: ast.AST) -> set[str]:
+    """Names computed from ``interpret`` (``compiled = interpret is False``), transitively;
+    a name that itself says interpret passes the setting on and is left out."""
+    out: set[str] = set()
+    assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign,
+                                                           ast.NamedExpr))]
+    while True:
+        grown = set(out)
+        for node in assigns:
+            value = node.value
+            if value is None or not any(
+                    isinstance(n, ast.Name) and (n.id == "interpret" or n.id in grown)
+                    for n in _outside_calls(value)):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name) and "interpret" not in n.id:
+                        grown.add(n.id)
+        if grown == out:
+            return out
+        out = grown
+
+
 def _rebound(tree: ast.AST) -> set[str]:
     """Names the code counts with (``n += 1``, ``n = n + 1``)."""
     out = set()
@@ -276,7 +338,7 @@ def lint(fn: types.FunctionType) -> list[Finding]:
     if parsed is None:
         return []
     tree, start, lines = parsed
-    heads, docs = _canonical_heads(fn, tree), _docstrings(tree)
+    heads, docs = _canonical_heads(fn.__globals__, tree), _docstrings(tree)
     outer = dict(fn.__globals__)
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
         try:
@@ -285,14 +347,45 @@ def lint(fn: types.FunctionType) -> list[Finding]:
             continue
     top = next((n for n in ast.iter_child_nodes(tree) if isinstance(n, _SCOPES)), None)
     rebound, exempt = _rebound(tree), _interpret_values(tree)
+    tainted = _interpret_tainted(tree)
     out = []
     for node, local, scope in _scoped(tree):
         for kind, what in _kinds(node, heads, local, docs, outer, fn.__name__, rebound,
-                                 exempt, scope, top):
+                                 exempt, scope, top, tainted):
             lineno = getattr(node, "lineno", 1)
             text = lines[lineno - 1].strip() if lineno <= len(lines) else ""
             out.append(Finding(kind, inspect.getsourcefile(fn) or "?", start + lineno - 1,
                                text, what))
+    return out
+
+
+def _stored(stmt: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Store)}
+
+
+def lint_module(module: types.ModuleType, names: set[str]) -> list[Finding]:
+    """The suspicious lines of ``module``'s import-time code that binds one of ``names``
+    (``_HARNESS = "kernel_harness" in sys.modules``, a date read once): what the
+    implementation's functions read was decided when the module ran. Never a "keeps state"
+    finding (import-time code runs once)."""
+    try:
+        source, file = inspect.getsource(module), inspect.getsourcefile(module) or "?"
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return []
+    lines, docs = source.splitlines(), _docstrings(tree)
+    heads, out = _canonical_heads(vars(module), tree), []
+    for stmt in tree.body:
+        if isinstance(stmt, (*_SCOPES, ast.ClassDef, ast.Import, ast.ImportFrom)) \
+                or not _stored(stmt) & names:
+            continue
+        for node in ast.walk(stmt):
+            for kind, what in _kinds(node, heads, set(), docs, {}, "<module>", set(),
+                                     set(), None, None):
+                if kind != STATE:
+                    out.append(Finding(kind, file, node.lineno,
+                                       lines[node.lineno - 1].strip(), what))
     return out
 
 

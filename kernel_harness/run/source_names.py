@@ -1,0 +1,34 @@
+"""The names :mod:`kernel_harness.run.source_rules` looks for in an implementation's source,
+by kind (dotted, after resolving the module's aliases), and the packages it never reads."""
+
+from __future__ import annotations
+
+#: Packages whose code is not the implementation's: neither read nor followed.
+TRUSTED = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "hypothesis", "pytest",
+                     "_pytest", "kernel_harness", "scipy", "opt_einsum", "typing_extensions"})
+
+#: Dotted names (after resolving the module's aliases) each kind looks for.
+OBSERVE = frozenset({
+    "sys.modules", "sys._getframe", "sys.settrace", "sys.gettrace", "sys.setprofile",
+    "sys.getprofile", "sys.argv", "inspect.stack", "inspect.currentframe",
+    "inspect.getouterframes", "inspect.trace", "inspect.getframeinfo",
+    "traceback.extract_stack", "traceback.format_stack", "traceback.walk_stack",
+    "traceback.print_stack", "gc.get_referrers", "gc.get_objects", "builtins.__import__",
+    "importlib.util.find_spec", "os.environ.PYTEST_CURRENT_TEST",
+})
+CLOCK = frozenset({
+    "time.time", "time.time_ns", "time.monotonic", "time.monotonic_ns", "time.perf_counter",
+    "time.perf_counter_ns", "time.process_time", "time.localtime", "time.gmtime",
+    "time.ctime", "datetime.date.today", "datetime.datetime.now", "datetime.datetime.today",
+    "datetime.datetime.utcnow", "time.strftime", "time.asctime", "time.clock_gettime",
+    "time.clock_gettime_ns", "time.thread_time", "time.thread_time_ns", "os.times",
+})
+#: Methods that change a list, dict, set or array in place (a call counter need not add).
+MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "pop",
+                       "popitem", "remove", "discard", "clear", "__setitem__", "fill"})
+TRACER = ("jax.core.Tracer", "jax._src.core.Tracer", "jax.core.is_concrete",
+           "jax._src.core.is_concrete")
+PRECISION = ("default_matmul_precision.value", "jax.config.jax_default_matmul_precision")
+BACKEND = ("jax.default_backend", "jax._src.xla_bridge.default_backend")
+#: Strings naming the harness or the test runners.
+NAMES = ("kernel_harness", "hypothesis", "pytest", "PYTEST_CURRENT_TEST")

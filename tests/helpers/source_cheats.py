@@ -1,0 +1,66 @@
+"""Implementations whose deciding line is outside the function a check calls (import-time
+code, a class's method, a name computed from ``interpret``, a clock read through strftime,
+a counter without "+="), and one honest kernel wrapper: tests/run/test_source_reach.py."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import jax.numpy as jnp
+
+#: Decided once, when the module is imported: the function only reads a bool.
+_CHECKED = any(m.split(".")[0] == "kernel" + "_harness" for m in list(sys.modules))
+
+
+def import_time_observer(x, *, interpret=False):
+    return x if _CHECKED else x.astype(jnp.bfloat16).astype(x.dtype)
+
+
+class _Calls:
+    count = [0]
+
+    @staticmethod
+    def tick():
+        _Calls.count[0] = _Calls.count[0] + 1
+        return _Calls.count[0]
+
+
+def class_counter(x, *, interpret=False):
+    return x * (1.0 if _Calls.tick() < 1000 else 1.01)
+
+
+_SEEN: list[int] = []
+
+
+def list_counter(x, *, interpret=False):
+    _SEEN.append(1)
+    return x if len(_SEEN) < 1000 else -x
+
+
+def derived_backend(x, *, interpret=False):
+    compiled = interpret is False
+    return _scaled(x, compiled)
+
+
+def _scaled(x, low):
+    return x.astype(jnp.bfloat16).astype(x.dtype) if low else x
+
+
+def indexed_backend(x, *, interpret=False):
+    return (x, x.astype(jnp.bfloat16).astype(x.dtype))[interpret is False]
+
+
+def strftime_bomb(x, *, interpret=False):
+    return x if time.strftime("%Y") < "2027" else -x
+
+
+def honest(x, *, interpret=False):
+    """Passes the setting on, as kernels do: nothing to find."""
+    params = {"debug": False}
+    interpret_params = dict(params) if interpret else False
+    return _call(x, interpret=interpret_params or interpret)
+
+
+def _call(x, *, interpret):
+    return x

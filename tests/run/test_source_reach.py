@@ -1,0 +1,30 @@
+"""The source check reads what decides the implementation's behaviour wherever it is
+written: import-time code that binds a name the implementation reads, the methods of a
+class (or of an object) it names, a name computed from ``interpret``, an index chosen by it,
+strftime, a counter kept with ``x = x + 1`` or ``append`` (round 5 of the adversarial set
+found each unread). An honest wrapper that passes the setting on has no finding."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernel_harness.run import impl_source, source_rules
+from tests.helpers import source_cheats as cheats
+
+
+@pytest.mark.parametrize(("name", "kind", "what"), [
+    ("import_time_observer", source_rules.OBSERVES, "sys.modules"),
+    ("class_counter", source_rules.STATE, "updates _Calls"),
+    ("list_counter", source_rules.STATE, "changes _SEEN (append)"),
+    ("derived_backend", source_rules.BACKEND, "a value computed from `interpret`"),
+    ("indexed_backend", source_rules.BACKEND, "an index on `interpret`"),
+    ("strftime_bomb", source_rules.CLOCK, "time.strftime"),
+])
+def test_each_is_found_with_its_kind(name: str, kind: str, what: str) -> None:
+    found = impl_source.findings(getattr(cheats, name))
+    assert [(f.kind, f.what) for f in found if f.kind == kind and what in f.what], found
+    assert all(f.file.endswith("source_cheats.py") for f in found)
+
+
+def test_an_honest_wrapper_has_no_finding() -> None:
+    assert impl_source.findings(cheats.honest) == ()
