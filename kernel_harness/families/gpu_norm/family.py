@@ -151,6 +151,8 @@ def _events(case: NormCase) -> list[str]:
             ev.append("constant-and-ordinary-rows")
     if case.affine == "identity":
         ev.append("identity-affine")
+    if case.rectified:
+        ev.append("rectified")
     return sorted(set(ev))
 
 
@@ -210,6 +212,6 @@ FAMILY = Family(
         "layer_norm", "rms_norm", "multi-col-block", "partial-col-block",
         "multi-dw-row-block", "partial-dw-row-block", "partial-dw-col-block",
         "eps-dominates-var", "large-magnitude", "offset>=100-spreads", "one-row", "non-pow2-n",
-        "constant-rows", "identity-affine",
+        "constant-rows", "identity-affine", "rectified",
         "float32", "bfloat16", "float16"}),
 )

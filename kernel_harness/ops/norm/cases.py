@@ -75,6 +75,8 @@ class NormCase(Case):
         units of the row's own scale: ``spread`` for rms_norm, sqrt(eps) (the constant
         row's sqrt(var + eps)) for layer_norm, there at most :data:`CONSTANT_OFFSET`.
       affine: one of :data:`AFFINES`: ``identity`` makes weight all ones and bias all zeros.
+      rectified: x is a ReLU's output (negative values 0): a row about half exact zeros,
+        runs of equal values anywhere in it, its leading elements included.
     """
 
     op: str
@@ -85,11 +87,12 @@ class NormCase(Case):
     offset: float = 0.0
     constant_rows: str = "none"
     affine: str = "random"
+    rectified: bool = False
 
-    #: Data only: spread, offset, the constant rows and the affine parameters shape the
-    #: arrays, not the program.
+    #: Data only: spread, offset, the constant rows, the affine parameters and the ReLU shape
+    #: the arrays, not the program.
     DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {"seed", "spread", "offset", "constant_rows", "affine"})
+        {"seed", "spread", "offset", "constant_rows", "affine", "rectified"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -132,7 +135,7 @@ class NormCase(Case):
             text += f" constant_rows={self.constant_rows}"
         if self.affine != "random":
             text += f" affine={self.affine}"
-        return text
+        return text + (" rectified" if self.rectified else "")
 
     def materialize(self) -> dict[str, np.ndarray]:
         """x (rows of mean ~offset*spread, std ~spread; the constant rows their mean
@@ -152,6 +155,8 @@ class NormCase(Case):
                 offset = np.clip(self.offset, -CONSTANT_OFFSET, CONSTANT_OFFSET)
                 value = np.sqrt(self.eps) * (offset + jitter)
             x = np.where(self.constant_mask()[..., None], value, x)
+        if self.rectified:  # no extra draws: other cases keep their arrays
+            x = np.maximum(x, 0.0)
         weight = 1.0 + 0.5 * rng.standard_normal(self.n)
         bias = 0.5 * rng.standard_normal(self.n)
         do = rng.standard_normal((a, b, self.n))
@@ -214,8 +219,9 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
     block boundary of the kernels, 1-40 or 99 rows (partial 16-row blocks), eps from 1e-12 to
     0.1, spreads near sqrt(eps) and large ones, mean offsets up to 300 spreads (float32),
     in half the cases constant rows (variance 0: odd rows constant or even rows zero,
-    beside ordinary ones), in a third the identity affine (weight ones, bias zeros).
-    Shrinks towards float32 layer_norm, n=100, 2x3 rows, no constant row, random affine.
+    beside ordinary ones), in a third the identity affine (weight ones, bias zeros), in
+    half a ReLU's output (half the elements exact zeros). Shrinks towards float32
+    layer_norm, n=100, 2x3 rows, no constant row, random affine, not rectified.
     ``without``: :data:`OPTIONAL` features not drawn. ``sizes``: the large sizes (the
     ``large-sizes`` property): x's axes ``a``, ``b`` and ``n`` drawn log-uniformly from
     their spans (:func:`~kernel_harness.records.claims.log_sizes`: the simplest draw is each
@@ -242,4 +248,6 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
         offset=draw(st.sampled_from(OFFSETS[dtype])),
         constant_rows=draw(st.sampled_from(CONSTANT_ROWS[:1] * 2 + CONSTANT_ROWS[1:])),
         affine=draw(st.sampled_from(AFFINES[:1] * 2 + AFFINES[1:])),
+        # Drawn last: the draws before it replay as they did before it was drawn.
+        rectified=draw(st.booleans()),
     )
