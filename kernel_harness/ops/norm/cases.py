@@ -36,6 +36,11 @@ LEADING: tuple[tuple[int, int], ...] = ((2, 3), (1, 1), (1, 16), (1, 17), (3, 11
 #: 1e-12: BERT's (a kernel that clamps eps, say to 1e-6, is wrong there on rows of small
 #: variance: issue 55's round 3, `eps_floor_norm`).
 EPS_VALUES: tuple[float, ...] = (1e-5, 1e-6, 1e-3, 1e-1, 1e-12)
+#: float16 holds 1/sqrt(eps) only for eps >= 2.4e-10 (its max is 65504): a row of variance 0
+#: at eps 1e-12 has a dx of ~1e6 no float16 kernel can return, and jax's Pallas layer_norm
+#: (rstd kept in x's dtype) returns NaN there and in dweight's every column (seen at
+#: --max-examples 8, 2026-12-06; not a finding yet). float16 draws the other four.
+FLOAT16_EPS: tuple[float, ...] = EPS_VALUES[:4]
 #: Row standard deviations: ordinary, near sqrt(eps) (eps matters), large magnitude.
 SPREADS: tuple[float, ...] = (1.0, 1e-2, 30.0)
 #: Which rows are constant (every element equal: variance exactly 0): none; every odd row
@@ -243,7 +248,7 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
                  else (draw(log_sizes(sizes["a"])), draw(log_sizes(sizes["b"])))),
         n=(draw(st.sampled_from(_lengths(frozenset(without)))) if sizes is None
            else draw(log_sizes(sizes["n"]))),
-        eps=draw(st.sampled_from(EPS_VALUES)),
+        eps=draw(st.sampled_from(FLOAT16_EPS if dtype == "float16" else EPS_VALUES)),
         spread=draw(st.sampled_from(SPREADS)),
         offset=draw(st.sampled_from(OFFSETS[dtype])),
         constant_rows=draw(st.sampled_from(CONSTANT_ROWS[:1] * 2 + CONSTANT_ROWS[1:])),
