@@ -11,19 +11,10 @@ import kernel_harness
 from kernel_harness.checks.lowering import lower_case
 from kernel_harness.core.backends import resolve_backend, running_on
 from kernel_harness.families.sdpa.cases import SdpaCase
-from kernel_harness.families.sdpa.kernel import xla_sdpa
 from kernel_harness.records.registry import get_family
 from kernel_harness.run.runner import check_case
 from tests.helpers.accepted_source import project_accepted_source
-
-SEEN: list[str] = []
-
-
-def asks_its_backend(query, key, value, bias=None, mask=None, **options):
-    """sdpa as an ``--impl`` that records the backend it was traced for."""
-    SEEN.append(kernel_harness.current_backend().name)
-    return xla_sdpa(query, key, value, bias, mask, **options)
-
+from tests.helpers.backend_recorder import SEEN, asks_its_backend
 
 CASE = SdpaCase(dtype="float32", seed=0, batch=1, q_heads=2, kv_heads=2, q_len=16, kv_len=16,
                 head_dim=32)
