@@ -78,8 +78,6 @@ def _norm_arrays(shape: tuple[int, ...], dtype: Any) -> dict[str, jax.ShapeDtype
             "bias": jax.ShapeDtypeStruct((n,), dtype), "do": jax.ShapeDtypeStruct(shape, dtype)}
 
 
-#: The largest rows the kernels are meant for: a model's hidden size (4k-16k), over a
-#: long sequence, traced at those sizes by ``claimed-sizes``.
 #: The claimed sizes' dtypes, in CLAIM's order (the large examples draw one case of each).
 _DTYPES = ("bfloat16", "float32")
 #: Rows past the drawn ones (at most 99: ``LEADING``), row lengths past them (at most 5000).
@@ -113,6 +111,8 @@ LARGE = LargeSizes(
     })
 
 
+#: The largest rows the kernels are meant for: a model's hidden size (4k-16k), over a
+#: long sequence, traced at those sizes by ``claimed-sizes``.
 CLAIM = Claim(
     reason="norm rows are a model's hidden size: 4k-16k, over thousands of tokens",
     sizes=lambda: (_norm_arrays((1, 4096, 8192), jnp.bfloat16),

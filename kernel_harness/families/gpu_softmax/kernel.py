@@ -54,10 +54,6 @@ def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
     return impl(arrays["x"], axis=-1, interpret=current_backend().pallas_interpret())
 
 
-#: The largest sizes the kernel is meant for, traced by ``claimed-sizes``: a language
-#: model's vocabulary (few rows of 32k-256k logits: sampling and the loss), and a
-#: mixture-of-experts router (one row per token, tens of thousands of them, over 8-256
-#: experts: many short rows, where the rows, not the row length, grow).
 #: The claimed sizes' dtypes, in CLAIM's order (the large examples draw one case of each).
 _DTYPES = ("bfloat16", "float32", "float16", "float32", "bfloat16")
 #: Row lengths past the drawn ones (at most 1025) and rows past the drawn ones (at most 6).
@@ -95,6 +91,10 @@ LARGE = LargeSizes(
     })
 
 
+#: The largest sizes the kernel is meant for, traced by ``claimed-sizes``: a language
+#: model's vocabulary (few rows of 32k-256k logits: sampling and the loss), and a
+#: mixture-of-experts router (one row per token, tens of thousands of them, over 8-256
+#: experts: many short rows, where the rows, not the row length, grow).
 CLAIM = Claim(
     reason="softmax rows are vocabularies (32k-256k logits a row) or an MoE router's "
     "scores (16k-32k tokens a batch, one row each, over 8 to 256 experts)",

@@ -114,9 +114,6 @@ def _gmm_arrays(m: int, k: int, n: int, groups: int, dtype: Any
             "do": jax.ShapeDtypeStruct((m, n), jnp.float32)}
 
 
-#: The largest grouped matmuls the kernel is meant for: a mixture-of-experts layer's
-#: routed tokens against its experts' weights, traced at those sizes by
-#: ``claimed-sizes``. Every size a multiple of the tiles (``sizes-below-128`` kept).
 #: The claimed sizes' dtypes, in CLAIM's order (the large examples draw one case of each).
 _DTYPES = ("bfloat16", "float32")
 #: Groups and contractions past the drawn ones (at most 16 groups, k at most 384).
@@ -151,6 +148,9 @@ LARGE = LargeSizes(
     })
 
 
+#: The largest grouped matmuls the kernel is meant for: a mixture-of-experts layer's
+#: routed tokens against its experts' weights, traced at those sizes by
+#: ``claimed-sizes``. Every size a multiple of the tiles (``sizes-below-128`` kept).
 CLAIM = Claim(
     reason="a mixture-of-experts layer: 16k-32k routed token rows over 8-64 experts, "
     "model dims 4k-14k (an expert FFN's up projection, bfloat16, with the production "
