@@ -65,8 +65,9 @@ def _ghost_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offs
 @pytest.mark.parametrize("family, ghost, where", [
     pytest.param("gpu-norm", ghost_norm, "bfloat16 x=\\(1, 4096, 8192\\)", id="hidden-sizes"),
     pytest.param("gpu-mha", ghost_mha, "bfloat16 q=\\(1, 32768, 8, 128\\)", id="contexts"),
+    # Nightly: the same path as the two above, at gmm's costlier claimed sizes.
     pytest.param("megablox-gmm", _ghost_gmm, "bfloat16,float32,int32 lhs=\\(32768, 4096\\)",
-                 id="moe-layer"),
+                 id="moe-layer", marks=pytest.mark.nightly),
 ])
 def test_a_family_passes_at_its_claimed_sizes_and_its_ghost_branch_fails(family, ghost, where):
     testing.check(family, profile="ci", properties=["claimed-sizes"])

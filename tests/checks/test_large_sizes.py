@@ -33,6 +33,8 @@ def _failure(family: str, impl: str, **kw) -> str:
     return str(e.value)
 
 
+# Nightly: the pristine kernel.
+@pytest.mark.nightly
 @pytest.mark.triton_ops
 def test_the_pristine_softmax_passes_at_large_sizes():
     testing.check("gpu-softmax", profile="ci", properties=["large-sizes"])
@@ -60,6 +62,8 @@ def test_a_softmax_wrong_past_the_drawn_rows_fails_naming_the_size_and_replays(c
     assert "FAIL gpu-softmax out bfloat16 x=(2, 262144)" in capsys.readouterr().out
 
 
+# Nightly: the softmax's planted size bug takes the same path per push.
+@pytest.mark.nightly
 def test_a_norm_wrong_past_the_drawn_rows_fails_and_the_pristine_passes():
     testing.check("gpu-norm", profile="dev", properties=["large-sizes"])
     text = _failure("gpu-norm", "rows_shifted_past_200_norm", max_examples=1)

@@ -11,6 +11,7 @@ from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.records.registry import family_names, get_family
 from kernel_harness.run.runner import check_case
 from tests.helpers import planted_kernels as pk
+from tests.helpers.per_push import per_push
 
 
 def test_good_block_shape_lowers():
@@ -43,7 +44,7 @@ def test_lowering_property_fails_on_a_strategy_drawing_bad_blocks():
         settings(max_examples=1, database=None, suppress_health_check=list(HealthCheck))(prop)()
 
 
-@pytest.mark.parametrize("name", family_names())
+@pytest.mark.parametrize("name", per_push(family_names()))
 def test_family_strategy_draws_lowerable_cases(name):
     family = get_family(name)
     try:

@@ -78,6 +78,8 @@ def _failures_with_commands(out: str) -> list[tuple[str, str]]:
     return pairs
 
 
+# Nightly: the replay of a failure runs per push; this is its control on the pristine kernel.
+@pytest.mark.nightly
 def test_replay_of_a_correct_kernel_passes(toy_attention, capsys):
     # The same draws against the pristine kernel: the relation holds, exit 0.
     code = cli.main(["check", "--no-isolate", "toy-attention", "--profile", "dev", "--property",

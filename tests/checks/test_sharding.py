@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from kernel_harness.checks import sharding
 
 SCRIPT = textwrap.dedent("""
@@ -50,6 +52,8 @@ def test_planted_head_count_bug_fails_only_sharded():
     assert "SHARED True" in proc.stdout
 
 
+# Nightly: the pristine kernels; the sharded planted bug runs per push.
+@pytest.mark.nightly
 def test_registered_families_pass_sharded():
     code, output = sharding.run_in_subprocess(["splash", "hstu", "sdpa", "flash"], examples=1,
                                               timeout=900)

@@ -29,6 +29,7 @@ from kernel_harness.records.family import Family
 from kernel_harness.records.narrow import narrow
 from kernel_harness.records.registry import BUILTIN_FAMILIES, get_family
 from tests.helpers import toy_narrow
+from tests.helpers.per_push import per_push
 from tests.helpers.property_walk import Step, problems, walk, walk_property
 from tests.helpers.toy_family import ToyCase
 
@@ -52,7 +53,8 @@ def _walked(name: str, feature: str | None, **options) -> list[Step]:
     return steps
 
 
-@pytest.mark.parametrize(("name", "feature"), NARROWED, ids=[f"{n}-{f}" for n, f in NARROWED])
+@pytest.mark.parametrize(("name", "feature"), per_push(NARROWED, family=lambda v: v[0],
+                                                   ids=lambda v: f"{v[0]}-{v[1]}"))
 def test_every_property_draws_or_skips_without_each_optional_feature(name: str,
                                                                      feature: str) -> None:
     _walked(name, feature, max_examples=PER_PUSH_EXAMPLES)

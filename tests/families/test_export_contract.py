@@ -13,6 +13,7 @@ import pytest
 
 from kernel_harness.records.registry import BUILTIN_FAMILIES, get_family
 from tests.helpers.golden_export import GOLDEN, golden_cases, reference_agrees
+from tests.helpers.per_push import per_push
 
 #: Largest |script reference - harness reference| / the output's scale: the script runs
 #: the same source (the op's, embedded verbatim); what is left is eager against jitted
@@ -36,7 +37,7 @@ def test_every_family_but_the_torch_one_is_exported_here():
     assert all((GOLDEN / n / "cases.json").exists() for n in _exported())
 
 
-@pytest.mark.parametrize("family", _exported())
+@pytest.mark.parametrize("family", per_push(_exported()))
 def test_the_scripts_reference_is_the_harness_reference(family: str, tmp_path: Path) -> None:
     if not get_family(family).backends:  # runs where its jax has what the kernel needs
         pytest.skip(f"{family} has no backend on this stack ({get_family(family).requires}); "

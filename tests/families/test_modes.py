@@ -13,6 +13,7 @@ import pytest
 from kernel_harness.checks.modes import mode_cover, modes_of
 from kernel_harness.records.registry import family_names, get_family
 from kernel_harness.run.profiles import get_profile
+from tests.helpers.per_push import per_push
 
 WITH_MODES = [n for n in family_names() if get_family(n).modes]
 #: The cover's budget in a ci run: half of matches-reference's examples.
@@ -34,7 +35,7 @@ def _assert_covered(name: str, seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("name", WITH_MODES)
+@pytest.mark.parametrize("name", per_push(WITH_MODES))
 def test_every_ci_run_reaches_every_declared_mode(name, seed):
     _assert_covered(name, seed)
 

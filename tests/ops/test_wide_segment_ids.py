@@ -24,6 +24,7 @@ from kernel_harness.ops.attention.segment_draws import (
     segment_layouts,
 )
 from tests.helpers.mode_reach import assert_reaches, reach
+from tests.helpers.per_push import per_push
 
 WIDE = ("segment-id>127", "segment-id>255", "segment-ids-equal-in-8-bits",
         "segment-ids-equal-in-bfloat16")
@@ -52,7 +53,7 @@ def wide_events(case: object) -> list[str]:
     return ev
 
 
-@pytest.mark.parametrize("name", ["gpu-mha", "flash", "splash"])
+@pytest.mark.parametrize("name", per_push(["gpu-mha", "flash", "splash"]))
 def test_ci_sized_draws_reach_ids_past_255_that_agree_in_8_bits(name):
     family = get_family(name)
     assert_reaches(reach(family.cases(), wide_events, runs=5), WIDE, name)

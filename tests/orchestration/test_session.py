@@ -29,7 +29,11 @@ def _check(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=600, env=_env(), cwd=cwd)
 
 
-@pytest.mark.parametrize("timeout", [[], ["--timeout", "60"]], ids=["isolated", "timeout"])
+# Under --timeout the same isolated worker runs the property (nightly).
+@pytest.mark.parametrize("timeout", [
+    pytest.param([], id="isolated"),
+    pytest.param(["--timeout", "60"], id="timeout", marks=pytest.mark.nightly),
+])
 def test_a_native_crash_is_a_report_and_the_next_family_runs(tmp_path, timeout):
     out = tmp_path / "r.json"
     proc = _check("toy-segfault", "toy-abort", "toy", "--family-module",
@@ -201,6 +205,9 @@ def test_kernel_coverage_is_recorded_in_the_worker_process(tmp_path):
     assert kernels >= 2 and " 0 seen" not in line, line  # hstu's forward and backward
 
 
+# Nightly: kernel coverage is recorded per push
+# (test_kernel_coverage_is_recorded_in_the_worker_process).
+@pytest.mark.nightly
 def test_pytest_kh_kernel_coverage_prints_the_table_after_the_summary(tmp_path):
     proc = _pytest(tmp_path, "--kh-check", "hstu", "--kh-property", "matches-reference",
                    "--kh-max-examples", "1", "--kh-kernel-coverage")

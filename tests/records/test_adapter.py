@@ -13,6 +13,7 @@ from kernel_harness import resolve_backend
 from kernel_harness.records.adapter import expect_shape, traced_run
 from kernel_harness.records.registry import get_family
 from tests.helpers.golden_export import first_golden_case
+from tests.helpers.per_push import per_push
 
 BACKEND = resolve_backend("interpret")
 
@@ -47,7 +48,7 @@ def test_traced_run_places_the_inputs_calls_inside_the_context_and_returns_float
     np.testing.assert_array_equal(outputs["out"], [0, 3, 6, 9])
 
 
-@pytest.mark.parametrize("family", ["flash", "sdpa", "splash", "megablox-gmm"])
+@pytest.mark.parametrize("family", per_push(["flash", "sdpa", "splash", "megablox-gmm"]))
 def test_a_family_run_is_its_traceable_on_placed_inputs(family: str) -> None:
     """Adapters built with traced_run (tpu-paged's too, inside its interpreter context): what
     the check judges is what TPU lowering and sharded runs trace (the same program on the

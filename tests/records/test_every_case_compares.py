@@ -12,6 +12,7 @@ import pytest
 from hypothesis import strategies as st
 
 from kernel_harness.records.registry import BUILTIN_FAMILIES, get_family
+from tests.helpers.per_push import per_push
 
 # Families whose valid() excludes elements (the others have nothing to check here) are
 # found by drawing; 300 draws of a strategy take about a second (no kernel runs).
@@ -23,7 +24,7 @@ def _wholly_excluded(fam, case) -> list[str]:
     return [name for name, mask in masks.items() if not np.asarray(mask, bool).any()]
 
 
-@pytest.mark.parametrize("name", sorted(BUILTIN_FAMILIES))
+@pytest.mark.parametrize("name", per_push(sorted(BUILTIN_FAMILIES)))
 def test_no_drawn_case_excludes_a_whole_output(name: str) -> None:
     fam = get_family(name)
     for case in fam.seed_cases(frozenset()):

@@ -176,10 +176,12 @@ def _load(script: Path):
 @pytest.mark.parametrize(
     ("family", "case_json"),
     [
-        pytest.param("gpu-mha", MHA_CASE, marks=pytest.mark.triton_ops),
+        # gpu-mha's nightly: sdpa's and splash's scripts take the same path per push.
+        pytest.param("gpu-mha", MHA_CASE, marks=(pytest.mark.triton_ops, pytest.mark.nightly)),
         pytest.param("gpu-mha", '{"dtype":"bfloat16","seed":3,"batch":2,"heads":1,"q_len":32,'
                      '"kv_len":32,"head_dim":16,"segment_runs":[[[1,10],[0,22]],[[2,32]]],'
-                     '"scale_mode":"prescaled-q"}', marks=pytest.mark.triton_ops),
+                     '"scale_mode":"prescaled-q"}',
+                     marks=(pytest.mark.triton_ops, pytest.mark.nightly)),
         ("sdpa", SDPA_CASE),
         ("splash", SPLASH_CASE),
     ],

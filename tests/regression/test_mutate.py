@@ -337,6 +337,9 @@ def test_a_run_seed_picks_the_stream_and_the_same_seed_the_same_stream():
     assert drawn(1) != drawn(2) and drawn(None) == drawn(None)
 
 
+# Nightly: the mutate CLI's matrix runs per push
+# (test_cli_prints_the_kill_matrix_and_fails_on_survivors).
+@pytest.mark.nightly
 def test_cli_reports_each_mutants_kill_rate_over_the_seeds(toy_registry, capsys, tmp_path):
     argv = ["mutate", "toy", "--catalog", "tests.helpers.toy_mutants:MUTANTS",
             "--max-examples", "2", "--property", "matches-reference", "--no-golden",

@@ -66,6 +66,8 @@ def test_the_family_declares_the_design_and_the_forward_path_as_data():
     assert definition(one_step).design == "jax-flash"
 
 
+# Nightly: the pristine kernel; the design's planted bug runs per push.
+@pytest.mark.nightly
 def test_the_case_the_plain_twin_failed_passes_under_its_design():
     case = FlashCase(**CASE)
     own = check_case(FAMILY, case, BACKEND)

@@ -110,6 +110,8 @@ def test_invalid_cases_are_clear_errors(bad):
         small_case(**bad)
 
 
+# Nightly: a fact of flash's strategy (nightly with the other families' draws).
+@pytest.mark.nightly
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(FAMILY.cases())
 def test_every_drawn_case_is_valid_and_roundtrips(case):

@@ -181,6 +181,8 @@ HARD_CASES = [
 ]
 
 
+# Nightly: the pristine kernels; their goldens run per push.
+@pytest.mark.nightly
 @pytest.mark.parametrize(("name", "case"), HARD_CASES, ids=[n for n, _ in HARD_CASES])
 def test_hard_cases_pass(name, case):
     result = check_case(get_family(name), case, resolve_backend("interpret"))

@@ -109,6 +109,8 @@ def test_large_logits_stay_finite_on_the_pristine_kernel():
     passes("gpu-mha", "finite-out", [LARGE], max_examples=3)
 
 
+# Nightly: option-effect runs per push on toy families (tests/checks/test_metamorphic.py).
+@pytest.mark.nightly
 def test_options_have_their_effect():
     fails("gpu-mha", "option-effect", [CAUSAL], ignores_causal, max_examples=2)
     fails("gpu-mha", "option-effect", [SEGMENTS], ignores_segments, max_examples=2)

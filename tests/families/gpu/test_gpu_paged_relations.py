@@ -38,6 +38,8 @@ def last_token_lost_in_other_tilings(q, k, v, tables, lengths, *args, **kw):
     return kernel.paged_attention(q, k, v, tables, lengths, *args, **kw)
 
 
+# Nightly: tpu-paged's same relations catch their planted bugs per push.
+@pytest.mark.nightly
 def test_page_permutation():
     fails("gpu-paged", "page-permutation", [IN_ORDER], sorted_table)
 
@@ -47,6 +49,8 @@ def test_page_permutation_on_the_pristine_kernel():
     passes("gpu-paged", "page-permutation", [IN_ORDER])
 
 
+# Nightly: tpu-paged's same relations catch their planted bugs per push.
+@pytest.mark.nightly
 def test_unseen_slots_ignored_is_bitwise():
     assert "bitwise" in fails("gpu-paged", "unseen-slots-ignored", [IN_ORDER], leaks_unseen)
 
@@ -56,6 +60,8 @@ def test_unseen_slots_ignored_is_bitwise_on_the_pristine_kernel():
     passes("gpu-paged", "unseen-slots-ignored", [IN_ORDER])
 
 
+# Nightly: tpu-paged's same relations catch their planted bugs per push.
+@pytest.mark.nightly
 def test_compute_block_invariance():
     fails("gpu-paged", "compute-block-invariance", [IN_ORDER],
           last_token_lost_in_other_tilings)

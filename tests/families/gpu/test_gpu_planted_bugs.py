@@ -168,6 +168,8 @@ def test_mha_backward_dropping_segment_ids_fails():
     assert failed and failed <= {"dq", "dk", "dv"}
 
 
+# Nightly: one planted bug per kernel of this file runs per push.
+@pytest.mark.nightly
 def test_mha_dq_missing_sm_scale_fails():
     result = _property_fails(
         "gpu-mha", mha_dq_without_sm_scale, mha_cases().filter(lambda c: c.scale is None)
@@ -175,11 +177,15 @@ def test_mha_dq_missing_sm_scale_fails():
     assert {v.stats.output for v in result.failures} == {"dq"}
 
 
+# Nightly: one planted bug per kernel of this file runs per push.
+@pytest.mark.nightly
 def test_mha_float32_with_bf16_pv_fails():
     result = _property_fails("gpu-mha", mha_bf16_pv, mha_cases(dtypes=("float32",)))
     assert "out" in {v.stats.output for v in result.failures}
 
 
+# Nightly: one planted bug per kernel of this file runs per push.
+@pytest.mark.nightly
 def test_mha_lse_in_wrong_base_fails():
     result = _property_fails("gpu-mha", mha_lse_natural_log, mha_cases())
     assert {v.stats.output for v in result.failures} == {"lse"}
@@ -194,11 +200,15 @@ def test_decode_ignoring_start_fails():
     _property_fails("gpu-decode", decode_ignores_start, decode_cases().filter(_some_start))
 
 
+# Nightly: one planted bug per kernel of this file runs per push.
+@pytest.mark.nightly
 def test_decode_end_read_as_count_fails():
     strategy = decode_cases().filter(lambda c: _some_start(c) and c.kv_lengths is not None)
     _property_fails("gpu-decode", decode_end_counted_from_start, strategy)
 
 
+# Nightly: one planted bug per kernel of this file runs per push.
+@pytest.mark.nightly
 def test_decode_wrong_gqa_head_mapping_fails():
     strategy = decode_cases().filter(lambda c: c.kv_heads > 1 and c.group > 1)
     result = _property_fails("gpu-decode", decode_interleaved_gqa_heads, strategy)
@@ -215,20 +225,28 @@ def test_paged_reading_one_page_past_length_fails():
     )
 
 
+# Nightly: one planted bug per kernel of this file runs per push.
+@pytest.mark.nightly
 def test_paged_off_by_one_token_fails():
     _property_fails("gpu-paged", paged_one_token_past_length, paged_cases().filter(_short_row))
 
 
+# Nightly: one planted bug per kernel of this file runs per push.
+@pytest.mark.nightly
 def test_paged_shifted_block_table_fails():
     strategy = paged_cases().filter(lambda c: c.pages_per_seq > 1)
     _property_fails("gpu-paged", paged_table_shifted, strategy)
 
 
+# Nightly: one planted bug per kernel of this file runs per push.
+@pytest.mark.nightly
 def test_paged_ignoring_soft_cap_fails():
     strategy = paged_cases().filter(lambda c: c.soft_cap is not None)
     _property_fails("gpu-paged", paged_ignores_soft_cap, strategy)
 
 
+# Nightly: one planted bug per kernel of this file runs per push.
+@pytest.mark.nightly
 def test_paged_ignoring_v_scales_fails():
     strategy = paged_cases().filter(lambda c: c.quantized)
     _property_fails("gpu-paged", paged_ignores_v_scales, strategy)

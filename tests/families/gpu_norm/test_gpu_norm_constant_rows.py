@@ -111,6 +111,8 @@ def test_the_reference_gives_the_bias_and_rsqrt_eps_on_constant_rows():
     dataclasses.replace(BIG, spread=1e-2, offset=3.0, eps=0.1, n=4097),  # eps-dominated
 ], ids=["f32-offset-300", "seed-case", "rms-zero-long", "rms-large", "bf16-lone-zero-row",
         "f16-small-eps", "beside-eps-dominated-rows"])
+# Nightly: the pristine kernel; its goldens run per push.
+@pytest.mark.nightly
 def test_the_pristine_kernel_passes_on_constant_rows(case):
     result = check_case(FAMILY, case, BACKEND, None)
     assert result.passed, [v.stats.output for v in result.failures]

@@ -48,6 +48,8 @@ def test_identity_is_ones_and_zeros_and_keeps_x_and_do():
     dataclasses.replace(CASE, dtype="bfloat16", offset=2.0, constant_rows="zero", n=4097),
     dataclasses.replace(CASE, dtype="float16", op="rms_norm", leading=(1, 1), n=1),
 ], ids=["f32-layer", "f32-rms", "bf16-zero-rows-long", "f16-one-element"])
+# Nightly: the pristine kernel; its goldens run per push.
+@pytest.mark.nightly
 def test_the_pristine_kernel_passes_the_identity_affine(case):
     result = check_case(FAMILY, case, BACKEND, None)
     assert result.passed, [v.stats.output for v in result.failures]

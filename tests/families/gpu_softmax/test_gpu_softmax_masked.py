@@ -32,6 +32,8 @@ def test_nan_after_a_masked_leading_block_fails_the_ci_profile():
                       properties=["matches-reference"], shrink_budget="0")
 
 
+# Nightly: the pristine kernel; its goldens run per push.
+@pytest.mark.nightly
 def test_the_kernel_passes_the_ci_profile_with_masked_prefixes():
     testing.check("gpu-softmax", profile="ci", properties=["matches-reference", "finite-out",
                                                            "shift-invariant"])

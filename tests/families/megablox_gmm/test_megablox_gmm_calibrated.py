@@ -36,5 +36,7 @@ def test_a_float32_out_rounded_to_bfloat16_fails():
         _run(out_rounded_to_bf16)
 
 
+# Nightly: the pristine kernel; its goldens run per push.
+@pytest.mark.nightly
 def test_the_kernel_passes_the_same_cases():
     _run(None)

@@ -32,6 +32,8 @@ def test_narrowed_strategy_draws_no_offset_and_only_aligned_sizes(case):
     assert all(s % 128 == 0 for s in (case.m, case.k, case.n, *case.tiling, *case.group_sizes))
 
 
+# Nightly: gpu-norm's and sdpa's refusing implementations take the same path per push.
+@pytest.mark.nightly
 def test_the_refusing_impl_passes_the_narrowed_family():
     _run(narrow(get_family("megablox-gmm"), FEATURES), refusing_gmm)
 

@@ -107,6 +107,9 @@ def _check_drawn(case: SplashCase) -> None:
     assert all(isinstance(e, str) for e in FAMILY.events(case))
 
 
+# Nightly: splash's drawn cases are checked per push by test_every_case_compares and its
+# goldens.
+@pytest.mark.nightly
 @FAST
 @given(splash_cases())
 def test_drawn_cases_are_valid_round_trip_and_well_posed(case):

@@ -6,6 +6,7 @@ findings' scripts: tests/test_findings.py.)"""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 
 from kernel_harness.core.backends import resolve_backend
@@ -16,6 +17,8 @@ from tests.helpers.libraries import tpu_inference_installed_or_skip
 NAME = "tpu-inference-blockwise-quantized-matmul"
 
 
+# Nightly: the pristine kernel; its goldens run per push.
+@pytest.mark.nightly
 def test_the_pristine_kernel_passes_with_bfloat16_accuracy():
     tpu_inference_installed_or_skip()
     family, backend = get_family(NAME), resolve_backend("interpret")

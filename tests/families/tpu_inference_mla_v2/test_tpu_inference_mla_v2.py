@@ -6,6 +6,7 @@ and bfloat16 is drawn only where this jax has the ``pltpu.reciprocal`` the kerne
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 
 from kernel_harness.core import compat
@@ -29,6 +30,8 @@ def _seed() -> MlaV2Case:
     return get_family(NAME).seed_cases(frozenset())[0]
 
 
+# Nightly: the pristine kernel; its goldens run per push.
+@pytest.mark.nightly
 def test_the_pristine_kernel_passes_with_an_exact_cache():
     tpu_inference_installed_or_skip()
     result = check_case(get_family(NAME), _seed(), resolve_backend("interpret"))
@@ -37,6 +40,8 @@ def test_the_pristine_kernel_passes_with_an_exact_cache():
     assert errors["cache_kv"] == 0.0 and errors["out"] < 1e-5, errors
 
 
+# Nightly: rpa v3's same test runs per push.
+@pytest.mark.nightly
 def test_a_kernel_that_does_not_update_the_cache_fails_on_the_cache():
     tpu_inference_installed_or_skip()
 

@@ -19,6 +19,8 @@ from tests.helpers.libraries import tpu_inference_installed_or_skip
 NAME = "tpu-inference-quantized-matmul"
 
 
+# Nightly: the pristine kernel; its goldens run per push.
+@pytest.mark.nightly
 def test_the_pristine_kernel_passes_and_rounding_to_nearest_is_seen():
     """The finding: the kernel truncates. Judged as truncating it matches bit for bit in
     float32 (and within bfloat16's output rounding); judged as rounding to nearest (the

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 
 from kernel_harness.core.backends import resolve_backend
@@ -26,6 +27,8 @@ def _first_seed() -> RpaV3Case:
     return get_family(NAME).seed_cases(frozenset())[0]
 
 
+# Nightly: the pristine kernel; its goldens run per push.
+@pytest.mark.nightly
 def test_the_pristine_kernel_passes_told_another_generation():
     """The seed case runs on v6 in every check; here on v7 (operands placed in HBM: another
     program)."""

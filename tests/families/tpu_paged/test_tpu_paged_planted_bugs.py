@@ -87,6 +87,8 @@ def test_reading_pages_out_of_table_order_fails():
     assert _fails(ignores_page_table_order, strategy) == {"out"}
 
 
+# Nightly: the pristine kernel; its goldens run per push.
+@pytest.mark.nightly
 def test_pristine_kernel_passes_the_same_float32_examples():
     """The control: the unmodified kernel passes where the rounding bugs fail."""
     family = dataclasses.replace(get_family("tpu-paged"), cases=lambda: F32,
