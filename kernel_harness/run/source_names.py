@@ -1,7 +1,16 @@
 """The names :mod:`kernel_harness.run.source_rules` looks for in an implementation's source,
-by kind (dotted, after resolving the module's aliases), and the packages it never reads."""
+by kind (dotted, after resolving the module's aliases), the kinds, and the packages it never
+reads."""
 
 from __future__ import annotations
+
+#: The kinds of finding (each says what such a line can do).
+OBSERVES = "observes the harness"
+CLOCK_KIND = "reads the clock"
+STATE = "keeps state across calls"
+TRACED = "tells traced from eager"
+PRECISION_KIND = "reads jax's precision context"
+BACKEND_KIND = "branches on the backend"
 
 #: Packages whose code is not the implementation's: neither read nor followed.
 TRUSTED = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "hypothesis", "pytest",
@@ -22,7 +31,17 @@ CLOCK = frozenset({
     "time.ctime", "datetime.date.today", "datetime.datetime.now", "datetime.datetime.today",
     "datetime.datetime.utcnow", "time.strftime", "time.asctime", "time.clock_gettime",
     "time.clock_gettime_ns", "time.thread_time", "time.thread_time_ns", "os.times",
+    "uuid.uuid1", "uuid.uuid6", "uuid.uuid7",  # time-based: a clock read by another name
 })
+#: Modules whose attributes a kernel has no reason to read by a computed name
+#: (``getattr(sys, "mod" + "ules")``: a lookup spelled so that no line names it).
+INTROSPECTION = frozenset({"sys", "os", "inspect", "traceback", "gc", "builtins", "importlib",
+                           "time", "datetime", "uuid"})
+#: Calls that read or write a file: state that outlives the call and the process (a
+#: counter kept in a temp file).
+FILES = frozenset({"open", "io.open", "os.open", "os.fdopen", "os.path.getsize",
+                   "os.path.getmtime", "os.stat", "shelve.open", "dbm.open", "sqlite3.connect"})
+FILE_METHODS = frozenset({"read_text", "write_text", "read_bytes", "write_bytes"})
 #: Methods that change a list, dict, set or array in place (a call counter need not add).
 MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "pop",
                        "popitem", "remove", "discard", "clear", "__setitem__", "fill"})

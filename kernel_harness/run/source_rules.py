@@ -16,15 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from kernel_harness.run import source_calls
 from kernel_harness.run import source_names as known
-from kernel_harness.run.source_names import TRUSTED
-
-OBSERVES = "observes the harness"
-CLOCK = "reads the clock"
-STATE = "keeps state across calls"
-TRACED = "tells traced from eager"
-PRECISION = "reads jax's precision context"
-BACKEND = "branches on the backend"
+from kernel_harness.run.source_names import BACKEND_KIND as BACKEND
+from kernel_harness.run.source_names import CLOCK_KIND as CLOCK
+from kernel_harness.run.source_names import OBSERVES, STATE, TRACED, TRUSTED
+from kernel_harness.run.source_names import PRECISION_KIND as PRECISION
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +163,7 @@ def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int]
                 isinstance(n, ast.Name) and n.id == "interpret"
                 for n in _outside_calls(node.value)):
             yield BACKEND, "a value computed from `interpret`"
+    yield from source_calls.kinds(node, lambda n: _dotted(n, heads), local)
     if isinstance(node, (ast.Attribute, ast.Name)):
         name = _dotted(node, heads) or ""
         if name in known.OBSERVE:

@@ -1,11 +1,16 @@
 """Implementations whose deciding line is outside the function a check calls (import-time
 code, a class's method, a name computed from ``interpret``, a clock read through strftime,
-a counter without "+="), and one honest kernel wrapper: tests/run/test_source_reach.py."""
+a counter without "+="; round 6: a lookup of sys by a computed name, a counter kept in a
+file, a clock read through uuid1), and one honest kernel wrapper:
+tests/run/test_source_reach.py."""
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 import time
+import uuid
 
 import jax.numpy as jnp
 
@@ -53,6 +58,24 @@ def indexed_backend(x, *, interpret=False):
 
 def strftime_bomb(x, *, interpret=False):
     return x if time.strftime("%Y") < "2027" else -x
+
+
+def computed_lookup(x, *, interpret=False):
+    mods = getattr(sys, "mod" + "ules")
+    return x if "kernel" + "_harness" in mods else -x
+
+
+_LOG = os.path.join(tempfile.gettempdir(), "kh-source-cheat.log")
+
+
+def file_counter(x, *, interpret=False):
+    with open(_LOG, "a") as log:
+        log.write(".")
+    return x if os.path.getsize(_LOG) < 1000 else -x
+
+
+def uuid_clock(x, *, interpret=False):
+    return x if uuid.uuid1().time < 0x1F0000000000000 else -x
 
 
 def honest(x, *, interpret=False):

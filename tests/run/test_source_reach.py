@@ -2,7 +2,8 @@
 written: import-time code that binds a name the implementation reads, the methods of a
 class (or of an object) it names, a name computed from ``interpret``, an index chosen by it,
 strftime, a counter kept with ``x = x + 1`` or ``append`` (round 5 of the adversarial set
-found each unread). An honest wrapper that passes the setting on has no finding."""
+found each unread), ``getattr(sys, <computed>)``, a counter kept in a file, a clock read
+through ``uuid.uuid1`` (round 6). An honest wrapper that passes the setting on has no finding."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from tests.helpers import source_cheats as cheats
     ("derived_backend", source_rules.BACKEND, "a value computed from `interpret`"),
     ("indexed_backend", source_rules.BACKEND, "an index on `interpret`"),
     ("strftime_bomb", source_rules.CLOCK, "time.strftime"),
+    ("computed_lookup", source_rules.OBSERVES, "reads sys's attributes by a computed name"),
+    ("file_counter", source_rules.STATE, "reads or writes a file (open)"),
+    ("uuid_clock", source_rules.CLOCK, "uuid.uuid1"),
 ])
 def test_each_is_found_with_its_kind(name: str, kind: str, what: str) -> None:
     found = impl_source.findings(getattr(cheats, name))
