@@ -13,6 +13,13 @@ drawn by Hypothesis (:meth:`Claim.ladder`). A rung whose trace raises is a FAIL
 (:class:`SizeRefused`): the claim says the kernel is meant for every size up to the claimed
 one. Tracing allocates nothing and runs nothing, so a 256k-row softmax costs what a small
 one does. The implementation's ``kernel_harness.current_backend()`` is the check's backend.
+
+The small size is traced once more for the compiled backend the family targets (``tpu`` or
+``gpu``, whichever it lists; traced, not lowered or run): a program that launches other
+kernels or computes other math there than on the check's backend is a ghost branch too, one
+no interpreted check would run (round 6 of the adversarial set passed a grouped matmul
+rounding its operands to bfloat16 only when ``interpret`` is False, the test on a helper's
+parameter). What it cannot see: a branch on the devices present (the trace runs here).
 """
 
 from __future__ import annotations
@@ -108,6 +115,9 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
     base_kernels, base_prims = structure(claim.call, fn, small, backend)
     expected = family.kernels.forward if family.kernels is not None else 0
     traced: dict[str, tuple[int, frozenset[str]]] = {}  # by shapes: rungs recur
+    compiled = next((Backend(name=t, platform=t, note="traced for, not run")
+                     for t in ("tpu", "gpu") if t in family.backends
+                     and t != backend.name), None)
 
     def problems(arrays: Abstract) -> tuple[int, list[str]]:
         key = f"{_shapes(arrays)} {_dtypes(arrays)}"
@@ -142,8 +152,25 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
     jitters = st.tuples(*(st.lists(st.integers(0, JITTER_STEPS - 1), min_size=n, max_size=n)
                           for n in (claim.steps(c) * len(claim.pairs(c)) for c in sizes)))
 
+    def check_compiled() -> None:
+        if compiled is None:
+            return
+        kernels, prims = structure(claim.call, fn, small, compiled)
+        found = [f"launches {kernels} Pallas kernel(s), {base_kernels} on {backend.name}"
+                 ] if kernels != base_kernels else []
+        extra = sorted(prims - base_prims)
+        if extra:
+            found.append(f"computes {', '.join(extra)} and not on {backend.name}")
+        record(("compiled", compiled.name), not found)
+        if found:
+            raise GhostBranch(
+                f"{PREFIX} FAIL {family.name} ghost branch {_dtypes(small)} {_shapes(small)} "
+                f"backend={backend.name}: traced for {compiled.name} (not run) the program "
+                + " and ".join(found) + ": a branch only a compiled run takes")
+
     @given(drawn=jitters)
     def prop(drawn: tuple[list[int], ...]) -> None:
+        check_compiled()
         # Every claimed size first (each traced once per run: the traces are kept), so a
         # ghost past the drawn sizes is reported at the claimed size it breaks.
         for index, claimed in enumerate(sizes):

@@ -102,15 +102,26 @@ class Span:
         return f"{self.low}..{self.high}{step}"
 
 
+#: Where a drawn extent may be moved to (:func:`log_sizes`): unmoved, or this many multiples
+#: from the nearest power of two: the edges of a kernel's tiles and of its padding to a
+#: power of two (round 6 of the adversarial set passed a softmax that dropped the last
+#: logit of rows 1-4 short of a power of two past 2048, none of them drawn).
+POW2_EDGES: tuple[int | None, ...] = (None, -1, 1, -2, -3, -4)
+
+
 def log_sizes(span: Span) -> st.SearchStrategy[int]:
     """Extents of ``span`` drawn log-uniformly (every factor of 2 between its ends equally
-    likely), rounded down to its multiple; the simplest draw (and the one shrinking moves
-    towards) is the top, ``span.high``: the largest size the budget affords."""
-    def extent(u: int) -> int:
+    likely), rounded down to its multiple, then, unless the first of :data:`POW2_EDGES` is
+    drawn, moved to that many multiples from the nearest power of two (kept in the span);
+    the simplest draw (and the one shrinking moves towards) is the top, ``span.high``, as
+    it is: the largest size the budget affords."""
+    def extent(u: int, edge: int | None) -> int:
         value = span.high * (span.low / span.high) ** (u / LOG_STEPS)
+        if edge is not None:
+            value = (1 << round(math.log2(max(value, 1)))) + edge * span.multiple
         return min(max(int(value) // span.multiple * span.multiple, span.low), span.high)
 
-    return st.integers(0, LOG_STEPS).map(extent)
+    return st.builds(extent, st.integers(0, LOG_STEPS), st.sampled_from(POW2_EDGES))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -79,9 +79,10 @@ def test_a_family_passes_at_its_claimed_sizes_and_its_ghost_branch_fails(family,
 def test_gpu_mha_traces_causal_and_segments_only_where_the_check_keeps_them():
     claim = get_family("gpu-mha").claimed
     uses = [claim.uses(a) for a in claim.sizes()]
-    assert uses == [frozenset({"causal"}), frozenset({"causal", "segments"}), frozenset()]
+    assert uses == [frozenset({"causal"}), frozenset({"causal", "segments"}), frozenset(),
+                    frozenset({"segments"})]
     kept = claim.kept(frozenset({"causal"}))
-    assert [a["q"].shape for a in kept] == [(1, 65536, 4, 64)]
+    assert [a["q"].shape for a in kept] == [(1, 65536, 4, 64), (8, 4096, 32, 128)]
     assert len(claim.kept(frozenset({"segments"}))) == 2
 
 
@@ -151,3 +152,29 @@ def test_a_size_between_whose_trace_raises_is_a_fail_naming_the_rung_and_the_exc
     assert "FAIL gpu-softmax claimed size refused " in text, text
     assert "at this size (traced, not run; rung " in text, text
     assert "raised ValueError: rows of " in text and "are not supported" in text, text
+
+
+def _operands(lhs, rhs, mode):
+    """bfloat16 operands when not interpreted: the test is on this helper's parameter."""
+    if mode is False:
+        return (jax.lax.reduce_precision(lhs, exponent_bits=8, mantissa_bits=7),
+                jax.lax.reduce_precision(rhs, exponent_bits=8, mantissa_bits=7))
+    return lhs, rhs
+
+
+def _compiled_bf16_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                       existing_out, transpose_rhs, interpret):
+    lhs, rhs = _operands(lhs, rhs, interpret)
+    return gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+               existing_out, transpose_rhs, interpret)
+
+
+def test_a_branch_only_a_compiled_run_takes_fails_traced_for_the_target_backend():
+    """Round 6: the source check does not follow ``interpret`` into a helper's parameter;
+    tracing the small size for the family's compiled backend (tpu) shows the other math."""
+    with pytest.raises(HarnessCheckFailed) as e:
+        testing.check("megablox-gmm", impl=_compiled_bf16_gmm, profile="dev",
+                      properties=["claimed-sizes"])
+    text = str(e.value)
+    assert "FAIL megablox-gmm ghost branch" in text and "traced for tpu (not run)" in text, text
+    assert "computes reduce_precision and not on interpret" in text, text

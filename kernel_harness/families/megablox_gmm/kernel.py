@@ -115,7 +115,7 @@ def _gmm_arrays(m: int, k: int, n: int, groups: int, dtype: Any
 
 
 #: The claimed sizes' dtypes, in CLAIM's order (the large examples draw one case of each).
-_DTYPES = ("bfloat16", "float32")
+_DTYPES = ("bfloat16", "float32", "float32")
 #: Groups and contractions past the drawn ones (at most 16 groups, k at most 384).
 _GROUPS, _K = 17, 385
 
@@ -124,27 +124,34 @@ _GROUPS, _K = 17, 385
 #: the float32 one's long contraction; m and n capped (interpreting the grid of tiles costs:
 #: 64 groups over 128 rows took 6.5 s, k 4096 in 512-column tiles 12 s).
 LARGE = LargeSizes(
-    names=("64 experts, bfloat16", "8 experts of k 6144, float32"),
+    names=("64 experts, bfloat16", "8 experts of k 6144, float32",
+           "a routing collapse: every row in 2 experts, float32"),
     cases=lambda i, spans, without: gmm_cases(dtypes=(_DTYPES[i],), without=without,
                                               sizes=spans),
     uses=lambda i: frozenset({_DTYPES[i]}),
     tiers={
         "ci": Tier(why="the claimed 64 groups over 128 rows of k = n = 128 (of 32768 x 4096 "
-                   "x 14336); the float32 contraction k up to 4096 (of 6144) over 128 rows, "
-                   "n = 128, its claimed 8 groups: interpreting the grid of tiles costs "
-                   "(6-12 s and 12-16 s at the caps); one example, at the caps (two took "
-                   "32-37 s)",
+                   "x 14336: k 2048 took 590 s, the backward's grid of groups and k tiles); "
+                   "the float32 "
+                   "contraction k up to 4096 (of 6144) over 128 rows, n = 128, its claimed 8 "
+                   "groups; the routing collapse at half its claimed rows, 16384 (two experts "
+                   "of 8192 rows, past the drawn 1536; 8192 rows took 12 s), k = n = 128: "
+                   "interpreting the grid of tiles costs; one example, at the caps",
                    examples=1,
                    spans=({"m": Span(128, 128), "k": Span(128, 128), "n": Span(128, 128),
                            "groups": Span(_GROUPS, 64)},
                           {"m": Span(128, 128), "k": Span(_K, 4096), "n": Span(128, 128),
-                           "groups": Span(8, 8)})),
+                           "groups": Span(8, 8)},
+                          {"m": Span(2048, 16384), "k": Span(128, 128), "n": Span(128, 128),
+                           "groups": Span(2, 2)})),
         "nightly": Tier(why="m up to 1024 rows and n up to 512 (of 16k-32k and 4k-14k), "
                         "k up to 1024 beside 64 groups and up to the claimed 6144 beside 8",
                         spans=({"m": Span(128, 1024), "k": Span(128, 1024),
                                 "n": Span(128, 512), "groups": Span(_GROUPS, 64)},
                                {"m": Span(128, 1024), "k": Span(_K, 6144),
-                                "n": Span(128, 512), "groups": Span(8, 8)})),
+                                "n": Span(128, 512), "groups": Span(8, 8)},
+                               {"m": Span(2048, 32768), "k": Span(128, 512),
+                                "n": Span(128, 512), "groups": Span(2, 2)})),
     })
 
 
@@ -154,9 +161,11 @@ LARGE = LargeSizes(
 CLAIM = Claim(
     reason="a mixture-of-experts layer: 16k-32k routed token rows over 8-64 experts, "
     "model dims 4k-14k (an expert FFN's up projection, bfloat16, with the production "
-    "tiling its users pass, (512, 1024, 1024); 8 large float32 experts, default tiling)",
+    "tiling its users pass, (512, 1024, 1024); 8 large float32 experts, default tiling; a "
+    "routing collapse, every row in 2 experts)",
     sizes=lambda: (_gmm_arrays(32768, 4096, 14336, 64, jnp.bfloat16),
-                   _gmm_arrays(16384, 6144, 4096, 8, jnp.float32)),
+                   _gmm_arrays(16384, 6144, 4096, 8, jnp.float32),
+                   _gmm_arrays(32768, 4096, 4096, 2, jnp.float32)),
     small=lambda: _gmm_arrays(256, 128, 128, 2, jnp.float32),
     call=claimed_call,
     large=LARGE)
