@@ -49,7 +49,7 @@ def test_a_ghost_branch_past_the_drawn_sizes_fails_naming_its_class(impl, words)
 
 def test_a_family_claiming_no_sizes_is_a_skip_saying_so():
     with pytest.raises(PropertyNotApplicable, match="claims no sizes"):
-        claimed_sizes(get_family("gpu-decode"), backend=resolve_backend("interpret"))
+        claimed_sizes(get_family("gpu-paged"), backend=resolve_backend("interpret"))
 
 
 def _ghost_gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,

@@ -80,6 +80,7 @@ FAMILY = Family(
     contract=CONTRACT,
     bench=BENCH,
     export=export,
+    claimed=_kernel.CLAIM,
     modes=frozenset({
         "multi-split", "split-skipped", "block-fully-masked", "multi-k-block",
         "rows-without-keys", "one-key-row", "partial-row", "kv-starts", "kv-lengths",

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 
+from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
 from kernel_harness.families.gpu_decode.cases import DecodeCase
+from kernel_harness.records.claims import Claim
 
 #: The Pallas Triton op module the family wraps (jax <= 0.12.0.1: ``gpu_common.triton_op``).
 OPS = ("decode_attention",)
@@ -52,3 +56,37 @@ def _build(impl: Callable[..., Any], case: DecodeCase, interpret: Any) -> Callab
 ADAPTER = gpu_common.triton_adapter(
     kernel=decode, impl_signature=IMPL_SIGNATURE, build=_build,
     names=("q", "k", "v", "start_idx", "kv_seq_len"), optional=("start_idx", "kv_seq_len"), ops=OPS)
+
+
+def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
+    """``impl`` called as :func:`_build` calls it, with the kernel's own defaults for its
+    tiling (block_h 16, block_k 256, k_splits 16) on (abstract) arrays (``Claim.call``)."""
+    q = arrays["q"]
+    return impl(q, arrays["k"], arrays["v"], arrays["start_idx"], arrays["kv_seq_len"],
+                entry="gqa", sm_scale=1.0 / math.sqrt(q.shape[-1]), block_h=16, block_k=256,
+                k_splits=16, num_warps=None, num_stages=2,
+                interpret=current_backend().pallas_interpret(), return_residuals=True,
+                normalize_output=True)
+
+
+def _decode_arrays(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int,
+                   dtype: Any) -> dict[str, jax.ShapeDtypeStruct]:
+    bounds = jax.ShapeDtypeStruct((batch,), jnp.int32)
+    kv = jax.ShapeDtypeStruct((batch, kv_len, kv_heads, head_dim), dtype)
+    return {"q": jax.ShapeDtypeStruct((batch, q_heads, head_dim), dtype), "k": kv, "v": kv,
+            "start_idx": bounds, "kv_seq_len": bounds}
+
+
+#: The longest caches a decode step reads: a model's context (round 6 of the adversarial
+#: set passed a decode that ran XLA, no kernel, past the drawn 512 keys: nothing was claimed).
+CLAIM = Claim(
+    reason="one decode step over a model's context: 128k cached tokens, 32 query heads over "
+    "8 kv heads of 128 (bfloat16), and a batch of 32 over 32k tokens, 8 heads over one kv "
+    "head of 64 (float16)",
+    sizes=lambda: (_decode_arrays(8, 131072, 32, 8, 128, jnp.bfloat16),
+                   _decode_arrays(32, 32768, 8, 1, 64, jnp.float16)),
+    small=lambda: _decode_arrays(2, 256, 8, 2, 64, jnp.float32),
+    call=claimed_call,
+    no_ladder="the kernel takes a cache only in its 16 splits of a power of two >= 16 keys "
+    "each (it asserts), and query heads only in whole multiples of the kv heads: most sizes "
+    "between the small one and a claimed one are no valid call")
