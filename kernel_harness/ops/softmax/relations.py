@@ -42,16 +42,22 @@ def shift_invariant(case: SoftmaxCase, inputs: Arrays, draw: Draw) -> Variant | 
     if case.dtype == "float16" and np.abs(exact).max() > _F16_MAX:
         return None
     moved = cast(exact, case.dtype).astype(np.float64)
-    # A masked logit (-inf, or a finite sentinel: its probability is 0 before and after)
-    # carries no rounding: a sentinel's would be huge and is multiplied by 0.
+    # Every finite lane carries its rounding, a finite mask sentinel's too: a row whose
+    # logits sit at the sentinel's level (-1e9) gives the masked lanes probability, and a
+    # sentinel is shifted like the logits (an additive mask is part of them). -inf has none.
     d = np.zeros_like(exact)
-    finite = np.isfinite(exact) & ~case.masked_lanes()
+    finite = np.isfinite(exact)
     d[finite] = moved[finite] - exact[finite]
 
     def expected(base: Arrays) -> Arrays:
         p = np.asarray(base["out"], np.float64)
-        # exp(d - max d) keeps the factor finite; the normalization cancels it.
-        w = p * np.exp(d - d.max(axis=-1, keepdims=True))
+        # exp(d - max d) over the lanes with probability keeps the factor finite (a
+        # sentinel at finfo.min rounds by up to its spacing, 2e31: its p is 0); the
+        # normalization cancels it.
+        seen = p > 0
+        top = np.where(seen, d, -np.inf).max(axis=-1, keepdims=True)
+        w = np.where(seen, p * np.exp(np.where(seen, d - np.where(np.isfinite(top), top, 0),
+                                               0)), 0.0)
         total = w.sum(axis=-1, keepdims=True)
         return {"out": np.where(total > 0, w / np.where(total > 0, total, 1), p)}
 

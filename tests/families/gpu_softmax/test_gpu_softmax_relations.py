@@ -39,3 +39,28 @@ def test_shift_invariant_catches_a_missing_max_subtraction():
     with pytest.raises(MetamorphicFailure, match="shift"):
         run_relation("gpu-softmax", "shift-invariant", MULTI_ROW, impl=no_max_subtraction,
                      max_examples=4)
+
+
+@pytest.mark.parametrize("mask_value", ["-1e9", "finfo-min", "-inf"])
+@pytest.mark.parametrize("shift", [-1000.0, 100.0, 1.0])
+def test_the_shifted_expectation_is_the_softmax_of_the_shifted_logits(mask_value, shift):
+    """Logits at a sentinel's level (-1e9 + N(0,1) rounds to -1e9 in float32) make the
+    masked lanes part of a uniform row: the shift moves them too, with their rounding (the
+    fresh-clone CI of 323e6d9 drew this case, x=(2,3,129), and the relation's expectation
+    gave the sentinel lanes no probability)."""
+    import dataclasses
+
+    import numpy as np
+
+    from kernel_harness.ops.softmax.cases import SoftmaxCase
+    from kernel_harness.ops.softmax.reference import reference
+    from kernel_harness.ops.softmax.relations import shift_invariant
+
+    case = SoftmaxCase(dtype="float32", seed=3, leading=(2, 3), n=129, offset=-1e9,
+                       scale=1.0, masked_suffix=128, mask_value=mask_value)
+    inputs = case.materialize()
+    variant = shift_invariant(case, inputs, lambda strategy, label: shift)
+    base = {"out": np.asarray(reference(case, inputs)["out"])}
+    want = np.asarray(reference(dataclasses.replace(case), variant.inputs)["out"])
+    got = variant.expected(base)["out"]
+    np.testing.assert_allclose(got.reshape(want.shape), want, atol=1e-6)
