@@ -202,6 +202,9 @@ def test_decode_kernels_have_no_backward_mode(capsys, tmp_path):
     assert code == 0 and row["status"] == "SKIP" and "no 'fwd+bwd' mode" in row["reason"]
 
 
+# Nightly: select's bench over every candidate; the bench itself runs per push on every family
+# (the smoke fixture).
+@pytest.mark.nightly
 def test_select_bench_measures_every_candidate(capsys):
     code = cli.main(["select", "--bench", "--seq-len", "128"])
     out, _ = capsys.readouterr()

@@ -291,6 +291,8 @@ def test_default_root_is_the_checkouts_golden_folder(monkeypatch):
     assert (golden.default_root("splash") / "splash" / "cases.json").is_file()
 
 
+# Nightly: `.ci/run` checks every TPU family's goldens on tpu-interpret per push.
+@pytest.mark.nightly
 def test_a_real_golden_recorded_on_interpret_is_checked_on_tpu_interpret():
     """hstu's float32 golden (recorded on interpret) on tpu-interpret: the pristine kernel
     passes against the reference recomputed there, a planted bug fails it."""

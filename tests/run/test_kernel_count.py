@@ -150,7 +150,9 @@ def test_a_metamorphic_relation_between_fallback_runs_fails_too(capsys, prop):
                      "--max-examples", "2", "--property", prop]) == 0
 
 
-@pytest.mark.parametrize("impl", ["kernel_every_other_call", "kernel_when_counted"])
+# One behaviour per push (the other, the same path, nightly).
+@pytest.mark.parametrize("impl", [
+    pytest.param("kernel_every_other_call", marks=pytest.mark.nightly), "kernel_when_counted"])
 def test_an_impl_that_behaves_otherwise_when_counted_runs_what_was_counted(capsys, impl):
     # The implementation is traced once per configuration and that program both counted
     # and run: the one alternating with every call shows its fallback to the count; the

@@ -34,6 +34,8 @@ def test_the_declared_geometry_is_drawn_and_reaches_multi_page_tables():
     assert max(seen) > 128  # a sequence spans pages
 
 
+# Nightly: the pristine kernel; its goldens run per push.
+@pytest.mark.nightly
 def test_the_kernel_passes_cases_of_a_declared_geometry():
     family = dataclasses.replace(get_family("tpu-ragged-paged"), cases=LIBRARY,
                                  seed_cases=lambda without=frozenset(): ())
