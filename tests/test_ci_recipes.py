@@ -151,9 +151,16 @@ def test_the_rehearsal_refuses_what_it_cannot_rehearse_honestly():
     assert rehearse.job_order({"b": {"needs": "a"}, "a": {}}) == ["a", "b"]
 
 
-def test_ci_rehearses_the_nightly():
-    text = (ROOT / ".ci" / "run").read_text()
-    assert ".venv/bin/python .ci/rehearse_nightly.py" in text
+def test_the_nightly_job_rehearses_the_nightly_recipe():
+    """Per push until 2026-12-06 (``.ci/run``); now a step of the scheduled nightly-tests
+    job, on the first stack's venv, with every shard's family named."""
+    doc = yaml.safe_load((ROOT / ".github/workflows/ci.yml").read_text())
+    steps = doc["jobs"]["nightly-tests"]["steps"]
+    runs = [s.get("run", "") for s in steps]
+    rehearsal = [r for r in runs if ".venv/bin/python .ci/rehearse_nightly.py" in r]
+    assert len(rehearsal) == 1, runs
+    assert all(f"--families {i}=" in rehearsal[0] for i in range(1, SHARDS + 1)), rehearsal
+    assert ".venv/bin/python .ci/rehearse_nightly.py" not in (ROOT / ".ci" / "run").read_text()
 
 
 def test_gate_runs_on_kernel_changes():
