@@ -24,6 +24,7 @@ parameter). What it cannot see: a branch on the devices present (the trace runs 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -152,15 +153,21 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
     jitters = st.tuples(*(st.lists(st.integers(0, JITTER_STEPS - 1), min_size=n, max_size=n)
                           for n in (claim.steps(c) * len(claim.pairs(c)) for c in sizes)))
 
-    def check_compiled() -> None:
-        if compiled is None:
-            return
+    @functools.cache  # traced once a run, judged every example
+    def compiled_differences() -> tuple[str, ...]:
+        assert compiled is not None
         kernels, prims = structure(claim.call, fn, small, compiled)
         found = [f"launches {kernels} Pallas kernel(s), {base_kernels} on {backend.name}"
                  ] if kernels != base_kernels else []
         extra = sorted(prims - base_prims)
         if extra:
             found.append(f"computes {', '.join(extra)} and not on {backend.name}")
+        return tuple(found)
+
+    def check_compiled() -> None:
+        if compiled is None:
+            return
+        found = compiled_differences()
         record(("compiled", compiled.name), not found)
         if found:
             raise GhostBranch(

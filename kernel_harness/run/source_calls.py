@@ -15,11 +15,17 @@ def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def _named(dotted: str) -> tuple[str, str] | None:
+def classify(dotted: str) -> tuple[str, str] | None:
+    """(kind, name) for a dotted name the source check looks for, else None: the one
+    lookup of the name lists (a name read directly, or through ``getattr`` with a literal)."""
     if dotted in known.OBSERVE:
         return known.OBSERVES, dotted
     if dotted in known.CLOCK:
         return known.CLOCK_KIND, dotted
+    if dotted in known.TRACER:
+        return known.TRACED, dotted
+    if dotted.endswith(known.PRECISION):
+        return known.PRECISION_KIND, dotted
     return None
 
 
@@ -36,7 +42,7 @@ def kinds(node: ast.AST, dotted: Callable[[ast.AST], str | None],
         if target.split(".")[0] in known.INTROSPECTION:
             attr = _literal(node.args[1]) if len(node.args) > 1 else None
             if attr is not None:
-                yield _named(f"{target}.{attr}") or (known.OBSERVES,
+                yield classify(f"{target}.{attr}") or (known.OBSERVES,
                                                      f"reads {target}.{attr} by getattr")
             else:
                 yield known.OBSERVES, f"reads {target}'s attributes by a computed name"

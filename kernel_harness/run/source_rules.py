@@ -165,15 +165,9 @@ def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int]
             yield BACKEND, "a value computed from `interpret`"
     yield from source_calls.kinds(node, lambda n: _dotted(n, heads), local)
     if isinstance(node, (ast.Attribute, ast.Name)):
-        name = _dotted(node, heads) or ""
-        if name in known.OBSERVE:
-            yield OBSERVES, name
-        elif name in known.CLOCK:
-            yield CLOCK, name
-        elif name in known.TRACER:
-            yield TRACED, name
-        elif name.endswith(known.PRECISION):
-            yield PRECISION, name
+        hit = source_calls.classify(_dotted(node, heads) or "")
+        if hit is not None:
+            yield hit
     elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
         hit = [n for n in known.NAMES if n in node.value]
         if hit:

@@ -18,7 +18,7 @@ import pytest
 #: (megablox-gmm), a row-wise op (gpu-softmax), a collective (tpu-all-gather), a delta-rule
 #: recurrence (gdn2-pallas), and the second stack's libraries (flywheel-tpu-flash,
 #: deltanet-tpu-gdn2).
-PER_PUSH_FAMILIES = frozenset({
+ONE_OF_EACH_KIND = frozenset({
     "sdpa", "splash", "tpu-paged", "tpu-ragged-paged", "megablox-gmm", "gpu-softmax",
     "tpu-all-gather", "gdn2-pallas", "flywheel-tpu-flash", "deltanet-tpu-gdn2",
 })
@@ -27,10 +27,10 @@ PER_PUSH_FAMILIES = frozenset({
 def per_push(values: Iterable[Any], *, family: Callable[[Any], str] = lambda v: v,
              ids: Callable[[Any], str] | None = None) -> list[Any]:
     """``values`` as parameters, those whose family (``family(value)``) is not in
-    :data:`PER_PUSH_FAMILIES` marked nightly. Tuples stay tuples of arguments."""
+    :data:`ONE_OF_EACH_KIND` marked nightly. Tuples stay tuples of arguments."""
     params = []
     for value in values:
         args = value if isinstance(value, tuple) else (value,)
-        marks = () if family(value) in PER_PUSH_FAMILIES else (pytest.mark.nightly,)
+        marks = () if family(value) in ONE_OF_EACH_KIND else (pytest.mark.nightly,)
         params.append(pytest.param(*args, marks=marks, id=ids(value) if ids else None))
     return params

@@ -132,11 +132,11 @@ LARGE = LargeSizes(
     tiers={
         "ci": Tier(why="the claimed 64 groups over 128 rows of k = n = 128 (of 32768 x 4096 "
                    "x 14336: k 2048 took 590 s, the backward's grid of groups and k tiles); "
-                   "the float32 "
-                   "contraction k up to 4096 (of 6144) over 128 rows, n = 128, its claimed 8 "
-                   "groups; the routing collapse at half its claimed rows, 16384 (two experts "
-                   "of 8192 rows, past the drawn 1536; 8192 rows took 12 s), k = n = 128: "
-                   "interpreting the grid of tiles costs; one example, at the caps",
+                   "the float32 contraction k up to 4096 (of 6144) over 128 rows, n = 128, "
+                   "its claimed 8 groups; the routing collapse at half its claimed rows, "
+                   "16384 (two experts of 8192 rows, past the drawn 1536; 8192 rows took "
+                   "12 s), k = n = 128: interpreting the grid of tiles costs; one example, at "
+                   "the caps",
                    examples=1,
                    spans=({"m": Span(128, 128), "k": Span(128, 128), "n": Span(128, 128),
                            "groups": Span(_GROUPS, 64)},

@@ -56,8 +56,8 @@ def shift_invariant(case: SoftmaxCase, inputs: Arrays, draw: Draw) -> Variant | 
         # normalization cancels it.
         seen = p > 0
         top = np.where(seen, d, -np.inf).max(axis=-1, keepdims=True)
-        w = np.where(seen, p * np.exp(np.where(seen, d - np.where(np.isfinite(top), top, 0),
-                                               0)), 0.0)
+        top = np.where(np.isfinite(top), top, 0.0)  # a row without probability keeps p
+        w = np.where(seen, p * np.exp(np.where(seen, d - top, 0.0)), 0.0)
         total = w.sum(axis=-1, keepdims=True)
         return {"out": np.where(total > 0, w / np.where(total > 0, total, 1), p)}
 
