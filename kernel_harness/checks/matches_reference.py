@@ -20,6 +20,7 @@ from kernel_harness.run import kernel_coverage
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.impl_source import SUSPICIOUS
+from kernel_harness.run.kernel_eager import EAGER, EAGER_SAME, EagerVerdict
 from kernel_harness.run.kernel_outside import OUTSIDE
 from kernel_harness.run.kernel_poison import UNUSED
 from kernel_harness.run.report import failure_report
@@ -213,6 +214,9 @@ def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
     labels += [result.kernels.event()] + [f"fallback: {p}" for p in result.fell_back]
     labels += [f"{UNUSED}: {u}" for u in result.unused_results]
     labels += [f"{NONDETERMINISTIC}: {c.split(':')[0]}" for c in result.rerun_changed]
+    labels += [f"{EAGER}: {c.split(':')[0]}" for c in result.eager_changed]
+    if result.kernels.eager == EagerVerdict():
+        labels.append(EAGER_SAME)
     labels += [f"{OUTSIDE}: {', '.join(names)} ({where})"
                for where, names in result.outside_math.items()]
     if result.kernels.poison_error:  # never silent: the unused-result check did not run

@@ -35,10 +35,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from kernel_harness.core.compat import pallas_count
+from kernel_harness.core.compat import pallas_count, settings_reentry
 from kernel_harness.core.compat.forced_settings import settings_in_force
 from kernel_harness.records.kernels import KernelExpectation
-from kernel_harness.run import kernel_core_value, kernel_outside, kernel_poison
+from kernel_harness.run import kernel_core_value, kernel_eager, kernel_outside, kernel_poison
 from kernel_harness.run.count_errors import CountUnavailable
 
 
@@ -87,6 +87,8 @@ class KernelCount:
     outside: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     #: Why the declared core was not judged by value (``Poisoning.core_skipped``).
     core_skipped: str | None = None
+    #: The direct calls' verdict (:mod:`kernel_harness.run.kernel_eager`; None: none made).
+    eager: kernel_eager.EagerVerdict | None = None
 
     @classmethod
     def of(cls, calls: list[CallCount], seconds: float) -> KernelCount:
@@ -109,7 +111,8 @@ class KernelCount:
                    unused=unused, poison_error=why,
                    poisoned=any(p.unused is not None and p.error is None for p in poisons),
                    outside={k: v for k, v in outside.items() if v},
-                   core_skipped=next(filter(None, (p.core_skipped for p in poisons)), None))
+                   core_skipped=next(filter(None, (p.core_skipped for p in poisons)), None),
+                   eager=kernel_eager.merged(poisons))
 
     def event(self) -> str:
         """``pallas kernels: fwd 1, bwd 2`` (the event every counted example notes)."""
@@ -171,14 +174,7 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
     (:func:`~kernel_harness.core.compat.pallas_count.traced_from`). A declared core no
     kernel computes (:func:`~kernel_harness.run.kernel_outside.core_missing`) is outside."""
     start = time.perf_counter()
-
-    def call(*values: Any) -> Any:
-        full = list(leaves)
-        for i, v in zip(dyn, values, strict=True):
-            full[i] = v
-        args, kwargs = jax.tree_util.tree_unflatten(treedef, full)
-        return fn(*args, **kwargs)
-
+    call = kernel_poison.bound(fn, leaves, treedef, dyn)
     avals = [jax.ShapeDtypeStruct(np.shape(leaves[i]), leaves[i].dtype) for i in dyn]
     fwd, shape_tree = jax.make_jaxpr(call, return_shape=True)(*avals)
     out_tree = jax.tree_util.tree_structure(shape_tree)
@@ -317,6 +313,9 @@ class Counting(kernel_poison.StandIn):
             count.poison.key = (self._product, call)
             if not kernel_core_value.perturbs(self._seen[0], key):
                 count.poison.core = {}
+            if kernel_eager.sampled(self, tuple(str(leaves[i].dtype) for i in dyn), key):
+                count.poison.eager = (kernel_poison.bound(self._impl, leaves, treedef, dyn),
+                                      program, settings_reentry())
         self._seen[0] += 1
         if exact:
             self._memo[key] = (count, program)

@@ -50,7 +50,7 @@ import jax
 import numpy as np
 
 from kernel_harness.core.compat import kernel_flow, pallas_poison
-from kernel_harness.run import kernel_core_value
+from kernel_harness.run import kernel_core_value, kernel_eager
 
 #: The failure class, as reports and events name it.
 UNUSED = "kernel result unused"
@@ -93,6 +93,10 @@ class Poisoning:
     cancelled: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     core_error: str | None = None
     core_skipped: str | None = None
+    #: ``(direct call, traced program, settings)`` where this configuration is called eagerly
+    #: (:mod:`kernel_harness.run.kernel_eager`); its verdict, once judged (None: not).
+    eager: tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]] | None = None
+    eager_verdict: kernel_eager.EagerVerdict | None = None
     _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
 
     def wants_inputs(self) -> bool:
@@ -132,8 +136,16 @@ class Poisoning:
         except Exception as e:  # noqa: BLE001 - reported beside the count, never a pass claim
             self.error = f"{type(e).__name__}: {str(e).strip()[:200]}"
             unused = ()
+        if self.eager is not None:
+            try:
+                self.eager_verdict = kernel_eager.changes(*self.eager, self.inputs,
+                                                          self.out_names)
+            except Exception as e:  # noqa: BLE001 - traced it ran: a failure of its class
+                self.eager_verdict = kernel_eager.EagerVerdict(
+                    (f"the direct call raised {type(e).__name__}: {str(e).strip()[:200]}",))
         # Judged once: what it needed is dropped (the memo keeps every configuration).
         self.unused, self.inputs, self.forward, self.backward = unused, None, None, None
+        self.eager = None
 
     def _judge(self, inputs: list[np.ndarray]) -> tuple[str, ...]:
         fwd, bwd = self.forward, self.backward
@@ -287,10 +299,10 @@ class Probe(StandIn):
         return jax.tree_util.tree_map(lambda s: jax.numpy.zeros(s.shape, s.dtype), shapes)
 
 
-def _output_shapes(fn: Callable[..., Any], leaves: list[Any], treedef: Any,
-                   dyn: list[int]) -> Any:
-    """``fn``'s output shapes, its static leaves as they are (``interpret=True`` stays a
-    Python value), the others abstract."""
+def bound(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[int]
+          ) -> Callable[..., Any]:
+    """``fn``'s call on ``leaves`` as a function of the values at positions ``dyn``, the
+    other (static) leaves as they are (``interpret=True`` stays a Python value)."""
     def call(*values: Any) -> Any:
         full = list(leaves)
         for i, v in zip(dyn, values, strict=True):
@@ -298,8 +310,15 @@ def _output_shapes(fn: Callable[..., Any], leaves: list[Any], treedef: Any,
         args, kwargs = jax.tree_util.tree_unflatten(treedef, full)
         return fn(*args, **kwargs)
 
-    return jax.eval_shape(call, *(jax.ShapeDtypeStruct(np.shape(leaves[i]), leaves[i].dtype)
-                                  for i in dyn))
+    return call
+
+
+def _output_shapes(fn: Callable[..., Any], leaves: list[Any], treedef: Any,
+                   dyn: list[int]) -> Any:
+    """``fn``'s output shapes, its static leaves as they are, the others abstract."""
+    return jax.eval_shape(bound(fn, leaves, treedef, dyn),
+                          *(jax.ShapeDtypeStruct(np.shape(leaves[i]), leaves[i].dtype)
+                            for i in dyn))
 
 
 @contextlib.contextmanager

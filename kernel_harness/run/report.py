@@ -9,7 +9,7 @@ from typing import Any
 from kernel_harness.core.tolerance import Verdict
 from kernel_harness.records import registry
 from kernel_harness.records.registry import UnknownFamily, get_family
-from kernel_harness.run import impl_source, kernel_outside, kernel_poison, rerun
+from kernel_harness.run import impl_source, kernel_eager, kernel_outside, kernel_poison, rerun
 from kernel_harness.run.runner import CaseResult
 
 PREFIX = "[kernel-harness]"
@@ -129,6 +129,15 @@ def rerun_line(result: CaseResult) -> str:
                        rerun.problem_text(changed))
 
 
+def eager_line(result: CaseResult) -> str:
+    """``FAIL gpu-softmax behaves otherwise when called eagerly ...: called directly on the
+    same inputs ...`` ("" unless a direct call differed from the traced program)."""
+    changed = result.eager_changed
+    if not changed:
+        return ""
+    return _class_line(result, kernel_eager.EAGER, kernel_eager.problem_text(changed))
+
+
 def source_line(result: CaseResult) -> str:
     """``FAIL gpu-softmax suspicious source (observes the harness) ...: the implementation's
     source has code that can behave differently when it is checked ...`` ("" unless the
@@ -150,6 +159,7 @@ def failure_classes(result: CaseResult) -> str:
              else "", kernel_poison.UNUSED if result.unused_results else "",
              kernel_outside.OUTSIDE if result.outside_math else "",
              rerun.NONDETERMINISTIC if result.rerun_changed else "",
+             kernel_eager.EAGER if result.eager_changed else "",
              f"{impl_source.SUSPICIOUS} ({kinds})" if kinds else "",
              "wrong " + ",".join(v.stats.output for v in result.failures)
              if result.failures else ""]
@@ -161,7 +171,7 @@ def summary_lines(result: CaseResult) -> list[str]:
     first, then each output."""
     first = [line for line in (kernel_line(result), unused_line(result),
                                outside_line(result), rerun_line(result),
-                               source_line(result)) if line]
+                               eager_line(result), source_line(result)) if line]
     return first + [summary_line(result, v) for v in result.failures]
 
 

@@ -81,6 +81,13 @@ class CaseResult:
         return () if self.kernels is None else self.kernels.unused
 
     @property
+    def eager_changed(self) -> tuple[str, ...]:
+        """The outputs a direct (eager) call returned otherwise than the traced program
+        (:mod:`kernel_harness.run.kernel_eager`): a failure, never excused."""
+        eager = None if self.kernels is None else self.kernels.eager
+        return () if eager is None else eager.changed
+
+    @property
     def outside_math(self) -> dict[str, tuple[str, ...]]:
         """Per pass (``forward``, ``backward``), the measured primitives the example ran
         outside every Pallas kernel that the family does not allow
@@ -95,7 +102,8 @@ class CaseResult:
     def passed(self) -> bool:
         return (all(v.passed for v in self.verdicts) and not self.kernel_problem
                 and not self.unused_results and not self.outside_math
-                and not self.rerun_changed and not self.suspicious_source)
+                and not self.rerun_changed and not self.suspicious_source
+                and not self.eager_changed)
 
     @property
     def failures(self) -> tuple[Verdict, ...]:
@@ -309,6 +317,8 @@ def check_case(
         again = _run(family, same, case, inputs, backend)
         changed = rerun_module.changes(actual, again, (*family.output_axes,
                                                        *family.same_as))
+    if not family.nondeterministic and kernels is not None and kernels.eager is not None:
+        changed = changed or kernels.eager.program_changed  # the direct call's reruns
     expected = family.reference(case, inputs)
     found = impl_source.findings(impl)
     verdicts, excluded = judge_outputs(

@@ -21,6 +21,8 @@ CLASSES: dict[str, str] = {
     "result unused": "poisoning every kernel's result (item 1-2)",
     "math outside": "the arithmetic measured outside every kernel body (item 3)",
     "otherwise when counted": "one traced program, counted and run (item 4)",
+    "otherwise when eager": "a direct call on concrete arrays, compared bit for bit with "
+                            "the traced program (principle 2)",
     "ghost branch": "claimed-sizes, traced at the claimed sizes (item 5)",
     "values never drawn": "the comparison on the values the strategy draws now (item 6)",
     "memoized or constant": "the comparison on several data draws per program (item 6)",
@@ -140,6 +142,13 @@ CHEATS: tuple[Cheat, ...] = (
           (_NO_KERNEL,)),
     Cheat("otherwise when counted", "gpu-norm", f"{GENERIC}:every_other_call_norm",
           (_NO_KERNEL,)),
+    # the kernel's result when traced, another when called on concrete arrays
+    Cheat("otherwise when eager", "gpu-softmax", f"{GENERIC}:wrong_when_eager_softmax",
+          ("FAIL gpu-softmax behaves otherwise when called eagerly",), per_push=True),
+    Cheat("otherwise when eager", "gpu-mha", f"{GENERIC}:wrong_when_eager_mha",
+          ("behaves otherwise when called eagerly",)),
+    Cheat("otherwise when eager", "gpu-norm", f"{GENERIC}:wrong_when_eager_norm",
+          ("behaves otherwise when called eagerly",)),
     # 5: plain XLA (or a concatenation) past the drawn sizes
     Cheat("ghost branch", "gpu-softmax", f"{PLANTED}:ghost_past_2048",
           ("ghost branch bfloat16 x=(8, 262144)", "launches 0 Pallas kernel(s) there"),

@@ -180,6 +180,30 @@ def every_other_call(kernel: Callable[..., Any], xla: Callable[..., Any]
     return impl
 
 
+def _concrete(x: Any) -> bool:
+    # A concrete jax.Array has addressable shards; a tracer raises on the attribute (no
+    # tracer type named: the source check reads for those).
+    try:
+        _ = x.addressable_shards
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def wrong_when_eager(kernel: Callable[..., Any]) -> Callable[..., Any]:
+    """``kernel`` when traced; called on concrete arrays (eagerly, as code without jit calls
+    it) its floating outputs times ``1 - 2^-6``: right whenever the harness traces it."""
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        out = kernel(*args, **kwargs)
+        if not all(_concrete(x) for x in jax.tree.leaves((args, kwargs))
+                   if isinstance(x, jax.Array)):
+            return out
+        return jax.tree.map(lambda o: _scaled(o, jnp.float32(1 - 2.0**-6))
+                            if _floating(o) else o, out)
+
+    return impl
+
+
 def fallback_when(kernel: Callable[..., Any], xla: Callable[..., Any],
                   when: Callable[..., bool], reason: str) -> Callable[..., Any]:
     """``kernel``, or ``xla`` where ``when(*args, **kwargs)``, declared with
@@ -248,6 +272,10 @@ bfloat16_gmm = in_bfloat16(gmm)
 every_other_call_softmax = every_other_call(softmax, xla_softmax)  # its own counter
 every_other_call_mha = every_other_call(mha, xla_mha)
 every_other_call_norm = every_other_call(norm, xla_norm_impl)
+
+wrong_when_eager_softmax = wrong_when_eager(softmax)
+wrong_when_eager_mha = wrong_when_eager(mha)
+wrong_when_eager_norm = wrong_when_eager(norm)
 
 declared_fallback_mha = fallback_when(
     mha, xla_mha, lambda q, k, v, segment_ids, **kw: segment_ids is None,

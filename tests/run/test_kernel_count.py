@@ -33,6 +33,8 @@ def test_the_pristine_kernel_counts_one_forward_kernel_per_example(capsys):
     code, out = _check(capsys, "gpu-softmax")
     assert code == 0, out
     assert "pallas kernels: fwd 1=" in out and "fallback:" not in out
+    # The first configuration was called eagerly too, with the traced program's bits.
+    assert "called eagerly: the traced program's bits=" in out, out
 
 
 def test_all_xla_is_a_fail_naming_the_pass_and_what_ran_instead(capsys):
@@ -167,6 +169,35 @@ def test_an_impl_that_behaves_otherwise_when_counted_runs_what_was_counted(capsy
         assert "pallas kernels: fwd 1=" in out and "pallas kernels: fwd 0=" not in out
         assert ("FAIL gpu-softmax suspicious source (observes the harness)" in out
                 and "fallback_impls.py:" in out and "traceback.extract_stack" in out), out
+
+
+def test_the_eager_comparison_names_what_differs_and_passes_a_plain_function():
+    import contextlib
+
+    import jax
+    import jax.numpy as jnp
+
+    from kernel_harness.run import kernel_eager
+
+    def honest(x):
+        return jnp.exp(x) / jnp.sum(jnp.exp(x))
+
+    def eager_only(x):
+        y = honest(x)
+        return y if isinstance(x, jax.core.Tracer) else y.at[0].set(-1.0)
+
+    x = jnp.linspace(-1.0, 1.0, 8)
+    for fn, want in ((honest, 0), (eager_only, 1)):
+        # As the wrapper runs it: traced (the branch on tracers takes the traced path),
+        # then evaluated op by op.
+        traced = jax.make_jaxpr(fn)(x)
+
+        def program(v, traced=traced):
+            return jax.core.eval_jaxpr(traced.jaxpr, traced.consts, v)[0]
+
+        found = kernel_eager.changes(fn, program, contextlib.nullcontext, [x], ["result"])
+        assert len(found.changed) == want and not found.program_changed, found
+    assert found.changed[0].startswith("result: 1 of 8 element(s) differ (bitwise)"), found
 
 
 def test_the_counted_program_is_the_one_that_runs(monkeypatch):

@@ -29,10 +29,11 @@ from kernel_harness.core.errors import PropertyNotApplicable, UsageError
 from kernel_harness.records.family import Arrays, Family
 from kernel_harness.records.hooks import Metamorphic
 from kernel_harness.records.kernels import declared_fallback
-from kernel_harness.run import kernel_outside
+from kernel_harness.run import kernel_eager, kernel_outside
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.kernel_count import KernelCount
+from kernel_harness.run.kernel_eager import EAGER
 from kernel_harness.run.kernel_poison import UNUSED, problem_text
 from kernel_harness.run.report import case_repro_command
 from kernel_harness.run.runner import ensure_supported, impl_name, run_counted
@@ -108,6 +109,10 @@ class Check:
         if count.unused and not any(p.startswith(UNUSED) for p in self.problems):
             self.problems.append(f"{UNUSED}: run {self.runs}: "
                                  f"{problem_text(count.unused)}")
+        changed = count.eager.changed if count.eager is not None else ()
+        if changed and not any(p.startswith(EAGER) for p in self.problems):
+            self.problems.append(f"{EAGER}: run {self.runs}: "
+                                 f"{kernel_eager.problem_text(changed)}")
         skip = [{"fwd": "forward", "bwd": "backward"}[p] for p in count.short(expected)]
         bad = kernel_outside.disallowed(count.outside, self.family.outside_kernel, skip)
         if bad and not any(p.startswith(kernel_outside.OUTSIDE) for p in self.problems):

@@ -20,6 +20,8 @@ import jax
 
 _IN_FORCE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "kernel_harness_forced_interpret", default=None)
+_PARAMS: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "kernel_harness_forced_interpret_params", default=None)
 
 
 #: The attribute an exception raised under forced TPU interpret mode carries: the settings
@@ -32,7 +34,7 @@ def forcing(params: Any) -> Iterator[None]:
     """Around forcing TPU interpret mode with ``params``: makes them
     :func:`settings_in_force` for the context's duration, and marks an exception raised
     inside with them (:data:`RAISED_UNDER`; the innermost forcing wins)."""
-    token = _IN_FORCE.set(repr(params))
+    token, kept = _IN_FORCE.set(repr(params)), _PARAMS.set(params)
     try:
         yield
     except Exception as error:
@@ -41,6 +43,12 @@ def forcing(params: Any) -> Iterator[None]:
         raise
     finally:
         _IN_FORCE.reset(token)
+        _PARAMS.reset(kept)
+
+
+def params_in_force() -> Any:
+    """The forced TPU interpreter's ``InterpretParams`` in force (None outside)."""
+    return _PARAMS.get()
 
 
 def raised_under(error: BaseException) -> str | None:

@@ -259,6 +259,12 @@ def _fixed_masked_swap(orig: Any) -> Any:
     return swap_buffer_content
 
 
+def extensions_in_force() -> bool:
+    """Whether :func:`tpu_interpreter_extensions` is entered now (anywhere in the process)."""
+    with _LOCK:
+        return _DEPTH[0] > 0
+
+
 @contextlib.contextmanager
 def tpu_interpreter_extensions() -> Iterator[None]:
     """Within the context (re-entrant), the TPU interpreter reads through reshaped and
