@@ -46,13 +46,21 @@ def _env(folder: Path) -> dict[str, str]:
 def test_the_page_has_its_files_and_commands():
     assert {"ropekern.py", "rope_family.py", "pieces.py", "rope_relations.py",
             "rope_mutants.py", "rope_bad_inputs.py"} <= set(FILES)
-    assert len(COMMANDS) >= 5
+    assert len(COMMANDS) >= 5 and PRISTINE in COMMANDS
     family = FILES["rope_family.py"].splitlines()
     assert len(family) <= 40, len(family)
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=[c.split()[3] + ":" + c.split()[-1]
-                                                   for c in COMMANDS])
+#: The documented command that checks the new op's pristine family on every property: nightly
+#: (docs/ci.md); per push its planted bug's command imports and runs the same family files,
+#: and tests/ops/test_rowwise.py checks a user op of 40 lines on the generic properties.
+PRISTINE = "kernel-harness --family-module rope_family check rope --profile dev"
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param(c, id=c.split()[3] + ":" + c.split()[-1],
+                 marks=[pytest.mark.nightly] if c == PRISTINE else [])
+    for c in COMMANDS])
 def test_each_documented_command_runs(folder, command):
     args = shlex.split(command)[1:]
     if args[2] == "check":

@@ -6,6 +6,7 @@ a scratch project, in a fresh pytest process."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -124,5 +125,10 @@ def test_second_stack_goldens_name_registered_families_and_ci_gates_exactly_them
             n for n in family_names() if not get_family(n).backends
             and "kernel-harness[torch]" not in get_family(n).requires}
     script = (ROOT / ".ci" / "run").read_text()
-    assert "print(\" \".join(conftest.SECOND_STACK_GOLDENS))" in script
+    # Split between the two lanes: lane 1 the families it names, lane 2 the others.
+    first = re.search(r'^SECOND_STACK_IN_LANE1="([^"]*)"$', script, re.M)
+    assert first and set(first.group(1).split()) < set(conftest.SECOND_STACK_GOLDENS), first
+    assert "for f in conftest.SECOND_STACK_GOLDENS if (f in first) == (lane == \"1\")" in script
     assert "kernel-harness gate --goldens $families" in script
+    assert "second_stack_goldens_and_gate 1; }" in script
+    assert "lane2() { second_stack_goldens_and_gate 2; }" in script

@@ -94,6 +94,9 @@ def test_the_exported_scripts_reference_is_the_harness_reference(tmp_path):
     assert len(worst) >= 3 and max(worst.values()) <= 1e-6, worst
 
 
+# Nightly: the pristine kernel; its golden cases run per push (the second stack's
+# `gate --goldens` in .ci/run).
+@pytest.mark.nightly
 def test_the_pristine_kernel_passes_its_seed_cases():
     tpu_inference_installed_or_skip()
     if not compat.pallas_tpu_has("reciprocal"):
