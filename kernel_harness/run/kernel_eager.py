@@ -15,9 +15,11 @@ Forward outputs only (a gradient taken eagerly is not compared).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -34,11 +36,30 @@ EAGER_SAME = "called eagerly: the traced program's bits"
 EVERY = 16
 
 
+_WANTED: contextvars.ContextVar[bool] = contextvars.ContextVar("kernel_harness_eager",
+                                                               default=False)
+
+
+@contextlib.contextmanager
+def wanted(on: bool) -> Iterator[None]:
+    """Within the block, configurations traced for the first time may be called eagerly
+    (:func:`sampled`): matches-reference asks it for the first example of each compiled
+    program; the golden check, the gate and the relations' runs do not (each direct call
+    costs a compile and two runs of the implementation)."""
+    token = _WANTED.set(on)
+    try:
+        yield
+    finally:
+        _WANTED.reset(token)
+
+
 def sampled(wrapper: Any, dtypes: tuple[str, ...], key: Any) -> bool:
     """Whether configuration ``key`` of ``wrapper`` (a counting stand-in), whose traced
     inputs have ``dtypes``, is called eagerly: the first of its dtypes (an eager path may
     take another precision for one dtype only: round 6's rounded float32 logits to the
     bfloat16 grid, which leaves bfloat16 inputs as they were), then one in EVERY."""
+    if not _WANTED.get():
+        return False
     seen = wrapper.__dict__.setdefault("_eager_dtypes", set())
     first = dtypes not in seen
     seen.add(dtypes)
@@ -69,14 +90,17 @@ def merged(poisons: Sequence[Any]) -> EagerVerdict | None:
 def changes(direct: Callable[..., Any], program: Callable[..., Any],
             settings: Callable[[], AbstractContextManager[None]],
             inputs: Sequence[np.ndarray], names: Sequence[str]) -> EagerVerdict:
-    """The :class:`EagerVerdict` of the direct call on ``inputs`` against the traced program:
+    """The :class:`EagerVerdict` of the direct call against the traced program, both on
+    ``inputs`` with their floating data drawn anew (:func:`_drawn`):
     a line per output leaf (named by ``names``, the call's result leaves) that differs,
     ``result: 12 of 4096 element(s) differ (bitwise), largest |difference| 0.0031``. Both
     run under ``settings()`` (the interpreter settings and matmul precision the call was
     traced under: :func:`kernel_harness.core.compat.settings_reentry`). Where they differ,
     the program runs once more: differing from itself, it is nondeterministic."""
+    values = _drawn(inputs)
+
     def fresh() -> list[jax.Array]:  # each call its own arrays: a kernel may donate them
-        return [jax.device_put(np.asarray(x)) for x in inputs]
+        return [jax.device_put(x) for x in values]
 
     with settings():
         eager = jax.tree_util.tree_leaves(direct(*fresh()))
@@ -90,6 +114,23 @@ def changes(direct: Callable[..., Any], program: Callable[..., Any],
     # Run between a first run and the bitwise rerun, these calls could put a program whose
     # values alternate back in step: so its nondeterminism is named here too.
     return EagerVerdict(program_changed=again) if again else EagerVerdict(found)
+
+
+def _drawn(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The inputs the direct call and the program get: each floating one replaced by
+    standard normal data of its shape and dtype (a fixed seed), the others (lengths,
+    indices, segment ids) as the call had them. A case's own floating data can hide a
+    difference (a seed case of masked rows, whose softmax is one-hot whatever the logits'
+    precision: round 6's eager path passed there); any data shows an honest
+    implementation's two runs agree."""
+    rng = np.random.default_rng(0)
+    out = []
+    for x in inputs:
+        x = np.asarray(x)
+        if jax.numpy.issubdtype(x.dtype, jax.numpy.floating):
+            x = rng.standard_normal(x.shape).astype(np.float32).astype(x.dtype)
+        out.append(x)
+    return out
 
 
 _NOUN = {"differ": "difference", "changed": "change"}
@@ -117,7 +158,8 @@ def _differences(eager: list[Any], traced: list[Any], names: Sequence[str], verb
 
 def problem_text(changed: Sequence[str]) -> str:
     """The failure's words: what differed between the eager call and the traced program."""
-    return ("called directly on the same inputs, outside any trace (as code without jit "
-            "calls it), the implementation returned other values than the program it "
-            "traces to: " + "; ".join(changed) + " (every primitive runs alone both ways: "
-            "an implementation that does not test how it is called gives the same bits)")
+    return ("called directly, outside any trace (as code without jit calls it), the "
+            "implementation returned other values than the program it traces to, both on "
+            "the call's inputs with their floating data drawn anew: " + "; ".join(changed)
+            + " (every primitive runs alone both ways: an implementation that does not test "
+            "how it is called gives the same bits)")

@@ -20,7 +20,7 @@ from kernel_harness.records.family import Family
 from kernel_harness.records.kernels import KernelExpectation, declared_fallback
 from kernel_harness.records.outputs import judged_outputs
 from kernel_harness.records.outside import OutsideKernel
-from kernel_harness.run import impl_source, kernel_count, kernel_outside, memory_maps
+from kernel_harness.run import impl_source, kernel_count, kernel_eager, kernel_outside, memory_maps
 from kernel_harness.run import rerun as rerun_module
 from kernel_harness.run.count_errors import ClosedOverTracer
 
@@ -302,13 +302,15 @@ def check_case(
     ``impl`` declares a fallback (:func:`kernel_harness.records.kernels.fallback`).
     ``rerun``: the same program runs a second time on the same inputs and must reproduce
     every output bit for bit (:mod:`kernel_harness.run.rerun`), unless the family declares
-    its kernel nondeterministic.
+    its kernel nondeterministic; and a configuration traced for the first time may be
+    called eagerly too (:mod:`kernel_harness.run.kernel_eager`).
     """
     ensure_supported(family, backend)
     impl = family.kernel if impl is None else impl
     start = time.perf_counter()
     inputs = case.materialize()
-    actual, kernels = run_counted(family, impl, case, inputs, backend)
+    with kernel_eager.wanted(rerun):  # its first run of a program: called eagerly too
+        actual, kernels = run_counted(family, impl, case, inputs, backend)
     changed: tuple[str, ...] = ()
     if rerun and not family.nondeterministic:
         # The counting wrapper is one object per implementation: the adapter's cached
