@@ -20,7 +20,7 @@ from kernel_harness.run import kernel_coverage
 from kernel_harness.run.crash import Crash, KernelCrash
 from kernel_harness.run.diagnostics import TpuInterpretCannotRun, note_cannot_run
 from kernel_harness.run.impl_source import SUSPICIOUS
-from kernel_harness.run.kernel_eager import EAGER, EAGER_SAME, EagerVerdict
+from kernel_harness.run.kernel_eager import EAGER, EAGER_SAME, EAGER_UNSTABLE
 from kernel_harness.run.kernel_outside import OUTSIDE
 from kernel_harness.run.kernel_poison import UNUSED
 from kernel_harness.run.report import failure_report
@@ -215,8 +215,10 @@ def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
     labels += [f"{UNUSED}: {u}" for u in result.unused_results]
     labels += [f"{NONDETERMINISTIC}: {c.split(':')[0]}" for c in result.rerun_changed]
     labels += [f"{EAGER}: {c.split(':')[0]}" for c in result.eager_changed]
-    if result.kernels.eager == EagerVerdict():
+    if result.kernels.eager is not None and not result.eager_changed:
         labels.append(EAGER_SAME)
+    if result.kernels.eager is not None and result.kernels.eager.unstable:
+        labels.append(EAGER_UNSTABLE)
     labels += [f"{OUTSIDE}: {', '.join(names)} ({where})"
                for where, names in result.outside_math.items()]
     if result.kernels.poison_error:  # never silent: the unused-result check did not run

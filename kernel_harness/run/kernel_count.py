@@ -35,8 +35,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from kernel_harness.core.compat import pallas_count, settings_reentry
+from kernel_harness.core.compat import pallas_count
 from kernel_harness.core.compat.forced_settings import settings_in_force
+from kernel_harness.core.compat.reentry import settings_reentry
 from kernel_harness.records.kernels import KernelExpectation
 from kernel_harness.run import kernel_core_value, kernel_eager, kernel_outside, kernel_poison
 from kernel_harness.run.count_errors import CountUnavailable
@@ -112,7 +113,7 @@ class KernelCount:
                    poisoned=any(p.unused is not None and p.error is None for p in poisons),
                    outside={k: v for k, v in outside.items() if v},
                    core_skipped=next(filter(None, (p.core_skipped for p in poisons)), None),
-                   eager=kernel_eager.merged(poisons))
+                   eager=kernel_eager.merged([p.eager_verdict for p in poisons]))
 
     def event(self) -> str:
         """``pallas kernels: fwd 1, bwd 2`` (the event every counted example notes)."""
@@ -313,7 +314,7 @@ class Counting(kernel_poison.StandIn):
             count.poison.key = (self._product, call)
             if not kernel_core_value.perturbs(self._seen[0], key):
                 count.poison.core = {}
-            if kernel_eager.sampled(self, tuple(str(leaves[i].dtype) for i in dyn), key):
+            if kernel_eager.sampled(self, key):
                 count.poison.eager = (kernel_poison.bound(self._impl, leaves, treedef, dyn),
                                       program, settings_reentry())
         self._seen[0] += 1

@@ -1,16 +1,23 @@
 """Whether an implementation computes the same when called eagerly (issue 55, item 2).
 
 The harness runs what it traced (:mod:`kernel_harness.run.kernel_count`): an implementation
-that tests whether its inputs are tracers (``isinstance(x, jax.core.Tracer)``) and takes
-another path on concrete arrays, as a notebook or a sampling loop without ``jit`` calls it,
-shows the harness only its traced path. So for an implementation's first configuration of
-each set of input dtypes in a process, and one in :data:`EVERY` after (a stable hash), the
-call is made once more directly, on the real inputs the poisoning captured
-(:mod:`kernel_harness.run.kernel_poison`), outside any trace, and its outputs are compared
-bit for bit (NaN as NaN) with the traced program's evaluated op by op on the same inputs:
-both run every primitive alone, so an implementation that does not look at how it is called
-gives the same bits.
-Forward outputs only (a gradient taken eagerly is not compared).
+that tests whether its inputs are tracers (``isinstance(x, jax.core.Tracer)``, or a
+concrete array's attribute a tracer lacks) and takes another path on concrete arrays, as a
+notebook or a sampling loop without ``jit`` calls it, shows the harness only its traced
+path. So where matches-reference asks (:func:`wanted`: the first example of each compiled
+program), an implementation's first configuration in a process, and one in :data:`EVERY`
+after (a stable hash), is called once more directly, outside any trace, and its outputs
+are compared bit for bit (NaN as NaN) with the traced program's evaluated op by op: both
+run every primitive alone, so an implementation that does not look at how it is called
+gives the same bits. Both get the call's inputs with their floating
+data drawn anew (:func:`_drawn`), under the settings the call was traced under
+(:func:`kernel_harness.core.compat.reentry.settings_reentry`).
+
+The comparison runs after the example's bitwise rerun (:func:`judged`), so its runs never
+come between the two runs the rerun compares. Elements that differ between two runs of the
+program itself (garbage a kernel leaves outside its contract, a nondeterministic kernel:
+the rerun's to name) are not judged. Forward outputs only (a gradient taken eagerly is not
+compared).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import threading
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -30,22 +38,34 @@ import numpy as np
 EAGER = "behaves otherwise when called eagerly"
 #: The event of an example whose configuration was called eagerly with the same result.
 EAGER_SAME = "called eagerly: the traced program's bits"
-#: An implementation's first configuration of each set of input dtypes in a process is
-#: called eagerly, then one in EVERY (a stable hash): each costs a run of the implementation
-#: and of its program.
+#: The event of one whose program itself varies in some elements (not judged there).
+EAGER_UNSTABLE = "called eagerly: elements that vary between runs of the program not judged"
+#: An implementation's first configuration in a process is called eagerly, then one in
+#: EVERY (a stable hash): each costs a compile and two or three runs of the implementation.
 EVERY = 16
-
 
 _WANTED: contextvars.ContextVar[bool] = contextvars.ContextVar("kernel_harness_eager",
                                                                default=False)
+_LOCAL = threading.local()
+
+
+@dataclasses.dataclass(frozen=True)
+class EagerVerdict:
+    """A direct call compared: ``changed``, a line per output leaf it returned otherwise than
+    the traced program (the class's failure); ``unstable``, a line per leaf with elements
+    that two runs of the program did not reproduce (not judged there)."""
+
+    changed: tuple[str, ...] = ()
+    unstable: tuple[str, ...] = ()
 
 
 @contextlib.contextmanager
 def wanted(on: bool) -> Iterator[None]:
     """Within the block, configurations traced for the first time may be called eagerly
-    (:func:`sampled`): matches-reference asks it for the first example of each compiled
-    program; the golden check, the gate and the relations' runs do not (each direct call
-    costs a compile and two runs of the implementation)."""
+    (:func:`sampled`); each is judged by :func:`judged` afterwards. matches-reference asks
+    it for the first example of each compiled program; the golden check, the gate,
+    large-sizes and the relations' runs do not (each direct call costs a compile and runs)."""
+    _LOCAL.pending = []  # what an earlier example left unjudged (it raised) is dropped
     token = _WANTED.set(on)
     try:
         yield
@@ -53,67 +73,78 @@ def wanted(on: bool) -> Iterator[None]:
         _WANTED.reset(token)
 
 
-def sampled(wrapper: Any, dtypes: tuple[str, ...], key: Any) -> bool:
-    """Whether configuration ``key`` of ``wrapper`` (a counting stand-in), whose traced
-    inputs have ``dtypes``, is called eagerly: the first of its dtypes (an eager path may
-    take another precision for one dtype only: round 6's rounded float32 logits to the
-    bfloat16 grid, which leaves bfloat16 inputs as they were), then one in EVERY."""
+def sampled(wrapper: Any, key: Any) -> bool:
+    """Whether configuration ``key`` of ``wrapper`` (a counting stand-in) is called eagerly:
+    its first in the process, then one in EVERY. (The first of each set of input dtypes,
+    tried first, cost the suite's tests/families and tests/run 19%: 261 s became 310 s.)"""
     if not _WANTED.get():
         return False
-    seen = wrapper.__dict__.setdefault("_eager_dtypes", set())
-    first = dtypes not in seen
-    seen.add(dtypes)
+    first = not wrapper.__dict__.get("_eager_called", False)
+    wrapper.__dict__["_eager_called"] = True
     return first or zlib.crc32(repr(key).encode()) % EVERY == 7
 
 
-@dataclasses.dataclass(frozen=True)
-class EagerVerdict:
-    """A direct call compared: ``changed``, what it returned otherwise than the traced
-    program (its class's failure); ``program_changed``, what the traced program run twice
-    did not reproduce bit for bit (then ``changed`` is not judged: a nondeterministic
-    program, the ``nondeterministic`` class's failure unless the family declares it)."""
-
-    changed: tuple[str, ...] = ()
-    program_changed: tuple[str, ...] = ()
+def defer(poison: Any, call: tuple[Callable[..., Any], ...], inputs: Sequence[Any]) -> None:
+    """Keeps ``poison``'s direct call (``(direct, program, settings)``) and the call's
+    inputs until :func:`judged` (the poisoning's ``eager_verdict`` is set then)."""
+    pending = _LOCAL.__dict__.setdefault("pending", [])
+    pending.append((poison, call, [np.asarray(x) for x in inputs]))
 
 
-def merged(poisons: Sequence[Any]) -> EagerVerdict | None:
-    """An example's verdict from its configurations' poisonings (None: no call of its
-    configurations was compared)."""
-    judged = [p.eager_verdict for p in poisons if p.eager_verdict is not None]
-    if not judged:
+def judged(count: Any) -> Any:
+    """Judges the deferred direct calls of this thread, and returns ``count`` (the example's
+    ``KernelCount``, or None) with their verdicts merged into its ``eager``."""
+    pending, _LOCAL.pending = _LOCAL.__dict__.get("pending", []), []
+    for poison, (direct, program, settings), inputs in pending:
+        try:
+            poison.eager_verdict = changes(direct, program, settings, inputs, poison.out_names)
+        except Exception as e:  # noqa: BLE001 - traced it ran: a failure of its class
+            poison.eager_verdict = EagerVerdict(
+                (f"the direct call raised {type(e).__name__}: {str(e).strip()[:200]}",))
+    if count is None or not pending:
+        return count
+    verdicts = [v for v in (count.eager, *(p.eager_verdict for p, _, _ in pending)) if v]
+    return dataclasses.replace(count, eager=merged(verdicts))
+
+
+def merged(verdicts: Sequence[EagerVerdict | None]) -> EagerVerdict | None:
+    """One verdict from several (None: none was made)."""
+    made = [v for v in verdicts if v is not None]
+    if not made:
         return None
-    return EagerVerdict(*(tuple(dict.fromkeys(c for v in judged for c in getattr(v, f.name)))
-                     for f in dataclasses.fields(EagerVerdict)))
+    return EagerVerdict(*(tuple(dict.fromkeys(c for v in made for c in getattr(v, f.name)))
+                          for f in dataclasses.fields(EagerVerdict)))
 
 
 def changes(direct: Callable[..., Any], program: Callable[..., Any],
             settings: Callable[[], AbstractContextManager[None]],
             inputs: Sequence[np.ndarray], names: Sequence[str]) -> EagerVerdict:
     """The :class:`EagerVerdict` of the direct call against the traced program, both on
-    ``inputs`` with their floating data drawn anew (:func:`_drawn`):
-    a line per output leaf (named by ``names``, the call's result leaves) that differs,
-    ``result: 12 of 4096 element(s) differ (bitwise), largest |difference| 0.0031``. Both
-    run under ``settings()`` (the interpreter settings and matmul precision the call was
-    traced under: :func:`kernel_harness.core.compat.settings_reentry`). Where they differ,
-    the program runs once more: differing from itself, it is nondeterministic."""
+    ``inputs`` with their floating data drawn anew (:func:`_drawn`) and under
+    ``settings()``: a line per output leaf (named by ``names``, the call's result leaves)
+    that differs, ``result: 12 of 4096 element(s) differ (bitwise), largest |difference|
+    0.0031``. Where they differ the program runs once more, and the elements it does not
+    reproduce are left out of the comparison."""
     values = _drawn(inputs)
 
     def fresh() -> list[jax.Array]:  # each call its own arrays: a kernel may donate them
         return [jax.device_put(x) for x in values]
 
     with settings():
-        eager = jax.tree_util.tree_leaves(direct(*fresh()))
-        traced = jax.tree_util.tree_leaves(program(*fresh()))
+        eager = [np.asarray(x) for x in jax.tree_util.tree_leaves(direct(*fresh()))]
+        traced = [np.asarray(x) for x in jax.tree_util.tree_leaves(program(*fresh()))]
         if len(eager) != len(traced):
             return EagerVerdict((f"the result has {len(eager)} array(s) called eagerly, "
-                            f"{len(traced)} traced",))
-        found = _differences(eager, traced, names, "differ")
-        again = (_differences(traced, jax.tree_util.tree_leaves(program(*fresh())), names,
-                              "changed") if found else ())
-    # Run between a first run and the bitwise rerun, these calls could put a program whose
-    # values alternate back in step: so its nondeterminism is named here too.
-    return EagerVerdict(program_changed=again) if again else EagerVerdict(found)
+                                 f"{len(traced)} traced",))
+        found = _differences(eager, traced, names)
+        if not found:
+            return EagerVerdict()
+        again = [np.asarray(x) for x in jax.tree_util.tree_leaves(program(*fresh()))]
+    stable = [_same(t, a) if t.shape == a.shape else np.zeros(t.shape, bool)
+              for t, a in zip(traced, again, strict=True)]
+    unstable = tuple(f"{_name(names, i)}: {int((~s).sum())} of {s.size} element(s)"
+                     for i, s in enumerate(stable) if not s.all())
+    return EagerVerdict(_differences(eager, traced, names, stable), unstable)
 
 
 def _drawn(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -133,26 +164,32 @@ def _drawn(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
-_NOUN = {"differ": "difference", "changed": "change"}
+def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise bitwise agreement, NaN equal to NaN."""
+    if jax.numpy.issubdtype(a.dtype, jax.numpy.inexact):  # bfloat16's numpy kind is "V"
+        return (a == b) | (np.isnan(a) & np.isnan(b))
+    return np.asarray(a == b)
 
 
-def _differences(eager: list[Any], traced: list[Any], names: Sequence[str], verb: str
-                 ) -> tuple[str, ...]:
+def _name(names: Sequence[str], i: int) -> str:
+    return (names[i] if i < len(names) else "") or f"result leaf {i}"
+
+
+def _differences(eager: list[np.ndarray], traced: list[np.ndarray], names: Sequence[str],
+                 judged_where: list[np.ndarray] | None = None) -> tuple[str, ...]:
     found = []
     for i, (a, b) in enumerate(zip(eager, traced, strict=True)):
-        a, b = np.asarray(a), np.asarray(b)
-        name = (names[i] if i < len(names) else "") or f"result leaf {i}"
         if a.shape != b.shape or a.dtype != b.dtype:
-            found.append(f"{name}: {a.dtype}{list(a.shape)} called eagerly, "
+            found.append(f"{_name(names, i)}: {a.dtype}{list(a.shape)} called eagerly, "
                          f"{b.dtype}{list(b.shape)} traced")
             continue
-        same = (a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype.kind in "fc" else a == b
+        same = _same(a, b) | (False if judged_where is None else ~judged_where[i])
         if not np.all(same):
             diff = np.where(same, 0.0, np.abs(a.astype(np.float64) - b.astype(np.float64)))
             finite = diff[np.isfinite(diff)]
             largest = f"{float(finite.max()):.3g}" if finite.size else "nan"
-            found.append(f"{name}: {int((~same).sum())} of {a.size} element(s) {verb} "
-                         f"(bitwise), largest |{_NOUN[verb]}| {largest}")
+            found.append(f"{_name(names, i)}: {int((~same).sum())} of {a.size} element(s) "
+                         f"differ (bitwise), largest |difference| {largest}")
     return tuple(found)
 
 

@@ -136,13 +136,8 @@ class Poisoning:
         except Exception as e:  # noqa: BLE001 - reported beside the count, never a pass claim
             self.error = f"{type(e).__name__}: {str(e).strip()[:200]}"
             unused = ()
-        if self.eager is not None:
-            try:
-                self.eager_verdict = kernel_eager.changes(*self.eager, self.inputs,
-                                                          self.out_names)
-            except Exception as e:  # noqa: BLE001 - traced it ran: a failure of its class
-                self.eager_verdict = kernel_eager.EagerVerdict(
-                    (f"the direct call raised {type(e).__name__}: {str(e).strip()[:200]}",))
+        if self.eager is not None:  # judged after the example's bitwise rerun
+            kernel_eager.defer(self, self.eager, self.inputs)
         # Judged once: what it needed is dropped (the memo keeps every configuration).
         self.unused, self.inputs, self.forward, self.backward = unused, None, None, None
         self.eager = None

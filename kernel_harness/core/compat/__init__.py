@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import jax
 import numpy as np
 
-from kernel_harness.core.compat.forced_settings import forcing, params_in_force
+from kernel_harness.core.compat.forced_settings import forcing
 from kernel_harness.core.frames import is_plumbing
 from kernel_harness.core.interpret_log import BufferAccess, BufferAllocation, TpuInterpretLog
 
@@ -87,32 +87,6 @@ def forced_tpu_interpret_mode(params: Any) -> Iterator[None]:
 
     with forcing(params), pltpu.force_tpu_interpret_mode(params):
         yield
-
-
-def settings_reentry() -> Callable[[], contextlib.AbstractContextManager[None]]:
-    """What re-enters, for a call made later outside the block that set them, the forced
-    TPU interpreter settings, the harness's interpreter extensions, the abstract mesh and the
-    default matmul precision in force now (a direct call of an implementation traces its
-    kernels as the adapter's call did)."""
-    from kernel_harness.core.compat import interpreter_ext  # it imports this module
-
-    params, precision = params_in_force(), jax.config.jax_default_matmul_precision
-    extended = interpreter_ext.extensions_in_force()
-    mesh = jax.sharding.get_abstract_mesh()  # a TPU chip named on a CPU host (flywheel's)
-
-    @contextlib.contextmanager
-    def again() -> Iterator[None]:
-        with contextlib.ExitStack() as stack:
-            if not mesh.empty:
-                stack.enter_context(jax.sharding.use_abstract_mesh(mesh))
-            if extended:
-                stack.enter_context(interpreter_ext.tpu_interpreter_extensions())
-            if params is not None:
-                stack.enter_context(forced_tpu_interpret_mode(params))
-            stack.enter_context(jax.default_matmul_precision(precision))
-            yield
-
-    return again
 
 
 def reset_tpu_interpret_state() -> None:
