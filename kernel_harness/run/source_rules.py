@@ -159,9 +159,8 @@ def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int]
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None \
             and id(node.value) not in exempt:
         stored = _stored(node)
-        if stored and not all("interpret" in n for n in stored) and any(
-                isinstance(n, ast.Name) and n.id == "interpret"
-                for n in _outside_calls(node.value)):
+        if stored and not all("interpret" in n for n in stored) and _from_interpret(
+                node.value):
             yield BACKEND, "a value computed from `interpret`"
     yield from source_calls.kinds(node, lambda n: _dotted(n, heads), local)
     if isinstance(node, (ast.Attribute, ast.Name)):
@@ -219,6 +218,21 @@ def _outside_calls(node: ast.AST) -> Iterator[ast.AST]:
         return
     for child in ast.iter_child_nodes(node):
         yield from _outside_calls(child)
+
+
+_PACKING = (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Starred)
+
+
+def _from_interpret(value: ast.AST, element: bool = False) -> bool:
+    """Whether ``value`` reads ``interpret`` outside calls, other than as an element packed
+    unchanged into a tuple, list, set or dict (``args = (scale, interpret)`` passes it on;
+    the packed name stays tainted, so a test on ``args[1]`` is read as one on it)."""
+    if isinstance(value, ast.Name):
+        return value.id == "interpret" and not element
+    if isinstance(value, ast.Call):
+        return _from_interpret(value.func)
+    return any(_from_interpret(c, isinstance(value, _PACKING))
+               for c in ast.iter_child_nodes(value))
 
 
 def _backend_test(test: ast.AST, heads: dict[str, str], tainted: set[str],

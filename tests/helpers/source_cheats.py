@@ -87,3 +87,20 @@ def honest(x, *, interpret=False):
 
 def _call(x, *, interpret):
     return x
+
+
+def honest_packer(x, *, interpret=False):
+    """Packs the setting with the others to pass it on (round 7's mha wrapper did): nothing
+    to find."""
+    args = (2.0, interpret)
+    return _apply(x, *args)
+
+
+def _apply(x, scale, interpret):
+    return _call(x * scale, interpret=interpret)
+
+
+def packed_then_tested(x, *, interpret=False):
+    """Packs the setting, then tests the packed element: a branch on `interpret`."""
+    opts = (2.0, interpret)
+    return x if opts[1] else x.astype(jnp.bfloat16).astype(x.dtype)
