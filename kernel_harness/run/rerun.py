@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 
 #: The failure class, as reports and events name it.
@@ -33,14 +34,32 @@ def changes(first: Mapping[str, Any], second: Mapping[str, Any], names: Iterable
         if a.shape != b.shape:
             found.append(f"{name}: shape {a.shape} then {b.shape}")
             continue
-        same = (a == b) | (np.isnan(a) & np.isnan(b)) if a.dtype.kind == "f" else a == b
-        if not np.all(same):
-            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-            diff = np.where(same, 0.0, diff)
-            largest = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
-            found.append(f"{name}: {int((~same).sum())} of {a.size} element(s) changed "
-                         f"(bitwise), largest |change| {largest:.3g}")
+        line = differing(name, a, b, "changed", "change")
+        if line:
+            found.append(line)
     return tuple(found)
+
+
+def bitwise_same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elementwise agreement of two arrays of one shape, NaN equal to NaN (bfloat16 too,
+    whose numpy kind is "V", not "f")."""
+    if jnp.issubdtype(a.dtype, jnp.inexact):
+        return (a == b) | (np.isnan(a) & np.isnan(b))
+    return np.asarray(a == b)
+
+
+def differing(name: str, a: np.ndarray, b: np.ndarray, verb: str, noun: str,
+              where: np.ndarray | None = None) -> str | None:
+    """``name: 12 of 4096 element(s) <verb> (bitwise), largest |<noun>| 0.0031`` where ``a``
+    and ``b`` (of one shape) differ among the elements ``where`` selects (all by default);
+    None where they agree."""
+    same = bitwise_same(a, b) if where is None else bitwise_same(a, b) | ~where
+    if np.all(same):
+        return None
+    diff = np.where(same, 0.0, np.abs(a.astype(np.float64) - b.astype(np.float64)))
+    largest = float(np.nanmax(diff)) if np.isfinite(diff).any() else float("nan")
+    return (f"{name}: {int((~same).sum())} of {a.size} element(s) {verb} (bitwise), "
+            f"largest |{noun}| {largest:.3g}")
 
 
 def problem_text(changed: Iterable[str]) -> str:
