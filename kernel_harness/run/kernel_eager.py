@@ -9,8 +9,8 @@ program), an implementation's first configuration in a process, and one in :data
 after (a stable hash), is called once more directly, outside any trace, and its outputs
 are compared bit for bit (NaN as NaN) with the traced program's evaluated op by op: both
 run every primitive alone, so an implementation that does not look at how it is called
-gives the same bits. Both get the call's inputs with their floating
-data drawn anew (:func:`_drawn`), under the settings the call was traced under
+gives the same bits. Both get the call's inputs with their floating data drawn anew
+(:func:`_drawn`), under the settings the call was traced under
 (:func:`kernel_harness.core.compat.reentry.settings_reentry`).
 
 The comparison runs after the example's bitwise rerun (:func:`judged`), so its runs never
@@ -33,6 +33,9 @@ from typing import Any
 
 import jax
 import numpy as np
+
+from kernel_harness.core.case import standard_normal
+from kernel_harness.run import rerun
 
 #: The failure class, as reports and events name it.
 EAGER = "behaves otherwise when called eagerly"
@@ -103,8 +106,8 @@ def judged(count: Any) -> Any:
                 (f"the direct call raised {type(e).__name__}: {str(e).strip()[:200]}",))
     if count is None or not pending:
         return count
-    verdicts = [v for v in (count.eager, *(p.eager_verdict for p, _, _ in pending)) if v]
-    return dataclasses.replace(count, eager=merged(verdicts))
+    return dataclasses.replace(count, eager=merged(
+        [count.eager, *(p.eager_verdict for p, _, _ in pending)]))
 
 
 def merged(verdicts: Sequence[EagerVerdict | None]) -> EagerVerdict | None:
@@ -140,7 +143,7 @@ def changes(direct: Callable[..., Any], program: Callable[..., Any],
         if not found:
             return EagerVerdict()
         again = [np.asarray(x) for x in jax.tree_util.tree_leaves(program(*fresh()))]
-    stable = [_same(t, a) if t.shape == a.shape else np.zeros(t.shape, bool)
+    stable = [rerun.bitwise_same(t, a) if t.shape == a.shape else np.zeros(t.shape, bool)
               for t, a in zip(traced, again, strict=True)]
     unstable = tuple(f"{_name(names, i)}: {int((~s).sum())} of {s.size} element(s)"
                      for i, s in enumerate(stable) if not s.all())
@@ -155,20 +158,9 @@ def _drawn(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     precision: round 6's eager path passed there); any data shows an honest
     implementation's two runs agree."""
     rng = np.random.default_rng(0)
-    out = []
-    for x in inputs:
-        x = np.asarray(x)
-        if jax.numpy.issubdtype(x.dtype, jax.numpy.floating):
-            x = rng.standard_normal(x.shape).astype(np.float32).astype(x.dtype)
-        out.append(x)
-    return out
-
-
-def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise bitwise agreement, NaN equal to NaN."""
-    if jax.numpy.issubdtype(a.dtype, jax.numpy.inexact):  # bfloat16's numpy kind is "V"
-        return (a == b) | (np.isnan(a) & np.isnan(b))
-    return np.asarray(a == b)
+    return [standard_normal(rng, x.shape, str(x.dtype))
+            if jax.numpy.issubdtype(x.dtype, jax.numpy.floating) else x
+            for x in map(np.asarray, inputs)]
 
 
 def _name(names: Sequence[str], i: int) -> str:
@@ -183,13 +175,10 @@ def _differences(eager: list[np.ndarray], traced: list[np.ndarray], names: Seque
             found.append(f"{_name(names, i)}: {a.dtype}{list(a.shape)} called eagerly, "
                          f"{b.dtype}{list(b.shape)} traced")
             continue
-        same = _same(a, b) | (False if judged_where is None else ~judged_where[i])
-        if not np.all(same):
-            diff = np.where(same, 0.0, np.abs(a.astype(np.float64) - b.astype(np.float64)))
-            finite = diff[np.isfinite(diff)]
-            largest = f"{float(finite.max()):.3g}" if finite.size else "nan"
-            found.append(f"{_name(names, i)}: {int((~same).sum())} of {a.size} element(s) "
-                         f"differ (bitwise), largest |difference| {largest}")
+        line = rerun.differing(_name(names, i), a, b, "differ", "difference",
+                               None if judged_where is None else judged_where[i])
+        if line:
+            found.append(line)
     return tuple(found)
 
 

@@ -130,8 +130,8 @@ def rerun_line(result: CaseResult) -> str:
 
 
 def eager_line(result: CaseResult) -> str:
-    """``FAIL gpu-softmax behaves otherwise when called eagerly ...: called directly on the
-    same inputs ...`` ("" unless a direct call differed from the traced program)."""
+    """``FAIL gpu-softmax behaves otherwise when called eagerly ...: called directly, outside
+    any trace ...`` ("" unless a direct call differed from the traced program)."""
     changed = result.eager_changed
     if not changed:
         return ""
