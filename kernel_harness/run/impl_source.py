@@ -24,12 +24,15 @@ pytest, and names each line that:
 - **keeps state across calls**: ``global``/``nonlocal`` names it rebinds, an assignment
   into a module-level object from itself (``n += 1``, ``c[0] = c[0] + 1``; an object of its
   own class included) or a method changing one in place (``append``), ``next()`` of a
-  module-level iterator;
+  module-level iterator or its bound ``__next__``, a file or directory read or written, a
+  cache's ``cache_info()``, ``jax.config.update``; and, by any spelling, jax's
+  process-wide configuration changed by the example's calls (:func:`config_changes`);
 - **tells traced from eager**: a reference to jax's ``Tracer`` class;
 - **reads jax's precision context**: ``default_matmul_precision``'s value;
 - **branches on the backend**: an ``if``, conditional expression, loop or index that
-  reads ``interpret`` (or a name computed from it) or ``jax.default_backend()``, and a value
-  computed from ``interpret`` into a name that does not say interpret.
+  reads ``interpret`` (or a name computed from it), a value computed from ``interpret``
+  into a name that does not say interpret, ``jax.default_backend()`` or a device's
+  ``platform`` read anywhere.
 
 Each finding fails every example of the check, as the failure class ``suspicious source``
 with the kind, the file, the line and the line's text (:func:`findings`). The reach is
@@ -47,9 +50,11 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kernel_harness.core.compat import global_config
 from kernel_harness.core.errors import UsageError
 from kernel_harness.records.config import load_config
-from kernel_harness.run.source_rules import KINDS, Finding, lint, lint_module, trusted
+from kernel_harness.run.source_calls import trusted
+from kernel_harness.run.source_rules import KINDS, STATE, Finding, lint, lint_module
 
 #: The failure class, as reports and events name it.
 SUSPICIOUS = "suspicious source"
@@ -177,6 +182,22 @@ def findings(impl: Callable[..., Any]) -> tuple[Finding, ...]:
     out = tuple(sorted(unique.values(), key=lambda f: (f.file, f.line, f.kind)))
     _FOUND[id(impl)] = (impl, out)
     return out
+
+
+def config_snapshot() -> dict[str, Any]:
+    """jax's process-wide options now (what :func:`config_changes` compares with)."""
+    return global_config.snapshot()
+
+
+def config_changes(before: dict[str, Any]) -> tuple[Finding, ...]:
+    """A finding for each jax option whose process-wide value changed since ``before`` (the
+    implementation's call set it, by whatever name: a program of the user's run after it
+    would change too); each is put back, so later checks run as before."""
+    changes = global_config.changed_since(before)
+    global_config.restore(changes)
+    return tuple(Finding(STATE, "jax.config", 0, f"{option}: {old!r} -> {new!r}",
+                         "the call changed jax's configuration for the whole process; "
+                         "put back") for option, old, new in changes)
 
 
 def problem_text(found: tuple[Finding, ...]) -> str:

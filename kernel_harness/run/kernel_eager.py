@@ -26,6 +26,7 @@ import contextlib
 import contextvars
 import dataclasses
 import threading
+import weakref
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -50,6 +51,8 @@ EVERY = 16
 _WANTED: contextvars.ContextVar[bool] = contextvars.ContextVar("kernel_harness_eager",
                                                                default=False)
 _LOCAL = threading.local()
+#: The counting stand-ins whose first configuration was called eagerly in this process.
+_CALLED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,9 +85,15 @@ def sampled(wrapper: Any, key: Any) -> bool:
     tried first, cost the suite's tests/families and tests/run 19%: 261 s became 310 s.)"""
     if not _WANTED.get():
         return False
-    first = not wrapper.__dict__.get("_eager_called", False)
-    wrapper.__dict__["_eager_called"] = True
+    first = wrapper not in _CALLED
+    _CALLED.add(wrapper)
     return first or zlib.crc32(repr(key).encode()) % EVERY == 7
+
+
+def forget() -> None:
+    """Every implementation's next configuration is its first again (a test that must see
+    the first call, whatever ran before it in the process)."""
+    _CALLED.clear()
 
 
 def defer(poison: Any, call: tuple[Callable[..., Any], ...], inputs: Sequence[Any]) -> None:

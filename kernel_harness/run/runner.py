@@ -309,6 +309,7 @@ def check_case(
     impl = family.kernel if impl is None else impl
     start = time.perf_counter()
     inputs = case.materialize()
+    config = impl_source.config_snapshot()
     with kernel_eager.wanted(rerun):  # its first run of a program: called eagerly too
         actual, kernels = run_counted(family, impl, case, inputs, backend)
     changed: tuple[str, ...] = ()
@@ -321,7 +322,7 @@ def check_case(
                                                        *family.same_as))
     kernels = kernel_eager.judged(kernels)  # after the rerun: its runs come between none
     expected = family.reference(case, inputs)
-    found = impl_source.findings(impl)
+    found = impl_source.findings(impl) + impl_source.config_changes(config)
     verdicts, excluded = judge_outputs(
         family, case, actual, expected,
         low_precision=low_precision_outputs(family, case, inputs, backend))

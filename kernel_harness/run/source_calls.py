@@ -1,14 +1,41 @@
-"""Call-shaped rules of the source check (:mod:`kernel_harness.run.source_rules` asks them
-for each node): an attribute of an introspection module read by name (``getattr(sys, ...)``,
-``vars(sys)``), a file read or written. (Not a device's ``platform`` or ``device_kind``:
-jax's own TPU kernels read the generation to pick their tiles.)"""
+"""Call- and attribute-shaped rules of the source check (:mod:`kernel_harness.run.source_rules`
+asks them for each node): an attribute of an introspection module read by name
+(``getattr(sys, ...)``, ``vars(sys)``), a file or directory read or written, a cache's
+statistics, a bound method that advances or changes a host object, the platform the program
+runs on, jax's configuration changed. (Not a device's ``device_kind``: jax's own TPU kernels
+read the generation to pick their tiles.)"""
 
 from __future__ import annotations
 
 import ast
+import sys
+import types
 from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
 
 from kernel_harness.run import source_names as known
+
+
+def trusted(module: str | None) -> bool:
+    """Whether ``module`` belongs to :data:`~kernel_harness.run.source_names.TRUSTED` or the
+    standard library."""
+    top = (module or "").split(".")[0]
+    return top in known.TRUSTED or top in sys.stdlib_module_names
+
+
+def host_mutable(value: Any) -> bool:
+    """A Python object a call can change and the next call read: a list, dict, set, numpy
+    array, iterator or a plain instance of a class outside the trusted packages (never a
+    Pallas ref, a jax array, a module or a function)."""
+    if isinstance(value, (list, dict, set, bytearray, np.ndarray, types.SimpleNamespace)):
+        return True
+    if hasattr(value, "__next__"):
+        return True
+    kind = type(value)
+    return (not isinstance(value, (type, types.ModuleType, types.FunctionType))
+            and hasattr(value, "__dict__") and not trusted(kind.__module__))
 
 
 def _literal(node: ast.AST) -> str | None:
@@ -29,15 +56,48 @@ def classify(dotted: str) -> tuple[str, str] | None:
     return None
 
 
-def kinds(node: ast.AST, dotted: Callable[[ast.AST], str | None],
-          local: set[str]) -> Iterator[tuple[str, str]]:
+def _bound_state(obj: Any) -> bool:
+    """A bound method that advances or changes a host object (``itertools.count().__next__``
+    or ``cache.append`` kept in a module name and called later)."""
+    owner = getattr(obj, "__self__", None)
+    return (owner is not None and not isinstance(owner, types.ModuleType)
+            and getattr(obj, "__name__", "") in (*known.MUTATORS, "__next__")
+            and host_mutable(owner))
+
+
+def _attribute(node: ast.Attribute, dotted: Callable[[ast.AST], str | None]
+               ) -> Iterator[tuple[str, str]]:
+    name = dotted(node) or ""
+    if node.attr == "platform" and name.split(".")[0] not in sys.stdlib_module_names:
+        # jax.devices()[0].platform: the CPU check takes one side, the accelerator the other
+        yield known.BACKEND_KIND, "reads the platform it runs on (a device's platform)"
+    elif node.attr in known.CACHE_STATS:
+        yield known.STATE, f"reads a cache's statistics ({node.attr}): a count of the " \
+                           "process's calls"
+
+
+def kinds(node: ast.AST, dotted: Callable[[ast.AST], str | None], local: set[str],
+          outer: dict[str, Any] | None = None) -> Iterator[tuple[str, str]]:
     """(kind, what) for a call or attribute node; ``dotted`` resolves a node to its dotted
-    name (the module's aliases resolved), ``local``: the names the function binds."""
+    name (the module's aliases resolved), ``local``: the names the function binds,
+    ``outer``: the objects of its module and closure."""
+    if isinstance(node, ast.Attribute):
+        yield from _attribute(node, dotted)
+        return
     if not isinstance(node, ast.Call):
         return
     func = node.func
     name = "" if isinstance(func, ast.Name) and func.id in local else dotted(func) or ""
-    if name in ("getattr", "vars", "builtins.getattr", "builtins.vars") and node.args:
+    if name in known.BACKEND:
+        yield known.BACKEND_KIND, "reads the backend (jax.default_backend())"
+    elif name.startswith("jax") and name.endswith(known.CONFIG_WRITES):
+        # round 7: jax_default_matmul_precision set to bfloat16 for the user's whole program
+        yield known.STATE, f"changes jax's configuration for the process ({name})"
+    elif isinstance(func, ast.Name) and func.id not in local and outer is not None \
+            and _bound_state(outer.get(func.id)):
+        yield known.STATE, f"calls {func.id}, a bound method that changes a host object " \
+                           "which outlives the call"
+    elif name in ("getattr", "vars", "builtins.getattr", "builtins.vars") and node.args:
         target = dotted(node.args[0]) or ""
         if target.split(".")[0] in known.INTROSPECTION:
             attr = _literal(node.args[1]) if len(node.args) > 1 else None

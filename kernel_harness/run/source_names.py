@@ -40,14 +40,27 @@ INTROSPECTION = frozenset({"sys", "os", "inspect", "traceback", "gc", "builtins"
 #: Calls that read or write a file: state that outlives the call and the process (a
 #: counter kept in a temp file).
 FILES = frozenset({"open", "io.open", "os.open", "os.fdopen", "os.path.getsize",
-                   "os.path.getmtime", "os.stat", "shelve.open", "dbm.open", "sqlite3.connect"})
-FILE_METHODS = frozenset({"read_text", "write_text", "read_bytes", "write_bytes"})
+                   "os.path.getmtime", "os.stat", "shelve.open", "dbm.open", "sqlite3.connect",
+                   # a directory as a marker (round 7: os.makedirs, then os.listdir)
+                   "os.listdir", "os.scandir", "os.makedirs", "os.mkdir", "os.path.exists",
+                   "os.path.isdir", "os.path.isfile", "os.remove", "os.unlink", "os.rename",
+                   "os.replace", "os.rmdir", "os.walk", "glob.glob", "glob.iglob",
+                   "shutil.rmtree", "tempfile.mkstemp", "tempfile.mkdtemp",
+                   "tempfile.NamedTemporaryFile", "tempfile.TemporaryFile"})
+FILE_METHODS = frozenset({"read_text", "write_text", "read_bytes", "write_bytes", "mkdir",
+                          "iterdir", "touch", "unlink", "rmdir", "is_dir", "is_file"})
+#: Attributes of a ``functools`` cache that count the process's calls (round 7: a bomb
+#: after 600 shapes read from ``cache_info().currsize``).
+CACHE_STATS = frozenset({"cache_info", "cache_parameters", "currsize"})
 #: Methods that change a list, dict, set or array in place (a call counter need not add).
 MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "pop",
                        "popitem", "remove", "discard", "clear", "__setitem__", "fill"})
 TRACER = ("jax.core.Tracer", "jax._src.core.Tracer", "jax.core.is_concrete",
            "jax._src.core.is_concrete")
 PRECISION = ("default_matmul_precision.value", "jax.config.jax_default_matmul_precision")
+#: Calls that change jax's configuration for the whole process (any dotted name under jax
+#: ending so: ``jax.config.update``, ``jax._src.config.config.update``).
+CONFIG_WRITES = (".config.update", ".config.parse_flags_with_absl")
 BACKEND = ("jax.default_backend", "jax._src.xla_bridge.default_backend")
 #: Strings naming the harness or the test runners.
 NAMES = ("kernel_harness", "hypothesis", "pytest", "PYTEST_CURRENT_TEST")

@@ -8,19 +8,16 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import sys
 import textwrap
 import types
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
 from kernel_harness.run import source_calls
 from kernel_harness.run import source_names as known
 from kernel_harness.run.source_names import BACKEND_KIND as BACKEND
 from kernel_harness.run.source_names import CLOCK_KIND as CLOCK
-from kernel_harness.run.source_names import OBSERVES, STATE, TRACED, TRUSTED
+from kernel_harness.run.source_names import OBSERVES, STATE, TRACED
 from kernel_harness.run.source_names import PRECISION_KIND as PRECISION
 
 
@@ -36,16 +33,6 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.file}:{self.line}: {self.text} ({self.what})"
-
-
-def _top(module: str | None) -> str:
-    return (module or "").split(".")[0]
-
-
-def trusted(module: str | None) -> bool:
-    """Whether ``module`` belongs to :data:`TRUSTED` or the standard library."""
-    top = _top(module)
-    return top in TRUSTED or top in sys.stdlib_module_names
 
 
 def _source(fn: types.FunctionType) -> tuple[ast.AST, int, list[str]] | None:
@@ -112,19 +99,6 @@ def _docstrings(tree: ast.AST) -> set[int]:
 _CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__set_name__")
 
 
-def _host_mutable(value: Any) -> bool:
-    """A Python object a call can change and the next call read: a list, dict, set, numpy
-    array, iterator or a plain instance of a class outside :data:`TRUSTED` (never a Pallas
-    ref, a jax array, a module or a function)."""
-    if isinstance(value, (list, dict, set, bytearray, np.ndarray, types.SimpleNamespace)):
-        return True
-    if hasattr(value, "__next__"):
-        return True
-    kind = type(value)
-    return (not isinstance(value, (type, types.ModuleType, types.FunctionType))
-            and hasattr(value, "__dict__") and not trusted(kind.__module__))
-
-
 def _outer(root: str | None, local: set[str], outer: dict[str, Any], fn: str,
            target: ast.AST | None = None) -> bool:
     """Whether an object the code updates outlives the call: a host object of the module
@@ -145,7 +119,8 @@ def _outer(root: str | None, local: set[str], outer: dict[str, Any], fn: str,
     obj = outer[root]
     for attr in [None, *reversed(attrs)]:
         obj = obj if attr is None else getattr(obj, attr, None)
-        if _host_mutable(obj) or (isinstance(obj, type) and not trusted(obj.__module__)):
+        if source_calls.host_mutable(obj) or (isinstance(obj, type)
+                                              and not source_calls.trusted(obj.__module__)):
             return True
     return False
 
@@ -162,7 +137,7 @@ def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int]
         if stored and not all("interpret" in n for n in stored) and _from_interpret(
                 node.value):
             yield BACKEND, "a value computed from `interpret`"
-    yield from source_calls.kinds(node, lambda n: _dotted(n, heads), local)
+    yield from source_calls.kinds(node, lambda n: _dotted(n, heads), local, outer)
     if isinstance(node, (ast.Attribute, ast.Name)):
         hit = source_calls.classify(_dotted(node, heads) or "")
         if hit is not None:
