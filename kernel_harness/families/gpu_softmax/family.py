@@ -146,7 +146,7 @@ FAMILY = Family(
     claimed=_kernel.CLAIM,
     export=export,
     modes=frozenset({"partial-block", "pow2-n", "n=1", "large-offset", "large-logits",
-                     "rank-1", "rank-4", "float32", "bfloat16", "float16", "masked-prefix",
+                     "rank-1", "rank-6", "float32", "bfloat16", "float16", "masked-prefix",
                      "masked-leading-block", "masked-suffix", "masked-block", "tied-max"}),
     nondegenerate={"tied-max": (
         "float32: random bfloat16/float16 logits tie at a row's max on their own, float32 "

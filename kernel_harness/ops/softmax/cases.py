@@ -17,7 +17,11 @@ from kernel_harness.records.claims import Span, log_sizes
 #: block of next_pow2(n) lanes and masks the rest with -inf), 1 and odd sizes.
 ROW_LENGTHS: tuple[int, ...] = (100, 1, 2, 3, 31, 32, 33, 127, 128, 129, 1000, 1024, 1025)
 #: Leading shapes: the kernel is vmapped once per leading axis (none: one row, no vmap).
-LEADING: tuple[tuple[int, ...], ...] = ((2, 3), (), (1,), (5,), (2, 1, 3))
+#: Up to five (rank 6): round 7 of the adversarial set scrambled rows from rank 5 on, where
+#: the draws stopped at rank 4; those axes are at least 2 long (swapping an axis of 1 with
+#: another moves no row).
+LEADING: tuple[tuple[int, ...], ...] = ((2, 3), (), (1,), (5,), (2, 1, 3), (2, 3, 2, 2),
+                                        (3, 2, 2, 1, 2))
 #: (offset, scale) of the logits per dtype: O(1), large spreads (near one-hot rows), large
 #: offsets (every exp overflows without the max subtraction), and rows at a mask
 #: sentinel's level (-1e9; float16: near its most negative value): a row whose every key
@@ -227,7 +231,7 @@ def row_values(draw: st.DrawFn, case: SoftmaxCase) -> SoftmaxCase:
 def softmax_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
                   sizes: Mapping[str, Span] | None = None) -> SoftmaxCase:
     """Valid :class:`SoftmaxCase` s: all three dtypes, row lengths at and around powers of
-    two, 0-3 leading axes, logits O(1), spread by up to 1e4 or offset by +-1000, masked
+    two, 0-5 leading axes, logits O(1), spread by up to 1e4 or offset by +-1000, masked
     prefixes, suffixes and blocks (:func:`row_masks`; -inf or a finite sentinel:
     :data:`MASK_VALUES`), and rows whose maximum is
     tied (:func:`tied_maxima`). Shrinks towards float32, n=100, 2x3 rows, O(1) logits,

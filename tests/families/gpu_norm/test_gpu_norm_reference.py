@@ -128,7 +128,7 @@ def test_strategies_reach_the_hard_paths():
         seen.update(sm.events(case))
 
     draw_sm()
-    for ev in ("partial-block", "pow2-n", "n=1", "rank-1", "rank-4", "large-offset",
+    for ev in ("partial-block", "pow2-n", "n=1", "rank-1", "rank-4", "rank-6", "large-offset",
                "large-logits", "float16"):
         assert ev in seen, ev
 
