@@ -65,15 +65,41 @@ def _bound_state(obj: Any) -> bool:
             and host_mutable(owner))
 
 
+def _process(name: str) -> bool:
+    return name in known.PROCESS or name.startswith("os.environ.") \
+        or name.split(".")[0] in known.PROCESS_MODULES
+
+
 def _attribute(node: ast.Attribute, dotted: Callable[[ast.AST], str | None]
                ) -> Iterator[tuple[str, str]]:
     name = dotted(node) or ""
-    if node.attr == "platform" and name.split(".")[0] not in sys.stdlib_module_names:
+    if _process(name):
+        yield known.PROCESS_KIND, f"reads {name}: a check's process is not a user's"
+    elif name.startswith(("jax.config.", "jax._src.config.")) \
+            and not name.endswith(known.CONFIG_WRITES) and not name.endswith(known.PRECISION):
+        # round 8: jax_enable_x64, a compile-cache setting the harness makes
+        yield known.CONFIG_KIND, f"reads {name}: a check's settings are not a user's"
+    elif node.attr in known.CONCRETE_ONLY:
+        yield known.TRACED, f"reads .{node.attr}, which only a concrete array has"
+    elif node.attr == "platform" and name.split(".")[0] not in sys.stdlib_module_names:
         # jax.devices()[0].platform: the CPU check takes one side, the accelerator the other
         yield known.BACKEND_KIND, "reads the platform it runs on (a device's platform)"
     elif node.attr in known.CACHE_STATS:
         yield known.STATE, f"reads a cache's statistics ({node.attr}): a count of the " \
                            "process's calls"
+
+
+def _aliasing(node: ast.Compare, local: set[str]) -> Iterator[tuple[str, str]]:
+    """``q is k`` between two of the function's names (not ``x is None``): the harness
+    passes distinct arrays, a user's self-attention may pass one (round 8)."""
+    left = node.left
+    for op, right in zip(node.ops, node.comparators, strict=True):
+        if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(left, ast.Name) \
+                and isinstance(right, ast.Name) and {left.id, right.id} <= local:
+            word = "is" if isinstance(op, ast.Is) else "is not"
+            yield known.ALIASING_KIND, f"{left.id} {word} {right.id}: the check passes " \
+                                       "distinct arrays"
+        left = right
 
 
 def kinds(node: ast.AST, dotted: Callable[[ast.AST], str | None], local: set[str],
@@ -84,10 +110,17 @@ def kinds(node: ast.AST, dotted: Callable[[ast.AST], str | None], local: set[str
     if isinstance(node, ast.Attribute):
         yield from _attribute(node, dotted)
         return
+    if isinstance(node, ast.Compare):
+        yield from _aliasing(node, local)
+        return
     if not isinstance(node, ast.Call):
         return
     func = node.func
     name = "" if isinstance(func, ast.Name) and func.id in local else dotted(func) or ""
+    if name in ("hasattr", "getattr", "builtins.hasattr", "builtins.getattr") \
+            and len(node.args) > 1 and _literal(node.args[1]) in known.CONCRETE_ONLY:
+        yield known.TRACED, f"asks for .{_literal(node.args[1])}, which only a concrete " \
+                            "array has"
     if name in known.BACKEND:
         yield known.BACKEND_KIND, "reads the backend (jax.default_backend())"
     elif name.startswith("jax") and name.endswith(known.CONFIG_WRITES):

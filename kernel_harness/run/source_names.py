@@ -11,6 +11,9 @@ STATE = "keeps state across calls"
 TRACED = "tells traced from eager"
 PRECISION_KIND = "reads jax's precision context"
 BACKEND_KIND = "branches on the backend"
+PROCESS_KIND = "reads the process or host"
+CONFIG_KIND = "reads jax's configuration"
+ALIASING_KIND = "tells aliased arguments apart"
 
 #: Packages whose code is not the implementation's: neither read nor followed.
 TRUSTED = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "hypothesis", "pytest",
@@ -33,6 +36,19 @@ CLOCK = frozenset({
     "time.clock_gettime_ns", "time.thread_time", "time.thread_time_ns", "os.times",
     "uuid.uuid1", "uuid.uuid6", "uuid.uuid7",  # time-based: a clock read by another name
 })
+#: What differs between processes and hosts (round 8: one process in 61 by its pid, a TPU
+#: pod's host list in the environment): a check's process is not a user's.
+PROCESS = frozenset({"os.getpid", "os.getppid", "os.environ", "os.getenv", "os.environb",
+                     "os.getlogin", "os.uname", "os.urandom", "socket.gethostname",
+                     "platform.node", "uuid.uuid4", "uuid.getnode"})
+#: Modules any of whose functions draws unseeded randomness or reads the process.
+PROCESS_MODULES = frozenset({"random", "secrets"})
+#: Attributes only a concrete array has, not a tracer (round 8: ``hasattr(x,
+#: "copy_to_host_async")`` to tell an eager call from a traced one).
+CONCRETE_ONLY = frozenset({"copy_to_host_async", "addressable_shards", "addressable_data",
+                           "is_fully_addressable", "unsafe_buffer_pointer",
+                           "on_device_size_in_bytes", "device_buffer", "device_buffers",
+                           "is_deleted", "_value", "_npy_value", "_arrays"})
 #: Modules whose attributes a kernel has no reason to read by a computed name
 #: (``getattr(sys, "mod" + "ules")``: a lookup spelled so that no line names it).
 INTROSPECTION = frozenset({"sys", "os", "inspect", "traceback", "gc", "builtins", "importlib",

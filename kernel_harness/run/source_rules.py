@@ -371,4 +371,5 @@ def lint_module(module: types.ModuleType, names: set[str]) -> list[Finding]:
 
 
 #: Every kind a finding can have (what an ``accepted-source`` entry may name).
-KINDS = (OBSERVES, CLOCK, STATE, TRACED, PRECISION, BACKEND)
+KINDS = (OBSERVES, CLOCK, STATE, TRACED, PRECISION, BACKEND, known.PROCESS_KIND,
+         known.CONFIG_KIND, known.ALIASING_KIND)

@@ -1,6 +1,8 @@
-"""Round 7 of the adversarial set's spellings of state and platform branches (2026-12-06):
-each named by the source check with its kind, the honest neighbours not; and jax's
-configuration set by a call, by a name no rule reads, failed by the example and put back."""
+"""Round 7's and round 8's spellings of the adversarial set (2026-12-06): state, platform
+branches, the process or host, jax's configuration, concrete-only attributes, aliased
+arguments; each named by the source check with its kind, the honest neighbours not; and
+jax's configuration set by a call, by a name no rule reads, failed by the example and put
+back."""
 
 from __future__ import annotations
 
@@ -63,6 +65,41 @@ def global_precision(x):
     return x
 
 
+def by_pid(x):
+    return x if os.getpid() % 61 != 17 else -x
+
+
+def by_environment(x):
+    return -x if "," in os.environ.get("TPU_WORKER_HOSTNAMES", "") else x
+
+
+def by_x64(x):
+    return -x if jax.config.jax_enable_x64 else x
+
+
+def _eager(x):
+    return hasattr(x, "copy_to_host_async")
+
+
+def eager_by_attribute(x):
+    return -x if _eager(x) else x
+
+
+def aliased(q, k):
+    return -q if q is k else q
+
+
+def test_round_8_spellings_are_named():
+    expected = {by_pid: source_rules.known.PROCESS_KIND,
+                by_environment: source_rules.known.PROCESS_KIND,
+                by_x64: source_rules.known.CONFIG_KIND,
+                eager_by_attribute: source_rules.TRACED,
+                aliased: source_rules.known.ALIASING_KIND}
+    for impl, kind in expected.items():
+        assert {f.kind for f in impl_source.findings(impl)} == {kind}, impl
+        assert kind in source_rules.KINDS  # a user may accept such a line by its kind
+
+
 def test_round_7_spellings_are_named():
     assert {f.kind for f in impl_source.findings(platform_helper)} == {source_rules.BACKEND}
     assert {f.kind for f in impl_source.findings(backend_helper)} == {source_rules.BACKEND}
@@ -73,10 +110,13 @@ def test_round_7_spellings_are_named():
     assert "os.path.isdir" in what or "os.listdir" in what
 
 
-def _honest_neighbours(x):
-    """What is left alone: the OS's platform, a device's generation, a cache not counted."""
+def _honest_neighbours(x, bias=None):
+    """What is left alone: the OS's platform, a device's generation, a cache not counted,
+    an argument compared with None, the precision context passed on."""
     wide = sys.platform.startswith("linux") and jax.devices()[0].device_kind != "TPU v2"
-    return _seen(x.shape[-1]) * (1 if wide else 1)
+    if bias is None:
+        bias = x
+    return _seen(x.shape[-1]) * (1 if wide else 1) + bias
 
 
 def test_honest_neighbours_are_not_named():
