@@ -30,6 +30,7 @@ from typing import Any
 
 import hypothesis
 import jax
+import jax.numpy as jnp
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -78,7 +79,21 @@ def structure(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mappin
     with running_on(backend):
         jaxpr = jax.make_jaxpr(lambda a: call(impl, a))(dict(arrays))
     names = set(pallas_count.primitive_counts(jaxpr))
-    return pallas_count.pallas_kernels(jaxpr), frozenset(names - LAYOUT)
+    return pallas_count.pallas_kernels(jaxpr), frozenset(names - LAYOUT) | _narrowing(
+        jaxpr, arrays)
+
+
+def _narrowing(jaxpr: Any, arrays: Mapping[str, Any]) -> frozenset[str]:
+    """``a cast to bfloat16`` for each floating dtype the program casts to outside its
+    kernels with fewer mantissa bits than every floating input has: lower precision, which
+    a cast spells as layout (round 7 computed float32 softmax rows in bfloat16 past 2^22
+    elements only; round 8 passed float32 operands through float8 on a compiled run only)."""
+    inputs = [jnp.finfo(a.dtype).nmant for a in arrays.values()
+              if jnp.issubdtype(a.dtype, jnp.floating)]
+    if not inputs:
+        return frozenset()
+    return frozenset(f"a cast to {d.name}" for d in pallas_count.float_casts(jaxpr)
+                     if jnp.finfo(d).nmant < min(inputs))
 
 
 def _jitter(pairs: list[tuple[int, int]], drawn: list[int]

@@ -109,7 +109,7 @@ class Observer:
             self.counted += 1
             self.fell_back += bool(result.fell_back)
             self.unused += bool(result.unused_results)
-            self.outside += bool(result.outside_math)
+            self.outside += bool(result.outside_math or result.outside_elementwise)
             self.fallback_declared = result.fallback_declared
             if result.expected_kernels is not None:
                 self.expected_kernels = result.expected_kernels.describe()
@@ -220,7 +220,8 @@ def _note_kernels(result: CaseResult, observer: Observer | None) -> None:
     if result.kernels.eager is not None and result.kernels.eager.unstable:
         labels.append(EAGER_UNSTABLE)
     labels += [f"{OUTSIDE}: {', '.join(names)} ({where})"
-               for where, names in result.outside_math.items()]
+               for where, names in (*result.outside_math.items(),
+                                    *result.outside_elementwise.items())]
     if result.kernels.poison_error:  # never silent: the unused-result check did not run
         labels.append(f"kernel poisoning judged nothing: {result.kernels.poison_error}")
     if result.kernels.core_skipped:  # never silent: the core was not judged by value

@@ -62,7 +62,8 @@ LAYOUT = frozenset({
     "eval_jaxpr", "call_hi_primitive", "call_hi_primitive_linearized", "custom_partitioning",
     "compute_on"})
 #: Elementwise arithmetic and comparisons: a wrapper scales, offsets, masks and clamps
-#: (a softmax scale, a mask's select, a quantization's rounding). Never measured: what an
+#: (a softmax scale, a mask's select, a quantization's rounding). Measured only where the
+#: family says its wrapper needs none (``OutsideKernel.layout_only``); else what an
 #: answer built from these alone needs (a sum, an exponential) is measured, and the op's
 #: core is required inside the kernels (``KernelExpectation.*_computes``).
 ELEMENTWISE = frozenset({
@@ -72,6 +73,12 @@ ELEMENTWISE = frozenset({
     "square", "nextafter", "is_finite", "population_count", "clz", "real", "imag",
     "conj", "complex", "mulhi", "eq_to", "le_to", "lt_to", "reduce_and", "reduce_or",
     "reduce_xor"})
+#: What a family whose wrapper is layout only (``OutsideKernel.layout_only``) has measured
+#: too: elementwise arithmetic and comparisons (a where on a sentinel compares), and the
+#: gathers that move values by a computed index (a constant permutation of rows past the
+#: drawn sizes: round 8 of the adversarial set). Not ``select_n``: megablox's wrapper
+#: zeroes the rows outside a shard's groups with one, on an integer comparison.
+STRICT = ELEMENTWISE | frozenset({"gather", "scatter", "rev"})
 #: What is never measured outside the kernels. Every other primitive on floating arrays
 #: of the problem's size is (a sort, an FFT, a triangular solve, a scatter-add, a cumulative
 #: or windowed reduction, a primitive newer than this list: an allowlist, not a list of
@@ -98,6 +105,12 @@ class OutsideKernel:
       backward: the same for the backward (the function ``jax.vjp`` returns).
       by_design: for a family whose kernel is not Pallas at all (XLA, torch: no
         ``Family.kernels``), why; nothing is measured then.
+      layout_only: non-empty: the family's wrapper only reshapes, transposes, casts,
+        pads, slices and selects around its kernels, and this says why; elementwise
+        arithmetic, comparisons and gathers (:data:`STRICT`) on floating arrays of the
+        problem's size are then measured too (round 8 of the adversarial set scaled rows
+        and columns past the drawn sizes by a constant multiplied outside the kernel, with
+        the same program at every size).
 
     The default allows nothing beyond layout: a copy kernel with the math in XLA fails.
     """
@@ -105,6 +118,7 @@ class OutsideKernel:
     forward: Mapping[str, str] = dataclasses.field(default_factory=dict)
     backward: Mapping[str, str] = dataclasses.field(default_factory=dict)
     by_design: str = ""
+    layout_only: str = ""
 
     def __post_init__(self) -> None:
         for where, allowed in (("forward", self.forward), ("backward", self.backward)):
@@ -117,13 +131,18 @@ class OutsideKernel:
             if blank:
                 raise ValueError(f"OutsideKernel.{where}: each allowed primitive needs its "
                                  f"reason; {sorted(blank)} have none")
-        if self.by_design and (self.forward or self.backward):
+        if self.by_design and (self.forward or self.backward or self.layout_only):
             raise ValueError("OutsideKernel: a family computed outside Pallas by design "
                              "lists no allowed primitives")
 
     def allowed(self, where: str) -> Mapping[str, str]:
         """The primitives ``where`` (``"forward"`` or ``"backward"``) may run outside."""
         return self.forward if where == "forward" else self.backward
+
+    def judged(self, name: str) -> bool:
+        """Whether a measured name (a primitive, or a said-apart name) is judged at all:
+        those of :data:`STRICT` only where :attr:`layout_only` says so."""
+        return name.split(" ")[0] not in STRICT or bool(self.layout_only)
 
     def describe(self) -> list[str]:
         """One line per allowance, for ``describe``: ``forward: reduce_max (why)``, or
@@ -132,7 +151,11 @@ class OutsideKernel:
             return [f"not measured: {self.by_design}"]
         lines = [f"{where}: {name} ({why})" for where in PASSES
                  for name, why in sorted(self.allowed(where).items())]
-        return lines or ["nothing beyond layout (reshape, transpose, pad, slice, casts, "
-                         "elementwise): any other primitive (a matmul, transcendental, "
-                         "reduction, division, sort, FFT, solve...) on arrays of the "
-                         "problem's size or a host callback fails"]
+        lines = lines or ["nothing beyond layout (reshape, transpose, pad, slice, casts, "
+                          "elementwise): any other primitive (a matmul, transcendental, "
+                          "reduction, division, sort, FFT, solve...) on arrays of the "
+                          "problem's size or a host callback fails"]
+        if self.layout_only:
+            lines.append(f"layout only: elementwise arithmetic, comparisons and gathers "
+                         f"measured too ({self.layout_only})")
+        return lines

@@ -192,7 +192,7 @@ def _trace(fn: Callable[..., Any], leaves: list[Any], treedef: Any, dyn: list[in
     out_names = kernel_poison.output_names(shape_tree)
     count = CallCount(forward=pallas_count.pallas_kernels(fwd),
                       forward_top=pallas_count.top_primitives(fwd),
-                      forward_outside=kernel_outside.measure([fwd], problem)
+                      forward_outside=kernel_outside.measure([fwd], problem, strict=True)
                       + kernel_outside.core_missing(fwd, expected.forward_computes,
                                                     out_names))
     poison = kernel_poison.Poisoning(forward=fwd if count.forward else None, out_names=out_names,
@@ -246,9 +246,9 @@ def _trace_backward(call: Callable[..., Any], avals: list[Any],
                                     names=tuple(names[j] for j in wrt))
     return {"backward": pallas_count.pallas_kernels(bwd),
             "backward_top": pallas_count.top_primitives(bwd), "poison": poison,
-            "backward_outside": kernel_outside.measure([bwd], problem)
+            "backward_outside": kernel_outside.measure([bwd], problem, strict=True)
             + kernel_outside.core_missing(bwd, computes, poison.names),
-            "joint_outside": kernel_outside.measure([joint], problem)}
+            "joint_outside": kernel_outside.measure([joint], problem, strict=True)}
 
 
 class Counting(kernel_poison.StandIn):

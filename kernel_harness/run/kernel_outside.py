@@ -41,10 +41,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kernel_harness.core.compat import kernel_flow, pallas_count
-from kernel_harness.records.outside import CALLBACKS, MATMUL, OutsideKernel, measured
+from kernel_harness.records.outside import CALLBACKS, MATMUL, STRICT, OutsideKernel, measured
 
 #: The failure class, as reports and events name it.
 OUTSIDE = "math outside the kernel"
+
+#: How a primitive measured only for a layout-only family is named: ``mul`` + this.
+STRICT_SUFFIX = " (elementwise)"
 
 #: A measured primitive counts from 1/FRACTION of the problem's size on.
 FRACTION = 64
@@ -65,20 +68,25 @@ def problem_size(shapes: Iterable[tuple[int, ...]]) -> int:
     return max((math.prod(s) for s in shapes), default=0)
 
 
-def measure(jaxprs: Iterable[Any], problem: int) -> tuple[str, ...]:
+def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tuple[str, ...]:
     """The measured primitives ``jaxprs`` (one pass: a jaxpr or several) run outside their
     Pallas kernels on arrays of the problem's size ``problem``, and the host callbacks that
-    answer inside a kernel body (``pure_callback in a kernel body``), sorted by name."""
+    answer inside a kernel body (``pure_callback in a kernel body``), sorted by name;
+    ``strict``: the elementwise arithmetic, comparisons and gathers of
+    :data:`~kernel_harness.records.outside.STRICT` too, each named with :data:`STRICT_SUFFIX`
+    (judged only for a family whose wrapper is layout only)."""
     touched: collections.Counter = collections.Counter()
     always: set[str] = set()
     for jaxpr in jaxprs:
         for op in pallas_count.outside_ops(jaxpr):
-            if not measured(op.name) or not (op.inexact or op.name in MATMUL | CALLBACKS):
+            if not (measured(op.name) or (strict and op.name in STRICT)) \
+                    or not (op.inexact or op.name in MATMUL | CALLBACKS):
                 continue
+            name = op.name + STRICT_SUFFIX if op.name in STRICT else op.name
             if op.unbounded:
-                always.add(op.name)
+                always.add(name)
             else:
-                touched[op.name] += op.elements
+                touched[name] += op.elements
         for body_op in pallas_count.kernel_body_ops(jaxpr):
             if body_op.name in CALLBACKS and body_op.results:
                 always.add(body_op.name + IN_KERNEL)  # at any size: see the module's doc
@@ -136,9 +144,23 @@ def disallowed(found: Mapping[str, tuple[str, ...]], declared: OutsideKernel,
     left_out = set(skip)
     out = {}
     for where, names in found.items():
-        extra = tuple(n for n in names if n not in declared.allowed(where))
+        extra = tuple(n for n in names if n not in declared.allowed(where)
+                      and declared.judged(n))
         if extra and where not in left_out:
             out[where] = extra
+    return out
+
+
+def split_strict(bad: Mapping[str, tuple[str, ...]], strict: bool
+                 ) -> dict[str, tuple[str, ...]]:
+    """``bad`` (:func:`disallowed`'s) with only the names measured for a layout-only family
+    (``strict``, their suffix dropped) or only the others."""
+    out = {}
+    for where, names in bad.items():
+        picked = tuple(n.removesuffix(STRICT_SUFFIX) for n in names
+                       if n.endswith(STRICT_SUFFIX) == strict)
+        if picked:
+            out[where] = picked
     return out
 
 

@@ -108,6 +108,21 @@ def outside_line(result: CaseResult) -> str:
                        kernel_outside.problem_text(bad, result.outside_kernel))
 
 
+def elementwise_line(result: CaseResult) -> str:
+    """``FAIL gpu-norm math outside the kernel (forward: mul) ...`` for a layout-only family
+    whose example ran elementwise arithmetic, comparisons or gathers outside its kernels
+    ("" unless it did); said after every other class (a cheat of another class often
+    spells itself with them too)."""
+    bad = result.outside_elementwise
+    if not bad or result.outside_kernel is None:
+        return ""
+    what = "; ".join(f"{where}: {', '.join(names)}" for where, names in bad.items())
+    return _class_line(result, f"{kernel_outside.OUTSIDE} ({what})",
+                       kernel_outside.problem_text(bad, result.outside_kernel)
+                       + "; the family's wrapper is layout only: "
+                       + result.outside_kernel.layout_only)
+
+
 def _class_line(result: CaseResult, what: str, problem: str) -> str:
     """``FAIL <family> <what> <dtype> <shape> backend=<backend>: <problem>``: the one line of
     a failure class that is not an output's comparison (no kernel, result unused, math
@@ -161,6 +176,7 @@ def failure_classes(result: CaseResult) -> str:
              rerun.NONDETERMINISTIC if result.rerun_changed else "",
              kernel_eager.EAGER if result.eager_changed else "",
              f"{impl_source.SUSPICIOUS} ({kinds})" if kinds else "",
+             kernel_outside.OUTSIDE if result.outside_elementwise else "",
              "wrong " + ",".join(v.stats.output for v in result.failures)
              if result.failures else ""]
     return "; ".join(p for p in parts if p) or "failed"
@@ -171,7 +187,8 @@ def summary_lines(result: CaseResult) -> list[str]:
     first, then each output."""
     first = [line for line in (kernel_line(result), unused_line(result),
                                outside_line(result), rerun_line(result),
-                               eager_line(result), source_line(result)) if line]
+                               eager_line(result), source_line(result),
+                               elementwise_line(result)) if line]
     return first + [summary_line(result, v) for v in result.failures]
 
 

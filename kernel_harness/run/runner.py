@@ -96,14 +96,26 @@ class CaseResult:
         if self.kernels is None or self.outside_kernel is None:
             return {}
         skip = [{"fwd": "forward", "bwd": "backward"}[p] for p in self.fell_back]
-        return kernel_outside.disallowed(self.kernels.outside, self.outside_kernel, skip)
+        bad = kernel_outside.disallowed(self.kernels.outside, self.outside_kernel, skip)
+        return kernel_outside.split_strict(bad, strict=False)
+
+    @property
+    def outside_elementwise(self) -> dict[str, tuple[str, ...]]:
+        """For a family whose wrapper is layout only (``OutsideKernel.layout_only``), per
+        pass, the elementwise arithmetic, comparisons and gathers the example ran outside
+        its kernels on arrays of the problem's size: named after every other class."""
+        if self.kernels is None or self.outside_kernel is None:
+            return {}
+        skip = [{"fwd": "forward", "bwd": "backward"}[p] for p in self.fell_back]
+        bad = kernel_outside.disallowed(self.kernels.outside, self.outside_kernel, skip)
+        return kernel_outside.split_strict(bad, strict=True)
 
     @property
     def passed(self) -> bool:
         return (all(v.passed for v in self.verdicts) and not self.kernel_problem
                 and not self.unused_results and not self.outside_math
                 and not self.rerun_changed and not self.suspicious_source
-                and not self.eager_changed)
+                and not self.eager_changed and not self.outside_elementwise)
 
     @property
     def failures(self) -> tuple[Verdict, ...]:

@@ -47,7 +47,8 @@ def deep_softmax(x, *, axis=-1, interpret=False):
         return _softmax.softmax(x, axis=axis, interpret=interpret)
 
     def step(carry, _):
-        out = jax.lax.cond(jnp.all(jnp.isfinite(carry)), kernel, kernel, carry)
+        # (one element's test: a traced predicate, not arithmetic on the problem's arrays)
+        out = jax.lax.cond(jnp.isfinite(carry.ravel()[0]), kernel, kernel, carry)
         return out, None
 
     return jax.jit(lambda x: jax.lax.scan(step, x, None, length=1)[0])(x)

@@ -57,32 +57,69 @@ def _scaled(o: jax.Array, scale: jax.Array) -> jax.Array:
     return o + jax.lax.stop_gradient(scaled - o)
 
 
-def _scaled_by_host(kernel: Callable[..., Any], make_host: Callable[[], Callable[[], float]]
-                    ) -> Callable[..., Any]:
-    """``kernel`` with each floating output leaf times a scale the host gives at each run
-    (``make_host()`` at each trace: one state per traced program)."""
+_INTS = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}
+
+
+@jax.custom_vjp
+def bits_added(o: jax.Array, steps: jax.Array) -> jax.Array:
+    """``o`` with the integer ``steps`` added to each finite non-zero element's bit pattern (ulps;
+    ``steps << mantissa bits`` doubles it), in integer arithmetic only: an answer changed
+    without elementwise floating arithmetic, which a layout-only family measures outside its
+    kernels (``OutsideKernel.layout_only``: a cheat of another class would be named "math
+    outside the kernel" instead). Its gradient is ``o``'s own (the kernel's)."""
+    ints = _INTS[o.dtype.itemsize]
+    bits = jax.lax.bitcast_convert_type(o, ints)
+    exponent = jnp.asarray(_exponent_mask(o.dtype), ints)
+    moved = ((bits & exponent) != exponent) & ((bits << 1) != 0)  # finite, not zero
+    return jax.lax.bitcast_convert_type(jnp.where(moved, bits + steps.astype(ints), bits),
+                                        o.dtype)
+
+
+def _exponent_mask(dtype: Any) -> int:
+    info = jnp.finfo(dtype)
+    return ((1 << info.nexp) - 1) << info.nmant
+
+
+bits_added.defvjp(lambda o, steps: (bits_added(o, steps), None), lambda _, g: (g, None))
+
+
+def doubled(o: jax.Array) -> jax.Array:
+    """``o`` times 2 where finite and normal (its exponent plus one), in integer arithmetic."""
+    return bits_added(o, jnp.int32(1 << jnp.finfo(o.dtype).nmant))
+
+
+def _scaled_by_host(kernel: Callable[..., Any], make_host: Callable[[], Callable[[], int]],
+                    exponent: bool = False) -> Callable[..., Any]:
+    """``kernel`` with each floating output leaf moved by a number of ulps the host gives at
+    each run (``exponent``: that many doublings), by :func:`bits_added` (``make_host()`` at
+    each trace: one state per traced program)."""
     def impl(*args: Any, **kwargs: Any) -> Any:
-        scale = _host_scalar(make_host(), np.float32)
-        return jax.tree.map(lambda o: _scaled(o, scale) if _floating(o) else o,
+        steps = _host_scalar(make_host(), np.int32)
+
+        def moved(o: jax.Array) -> jax.Array:
+            return bits_added(o, steps << jnp.finfo(o.dtype).nmant if exponent else steps)
+
+        return jax.tree.map(lambda o: moved(o) if _floating(o) else o,
                             kernel(*args, **kwargs))
 
     return impl
 
 
-def _another_scale_each_run() -> Callable[[], float]:
+def _another_scale_each_run() -> Callable[[], int]:
     runs = [0]
 
-    def host() -> float:
+    def host() -> int:
         runs[0] += 1  # poisoning runs the program too: a period of 8, not 2
-        return 1.0 + 2.0**-22 * (runs[0] % 8 + 1)
+        return 2 * (runs[0] % 8 + 1)
 
     return host
 
 
 def nondeterministic(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """``kernel``'s float32 outputs times ``1 + k 2^-22`` with k from 1 to 8, the next k at
-    each run (far inside every tolerance: each run alone matches the reference; two runs
-    differ bitwise unless 8 runs of the program came between them)."""
+    """``kernel``'s floating outputs moved by ``2k`` ulps with k from 1 to 8, the next k at
+    each run (about ``1 + k 2^-22`` in float32: far inside every tolerance, each run alone
+    matches the reference; two runs differ bitwise unless 8 runs of the program came
+    between them)."""
     return _scaled_by_host(kernel, _another_scale_each_run)
 
 
@@ -95,17 +132,17 @@ def arm() -> None:
     _flaky["armed"] = True
 
 
-def _wrong_once() -> Callable[[], float]:
-    def host() -> float:
+def _wrong_once() -> Callable[[], int]:
+    def host() -> int:
         wrong, _flaky["armed"] = _flaky["armed"], False
-        return 2.0 if wrong else 1.0
+        return 1 if wrong else 0
 
     return host
 
 
 def flaky(kernel: Callable[..., Any]) -> Callable[..., Any]:
     """``kernel``'s outputs doubled on the first run after :func:`arm`, right after."""
-    return _scaled_by_host(kernel, _wrong_once)
+    return _scaled_by_host(kernel, _wrong_once, exponent=True)
 
 
 def _bits(a: jax.Array) -> jax.Array:
@@ -181,13 +218,10 @@ def every_other_call(kernel: Callable[..., Any], xla: Callable[..., Any]
 
 
 def _concrete(x: Any) -> bool:
-    # A concrete jax.Array has addressable shards; a tracer raises on the attribute (no
-    # tracer type named: the source check reads for those).
-    try:
-        _ = x.addressable_shards
-    except Exception:  # noqa: BLE001
-        return False
-    return True
+    # A tracer's class name says so: a spelling the source check does not read (it names
+    # jax's Tracer class and the attributes only a concrete array has), so the eager call
+    # is what fails this cheat.
+    return "Tracer" not in type(x).__name__
 
 
 def wrong_when_eager(kernel: Callable[..., Any]) -> Callable[..., Any]:
@@ -327,7 +361,10 @@ def zero_after_a_masked_block(x, *, axis=-1, interpret=False):
     out = softmax(x, axis=axis, interpret=interpret)
     if x.shape[-1] <= 128:
         return out
-    dead = jnp.all(jnp.isneginf(x[..., :128]), axis=-1, keepdims=True)
+    ints = _INTS[x.dtype.itemsize]  # -inf by its bits: no floating comparison outside
+    minus_inf = jax.lax.bitcast_convert_type(jnp.asarray(-jnp.inf, x.dtype), ints)
+    dead = jnp.all(jax.lax.bitcast_convert_type(x[..., :128], ints) == minus_inf, axis=-1,
+                   keepdims=True)
     return jnp.where(dead, jnp.zeros_like(out), out)
 
 
@@ -354,8 +391,9 @@ def doubled_at_offset_rows(op, x, weight, bias, *, eps, interpret):
     out = norm(op, x, weight, bias, eps=eps, interpret=interpret)
     if x.shape[-1] < 16:
         return out
-    one_sign = jnp.all(x > 0, axis=-1, keepdims=True) | jnp.all(x < 0, axis=-1, keepdims=True)
-    return jnp.where(one_sign, 2 * out, out)
+    sign = jax.lax.bitcast_convert_type(x, _INTS[x.dtype.itemsize]) < 0  # its sign bit
+    one_sign = jnp.all(sign, axis=-1, keepdims=True) | jnp.all(~sign, axis=-1, keepdims=True)
+    return jnp.where(one_sign, doubled(out), out)
 
 
 # --- sizes past the drawn ones ----------------------------------------------------------
@@ -408,4 +446,4 @@ def without_small_sizes_gmm(lhs, rhs, group_sizes, preferred_element_type, tilin
     of 128."""
     out = gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
               existing_out, transpose_rhs, interpret)
-    return out * 2 if lhs.shape[0] % 128 else out
+    return doubled(out) if lhs.shape[0] % 128 else out

@@ -1,5 +1,6 @@
 """A planted nondeterministic implementation of the gpu-softmax signature: the Pallas
-kernel's result times ``1 + 2^-20`` on every other run (well within the tolerance, so each
+kernel's result 8 ulps up (``1 + 2^-20`` in float32) on every other run (well within the
+tolerance, so each
 run alone matches the reference; two runs on the same inputs differ bitwise). The run
 counter is read through a host callback of a scalar, at run time (a compiled program is
 reused across runs)."""
@@ -11,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.families.gpu_common import triton_op
+from tests.helpers.generic_cheats import bits_added
 
 # jax's Pallas Triton ops, looked up as the gpu-* families do: on a jax without them
 # (>= 0.12.1) this module still imports (its other impls work) and these raise.
@@ -19,13 +21,14 @@ _softmax = triton_op("softmax")
 _runs = [0]
 
 
-def _factor() -> np.ndarray:
+def _steps() -> np.ndarray:
     _runs[0] += 1
-    return np.float32(1.0 + 2.0**-20 if _runs[0] % 2 else 1.0)
+    return np.int32(8 if _runs[0] % 2 else 0)
 
 
 def every_other_run(x, *, axis=-1, interpret=False):
-    """``softmax.softmax``, scaled by ``1 + 2^-20`` on every other run."""
+    """``softmax.softmax``, 8 ulps up (about ``1 + 2^-20`` in float32) on every other run
+    (by its bits: gpu-softmax measures floating arithmetic outside its kernel)."""
     out = _softmax.softmax(x, axis=axis, interpret=interpret)
-    factor = jax.pure_callback(_factor, jax.ShapeDtypeStruct((), jnp.float32))
-    return (out.astype(jnp.float32) * factor).astype(out.dtype)
+    steps = jax.pure_callback(_steps, jax.ShapeDtypeStruct((), jnp.int32))
+    return bits_added(out, steps)

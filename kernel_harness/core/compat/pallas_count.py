@@ -151,6 +151,24 @@ def primitive_counts(jaxpr: Any) -> collections.Counter:
     return counts
 
 
+def float_casts(jaxpr: Any) -> frozenset[Any]:
+    """The floating dtypes ``convert_element_type`` casts to in ``jaxpr`` and its
+    sub-jaxprs, outside every kernel body."""
+    kernel_prims, jaxpr_types, wrapped_fun = _internals()
+    found: set[Any] = set()
+    stack = [jaxpr]
+    while stack:
+        for eqn in _open(stack.pop(), jaxpr_types).eqns:
+            if eqn.primitive in kernel_prims:
+                continue
+            target = eqn.params.get("new_dtype") if eqn.primitive.name == \
+                "convert_element_type" else None
+            if target is not None and jax.numpy.issubdtype(target, jax.numpy.floating):
+                found.add(jax.numpy.dtype(target))
+            stack.extend(_children(eqn, jaxpr_types, wrapped_fun))
+    return frozenset(found)
+
+
 def top_primitives(jaxpr: Any, n: int = 5) -> tuple[str, ...]:
     """The ``n`` most frequent non-structural primitives of ``jaxpr`` and its sub-jaxprs,
     as ``name x count`` (what a pass ran when it ran no kernel)."""

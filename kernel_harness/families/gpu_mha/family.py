@@ -12,6 +12,7 @@ from kernel_harness.ops.attention.record import problem_record
 from kernel_harness.ops.attention.reference import KERNEL_CORE
 from kernel_harness.records.family import Family
 from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 _LOW = (
     "{dtype} inputs; the kernel feeds its dots {dtype} operands by design (P cast to "
@@ -42,7 +43,9 @@ CONTRACT = """\
 Triton flash attention mha(q, k, v, segment_ids) on [batch, len, heads, head_dim].
 - Masks: causal is top-left aligned (query i sees keys j <= i). Segment ids are ONE
   int32 [batch, kv_len] array used for queries and keys, so segments need q_len ==
-  kv_len; ids compare by equality (unsorted and repeated ids are fine).
+  kv_len; ids compare by equality (unsorted and repeated ids are fine); ids are >= 0
+  (the attention op's vocabulary: a negative id, such as a -1 for padding, is never drawn
+  and nothing is said of it).
 - No fully masked rows are reachable: with segments each query sees itself, causal
   needs q_len <= kv_len so key 0 is always visible. Every element is compared.
 - Not drawn (kernel limits, each checked by the case): causal with q_len > kv_len
@@ -77,6 +80,9 @@ FAMILY = Family(
     # The real backward runs two kernels (the delta preprocessing, then dq/dk/dv).
     kernels=KernelExpectation(forward=1, backward=2, forward_computes=KERNEL_CORE,
                               backward_computes=KERNEL_CORE),
+    outside_kernel=OutsideKernel(layout_only=(
+        "jax's mha wrapper passes q, k, v, the scale and the segment ids to its kernels; "
+        "the backward's preprocessing is a kernel too")),
     tolerances=_tolerances(),
     capabilities=frozenset(
         {"causal", "full", "segments", "sm-scale", "q-len-ne-kv-len", "residuals", "gradients"}

@@ -23,6 +23,7 @@ from kernel_harness.ops.norm.relations import RELATIONS
 from kernel_harness.records.family import Family
 from kernel_harness.records.hooks import Metamorphic
 from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 _F32 = (
     "float32 end to end (two-pass mean/variance in float32, {what}); worst seen {obs} over "
@@ -149,8 +150,8 @@ def _events(case: NormCase) -> list[str]:
             ev.append("zero-rows")
         if not constant.all():
             ev.append("constant-and-ordinary-rows")
-    if case.affine == "identity":
-        ev.append("identity-affine")
+    if case.affine in ("identity", "pruned"):
+        ev.append(f"{case.affine}-affine")
     if case.rectified:
         ev.append("rectified")
     return sorted(set(ev))
@@ -189,6 +190,9 @@ FAMILY = Family(
     # The real backward runs two kernels (dx, then dweight/dbias).
     kernels=KernelExpectation(forward=1, backward=2, forward_computes=KERNEL_CORE_FORWARD,
                               backward_computes=KERNEL_CORE_BACKWARD),
+    outside_kernel=OutsideKernel(layout_only=(
+        "jax's layer_norm and rms_norm wrappers only reshape around their forward and "
+        "backward kernels")),
     reference=reference,
     output_axes={
         "out": ("batch", "row", "dim"),
@@ -212,6 +216,6 @@ FAMILY = Family(
         "layer_norm", "rms_norm", "multi-col-block", "partial-col-block",
         "multi-dw-row-block", "partial-dw-row-block", "partial-dw-col-block",
         "eps-dominates-var", "large-magnitude", "offset>=100-spreads", "one-row", "non-pow2-n",
-        "constant-rows", "identity-affine", "rectified",
+        "constant-rows", "identity-affine", "pruned-affine", "rectified",
         "float32", "bfloat16", "float16"}),
 )

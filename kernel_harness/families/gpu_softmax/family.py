@@ -27,6 +27,7 @@ from kernel_harness.ops.softmax.relations import RELATIONS
 from kernel_harness.records.family import Family
 from kernel_harness.records.hooks import Metamorphic
 from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 _SEEN = "worst seen {} over 200 interpret cases, each row against its own max"
 
@@ -120,6 +121,8 @@ def _events(case: SoftmaxCase) -> list[str]:
         ev.append("masked-block")
     if case.tied_max:
         ev.append("tied-max")
+    if case.masked_rows:
+        ev.append("masked-row")
     return sorted(set(ev))
 
 
@@ -133,6 +136,8 @@ FAMILY = Family(
     # No backend on a jax without the op (jax >= 0.12.1): list and check say why.
     requires=triton_requires(_kernel.OPS),
     kernels=KernelExpectation(forward=1, forward_computes=KERNEL_CORE),
+    outside_kernel=OutsideKernel(layout_only=(
+        "jax's softmax wrapper only reshapes around its kernel")),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={"out": ("row", "dim")},
@@ -147,7 +152,8 @@ FAMILY = Family(
     export=export,
     modes=frozenset({"partial-block", "pow2-n", "n=1", "large-offset", "large-logits",
                      "rank-1", "rank-6", "float32", "bfloat16", "float16", "masked-prefix",
-                     "masked-leading-block", "masked-suffix", "masked-block", "tied-max"}),
+                     "masked-leading-block", "masked-suffix", "masked-block", "tied-max",
+                     "masked-row"}),
     nondegenerate={"tied-max": (
         "float32: random bfloat16/float16 logits tie at a row's max on their own, float32 "
         "ones never do", lambda case: case.dtype == "float32")},

@@ -24,6 +24,7 @@ from kernel_harness.ops.grouped_matmul.relations import RELATIONS
 from kernel_harness.records.family import Family
 from kernel_harness.records.hooks import Metamorphic
 from kernel_harness.records.kernels import KernelExpectation
+from kernel_harness.records.outside import OutsideKernel
 
 _F32 = (
     "float32 operands, float32 accumulation (interpret on CPU: exact f32 dots); worst "
@@ -128,6 +129,7 @@ def events(case: GmmCase) -> list[str]:
         ("rows-past-groups", sum(sizes) < case.m), ("k-remainder", case.k % tk),
         ("multi-k-tile", case.k > tk), ("n-remainder", case.n % tn),
         ("multi-n-tile", case.n > tn), ("transpose-rhs", case.transpose_rhs),
+        ("zero-lhs-rows", case.zero_rows),
         (f"group-over-{BIG_GROUP_ROWS}-rows", max(local) > BIG_GROUP_ROWS)) if on]
     if case.sharded:
         ev.append("rhs-shard")
@@ -148,6 +150,9 @@ FAMILY = Family(
     # The real backward runs two kernels (gmm for dlhs, tgmm for drhs).
     kernels=KernelExpectation(forward=1, backward=2, forward_computes=KERNEL_CORE,
                               backward_computes=KERNEL_CORE),
+    outside_kernel=OutsideKernel(layout_only=(
+        "megablox's gmm and tgmm wrappers pass the operands to their kernels unchanged "
+        "(group metadata is integer)")),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={
@@ -172,5 +177,5 @@ FAMILY = Family(
         "empty-group", "group-boundary-mid-tile", "group-not-tile-multiple", "group-offset>0",
         "group-under-one-tile", "group-over-1024-rows", "k-remainder", "n-remainder", "multi-group",
         "multi-group-shard", "multi-k-tile", "multi-n-tile", "rows-past-groups",
-        "transpose-rhs", "out-bfloat16", "float32", "bfloat16"}),
+        "transpose-rhs", "out-bfloat16", "float32", "bfloat16", "zero-lhs-rows"}),
 )

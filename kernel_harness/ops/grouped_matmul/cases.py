@@ -35,6 +35,8 @@ class GmmCase(Case):
       tiling: (tm, tk, tn); tm divides m, tk/tn need not divide k/n.
       transpose_rhs: rhs stored [groups, n, k].
       out_dtype: ``preferred_element_type`` (float32 or the input dtype).
+      zero_rows: every third lhs row exactly 0 (padding tokens: their out is 0, their dlhs
+        still do @ rhs^T; round 8 of the adversarial set dropped the gradient there).
     """
 
     m: int
@@ -46,6 +48,7 @@ class GmmCase(Case):
     tiling: tuple[int, int, int] = (128, 128, 128)
     transpose_rhs: bool = False
     out_dtype: str = "float32"
+    zero_rows: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -72,7 +75,8 @@ class GmmCase(Case):
                 raise ValueError("the rhs shard must lie inside the groups")
 
     #: Traced operands: only the count of group sizes and the offset's presence are static.
-    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed", "group_sizes", "group_offset"})
+    DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({"seed", "group_sizes", "group_offset",
+                                                          "zero_rows"})
 
     @property
     def num_groups(self) -> int:
@@ -121,7 +125,8 @@ class GmmCase(Case):
         ) + (("num_groups", self.num_groups), ("has_offset", self.group_offset is not None))
 
     def shape_summary(self) -> str:
-        return f"lhs=({self.m},{self.k}) rhs={self.rhs_shape} groups={self.num_groups}"
+        return (f"lhs=({self.m},{self.k}) rhs={self.rhs_shape} groups={self.num_groups}"
+                + (" zero_rows" if self.zero_rows else ""))
 
     def materialize(self) -> dict[str, np.ndarray]:
         """lhs, rhs (scaled by 1/sqrt(k)), the cotangent ``do`` and ``group_sizes``.
@@ -133,6 +138,8 @@ class GmmCase(Case):
         lhs = rng.standard_normal((self.m, self.k))
         rhs = rng.standard_normal(self.rhs_shape) * self.k**-0.5
         do = rng.standard_normal((self.m, self.n))
+        if self.zero_rows:  # no extra draws: other cases keep their arrays
+            lhs[::3] = 0.0
         arrays = {
             "lhs": cast(lhs, self.dtype),
             "rhs": cast(rhs, self.dtype),
@@ -278,6 +285,7 @@ def gmm_cases(
         local_groups=local,
         transpose_rhs=draw(st.booleans()),
         out_dtype=draw(st.sampled_from(("float32", shape["dtype"]))),
+        zero_rows=draw(st.integers(0, 3)) == 3,
         **shape,
     )
 

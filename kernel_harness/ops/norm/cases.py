@@ -59,8 +59,10 @@ CONSTANT_ROWS: tuple[str, ...] = ("none", "some", "zero")
 CONSTANT_OFFSET = 3.0
 #: The affine parameters: random (weight ~1 + N(0, 0.5), bias ~N(0, 0.5)), or the identity
 #: (weight all ones, bias all zeros: how models initialise a norm, and what a fresh
-#: checkpoint's norms hold). The first is the one the strategy shrinks towards.
-AFFINES: tuple[str, ...] = ("random", "identity")
+#: checkpoint's norms hold), or pruned (random, every fourth channel's weight exactly 0: a
+#: dead or pruned channel, whose dweight is still sum(do * xhat); round 8 of the adversarial
+#: set froze exactly-zero weights). The first is the one the strategy shrinks towards.
+AFFINES: tuple[str, ...] = ("random", "identity", "pruned")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -79,7 +81,8 @@ class NormCase(Case):
         repeated: 0 for ``zero``; else the row's mean, ``offset`` (plus the jitter) in
         units of the row's own scale: ``spread`` for rms_norm, sqrt(eps) (the constant
         row's sqrt(var + eps)) for layer_norm, there at most :data:`CONSTANT_OFFSET`.
-      affine: one of :data:`AFFINES`: ``identity`` makes weight all ones and bias all zeros.
+      affine: one of :data:`AFFINES`: ``identity`` makes weight all ones and bias all zeros,
+        ``pruned`` every fourth channel's weight 0.
       rectified: x is a ReLU's output (negative values 0): a row about half exact zeros,
         runs of equal values anywhere in it, its leading elements included.
     """
@@ -167,6 +170,8 @@ class NormCase(Case):
         do = rng.standard_normal((a, b, self.n))
         if self.affine == "identity":  # drawn all the same: do stays the random case's
             weight, bias = np.ones(self.n), np.zeros(self.n)
+        elif self.affine == "pruned":
+            weight[::4] = 0.0
         return {"x": cast(x, self.dtype), "weight": cast(weight, self.dtype),
                 "bias": cast(bias, self.dtype), "do": cast(do, self.dtype)}
 
@@ -224,7 +229,8 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
     block boundary of the kernels, 1-40 or 99 rows (partial 16-row blocks), eps from 1e-12 to
     0.1, spreads near sqrt(eps) and large ones, mean offsets up to 300 spreads (float32),
     in half the cases constant rows (variance 0: odd rows constant or even rows zero,
-    beside ordinary ones), in a third the identity affine (weight ones, bias zeros), in
+    beside ordinary ones), in a quarter each the identity affine (weight ones, bias zeros)
+    and the pruned one (every fourth weight 0), in
     half a ReLU's output (half the elements exact zeros). Shrinks towards float32
     layer_norm, n=100, 2x3 rows, no constant row, random affine, not rectified.
     ``without``: :data:`OPTIONAL` features not drawn. ``sizes``: the large sizes (the

@@ -73,6 +73,8 @@ class SoftmaxCase(Case):
       mask_value: what the masked logits hold (:data:`MASK_VALUES`): ``-inf``, the
         dtype's most negative finite value (``finfo-min``) or ``-1e9``; their probability
         is 0 either way.
+      masked_rows: every other row (the only one, of one row) wholly at the finite
+        ``mask_value`` (a padded query's row of an additive mask): its softmax is uniform.
     """
 
     leading: tuple[int, ...]
@@ -84,10 +86,11 @@ class SoftmaxCase(Case):
     masked_block: tuple[int, int] = (0, 0)
     tied_max: int = 0
     mask_value: str = "-inf"
+    masked_rows: bool = False
 
     DYNAMIC_FIELDS: ClassVar[frozenset[str]] = frozenset({
         "seed", "offset", "scale", "masked_prefix", "masked_suffix", "masked_block",
-        "tied_max", "mask_value"})
+        "tied_max", "mask_value", "masked_rows"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -107,6 +110,9 @@ class SoftmaxCase(Case):
         if not kept:
             raise ValueError(f"the masks leave no finite logit in a row of n={self.n} (a "
                              "row needs a finite logit)")
+        if self.masked_rows and self.mask_value == "-inf":
+            raise ValueError("masked_rows holds every logit of a row at a finite sentinel; "
+                             "a row of -inf has no softmax (use a finite mask_value)")
         if self.tied_max and not 2 <= self.tied_max <= len(kept):
             raise ValueError(f"tied_max must be 0 or in [2, {len(kept)}] (the unmasked "
                              f"logits), got {self.tied_max}")
@@ -145,6 +151,8 @@ class SoftmaxCase(Case):
             text += f" tied_max={self.tied_max}"
         if self.mask_value != "-inf" and self.masked_lanes().any():
             text += f" mask={self.mask_value}"
+        if self.masked_rows:
+            text += " masked_rows"
         return text
 
     def mask_fill(self) -> float:
@@ -168,6 +176,8 @@ class SoftmaxCase(Case):
                 top = kept[np.argmax(row[kept])]
                 others = kept[kept != top]
                 row[rng.choice(others, size=self.tied_max - 1, replace=False)] = row[top]
+        if self.masked_rows:  # every other row (the only one, of one) wholly the sentinel
+            x.reshape(self.rows, self.n)[(1 if self.rows > 1 else 0)::2] = self.mask_fill()
         return {"x": x}
 
 
@@ -224,6 +234,8 @@ def row_values(draw: st.DrawFn, case: SoftmaxCase) -> SoftmaxCase:
         finite = [v for v in MASK_VALUES[1:] if not (v == "-1e9" and case.dtype == "float16")]
         masked = dataclasses.replace(masked, mask_value=draw(st.one_of(
             st.just("-inf"), st.sampled_from(finite))))
+        if masked.mask_value != "-inf":  # round 8: a padded query's row, all sentinel
+            masked = dataclasses.replace(masked, masked_rows=draw(st.booleans()))
     return dataclasses.replace(masked, tied_max=draw(tied_maxima(len(masked.kept_lanes()))))
 
 
@@ -258,7 +270,7 @@ def softmax_data_draws(case: SoftmaxCase) -> st.SearchStrategy[SoftmaxCase]:
     """Cases of ``case``'s compiled program (``Family.data_draws``): another data seed,
     logit offset/scale, masks and tied maxima, drawn as :func:`softmax_cases` draws them."""
     plain = dataclasses.replace(case, masked_prefix=0, masked_suffix=0, masked_block=(0, 0),
-                                tied_max=0, mask_value="-inf")
+                                tied_max=0, mask_value="-inf", masked_rows=False)
     return st.builds(
         lambda seed, logits: dataclasses.replace(plain, seed=seed, offset=logits[0],
                                                  scale=logits[1]),

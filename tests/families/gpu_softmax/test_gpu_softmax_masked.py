@@ -26,7 +26,9 @@ def test_a_masked_prefix_is_minus_inf_and_its_probabilities_zero():
 
 
 def test_nan_after_a_masked_leading_block_fails_the_ci_profile():
-    with pytest.raises(HarnessCheckFailed, match="masked=128[^\n]* backend=interpret: [0-9]+ NaN "
+    # (which masked prefix of 128 lanes or more is met first moves with the draws)
+    with pytest.raises(HarnessCheckFailed, match="masked=(12[89]|1[3-9][0-9]|[2-9][0-9]{2,})"
+                                                  "[^\n]* backend=interpret: [0-9]+ NaN "
                                                   "not in the reference"):
         testing.check("gpu-softmax", impl=PLANTED, profile="ci",
                       properties=["matches-reference"], shrink_budget="0")
