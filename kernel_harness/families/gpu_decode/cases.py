@@ -189,6 +189,9 @@ def config_events(case: DecodeCase) -> list[str]:
     ev += [label for label, on in (
         ("head-splits", group > case.block_h), ("head-padding", group % case.block_h),
         ("multi-split", case.k_splits > 1), ("multi-k-block", case.split_len > block),
+        # round 8: wrong from 8 splits, past 2 rows, past 512 keys, where draws stopped
+        ("splits>=8", case.k_splits >= 8), ("rows>2", case.batch > 2),
+        ("keys>512", case.kv_len > 512),
         ("block-k-clamped", case.block_k > case.split_len),
         ("unnormalized", not case.normalize_output)) if on]
     vis = case.visible()[:, 0, 0]

@@ -86,5 +86,5 @@ FAMILY = Family(
         "rows-without-keys", "one-key-row", "partial-row", "kv-starts", "kv-lengths",
         "scalar-kv-starts", "scalar-kv-lengths", "unnormalized", "gqa", "mqa", "entry-mqa",
         "head-splits", "block-k-clamped", "explicit-scale", "scale-default", "float32",
-        "bfloat16", "float16"}),
+        "bfloat16", "float16", "splits>=8", "rows>2", "keys>512"}),
 )

@@ -35,5 +35,5 @@ def test_ci_draw_reaches_every_mode():
              "multi-split", "multi-k-block", "block-k-clamped", "kv-starts",
              "scalar-kv-starts", "kv-lengths", "scalar-kv-lengths", "unnormalized",
              "rows-without-keys", "split-skipped", "scale-default", "scale-arg",
-             "explicit-scale"}
+             "explicit-scale", "splits>=8", "rows>2", "keys>512"}
     assert_reaches(reach(FAMILY.cases(), FAMILY.events), modes, "gpu-decode")
