@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.families.gpu_common import triton_op
+from tests.helpers.generic_cheats import bits_added
 
 # jax's Pallas Triton ops, looked up as the gpu-* families do: on a jax without them
 # (>= 0.12.1) this module still imports (its other impls work) and these raise.
@@ -33,14 +34,15 @@ def runs() -> int:
     return _state["runs"]
 
 
-def _factor() -> np.ndarray:
+def _doublings() -> np.ndarray:
     _state["runs"] += 1
     wrong, _state["armed"] = _state["armed"], False
-    return np.float32(2.0 if wrong else 1.0)
+    return np.int32(1 if wrong else 0)
 
 
 def wrong_once(x, *, axis=-1, interpret=False):
-    """``softmax.softmax`` times 2 on its first run after :func:`arm`, then right."""
+    """``softmax.softmax`` times 2 on its first run after :func:`arm`, then right (doubled by
+    its exponent bits: gpu-softmax measures floating arithmetic outside its kernel)."""
     out = _softmax.softmax(x, axis=axis, interpret=interpret)
-    factor = jax.pure_callback(_factor, jax.ShapeDtypeStruct((), jnp.float32))
-    return (out.astype(jnp.float32) * factor).astype(out.dtype)
+    times = jax.pure_callback(_doublings, jax.ShapeDtypeStruct((), jnp.int32))
+    return bits_added(out, times << jnp.finfo(out.dtype).nmant)
