@@ -87,28 +87,27 @@ class CaseResult:
         eager = None if self.kernels is None else self.kernels.eager
         return () if eager is None else eager.changed
 
+    def _outside(self, strict: bool) -> dict[str, tuple[str, ...]]:
+        if self.kernels is None or self.outside_kernel is None:
+            return {}
+        skip = [{"fwd": "forward", "bwd": "backward"}[p] for p in self.fell_back]
+        bad = kernel_outside.disallowed(self.kernels.outside, self.outside_kernel, skip)
+        return kernel_outside.split_strict(bad, strict=strict)
+
     @property
     def outside_math(self) -> dict[str, tuple[str, ...]]:
         """Per pass (``forward``, ``backward``), the measured primitives the example ran
         outside every Pallas kernel that the family does not allow
         (:mod:`kernel_harness.run.kernel_outside`): a failure like a fallback's. A pass
         below the kernel expectation is left out (named as such, or a declared fallback)."""
-        if self.kernels is None or self.outside_kernel is None:
-            return {}
-        skip = [{"fwd": "forward", "bwd": "backward"}[p] for p in self.fell_back]
-        bad = kernel_outside.disallowed(self.kernels.outside, self.outside_kernel, skip)
-        return kernel_outside.split_strict(bad, strict=False)
+        return self._outside(strict=False)
 
     @property
     def outside_elementwise(self) -> dict[str, tuple[str, ...]]:
         """For a family whose wrapper is layout only (``OutsideKernel.layout_only``), per
         pass, the elementwise arithmetic, comparisons and gathers the example ran outside
         its kernels on arrays of the problem's size: named after every other class."""
-        if self.kernels is None or self.outside_kernel is None:
-            return {}
-        skip = [{"fwd": "forward", "bwd": "backward"}[p] for p in self.fell_back]
-        bad = kernel_outside.disallowed(self.kernels.outside, self.outside_kernel, skip)
-        return kernel_outside.split_strict(bad, strict=True)
+        return self._outside(strict=True)
 
     @property
     def passed(self) -> bool:

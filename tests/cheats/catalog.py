@@ -55,6 +55,7 @@ PLANTED = "tests.helpers.planted_softmax"
 GENERIC = "tests.helpers.generic_cheats"
 BENCH = "tests.helpers.bench_planted"
 ROUND4 = "tests.adversarial.impls_round4"
+ROUND8 = "tests.adversarial.impls_round8"
 
 REFERENCE = "matches-reference"
 
@@ -129,6 +130,10 @@ CHEATS: tuple[Cheat, ...] = (
           (_OUTSIDE + "forward: dot_general, dot_general in no kernel; backward: "
            "dot_general, dot_general in no kernel)",)),
     Cheat("math outside", "gpu-mha", f"{OUTSIDE}:copy_mha", (_OUTSIDE + "forward: ",)),
+    # (a layout-only family's wrapper scaling rows by a constant array, 1.0 where the draws
+    # look: round 8 of the adversarial set, tests/adversarial/impls_round8.py)
+    Cheat("math outside", "gpu-norm", f"{ROUND8}:norm_rows_past_1024_scaled",
+          (_OUTSIDE + "forward: mul; backward: mul)",)),
     # (a kernel whose body hands its block to numpy and stores the host's answer: the
     # kernel computes nothing; only interpret mode runs it)
     Cheat("math outside", "gpu-softmax", f"{GENERIC}:host_in_kernel_softmax",
@@ -247,6 +252,8 @@ CHEATS: tuple[Cheat, ...] = (
           ("FAIL megablox-gmm suspicious source (branches on the backend)",)),
     Cheat("otherwise unobserved", "gpu-mha", f"{ROUND4}:call_count_bomb_mha",
           ("FAIL gpu-mha suspicious source (keeps state across calls)", "_MHA_CALLS"),),
+    Cheat("otherwise unobserved", "gpu-norm", f"{ROUND8}:norm_bf16_weight_in_some_processes",
+          ("FAIL gpu-norm suspicious source (reads the process or host)", "os.getpid"),),
 )
 
 #: Cheats the harness does not fail yet, each run as a strict xfail (nightly): the day one
