@@ -120,9 +120,11 @@ CHEATS: tuple[Cheat, ...] = (
           (_OUTSIDE, "exp|exp2|reduce_sum cancelled in the kernel")),
     Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:callback_softmax",
           (_OUTSIDE + "forward: exp|exp2 in no kernel, pure_callback, reduce_sum in no kernel)",)),
-    # (softmax is shift-invariant: what the row-max kernel returns does not change the
-    # answer, so poisoning names it first)
-    Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:rowmax_softmax", (_UNUSED,),
+    # (softmax is shift-invariant: what the row-max kernel returns often does not change
+    # the answer, and poisoning named it first; on the ci profile's first example since the
+    # draws of 2026-12-06 the math outside is named first)
+    Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:rowmax_softmax",
+          (_OUTSIDE + "forward: div, exp, exp|exp2 in no kernel",),
           notes=("math outside the kernel: div, exp, exp|exp2 in no kernel, reduce_sum, "
                  "reduce_sum in no kernel (forward)",)),
     Cheat("math outside", "gpu-norm", f"{OUTSIDE}:copy_norm", (_OUTSIDE,)),
@@ -184,8 +186,10 @@ CHEATS: tuple[Cheat, ...] = (
     # 6: memoized (first result per shape) and constant outputs
     Cheat("memoized or constant", "gpu-softmax", f"{GENERIC}:constant_softmax",
           ("FAIL gpu-softmax out ", "rel err"), per_push=True),
+    # (5: the first examples are the seed and the modes-first cover's, one data draw each;
+    # 3 sufficed before gpu-softmax's goals grew on 2026-12-06)
     Cheat("memoized or constant", "gpu-softmax", f"{GENERIC}:memoized_softmax",
-          ("FAIL gpu-softmax out ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
+          ("FAIL gpu-softmax out ", "rel err"), examples=5, setup=f"{GENERIC}:forget"),
     Cheat("memoized or constant", "gpu-mha", f"{GENERIC}:memoized_mha",
           ("FAIL gpu-mha ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
     Cheat("memoized or constant", "gpu-norm", f"{GENERIC}:memoized_norm",
