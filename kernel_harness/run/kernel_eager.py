@@ -10,7 +10,7 @@ after (a stable hash), is called once more directly, outside any trace, and its 
 are compared bit for bit (NaN as NaN) with the traced program's evaluated op by op: both
 run every primitive alone, so an implementation that does not look at how it is called
 gives the same bits. Both get the call's inputs with their floating data drawn anew
-(:func:`_drawn`), under the settings the call was traced under
+(:func:`drawn`), under the settings the call was traced under
 (:func:`kernel_harness.core.compat.reentry.settings_reentry`).
 
 The comparison runs after the example's bitwise rerun (:func:`judged`), so its runs never
@@ -132,12 +132,12 @@ def changes(direct: Callable[..., Any], program: Callable[..., Any],
             settings: Callable[[], AbstractContextManager[None]],
             inputs: Sequence[np.ndarray], names: Sequence[str]) -> EagerVerdict:
     """The :class:`EagerVerdict` of the direct call against the traced program, both on
-    ``inputs`` with their floating data drawn anew (:func:`_drawn`) and under
+    ``inputs`` with their floating data drawn anew (:func:`drawn`) and under
     ``settings()``: a line per output leaf (named by ``names``, the call's result leaves)
     that differs, ``result: 12 of 4096 element(s) differ (bitwise), largest |difference|
     0.0031``. Where they differ the program runs once more, and the elements it does not
     reproduce are left out of the comparison."""
-    values = _drawn(inputs)
+    values = drawn(inputs)
 
     def fresh() -> list[jax.Array]:  # each call its own arrays: a kernel may donate them
         return [jax.device_put(x) for x in values]
@@ -159,8 +159,10 @@ def changes(direct: Callable[..., Any], program: Callable[..., Any],
     return EagerVerdict(_differences(eager, traced, names, stable), unstable)
 
 
-def _drawn(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The inputs the direct call and the program get: each floating one replaced by
+def drawn(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The inputs the direct call and the program get (and the core's perturbation, where
+    the case's own data cancelled it: :mod:`kernel_harness.run.kernel_poison`): each
+    floating one replaced by
     standard normal data of its shape and dtype (a fixed seed), the others (lengths,
     indices, segment ids) as the call had them. A case's own floating data can hide a
     difference (a seed case of masked rows, whose softmax is one-hot whatever the logits'

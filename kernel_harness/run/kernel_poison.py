@@ -171,6 +171,11 @@ class Poisoning:
         if self.core and not self.core_skipped:
             try:
                 self._judge_core(_compiled(moved, inputs), found + grads, names)
+                if self.cancelled:  # the case's data may cancel it (x = 0): fresh data too
+                    first, self.cancelled = self.cancelled, {}
+                    self._judge_core(_compiled(moved, kernel_eager.drawn(inputs)),
+                                     found + grads, names)
+                    self.cancelled = {w: v for w, v in self.cancelled.items() if w in first}
                 self.core_skipped = kernel_core_value.not_perturbed(skipped)
             except pallas_poison.PoisonLayoutError:
                 raise

@@ -190,3 +190,20 @@ def test_a_kernel_body_is_followed_once_per_taint_and_sources(monkeypatch):
         walked.append(a[2] if len(a) > 2 else None), real(j, *a, **k))[1])
     assert kernel_flow.reach(jaxpr, [EXP, SUM]) == first
     assert walked and True not in walked  # the body (in_kernel=True) not walked again
+
+
+def test_data_that_cancels_the_core_is_not_a_cancelled_core():
+    """A pristine rms_norm on rows that are all zero (ReLU output of rows offset by -40
+    spreads): out = 0 * rsqrt(...) * w + b, whatever the core computes; the case's data
+    cancels it, so the perturbation is judged again on fresh data, where it moves out (a
+    free draw named this pristine kernel `reduce_sum|rsqrt|sqrt cancelled in the kernel`)."""
+    from kernel_harness.core.backends import resolve_backend
+    from kernel_harness.ops.norm.cases import NormCase
+    from kernel_harness.records import registry
+    from kernel_harness.run.runner import check_case
+
+    case = NormCase(dtype="float32", seed=113882, op="rms_norm", leading=(1, 16), n=1,
+                    eps=1e-5, spread=0.01, offset=-40.0, affine="random", rectified=True)
+    assert not case.materialize()["x"].any()  # every row zero
+    result = check_case(registry.get_family("gpu-norm"), case, resolve_backend("interpret"))
+    assert result.passed and not result.kernels.outside, result.kernels.outside
