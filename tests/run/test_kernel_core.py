@@ -192,6 +192,7 @@ def test_a_kernel_body_is_followed_once_per_taint_and_sources(monkeypatch):
     assert walked and True not in walked  # the body (in_kernel=True) not walked again
 
 
+@pytest.mark.triton_ops  # gpu-norm's kernels: jax <= 0.12.0.1
 def test_data_that_cancels_the_core_is_not_a_cancelled_core():
     """A pristine rms_norm on rows that are all zero (ReLU output of rows offset by -40
     spreads): out = 0 * rsqrt(...) * w + b, whatever the core computes; the case's data
