@@ -79,6 +79,9 @@ ELEMENTWISE = frozenset({
 #: drawn sizes: round 8 of the adversarial set). Not ``select_n``: megablox's wrapper
 #: zeroes the rows outside a shard's groups with one, on an integer comparison.
 STRICT = ELEMENTWISE | frozenset({"gather", "scatter", "rev"})
+#: How a primitive of :data:`STRICT` is named where it is measured: ``mul`` + this (judged
+#: only for a layout-only family).
+STRICT_SUFFIX = " (elementwise)"
 #: What is never measured outside the kernels. Every other primitive on floating arrays
 #: of the problem's size is (a sort, an FFT, a triangular solve, a scatter-add, a cumulative
 #: or windowed reduction, a primitive newer than this list: an allowlist, not a list of
@@ -141,8 +144,9 @@ class OutsideKernel:
 
     def judged(self, name: str) -> bool:
         """Whether a measured name (a primitive, or a said-apart name) is judged at all:
-        those of :data:`STRICT` only where :attr:`layout_only` says so."""
-        return name.split(" ")[0] not in STRICT or bool(self.layout_only)
+        those of :data:`STRICT` (:data:`STRICT_SUFFIX`) only where :attr:`layout_only`
+        says so."""
+        return not name.endswith(STRICT_SUFFIX) or bool(self.layout_only)
 
     def describe(self) -> list[str]:
         """One line per allowance, for ``describe``: ``forward: reduce_max (why)``, or

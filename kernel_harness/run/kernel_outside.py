@@ -41,13 +41,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kernel_harness.core.compat import kernel_flow, pallas_count
-from kernel_harness.records.outside import CALLBACKS, MATMUL, STRICT, OutsideKernel, measured
+from kernel_harness.records.outside import (
+    CALLBACKS,
+    MATMUL,
+    STRICT,
+    STRICT_SUFFIX,
+    OutsideKernel,
+    measured,
+)
 
 #: The failure class, as reports and events name it.
 OUTSIDE = "math outside the kernel"
-
-#: How a primitive measured only for a layout-only family is named: ``mul`` + this.
-STRICT_SUFFIX = " (elementwise)"
 
 #: A measured primitive counts from 1/FRACTION of the problem's size on.
 FRACTION = 64
@@ -73,7 +77,7 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
     Pallas kernels on arrays of the problem's size ``problem``, and the host callbacks that
     answer inside a kernel body (``pure_callback in a kernel body``), sorted by name;
     ``strict``: the elementwise arithmetic, comparisons and gathers of
-    :data:`~kernel_harness.records.outside.STRICT` too, each named with :data:`STRICT_SUFFIX`
+    :data:`~kernel_harness.records.outside.STRICT` too, each named with ``STRICT_SUFFIX``
     (judged only for a family whose wrapper is layout only)."""
     touched: collections.Counter = collections.Counter()
     always: set[str] = set()

@@ -179,9 +179,9 @@ def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int]
         if _outer(root, local, outer, fn, node.func.value):
             yield STATE, f"changes {root} ({node.func.attr}), which outlives the call"
     elif isinstance(node, (ast.If, ast.IfExp, ast.While)) and id(node) not in exempt:
-        yield from _backend_test(node.test, heads, tainted, "a branch")
+        yield from _backend_test(node.test, tainted, "a branch")
     elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-        yield from _backend_test(node.slice, heads, tainted, "an index", _outside_calls)
+        yield from _backend_test(node.slice, tainted, "an index", _outside_calls)
 
 
 def _outside_calls(node: ast.AST) -> Iterator[ast.AST]:
@@ -210,17 +210,15 @@ def _from_interpret(value: ast.AST, element: bool = False) -> bool:
                for c in ast.iter_child_nodes(value))
 
 
-def _backend_test(test: ast.AST, heads: dict[str, str], tainted: set[str],
-                  what: str, walk: Any = ast.walk) -> Iterator[tuple[str, str]]:
-    """BACKEND where ``test`` reads ``interpret`` (or a name computed from it) or
-    ``jax.default_backend()``."""
+def _backend_test(test: ast.AST, tainted: set[str], what: str,
+                  walk: Any = ast.walk) -> Iterator[tuple[str, str]]:
+    """BACKEND where ``test`` reads ``interpret`` (or a name computed from it). (A read of
+    ``jax.default_backend()`` is named wherever it stands:
+    :func:`kernel_harness.run.source_calls.kinds`.)"""
     for sub in walk(test):
         if isinstance(sub, ast.Name) and (sub.id == "interpret" or sub.id in tainted):
             via = "" if sub.id == "interpret" else f" (through {sub.id})"
             yield BACKEND, f"{what} on `interpret`{via}"
-            return
-        if isinstance(sub, ast.Call) and (_dotted(sub.func, heads) or "") in known.BACKEND:
-            yield BACKEND, f"{what} on jax.default_backend()"
             return
 
 

@@ -151,24 +151,6 @@ def primitive_counts(jaxpr: Any) -> collections.Counter:
     return counts
 
 
-def float_casts(jaxpr: Any) -> frozenset[Any]:
-    """The floating dtypes ``convert_element_type`` casts to in ``jaxpr`` and its
-    sub-jaxprs, outside every kernel body."""
-    kernel_prims, jaxpr_types, wrapped_fun = _internals()
-    found: set[Any] = set()
-    stack = [jaxpr]
-    while stack:
-        for eqn in _open(stack.pop(), jaxpr_types).eqns:
-            if eqn.primitive in kernel_prims:
-                continue
-            target = eqn.params.get("new_dtype") if eqn.primitive.name == \
-                "convert_element_type" else None
-            if target is not None and jax.numpy.issubdtype(target, jax.numpy.floating):
-                found.add(jax.numpy.dtype(target))
-            stack.extend(_children(eqn, jaxpr_types, wrapped_fun))
-    return frozenset(found)
-
-
 def top_primitives(jaxpr: Any, n: int = 5) -> tuple[str, ...]:
     """The ``n`` most frequent non-structural primitives of ``jaxpr`` and its sub-jaxprs,
     as ``name x count`` (what a pass ran when it ran no kernel)."""
@@ -187,12 +169,14 @@ class OutsideOp:
         body's shapes are one trip's, one shard's).
       inexact: whether some operand is floating.
       unbounded: whether it sits in a ``while`` loop (its trips are not static).
+      cast_to: for ``convert_element_type``, the dtype it casts to (else None).
     """
 
     name: str
     elements: int
     inexact: bool
     unbounded: bool
+    cast_to: Any = None
 
 
 def _elements(aval: Any) -> int:
@@ -241,13 +225,22 @@ def outside_ops(jaxpr: Any) -> list[OutsideOp]:
                 found.append(OutsideOp(
                     name=name, elements=trips * max(map(_elements, avals), default=0),
                     inexact=any(_floating(v.aval) for v in eqn.invars),
-                    unbounded=unbounded))
+                    unbounded=unbounded, cast_to=eqn.params.get("new_dtype")
+                    if name == "convert_element_type" else None))
             inner = trips * _trips(eqn)
             for sub in subs:
                 walk(sub, inner, unbounded or name == "while")
 
     walk(jaxpr, 1, False)
     return found
+
+
+def float_casts(jaxpr: Any) -> frozenset[Any]:
+    """The floating dtypes ``convert_element_type`` casts to in ``jaxpr`` and its
+    sub-jaxprs, outside every kernel body (:func:`outside_ops`)."""
+    return frozenset(jax.numpy.dtype(op.cast_to) for op in outside_ops(jaxpr)
+                     if op.cast_to is not None
+                     and jax.numpy.issubdtype(op.cast_to, jax.numpy.floating))
 
 
 @dataclasses.dataclass(frozen=True)
