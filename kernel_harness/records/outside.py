@@ -74,11 +74,16 @@ ELEMENTWISE = frozenset({
     "conj", "complex", "mulhi", "eq_to", "le_to", "lt_to", "reduce_and", "reduce_or",
     "reduce_xor"})
 #: What a family whose wrapper is layout only (``OutsideKernel.layout_only``) has measured
-#: too: elementwise arithmetic and comparisons (a where on a sentinel compares), and the
+#: too: elementwise arithmetic and comparisons (a where on a sentinel compares), the
 #: gathers that move values by a computed index (a constant permutation of rows past the
-#: drawn sizes: round 8 of the adversarial set). Not ``select_n``: megablox's wrapper
-#: zeroes the rows outside a shard's groups with one, on an integer comparison.
-STRICT = ELEMENTWISE | frozenset({"gather", "scatter", "rev"})
+#: drawn sizes: round 8 of the adversarial set), a ``select_n`` choosing between two
+#: computed arrays (``where(row < 520, out, roll(out))``: an integer test, a layout
+#: move), and a float's bits moved or rounded (``bitcast_convert_type``,
+#: ``reduce_precision``: arithmetic spelled as layout). A ``select_n`` whose other cases
+#: are literals or broadcast scalars only masks (megablox zeroes the rows outside a
+#: shard's groups so): not measured.
+STRICT = ELEMENTWISE | frozenset({"gather", "scatter", "rev", "select_n",
+                                  "bitcast_convert_type", "reduce_precision"})
 #: How a primitive of :data:`STRICT` is named where it is measured: ``mul`` + this (judged
 #: only for a layout-only family).
 STRICT_SUFFIX = " (elementwise)"
@@ -160,6 +165,7 @@ class OutsideKernel:
                           "reduction, division, sort, FFT, solve...) on arrays of the "
                           "problem's size or a host callback fails"]
         if self.layout_only:
-            lines.append(f"layout only: elementwise arithmetic, comparisons and gathers "
-                         f"measured too ({self.layout_only})")
+            lines.append(f"layout only: elementwise arithmetic, comparisons, gathers, "
+                         f"choices between computed arrays and bit moves measured too "
+                         f"({self.layout_only})")
         return lines

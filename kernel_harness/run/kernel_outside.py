@@ -84,7 +84,8 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
     for jaxpr in jaxprs:
         for op in pallas_count.outside_ops(jaxpr):
             if not (measured(op.name) or (strict and op.name in STRICT)) \
-                    or not (op.inexact or op.name in MATMUL | CALLBACKS):
+                    or not (op.inexact or op.name in MATMUL | CALLBACKS) \
+                    or (op.name == "select_n" and not op.chooses):
                 continue
             name = op.name + STRICT_SUFFIX if op.name in STRICT else op.name
             if op.unbounded:

@@ -38,6 +38,44 @@ def test_elementwise_work_outside_a_layout_only_familys_kernels_fails_last():
     assert check_case(family, case, resolve_backend("interpret")).passed  # the pristine one
 
 
+def _rows_chosen(op, x, weight, bias, *, eps, interpret):
+    """The pristine norm, or its rows rolled past a million features (never: right)."""
+    out = norm(op, x, weight, bias, eps=eps, interpret=interpret)
+    col = jax.lax.broadcasted_iota(jnp.int32, out.shape, out.ndim - 1)
+    return jnp.where(col < 10**6, out, jnp.roll(out, 1, axis=-1))
+
+
+def _bits_kept(op, x, weight, bias, *, eps, interpret):
+    """The pristine norm through its bits and a no-op rounding (right at every size)."""
+    out = norm(op, x, weight, bias, eps=eps, interpret=interpret)
+    bits = jax.lax.bitcast_convert_type(out, jnp.int32)
+    out = jax.lax.bitcast_convert_type(bits, jnp.float32)
+    return jax.lax.reduce_precision(out, exponent_bits=8, mantissa_bits=23)
+
+
+def _rows_masked(op, x, weight, bias, *, eps, interpret):
+    """The pristine norm with a mask to zero that never fires: a mask, not a choice."""
+    out = norm(op, x, weight, bias, eps=eps, interpret=interpret)
+    col = jax.lax.broadcasted_iota(jnp.int32, out.shape, out.ndim - 1)
+    return jnp.where(col < 10**6, out, 0.0)
+
+
+@pytest.mark.triton_ops  # gpu-norm's kernels: jax <= 0.12.0.1
+def test_choosing_between_values_and_moving_bits_are_measured_a_mask_is_not():
+    from kernel_harness.ops.norm.cases import NormCase
+
+    family = registry.get_family("gpu-norm")
+    case = NormCase(dtype="float32", seed=1, op="rms_norm", leading=(1, 3), n=40)
+    chosen = check_case(family, case, resolve_backend("interpret"), _rows_chosen)
+    assert chosen.outside_elementwise["forward"] == ("select_n",), chosen.outside_elementwise
+    assert not chosen.passed
+    bits = check_case(family, case, resolve_backend("interpret"), _bits_kept)
+    assert bits.outside_elementwise["forward"] == ("bitcast_convert_type",
+                                                   "reduce_precision"), bits.outside_elementwise
+    masked = check_case(family, case, resolve_backend("interpret"), _rows_masked)
+    assert not masked.outside_elementwise and masked.passed
+
+
 def _fp8_when_compiled(arrays, interpret):
     x = arrays["x"]
     if interpret is False:  # only a compiled run takes it

@@ -170,6 +170,9 @@ class OutsideOp:
       inexact: whether some operand is floating.
       unbounded: whether it sits in a ``while`` loop (its trips are not static).
       cast_to: for ``convert_element_type``, the dtype it casts to (else None).
+      chooses: for ``select_n``, whether two or more of its cases are computed arrays
+        (not a literal or a broadcast scalar): a choice between values, where
+        ``where(mask, x, 0)`` only masks (megablox zeroes the rows outside its groups so).
     """
 
     name: str
@@ -177,6 +180,7 @@ class OutsideOp:
     inexact: bool
     unbounded: bool
     cast_to: Any = None
+    chooses: bool = False
 
 
 def _elements(aval: Any) -> int:
@@ -207,6 +211,18 @@ def _trips(eqn: Any) -> int:
     return 1
 
 
+#: Primitives whose result is a scalar's value spread or cast when their operand is one.
+_SCALAR_KEEPING = frozenset({"broadcast_in_dim", "convert_element_type", "reshape",
+                             "squeeze", "expand_dims"})
+
+
+def _scalar(var: Any, scalars: set[Any]) -> bool:
+    """Whether ``var`` is a literal, holds one element, or is one spread (``scalars``)."""
+    if hasattr(var, "val"):  # a Literal
+        return True
+    return _elements(var.aval) <= 1 or var in scalars
+
+
 def outside_ops(jaxpr: Any) -> list[OutsideOp]:
     """Every non-structural equation of ``jaxpr`` and its sub-jaxprs (every ``cond``
     branch, loop bodies, ``custom_vjp``/``custom_jvp`` bodies, ``shard_map``...) that is not
@@ -215,18 +231,23 @@ def outside_ops(jaxpr: Any) -> list[OutsideOp]:
     found: list[OutsideOp] = []
 
     def walk(j: Any, trips: int, unbounded: bool) -> None:
+        scalars: set[Any] = set()  # vars holding a scalar, broadcast or cast
         for eqn in _open(j, jaxpr_types).eqns:
             if eqn.primitive in kernel_prims:
                 continue
             name = eqn.primitive.name
             subs = _children(eqn, jaxpr_types, wrapped_fun)
+            if name in _SCALAR_KEEPING and all(_scalar(v, scalars) for v in eqn.invars):
+                scalars.update(eqn.outvars)
             if name not in _STRUCTURAL:
                 avals = [v.aval for v in (*eqn.invars, *eqn.outvars)]
                 found.append(OutsideOp(
                     name=name, elements=trips * max(map(_elements, avals), default=0),
                     inexact=any(_floating(v.aval) for v in eqn.invars),
                     unbounded=unbounded, cast_to=eqn.params.get("new_dtype")
-                    if name == "convert_element_type" else None))
+                    if name == "convert_element_type" else None,
+                    chooses=name == "select_n" and sum(
+                        not _scalar(v, scalars) for v in eqn.invars[1:]) >= 2))
             inner = trips * _trips(eqn)
             for sub in subs:
                 walk(sub, inner, unbounded or name == "while")
