@@ -27,7 +27,13 @@ pytest, and names each line that:
   module-level iterator or its bound ``__next__``, a file or directory read or written, a
   cache's ``cache_info()``, ``jax.config.update``; and, by any spelling, jax's
   process-wide configuration changed by the example's calls (:func:`config_changes`);
-- **tells traced from eager**: a reference to jax's ``Tracer`` class;
+- **tells traced from eager**: a reference to jax's ``Tracer`` class or its tracing
+  machinery, an attribute only a concrete array has, a string naming a tracer, a ``try``
+  that catches a tracer's error or wraps a conversion to the host in a broad handler;
+- **reads the process or host**: the process id, the environment, the host, randomness,
+  and any standard-library module outside those computation needs (an allowlist), an
+  object's ``id()`` or a salted ``hash()``;
+- **runs code it does not show**: ``eval``, ``exec``, ``compile``;
 - **reads jax's precision context**: ``default_matmul_precision``'s value;
 - **branches on the backend**: an ``if``, conditional expression, loop or index that
   reads ``interpret`` (or a name computed from it), a value computed from ``interpret``

@@ -53,7 +53,29 @@ def classify(dotted: str) -> tuple[str, str] | None:
         return known.TRACED, dotted
     if dotted.endswith(known.PRECISION):
         return known.PRECISION_KIND, dotted
+    if dotted.endswith(".ArrayImpl") or (
+            dotted.startswith(known.TRACING_MODULES)
+            and any(w in dotted.rsplit(".", 1)[-1].lower() for w in known.TRACING_WORDS)):
+        return known.TRACED, dotted
     return None
+
+
+def host_module(dotted: str) -> tuple[str, str] | None:
+    """(kind, what) for a name of the standard library outside
+    :data:`~kernel_harness.run.source_names.COMPUTATION_STDLIB` (``os.getpid``,
+    ``threading.get_ident``, ``resource.getrusage``), or of ``numpy.random``; else None."""
+    parts = dotted.split(".")
+    if dotted.startswith("numpy.random."):
+        return known.PROCESS_KIND, f"{known.NUMPY_RANDOM} ({dotted})"
+    top = parts[0]
+    if top not in sys.stdlib_module_names or top in known.COMPUTATION_STDLIB:
+        return None
+    allowed = known.COMPUTATION_PARTS.get(top)
+    if allowed is not None and (len(parts) == 1 or parts[1] in allowed):
+        return None
+    return known.PROCESS_KIND, f"{known.HOST_MODULE} {dotted}: the standard library's {top} " \
+                               "reaches the process or its host, which no kernel's " \
+                               "arithmetic needs"
 
 
 def _bound_state(obj: Any) -> bool:
@@ -117,6 +139,12 @@ def kinds(node: ast.AST, dotted: Callable[[ast.AST], str | None], local: set[str
         return
     func = node.func
     name = "" if isinstance(func, ast.Name) and func.id in local else dotted(func) or ""
+    if name in known.HIDDEN:
+        yield known.HIDDEN_KIND, f"{name}(): runs code built at run time, which no check " \
+                                 "can read"
+    elif name in known.PROCESS_BUILTINS:
+        yield known.PROCESS_KIND, f"{name}(): an address or a per-process salted hash; " \
+                                  "a check's process is not a user's"
     if name in ("hasattr", "getattr", "builtins.hasattr", "builtins.getattr") \
             and len(node.args) > 1 and _literal(node.args[1]) in known.CONCRETE_ONLY:
         yield known.TRACED, f"asks for .{_literal(node.args[1])}, which only a concrete " \
@@ -143,3 +171,48 @@ def kinds(node: ast.AST, dotted: Callable[[ast.AST], str | None], local: set[str
                                  and func.attr in known.FILE_METHODS):
         yield known.STATE, f"reads or writes a file ({name or func.attr}): state that " \
                            "outlives the process"
+
+
+_BROAD = ("Exception", "BaseException", "TypeError")
+
+
+def traced_try(node: ast.Try, dotted: Callable[[ast.AST], str | None], local: set[str]
+               ) -> Iterator[tuple[str, str]]:
+    """TRACED for a ``try`` that tells a traced call from an eager one: a handler catching
+    one of jax's tracer errors, or a broad handler around a conversion to the host
+    (``float(x)``, ``x.item()``, ``np.asarray(x)``), which succeeds eagerly and raises
+    under a trace."""
+    caught: list[str] = []
+    for handler in node.handlers:
+        types_ = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        caught += ["Exception" if t is None else (dotted(t) or "") for t in types_]
+    named = [c for c in caught if c.rsplit(".", 1)[-1] in known.TRACER_ERRORS]
+    if named:
+        yield known.TRACED, f"catches {named[0]}, which a traced value raises where an " \
+                            "eager one converts"
+        return
+    if not any(c.rsplit(".", 1)[-1] in _BROAD for c in caught):
+        return
+    for sub in (n for stmt in node.body for n in ast.walk(stmt)):
+        if not isinstance(sub, ast.Call):
+            continue
+        func = sub.func
+        if isinstance(func, ast.Attribute) and func.attr in known.HOST_CONVERSIONS:
+            name = func.attr  # x.item(), x.tolist(), x.__float__()
+        elif isinstance(func, ast.Name) and func.id in local or not sub.args:
+            continue
+        else:
+            name = dotted(func) or ""  # float(x), np.asarray(x)
+        if name in known.HOST_CONVERSIONS:
+            yield known.TRACED, f"a try around {name}(), a conversion to the host: an " \
+                                "eager call takes the body, a traced one the handler"
+            return
+
+
+def seeds_numpy(tree: ast.AST, dotted: Callable[[ast.AST], str | None]) -> bool:
+    """Whether the function seeds numpy's global random state with a value
+    (``np.random.seed(seed)``): its draws are then the same in every process."""
+    return any(isinstance(n, ast.Call) and dotted(n.func) == "numpy.random.seed"
+               and n.args and not (isinstance(n.args[0], ast.Constant)
+                                   and n.args[0].value is None)
+               for n in ast.walk(tree))

@@ -14,6 +14,7 @@ BACKEND_KIND = "branches on the backend"
 PROCESS_KIND = "reads the process or host"
 CONFIG_KIND = "reads jax's configuration"
 ALIASING_KIND = "tells aliased arguments apart"
+HIDDEN_KIND = "runs code it does not show"
 
 #: Packages whose code is not the implementation's: neither read nor followed.
 TRUSTED = frozenset({"jax", "jaxlib", "numpy", "ml_dtypes", "hypothesis", "pytest",
@@ -48,7 +49,10 @@ PROCESS_MODULES = frozenset({"random", "secrets"})
 CONCRETE_ONLY = frozenset({"copy_to_host_async", "addressable_shards", "addressable_data",
                            "is_fully_addressable", "unsafe_buffer_pointer",
                            "on_device_size_in_bytes", "device_buffer", "device_buffers",
-                           "is_deleted", "_value", "_npy_value", "_arrays"})
+                           "is_deleted", "_value", "_npy_value", "_arrays", "committed",
+                           "_committed", "is_fully_replicated", "global_shards",
+                           "__cuda_array_interface__",
+                           "__dlpack__", "__dlpack_device__"})
 #: Modules whose attributes a kernel has no reason to read by a computed name
 #: (``getattr(sys, "mod" + "ules")``: a lookup spelled so that no line names it).
 INTROSPECTION = frozenset({"sys", "os", "inspect", "traceback", "gc", "builtins", "importlib",
@@ -80,3 +84,53 @@ CONFIG_WRITES = (".config.update", ".config.parse_flags_with_absl")
 BACKEND = ("jax.default_backend", "jax._src.xla_bridge.default_backend")
 #: Strings naming the harness or the test runners.
 NAMES = ("kernel_harness", "hypothesis", "pytest", "PYTEST_CURRENT_TEST")
+
+#: The standard library a kernel's Python may name: arithmetic on scalars, functional
+#: helpers, types and containers, text, warnings and logging calls. Any other module of the
+#: standard library (``os``, ``sys``, ``socket``, ``threading``, ``resource``, ``ctypes``,
+#: ``signal``, ``pathlib``...) reads or changes the process or its host, which no kernel's
+#: arithmetic needs and a check's process does not share with a user's: an allowlist, so
+#: a module no rule names is read too (rounds 4-8 each found one the denylists missed).
+COMPUTATION_STDLIB = frozenset({
+    "__future__", "abc", "array", "bisect", "builtins", "cmath", "collections", "contextlib",
+    "copy", "dataclasses", "decimal", "enum", "fractions", "functools", "heapq", "itertools",
+    "json", "keyword", "math", "numbers", "operator", "re", "statistics", "string", "struct",
+    "textwrap", "types", "typing", "weakref"})
+#: Modules of which only these names are computation (the rest of ``logging`` and
+#: ``warnings`` reads the handlers and filters pytest installs; ``sys``'s the process).
+COMPUTATION_PARTS = {
+    "logging": frozenset({"getLogger", "debug", "info", "warning", "error", "exception",
+                          "log", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}),
+    "warnings": frozenset({"warn", "warn_explicit", "catch_warnings", "simplefilter",
+                           "filterwarnings"}),
+    "sys": frozenset({"platform", "version_info", "maxsize", "float_info", "byteorder",
+                      "hexversion", "int_info"}),
+}
+#: How a name of the standard library outside :data:`COMPUTATION_STDLIB` is said.
+HOST_MODULE = "uses"
+#: How a draw from numpy's global random state is named (not where the function seeds it).
+NUMPY_RANDOM = "draws from numpy's global random state"
+#: Builtins whose answer differs between processes (an object's address; a string's hash,
+#: salted per process).
+PROCESS_BUILTINS = frozenset({"id", "hash"})
+#: Builtins that run code built at run time, which the source check cannot read.
+HIDDEN = frozenset({"eval", "exec", "compile"})
+#: Strings that name what a traced value is and a concrete one is not (``"Traced" in
+#: str(x)``, ``type(x).__name__ == "ArrayImpl"``).
+TRACER_STRINGS = ("Traced", "Tracer", "ArrayImpl", "ConcreteArray", "DynamicJaxpr")
+#: jax's namespaces of the tracing machinery: a name there that says trace, tracer,
+#: concrete or jit asks how the code is being run (``trace_ctx``, ``find_top_trace``,
+#: ``unsafe_am_i_under_a_jit_DO_NOT_USE``, a ``BatchTracer``).
+TRACING_MODULES = ("jax.core.", "jax._src.core.", "jax.extend.core.", "jax.interpreters.",
+                   "jax._src.interpreters.", "jax._src.api.", "jax.api_util.")
+TRACING_WORDS = ("trace", "concrete", "jit")
+#: jax's errors a traced value raises where an eager one converts (a ``try`` catching one
+#: tells the two apart).
+TRACER_ERRORS = ("ConcretizationTypeError", "TracerBoolConversionError",
+                 "TracerArrayConversionError", "TracerIntegerConversionError",
+                 "UnexpectedTracerError", "NonConcreteBooleanIndexError")
+#: Calls that bring an array to the host (raise under a trace): inside a ``try`` whose
+#: handler catches their error, an eager call takes the body and a traced one the handler.
+HOST_CONVERSIONS = frozenset({"float", "int", "bool", "complex", "numpy.asarray",
+                              "numpy.array", "jax.device_get", "item", "tolist",
+                              "__array__", "__float__", "__int__", "__bool__", "__index__"})

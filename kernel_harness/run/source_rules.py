@@ -137,15 +137,26 @@ def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int]
         if stored and not all("interpret" in n for n in stored) and _from_interpret(
                 node.value):
             yield BACKEND, "a value computed from `interpret`"
-    yield from source_calls.kinds(node, lambda n: _dotted(n, heads), local, outer)
+    for hit in source_calls.kinds(node, lambda n: _dotted(n, heads), local, outer):
+        if not (fn == "__hash__" and hit[1].startswith("hash()")):  # a key's own hash
+            yield hit
     if isinstance(node, (ast.Attribute, ast.Name)):
-        hit = source_calls.classify(_dotted(node, heads) or "")
+        dotted = _dotted(node, heads) or ""
+        hit = source_calls.classify(dotted)
+        root = _root(node)
+        if hit is None and root in heads and root not in local:
+            hit = source_calls.host_module(dotted)
         if hit is not None:
             yield hit
     elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
         hit = [n for n in known.NAMES if n in node.value]
         if hit:
             yield OBSERVES, f"the string {node.value[:40]!r} names {hit[0]}"
+        traced = [n for n in known.TRACER_STRINGS if n in node.value]
+        if traced:
+            yield TRACED, f"the string {node.value[:40]!r} names {traced[0]}"
+    elif isinstance(node, ast.Try):
+        yield from source_calls.traced_try(node, lambda n: _dotted(n, heads), local)
     elif isinstance(node, (ast.Global, ast.Nonlocal)):
         # A global the call counts with, or a name of the function's enclosing scope (that
         # call has returned: each call of this one sees what the last left). A global set
@@ -327,15 +338,26 @@ def lint(fn: types.FunctionType) -> list[Finding]:
     top = next((n for n in ast.iter_child_nodes(tree) if isinstance(n, _SCOPES)), None)
     rebound, exempt = _rebound(tree), _interpret_values(tree)
     tainted = _interpret_tainted(tree)
+    seeded = source_calls.seeds_numpy(tree, lambda n: _dotted(n, heads))
     out = []
     for node, local, scope in _scoped(tree):
         for kind, what in _kinds(node, heads, local, docs, outer, fn.__name__, rebound,
                                  exempt, scope, top, tainted):
+            if seeded and what.startswith(known.NUMPY_RANDOM):
+                continue
             lineno = getattr(node, "lineno", 1)
             text = lines[lineno - 1].strip() if lineno <= len(lines) else ""
             out.append(Finding(kind, inspect.getsourcefile(fn) or "?", start + lineno - 1,
                                text, what))
-    return out
+    return _specific(out)
+
+
+def _specific(found: list[Finding]) -> list[Finding]:
+    """``found`` without the allowlist's findings (a module outside the computation) on
+    lines a rule of its own names (``os.makedirs``: a directory marker, not only ``os``)."""
+    named = {(f.file, f.line) for f in found if not f.what.startswith(known.HOST_MODULE)}
+    return [f for f in found
+            if not (f.what.startswith(known.HOST_MODULE) and (f.file, f.line) in named)]
 
 
 def _stored(stmt: ast.AST) -> set[str]:
@@ -365,9 +387,9 @@ def lint_module(module: types.ModuleType, names: set[str]) -> list[Finding]:
                 if kind != STATE:
                     out.append(Finding(kind, file, node.lineno,
                                        lines[node.lineno - 1].strip(), what))
-    return out
+    return _specific(out)
 
 
 #: Every kind a finding can have (what an ``accepted-source`` entry may name).
 KINDS = (OBSERVES, CLOCK, STATE, TRACED, PRECISION, BACKEND, known.PROCESS_KIND,
-         known.CONFIG_KIND, known.ALIASING_KIND)
+         known.CONFIG_KIND, known.ALIASING_KIND, known.HIDDEN_KIND)
