@@ -19,12 +19,19 @@ The small size is traced once more for the compiled backend the family targets (
 kernels or computes other math there than on the check's backend is a ghost branch too, one
 no interpreted check would run (round 6 of the adversarial set passed a grouped matmul
 rounding its operands to bfloat16 only when ``interpret`` is False, the test on a helper's
-parameter). What it cannot see: a branch on the devices present (the trace runs here).
+parameter). And where those agree, the two programs are compared whole, the kernels'
+``interpret`` setting aside: a constant, an operand, a mask or an option that differs only
+when compiled is a ghost branch whatever spells it (:func:`program_difference`; the pristine
+kernels of every family that claims sizes trace the same program for both). What it cannot
+see: a branch on the devices present (the trace runs here), and one that differs when
+compiled only at other sizes than the small one.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -34,10 +41,11 @@ import jax.numpy as jnp
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kernel_harness.checks import wrapper_standin
 from kernel_harness.core.backends import Backend, running_on
 from kernel_harness.core.compat import pallas_count
 from kernel_harness.core.errors import PropertyNotApplicable
-from kernel_harness.records.claims import Abstract, Claim
+from kernel_harness.records.claims import STAND_IN_CAP, Abstract, Claim
 from kernel_harness.records.family import Family
 from kernel_harness.run.report import PREFIX
 
@@ -76,11 +84,48 @@ def structure(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mappin
     """``(kernels, primitives)``: the Pallas kernels every path of ``impl``'s traced call
     launches on ``arrays`` (abstract), and the names of the non-layout primitives around
     them."""
-    with running_on(backend):
-        jaxpr = jax.make_jaxpr(lambda a: call(impl, a))(dict(arrays))
+    jaxpr = _traced(call, impl, arrays, backend)
     names = set(pallas_count.primitive_counts(jaxpr))
     return pallas_count.pallas_kernels(jaxpr), frozenset(names - LAYOUT) | _narrowing(
         jaxpr, arrays)
+
+
+def _traced(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str, Any],
+            backend: Backend) -> Any:
+    """``impl``'s call traced on ``arrays`` (abstract) with ``backend`` current."""
+    with running_on(backend):
+        return jax.make_jaxpr(lambda a: call(impl, a))(dict(arrays))
+
+
+def program_difference(call: Callable[..., Any], impl: Callable[..., Any],
+                       arrays: Mapping[str, Any], here: Backend, compiled: Backend
+                       ) -> str | None:
+    """Where ``impl``'s program traced for ``compiled`` first differs from the one traced
+    for ``here`` on the same ``arrays``, the kernels' ``interpret`` setting aside (the one
+    parameter that is meant to differ), as ``here: <line> / compiled: <line>``; None where
+    they are the same program. A wrapper that adds, drops or changes anything only when
+    compiled (a constant, an operand, a mask, an option passed on) differs here whatever
+    its spelling (round 9 chose its compiled path by a helper's parameter called ``exact``,
+    which the source check did not read as ``interpret``)."""
+    texts = [_INTERPRET.sub("interpret=*", str(_traced(call, impl, arrays, b))).splitlines()
+             for b in (here, compiled)]
+    for a, b in zip(*texts, strict=False):
+        if a != b:
+            return f"{here.name}: `{a.strip()[:120]}` / {compiled.name}: `{b.strip()[:120]}`"
+    if len(texts[0]) != len(texts[1]):
+        return (f"{here.name}: {len(texts[0])} line(s) of program / {compiled.name}: "
+                f"{len(texts[1])}")
+    return None
+
+
+#: A kernel's interpret setting in a printed program (``interpret=True``,
+#: ``interpret=InterpretParams(...)``): the one parameter meant to differ when compiled.
+_INTERPRET = re.compile(r"interpret=[^\n]*")
+
+
+def _held(arrays: Abstract) -> bool:
+    """Whether the wrapper comparison holds ``arrays`` (:data:`STAND_IN_CAP`)."""
+    return sum(math.prod(a.shape) for a in arrays.values()) <= STAND_IN_CAP
 
 
 def _narrowing(jaxpr: Any, arrays: Mapping[str, Any]) -> frozenset[str]:
@@ -135,6 +180,32 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
                      for t in ("tpu", "gpu") if t in family.backends
                      and t != backend.name), None)
 
+    stood_in: dict[str, str | None] = {}  # by shapes, as traced
+    stand_in_sizes = [a for a in claim.stand_in_sizes()
+                      if not ({str(x.dtype) for x in a.values()} | claim.uses(a))
+                      & family.without]
+
+    @functools.cache
+    def same_wrapper_small() -> bool:
+        return wrapper_standin.difference(*(wrapper_standin.run(
+            claim.call, f, wrapper_standin.concrete(small, claim.integers), backend)
+            for f in (fn, family.kernel))) is None
+
+    def wrapper_problem(arrays: Abstract, key: str) -> str | None:
+        """With kernels stood in for, how the implementation's wrapper differs at this
+        size from the family's, where the two agree at the small size."""
+        if impl is None or impl is family.kernel or not same_wrapper_small():
+            return None
+        if key not in stood_in:
+            conc = wrapper_standin.concrete(arrays, claim.integers)
+            stood_in[key] = wrapper_standin.difference(
+                *(wrapper_standin.run(claim.call, f, conc, backend)
+                  for f in (fn, family.kernel)))
+        found = stood_in[key]
+        return None if found is None else (
+            f"with every kernel stood in for (wrapper_standin), {found} there, and not at "
+            f"{_shapes(small)}")
+
     def problems(arrays: Abstract) -> tuple[int, list[str]]:
         key = f"{_shapes(arrays)} {_dtypes(arrays)}"
         if key not in traced:
@@ -177,6 +248,11 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
         extra = sorted(prims - base_prims)
         if extra:
             found.append(f"computes {', '.join(extra)} and not on {backend.name}")
+        if not found:
+            differs = program_difference(claim.call, fn, small, backend, compiled)
+            if differs is not None:
+                found.append(f"is another program than on {backend.name} (first difference: "
+                             f"{differs})")
         return tuple(found)
 
     def check_compiled() -> None:
@@ -201,12 +277,23 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
             record(("claimed size", index), not found)
             if found:
                 raise fail(claimed, "claimed size (traced, not run)", found)
+        compared: list[tuple[Abstract, str]] = []
         for index, claimed in enumerate(sizes):
-            check_ladder(drawn[index], index, claimed)
+            rungs = check_ladder(drawn[index], index, claimed)
+            held = [a for a in (claimed, *reversed(rungs)) if _held(a)]
+            if held:  # the claimed size, else the largest rung the comparison can hold
+                compared.append((held[0], "claimed size (not run)" if held[0] is claimed
+                                 else "size under a claimed one (not run)"))
+        compared += [(a, "size under a claimed one (not run)") for a in stand_in_sizes]
+        for index, (arrays, where) in enumerate(compared):
+            wrapper = wrapper_problem(arrays, f"{_shapes(arrays)} {_dtypes(arrays)}")
+            record(("wrapper compared", index), wrapper is None)
+            if wrapper is not None:
+                raise fail(arrays, where, [wrapper])
         if observer is not None:
             observer.end_example(True)
 
-    def check_ladder(drawn: list[int], index: int, claimed: Abstract) -> None:
+    def check_ladder(drawn: list[int], index: int, claimed: Abstract) -> list[Abstract]:
         rungs = claim.ladder(claimed, _jitter(claim.pairs(claimed), drawn), family.without)
         hypothesis.event(f"ladder {index}: {len(rungs)} rung(s)")
         for r, arrays in enumerate(rungs):
@@ -225,6 +312,7 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
             record(("rung", index, r), not found)
             if found:
                 raise fail(arrays, where, found)
+        return rungs
 
     prop.__name__ = f"{family.name}_claimed_sizes"
     # Two examples on the ci profile: each traces every ladder (every factor of 2 between

@@ -206,6 +206,10 @@ def _key(arrays: Abstract) -> tuple[Any, ...]:
     return tuple((n, tuple(a.shape), str(a.dtype)) for n, a in arrays.items())
 
 
+#: The most input elements (all arrays together) the wrapper comparison holds at one size.
+STAND_IN_CAP = 1 << 26
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Claim:
     """Where a kernel claims to work, and how to call it on abstract inputs.
@@ -234,6 +238,13 @@ class Claim:
         by ``describe``); only the claimed sizes are traced then.
       large: real examples up to the claimed sizes (:class:`LargeSizes`), run by the
         ``large-sizes`` property; None: only traced (``large-sizes`` is a SKIP).
+      integers: ``integers(name, abstract, arrays, rng) -> array``: valid values for an
+        integer input (group sizes, segment ids, lengths) at any size, for the wrapper
+        comparison with kernels stood in for (:mod:`kernel_harness.checks.wrapper_standin`);
+        None: zeros.
+      stand_in_sizes: sizes under the claimed ones where that comparison also runs (it
+        holds its inputs: a size past :data:`STAND_IN_CAP` elements is not compared; a
+        family without a ladder names a few here).
     """
 
     reason: str
@@ -244,6 +255,8 @@ class Claim:
     rung: RungMaker = interpolated
     no_ladder: str = ""
     large: LargeSizes | None = None
+    integers: Callable[..., Any] | None = None
+    stand_in_sizes: Callable[[], Sequence[Abstract]] = lambda: ()
 
     def __post_init__(self) -> None:
         if not self.reason.strip():

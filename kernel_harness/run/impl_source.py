@@ -36,7 +36,8 @@ pytest, and names each line that:
 - **runs code it does not show**: ``eval``, ``exec``, ``compile``;
 - **reads jax's precision context**: ``default_matmul_precision``'s value;
 - **branches on the backend**: an ``if``, conditional expression, loop or index that
-  reads ``interpret`` (or a name computed from it), a value computed from ``interpret``
+  reads ``interpret`` (or a name computed from it, or a helper's parameter a caller passed
+  it to: :mod:`kernel_harness.run.source_flow`), a value computed from ``interpret``
   into a name that does not say interpret, ``jax.default_backend()`` or a device's
   ``platform`` read anywhere.
 
@@ -59,6 +60,7 @@ from typing import Any
 from kernel_harness.core.compat import global_config
 from kernel_harness.core.errors import UsageError
 from kernel_harness.records.config import load_config
+from kernel_harness.run import source_flow
 from kernel_harness.run.source_calls import trusted
 from kernel_harness.run.source_rules import KINDS, STATE, Finding, lint, lint_module
 
@@ -181,7 +183,8 @@ def findings(impl: Callable[..., Any]) -> tuple[Finding, ...]:
     for fn in fns:
         names.setdefault(fn.__module__, set()).update(
             n for code in _codes(fn.__code__) for n in code.co_names)
-    found = [f for fn in fns for f in lint(fn)]
+    carriers = source_flow.interpret_carriers(fns)
+    found = [f for fn in fns for f in lint(fn, carriers.get(fn.__code__, frozenset()))]
     found += [f for module, used in names.items() if module in sys.modules
               for f in lint_module(sys.modules[module], used)]
     unique = {(f.file, f.line, f.kind): f for f in found}

@@ -128,14 +128,15 @@ def _outer(root: str | None, local: set[str], outer: dict[str, Any], fn: str,
 def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int],
            outer: dict[str, Any], fn: str, rebound: set[str], exempt: set[int],
            scope: ast.AST | None, top: ast.AST | None,
-           tainted: set[str] = frozenset()) -> Iterator[tuple[str, str]]:
+           tainted: set[str] = frozenset(), carriers: frozenset[str] = frozenset()
+           ) -> Iterator[tuple[str, str]]:
     """(kind, what) for one node of a function's tree (``local``: the names its innermost
     function binds)."""
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None \
             and id(node.value) not in exempt:
         stored = _stored(node)
         if stored and not all("interpret" in n for n in stored) and _from_interpret(
-                node.value):
+                node.value, names=_INTERPRET | carriers):
             yield BACKEND, "a value computed from `interpret`"
     for hit in source_calls.kinds(node, lambda n: _dotted(n, heads), local, outer):
         if not (fn == "__hash__" and hit[1].startswith("hash()")):  # a key's own hash
@@ -209,15 +210,19 @@ def _outside_calls(node: ast.AST) -> Iterator[ast.AST]:
 _PACKING = (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Starred)
 
 
-def _from_interpret(value: ast.AST, element: bool = False) -> bool:
+_INTERPRET = frozenset({"interpret"})
+
+
+def _from_interpret(value: ast.AST, element: bool = False,
+                    names: frozenset[str] = _INTERPRET) -> bool:
     """Whether ``value`` reads ``interpret`` outside calls, other than as an element packed
     unchanged into a tuple, list, set or dict (``args = (scale, interpret)`` passes it on;
     the packed name stays tainted, so a test on ``args[1]`` is read as one on it)."""
     if isinstance(value, ast.Name):
-        return value.id == "interpret" and not element
+        return value.id in names and not element
     if isinstance(value, ast.Call):
-        return _from_interpret(value.func)
-    return any(_from_interpret(c, isinstance(value, _PACKING))
+        return _from_interpret(value.func, names=names)
+    return any(_from_interpret(c, isinstance(value, _PACKING), names)
                for c in ast.iter_child_nodes(value))
 
 
@@ -285,10 +290,11 @@ def _interpret_values(tree: ast.AST) -> set[int]:
     return out
 
 
-def _interpret_tainted(tree: ast.AST) -> set[str]:
-    """Names computed from ``interpret`` (``compiled = interpret is False``), transitively;
-    a name that itself says interpret passes the setting on and is left out."""
-    out: set[str] = set()
+def _interpret_tainted(tree: ast.AST, carriers: frozenset[str] = frozenset()) -> set[str]:
+    """Names computed from ``interpret`` (``compiled = interpret is False``), transitively,
+    and ``carriers`` (parameters a caller passed ``interpret`` to under another name); a
+    name that itself says interpret passes the setting on and is left out."""
+    out: set[str] = set(carriers)
     assigns = [n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign,
                                                            ast.NamedExpr))]
     while True:
@@ -321,9 +327,10 @@ def _rebound(tree: ast.AST) -> set[str]:
     return out
 
 
-def lint(fn: types.FunctionType) -> list[Finding]:
+def lint(fn: types.FunctionType, carriers: frozenset[str] = frozenset()) -> list[Finding]:
     """The suspicious lines of one function (its nested functions included); ``[]`` where
-    its source cannot be read."""
+    its source cannot be read. ``carriers``: its parameters that hold the interpret setting
+    under another name (:func:`kernel_harness.run.source_flow.interpret_carriers`)."""
     parsed = _source(fn)
     if parsed is None:
         return []
@@ -337,12 +344,12 @@ def lint(fn: types.FunctionType) -> list[Finding]:
             continue
     top = next((n for n in ast.iter_child_nodes(tree) if isinstance(n, _SCOPES)), None)
     rebound, exempt = _rebound(tree), _interpret_values(tree)
-    tainted = _interpret_tainted(tree)
+    tainted = _interpret_tainted(tree, carriers)
     seeded = source_calls.seeds_numpy(tree, lambda n: _dotted(n, heads))
     out = []
     for node, local, scope in _scoped(tree):
         for kind, what in _kinds(node, heads, local, docs, outer, fn.__name__, rebound,
-                                 exempt, scope, top, tainted):
+                                 exempt, scope, top, tainted, carriers):
             if seeded and what.startswith(known.NUMPY_RANDOM):
                 continue
             lineno = getattr(node, "lineno", 1)

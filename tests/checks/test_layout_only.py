@@ -98,3 +98,30 @@ def test_a_narrowing_cast_only_the_compiled_trace_computes_is_a_difference():
     _, widened = structure(call, lambda a, i: jnp.tanh(a["x"].astype(jnp.float32)), wide,
                            resolve_backend("interpret"))
     assert not any(p.startswith("a cast to") for p in widened)
+
+
+def _tail_masked_when_exact(arrays, exact):
+    """Honest when interpreted; compiled (``exact`` is the interpret flag passed on under
+    another name), the last lane is masked: the same primitives, another program."""
+    x = arrays["x"]
+    col = jax.lax.broadcasted_iota(jnp.int32, x.shape, x.ndim - 1)
+    cut = x.shape[-1] if exact else x.shape[-1] - 1
+    return jnp.tanh(jnp.where(col < cut, x, -jnp.inf))
+
+
+def test_a_program_that_differs_only_when_compiled_is_named_whatever_spells_it():
+    from kernel_harness.checks.claimed_sizes import program_difference
+
+    def call(impl, arrays):
+        from kernel_harness import current_backend
+        return impl(arrays, current_backend().pallas_interpret())
+
+    arrays = {"x": jax.ShapeDtypeStruct((8, 128), jnp.float32)}
+    here = resolve_backend("interpret")
+    tpu = Backend(name="tpu", platform="tpu", note="traced for, not run")
+    assert structure(call, _tail_masked_when_exact, arrays, here) == structure(
+        call, _tail_masked_when_exact, arrays, tpu)  # the same kernels and primitives
+    differs = program_difference(call, _tail_masked_when_exact, arrays, here, tpu)
+    assert differs is not None and "127" in differs, differs
+    honest = program_difference(call, lambda a, i: jnp.tanh(a["x"]), arrays, here, tpu)
+    assert honest is None

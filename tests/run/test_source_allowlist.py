@@ -129,3 +129,27 @@ def test_honest_neighbours_have_no_finding():
     assert impl_source.findings(honest) == ()
     x = jnp.ones((4, 4))
     assert jnp.array_equal(honest(x), x)
+
+
+def _rounded(x, exact):
+    """A helper whose parameter holds the interpret setting under another name."""
+    return x if exact else x.astype(jnp.bfloat16).astype(x.dtype)
+
+
+def _passes_on(x, flag):
+    return _rounded(x, exact=flag)
+
+
+def compiled_by_helper(x, *, interpret=False):
+    return jnp.tanh(_passes_on(x, interpret))
+
+
+def compiled_by_partial(x, *, interpret=False):
+    return functools.partial(_rounded, exact=interpret)(jnp.tanh(x))
+
+
+def test_a_helpers_parameter_passed_interpret_is_read_as_interpret():
+    for impl in (compiled_by_helper, compiled_by_partial):
+        found = impl_source.findings(impl)
+        assert {f.kind for f in found} == {source_rules.BACKEND}, (impl.__name__, found)
+        assert any("_rounded" in f.text or "exact" in f.what for f in found), found

@@ -96,10 +96,11 @@ def _has_kernel(value: Any) -> bool:
     return False
 
 
-def evaluate(jaxpr: Any, args: Sequence[Any], which: int, consts: Sequence[Any] | None = None,
+def evaluate(jaxpr: Any, args: Sequence[Any], which: Any, consts: Sequence[Any] | None = None,
              body: Callable[[Any], Any] | None = None) -> list[Any]:
     """``jaxpr`` (a Jaxpr or ClosedJaxpr) applied to ``args``, every Pallas kernel's result
-    replaced by :func:`fill` ``which``; ``consts`` replaces a ClosedJaxpr's own (a backward
+    replaced by :func:`fill` ``which`` (or, ``which`` a callable, by ``which(inputs, result
+    avals)``: a stand-in for the kernel); ``consts`` replaces a ClosedJaxpr's own (a backward
     jaxpr whose consts were the residuals of another trace). With ``body``, the kernels run
     instead, each ``pallas_call`` with its kernel body replaced by ``body(its params)``."""
     kernel_prims = pallas_count.kernel_primitives()
@@ -121,6 +122,8 @@ def evaluate(jaxpr: Any, args: Sequence[Any], which: int, consts: Sequence[Any] 
             if body is not None:
                 params = dict(eqn.params, jaxpr=body(eqn.params))
                 outs = list(eqn.primitive.bind(*invals, **params))
+            elif callable(which):  # a stand-in computing the results from the inputs
+                outs = list(which(invals, [v.aval for v in eqn.outvars]))
             else:
                 outs = [fill(v.aval.shape, v.aval.dtype, which) for v in eqn.outvars]
         else:
@@ -131,7 +134,7 @@ def evaluate(jaxpr: Any, args: Sequence[Any], which: int, consts: Sequence[Any] 
     return [read(v) for v in open_jaxpr.outvars]
 
 
-def _equation(eqn: Any, invals: list[Any], which: int, body: Any) -> list[Any]:
+def _equation(eqn: Any, invals: list[Any], which: Any, body: Any) -> list[Any]:
     name = eqn.primitive.name
     if not any(_has_kernel(v) for v in eqn.params.values()):
         # As jax's own evaluator binds (custom derivatives keep their rules in params it
@@ -153,7 +156,7 @@ def _equation(eqn: Any, invals: list[Any], which: int, body: Any) -> list[Any]:
         f"a Pallas kernel inside primitive {name!r} (params {sorted(eqn.params)})")
 
 
-def _shard_map(params: dict[str, Any], invals: list[Any], which: int, body: Any
+def _shard_map(params: dict[str, Any], invals: list[Any], which: Any, body: Any
                ) -> list[Any]:
     """A ``shard_map`` body evaluated per shard by ``jax.shard_map`` itself (its
     collectives need the mesh's axes bound: the body cannot be traced alone)."""
@@ -168,7 +171,7 @@ def _shard_map(params: dict[str, Any], invals: list[Any], which: int, body: Any
     return list(fn(*invals))
 
 
-def _refilled(closed: Any, which: int, body: Any = None) -> Any:
+def _refilled(closed: Any, which: Any, body: Any = None) -> Any:
     """``closed`` (a ClosedJaxpr) traced again with its kernels' results filled (with
     ``body``: its kernels' bodies replaced)."""
     if not _has_kernel(closed):
@@ -177,7 +180,10 @@ def _refilled(closed: Any, which: int, body: Any = None) -> Any:
         raise PoisonLayoutError(f"a control-flow body is a {type(closed).__name__}")
     avals = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=getattr(a, "weak_type", False))
              for a in closed.in_avals]
-    new = jax.make_jaxpr(lambda *a: evaluate(closed, a, which, body=body))(*avals)
+    # A stand-in that records what its kernels were handed records only at the top level
+    # (``nested``: the variant for a body traced apart, whose values cannot leave it).
+    inner = getattr(which, "nested", which)
+    new = jax.make_jaxpr(lambda *a: evaluate(closed, a, inner, body=body))(*avals)
     if [(a.shape, a.dtype) for a in new.out_avals] != [
             (a.shape, a.dtype) for a in closed.out_avals]:
         raise PoisonLayoutError("a control-flow body changed type once its kernels were filled")

@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
@@ -77,6 +78,15 @@ def _decode_arrays(batch: int, kv_len: int, q_heads: int, kv_heads: int, head_di
             "start_idx": bounds, "kv_seq_len": bounds}
 
 
+def _bounds(name: str, shape: tuple[int, ...], keys: int) -> Any:
+    """Each row's visible keys ``start_idx <= j < kv_seq_len``: a start in the first half,
+    an end past it (seeded by the cache's length, so both names agree)."""
+    starts = np.random.default_rng(keys).integers(0, keys // 2, shape)
+    if name == "start_idx":
+        return starts
+    return np.random.default_rng(keys + 1).integers(starts + 1, keys + 1)
+
+
 #: The longest caches a decode step reads: a model's context (round 6 of the adversarial
 #: set passed a decode that ran XLA, no kernel, past the drawn 512 keys: nothing was claimed).
 CLAIM = Claim(
@@ -87,6 +97,11 @@ CLAIM = Claim(
                    _decode_arrays(32, 32768, 8, 1, 64, jnp.float16)),
     small=lambda: _decode_arrays(2, 256, 8, 2, 64, jnp.float32),
     call=claimed_call,
+    integers=lambda name, a, arrays, rng: _bounds(name, a.shape, arrays["k"].shape[1]),
+    # Under the claimed ones (a 128k cache is too large to hold twice for the wrapper
+    # comparison): a batch past the drawn 4 rows over 4k keys, 4 and 8 heads a kv head.
+    stand_in_sizes=lambda: (_decode_arrays(8, 4096, 32, 8, 128, jnp.bfloat16),
+                            _decode_arrays(32, 2048, 8, 1, 64, jnp.float16)),
     no_ladder="the kernel takes a cache only in its 16 splits of a power of two >= 16 keys "
     "each (it asserts), and query heads only in whole multiples of the kv heads: most sizes "
     "between the small one and a claimed one are no valid call")

@@ -8,6 +8,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from kernel_harness.core.backends import current_backend
 from kernel_harness.families import gpu_common
@@ -153,6 +154,13 @@ LARGE = LargeSizes(
     })
 
 
+def segment_ids_at(shape: tuple[int, ...], rng: Any) -> Any:
+    """Packed documents of any length: sorted, non-negative, far apart (ids past what a
+    float holds), a new document every 64 tokens on average."""
+    starts = rng.random(shape) < 1 / 64
+    return np.cumsum(starts * rng.integers(1, 2 ** 20, shape), axis=-1)
+
+
 #: The longest sequences the kernel is meant for: a model's context, tens of thousands of
 #: tokens (causal, or packed documents), traced at those sizes by ``claimed-sizes``.
 CLAIM = Claim(
@@ -163,7 +171,8 @@ CLAIM = Claim(
     small=lambda: _mha_arrays(*_SMALL),
     call=claimed_call,
     uses=_uses,
-    large=LARGE)
+    large=LARGE,
+    integers=lambda name, a, arrays, rng: segment_ids_at(a.shape, rng))
 
 
 #: How the gpu-mha family calls its kernel: forward and backward (cotangent ``do``).

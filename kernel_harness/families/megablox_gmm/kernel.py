@@ -13,6 +13,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.experimental.pallas.ops.tpu.megablox import ops as _ops
 
 from kernel_harness.core.backends import Backend, current_backend
@@ -168,7 +169,15 @@ CLAIM = Claim(
                    _gmm_arrays(32768, 4096, 4096, 2, jnp.float32)),
     small=lambda: _gmm_arrays(256, 128, 128, 2, jnp.float32),
     call=claimed_call,
-    large=LARGE)
+    large=LARGE,
+    integers=lambda name, a, arrays, rng: group_sizes_at(arrays["lhs"].shape[0],
+                                                          a.shape[0], rng))
+
+
+def group_sizes_at(rows: int, groups: int, rng: Any) -> Any:
+    """``rows`` split among ``groups`` at random cuts (some groups empty, one often large)."""
+    cuts = np.sort(rng.integers(0, rows + 1, groups - 1))
+    return np.diff(np.concatenate([[0], cuts, [rows]]))
 
 
 #: How the megablox-gmm family calls its kernel.

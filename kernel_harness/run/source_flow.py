@@ -1,0 +1,98 @@
+"""Where the interpret setting flows between the implementation's own functions, for the
+source check (:mod:`kernel_harness.run.impl_source`): a branch on ``interpret`` is a branch
+on the backend, and so is one on a helper's parameter that a caller passed ``interpret``
+to under another name (round 9 of the adversarial set chose its compiled path by a helper's
+parameter called ``exact``, which a rule reading one function at a time cannot connect).
+
+Followed: a call by name of a function the implementation can reach (a module-level
+function, a closure's, ``module.helper``), positional and keyword arguments, and
+``functools.partial(helper, ...)``; through as many helpers as pass it on. Not followed: a
+method called on an object, a function chosen at run time.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import textwrap
+import types
+from collections.abc import Iterable
+
+
+def _tree(fn: types.FunctionType) -> ast.AST | None:
+    try:
+        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+
+
+def _resolve(node: ast.AST, fn: types.FunctionType) -> object:
+    """The object a call's function expression names in ``fn``'s globals or closure."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    scope = dict(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:
+            continue
+    obj = scope.get(node.id)
+    for attr in reversed(parts):
+        obj = getattr(obj, attr, None)
+    return obj
+
+
+def _params(fn: types.FunctionType) -> list[str]:
+    code = fn.__code__
+    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+
+
+def _bindings(call: ast.Call, fn: types.FunctionType
+              ) -> tuple[object, list[ast.AST], list[ast.keyword]]:
+    """(callee, positional arguments, keywords) of ``call``, seeing through a
+    ``functools.partial(helper, ...)``."""
+    callee = _resolve(call.func, fn)
+    args, keywords = list(call.args), list(call.keywords)
+    if callee is functools.partial and args:
+        callee = _resolve(args[0], fn)
+        args = args[1:]
+    return callee, args, keywords
+
+
+def interpret_carriers(fns: Iterable[types.FunctionType]) -> dict[types.CodeType,
+                                                                   frozenset[str]]:
+    """For each of ``fns`` (the implementation's own functions), its parameters that hold
+    the interpret setting under another name: a caller among ``fns`` passes ``interpret``
+    (or a parameter that holds it) to them."""
+    fns = list(fns)
+    by_code = {fn.__code__: fn for fn in fns}
+    trees = {fn.__code__: _tree(fn) for fn in fns}
+    carriers: dict[types.CodeType, set[str]] = {code: set() for code in by_code}
+    changed = True
+    while changed:
+        changed = False
+        for code, fn in by_code.items():
+            tree = trees[code]
+            if tree is None:
+                continue
+            holding = {"interpret"} | carriers[code]
+            for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+                callee, args, keywords = _bindings(call, fn)
+                target = getattr(callee, "__code__", None)
+                if target not in by_code:
+                    continue
+                names = _params(by_code[target])
+                passed = {names[i] for i, a in enumerate(args[:len(names)])
+                          if isinstance(a, ast.Name) and a.id in holding}
+                passed |= {k.arg for k in keywords if k.arg in names
+                           and isinstance(k.value, ast.Name) and k.value.id in holding}
+                passed -= {"interpret"} | carriers[target]
+                if passed:
+                    carriers[target] |= passed
+                    changed = True
+    return {code: frozenset(names) for code, names in carriers.items() if names}
