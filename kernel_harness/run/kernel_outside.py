@@ -14,11 +14,13 @@ the trips of the ``scan``s around it), summed over all its equations, reach P /
 :data:`FRACTION`. Summed, so that an answer computed in XLA a row or a block at a time
 counts as the whole; a fraction of P, so that scalars and per-row statistics of a few
 elements (a scale, a page count) do not, while a row max or a log-sum-exp over a
-head_dim of up to 64 does. Inside a ``while`` loop (trips unknown) a measured primitive
-counts at any size. A host callback (``pure_callback``, ``io_callback``,
-``buffer_callback``) counts by the same rule, its operands and results being what it
-touches: one that takes the inputs to the host or brings an answer back counts, one that
-reads a scalar flag does not.
+head_dim of up to 64 does. The elementwise work measured for a layout-only family is
+judged an equation at a time instead (each must reach P / :data:`FRACTION` itself): a
+wrapper's float metadata over many groups adds up, its answer does not. Inside a
+``while`` loop (trips unknown) a measured primitive counts at any size. A host callback
+(``pure_callback``, ``io_callback``, ``buffer_callback``) counts by the same rule, its
+operands and results being what it touches: one that takes the inputs to the host or
+brings an answer back counts, one that reads a scalar flag does not.
 Transcendentals, reductions and divisions count only on floating operands: integer ones
 are index arithmetic.
 
@@ -81,6 +83,7 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
     (judged only for a family whose wrapper is layout only)."""
     touched: collections.Counter = collections.Counter()
     always: set[str] = set()
+    floor = max(2, problem // FRACTION)  # a scalar (a flag, a scale) is never the answer
     for jaxpr in jaxprs:
         for op in pallas_count.outside_ops(jaxpr):
             if not (measured(op.name) or (strict and op.name in STRICT)) \
@@ -88,6 +91,11 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
                     or (op.name == "select_n" and not op.chooses):
                 continue
             name = op.name + STRICT_SUFFIX if op.name in STRICT else op.name
+            if op.name in STRICT and op.elements < floor:
+                # Elementwise work is judged an equation at a time: a wrapper's many
+                # small ones on metadata (megablox's per-group tile counts, in float, over
+                # 56 groups: five ops of 56-112 elements) add up to no answer.
+                continue
             if op.unbounded:
                 always.add(name)
             else:
@@ -95,7 +103,6 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
         for body_op in pallas_count.kernel_body_ops(jaxpr):
             if body_op.name in CALLBACKS and body_op.results:
                 always.add(body_op.name + IN_KERNEL)  # at any size: see the module's doc
-    floor = max(2, problem // FRACTION)  # a scalar (a flag, a scale) is never the answer
     return tuple(sorted(always | {name for name, n in touched.items() if n >= floor}))
 
 

@@ -125,3 +125,19 @@ def test_a_program_that_differs_only_when_compiled_is_named_whatever_spells_it()
     assert differs is not None and "127" in differs, differs
     honest = program_difference(call, lambda a, i: jnp.tanh(a["x"]), arrays, here, tpu)
     assert honest is None
+
+
+def test_megablox_metadata_over_many_groups_is_not_math_outside():
+    """Found by round 9's runs: megablox's wrapper computes per-group tile counts in float
+    (five elementwise ops of 56-112 elements over 56 groups); summed, they passed the
+    problem's P/64 and the pristine kernel failed as math outside. Judged an equation at a
+    time, they are not the answer."""
+    from kernel_harness.ops.grouped_matmul.cases import GmmCase
+
+    sizes = (2, 2, 2, 3, 2, 2, 3, 2, 2, 2, 3, 2, 2, 3) * 4
+    case = GmmCase(dtype="bfloat16", seed=0, m=128, k=128, n=128, group_sizes=sizes,
+                   group_offset=55, local_groups=1, out_dtype="float32",
+                   tiling=(128, 1024, 128))
+    result = check_case(registry.get_family("megablox-gmm"), case,
+                        resolve_backend("interpret"))
+    assert not result.outside_elementwise and result.passed, summary_lines(result)[-1]
