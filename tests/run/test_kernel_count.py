@@ -201,6 +201,40 @@ def test_the_eager_comparison_names_what_differs_and_passes_a_plain_function():
     assert found.changed[0].startswith("result: 1 of 8 element(s) differ (bitwise)"), found
 
 
+def test_a_direct_call_answering_from_a_memo_is_named_on_the_second_call():
+    # Round 9 of the adversarial set: eager calls memoized on a few sampled elements
+    # (traced calls never use the memo), so one eager call agrees and the next, on inputs
+    # that match at the samples, returns the first call's answer.
+    import contextlib
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from kernel_harness.run import kernel_eager
+
+    memo: dict = {}
+
+    def memoized(x):
+        if isinstance(x, jax.core.Tracer):
+            return jnp.tanh(x)
+        key = np.asarray(x).reshape(-1)[::16].tobytes()
+        return memo.setdefault(key, jnp.tanh(x))
+
+    x = jnp.linspace(-1.0, 1.0, 256)
+    traced = jax.make_jaxpr(memoized)(x)
+
+    def program(v):
+        return jax.core.eval_jaxpr(traced.jaxpr, traced.consts, v)[0]
+
+    found = kernel_eager.changes(memoized, program, contextlib.nullcontext, [x], ["result"])
+    assert found.changed and found.changed[0].startswith(
+        "a second direct call, one input element changed: result: 1 of 256"), found
+    honest = kernel_eager.changes(jnp.tanh, lambda v: jnp.tanh(v), contextlib.nullcontext,
+                                  [x], ["result"])
+    assert not honest.changed, honest
+
+
 def test_elements_the_program_does_not_reproduce_are_not_judged():
     # Garbage a kernel leaves outside its contract may differ from run to run: only the
     # elements two runs of the program agree on are compared with the direct call.
