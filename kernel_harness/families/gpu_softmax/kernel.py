@@ -105,7 +105,15 @@ CLAIM = Claim(
                    {"x": jax.ShapeDtypeStruct((4, 8192, 256), jnp.bfloat16)}),
     small=lambda: {"x": jax.ShapeDtypeStruct((2, 3, 100), jnp.float32)},
     call=claimed_call,
-    large=LARGE)
+    large=LARGE,
+    # The vocabularies and expert counts real models use, under the claimed sizes: the
+    # wrapper is compared there with the kernel stood in for (a row length no ladder
+    # rung lands on exactly).
+    stand_in_sizes=lambda: (
+        *({"x": jax.ShapeDtypeStruct((2, n), jnp.bfloat16)}
+          for n in (32000, 32768, 50257, 65536, 100352, 128256, 151936, 256000)),
+        *({"x": jax.ShapeDtypeStruct((4096, n), jnp.float32)}
+          for n in (8, 16, 32, 60, 64, 128, 160, 256))))
 
 
 #: How the gpu-softmax family calls its kernel.
