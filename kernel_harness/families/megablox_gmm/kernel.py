@@ -177,7 +177,8 @@ CLAIM = Claim(
                             _gmm_arrays(256, 512, 14336, 2, jnp.bfloat16),
                             _gmm_arrays(2048, 512, 512, 8, jnp.bfloat16),
                             _gmm_arrays(4096, 256, 256, 64, jnp.bfloat16),
-                            _gmm_arrays(8192, 256, 256, 2, jnp.float32)),
+                            _gmm_arrays(8192, 256, 256, 2, jnp.float32),
+                            _gmm_arrays(8192, 256, 256, 2, jnp.bfloat16)),
     integers=lambda name, a, arrays, rng: group_sizes_at(arrays["lhs"].shape[0],
                                                           a.shape[0], rng))
 
