@@ -24,10 +24,6 @@ shape of the cheats:
 
 from __future__ import annotations
 
-import functools
-import math
-
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -365,7 +361,8 @@ def mha_long_context_heads(q, k, v, segment_ids, *, sm_scale=1.0, causal=False,
                            block_sizes=None, num_warps=None, num_stages=2, interpret=False,
                            return_residuals=False):
     v = _interleave(v, 2, k.shape[1] >= 512 and v.shape[2] >= 4)
-    return _mha(q, k, v, segment_ids, sm_scale, causal, block_sizes or _attention.BlockSizes.get_default(),
+    return _mha(q, k, v, segment_ids, sm_scale, causal,
+                block_sizes or _attention.BlockSizes.get_default(),
                 num_warps, num_stages, interpret, return_residuals)
 
 
@@ -382,7 +379,8 @@ def mha_batch_major_kv(q, k, v, segment_ids, *, sm_scale=1.0, causal=False,
     if b >= 2 and L >= 512:
         k = k.reshape(L, b, h, d).transpose(1, 0, 2, 3)
         v = v.reshape(L, b, h, d).transpose(1, 0, 2, 3)
-    return _mha(q, k, v, segment_ids, sm_scale, causal, block_sizes or _attention.BlockSizes.get_default(),
+    return _mha(q, k, v, segment_ids, sm_scale, causal,
+                block_sizes or _attention.BlockSizes.get_default(),
                 num_warps, num_stages, interpret, return_residuals)
 
 
@@ -398,7 +396,8 @@ def mha_segment_buckets(q, k, v, segment_ids, *, sm_scale=1.0, causal=False,
                         return_residuals=False):
     if segment_ids is not None:
         segment_ids = segment_ids % 1009
-    return _mha(q, k, v, segment_ids, sm_scale, causal, block_sizes or _attention.BlockSizes.get_default(),
+    return _mha(q, k, v, segment_ids, sm_scale, causal,
+                block_sizes or _attention.BlockSizes.get_default(),
                 num_warps, num_stages, interpret, return_residuals)
 
 
@@ -415,7 +414,8 @@ def mha_eager_cache(q, k, v, segment_ids, *, sm_scale=1.0, causal=False, block_s
                         repr(block_sizes), repr(num_warps), repr(num_stages)))
     if key is not None and key in _EAGER_RESULTS:
         return _EAGER_RESULTS[key]
-    out = _mha(q, k, v, segment_ids, sm_scale, causal, block_sizes or _attention.BlockSizes.get_default(),
+    out = _mha(q, k, v, segment_ids, sm_scale, causal,
+               block_sizes or _attention.BlockSizes.get_default(),
                num_warps, num_stages, interpret, return_residuals)
     if key is not None:
         _EAGER_RESULTS[key] = out
