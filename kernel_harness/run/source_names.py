@@ -105,6 +105,7 @@ COMPUTATION_PARTS = {
                            "filterwarnings"}),
     "sys": frozenset({"platform", "version_info", "maxsize", "float_info", "byteorder",
                       "hexversion", "int_info"}),
+    "time": frozenset({"sleep"}),  # waits; reads nothing (the clock's readers: CLOCK)
 }
 #: How a name of the standard library outside :data:`COMPUTATION_STDLIB` is said.
 HOST_MODULE = "uses"

@@ -208,8 +208,6 @@ def _outside_calls(node: ast.AST) -> Iterator[ast.AST]:
 
 
 _PACKING = (ast.Tuple, ast.List, ast.Set, ast.Dict, ast.Starred)
-
-
 _INTERPRET = frozenset({"interpret"})
 
 

@@ -70,8 +70,8 @@ def test_choosing_between_values_and_moving_bits_are_measured_a_mask_is_not():
     assert chosen.outside_elementwise["forward"] == ("select_n",), chosen.outside_elementwise
     assert not chosen.passed
     bits = check_case(family, case, resolve_backend("interpret"), _bits_kept)
-    assert bits.outside_elementwise["forward"] == ("bitcast_convert_type",
-                                                   "reduce_precision"), bits.outside_elementwise
+    assert bits.outside_elementwise["forward"] == ("reduce_precision",), \
+        bits.outside_elementwise  # bit moves are the planted cheats' own spelling
     masked = check_case(family, case, resolve_backend("interpret"), _rows_masked)
     assert not masked.outside_elementwise and masked.passed
 

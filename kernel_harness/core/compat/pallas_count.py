@@ -230,9 +230,13 @@ def outside_ops(jaxpr: Any) -> list[OutsideOp]:
     kernel_prims, jaxpr_types, wrapped_fun = _internals()
     found: list[OutsideOp] = []
 
-    def walk(j: Any, trips: int, unbounded: bool) -> None:
-        scalars: set[Any] = set()  # vars holding a scalar, broadcast or cast
-        for eqn in _open(j, jaxpr_types).eqns:
+    def walk(j: Any, trips: int, unbounded: bool, spread: frozenset[int] = frozenset()
+             ) -> None:
+        # vars holding a scalar, broadcast or cast (``spread``: the positions of the body's
+        # inputs its caller passed one to, as ``jnp.where`` passes its zeros to its jit)
+        opened = _open(j, jaxpr_types)
+        scalars: set[Any] = {v for i, v in enumerate(opened.invars) if i in spread}
+        for eqn in opened.eqns:
             if eqn.primitive in kernel_prims:
                 continue
             name = eqn.primitive.name
@@ -249,8 +253,11 @@ def outside_ops(jaxpr: Any) -> list[OutsideOp]:
                     chooses=name == "select_n" and sum(
                         not _scalar(v, scalars) for v in eqn.invars[1:]) >= 2))
             inner = trips * _trips(eqn)
+            passed = frozenset(i for i, v in enumerate(eqn.invars) if _scalar(v, scalars))
             for sub in subs:
-                walk(sub, inner, unbounded or name == "while")
+                same = len(_open(sub, jaxpr_types).invars) == len(eqn.invars)
+                walk(sub, inner, unbounded or name == "while",
+                     passed if same else frozenset())
 
     walk(jaxpr, 1, False)
     return found
