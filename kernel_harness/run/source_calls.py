@@ -38,6 +38,27 @@ def host_mutable(value: Any) -> bool:
             and hasattr(value, "__dict__") and not trusted(kind.__module__))
 
 
+def chain(node: ast.AST) -> tuple[str | None, list[str]]:
+    """The root name and the attributes of a dotted expression, in order (``np.random.rand``:
+    ``("np", ["random", "rand"])``); no root name for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return (node.id if isinstance(node, ast.Name) else None), parts[::-1]
+
+
+def scope(fn: types.FunctionType) -> dict[str, Any]:
+    """What ``fn``'s code can name: its module's globals and its closure's filled cells."""
+    out = dict(fn.__globals__)
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    return out
+
+
 def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 

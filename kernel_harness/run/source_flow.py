@@ -19,6 +19,8 @@ import textwrap
 import types
 from collections.abc import Iterable
 
+from kernel_harness.run import source_calls
+
 
 def _tree(fn: types.FunctionType) -> ast.AST | None:
     try:
@@ -29,20 +31,9 @@ def _tree(fn: types.FunctionType) -> ast.AST | None:
 
 def _resolve(node: ast.AST, fn: types.FunctionType) -> object:
     """The object a call's function expression names in ``fn``'s globals or closure."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    scope = dict(fn.__globals__)
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
-        try:
-            scope[name] = cell.cell_contents
-        except ValueError:
-            continue
-    obj = scope.get(node.id)
-    for attr in reversed(parts):
+    root, parts = source_calls.chain(node)
+    obj = source_calls.scope(fn).get(root) if root is not None else None
+    for attr in parts:
         obj = getattr(obj, attr, None)
     return obj
 

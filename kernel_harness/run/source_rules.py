@@ -71,13 +71,8 @@ def _canonical_heads(namespace: dict[str, Any], tree: ast.AST) -> dict[str, str]
 
 
 def _dotted(node: ast.AST, heads: dict[str, str]) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([heads.get(node.id, node.id), *reversed(parts)])
+    root, parts = source_calls.chain(node)
+    return None if root is None else ".".join([heads.get(root, root), *parts])
 
 
 def _root(node: ast.AST) -> str | None:
@@ -334,12 +329,7 @@ def lint(fn: types.FunctionType, carriers: frozenset[str] = frozenset()) -> list
         return []
     tree, start, lines = parsed
     heads, docs = _canonical_heads(fn.__globals__, tree), _docstrings(tree)
-    outer = dict(fn.__globals__)
-    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
-        try:
-            outer[name] = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
+    outer = source_calls.scope(fn)
     top = next((n for n in ast.iter_child_nodes(tree) if isinstance(n, _SCOPES)), None)
     rebound, exempt = _rebound(tree), _interpret_values(tree)
     tainted = _interpret_tainted(tree, carriers)
