@@ -314,9 +314,9 @@ class Counting(kernel_poison.StandIn):
             count.poison.key = (self._product, call)
             if not kernel_core_value.perturbs(self._seen[0], key):
                 count.poison.core = {}
-            if kernel_eager.sampled(self, key):
+            if how := kernel_eager.sampled(self, key):
                 count.poison.eager = (kernel_poison.bound(self._impl, leaves, treedef, dyn),
-                                      program, settings_reentry())
+                                      program, settings_reentry(), how)
         self._seen[0] += 1
         if exact:
             self._memo[key] = (count, program)

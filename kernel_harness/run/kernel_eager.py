@@ -79,15 +79,23 @@ def wanted(on: bool) -> Iterator[None]:
         _WANTED.reset(token)
 
 
-def sampled(wrapper: Any, key: Any) -> bool:
-    """Whether configuration ``key`` of ``wrapper`` (a counting stand-in) is called eagerly:
-    its first in the process, then one in EVERY. (The first of each set of input dtypes,
-    tried first, cost the suite's tests/families and tests/run 19%: 261 s became 310 s.)"""
+#: :func:`sampled`'s answers: the implementation's first configuration in the process
+#: (called twice, the second time on a nudged input: :func:`changes`), or a later one.
+FIRST, LATER = "first", "later"
+
+
+def sampled(wrapper: Any, key: Any) -> str | None:
+    """Whether configuration ``key`` of ``wrapper`` (a counting stand-in) is called eagerly
+    (:data:`FIRST` or :data:`LATER`, else None): its first in the process, then one in
+    EVERY. (The first of each set of input dtypes, tried first, cost the suite's
+    tests/families and tests/run 19%: 261 s became 310 s.)"""
     if not _WANTED.get():
-        return False
+        return None
     first = wrapper not in _CALLED
     _CALLED.add(wrapper)
-    return first or zlib.crc32(repr(key).encode()) % EVERY == 7
+    if first:
+        return FIRST
+    return LATER if zlib.crc32(repr(key).encode()) % EVERY == 7 else None
 
 
 def forget() -> None:
@@ -107,9 +115,10 @@ def judged(count: Any) -> Any:
     """Judges the deferred direct calls of this thread, and returns ``count`` (the example's
     ``KernelCount``, or None) with their verdicts merged into its ``eager``."""
     pending, _LOCAL.pending = _LOCAL.__dict__.get("pending", []), []
-    for poison, (direct, program, settings), inputs in pending:
+    for poison, (direct, program, settings, *how), inputs in pending:
         try:
-            poison.eager_verdict = changes(direct, program, settings, inputs, poison.out_names)
+            poison.eager_verdict = changes(direct, program, settings, inputs, poison.out_names,
+                                           nudge=not how or how[0] == FIRST)
         except Exception as e:  # noqa: BLE001 - traced it ran: a failure of its class
             poison.eager_verdict = EagerVerdict(
                 (f"the direct call raised {type(e).__name__}: {str(e).strip()[:200]}",))
@@ -130,19 +139,21 @@ def merged(verdicts: Sequence[EagerVerdict | None]) -> EagerVerdict | None:
 
 def changes(direct: Callable[..., Any], program: Callable[..., Any],
             settings: Callable[[], AbstractContextManager[None]],
-            inputs: Sequence[np.ndarray], names: Sequence[str]) -> EagerVerdict:
+            inputs: Sequence[np.ndarray], names: Sequence[str], nudge: bool = True
+            ) -> EagerVerdict:
     """The :class:`EagerVerdict` of the direct call against the traced program, both on
     ``inputs`` with their floating data drawn anew (:func:`drawn`) and under
     ``settings()``: a line per output leaf (named by ``names``, the call's result leaves)
     that differs, ``result: 12 of 4096 element(s) differ (bitwise), largest |difference|
     0.0031``. Where they differ the program runs once more, and the elements it does not
-    reproduce are left out of the comparison. Then once more on the same data with one
-    element of each floating input changed (:func:`nudged`): a direct call that answers
-    from what an earlier call left (a memo keyed on a few sampled elements: round 9 of the
-    adversarial set) returns the earlier answer there."""
+    reproduce are left out of the comparison. Then (``nudge``: the implementation's first
+    configuration in the process) once more on the same data with one element of each
+    floating input changed (:func:`nudged`): a direct call that answers from what an
+    earlier call left (a memo keyed on a few sampled elements: round 9 of the adversarial
+    set) returns the earlier answer there."""
     values = drawn(inputs)
     first = _compare(direct, program, settings, values, names)
-    if first.changed:
+    if first.changed or not nudge:
         return first
     second = _compare(direct, program, settings, nudged(values), names)
     return EagerVerdict(tuple(f"a second direct call, one input element changed: {c}"
