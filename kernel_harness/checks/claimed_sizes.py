@@ -36,13 +36,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import hypothesis
-import jax
 import jax.numpy as jnp
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kernel_harness.checks import wrapper_standin
-from kernel_harness.core.backends import Backend, running_on
+from kernel_harness.core.backends import Backend
 from kernel_harness.core.compat import pallas_count
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.records.claims import STAND_IN_CAP, Abstract, Claim
@@ -84,17 +83,10 @@ def structure(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mappin
     """``(kernels, primitives)``: the Pallas kernels every path of ``impl``'s traced call
     launches on ``arrays`` (abstract), and the names of the non-layout primitives around
     them."""
-    jaxpr = _traced(call, impl, arrays, backend)
+    jaxpr = wrapper_standin.traced(call, impl, arrays, backend)
     names = set(pallas_count.primitive_counts(jaxpr))
     return pallas_count.pallas_kernels(jaxpr), frozenset(names - LAYOUT) | _narrowing(
         jaxpr, arrays)
-
-
-def _traced(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str, Any],
-            backend: Backend) -> Any:
-    """``impl``'s call traced on ``arrays`` (abstract) with ``backend`` current."""
-    with running_on(backend):
-        return jax.make_jaxpr(lambda a: call(impl, a))(dict(arrays))
 
 
 def program_difference(call: Callable[..., Any], impl: Callable[..., Any],
@@ -107,8 +99,8 @@ def program_difference(call: Callable[..., Any], impl: Callable[..., Any],
     compiled (a constant, an operand, a mask, an option passed on) differs here whatever
     its spelling (round 9 chose its compiled path by a helper's parameter called ``exact``,
     which the source check did not read as ``interpret``)."""
-    texts = [_INTERPRET.sub("interpret=*", str(_traced(call, impl, arrays, b))).splitlines()
-             for b in (here, compiled)]
+    texts = [_INTERPRET.sub("interpret=*", str(wrapper_standin.traced(call, impl, arrays, b)))
+             .splitlines() for b in (here, compiled)]
     for a, b in zip(*texts, strict=False):
         if a != b:
             return f"{here.name}: `{a.strip()[:120]}` / {compiled.name}: `{b.strip()[:120]}`"
@@ -181,27 +173,20 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
                      and t != backend.name), None)
 
     stood_in: dict[str, str | None] = {}  # by shapes, as traced
-    stand_in_sizes = [a for a in claim.stand_in_sizes()
-                      if not ({str(x.dtype) for x in a.values()} | claim.uses(a))
-                      & family.without]
 
-    @functools.cache
-    def same_wrapper_small() -> bool:
-        return wrapper_standin.difference(*(wrapper_standin.run(
-            claim.call, f, wrapper_standin.concrete(small, claim.integers), backend)
-            for f in (fn, family.kernel))) is None
+    def stand_in_difference(arrays: Abstract) -> str | None:
+        key = f"{_shapes(arrays)} {_dtypes(arrays)}"
+        if key not in stood_in:
+            stood_in[key] = wrapper_standin.compared(claim.call, fn, family.kernel, arrays,
+                                                     claim.integers, backend)
+        return stood_in[key]
 
-    def wrapper_problem(arrays: Abstract, key: str) -> str | None:
+    def wrapper_problem(arrays: Abstract) -> str | None:
         """With kernels stood in for, how the implementation's wrapper differs at this
         size from the family's, where the two agree at the small size."""
-        if impl is None or impl is family.kernel or not same_wrapper_small():
+        if fn is family.kernel or stand_in_difference(small) is not None:
             return None
-        if key not in stood_in:
-            conc = wrapper_standin.concrete(arrays, claim.integers)
-            stood_in[key] = wrapper_standin.difference(
-                *(wrapper_standin.run(claim.call, f, conc, backend)
-                  for f in (fn, family.kernel)))
-        found = stood_in[key]
+        found = stand_in_difference(arrays)
         return None if found is None else (
             f"with every kernel stood in for (wrapper_standin), {found} there, and not at "
             f"{_shapes(small)}")
@@ -284,9 +269,10 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
             if held:  # the claimed size, else the largest rung the comparison can hold
                 compared.append((held[0], "claimed size (not run)" if held[0] is claimed
                                  else "size under a claimed one (not run)"))
-        compared += [(a, "size under a claimed one (not run)") for a in stand_in_sizes]
+        compared += [(a, "size under a claimed one (not run)")
+                     for a in claim.kept(family.without, claim.stand_in_sizes)]
         for index, (arrays, where) in enumerate(compared):
-            wrapper = wrapper_problem(arrays, f"{_shapes(arrays)} {_dtypes(arrays)}")
+            wrapper = wrapper_problem(arrays)
             record(("wrapper compared", index), wrapper is None)
             if wrapper is not None:
                 raise fail(arrays, where, [wrapper])

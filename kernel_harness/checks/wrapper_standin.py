@@ -26,6 +26,7 @@ inputs and returns a fixed pattern), and what the kernel itself does with its in
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -39,8 +40,7 @@ from kernel_harness.core.compat import pallas_poison
 
 def _positions(shape: Sequence[int]) -> Any:
     """A hash of each position (uint32, wrapping): odd multipliers, a xor-shift."""
-    size = max(int(np.prod(shape)), 1)
-    i = jax.lax.iota(jnp.uint32, size).reshape(tuple(shape))
+    i = jax.lax.iota(jnp.uint32, math.prod(shape)).reshape(tuple(shape))
     h = i * jnp.uint32(2654435761) + jnp.uint32(0x9E3779B9)
     return h ^ (h >> 15)
 
@@ -102,13 +102,20 @@ def concrete(arrays: Mapping[str, Any], integers: Callable[..., np.ndarray] | No
     return out
 
 
+def traced(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str, Any],
+           backend: Backend) -> Any:
+    """``impl`` called as ``call`` does (``Claim.call``), traced on ``arrays`` (abstract or
+    concrete) with ``backend`` current."""
+    with running_on(backend):
+        return jax.make_jaxpr(lambda a: call(impl, a))(dict(arrays))
+
+
 def run(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str, Any],
         backend: Backend) -> tuple[list[np.ndarray], list[np.ndarray]]:
     """``impl`` called as ``call`` does on concrete ``arrays``, its kernels stood in for,
     compiled as one program: the signatures of what each kernel was handed (a kernel inside
     a loop or branch body is not recorded), and the outputs."""
-    with running_on(backend):
-        closed = jax.make_jaxpr(lambda a: call(impl, a))(dict(arrays))
+    closed = traced(call, impl, arrays, backend)
     leaves = jax.tree_util.tree_leaves(dict(arrays))
 
     def program(*args: Any) -> tuple[list[Any], list[Any]]:
@@ -120,6 +127,15 @@ def run(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str,
     return [np.asarray(s) for s in log], [np.asarray(o) for o in outs]
 
 
+def compared(call: Callable[..., Any], impl: Callable[..., Any], family: Callable[..., Any],
+             arrays: Mapping[str, Any], integers: Callable[..., np.ndarray] | None,
+             backend: Backend) -> str | None:
+    """:func:`difference` of ``impl``'s and ``family``'s (the family's own kernel's) stand-in
+    runs on the same concrete inputs for ``arrays`` (:func:`concrete`)."""
+    inputs = concrete(arrays, integers)
+    return difference(run(call, impl, inputs, backend), run(call, family, inputs, backend))
+
+
 def difference(mine: tuple[list[np.ndarray], list[np.ndarray]],
                theirs: tuple[list[np.ndarray], list[np.ndarray]]) -> str | None:
     """How two stand-in runs differ (None: the same): in what their kernels were handed, or
@@ -128,7 +144,7 @@ def difference(mine: tuple[list[np.ndarray], list[np.ndarray]],
     if len(log_a) != len(log_b):
         return f"it launches {len(log_a)} kernel(s), the family's wrapper {len(log_b)}"
     for k, (a, b) in enumerate(zip(log_a, log_b, strict=True)):
-        if a.shape != b.shape or not np.array_equal(a, b):
+        if not np.array_equal(a, b):
             return f"kernel {k + 1} is handed other inputs than the family's wrapper hands it"
     if len(out_a) != len(out_b):
         return f"it returns {len(out_a)} output(s), the family's wrapper {len(out_b)}"

@@ -265,9 +265,11 @@ class Claim:
     def _used(self, arrays: Abstract) -> frozenset[str]:
         return self.uses(arrays) | {str(a.dtype) for a in arrays.values()}
 
-    def kept(self, without: frozenset[str]) -> list[Abstract]:
-        """The claimed sizes that use nothing ``without`` leaves out (features, dtypes)."""
-        return [a for a in self.sizes() if not self._used(a) & without]
+    def kept(self, without: frozenset[str],
+             sizes: Callable[[], Sequence[Abstract]] | None = None) -> list[Abstract]:
+        """The claimed sizes (or ``sizes``: :attr:`stand_in_sizes`) that use nothing
+        ``without`` leaves out (features, dtypes)."""
+        return [a for a in (sizes or self.sizes)() if not self._used(a) & without]
 
     def pairs(self, claimed: Abstract) -> list[tuple[int, int]]:
         """The distinct ``(small, claimed)`` extent pairs the rung maker maps on the way to

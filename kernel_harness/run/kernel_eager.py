@@ -156,8 +156,9 @@ def changes(direct: Callable[..., Any], program: Callable[..., Any],
     if first.changed or not nudge:
         return first
     second = _compare(direct, program, settings, nudged(values), names)
-    return EagerVerdict(tuple(f"a second direct call, one input element changed: {c}"
-                              for c in second.changed), second.unstable)
+    return merged([first, EagerVerdict(
+        tuple(f"a second direct call, one input element changed: {c}" for c in second.changed),
+        second.unstable)])
 
 
 def _compare(direct: Callable[..., Any], program: Callable[..., Any],

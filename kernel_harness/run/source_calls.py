@@ -8,7 +8,9 @@ read the generation to pick their tiles.)"""
 from __future__ import annotations
 
 import ast
+import inspect
 import sys
+import textwrap
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -36,6 +38,20 @@ def host_mutable(value: Any) -> bool:
     kind = type(value)
     return (not isinstance(value, (type, types.ModuleType, types.FunctionType))
             and hasattr(value, "__dict__") and not trusted(kind.__module__))
+
+
+def parsed(fn: types.FunctionType) -> tuple[ast.AST, int, list[str]] | None:
+    """``fn``'s source parsed: (tree, first line number, lines); None where it cannot be
+    read or parsed."""
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError:
+        return None
+    return tree, max(start, 1), lines
 
 
 def chain(node: ast.AST) -> tuple[str | None, list[str]]:
@@ -146,10 +162,11 @@ def _aliasing(node: ast.Compare, local: set[str]) -> Iterator[tuple[str, str]]:
 
 
 def kinds(node: ast.AST, dotted: Callable[[ast.AST], str | None], local: set[str],
-          outer: dict[str, Any] | None = None) -> Iterator[tuple[str, str]]:
+          outer: dict[str, Any] | None = None, owner: str = "") -> Iterator[tuple[str, str]]:
     """(kind, what) for a call or attribute node; ``dotted`` resolves a node to its dotted
     name (the module's aliases resolved), ``local``: the names the function binds,
-    ``outer``: the objects of its module and closure."""
+    ``outer``: the objects of its module and closure, ``owner``: the function's name (a
+    ``__hash__`` method's own ``hash()`` is a key's, not the process's)."""
     if isinstance(node, ast.Attribute):
         yield from _attribute(node, dotted)
         return
@@ -163,7 +180,7 @@ def kinds(node: ast.AST, dotted: Callable[[ast.AST], str | None], local: set[str
     if name in known.HIDDEN:
         yield known.HIDDEN_KIND, f"{name}(): runs code built at run time, which no check " \
                                  "can read"
-    elif name in known.PROCESS_BUILTINS:
+    elif name in known.PROCESS_BUILTINS and not (name == "hash" and owner == "__hash__"):
         yield known.PROCESS_KIND, f"{name}(): an address or a per-process salted hash; " \
                                   "a check's process is not a user's"
     if name in ("hasattr", "getattr", "builtins.hasattr", "builtins.getattr") \

@@ -14,25 +14,18 @@ from __future__ import annotations
 
 import ast
 import functools
-import inspect
-import textwrap
 import types
 from collections.abc import Iterable
+from typing import Any
 
 from kernel_harness.run import source_calls
 
 
-def _tree(fn: types.FunctionType) -> ast.AST | None:
-    try:
-        return ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return None
-
-
-def _resolve(node: ast.AST, fn: types.FunctionType) -> object:
-    """The object a call's function expression names in ``fn``'s globals or closure."""
+def _resolve(node: ast.AST, scope: dict[str, Any]) -> object:
+    """The object a call's function expression names in ``scope`` (a function's globals
+    and closure: :func:`kernel_harness.run.source_calls.scope`)."""
     root, parts = source_calls.chain(node)
-    obj = source_calls.scope(fn).get(root) if root is not None else None
+    obj = scope.get(root) if root is not None else None
     for attr in parts:
         obj = getattr(obj, attr, None)
     return obj
@@ -43,14 +36,14 @@ def _params(fn: types.FunctionType) -> list[str]:
     return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
 
 
-def _bindings(call: ast.Call, fn: types.FunctionType
+def _bindings(call: ast.Call, scope: dict[str, Any]
               ) -> tuple[object, list[ast.AST], list[ast.keyword]]:
     """(callee, positional arguments, keywords) of ``call``, seeing through a
     ``functools.partial(helper, ...)``."""
-    callee = _resolve(call.func, fn)
+    callee = _resolve(call.func, scope)
     args, keywords = list(call.args), list(call.keywords)
     if callee is functools.partial and args:
-        callee = _resolve(args[0], fn)
+        callee = _resolve(args[0], scope)
         args = args[1:]
     return callee, args, keywords
 
@@ -62,18 +55,21 @@ def interpret_carriers(fns: Iterable[types.FunctionType]) -> dict[types.CodeType
     (or a parameter that holds it) to them."""
     fns = list(fns)
     by_code = {fn.__code__: fn for fn in fns}
-    trees = {fn.__code__: _tree(fn) for fn in fns}
+    # Each function's calls and the objects its code can name, read once for the fixed point.
+    calls = {}
+    for code, fn in by_code.items():
+        source = source_calls.parsed(fn)
+        if source is not None:
+            calls[code] = ([n for n in ast.walk(source[0]) if isinstance(n, ast.Call)],
+                           source_calls.scope(fn))
     carriers: dict[types.CodeType, set[str]] = {code: set() for code in by_code}
     changed = True
     while changed:
         changed = False
-        for code, fn in by_code.items():
-            tree = trees[code]
-            if tree is None:
-                continue
+        for code, (nodes, scope) in calls.items():
             holding = {"interpret"} | carriers[code]
-            for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-                callee, args, keywords = _bindings(call, fn)
+            for call in nodes:
+                callee, args, keywords = _bindings(call, scope)
                 target = getattr(callee, "__code__", None)
                 if target not in by_code:
                     continue

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import textwrap
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -33,18 +32,6 @@ class Finding:
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.file}:{self.line}: {self.text} ({self.what})"
-
-
-def _source(fn: types.FunctionType) -> tuple[ast.AST, int, list[str]] | None:
-    try:
-        lines, start = inspect.getsourcelines(fn)
-    except (OSError, TypeError):
-        return None
-    try:
-        tree = ast.parse(textwrap.dedent("".join(lines)))
-    except SyntaxError:
-        return None
-    return tree, max(start, 1), lines
 
 
 def _canonical_heads(namespace: dict[str, Any], tree: ast.AST) -> dict[str, str]:
@@ -133,9 +120,7 @@ def _kinds(node: ast.AST, heads: dict[str, str], local: set[str], docs: set[int]
         if stored and not all("interpret" in n for n in stored) and _from_interpret(
                 node.value, names=_INTERPRET | carriers):
             yield BACKEND, "a value computed from `interpret`"
-    for hit in source_calls.kinds(node, lambda n: _dotted(n, heads), local, outer):
-        if not (fn == "__hash__" and hit[1].startswith("hash()")):  # a key's own hash
-            yield hit
+    yield from source_calls.kinds(node, lambda n: _dotted(n, heads), local, outer, fn)
     if isinstance(node, (ast.Attribute, ast.Name)):
         dotted = _dotted(node, heads) or ""
         hit = source_calls.classify(dotted)
@@ -324,7 +309,7 @@ def lint(fn: types.FunctionType, carriers: frozenset[str] = frozenset()) -> list
     """The suspicious lines of one function (its nested functions included); ``[]`` where
     its source cannot be read. ``carriers``: its parameters that hold the interpret setting
     under another name (:func:`kernel_harness.run.source_flow.interpret_carriers`)."""
-    parsed = _source(fn)
+    parsed = source_calls.parsed(fn)
     if parsed is None:
         return []
     tree, start, lines = parsed

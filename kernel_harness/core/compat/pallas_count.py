@@ -253,7 +253,8 @@ def outside_ops(jaxpr: Any) -> list[OutsideOp]:
                     chooses=name == "select_n" and sum(
                         not _scalar(v, scalars) for v in eqn.invars[1:]) >= 2))
             inner = trips * _trips(eqn)
-            passed = frozenset(i for i, v in enumerate(eqn.invars) if _scalar(v, scalars))
+            passed = frozenset(i for i, v in enumerate(eqn.invars)
+                               if subs and _scalar(v, scalars))
             for sub in subs:
                 same = len(_open(sub, jaxpr_types).invars) == len(eqn.invars)
                 walk(sub, inner, unbounded or name == "while",
