@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.core.backends import Backend, running_on
-from kernel_harness.core.compat import pallas_poison
+from kernel_harness.core.compat import pallas_count, pallas_poison
 
 
 def _positions(shape: Sequence[int]) -> Any:
@@ -65,20 +65,30 @@ def _pattern(shape: Sequence[int], dtype: Any, salt: int) -> Any:
     if dtype == jnp.bool_:
         return (h & 1) == 0
     if jnp.issubdtype(dtype, jnp.inexact):
-        return ((h % 1021).astype(jnp.float32) / 1021 + 0.5).astype(dtype)
+        # Multiples of 2^-10: exact however XLA rewrites the arithmetic (a division
+        # by 1021 became a multiplication in one program and not in another, 1 ulp apart).
+        return ((h % 1021).astype(jnp.float32) * (1 / 1024) + 0.5).astype(dtype)
     return (h % 97).astype(dtype)
 
 
 class StandIn:
     """A kernel stand-in: records the signature of what each kernel is handed (in order)
     and returns a pattern (the same whatever the inputs: any difference in the inputs is in
-    the record, any in what the wrapper makes of the results is in the outputs)."""
+    the record, any in what the wrapper makes of the results is in the outputs). With
+    ``keep`` (kernel texts, :func:`kernel_harness.core.compat.pallas_count.kernel_text`),
+    only a kernel printed as one of them is stood in for; any other runs (an
+    implementation's kernel that the family's wrapper does not launch, an epilogue)."""
 
-    def __init__(self, log: list[Any] | None) -> None:
+    def __init__(self, log: list[Any] | None, keep: frozenset[str] | None = None) -> None:
         self.log = log
-        self.nested = self if log is None else StandIn(None)
+        self.keep = keep
+        self.nested = self if log is None else StandIn(None, keep)
 
-    def __call__(self, invals: Sequence[Any], avals: Sequence[Any]) -> list[Any]:
+    def __call__(self, invals: Sequence[Any], avals: Sequence[Any], eqn: Any = None
+                 ) -> list[Any] | None:
+        if self.keep is not None and (eqn is None or
+                                      pallas_count.kernel_text(eqn) not in self.keep):
+            return None
         if self.log is not None:
             self.log.append(jnp.stack([_signature(v) for v in invals] or
                                       [jnp.uint32(0)]))
@@ -111,16 +121,18 @@ def traced(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[s
 
 
 def run(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str, Any],
-        backend: Backend) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``impl`` called as ``call`` does on concrete ``arrays``, its kernels stood in for,
-    compiled as one program: the signatures of what each kernel was handed (a kernel inside
-    a loop or branch body is not recorded), and the outputs."""
+        backend: Backend, keep: frozenset[str] | None = None
+        ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """``impl`` called as ``call`` does on concrete ``arrays``, its kernels stood in for
+    (with ``keep``, only those :class:`StandIn` keeps), compiled as one program: the
+    signatures of what each stood-in kernel was handed (a kernel inside a loop or branch
+    body is not recorded), and the outputs."""
     closed = traced(call, impl, arrays, backend)
     leaves = jax.tree_util.tree_leaves(dict(arrays))
 
     def program(*args: Any) -> tuple[list[Any], list[Any]]:
         log: list[Any] = []
-        outs = pallas_poison.evaluate(closed, args, StandIn(log))
+        outs = pallas_poison.evaluate(closed, args, StandIn(log, keep))
         return log, outs
 
     log, outs = jax.jit(program)(*leaves)
@@ -131,9 +143,52 @@ def compared(call: Callable[..., Any], impl: Callable[..., Any], family: Callabl
              arrays: Mapping[str, Any], integers: Callable[..., np.ndarray] | None,
              backend: Backend) -> str | None:
     """:func:`difference` of ``impl``'s and ``family``'s (the family's own kernel's) stand-in
-    runs on the same concrete inputs for ``arrays`` (:func:`concrete`)."""
+    runs on the same concrete inputs for ``arrays`` (:func:`concrete`). Only the kernels
+    printed as one of the family's are stood in for in ``impl``'s: a kernel of its own (an
+    epilogue that zeroes rows past some size) runs, so what it does to the data is
+    compared too."""
     inputs = concrete(arrays, integers)
-    return difference(run(call, impl, inputs, backend), run(call, family, inputs, backend))
+    theirs = frozenset(kernel_texts(call, family, arrays, backend))
+    return difference(run(call, impl, inputs, backend, theirs),
+                      run(call, family, inputs, backend))
+
+
+def kernel_texts(call: Callable[..., Any], impl: Callable[..., Any],
+                 arrays: Mapping[str, Any], backend: Backend) -> list[str]:
+    """What each kernel of ``impl``'s call on ``arrays`` (abstract or concrete) computes,
+    printed (:func:`kernel_harness.core.compat.pallas_count.kernel_text`), in program
+    order."""
+    return pallas_count.kernel_texts(traced(call, impl, arrays, backend))
+
+
+def matched(mine: Sequence[str], theirs: Sequence[str]) -> list[tuple[int, int]]:
+    """``(j, k)`` for each of ``mine``'s kernels printed as ``theirs``' kernel ``k`` (in
+    order, each used once): the kernels an implementation shares with the family."""
+    pairs, used = [], set()
+    for j, text in enumerate(mine):
+        k = next((k for k, t in enumerate(theirs) if t == text and k not in used), None)
+        if k is not None:
+            used.add(k)
+            pairs.append((j, k))
+    return pairs
+
+
+def kernel_difference(mine: Sequence[str], theirs: Sequence[str],
+                      pairs: Sequence[tuple[int, int]]) -> str | None:
+    """For kernels shared with the family at another size (``pairs``, :func:`matched`),
+    the first that prints otherwise here than the family's, with its first differing
+    line; None where every shared kernel is still the family's."""
+    for j, k in pairs:
+        if j >= len(mine) or k >= len(theirs) or mine[j] == theirs[k]:
+            continue  # a kernel count that differs is reported by the count
+        a, b = mine[j].splitlines(), theirs[k].splitlines()
+        at = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y),
+                  min(len(a), len(b)))
+        line = (a[at].strip()[:100] if at < len(a) else "(ends)",
+                b[at].strip()[:100] if at < len(b) else "(ends)")
+        return (f"kernel {j + 1}, the family's kernel {k + 1} at the small size, is another "
+                f"kernel here (first difference: `{line[0]}`, the family's `{line[1]}`)")
+    return None
 
 
 def difference(mine: tuple[list[np.ndarray], list[np.ndarray]],

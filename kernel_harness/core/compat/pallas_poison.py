@@ -100,8 +100,9 @@ def evaluate(jaxpr: Any, args: Sequence[Any], which: Any, consts: Sequence[Any] 
              body: Callable[[Any], Any] | None = None) -> list[Any]:
     """``jaxpr`` (a Jaxpr or ClosedJaxpr) applied to ``args``, every Pallas kernel's result
     replaced by :func:`fill` ``which`` (or, ``which`` a callable, by ``which(inputs, result
-    avals)``: a stand-in for the kernel); ``consts`` replaces a ClosedJaxpr's own (a backward
-    jaxpr whose consts were the residuals of another trace). With ``body``, the kernels run
+    avals, equation)``: a stand-in for the kernel, which runs where that returns None);
+    ``consts`` replaces a ClosedJaxpr's own (a backward jaxpr whose consts were the
+    residuals of another trace). With ``body``, the kernels run
     instead, each ``pallas_call`` with its kernel body replaced by ``body(its params)``."""
     kernel_prims = pallas_count.kernel_primitives()
     open_jaxpr, own = _open(jaxpr)
@@ -123,7 +124,10 @@ def evaluate(jaxpr: Any, args: Sequence[Any], which: Any, consts: Sequence[Any] 
                 params = dict(eqn.params, jaxpr=body(eqn.params))
                 outs = list(eqn.primitive.bind(*invals, **params))
             elif callable(which):  # a stand-in computing the results from the inputs
-                outs = list(which(invals, [v.aval for v in eqn.outvars]))
+                stood = which(invals, [v.aval for v in eqn.outvars], eqn)
+                # None: the stand-in leaves this kernel to run.
+                outs = list(eqn.primitive.bind(*invals, **eqn.params) if stood is None
+                            else stood)
             else:
                 outs = [fill(v.aval.shape, v.aval.dtype, which) for v in eqn.outvars]
         else:
