@@ -36,25 +36,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import hypothesis
-import jax.numpy as jnp
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernel_harness.checks import wrapper_standin
+from kernel_harness.checks import kernel_bodies, size_programs, wrapper_standin
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.compat import pallas_count
 from kernel_harness.core.errors import PropertyNotApplicable
 from kernel_harness.records.claims import STAND_IN_CAP, Abstract, Claim
 from kernel_harness.records.family import Family
 from kernel_harness.run.report import PREFIX
 
-#: Primitives that only move or relabel data (a wrapper may pad or reshape differently at
-#: another size); everything else appearing only at a claimed size is a different program.
-LAYOUT: frozenset[str] = frozenset({
-    "reshape", "broadcast_in_dim", "squeeze", "expand_dims", "transpose",
-    "convert_element_type", "pad", "slice", "dynamic_slice", "dynamic_update_slice", "copy",
-    "copy_p", "iota", "device_put", "select_n", "rev", "gather", "scatter",
-})
 #: A rung's place inside its stretch of the ladder, in hundredths (integers shrink and
 #: print more readably than floats).
 JITTER_STEPS = 100
@@ -76,17 +67,6 @@ def _shapes(arrays: Mapping[str, Any]) -> str:
 
 def _dtypes(arrays: Mapping[str, Any]) -> str:
     return ",".join(sorted({str(a.dtype) for a in arrays.values()}))
-
-
-def structure(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str, Any],
-              backend: Backend) -> tuple[int, frozenset[str]]:
-    """``(kernels, primitives)``: the Pallas kernels every path of ``impl``'s traced call
-    launches on ``arrays`` (abstract), and the names of the non-layout primitives around
-    them."""
-    jaxpr = wrapper_standin.traced(call, impl, arrays, backend)
-    names = set(pallas_count.primitive_counts(jaxpr))
-    return pallas_count.pallas_kernels(jaxpr), frozenset(names - LAYOUT) | _narrowing(
-        jaxpr, arrays)
 
 
 def program_difference(call: Callable[..., Any], impl: Callable[..., Any],
@@ -118,19 +98,6 @@ _INTERPRET = re.compile(r"interpret=[^\n]*")
 def _held(arrays: Abstract) -> bool:
     """Whether the wrapper comparison holds ``arrays`` (:data:`STAND_IN_CAP`)."""
     return sum(math.prod(a.shape) for a in arrays.values()) <= STAND_IN_CAP
-
-
-def _narrowing(jaxpr: Any, arrays: Mapping[str, Any]) -> frozenset[str]:
-    """``a cast to bfloat16`` for each floating dtype the program casts to outside its
-    kernels with fewer mantissa bits than every floating input has: lower precision, which
-    a cast spells as layout (round 7 computed float32 softmax rows in bfloat16 past 2^22
-    elements only; round 8 passed float32 operands through float8 on a compiled run only)."""
-    inputs = [jnp.finfo(a.dtype).nmant for a in arrays.values()
-              if jnp.issubdtype(a.dtype, jnp.floating)]
-    if not inputs:
-        return frozenset()
-    return frozenset(f"a cast to {d.name}" for d in pallas_count.float_casts(jaxpr)
-                     if jnp.finfo(d).nmant < min(inputs))
 
 
 def _jitter(pairs: list[tuple[int, int]], drawn: list[int]
@@ -165,9 +132,14 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
             f"({', '.join(sorted(family.without))})")
     fn = impl if impl is not None else family.kernel
     small = claim.small()
-    base_kernels, base_prims = structure(claim.call, fn, small, backend)
+    base = size_programs.traced_at(claim.call, fn, small, backend)
+    base_kernels, base_prims = base.kernels, base.prims
     expected = family.kernels.forward if family.kernels is not None else 0
-    traced: dict[str, tuple[int, frozenset[str]]] = {}  # by shapes: rungs recur
+    traced: dict[str, size_programs.Traced] = {}  # by shapes: rungs recur
+    # An --impl's program must change with the size as the family's own does (round 11
+    # changed a scale, a flag or a bound inside a kernel only past the sizes run).
+    against = None if fn is family.kernel else kernel_bodies.AgainstFamily(
+        claim.call, fn, family.kernel, small, backend, base)
     compiled = next((Backend(name=t, platform=t, note="traced for, not run")
                      for t in ("tpu", "gpu") if t in family.backends
                      and t != backend.name), None)
@@ -183,9 +155,13 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
 
     def wrapper_problem(arrays: Abstract) -> str | None:
         """With kernels stood in for, how the implementation's wrapper differs at this
-        size from the family's, where the two agree at the small size."""
+        size from the family's, where the two agree at the small size (first, whether its
+        shared kernels are still the family's: any other of its kernels runs)."""
         if fn is family.kernel or stand_in_difference(small) is not None:
             return None
+        differs = None if against is None else against.problem(arrays)
+        if differs is not None:
+            return differs
         found = stand_in_difference(arrays)
         return None if found is None else (
             f"with every kernel stood in for (wrapper_standin), {found} there, and not at "
@@ -194,9 +170,13 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
     def problems(arrays: Abstract) -> tuple[int, list[str]]:
         key = f"{_shapes(arrays)} {_dtypes(arrays)}"
         if key not in traced:
-            traced[key] = structure(claim.call, fn, arrays, backend)
-        kernels, prims = traced[key]
+            traced[key] = size_programs.traced_at(claim.call, fn, arrays, backend)
+        mine = traced[key]
+        kernels, prims = mine.kernels, mine.prims
         found = []
+        differs = None if against is None else against.problem(arrays, mine)
+        if differs is not None:
+            found.append(differs)
         if kernels != base_kernels or kernels < expected:
             found.append(f"the program launches {kernels} Pallas kernel(s) there, "
                          f"{base_kernels} at {_shapes(small)} (the family expects >= "
@@ -227,7 +207,7 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
     @functools.cache  # traced once a run, judged every example
     def compiled_differences() -> tuple[str, ...]:
         assert compiled is not None
-        kernels, prims = structure(claim.call, fn, small, compiled)
+        kernels, prims = size_programs.structure(claim.call, fn, small, compiled)
         found = [f"launches {kernels} Pallas kernel(s), {base_kernels} on {backend.name}"
                  ] if kernels != base_kernels else []
         extra = sorted(prims - base_prims)

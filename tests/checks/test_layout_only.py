@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from kernel_harness.checks.claimed_sizes import structure
+from kernel_harness.checks.size_programs import structure
 from kernel_harness.core.backends import Backend, resolve_backend
 from kernel_harness.records import registry
 from kernel_harness.run.report import summary_lines
