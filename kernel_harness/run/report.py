@@ -198,8 +198,10 @@ def _judge_cells(v: Verdict) -> tuple[str, str]:
     c = v.calibration
     if c is None:
         return f"{v.tolerance.max_rel_err:.2g}", "-"
-    ratio = c.worst_kernel_err / c.worst_lowp_err if c.worst_lowp_err > 0 else float("inf")
-    return f"{c.multiple:g}xlowp", f"{ratio:.3g}"
+    if c.worst_lowp_err > 0:
+        return f"{c.multiple:g}xlowp", f"{c.worst_kernel_err / c.worst_lowp_err:.3g}"
+    # No low-precision error anywhere: a kernel error of 0 is no ratio, any other is inf.
+    return f"{c.multiple:g}xlowp", "0" if c.worst_kernel_err == 0 else "inf"
 
 
 def stats_table(verdicts: Sequence[Verdict]) -> str:
