@@ -54,6 +54,7 @@ FALLBACK = "tests.helpers.fallback_impls"
 PLANTED = "tests.helpers.planted_softmax"
 GENERIC = "tests.helpers.generic_cheats"
 BENCH = "tests.helpers.bench_planted"
+BODIES = "tests.helpers.kernel_body_cheats"
 ROUND4 = "tests.adversarial.impls_round4"
 ROUND8 = "tests.adversarial.impls_round8"
 
@@ -171,6 +172,17 @@ CHEATS: tuple[Cheat, ...] = (
           ("ghost branch", "rung "), prop="claimed-sizes"),
     Cheat("ghost branch", "gpu-mha", f"{GENERIC}:ghost_mha",
           ("ghost branch bfloat16 q=(1, 32768, 8, 128)", "launches 0 Pallas kernel(s) there"),
+          prop="claimed-sizes"),
+    # (inside the kernel: a constant, a mask bound or a cast chosen from the shape)
+    Cheat("ghost branch", "gpu-softmax", f"{BODIES}:gain_past_rows",
+          ("ghost branch bfloat16 x=(4, 8192, 256)", "body holds the constant 0.75"),
+          prop="claimed-sizes"),
+    Cheat("ghost branch", "gpu-softmax", f"{BODIES}:last_logit_dropped",
+          ("ghost branch float32 x=(64, 32000)", "body compares with 31999"),
+          prop="claimed-sizes"),
+    # (an epilogue kernel of its own, the same at every size, zeroing rows past 1024)
+    Cheat("ghost branch", "gpu-softmax", f"{BODIES}:epilogue_row_limit",
+          ("ghost branch float32 x=(16384, 8)", "with every kernel stood in for"),
           prop="claimed-sizes"),
     # 6: wrong only at values a fixed menu never drew (a masked leading block, a segment
     # of length 1, a mean offset by many spreads): the comparison names the output, and
