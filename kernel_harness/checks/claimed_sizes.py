@@ -154,13 +154,14 @@ def claimed_sizes(family: Family, *, backend: Backend, impl: Callable[..., Any] 
         return stood_in[key]
 
     def wrapper_problem(arrays: Abstract) -> str | None:
-        """With kernels stood in for, how the implementation's wrapper differs at this
-        size from the family's, where the two agree at the small size (first, whether its
-        shared kernels are still the family's: any other of its kernels runs)."""
-        if fn is family.kernel or stand_in_difference(small) is not None:
+        """How the implementation's kernels at this size depart from the family's
+        (``kernel_bodies``), else, with kernels stood in for, how its wrapper differs at
+        this size from the family's, where the two agree at the small size (a kernel not
+        printed as one of the family's runs)."""
+        if against is None:
             return None
-        differs = None if against is None else against.problem(arrays)
-        if differs is not None:
+        differs = against.problem(arrays)
+        if differs is not None or stand_in_difference(small) is not None:
             return differs
         found = stand_in_difference(arrays)
         return None if found is None else (

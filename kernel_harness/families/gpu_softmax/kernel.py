@@ -108,12 +108,16 @@ CLAIM = Claim(
     large=LARGE,
     # The vocabularies and expert counts real models use, under the claimed sizes: the
     # wrapper is compared there with the kernel stood in for (a row length no ladder
-    # rung lands on exactly).
+    # rung lands on exactly); and attention probabilities, [batch, heads, queries, keys]:
+    # three leading axes over rows longer than any drawn (round 11 took the exponentials
+    # in bfloat16 there only).
     stand_in_sizes=lambda: (
         *({"x": jax.ShapeDtypeStruct((2, n), jnp.bfloat16)}
           for n in (32000, 32768, 50257, 65536, 100352, 128256, 151936, 256000)),
         *({"x": jax.ShapeDtypeStruct((4096, n), jnp.float32)}
-          for n in (8, 16, 32, 60, 64, 128, 160, 256))))
+          for n in (8, 16, 32, 60, 64, 128, 160, 256)),
+        *({"x": jax.ShapeDtypeStruct((1, 8, 16, 4096), dt)}
+          for dt in (jnp.float32, jnp.float16))))
 
 
 #: How the gpu-softmax family calls its kernel.
