@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -85,6 +86,27 @@ def _mha_arrays(batch: int, tokens: int, heads: int, head_dim: int, dtype: Any,
     return arrays
 
 
+def _cross(q_len: int, kv_len: int) -> dict[str, jax.ShapeDtypeStruct]:
+    """float32, non-causal, without segment ids (the 64k claimed size's kind): ``q_len``
+    queries over ``kv_len`` keys, 4 heads of 64."""
+    q = jax.ShapeDtypeStruct((1, q_len, 4, 64), jnp.float32)
+    kv = jax.ShapeDtypeStruct((1, kv_len, 4, 64), jnp.float32)
+    return {"q": q, "k": kv, "v": kv, "do": q}
+
+
+def _blocks(q_len: int, kv_len: int) -> Any:
+    """The kernel's default ``BlockSizes``; for queries and keys of other lengths, its
+    backward's blocks scaled so both lengths split into as many (its fused backward's
+    requirement)."""
+    blocks = BlockSizes.get_default()
+    if q_len == kv_len:
+        return blocks
+    base = blocks.block_q  # 128: the shorter length's block stays 16 or more
+    bq, bk = (base * q_len // kv_len, base) if kv_len > q_len else (base, base * kv_len // q_len)
+    return dataclasses.replace(blocks, block_q_dkv=bq, block_kv_dkv=bk, block_q_dq=bq,
+                               block_kv_dq=bk)
+
+
 def _is_causal(arrays: Any) -> bool:
     """Whether ``arrays`` (abstract or traced) are a claimed size, or a rung of the ladder
     below one, traced causal: looked up by dtype and segment ids, not by shape (a rung's
@@ -101,7 +123,7 @@ def claimed_call(impl: Callable[..., Any], arrays: dict[str, Any]) -> Any:
     q, k, v = arrays["q"], arrays["k"], arrays["v"]
     segment_ids = arrays.get("segment_ids")
     kwargs = dict(sm_scale=1.0 / math.sqrt(q.shape[-1]), causal=_is_causal(arrays),
-                  block_sizes=BlockSizes.get_default(), num_warps=None, num_stages=2,
+                  block_sizes=_blocks(q.shape[1], k.shape[1]), num_warps=None, num_stages=2,
                   interpret=current_backend().pallas_interpret())
     out, vjp = jax.vjp(lambda q, k, v: impl(q, k, v, segment_ids, **kwargs), q, k, v)
     _, lse = impl(q, k, v, segment_ids, return_residuals=True, **kwargs)
@@ -172,7 +194,11 @@ CLAIM = Claim(
     call=claimed_call,
     uses=_uses,
     large=LARGE,
-    integers=lambda name, a, arrays, rng: segment_ids_at(a.shape, rng))
+    integers=lambda name, a, arrays, rng: segment_ids_at(a.shape, rng),
+    # Queries and keys of other lengths past the drawn ones (a prefill chunk over a long
+    # cache, and the reverse), where only the real runs looked: every claimed size has one
+    # length (round 11 inverted the causal flag only there, past 4352 keys).
+    stand_in_sizes=lambda: (_cross(1024, 8192), _cross(8192, 1024)))
 
 
 #: How the gpu-mha family calls its kernel: forward and backward (cotangent ``do``).
