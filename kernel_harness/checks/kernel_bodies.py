@@ -16,13 +16,18 @@ kernels' constants at that size nor one of its own small-size constants scaled a
 family constant scales (``1/sqrt(head_dim)`` at another head size).
 
 Only for an implementation given with ``--impl`` (the family's own kernel is the
-baseline). An integer a kernel compares with (a mask's bound) that appears at a size must
-be an extent of what the kernel handles there (its blocks, its operands) or one the
-family's kernels handle or compare with there (round 11 left the last logit of a row out,
-``lt iota 31999``, past 8 rows of 32000). Not seen: other integer constants (a block
-count, a loop bound: they change with every block choice, honest or not), a constant the
-same at every size (the real runs judge it where they run), an integer bound that happens
-to be an extent, and a change the family's kernels also make at that size.
+baseline). An integer a kernel body compares a position with, adds, subtracts or clamps
+by must be, at every size traced, an extent of what it handles there (its operands, blocks
+and grid, give or take one), 0 or 1, or a number the family's kernels use there: round 11
+left the last logit of a row out (``lt iota 31999``) past 8 rows of 32000, and round 12
+compared program ids and iotas with constants the same at every size (rows from 8192,
+heads from 16, splits from 8). The five families' own kernels use no other such number at
+any size traced but gpu-decode's 32 query heads (so an --impl derived from one passes).
+Not seen: other integer constants (a block count, a loop bound: they change with every
+block choice, honest or not), a gate whose number happens to be an extent, or is reached
+by arithmetic on one, a floating threshold on the values (the draws judge those), a
+constant the same at every size in the wrapper, and a change the family's kernels also
+make at that size.
 """
 
 from __future__ import annotations
@@ -54,6 +59,16 @@ def _changes(small: Sequence[KernelDigest], here: Sequence[KernelDigest]
         (KernelDigest(_ops(small), frozenset()), KernelDigest(_ops(here), frozenset()))]
     return (frozenset().union(*(b.ops - a.ops for a, b in pairs)),
             frozenset().union(*(a.ops - b.ops for a, b in pairs)))
+
+
+#: Where one less than an extent is honest: the last index (``eq``, ``le``, ``gt``, a clamp),
+#: a rounding up (``add``); a ``lt``/``ge`` mask bound is the extent itself.
+_LAST = frozenset({"eq", "ne", "le", "gt", "min", "max", "add", "sub"})
+
+
+def _honest(op: str, value: int, extents: frozenset[int]) -> bool:
+    return value in (-1, 0, 1) or value in extents or (
+        op in _LAST and value + 1 in extents) or (op in ("add", "sub") and value - 1 in extents)
 
 
 def _finite(values: frozenset[float]) -> list[float]:
@@ -92,7 +107,8 @@ def difference(mine_small: Sequence[KernelDigest], mine: Sequence[KernelDigest],
         return None
     gained, lost = _changes(theirs_small, theirs)
     family_floats = frozenset().union(*(d.floats for d in theirs))
-    family_bounds = frozenset().union(*(d.bounds | d.extents for d in theirs))
+    family_bounds = frozenset().union(*({v for _, v in d.bounds} | d.extents
+                                         for d in theirs))
     scalings = _scalings(theirs_small, theirs)
     for j, (before, after) in enumerate(zip(mine_small, mine, strict=True)):
         new = after.ops - before.ops - gained
@@ -110,11 +126,13 @@ def difference(mine_small: Sequence[KernelDigest], mine: Sequence[KernelDigest],
             return (f"kernel {j + 1}'s body holds the constant {odd[0]!r} here, which "
                     "neither the family's kernels hold here nor its own small-size "
                     "constants become as the family's do")
-        bounds = sorted(after.bounds - before.bounds - family_bounds - after.extents)
+        bounds = sorted((v, op) for op, v in after.bounds
+                        if v not in family_bounds and not _honest(op, v, after.extents))
         if bounds:
-            return (f"kernel {j + 1}'s body compares with {bounds[0]} here, which is no "
-                    "extent of what it handles and no bound the family's kernels compare "
-                    "with here")
+            return (f"kernel {j + 1}'s body bounds a position by {bounds[0][0]} here "
+                    f"({bounds[0][1]}), which is no extent of what it handles (its operands, "
+                    "blocks and grid; one less for a last index) and no number the family's "
+                    "kernels use here")
     return None
 
 

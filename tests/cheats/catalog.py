@@ -178,7 +178,7 @@ CHEATS: tuple[Cheat, ...] = (
           ("ghost branch bfloat16 x=(4, 8192, 256)", "body holds the constant 0.75"),
           prop="claimed-sizes"),
     Cheat("ghost branch", "gpu-softmax", f"{BODIES}:last_logit_dropped",
-          ("ghost branch float32 x=(64, 32000)", "body compares with 31999"),
+          ("ghost branch float32 x=(64, 32000)", "body bounds a position by 31999"),
           prop="claimed-sizes"),
     # (an epilogue kernel of its own, the same at every size, zeroing rows past 1024)
     Cheat("ghost branch", "gpu-softmax", f"{BODIES}:epilogue_row_limit",

@@ -26,7 +26,7 @@ def _claimed_sizes(impl):
 @pytest.mark.triton_ops  # gpu-softmax's kernel: jax <= 0.12.0.1
 @pytest.mark.parametrize(("impl", "found"), [
     (cheats.gain_past_rows, "body holds the constant 0.75 here"),
-    (cheats.last_logit_dropped, "body compares with 31999 here"),
+    (cheats.last_logit_dropped, "body bounds a position by 31999 here"),
     (cheats.bf16_exp_past_rows, "(bfloat16) here and not at the small size"),
     (cheats.renormalized_below_rows, "it no longer computes div, reduce_sum there"),
     (cheats.epilogue_row_limit, "with every kernel stood in for (wrapper_standin), from the "
@@ -67,14 +67,18 @@ def test_a_constant_scaled_as_the_familys_is_explained():
 def test_ops_lost_and_bounds_are_judged_against_the_familys():
     from kernel_harness.checks.kernel_bodies import difference
 
-    family = ([_digest(ops={("lt", "bool")}, bounds={100}, extents={100, 128})],
-              [_digest(ops={("lt", "bool")}, bounds={4000}, extents={4000, 4096})])
-    masked = [_digest(ops={("lt", "bool"), ("select_n", "float32")}, bounds={100},
+    family = ([_digest(ops={("lt", "bool")}, bounds={("lt", 100)}, extents={100, 128})],
+              [_digest(ops={("lt", "bool")}, bounds={("lt", 4000)}, extents={4000, 4096})])
+    masked = [_digest(ops={("lt", "bool"), ("select_n", "float32")}, bounds={("lt", 100)},
                       extents={100, 128})]
-    unmasked = [_digest(ops={("lt", "bool")}, bounds={4000}, extents={4000, 4096})]
+    unmasked = [_digest(ops={("lt", "bool")}, bounds={("lt", 4000)}, extents={4000, 4096})]
     assert "no longer computes select_n" in difference(masked, unmasked, *family)
     assert difference(masked, masked, *family) is None  # a bound that is an extent
-    shifted = [_digest(ops=masked[0].ops, bounds={3999}, extents={4000, 4096})]
-    assert "compares with 3999" in difference(masked, shifted, *family)
-    assert difference(masked, [_digest(ops=masked[0].ops, bounds={4000},
+    shifted = [_digest(ops=masked[0].ops, bounds={("lt", 3999)}, extents={4000, 4096})]
+    assert "bounds a position by 3999 here (lt)" in difference(masked, shifted, *family)
+    last = [_digest(ops=masked[0].ops, bounds={("eq", 4095)}, extents={4000, 4096})]
+    assert difference(masked, last, *family) is None  # the last index
+    gated = [_digest(ops=masked[0].ops, bounds={("ge", 8192)}, extents={4000, 4096})]
+    assert "bounds a position by 8192" in difference(gated, gated, *family)  # every size
+    assert difference(masked, [_digest(ops=masked[0].ops, bounds={("lt", 4000)},
                                        extents={4000, 4096})], *family) is None

@@ -74,22 +74,23 @@ def wider_block_past_rows(x, *, axis=-1, interpret=False):
     return _softmax(x, interpret=interpret, widen=2 if x.shape[-1] > 4096 else 1)
 
 
-def _zero_rows_past(x_ref, o_ref, *, rows):
-    keep = jax.lax.broadcasted_iota(jnp.int32, x_ref.shape, 0) < rows
+def _zero_rows_past(limit_ref, x_ref, o_ref):
+    keep = jax.lax.broadcasted_iota(jnp.int32, x_ref.shape, 0) < limit_ref[0]
     o_ref[...] = jnp.where(keep, x_ref[...], 0).astype(o_ref.dtype)
 
 
 def epilogue_row_limit(x, *, axis=-1, interpret=False):
-    """The family's kernel, then a kernel of its own zeroing every row past 1024 (the same
-    constant at every size: what it does is seen only by running it at a size past
-    1024 rows, its other kernel stood in for)."""
+    """The family's kernel, then a kernel of its own zeroing every row past 1024, handed
+    the bound as an operand (its body the same at every size, no constant in it: what it
+    does is seen only by running it at a size past 1024 rows, its other kernel stood in
+    for)."""
     from kernel_harness.families.gpu_softmax.kernel import softmax
 
     out = softmax(x, axis=axis, interpret=interpret)
     flat = out.reshape(-1, out.shape[-1])
-    flat = pl.pallas_call(functools.partial(_zero_rows_past, rows=1024),
+    flat = pl.pallas_call(_zero_rows_past,
                           out_shape=jax.ShapeDtypeStruct(flat.shape, flat.dtype),
-                          interpret=interpret)(flat)
+                          interpret=interpret)(jnp.full((1,), 1024, jnp.int32), flat)
     return flat.reshape(out.shape)
 
 

@@ -366,17 +366,19 @@ class KernelDigest:
       ops: ``(primitive, result dtypes)`` of every equation of the body (its ``cond``,
         loops and scoped regions included), as a set.
       floats: the floating literals the body holds (a scale, an epsilon, a gain).
-      bounds: the integer literals it compares with (a mask's bound).
-      extents: every axis extent of every value and block it handles.
+      bounds: ``(primitive, value)`` of each integer literal it compares with, adds,
+        subtracts or clamps by (a mask's bound, an offset).
+      extents: every axis extent of every value and block it handles, and its grid's.
     """
 
     ops: frozenset[tuple[str, str]]
     floats: frozenset[float]
-    bounds: frozenset[int] = frozenset()
+    bounds: frozenset[tuple[str, int]] = frozenset()
     extents: frozenset[int] = frozenset()
 
 
-_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
+#: Where an integer literal bounds a position: compared with, or added to, clamped by.
+_BOUNDING = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "add", "sub", "min", "max"})
 
 
 def _extents(aval: Any) -> tuple[int, ...]:
@@ -409,8 +411,8 @@ def kernel_digests(jaxpr: Any) -> list[KernelDigest]:
                 kind = str(getattr(value, "dtype", type(value).__name__))
                 if kind.startswith(("float", "bfloat")):
                     floats.add(float(value))
-                elif eqn.primitive.name in _COMPARISONS and kind.startswith(("int", "uint")):
-                    bounds.add(int(value))
+                elif eqn.primitive.name in _BOUNDING and kind.startswith(("int", "uint")):
+                    bounds.add((eqn.primitive.name, int(value)))
             for sub in _children(eqn, jaxpr_types, wrapped_fun):
                 inside(sub, seen)
 
@@ -422,6 +424,8 @@ def kernel_digests(jaxpr: Any) -> list[KernelDigest]:
                     inside(body, seen)
                 for v in (*eqn.invars, *eqn.outvars):
                     seen[3].update(_extents(v.aval))
+                grid = getattr(eqn.params.get("grid_mapping"), "grid", ())
+                seen[3].update(g for g in grid if isinstance(g, int))
                 found.append(KernelDigest(*(frozenset(x) for x in seen)))
                 continue
             for sub in _children(eqn, jaxpr_types, wrapped_fun):
