@@ -13,7 +13,14 @@ from kernel_harness.core.tolerance import ToleranceTable
 from kernel_harness.families.gpu_common import F32_DOT_NOTE, is_pow2, triton_requires
 from kernel_harness.families.gpu_norm import kernel as _kernel
 from kernel_harness.families.gpu_norm.export import export
-from kernel_harness.ops.norm.cases import OPTIONAL, NormCase, norm_cases, uses
+from kernel_harness.ops.norm.cases import (
+    EPS_VALUES,
+    OPTIONAL,
+    SPREADS,
+    NormCase,
+    norm_cases,
+    uses,
+)
 from kernel_harness.ops.norm.reference import (
     KERNEL_CORE_BACKWARD,
     KERNEL_CORE_FORWARD,
@@ -119,7 +126,10 @@ whose backward runs two Triton kernels (dx per row; dweight and dbias summed ove
 
 
 def _events(case: NormCase) -> list[str]:
-    ev = [case.dtype, case.op, f"eps-{case.eps:g}"]
+    ev = [case.dtype, case.op,
+          f"eps-{case.eps:g}" if case.eps in EPS_VALUES else "eps-anywhere"]
+    if case.spread not in SPREADS:
+        ev.append("spread-anywhere")
     n, block = case.n, case.block_size
     if not is_pow2(n):
         ev.append("non-pow2-n")

@@ -14,6 +14,7 @@ from kernel_harness.families.gpu_softmax import kernel as _kernel
 from kernel_harness.families.gpu_softmax.export import export
 from kernel_harness.ops.softmax.cases import (
     LANES,
+    LOGITS,
     SoftmaxCase,
     softmax_cases,
     softmax_data_draws,
@@ -107,6 +108,8 @@ def _events(case: SoftmaxCase) -> list[str]:
     ev.append("pow2-n" if is_pow2(case.n) else "partial-block")
     if case.n == 1:
         ev.append("n=1")
+    if (case.offset, case.scale) not in LOGITS[case.dtype]:
+        ev.append("logits-anywhere")
     if abs(case.offset) >= 300:
         ev.append("large-offset")
     if case.scale >= 30:

@@ -18,6 +18,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import DTYPES, Case, cast
+from kernel_harness.ops.values import magnitudes
 from kernel_harness.records.claims import Span, log_sizes
 
 OPS: tuple[str, ...] = ("layer_norm", "rms_norm")
@@ -45,6 +46,22 @@ EPS_VALUES: tuple[float, ...] = (1e-5, 1e-6, 1e-3, 1e-1, 1e2, 1e-12)
 FLOAT16_EPS: tuple[float, ...] = EPS_VALUES[:5]
 #: Row standard deviations: ordinary, near sqrt(eps) (eps matters), large magnitude.
 SPREADS: tuple[float, ...] = (1.0, 1e-2, 30.0)
+#: Beside the menus, eps and spreads anywhere in these powers of ten (float16's second:
+#: its 1/sqrt(eps) and its squares stay finite): round 12 of the adversarial set scaled
+#: rows of variance past 1e6, mean squares past 1e12, and eps in [1e-10, 5e-8].
+ANYWHERE_EPS: tuple[tuple[float, float], tuple[float, float]] = ((-12.0, 2.0), (-9.6, 2.0))
+ANYWHERE_SPREAD: tuple[tuple[float, float], tuple[float, float]] = ((-3.0, 8.0),
+                                                                     (-2.0, 1.5))
+
+
+def _menu_or_anywhere(menu: tuple[float, ...], anywhere: tuple[float, float]
+                      ) -> st.SearchStrategy[float]:
+    """One of ``menu`` three times in four (shrinking towards its first), else a power of
+    ten anywhere in ``anywhere`` (:func:`~kernel_harness.ops.values.magnitudes`)."""
+    return st.integers(0, 3).flatmap(
+        lambda k: st.sampled_from(menu) if k < 3 else magnitudes(*anywhere))
+
+
 #: Which rows are constant (every element equal: variance exactly 0): none; every odd row
 #: (row 1, 3, ...: beside ordinary rows whenever there are two); every even row all zeros
 #: (padding tokens: rms_norm's mean(x^2) is 0 too; a lone row is then all zeros). The first
@@ -256,8 +273,9 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
                  else (draw(log_sizes(sizes["a"])), draw(log_sizes(sizes["b"])))),
         n=(draw(st.sampled_from(_lengths(frozenset(without)))) if sizes is None
            else draw(log_sizes(sizes["n"]))),
-        eps=draw(st.sampled_from(FLOAT16_EPS if dtype == "float16" else EPS_VALUES)),
-        spread=draw(st.sampled_from(SPREADS)),
+        eps=draw(_menu_or_anywhere(FLOAT16_EPS if dtype == "float16" else EPS_VALUES,
+                                   ANYWHERE_EPS[dtype == "float16"])),
+        spread=draw(_menu_or_anywhere(SPREADS, ANYWHERE_SPREAD[dtype == "float16"])),
         offset=draw(st.sampled_from(OFFSETS[dtype])),
         constant_rows=draw(st.sampled_from(CONSTANT_ROWS[:1] * 2 + CONSTANT_ROWS[1:])),
         affine=draw(st.sampled_from(AFFINES[:1] * 2 + AFFINES[1:])),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -11,6 +12,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from kernel_harness.core.case import DTYPES, Case, cast
+from kernel_harness.ops.values import magnitudes
 from kernel_harness.records.claims import Span, log_sizes
 
 #: Row lengths: powers of two and lengths one past / short of one (the kernel loads one
@@ -41,6 +43,20 @@ LOGITS: dict[str, tuple[tuple[float, float], ...]] = {
     "float16": ((0.0, 1.0), (0.0, 30.0), (1000.0, 1.0), (-300.0, 5.0), (0.0, 3e3),
                 (-5.9e4, 1.0)),
 }
+#: Beside the menu, an offset anywhere up to this power of ten (either sign) spread by
+#: anything from 0.01 to a tenth of it (float16: offset + 6 spreads stays under 65504).
+ANYWHERE: dict[str, float] = {"float32": 37.0, "bfloat16": 37.0, "float16": 4.3}
+
+
+@st.composite
+def logits(draw: st.DrawFn, dtype: str) -> tuple[float, float]:
+    """``(offset, scale)`` of a row's logits: one of the menu's regimes (:data:`LOGITS`)
+    three times in four, else anywhere (:data:`ANYWHERE`)."""
+    if draw(st.integers(0, 3)) < 3:
+        return draw(st.sampled_from(LOGITS[dtype]))
+    offset = draw(magnitudes(0.0, ANYWHERE[dtype])) * draw(st.sampled_from((1.0, -1.0)))
+    top = max(math.log10(abs(offset)) - 1.0, -2.0)
+    return offset, draw(magnitudes(-2.0, top))
 #: The lanes of one block of a row kernel (a prefix that long masks a whole block).
 LANES = 128
 #: What a masked logit holds: -inf, or the finite sentinels frameworks mask with (the
@@ -257,7 +273,7 @@ def softmax_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
     (:func:`~kernel_harness.records.claims.log_sizes`: the simplest draw is each span's
     top), everything else as above. Without it the draws are the ordinary ones, unchanged."""
     dtype = draw(st.sampled_from(dtypes))
-    offset, scale = draw(st.sampled_from(LOGITS[dtype]))
+    offset, scale = draw(logits(dtype))
     seed = draw(st.integers(0, 2**31 - 1))
     if sizes is None:
         leading, n = draw(st.sampled_from(LEADING)), draw(st.sampled_from(ROW_LENGTHS))
@@ -277,4 +293,4 @@ def softmax_data_draws(case: SoftmaxCase) -> st.SearchStrategy[SoftmaxCase]:
     return st.builds(
         lambda seed, logits: dataclasses.replace(plain, seed=seed, offset=logits[0],
                                                  scale=logits[1]),
-        st.integers(0, 2**31 - 1), st.sampled_from(LOGITS[case.dtype])).flatmap(row_values)
+        st.integers(0, 2**31 - 1), logits(case.dtype)).flatmap(row_values)
