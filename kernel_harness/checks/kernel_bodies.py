@@ -77,10 +77,13 @@ def _finite(values: frozenset[float]) -> list[float]:
 
 def _scalings(small: Sequence[KernelDigest], here: Sequence[KernelDigest]) -> list[float]:
     """How the family's floating constants scale from the small size to this one: 1, and
-    each ratio of a constant it holds only here to one it holds only at the small size."""
+    each ratio of a constant it holds only here to one it holds only at the small size, and
+    its inverse (the family divides by a row length, an implementation multiplies by its
+    reciprocal)."""
     before = frozenset().union(*(d.floats for d in small))
     after = frozenset().union(*(d.floats for d in here))
-    return [1.0] + [a / b for a in _finite(after - before) for b in _finite(before - after)]
+    ratios = [a / b for a in _finite(after - before) for b in _finite(before - after)]
+    return [1.0, *ratios, *(1.0 / r for r in ratios)]
 
 
 def _explained(value: float, own: frozenset[float], theirs: frozenset[float],

@@ -62,6 +62,10 @@ def test_a_constant_scaled_as_the_familys_is_explained():
     scaled_more = [_digest(floats={0.125 / 2 ** 0.5 * 1.25})]
     assert difference(mine_small, honest, *family) is None
     assert "constant" in difference(mine_small, scaled_more, *family)
+    # The family divides by the row length; the implementation multiplies by 1/n.
+    family = ([_digest(floats={100.0})], [_digest(floats={8192.0})])
+    assert difference([_digest(floats={0.01})], [_digest(floats={1 / 8192})],
+                      *family) is None
 
 
 def test_ops_lost_and_bounds_are_judged_against_the_familys():
