@@ -13,6 +13,7 @@ from typing import Any
 import hypothesis
 from hypothesis import given
 
+from kernel_harness.checks import aimed
 from kernel_harness.checks.draws import check_draws_per_compile, checked_cases
 from kernel_harness.core.backends import Backend
 from kernel_harness.records.family import Family
@@ -273,7 +274,8 @@ def matches_reference(
             raise HarnessFailure(result)
 
     prop.__name__ = f"{family.name}_matches_reference"
-    for case in family.seed_cases(family.without):
+    prop.kh_aimed = tuple(aimed.cases(family, impl, backend))
+    for case in (*prop.kh_aimed, *family.seed_cases(family.without)):
         prop = hypothesis.example(case=case)(prop)
     prop.kh_example = lambda case: hypothesis.example(case=case)
     return prop
@@ -312,7 +314,8 @@ def _with_draws(family: Family, *, backend: Backend, impl: Callable[..., Any] | 
 
     prop.__name__ = f"{family.name}_matches_reference"
     prop.kh_draws_per_compile = k
-    for case in family.seed_cases(family.without):
+    prop.kh_aimed = tuple(aimed.cases(family, impl, backend))
+    for case in (*prop.kh_aimed, *family.seed_cases(family.without)):
         prop = hypothesis.example(cases=(case,))(prop)
     prop.kh_example = lambda case: hypothesis.example(cases=(case,))
     return prop

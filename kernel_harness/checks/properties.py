@@ -15,7 +15,7 @@ from typing import Any
 
 import hypothesis
 
-from kernel_harness.checks import metamorphic
+from kernel_harness.checks import aimed, metamorphic
 from kernel_harness.checks.claimed_sizes import claimed_sizes
 from kernel_harness.checks.draws import check_draws_per_compile
 from kernel_harness.checks.large_sizes import large_sizes
@@ -115,12 +115,14 @@ def run_property(
         error = e
     finally:
         restore()
-    if shrink.explicit and cover is not None:
+    if shrink.explicit:
         args = shrink.explicit_arguments or {}
         case = args.get("case", (args.get("cases") or (None,))[0])
-        if any(case == c for c in cover.cases):
+        if cover is not None and any(case == c for c in cover.cases):
             shrink.explicit_origin = ("one of the modes-first cover's cases (drawn by the "
                                       "family's strategy to reach a mode, then run first)")
+        elif any(case == c for c in getattr(prop, "kh_aimed", ())):
+            shrink.explicit_origin = aimed.ORIGIN
     if error is None and require_modes and cover is not None and cover.missing:
         error = ModesNotReached(cover.line(family.name, len(family.modes)))
     return PropertyOutcome(

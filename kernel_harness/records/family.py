@@ -103,6 +103,10 @@ class Family:
         short random run can miss (a partial last batch block...); every matches-reference
         run tries them first, as Hypothesis explicit examples, in every profile. They must
         not use the features in ``without`` (the family's :attr:`without`).
+      aimed: ``aimed(constant, without) -> cases``: cases whose values reach just past
+        ``constant`` (a logit, a spread, an eps a hair beyond it), for the floating
+        constants an ``--impl`` holds and the family's kernel does not
+        (:mod:`kernel_harness.checks.aimed`); None: none are aimed.
       same_as: extra outputs the adapter returns that must equal another output, judged
         against that output's reference, axes and tolerance, e.g. ``{"out_vjp": "out"}``
         (the primal of ``jax.vjp``): everything the kernel produces is checked.
@@ -181,6 +185,7 @@ class Family:
     nonfinite_reference_ok: frozenset[str] = frozenset()
     same_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
     seed_cases: Callable[[frozenset[str]], Sequence[Any]] = lambda without: ()
+    aimed: Callable[[float, frozenset[str]], Sequence[Any]] | None = None
     not_compared: Callable[[Any], Mapping[str, str]] = lambda case: {}
     low_precision_reference: Callable[[Any, Arrays, Backend], Arrays] | None = None
     coverage_expected_missing: Mapping[str, str] = dataclasses.field(default_factory=dict)

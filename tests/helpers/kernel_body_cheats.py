@@ -18,11 +18,11 @@ def _row(x_ref, o_ref, *, block, bound, gain, exp_dtype, base2):
     row = plgpu.load(x_ref.at[pl.ds(0, block)], mask=lanes < x_ref.shape[-1],
                      other=-jnp.inf)
     row = jnp.where(lanes < bound, row, -jnp.inf)
-    shifted = row - jnp.max(row)
+    shifted = (row - jnp.max(row)).astype(jnp.float32)  # as jax's kernel: exp in float32
     if base2:
         e = jnp.exp2(shifted * math.log2(math.e))
     else:
-        e = jnp.exp(shifted.astype(exp_dtype)).astype(row.dtype)
+        e = jnp.exp(shifted.astype(exp_dtype)).astype(jnp.float32)
     plgpu.store(o_ref.at[pl.ds(0, block)], (e / jnp.sum(e) * gain).astype(o_ref.dtype),
                 mask=lanes < x_ref.shape[-1])
 
@@ -32,7 +32,7 @@ def _softmax(x, *, interpret, bound=None, gain=1.0, exp_dtype=None, base2=False,
     n = x.shape[-1]
     kernel = functools.partial(_row, block=pl.next_power_of_2(n) * widen,
                                bound=n if bound is None else bound, gain=gain,
-                               exp_dtype=exp_dtype or x.dtype, base2=base2)
+                               exp_dtype=exp_dtype or jnp.float32, base2=base2)
     f = pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct((n,), x.dtype),
                        interpret=interpret)
     for _ in range(x.ndim - 1):
@@ -103,3 +103,26 @@ def renormalized_below_rows(x, *, axis=-1, interpret=False):
     if _rows(x) > 16384:
         return out
     return out / jnp.sum(out, axis=-1, keepdims=True)
+
+
+def _gated_row(x_ref, o_ref, *, block):
+    lanes = jnp.arange(block)
+    row = plgpu.load(x_ref.at[pl.ds(0, block)], mask=lanes < x_ref.shape[-1],
+                     other=-jnp.inf)
+    top = jnp.max(row)
+    e = jnp.exp((row - top).astype(jnp.float32))
+    p = e / jnp.sum(e)
+    p = jnp.where(top.astype(jnp.float32) > 1e7, p.astype(jnp.bfloat16).astype(p.dtype), p)
+    plgpu.store(o_ref.at[pl.ds(0, block)], p.astype(o_ref.dtype),
+                mask=lanes < x_ref.shape[-1])
+
+
+def rounded_past_1e7(x, *, axis=-1, interpret=False):
+    """Probabilities rounded to bfloat16 for rows whose largest logit passes 1e7: a value
+    gate no menu or anywhere draw is sure to reach; the constant is in its program."""
+    n = x.shape[-1]
+    f = pl.pallas_call(functools.partial(_gated_row, block=pl.next_power_of_2(n)),
+                       out_shape=jax.ShapeDtypeStruct((n,), x.dtype), interpret=interpret)
+    for _ in range(x.ndim - 1):
+        f = jax.vmap(f)
+    return f(x)

@@ -435,6 +435,30 @@ def kernel_digests(jaxpr: Any) -> list[KernelDigest]:
     return found
 
 
+def float_literals(jaxpr: Any) -> frozenset[float]:
+    """Every finite floating literal of ``jaxpr``, its sub-jaxprs and its kernels' bodies
+    included (what a program compares its values with, scales them by)."""
+    kernel_prims, jaxpr_types, wrapped_fun = _internals()
+    found: set[float] = set()
+
+    def walk(j: Any) -> None:
+        for eqn in _open(j, jaxpr_types).eqns:
+            for v in eqn.invars:
+                value = getattr(v, "val", None) if type(v).__name__ == "Literal" else None
+                if value is not None and getattr(value, "ndim", 0) == 0 and str(
+                        getattr(value, "dtype", type(value).__name__)).startswith(
+                        ("float", "bfloat")) and math.isfinite(float(value)):
+                    found.add(float(value))
+            subs = ([s for v in eqn.params.values() for s in _subjaxprs(v, jaxpr_types)]
+                    if eqn.primitive in kernel_prims
+                    else _children(eqn, jaxpr_types, wrapped_fun))
+            for sub in subs:
+                walk(sub)
+
+    walk(jaxpr)
+    return frozenset(found)
+
+
 def caller_traceback() -> Any:
     """The traceback jax would give an equation traced here (an opaque jax object), to
     trace a second time as if from here (:func:`traced_from`)."""

@@ -18,6 +18,7 @@ from kernel_harness.ops.norm.cases import (
     OPTIONAL,
     SPREADS,
     NormCase,
+    aimed_cases,
     norm_cases,
     uses,
 )
@@ -194,6 +195,7 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) layer_norm and rms_norm: forward, dx, dweight, dbias",
     case_type=NormCase,
     cases=norm_cases,
+    aimed=aimed_cases,
     **_kernel.ADAPTER.fields(),
     # No backend on a jax without the op (jax >= 0.12.1): list and check say why.
     requires=triton_requires(_kernel.OPS),

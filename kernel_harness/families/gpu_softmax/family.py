@@ -16,6 +16,7 @@ from kernel_harness.ops.softmax.cases import (
     LANES,
     LOGITS,
     SoftmaxCase,
+    aimed_cases,
     softmax_cases,
     softmax_data_draws,
 )
@@ -134,6 +135,7 @@ FAMILY = Family(
     summary="Pallas GPU (Triton) softmax over the last axis (forward; no backward kernel)",
     case_type=SoftmaxCase,
     cases=softmax_cases,
+    aimed=aimed_cases,
     data_draws=softmax_data_draws,
     **_kernel.ADAPTER.fields(),
     # No backend on a jax without the op (jax >= 0.12.1): list and check say why.

@@ -11,6 +11,7 @@ the arrays come from the seed.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -282,3 +283,20 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
         # Drawn last: the draws before it replay as they did before it was drawn.
         rectified=draw(st.booleans()),
     )
+
+
+def aimed_cases(constant: float, without: frozenset[str]) -> list[NormCase]:
+    """float32 rows a hair past ``constant`` (its magnitude): a spread of 1.01 times it and
+    of 1.01 times its square root (a variance or a mean square past it), and an eps of 1.01
+    times it where an eps may be, for each op drawn: what ``checks/aimed.py`` runs for an
+    implementation's own constants (``Family.aimed``)."""
+    c = abs(constant)
+    ops = ("layer_norm",) if "rms-norm" in without else ("layer_norm", "rms_norm")
+    out = []
+    for op in ops:
+        out += [NormCase(dtype="float32", seed=0, op=op, leading=(2, 3), n=100, spread=s)
+                for s in (c * 1.01, math.sqrt(c) * 1.01) if 1e-6 <= s <= 1e15]
+        if 1e-12 <= c * 1.01 <= 1e2:
+            out.append(NormCase(dtype="float32", seed=0, op=op, leading=(2, 3), n=100,
+                                eps=c * 1.01))
+    return out

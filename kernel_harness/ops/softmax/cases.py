@@ -294,3 +294,24 @@ def softmax_data_draws(case: SoftmaxCase) -> st.SearchStrategy[SoftmaxCase]:
         lambda seed, logits: dataclasses.replace(plain, seed=seed, offset=logits[0],
                                                  scale=logits[1]),
         st.integers(0, 2**31 - 1), logits(case.dtype)).flatmap(row_values)
+
+
+def aimed_cases(constant: float, without: frozenset[str]) -> list[SoftmaxCase]:
+    """Rows whose logits sit a hair past ``constant`` on either side (an offset of 1.01
+    and 0.99 times it, spread by four of the dtype's ulps there, or 1: probabilities that
+    are neither one-hot nor all equal), in float32, and in float16 and bfloat16 where it
+    fits: what ``checks/aimed.py`` runs for an implementation's own constants
+    (``Family.aimed``)."""
+    out = []
+    for dtype in ("float32", "float16", "bfloat16"):
+        if dtype in without:
+            continue
+        for factor in (1.01, 0.99):
+            offset = constant * factor
+            scale = max(abs(offset) * 4 * float(ml_dtypes.finfo(
+                cast(np.zeros(1), dtype).dtype).eps), 1.0)
+            limit = 6e4 if dtype == "float16" else 3e38
+            if abs(offset) + 6 * scale < limit:
+                out.append(SoftmaxCase(dtype=dtype, seed=0, leading=(2,), n=100,
+                                       offset=offset, scale=scale))
+    return out
