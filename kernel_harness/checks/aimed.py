@@ -27,7 +27,7 @@ import jax.numpy as jnp
 
 from kernel_harness.core.backends import Backend, running_on
 from kernel_harness.core.case import DTYPES
-from kernel_harness.core.compat import pallas_count
+from kernel_harness.core.compat import pallas_bodies
 from kernel_harness.records.family import Family
 
 #: The most constants aimed at (the largest in magnitude first), and the most cases.
@@ -51,7 +51,7 @@ def _literals(fn: Callable[..., Any], family: Family, backend: Backend) -> froze
                   if jnp.issubdtype(a.dtype, jnp.floating) else a for n, a in small.items()}
         with running_on(backend):
             jaxpr = jax.make_jaxpr(lambda a: claim.call(fn, a))(arrays)
-        found |= pallas_count.float_literals(jaxpr)
+        found |= pallas_bodies.float_literals(jaxpr)
     return frozenset(found)
 
 

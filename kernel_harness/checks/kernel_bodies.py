@@ -7,7 +7,7 @@ and chose, in plain Python from the shapes, what went *into* its kernel bodies: 
 0.75 past 16384 rows, ``sm_scale`` times 1.25 past 4352 keys, ``eps + 1`` past 10240
 columns, the causal mask dropped past 8192 queries, the exponentials taken in bfloat16
 for four-axis inputs. A kernel's body is a jaxpr too, so each kernel's body is digested
-(:class:`~kernel_harness.core.compat.pallas_count.KernelDigest`: the primitives it runs,
+(:class:`~kernel_harness.core.compat.pallas_bodies.KernelDigest`: the primitives it runs,
 with their result dtypes, and the floating literals it holds) at the small size and at each
 traced one, and whatever the implementation's kernels gain or lose between the two must be
 what the family's own kernels gain or lose there: a primitive (with its dtype) appearing or
@@ -42,7 +42,7 @@ import jax.numpy as jnp
 from kernel_harness.checks import wrapper_standin
 from kernel_harness.checks.size_programs import Traced, traced_at
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.compat.pallas_count import KernelDigest
+from kernel_harness.core.compat.pallas_bodies import KernelDigest
 from kernel_harness.records.claims import Abstract
 
 

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 
 from kernel_harness.checks import wrapper_standin
 from kernel_harness.core.backends import Backend
-from kernel_harness.core.compat import pallas_count
+from kernel_harness.core.compat import pallas_bodies, pallas_count
 
 #: Primitives that only move or relabel data (a wrapper may pad or reshape differently at
 #: another size); everything else appearing only at a claimed size is a different program.
@@ -31,14 +31,14 @@ class Traced:
       kernels: the Pallas kernels every path launches (``pallas_count.pallas_kernels``).
       prims: the non-layout primitives around them, and ``a cast to DTYPE`` for each
         narrowing cast (:func:`narrowing`).
-      texts: each kernel printed (``pallas_count.kernel_texts``), in program order.
-      digests: each kernel's body digested (``pallas_count.kernel_digests``).
+      texts: each kernel printed (``pallas_bodies.kernel_texts``), in program order.
+      digests: each kernel's body digested (``pallas_bodies.kernel_digests``).
     """
 
     kernels: int
     prims: frozenset[str]
     texts: list[str]
-    digests: list[pallas_count.KernelDigest]
+    digests: list[pallas_bodies.KernelDigest]
 
 
 def traced_at(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str, Any],
@@ -48,7 +48,7 @@ def traced_at(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mappin
     names = set(pallas_count.primitive_counts(jaxpr))
     return Traced(pallas_count.pallas_kernels(jaxpr),
                   frozenset(names - LAYOUT) | narrowing(jaxpr, arrays),
-                  pallas_count.kernel_texts(jaxpr), pallas_count.kernel_digests(jaxpr))
+                  pallas_bodies.kernel_texts(jaxpr), pallas_bodies.kernel_digests(jaxpr))
 
 
 def structure(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str, Any],

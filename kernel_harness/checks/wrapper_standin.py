@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.core.backends import Backend, running_on
-from kernel_harness.core.compat import pallas_count, pallas_poison
+from kernel_harness.core.compat import pallas_bodies, pallas_poison
 
 
 def _positions(shape: Sequence[int]) -> Any:
@@ -75,7 +75,7 @@ class StandIn:
     """A kernel stand-in: records the signature of what each kernel is handed (in order)
     and returns a pattern (the same whatever the inputs: any difference in the inputs is in
     the record, any in what the wrapper makes of the results is in the outputs). With
-    ``keep`` (kernel texts, :func:`kernel_harness.core.compat.pallas_count.kernel_text`),
+    ``keep`` (kernel texts, :func:`kernel_harness.core.compat.pallas_bodies.kernel_text`),
     only a kernel printed as one of them is stood in for; any other runs (an
     implementation's kernel that the family's wrapper does not launch, an epilogue)."""
 
@@ -87,7 +87,7 @@ class StandIn:
     def __call__(self, invals: Sequence[Any], avals: Sequence[Any], eqn: Any = None
                  ) -> list[Any] | None:
         if self.keep is not None and (eqn is None or
-                                      pallas_count.kernel_text(eqn) not in self.keep):
+                                      pallas_bodies.kernel_text(eqn) not in self.keep):
             return None
         if self.log is not None:
             self.log.append(jnp.stack([_signature(v) for v in invals] or
@@ -156,9 +156,9 @@ def compared(call: Callable[..., Any], impl: Callable[..., Any], family: Callabl
 def kernel_texts(call: Callable[..., Any], impl: Callable[..., Any],
                  arrays: Mapping[str, Any], backend: Backend) -> list[str]:
     """What each kernel of ``impl``'s call on ``arrays`` (abstract or concrete) computes,
-    printed (:func:`kernel_harness.core.compat.pallas_count.kernel_text`), in program
+    printed (:func:`kernel_harness.core.compat.pallas_bodies.kernel_text`), in program
     order."""
-    return pallas_count.kernel_texts(traced(call, impl, arrays, backend))
+    return pallas_bodies.kernel_texts(traced(call, impl, arrays, backend))
 
 
 def matched(mine: Sequence[str], theirs: Sequence[str]) -> list[tuple[int, int]]:

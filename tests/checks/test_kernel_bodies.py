@@ -9,7 +9,7 @@ import hypothesis
 import pytest
 
 from kernel_harness.core.backends import resolve_backend
-from kernel_harness.core.compat.pallas_count import KernelDigest
+from kernel_harness.core.compat.pallas_bodies import KernelDigest
 from kernel_harness.records import registry
 from tests.helpers import kernel_body_cheats as cheats
 

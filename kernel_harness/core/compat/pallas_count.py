@@ -27,7 +27,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -321,142 +320,41 @@ def kernel_body_ops(jaxpr: Any) -> list[BodyOp]:
     return found
 
 
-#: Params of a kernel's equation that name or place it rather than say what it computes,
-#: and ``interpret`` (the one meant to differ between backends).
-_UNNAMED = re.compile(r"^\s*(interpret|name|name_and_src_info|metadata|debug)=.*$",
-                      re.MULTILINE)
-#: An object's address in a printed param (two traces of one kernel hold other objects).
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+def equations(jaxpr: Any) -> list[Any]:
+    """The equations of a Jaxpr or ClosedJaxpr (its own, not its sub-jaxprs')."""
+    return list(_open(jaxpr, _internals()[1]).eqns)
 
 
-def kernel_text(eqn: Any) -> str:
-    """What a kernel equation computes, printed: its params and body (literals included),
-    each block's index map, without its name, source place or ``interpret`` setting; two
-    launches of the same kernel on the same shapes print the same."""
-    text = _ADDRESS.sub("0x?", _UNNAMED.sub("", repr(eqn)))
-    mapping = eqn.params.get("grid_mapping")
-    for block in getattr(mapping, "block_mappings", ()):
-        text += f"\nindex map: {getattr(block, 'index_map_jaxpr', None)}"
-    return text
-
-
-def kernel_texts(jaxpr: Any) -> list[str]:
-    """:func:`kernel_text` of every kernel ``jaxpr`` launches, in program order, every
-    sub-jaxpr walked (both branches of a ``cond``, loop bodies once)."""
+def sub_jaxprs(eqn: Any) -> list[Any]:
+    """The jaxprs an equation holds: a kernel's body, or a higher-order primitive's
+    bodies (every ``cond`` branch); a layout error where one should be and is not."""
     kernel_prims, jaxpr_types, wrapped_fun = _internals()
-    found: list[str] = []
+    if eqn.primitive in kernel_prims:
+        bodies = [s for v in eqn.params.values() for s in _subjaxprs(v, jaxpr_types)]
+        if not bodies:
+            raise KernelCountLayoutError(
+                f"kernel primitive {eqn.primitive.name!r} carries no body jaxpr in its "
+                f"params {sorted(eqn.params)}")
+        return bodies
+    return _children(eqn, jaxpr_types, wrapped_fun)
+
+
+def kernel_equations(jaxpr: Any) -> list[Any]:
+    """Every kernel equation ``jaxpr`` launches, in program order, every sub-jaxpr walked
+    (both branches of a ``cond``, loop bodies once), kernel bodies not entered."""
+    kernel_prims = kernel_primitives()
+    found: list[Any] = []
 
     def walk(j: Any) -> None:
-        for eqn in _open(j, jaxpr_types).eqns:
+        for eqn in equations(j):
             if eqn.primitive in kernel_prims:
-                found.append(kernel_text(eqn))
-                continue
-            for sub in _children(eqn, jaxpr_types, wrapped_fun):
-                walk(sub)
+                found.append(eqn)
+            else:
+                for sub in sub_jaxprs(eqn):
+                    walk(sub)
 
     walk(jaxpr)
     return found
-
-
-@dataclasses.dataclass(frozen=True)
-class KernelDigest:
-    """What one kernel's body is made of, beyond its shapes.
-
-    Attributes:
-      ops: ``(primitive, result dtypes)`` of every equation of the body (its ``cond``,
-        loops and scoped regions included), as a set.
-      floats: the floating literals the body holds (a scale, an epsilon, a gain).
-      bounds: ``(primitive, value)`` of each integer literal it compares with, adds,
-        subtracts or clamps by (a mask's bound, an offset).
-      extents: every axis extent of every value and block it handles, and its grid's.
-    """
-
-    ops: frozenset[tuple[str, str]]
-    floats: frozenset[float]
-    bounds: frozenset[tuple[str, int]] = frozenset()
-    extents: frozenset[int] = frozenset()
-
-
-#: Where an integer literal bounds a position: compared with, or added to, clamped by.
-_BOUNDING = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "add", "sub", "min", "max"})
-
-
-def _extents(aval: Any) -> tuple[int, ...]:
-    shape = getattr(aval, "shape", None)
-    if shape is None:
-        shape = getattr(getattr(aval, "inner_aval", None), "shape", ())
-    return tuple(d for d in shape if isinstance(d, int))
-
-
-def kernel_digests(jaxpr: Any) -> list[KernelDigest]:
-    """:class:`KernelDigest` of every kernel ``jaxpr`` launches, in program order, every
-    sub-jaxpr walked (both branches of a ``cond``, loop bodies once)."""
-    kernel_prims, jaxpr_types, wrapped_fun = _internals()
-    found: list[KernelDigest] = []
-
-    def inside(j: Any, seen: tuple[set, set, set, set]) -> None:
-        ops, floats, bounds, extents = seen
-        body = _open(j, jaxpr_types)
-        for v in (*body.invars, *body.constvars):
-            extents.update(_extents(v.aval))
-        for eqn in body.eqns:
-            dtypes = ",".join(str(getattr(v.aval, "dtype", "")) for v in eqn.outvars)
-            ops.add((eqn.primitive.name, dtypes))
-            for v in (*eqn.invars, *eqn.outvars):
-                extents.update(_extents(getattr(v, "aval", None)))
-            for v in eqn.invars:
-                value = getattr(v, "val", None) if type(v).__name__ == "Literal" else None
-                if value is None or getattr(value, "ndim", 0) != 0:
-                    continue
-                kind = str(getattr(value, "dtype", type(value).__name__))
-                if kind.startswith(("float", "bfloat")):
-                    floats.add(float(value))
-                elif eqn.primitive.name in _BOUNDING and kind.startswith(("int", "uint")):
-                    bounds.add((eqn.primitive.name, int(value)))
-            for sub in _children(eqn, jaxpr_types, wrapped_fun):
-                inside(sub, seen)
-
-    def walk(j: Any) -> None:
-        for eqn in _open(j, jaxpr_types).eqns:
-            if eqn.primitive in kernel_prims:
-                seen: tuple[set, set, set, set] = (set(), set(), set(), set())
-                for body in (s for v in eqn.params.values() for s in _subjaxprs(v, jaxpr_types)):
-                    inside(body, seen)
-                for v in (*eqn.invars, *eqn.outvars):
-                    seen[3].update(_extents(v.aval))
-                grid = getattr(eqn.params.get("grid_mapping"), "grid", ())
-                seen[3].update(g for g in grid if isinstance(g, int))
-                found.append(KernelDigest(*(frozenset(x) for x in seen)))
-                continue
-            for sub in _children(eqn, jaxpr_types, wrapped_fun):
-                walk(sub)
-
-    walk(jaxpr)
-    return found
-
-
-def float_literals(jaxpr: Any) -> frozenset[float]:
-    """Every finite floating literal of ``jaxpr``, its sub-jaxprs and its kernels' bodies
-    included (what a program compares its values with, scales them by)."""
-    kernel_prims, jaxpr_types, wrapped_fun = _internals()
-    found: set[float] = set()
-
-    def walk(j: Any) -> None:
-        for eqn in _open(j, jaxpr_types).eqns:
-            for v in eqn.invars:
-                value = getattr(v, "val", None) if type(v).__name__ == "Literal" else None
-                if value is not None and getattr(value, "ndim", 0) == 0 and str(
-                        getattr(value, "dtype", type(value).__name__)).startswith(
-                        ("float", "bfloat")) and math.isfinite(float(value)):
-                    found.add(float(value))
-            subs = ([s for v in eqn.params.values() for s in _subjaxprs(v, jaxpr_types)]
-                    if eqn.primitive in kernel_prims
-                    else _children(eqn, jaxpr_types, wrapped_fun))
-            for sub in subs:
-                walk(sub)
-
-    walk(jaxpr)
-    return frozenset(found)
 
 
 def caller_traceback() -> Any:
