@@ -5,22 +5,11 @@ does, or not at all, passes."""
 
 from __future__ import annotations
 
-import hypothesis
 import pytest
 
-from kernel_harness.core.backends import resolve_backend
 from kernel_harness.core.compat.pallas_bodies import KernelDigest
-from kernel_harness.records import registry
 from tests.helpers import kernel_body_cheats as cheats
-
-
-def _claimed_sizes(impl):
-    from kernel_harness.checks.claimed_sizes import claimed_sizes
-
-    prop = claimed_sizes(registry.get_family("gpu-softmax"),
-                         backend=resolve_backend("interpret"), impl=impl)
-    return hypothesis.settings(max_examples=2, deadline=None, database=None,
-                               phases=[hypothesis.Phase.generate])(prop)
+from tests.helpers.claimed import softmax_claimed_sizes
 
 
 @pytest.mark.triton_ops  # gpu-softmax's kernel: jax <= 0.12.0.1
@@ -36,14 +25,14 @@ def test_a_kernel_body_that_changes_past_a_size_is_a_ghost_branch(impl, found):
     from kernel_harness.checks.claimed_sizes import GhostBranch
 
     with pytest.raises(GhostBranch) as failure:
-        _claimed_sizes(impl)()
+        softmax_claimed_sizes(impl)()
     assert "ghost branch" in str(failure.value) and found in str(failure.value)
 
 
 @pytest.mark.triton_ops
 @pytest.mark.parametrize("impl", [cheats.base_two, cheats.wider_block_past_rows])
 def test_a_kernel_of_its_own_that_changes_as_the_familys_passes(impl):
-    _claimed_sizes(impl)()
+    softmax_claimed_sizes(impl)()
 
 
 def _digest(ops=(), floats=(), bounds=(), extents=()):

@@ -5,21 +5,10 @@ everywhere is not compared."""
 
 from __future__ import annotations
 
-import hypothesis
 import pytest
 
-from kernel_harness.core.backends import resolve_backend
-from kernel_harness.records import registry
 from tests.helpers import wrapper_cheats
-
-
-def _claimed_sizes(impl):
-    from kernel_harness.checks.claimed_sizes import claimed_sizes
-
-    prop = claimed_sizes(registry.get_family("gpu-softmax"),
-                         backend=resolve_backend("interpret"), impl=impl)
-    return hypothesis.settings(max_examples=2, deadline=None, database=None,
-                               phases=[hypothesis.Phase.generate])(prop)
+from tests.helpers.claimed import softmax_claimed_sizes
 
 
 @pytest.mark.triton_ops  # gpu-softmax's kernel: jax <= 0.12.0.1
@@ -32,7 +21,7 @@ def test_a_wrapper_that_differs_past_a_size_is_a_ghost_branch(impl, found):
     from kernel_harness.checks.claimed_sizes import GhostBranch
 
     with pytest.raises(GhostBranch) as failure:
-        _claimed_sizes(impl)()
+        softmax_claimed_sizes(impl)()
     assert "ghost branch" in str(failure.value) and found in str(failure.value)
     assert "with every kernel stood in for" in str(failure.value)
 
@@ -40,7 +29,7 @@ def test_a_wrapper_that_differs_past_a_size_is_a_ghost_branch(impl, found):
 @pytest.mark.triton_ops
 @pytest.mark.parametrize("impl", [wrapper_cheats.same, wrapper_cheats.padded])
 def test_the_same_wrapper_and_one_that_differs_everywhere_pass(impl):
-    _claimed_sizes(impl)()
+    softmax_claimed_sizes(impl)()
 
 
 def test_the_stand_in_records_what_it_is_handed_by_position():

@@ -291,32 +291,19 @@ def kernel_body_ops(jaxpr: Any) -> list[BodyOp]:
     launches, wherever the kernel sits (``jit``, every ``cond`` branch, loops,
     ``custom_vjp``/``custom_jvp`` bodies, ``shard_map``...), the body's own ``cond``
     (``pl.when``), loops and scoped regions included."""
-    kernel_prims, jaxpr_types, wrapped_fun = _internals()
     found: list[BodyOp] = []
 
     def inside(j: Any) -> None:
-        for eqn in _open(j, jaxpr_types).eqns:
-            subs = _children(eqn, jaxpr_types, wrapped_fun)
+        for eqn in equations(j):
+            subs = sub_jaxprs(eqn)
             if eqn.primitive.name not in _STRUCTURAL:
                 found.append(BodyOp(name=eqn.primitive.name, results=len(eqn.outvars)))
             for sub in subs:
                 inside(sub)
 
-    def walk(j: Any) -> None:
-        for eqn in _open(j, jaxpr_types).eqns:
-            if eqn.primitive in kernel_prims:
-                bodies = [s for v in eqn.params.values() for s in _subjaxprs(v, jaxpr_types)]
-                if not bodies:
-                    raise KernelCountLayoutError(
-                        f"kernel primitive {eqn.primitive.name!r} carries no body jaxpr in "
-                        f"its params {sorted(eqn.params)}")
-                for body in bodies:
-                    inside(body)
-                continue
-            for sub in _children(eqn, jaxpr_types, wrapped_fun):
-                walk(sub)
-
-    walk(jaxpr)
+    for kernel in kernel_equations(jaxpr):
+        for body in sub_jaxprs(kernel):
+            inside(body)
     return found
 
 
