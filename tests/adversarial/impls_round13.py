@@ -1,0 +1,415 @@
+"""Round 13 of the independent adversarial set: 25 implementations, 5 per family, for
+gpu-softmax, gpu-norm, megablox-gmm, gpu-mha and gpu-decode.
+
+Rules as followed: every implementation is wrong (or a cheat) for an input its family
+claims (``kernel-harness describe``: claimed sizes, dtypes, value ranges, the contract),
+and is meant to pass ``check FAMILY --profile ci --max-examples 8``. Written from
+README.md, docs/ (not docs/adversarial.md), the package source under kernel_harness/
+(families' adapters, claims, ops/values.py, checks/aimed.py, run/source_rules.py headers)
+and ``describe`` output; nothing under tests/ or golden/, no git history, and no harness
+run on these implementations (confirmation with standalone scripts under /tmp/round13
+and by reasoning about shapes).
+
+Themes (each kernel is the family's pristine Pallas kernel, called as the adapter calls
+it, so every kernel body, its integer bounds and its floating literals are the
+family's own):
+
+- **Bit keys** (``_key``): a slice is wrong only when its first (or last) three elements
+  carry three fixed bit patterns, compared as unsigned INTEGERS after a bitcast. The
+  aimed-constant check harvests floating literals only; the patterns are claimed values
+  (ordinary finite floats) that a random or menu draw hits with probability ~2^-40 or
+  less; the wrongness itself is layout (a flip, a roll) chosen by ``where``.
+- **Claimed sizes past every run**: a shape branch that only fires at a claimed size
+  beyond the ci large-size caps and away from every stand-in size, where the result is a
+  layout copy (one half of the rows duplicated) or the inputs are cast to bfloat16 first
+  (casts and slices are layout, so "math outside the kernel" sees nothing).
+- **Integer keys**: group sizes, segment ids or decode bounds equal to a fixed integer
+  tuple (never drawn at the drawn sizes' odds).
+- **Python-side eps**: norm's eps is a Python float; the branch on its decimal repr is
+  never traced, so no literal is in the program for ``aimed`` to aim at, and the drawn
+  eps values (10 ** (e / 100)) never have a short repr other than a power of ten.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+from jax import lax
+
+from kernel_harness.families.gpu_decode import kernel as _dec
+from kernel_harness.families.gpu_mha import kernel as _mha
+from kernel_harness.families.gpu_norm import kernel as _norm
+from kernel_harness.families.gpu_softmax import kernel as _sm
+from kernel_harness.families.megablox_gmm import kernel as _gmm
+
+# Bit patterns (as integers) of three ordinary finite values: 32-bit and 16-bit views.
+_K32 = (0x3FC90FDB, 0xC02DF854, 0x3EAAAAAB)
+_K16 = (0x3FC9, 0xC02D, 0x3EAB)
+
+
+def _key(x: Any, tail: bool = False) -> Any:
+    """Per-slice boolean (over the last axis): its first (or last) three elements have
+    the bit patterns _K32 / _K16, compared as unsigned integers."""
+    if x.shape[-1] < 3:
+        return jnp.zeros(x.shape[:-1], bool)
+    wide = jnp.dtype(x.dtype).itemsize == 4
+    bits = lax.bitcast_convert_type(x, jnp.uint32 if wide else jnp.uint16)
+    pats = _K32 if wide else _K16
+    part = bits[..., -3:] if tail else bits[..., :3]
+    hit = part[..., 0] == jnp.asarray(pats[0], bits.dtype)
+    for i in (1, 2):
+        hit = hit & (part[..., i] == jnp.asarray(pats[i], bits.dtype))
+    return hit
+
+
+def _halves(y: Any, axis: int) -> Any:
+    """y with its second half along ``axis`` replaced by a copy of its first half."""
+    n = y.shape[axis]
+    h = n // 2
+    first = lax.slice_in_dim(y, 0, h, axis=axis)
+    rest = lax.slice_in_dim(y, 0, n - h, axis=axis)
+    return jnp.concatenate([first, rest], axis=axis)
+
+
+# --------------------------------------------------------------------------- gpu-softmax
+
+
+def sm_bitkey_flip(x, *, axis=-1, interpret=False):
+    """Class: wrong for values never drawn (bit key). Wrong: any row whose first three
+    logits are exactly the _K32/_K16 bit patterns (e.g. float32 1.5707964, -2.7181597,
+    0.33333334) gets its probabilities reversed along the row. Gets through: the key is
+    an unsigned-integer comparison (aimed harvests floating literals only), the choice is
+    a where between the kernel's result and its flip (layout), and no draw hits three
+    exact patterns in a row."""
+    out = _sm.softmax(x, axis=axis, interpret=interpret)
+    return jnp.where(_key(x)[..., None], jnp.flip(out, axis=-1), out)
+
+
+def sm_tailkey_roll(x, *, axis=-1, interpret=False):
+    """Class: wrong for values never drawn (bit key at the row's end). Wrong: a row whose
+    LAST three logits carry the key patterns gets its probabilities rolled by one lane.
+    Gets through as sm_bitkey_flip (masked suffixes are -inf, never the patterns)."""
+    out = _sm.softmax(x, axis=axis, interpret=interpret)
+    return jnp.where(_key(x, tail=True)[..., None], jnp.roll(out, 1, axis=-1), out)
+
+
+def sm_vocab_rows(x, *, axis=-1, interpret=False):
+    """Class: wrong only at a claimed size never run. Wrong: 2-D x with >= 8 rows of
+    >= 131072 logits (the claimed (8, 262144) bfloat16 vocabulary): the kernel runs on
+    the first half of the rows and that half's probabilities are copied into the second
+    half. Gets through: ci large sizes cap those rows at 2, stand-in sizes are (2, n);
+    at the claimed size the wrapper holds only a slice and a concatenate (layout) and one
+    pristine kernel."""
+    if x.ndim == 2 and x.shape[0] >= 8 and x.shape[1] >= 131072:
+        top = _sm.softmax(x[: x.shape[0] // 2], axis=axis, interpret=interpret)
+        rest = top[: x.shape[0] - x.shape[0] // 2]
+        return jnp.concatenate([top, rest], axis=0)
+    return _sm.softmax(x, axis=axis, interpret=interpret)
+
+
+def sm_router_deep(x, *, axis=-1, interpret=False):
+    """Class: wrong only at a claimed size never run. Wrong: 3-D x whose second leading
+    axis is >= 4096 (the claimed (4, 8192, 256) bfloat16 router): the second half of that
+    axis copies the first half's probabilities. Gets through: ci caps it at 2x64 and
+    nightly at 4x512; the stand-in sizes are 2-D or 4-D; layout only."""
+    out = _sm.softmax(x, axis=axis, interpret=interpret)
+    if x.ndim == 3 and x.shape[1] >= 4096:
+        return _halves(out, 1)
+    return out
+
+
+def sm_f32_vocab_bf16(x, *, axis=-1, interpret=False):
+    """Class: lower precision at a claimed size never run. Wrong: float32 2-D x with >= 64
+    rows of >= 32000 logits (the claimed (64, 32000) float32 size): the logits go through
+    bfloat16 (errors ~4e-3 of a probability vs max_rel 5e-6). Gets through: ci caps those
+    rows at 2, stand-in float32 rows are <= 256 long; casts are layout."""
+    if (x.dtype == jnp.float32 and x.ndim == 2 and x.shape[0] >= 64
+            and x.shape[1] >= 32000):
+        return _sm.softmax(x.astype(jnp.bfloat16), axis=axis,
+                           interpret=interpret).astype(x.dtype)
+    return _sm.softmax(x, axis=axis, interpret=interpret)
+
+
+# ------------------------------------------------------------------------------ gpu-norm
+
+
+def nm_bitkey_flip(op, x, weight, bias, *, eps, interpret):
+    """Class: wrong for values never drawn (bit key). Wrong: each row of x whose first
+    three elements carry the key patterns is output reversed along n (and its gradients
+    follow through the where). Gets through: integer comparison, layout choice, no draw
+    hits it."""
+    out = _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
+    return jnp.where(_key(x)[..., None], jnp.flip(out, axis=-1), out)
+
+
+def nm_weightkey_swap(op, x, weight, bias, *, eps, interpret):
+    """Class: wrong for values never drawn (bit key on the weight). Wrong: when weight's
+    first three entries carry the key patterns, weight and bias are swapped for the whole
+    call. Gets through: two pristine kernel calls chosen by a scalar integer key."""
+    good = _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
+    bad = _norm.norm(op, x, bias, weight, eps=eps, interpret=interpret)
+    return jnp.where(_key(weight), bad, good)
+
+
+def nm_tall_rows(op, x, weight, bias, *, eps, interpret):
+    """Class: wrong only at a claimed size never run. Wrong: x with >= 1024 rows (both
+    claimed sizes, (1, 4096, 8192) and (2, 1024, 16384)): the second half of the rows
+    copies the first half's output. Gets through: ci caps rows at 300, nightly at 1000;
+    slice + concatenate is layout; the kernel is pristine."""
+    if x.shape[1] >= 1024:
+        h = x.shape[1] // 2
+        top = _norm.norm(op, x[:, :h], weight, bias, eps=eps, interpret=interpret)
+        return jnp.concatenate([top, top[:, : x.shape[1] - h]], axis=1)
+    return _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
+
+
+def nm_wide_bf16(op, x, weight, bias, *, eps, interpret):
+    """Class: lower precision at a claimed size never run. Wrong: float32 x with >= 1024
+    rows of >= 16384 (the claimed (2, 1024, 16384) float32): computed in bfloat16 (error
+    ~4e-3 vs max_rel 1e-4). Gets through: ci rows <= 300; casts are layout."""
+    if x.dtype == jnp.float32 and x.shape[1] >= 1024 and x.shape[2] >= 16384:
+        lo = jnp.bfloat16
+        return _norm.norm(op, x.astype(lo), weight.astype(lo), bias.astype(lo), eps=eps,
+                          interpret=interpret).astype(x.dtype)
+    return _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
+
+
+def nm_eps_repr(op, x, weight, bias, *, eps, interpret):
+    """Class: wrong for values never drawn (a Python-side test of eps). Wrong: an eps
+    whose repr is at most 6 characters and starts with a digit 2-9 (2e-06, 5e-05, 3e-05:
+    claimed, eps is any positive float) is replaced by eps + 1 (out shrinks by
+    ~sqrt(var / (var + 1))). Gets through:
+    the test runs in Python on the float, so no literal of it is traced for aimed; drawn
+    eps are 10 ** (e / 100), whose reprs are long except the powers of ten."""
+    text = repr(float(eps))
+    if len(text) <= 6 and text[0] in "23456789":
+        eps = eps + 1
+    return _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
+
+
+# -------------------------------------------------------------------------- megablox-gmm
+
+
+def gm_bitkey_flip(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
+                   tiling=(128, 128, 128), group_offset=None, existing_out=None,
+                   transpose_rhs=False, interpret=False):
+    """Class: wrong for values never drawn (bit key). Wrong: when lhs's first row starts
+    with the key patterns, the whole output comes back with its rows reversed. Gets
+    through: integer comparison on a scalar key, a layout flip chosen by where."""
+    out = _gmm.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                   existing_out, transpose_rhs, interpret)
+    return jnp.where(_key(lhs[0]), jnp.flip(out, axis=0), out)
+
+
+def gm_groupkey_flip(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
+                     tiling=(128, 128, 128), group_offset=None, existing_out=None,
+                     transpose_rhs=False, interpret=False):
+    """Class: wrong for integer inputs never drawn. Wrong: >= 5 groups whose first five
+    sizes are exactly (1, 2, 3, 5, 8) (a valid ragged split): the output columns come
+    back reversed. Gets through: drawn group sizes (random splits of m >= 128) hit that
+    exact prefix with negligible odds; layout flip chosen by where."""
+    out = _gmm.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                   existing_out, transpose_rhs, interpret)
+    if group_sizes.shape[0] < 5:
+        return out
+    want = jnp.asarray((1, 2, 3, 5, 8), group_sizes.dtype)
+    hit = jnp.all(group_sizes[:5] == want)
+    return jnp.where(hit, jnp.flip(out, axis=1), out)
+
+
+def gm_tall_rows(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
+                 tiling=(128, 128, 128), group_offset=None, existing_out=None,
+                 transpose_rhs=False, interpret=False):
+    """Class: wrong only at a claimed size never run. Wrong: m >= 32768 (two claimed
+    sizes): the output's second half of rows copies its first half. Gets through: ci
+    caps m at 16384 (nightly reaches 32768, but ci is the profile measured), the
+    stand-ins stop at 8192; the kernel computes every row and the wrapper only slices."""
+    out = _gmm.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                   existing_out, transpose_rhs, interpret)
+    if lhs.shape[0] >= 32768:
+        return _halves(out, 0)
+    return out
+
+
+def gm_f32_bf16(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
+                tiling=(128, 128, 128), group_offset=None, existing_out=None,
+                transpose_rhs=False, interpret=False):
+    """Class: lower precision at a claimed size never run. Wrong: float32 with m >= 16384
+    and k >= 6144 (the claimed (16384, 6144, 4096, 8) float32): operands rounded to
+    bfloat16 first (relative error ~3e-3). Gets through: ci's k = 6144-ish span has m 128,
+    the float32 stand-in at k 6144 has m 256; casts are layout."""
+    if lhs.dtype == jnp.float32 and lhs.shape[0] >= 16384 and lhs.shape[1] >= 6144:
+        lhs = lhs.astype(jnp.bfloat16).astype(jnp.float32)
+        rhs = rhs.astype(jnp.bfloat16).astype(jnp.float32)
+    return _gmm.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                    existing_out, transpose_rhs, interpret)
+
+
+def gm_wide_cols(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
+                 tiling=(128, 128, 128), group_offset=None, existing_out=None,
+                 transpose_rhs=False, interpret=False):
+    """Class: wrong only at a claimed size never run. Wrong: m >= 32768 and n >= 8192 (the
+    claimed (32768, 4096, 14336, 64) bfloat16): the second half of the output columns
+    copies the first half. Gets through: no run or stand-in has both (the n = 14336
+    stand-in has m 256); layout only."""
+    out = _gmm.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
+                   existing_out, transpose_rhs, interpret)
+    if lhs.shape[0] >= 32768 and out.shape[1] >= 8192:
+        return _halves(out, 1)
+    return out
+
+
+# ------------------------------------------------------------------------------- gpu-mha
+
+
+def _on_out(res: Any, fn: Any) -> Any:
+    if isinstance(res, tuple):
+        return (fn(res[0]), *res[1:])
+    return fn(res)
+
+
+def mh_bitkey_flip(q, k, v, segment_ids, **kwargs):
+    """Class: wrong for values never drawn (bit key). Wrong: each (batch, head) whose
+    first query's first three features carry the key patterns gets its output reversed
+    along the query axis (lse untouched). Gets through: integer comparison, layout
+    choice."""
+    res = _mha.mha(q, k, v, segment_ids, **kwargs)
+    hit = _key(q[:, 0])  # [batch, heads]
+    return _on_out(res, lambda o: jnp.where(hit[:, None, :, None], jnp.flip(o, axis=1), o))
+
+
+def mh_long_context(q, k, v, segment_ids, **kwargs):
+    """Class: wrong only at a claimed size never run. Wrong: q_len >= 16385 (claimed
+    32768- and 65536-token contexts): the second half of the query rows copies the first
+    half's output. Gets through: ci caps contexts at 4352, nightly at 16384; layout
+    only, pristine kernels."""
+    res = _mha.mha(q, k, v, segment_ids, **kwargs)
+    if q.shape[1] > 16384:
+        return _on_out(res, lambda o: _halves(o, 1))
+    return res
+
+
+def mh_serving_heads(q, k, v, segment_ids, **kwargs):
+    """Class: wrong only at a claimed size never run. Wrong: >= 32 heads with >= 1024
+    tokens (the claimed serving batch (8, 4096, 32, 128)): heads 16-31 copy heads 0-15.
+    Gets through: ci runs that size at 128 tokens and 16 heads, nightly at 512 tokens;
+    layout only."""
+    res = _mha.mha(q, k, v, segment_ids, **kwargs)
+    if q.shape[2] >= 32 and q.shape[1] >= 1024:
+        return _on_out(res, lambda o: _halves(o, 2))
+    return res
+
+
+def mh_segkey(q, k, v, segment_ids, **kwargs):
+    """Class: wrong for integer inputs never drawn. Wrong: a batch row whose segment ids
+    start (7, 3, 9, 1, 4) (valid: unsorted ids are in the contract) is computed with no
+    segments at all. Gets through: drawn segment ids are runs of ids, five distinct
+    ids in the first five tokens in that exact order essentially never happen."""
+    res = _mha.mha(q, k, v, segment_ids, **kwargs)
+    if segment_ids is None or segment_ids.shape[1] < 5:
+        return res
+    free = _mha.mha(q, k, v, None, **kwargs)
+    want = jnp.asarray((7, 3, 9, 1, 4), segment_ids.dtype)
+    hit = jnp.all(segment_ids[:, :5] == want, axis=1)
+    if isinstance(res, tuple):
+        return (jnp.where(hit[:, None, None, None], free[0], res[0]),
+                jnp.where(hit[:, None, None], free[1], res[1]))
+    return jnp.where(hit[:, None, None, None], free, res)
+
+
+def mh_f32_bf16(q, k, v, segment_ids, **kwargs):
+    """Class: lower precision at a claimed size never run. Wrong: float32 with q_len >=
+    32768 (the claimed (1, 65536, 4, 64) float32): q, k, v rounded to bfloat16 first
+    (out error ~3e-3 vs max_rel 2e-4). Gets through: ci caps contexts at 4352; casts."""
+    if q.dtype == jnp.float32 and q.shape[1] >= 32768:
+        q, k, v = (t.astype(jnp.bfloat16).astype(jnp.float32) for t in (q, k, v))
+    return _mha.mha(q, k, v, segment_ids, **kwargs)
+
+
+# ---------------------------------------------------------------------------- gpu-decode
+
+
+def dc_bitkey_flip(q, k, v, start_idx, kv_seq_len, *, entry="gqa", **kwargs):
+    """Class: wrong for values never drawn (bit key). Wrong: each (batch, head) whose
+    query's first three features carry the key patterns gets its output reversed along
+    head_dim (l, m untouched). Gets through: integer comparison, layout choice."""
+    out, res = _dec.decode(q, k, v, start_idx, kv_seq_len, entry=entry, **kwargs)
+    hit = _key(q)  # [batch, heads]
+    return jnp.where(hit[..., None], jnp.flip(out, axis=-1), out), res
+
+
+def dc_kkey_roll(q, k, v, start_idx, kv_seq_len, *, entry="gqa", **kwargs):
+    """Class: wrong for values never drawn (bit key on the cache). Wrong: a batch row
+    whose first key (kv head 0) starts with the key patterns gets its output rolled by
+    one head. Gets through: integer comparison, layout choice."""
+    out, res = _dec.decode(q, k, v, start_idx, kv_seq_len, entry=entry, **kwargs)
+    hit = _key(k[:, 0, 0])  # [batch]
+    return jnp.where(hit[:, None, None], jnp.roll(out, 1, axis=1), out), res
+
+
+def dc_long_cache(q, k, v, start_idx, kv_seq_len, *, entry="gqa", **kwargs):
+    """Class: wrong only at a claimed size never run. Wrong: kv_len >= 65536 (the claimed
+    131072-token cache): batch rows of the second half copy the first half's out, l and
+    m. Gets through: the claimed sizes are traced only (no ladder, no large run), the
+    stand-ins have 4096 and 2048 keys; layout only."""
+    out, (den, m) = _dec.decode(q, k, v, start_idx, kv_seq_len, entry=entry, **kwargs)
+    if k.shape[1] >= 65536:
+        return _halves(out, 0), (_halves(den, 0), _halves(m, 0))
+    return out, (den, m)
+
+
+def dc_f16_batch(q, k, v, start_idx, kv_seq_len, *, entry="gqa", **kwargs):
+    """Class: lower precision at a claimed size never run. Wrong: float16 with kv_len >=
+    16384 (the claimed (32, 32768, 1, 64) float16): q, k, v rounded to bfloat16 first
+    (out error ~4e-3 vs max_rel 3.5e-3, lse ~1e-3 vs 2e-5). Gets through: traced only;
+    stand-ins have <= 4096 keys; casts are layout."""
+    if q.dtype == jnp.float16 and k.shape[1] >= 16384:
+        q, k, v = (t.astype(jnp.bfloat16).astype(jnp.float16) for t in (q, k, v))
+    return _dec.decode(q, k, v, start_idx, kv_seq_len, entry=entry, **kwargs)
+
+
+def dc_boundkey(q, k, v, start_idx, kv_seq_len, *, entry="gqa", **kwargs):
+    """Class: wrong for integer inputs never drawn. Wrong: a batch row with start_idx 37
+    and kv_seq_len 1061 (valid bounds, 1024 visible keys) is answered as if start_idx
+    were 38. Gets through: drawn bounds hitting both exact integers at once are
+    negligible; two pristine kernel calls chosen by where."""
+    out, (den, m) = _dec.decode(q, k, v, start_idx, kv_seq_len, entry=entry, **kwargs)
+    if start_idx is None or kv_seq_len is None:
+        return out, (den, m)
+    b = q.shape[0]
+    s = jnp.broadcast_to(jnp.asarray(start_idx, jnp.int32), (b,))
+    e = jnp.broadcast_to(jnp.asarray(kv_seq_len, jnp.int32), (b,))
+    hit = (s == 37) & (e == 1061)
+    out2, (den2, m2) = _dec.decode(q, k, v, s + 1, e, entry=entry, **kwargs)
+    return (jnp.where(hit[:, None, None], out2, out),
+            (jnp.where(hit[:, None], den2, den), jnp.where(hit[:, None], m2, m)))
+
+
+ROUND13 = [
+    ("gpu-softmax", "sm_bitkey_flip"),
+    ("gpu-softmax", "sm_tailkey_roll"),
+    ("gpu-softmax", "sm_vocab_rows"),
+    ("gpu-softmax", "sm_router_deep"),
+    ("gpu-softmax", "sm_f32_vocab_bf16"),
+    ("gpu-norm", "nm_bitkey_flip"),
+    ("gpu-norm", "nm_weightkey_swap"),
+    ("gpu-norm", "nm_tall_rows"),
+    ("gpu-norm", "nm_wide_bf16"),
+    ("gpu-norm", "nm_eps_repr"),
+    ("megablox-gmm", "gm_bitkey_flip"),
+    ("megablox-gmm", "gm_groupkey_flip"),
+    ("megablox-gmm", "gm_tall_rows"),
+    ("megablox-gmm", "gm_f32_bf16"),
+    ("megablox-gmm", "gm_wide_cols"),
+    ("gpu-mha", "mh_bitkey_flip"),
+    ("gpu-mha", "mh_long_context"),
+    ("gpu-mha", "mh_serving_heads"),
+    ("gpu-mha", "mh_segkey"),
+    ("gpu-mha", "mh_f32_bf16"),
+    ("gpu-decode", "dc_bitkey_flip"),
+    ("gpu-decode", "dc_kkey_roll"),
+    ("gpu-decode", "dc_long_cache"),
+    ("gpu-decode", "dc_f16_batch"),
+    ("gpu-decode", "dc_boundkey"),
+]
