@@ -63,6 +63,18 @@ def _key(x: Any, tail: bool = False) -> Any:
     return hit
 
 
+def _droll(y: Any, hit: Any, axis: int, by: int = 1) -> Any:
+    """y rolled by ``by`` along ``axis`` where the scalar ``hit`` holds, else y: a roll by
+    a traced integer is a concatenate and a dynamic_slice (layout), with no select_n or
+    rev on the problem-size array."""
+    return jnp.roll(y, hit.astype(jnp.int32) * by, axis=axis)
+
+
+def _first(x: Any) -> Any:
+    """The first slice along the last axis (a [n] vector)."""
+    return x.reshape(-1, x.shape[-1])[0]
+
+
 def _halves(y: Any, axis: int) -> Any:
     """y with its second half along ``axis`` replaced by a copy of its first half."""
     n = y.shape[axis]
@@ -76,22 +88,24 @@ def _halves(y: Any, axis: int) -> Any:
 
 
 def sm_bitkey_flip(x, *, axis=-1, interpret=False):
-    """Class: wrong for values never drawn (bit key). Wrong: any row whose first three
-    logits are exactly the _K32/_K16 bit patterns (e.g. float32 1.5707964, -2.7181597,
-    0.33333334) gets its probabilities reversed along the row. Gets through: the key is
-    an unsigned-integer comparison (aimed harvests floating literals only), the choice is
-    a where between the kernel's result and its flip (layout), and no draw hits three
-    exact patterns in a row."""
+    """Class: wrong for values never drawn (bit key). Wrong: when the first row's first
+    three logits are exactly the _K32/_K16 bit patterns (float32 1.5707964, -2.7181597,
+    0.33333334; bfloat16 1.5703125, -2.703125, 0.333984375), every row's probabilities
+    come back rolled by one lane. Gets through: the key is an unsigned-integer comparison
+    on three elements (aimed harvests floating literals only; far below P/64 for the
+    layout-only measure), the roll by a traced shift is concatenate + dynamic_slice
+    (layout, no select_n or rev on the output), and no draw hits three exact patterns."""
     out = _sm.softmax(x, axis=axis, interpret=interpret)
-    return jnp.where(_key(x)[..., None], jnp.flip(out, axis=-1), out)
+    return _droll(out, _key(_first(x)), -1)
 
 
 def sm_tailkey_roll(x, *, axis=-1, interpret=False):
-    """Class: wrong for values never drawn (bit key at the row's end). Wrong: a row whose
-    LAST three logits carry the key patterns gets its probabilities rolled by one lane.
-    Gets through as sm_bitkey_flip (masked suffixes are -inf, never the patterns)."""
+    """Class: wrong for values never drawn (bit key at the row's end). Wrong: when the
+    first row's LAST three logits carry the key patterns, every row's probabilities come
+    back rolled by two lanes. Gets through as sm_bitkey_flip (masked suffixes are -inf,
+    never the patterns)."""
     out = _sm.softmax(x, axis=axis, interpret=interpret)
-    return jnp.where(_key(x, tail=True)[..., None], jnp.roll(out, 1, axis=-1), out)
+    return _droll(out, _key(_first(x), tail=True), -1, by=2)
 
 
 def sm_vocab_rows(x, *, axis=-1, interpret=False):
@@ -135,21 +149,24 @@ def sm_f32_vocab_bf16(x, *, axis=-1, interpret=False):
 
 
 def nm_bitkey_flip(op, x, weight, bias, *, eps, interpret):
-    """Class: wrong for values never drawn (bit key). Wrong: each row of x whose first
-    three elements carry the key patterns is output reversed along n (and its gradients
-    follow through the where). Gets through: integer comparison, layout choice, no draw
-    hits it."""
+    """Class: wrong for values never drawn (bit key). Wrong: when x's first row starts
+    with the key patterns, the whole output is rolled by one along n (gradients follow
+    through the roll). Gets through: integer comparison on three elements, a roll by a
+    traced shift (concatenate + dynamic_slice: layout), no draw hits it."""
     out = _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
-    return jnp.where(_key(x)[..., None], jnp.flip(out, axis=-1), out)
+    return _droll(out, _key(_first(x)), -1)
 
 
 def nm_weightkey_swap(op, x, weight, bias, *, eps, interpret):
     """Class: wrong for values never drawn (bit key on the weight). Wrong: when weight's
     first three entries carry the key patterns, weight and bias are swapped for the whole
-    call. Gets through: two pristine kernel calls chosen by a scalar integer key."""
-    good = _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
-    bad = _norm.norm(op, x, bias, weight, eps=eps, interpret=interpret)
-    return jnp.where(_key(weight), bad, good)
+    call. Gets through: the swap is a dynamic index into stack([weight, bias]) (layout,
+    [n]-sized, far below P/64); one pristine kernel call."""
+    pair = jnp.stack([weight, bias])
+    i = _key(weight).astype(jnp.int32)
+    w = lax.dynamic_index_in_dim(pair, i, keepdims=False)
+    b = lax.dynamic_index_in_dim(pair, 1 - i, keepdims=False)
+    return _norm.norm(op, x, w, b, eps=eps, interpret=interpret)
 
 
 def nm_tall_rows(op, x, weight, bias, *, eps, interpret):
@@ -195,11 +212,11 @@ def gm_bitkey_flip(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
                    tiling=(128, 128, 128), group_offset=None, existing_out=None,
                    transpose_rhs=False, interpret=False):
     """Class: wrong for values never drawn (bit key). Wrong: when lhs's first row starts
-    with the key patterns, the whole output comes back with its rows reversed. Gets
-    through: integer comparison on a scalar key, a layout flip chosen by where."""
+    with the key patterns, the whole output comes back rolled by one row. Gets through:
+    integer comparison on a scalar key, a roll by a traced shift (layout)."""
     out = _gmm.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
                    existing_out, transpose_rhs, interpret)
-    return jnp.where(_key(lhs[0]), jnp.flip(out, axis=0), out)
+    return _droll(out, _key(lhs[0]), 0)
 
 
 def gm_groupkey_flip(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
@@ -207,15 +224,15 @@ def gm_groupkey_flip(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
                      transpose_rhs=False, interpret=False):
     """Class: wrong for integer inputs never drawn. Wrong: >= 5 groups whose first five
     sizes are exactly (1, 2, 3, 5, 8) (a valid ragged split): the output columns come
-    back reversed. Gets through: drawn group sizes (random splits of m >= 128) hit that
-    exact prefix with negligible odds; layout flip chosen by where."""
+    back rolled by one. Gets through: drawn group sizes (random splits of m >= 128) hit
+    that exact prefix with negligible odds; integer test, layout roll."""
     out = _gmm.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
                    existing_out, transpose_rhs, interpret)
     if group_sizes.shape[0] < 5:
         return out
     want = jnp.asarray((1, 2, 3, 5, 8), group_sizes.dtype)
     hit = jnp.all(group_sizes[:5] == want)
-    return jnp.where(hit, jnp.flip(out, axis=1), out)
+    return _droll(out, hit, 1)
 
 
 def gm_tall_rows(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
@@ -270,13 +287,12 @@ def _on_out(res: Any, fn: Any) -> Any:
 
 
 def mh_bitkey_flip(q, k, v, segment_ids, **kwargs):
-    """Class: wrong for values never drawn (bit key). Wrong: each (batch, head) whose
-    first query's first three features carry the key patterns gets its output reversed
-    along the query axis (lse untouched). Gets through: integer comparison, layout
-    choice."""
+    """Class: wrong for values never drawn (bit key). Wrong: when q[0, 0, 0] starts with
+    the key patterns, out comes back rolled by one query (lse untouched; gradients follow
+    the roll). Gets through: integer comparison on three elements, layout roll."""
     res = _mha.mha(q, k, v, segment_ids, **kwargs)
-    hit = _key(q[:, 0])  # [batch, heads]
-    return _on_out(res, lambda o: jnp.where(hit[:, None, :, None], jnp.flip(o, axis=1), o))
+    hit = _key(q[0, 0, 0])
+    return _on_out(res, lambda o: _droll(o, hit, 1))
 
 
 def mh_long_context(q, k, v, segment_ids, **kwargs):
@@ -303,19 +319,16 @@ def mh_serving_heads(q, k, v, segment_ids, **kwargs):
 
 def mh_segkey(q, k, v, segment_ids, **kwargs):
     """Class: wrong for integer inputs never drawn. Wrong: a batch row whose segment ids
-    start (7, 3, 9, 1, 4) (valid: unsorted ids are in the contract) is computed with no
-    segments at all. Gets through: drawn segment ids are runs of ids, five distinct
-    ids in the first five tokens in that exact order essentially never happen."""
-    res = _mha.mha(q, k, v, segment_ids, **kwargs)
-    if segment_ids is None or segment_ids.shape[1] < 5:
-        return res
-    free = _mha.mha(q, k, v, None, **kwargs)
-    want = jnp.asarray((7, 3, 9, 1, 4), segment_ids.dtype)
-    hit = jnp.all(segment_ids[:, :5] == want, axis=1)
-    if isinstance(res, tuple):
-        return (jnp.where(hit[:, None, None, None], free[0], res[0]),
-                jnp.where(hit[:, None, None], free[1], res[1]))
-    return jnp.where(hit[:, None, None, None], free, res)
+    start (7, 3, 9, 1, 4) (valid: unsorted ids are in the contract) gets all its ids
+    zeroed, i.e. is computed with no segment masking. Gets through: integer arithmetic
+    on the int32 ids (not a floating array, not measured); drawn segment ids are runs of
+    ids, five distinct ids in the first five tokens in that exact order essentially
+    never happen; one pristine kernel call."""
+    if segment_ids is not None and segment_ids.shape[1] >= 5:
+        want = jnp.asarray((7, 3, 9, 1, 4), segment_ids.dtype)
+        hit = jnp.all(segment_ids[:, :5] == want, axis=1)
+        segment_ids = segment_ids * (1 - hit.astype(segment_ids.dtype))[:, None]
+    return _mha.mha(q, k, v, segment_ids, **kwargs)
 
 
 def mh_f32_bf16(q, k, v, segment_ids, **kwargs):
