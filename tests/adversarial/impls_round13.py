@@ -21,8 +21,11 @@ family's own):
   less; the wrongness itself is layout (a flip, a roll) chosen by ``where``.
 - **Claimed sizes past every run**: a shape branch that only fires at a claimed size
   beyond the ci large-size caps and away from every stand-in size, where the result is a
-  layout copy (one half of the rows duplicated) or the inputs are cast to bfloat16 first
-  (casts and slices are layout, so "math outside the kernel" sees nothing).
+  layout copy (one half of the rows duplicated by slice + dynamic_update_slice, both
+  layout for claimed-sizes' primitive sets) or the inputs lose mantissa bits by an
+  integer and-mask that is applied at EVERY size (identity mask except at the claimed
+  size), so the traced program has the same primitives at every size, with no narrowing
+  cast and no floating elementwise work for the layout-only measure.
 - **Integer keys**: group sizes, segment ids or decode bounds equal to a fixed integer
   tuple (never drawn at the drawn sizes' odds).
 - **Python-side eps**: norm's eps is a Python float; the branch on its decimal repr is
@@ -76,12 +79,31 @@ def _first(x: Any) -> Any:
 
 
 def _halves(y: Any, axis: int) -> Any:
-    """y with its second half along ``axis`` replaced by a copy of its first half."""
+    """y with its second half along ``axis`` replaced by a copy of its first half: a slice
+    and a dynamic_update_slice (both layout for claimed-sizes and for the layout-only
+    measure; no concatenate, no scatter)."""
     n = y.shape[axis]
     h = n // 2
-    first = lax.slice_in_dim(y, 0, h, axis=axis)
-    rest = lax.slice_in_dim(y, 0, n - h, axis=axis)
-    return jnp.concatenate([first, rest], axis=axis)
+    return lax.dynamic_update_slice_in_dim(y, lax.slice_in_dim(y, 0, n - h, axis=axis), h,
+                                           axis)
+
+
+def _trunc(x: Any, lossy: bool) -> Any:
+    """x with low mantissa bits cleared by an integer ``and`` on its bits, at EVERY size
+    (so the traced program has the same primitives at every size); the mask keeps every
+    bit unless ``lossy`` (decided in Python from the shape), then it keeps bfloat16's
+    precision (32-bit floats) or 6 of float16's 10 mantissa bits. Integer ``and`` is not
+    floating work (not measured outside the kernel), and there is no narrowing cast."""
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return x
+    wide = jnp.dtype(x.dtype).itemsize == 4
+    ut = jnp.uint32 if wide else jnp.uint16
+    if wide:
+        mask = 0xFFFF0000 if lossy else 0xFFFFFFFF
+    else:
+        mask = 0xFFF0 if lossy else 0xFFFF
+    bits = lax.bitcast_convert_type(x, ut) & jnp.asarray(mask, ut)
+    return lax.bitcast_convert_type(bits, x.dtype)
 
 
 # --------------------------------------------------------------------------- gpu-softmax
@@ -110,16 +132,15 @@ def sm_tailkey_roll(x, *, axis=-1, interpret=False):
 
 def sm_vocab_rows(x, *, axis=-1, interpret=False):
     """Class: wrong only at a claimed size never run. Wrong: 2-D x with >= 8 rows of
-    >= 131072 logits (the claimed (8, 262144) bfloat16 vocabulary): the kernel runs on
-    the first half of the rows and that half's probabilities are copied into the second
-    half. Gets through: ci large sizes cap those rows at 2, stand-in sizes are (2, n);
-    at the claimed size the wrapper holds only a slice and a concatenate (layout) and one
-    pristine kernel."""
+    >= 131072 logits (the claimed (8, 262144) bfloat16 vocabulary): the second half of
+    the rows gets a copy of the first half's probabilities. Gets through: ci large sizes
+    cap those rows at 2, stand-in sizes are (2, n); at the claimed size the wrapper adds
+    only a slice and a dynamic_update_slice (layout for claimed-sizes) to one pristine
+    kernel over every row."""
+    out = _sm.softmax(x, axis=axis, interpret=interpret)
     if x.ndim == 2 and x.shape[0] >= 8 and x.shape[1] >= 131072:
-        top = _sm.softmax(x[: x.shape[0] // 2], axis=axis, interpret=interpret)
-        rest = top[: x.shape[0] - x.shape[0] // 2]
-        return jnp.concatenate([top, rest], axis=0)
-    return _sm.softmax(x, axis=axis, interpret=interpret)
+        return _halves(out, 0)
+    return out
 
 
 def sm_router_deep(x, *, axis=-1, interpret=False):
@@ -135,14 +156,14 @@ def sm_router_deep(x, *, axis=-1, interpret=False):
 
 def sm_f32_vocab_bf16(x, *, axis=-1, interpret=False):
     """Class: lower precision at a claimed size never run. Wrong: float32 2-D x with >= 64
-    rows of >= 32000 logits (the claimed (64, 32000) float32 size): the logits go through
-    bfloat16 (errors ~4e-3 of a probability vs max_rel 5e-6). Gets through: ci caps those
-    rows at 2, stand-in float32 rows are <= 256 long; casts are layout."""
-    if (x.dtype == jnp.float32 and x.ndim == 2 and x.shape[0] >= 64
-            and x.shape[1] >= 32000):
-        return _sm.softmax(x.astype(jnp.bfloat16), axis=axis,
-                           interpret=interpret).astype(x.dtype)
-    return _sm.softmax(x, axis=axis, interpret=interpret)
+    rows of >= 32000 logits (the claimed (64, 32000) float32 size): the logits are
+    truncated to bfloat16's 8 significant bits (errors ~1e-2 of a probability for logits
+    of a few units vs max_rel 5e-6). Gets through: ci caps those rows at 2, stand-in
+    float32 rows are <= 256 long; the truncation is an integer and-mask on the bits at
+    every size (identity mask elsewhere): same primitives at every size, no narrowing
+    cast, no floating elementwise work."""
+    lossy = x.ndim == 2 and x.shape[0] >= 64 and x.shape[1] >= 32000
+    return _sm.softmax(_trunc(x, lossy), axis=axis, interpret=interpret)
 
 
 # ------------------------------------------------------------------------------ gpu-norm
@@ -172,24 +193,21 @@ def nm_weightkey_swap(op, x, weight, bias, *, eps, interpret):
 def nm_tall_rows(op, x, weight, bias, *, eps, interpret):
     """Class: wrong only at a claimed size never run. Wrong: x with >= 1024 rows (both
     claimed sizes, (1, 4096, 8192) and (2, 1024, 16384)): the second half of the rows
-    copies the first half's output. Gets through: ci caps rows at 300, nightly at 1000;
-    slice + concatenate is layout; the kernel is pristine."""
+    copies the first half's output (dx follows). Gets through: ci caps rows at 300,
+    nightly at 1000; slice + dynamic_update_slice is layout; the kernel is pristine."""
+    out = _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
     if x.shape[1] >= 1024:
-        h = x.shape[1] // 2
-        top = _norm.norm(op, x[:, :h], weight, bias, eps=eps, interpret=interpret)
-        return jnp.concatenate([top, top[:, : x.shape[1] - h]], axis=1)
-    return _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
+        return _halves(out, 1)
+    return out
 
 
 def nm_wide_bf16(op, x, weight, bias, *, eps, interpret):
     """Class: lower precision at a claimed size never run. Wrong: float32 x with >= 1024
-    rows of >= 16384 (the claimed (2, 1024, 16384) float32): computed in bfloat16 (error
-    ~4e-3 vs max_rel 1e-4). Gets through: ci rows <= 300; casts are layout."""
-    if x.dtype == jnp.float32 and x.shape[1] >= 1024 and x.shape[2] >= 16384:
-        lo = jnp.bfloat16
-        return _norm.norm(op, x.astype(lo), weight.astype(lo), bias.astype(lo), eps=eps,
-                          interpret=interpret).astype(x.dtype)
-    return _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
+    rows of >= 16384 (the claimed (2, 1024, 16384) float32): x truncated to bfloat16's
+    precision first (error ~4e-3 vs max_rel 1e-4). Gets through: ci rows <= 300; the
+    truncation is an integer and-mask at every size (see _trunc)."""
+    lossy = x.dtype == jnp.float32 and x.shape[1] >= 1024 and x.shape[2] >= 16384
+    return _norm.norm(op, _trunc(x, lossy), weight, bias, eps=eps, interpret=interpret)
 
 
 def nm_eps_repr(op, x, weight, bias, *, eps, interpret):
@@ -253,12 +271,12 @@ def gm_f32_bf16(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
                 tiling=(128, 128, 128), group_offset=None, existing_out=None,
                 transpose_rhs=False, interpret=False):
     """Class: lower precision at a claimed size never run. Wrong: float32 with m >= 16384
-    and k >= 6144 (the claimed (16384, 6144, 4096, 8) float32): operands rounded to
-    bfloat16 first (relative error ~3e-3). Gets through: ci's k = 6144-ish span has m 128,
-    the float32 stand-in at k 6144 has m 256; casts are layout."""
-    if lhs.dtype == jnp.float32 and lhs.shape[0] >= 16384 and lhs.shape[1] >= 6144:
-        lhs = lhs.astype(jnp.bfloat16).astype(jnp.float32)
-        rhs = rhs.astype(jnp.bfloat16).astype(jnp.float32)
+    and k >= 6144 (the claimed (16384, 6144, 4096, 8) float32): lhs truncated to
+    bfloat16's precision first (relative error ~3e-3). Gets through: ci's long-k span has
+    m 128, the float32 stand-in at k 6144 has m 256; the truncation is an integer and-mask
+    at every size (see _trunc)."""
+    lossy = lhs.shape[0] >= 16384 and lhs.shape[1] >= 6144
+    lhs = _trunc(lhs, lossy and lhs.dtype == jnp.float32)
     return _gmm.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
                     existing_out, transpose_rhs, interpret)
 
@@ -307,12 +325,13 @@ def mh_long_context(q, k, v, segment_ids, **kwargs):
 
 
 def mh_serving_heads(q, k, v, segment_ids, **kwargs):
-    """Class: wrong only at a claimed size never run. Wrong: >= 32 heads with >= 1024
-    tokens (the claimed serving batch (8, 4096, 32, 128)): heads 16-31 copy heads 0-15.
+    """Class: wrong only at a claimed size never run. Wrong: >= 32 heads, >= 4096 tokens
+    and batch >= 8 (the claimed serving batch (8, 4096, 32, 128)): heads 16-31 copy heads
+    0-15.
     Gets through: ci runs that size at 128 tokens and 16 heads, nightly at 512 tokens;
     layout only."""
     res = _mha.mha(q, k, v, segment_ids, **kwargs)
-    if q.shape[2] >= 32 and q.shape[1] >= 1024:
+    if q.shape[2] >= 32 and q.shape[1] >= 4096 and q.shape[0] >= 8:
         return _on_out(res, lambda o: _halves(o, 2))
     return res
 
@@ -333,10 +352,11 @@ def mh_segkey(q, k, v, segment_ids, **kwargs):
 
 def mh_f32_bf16(q, k, v, segment_ids, **kwargs):
     """Class: lower precision at a claimed size never run. Wrong: float32 with q_len >=
-    32768 (the claimed (1, 65536, 4, 64) float32): q, k, v rounded to bfloat16 first
-    (out error ~3e-3 vs max_rel 2e-4). Gets through: ci caps contexts at 4352; casts."""
-    if q.dtype == jnp.float32 and q.shape[1] >= 32768:
-        q, k, v = (t.astype(jnp.bfloat16).astype(jnp.float32) for t in (q, k, v))
+    32768 (the claimed (1, 65536, 4, 64) float32): v truncated to bfloat16's precision
+    first (out error ~3e-3 vs max_rel 2e-4). Gets through: ci caps contexts at 4352; the
+    truncation is an integer and-mask at every size (see _trunc)."""
+    lossy = q.dtype == jnp.float32 and q.shape[1] >= 32768
+    v = _trunc(v, lossy)
     return _mha.mha(q, k, v, segment_ids, **kwargs)
 
 
@@ -374,11 +394,11 @@ def dc_long_cache(q, k, v, start_idx, kv_seq_len, *, entry="gqa", **kwargs):
 
 def dc_f16_batch(q, k, v, start_idx, kv_seq_len, *, entry="gqa", **kwargs):
     """Class: lower precision at a claimed size never run. Wrong: float16 with kv_len >=
-    16384 (the claimed (32, 32768, 1, 64) float16): q, k, v rounded to bfloat16 first
-    (out error ~4e-3 vs max_rel 3.5e-3, lse ~1e-3 vs 2e-5). Gets through: traced only;
-    stand-ins have <= 4096 keys; casts are layout."""
-    if q.dtype == jnp.float16 and k.shape[1] >= 16384:
-        q, k, v = (t.astype(jnp.bfloat16).astype(jnp.float16) for t in (q, k, v))
+    16384 (the claimed (32, 32768, 1, 64) float16): q, k, v truncated to 6 mantissa bits
+    (out error ~1e-2 vs max_rel 3.5e-3, lse ~1e-2 vs 2e-5). Gets through: traced only;
+    stand-ins have <= 4096 keys; the truncation is an integer and-mask at every size."""
+    lossy = q.dtype == jnp.float16 and k.shape[1] >= 16384
+    q, k, v = (_trunc(t, lossy) for t in (q, k, v))
     return _dec.decode(q, k, v, start_idx, kv_seq_len, entry=entry, **kwargs)
 
 
