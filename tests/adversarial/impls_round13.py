@@ -78,14 +78,15 @@ def _first(x: Any) -> Any:
     return x.reshape(-1, x.shape[-1])[0]
 
 
-def _halves(y: Any, axis: int) -> Any:
-    """y with its second half along ``axis`` replaced by a copy of its first half: a slice
-    and a dynamic_update_slice (both layout for claimed-sizes and for the layout-only
-    measure; no concatenate, no scatter)."""
+def _halves(y: Any, axis: int, on: bool) -> Any:
+    """y with its second half along ``axis`` overwritten by a copy of its first half when
+    ``on`` (decided in Python from the shape), else y written back over itself: the same
+    slice + dynamic_update_slice at EVERY size (both layout for claimed-sizes and for the
+    layout-only measure; its VJP's add_any appears at every size too)."""
     n = y.shape[axis]
     h = n // 2
-    return lax.dynamic_update_slice_in_dim(y, lax.slice_in_dim(y, 0, n - h, axis=axis), h,
-                                           axis)
+    return lax.dynamic_update_slice_in_dim(y, lax.slice_in_dim(y, 0, n - h, axis=axis),
+                                           h if on else 0, axis)
 
 
 def _trunc(x: Any, lossy: bool) -> Any:
@@ -138,9 +139,7 @@ def sm_vocab_rows(x, *, axis=-1, interpret=False):
     only a slice and a dynamic_update_slice (layout for claimed-sizes) to one pristine
     kernel over every row."""
     out = _sm.softmax(x, axis=axis, interpret=interpret)
-    if x.ndim == 2 and x.shape[0] >= 8 and x.shape[1] >= 131072:
-        return _halves(out, 0)
-    return out
+    return _halves(out, 0, x.ndim == 2 and x.shape[0] >= 8 and x.shape[1] >= 131072)
 
 
 def sm_router_deep(x, *, axis=-1, interpret=False):
@@ -149,9 +148,7 @@ def sm_router_deep(x, *, axis=-1, interpret=False):
     axis copies the first half's probabilities. Gets through: ci caps it at 2x64 and
     nightly at 4x512; the stand-in sizes are 2-D or 4-D; layout only."""
     out = _sm.softmax(x, axis=axis, interpret=interpret)
-    if x.ndim == 3 and x.shape[1] >= 4096:
-        return _halves(out, 1)
-    return out
+    return _halves(out, x.ndim - 2, x.ndim == 3 and x.shape[1] >= 4096)
 
 
 def sm_f32_vocab_bf16(x, *, axis=-1, interpret=False):
@@ -196,9 +193,7 @@ def nm_tall_rows(op, x, weight, bias, *, eps, interpret):
     copies the first half's output (dx follows). Gets through: ci caps rows at 300,
     nightly at 1000; slice + dynamic_update_slice is layout; the kernel is pristine."""
     out = _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
-    if x.shape[1] >= 1024:
-        return _halves(out, 1)
-    return out
+    return _halves(out, 1, x.shape[1] >= 1024)
 
 
 def nm_wide_bf16(op, x, weight, bias, *, eps, interpret):
@@ -262,9 +257,7 @@ def gm_tall_rows(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
     stand-ins stop at 8192; the kernel computes every row and the wrapper only slices."""
     out = _gmm.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
                    existing_out, transpose_rhs, interpret)
-    if lhs.shape[0] >= 32768:
-        return _halves(out, 0)
-    return out
+    return _halves(out, 0, lhs.shape[0] >= 32768)
 
 
 def gm_f32_bf16(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
@@ -290,9 +283,7 @@ def gm_wide_cols(lhs, rhs, group_sizes, preferred_element_type=jnp.float32,
     stand-in has m 256); layout only."""
     out = _gmm.gmm(lhs, rhs, group_sizes, preferred_element_type, tiling, group_offset,
                    existing_out, transpose_rhs, interpret)
-    if lhs.shape[0] >= 32768 and out.shape[1] >= 8192:
-        return _halves(out, 1)
-    return out
+    return _halves(out, 1, lhs.shape[0] >= 32768 and out.shape[1] >= 8192)
 
 
 # ------------------------------------------------------------------------------- gpu-mha
@@ -319,9 +310,7 @@ def mh_long_context(q, k, v, segment_ids, **kwargs):
     half's output. Gets through: ci caps contexts at 4352, nightly at 16384; layout
     only, pristine kernels."""
     res = _mha.mha(q, k, v, segment_ids, **kwargs)
-    if q.shape[1] > 16384:
-        return _on_out(res, lambda o: _halves(o, 1))
-    return res
+    return _on_out(res, lambda o: _halves(o, 1, q.shape[1] > 16384))
 
 
 def mh_serving_heads(q, k, v, segment_ids, **kwargs):
@@ -331,9 +320,8 @@ def mh_serving_heads(q, k, v, segment_ids, **kwargs):
     Gets through: ci runs that size at 128 tokens and 16 heads, nightly at 512 tokens;
     layout only."""
     res = _mha.mha(q, k, v, segment_ids, **kwargs)
-    if q.shape[2] >= 32 and q.shape[1] >= 4096 and q.shape[0] >= 8:
-        return _on_out(res, lambda o: _halves(o, 2))
-    return res
+    on = q.shape[2] >= 32 and q.shape[1] >= 4096 and q.shape[0] >= 8
+    return _on_out(res, lambda o: _halves(o, 2, on))
 
 
 def mh_segkey(q, k, v, segment_ids, **kwargs):
@@ -387,9 +375,8 @@ def dc_long_cache(q, k, v, start_idx, kv_seq_len, *, entry="gqa", **kwargs):
     m. Gets through: the claimed sizes are traced only (no ladder, no large run), the
     stand-ins have 4096 and 2048 keys; layout only."""
     out, (den, m) = _dec.decode(q, k, v, start_idx, kv_seq_len, entry=entry, **kwargs)
-    if k.shape[1] >= 65536:
-        return _halves(out, 0), (_halves(den, 0), _halves(m, 0))
-    return out, (den, m)
+    on = k.shape[1] >= 65536
+    return _halves(out, 0, on), (_halves(den, 0, on), _halves(m, 0, on))
 
 
 def dc_f16_batch(q, k, v, start_idx, kv_seq_len, *, entry="gqa", **kwargs):
