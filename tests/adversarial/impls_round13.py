@@ -207,13 +207,15 @@ def nm_wide_bf16(op, x, weight, bias, *, eps, interpret):
 
 def nm_eps_repr(op, x, weight, bias, *, eps, interpret):
     """Class: wrong for values never drawn (a Python-side test of eps). Wrong: an eps
-    whose repr is at most 6 characters and starts with a digit 2-9 (2e-06, 5e-05, 3e-05:
-    claimed, eps is any positive float) is replaced by eps + 1 (out shrinks by
-    ~sqrt(var / (var + 1))). Gets through:
+    whose repr is one significant digit 2, 3, 5 or 7 in exponent form (2e-06, 5e-06,
+    3e-05, 7e-08: claimed, eps is any positive float) is replaced by eps + 1 (out shrinks
+    by ~sqrt(var / (var + 1))). The menus (1e-5, 1e-6, 1e-3, 0.1, 100, 1e-12), the
+    scale-equivariance relation's eps * 4^k (leading digits 1, 4, 1.6, 6.4, 2.56, 2.5,
+    6.25...) and the aimed cases' c * 1.01 never give such a repr. Gets through:
     the test runs in Python on the float, so no literal of it is traced for aimed; drawn
     eps are 10 ** (e / 100), whose reprs are long except the powers of ten."""
     text = repr(float(eps))
-    if len(text) <= 6 and text[0] in "23456789":
+    if len(text) in (5, 6) and text[0] in "2357" and text[1:3] == "e-":
         eps = eps + 1
     return _norm.norm(op, x, weight, bias, eps=eps, interpret=interpret)
 
