@@ -143,9 +143,12 @@ CHEATS: tuple[Cheat, ...] = (
           (_OUTSIDE + "forward: exp|exp2 in no kernel, pure_callback in a kernel body, "
            "reduce_sum in no kernel)",)),
     # 4: the kernel on every second call, plain JAX on the others
-    # (its own counter: tests/run/test_kernel_count.py runs fallback_impls' in-process)
+    # (its own counter: tests/run/test_kernel_count.py runs fallback_impls' in-process).
+    # On deterministic: matches-reference first traces an --impl three times to aim at its
+    # own constants (checks/aimed.py), so its first judged call is a kernel call and the
+    # counter's other true class, suspicious source (keeps state across calls), comes first
     Cheat("otherwise when counted", "gpu-softmax", f"{GENERIC}:every_other_call_softmax",
-          (_NO_KERNEL + "fwd)",), per_push=True),
+          ("deterministic", "no Pallas kernel: run 1"), prop="deterministic", per_push=True),
     Cheat("otherwise when counted", "gpu-mha", f"{GENERIC}:every_other_call_mha",
           (_NO_KERNEL,)),
     Cheat("otherwise when counted", "gpu-norm", f"{GENERIC}:every_other_call_norm",

@@ -6,8 +6,8 @@ strategy and what its body draws or rejects before it calls the kernel: every me
 body draws and assumes first, then runs. :func:`walk_property` builds the property as
 ``check`` does and runs it with :func:`run_property` under a profile's settings, with the
 calls that run or trace the kernel (``check_case``, ``run_counted``, ``lower_case``,
-``structure``) replaced by a stop: an example that gets there has drawn its case and
-everything it draws before the kernel, and ends there as a pass. Everything before the
+``size_programs.traced_at``) replaced by a stop: an example that gets there has drawn its
+case and everything it draws before the kernel, and ends there as a pass. Everything before the
 kernel runs for real, the builders' probes included (lowering: see ``lower``).
 """
 
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
-from kernel_harness.checks import claimed_sizes, lowering
+from kernel_harness.checks import lowering, size_programs
 from kernel_harness.checks import matches_reference as matches
 from kernel_harness.checks.metamorphic import machinery
 from kernel_harness.checks.metamorphic.op_relations import spec_for
@@ -123,7 +123,7 @@ def walk_property(family: Family, prop: str, *, profile: str = "ci",
     settings = get_profile(profile)
     count = machinery.example_cap(built, settings.max_examples)
     stubs = {(matches, "check_case"): _stop, (machinery, "run_counted"): _stop,
-             (claimed_sizes, "structure"): _stop,
+             (size_programs, "traced_at"): _stop,
              (lowering, "lower_case"): lowered if lower else _stop}
     with _stubbed(stubs):
         outcome = run_property(
