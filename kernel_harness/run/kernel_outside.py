@@ -79,18 +79,13 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
     Pallas kernels on arrays of the problem's size ``problem``, and the host callbacks that
     answer inside a kernel body (``pure_callback in a kernel body``), sorted by name;
     ``strict``: the elementwise arithmetic, comparisons and gathers of
-    :data:`~kernel_harness.records.outside.STRICT` too, and any choice made by the data's
-    values (``pallas_count.OutsideOp.by_values``), each named with ``STRICT_SUFFIX``
+    :data:`~kernel_harness.records.outside.STRICT` too, each named with ``STRICT_SUFFIX``
     (judged only for a family whose wrapper is layout only)."""
     touched: collections.Counter = collections.Counter()
     always: set[str] = set()
     floor = max(2, problem // FRACTION)  # a scalar (a flag, a scale) is never the answer
     for jaxpr in jaxprs:
         for op in pallas_count.outside_ops(jaxpr):
-            if strict and op.by_values:
-                # A layout-only wrapper moves data by its shape, never by its values (round
-                # 13 rolled the kernel's result by a shift read from x's bits): at any size.
-                always.add(f"{op.name} chosen by the data's values{STRICT_SUFFIX}")
             if not (measured(op.name) or (strict and op.name in STRICT)) \
                     or not (op.inexact or op.name in MATMUL | CALLBACKS) \
                     or (op.name == "select_n" and not op.chooses):

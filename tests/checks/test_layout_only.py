@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from kernel_harness import testing
 from kernel_harness.checks.size_programs import structure
 from kernel_harness.core.backends import Backend, resolve_backend
 from kernel_harness.records import registry
@@ -142,30 +141,3 @@ def test_megablox_metadata_over_many_groups_is_not_math_outside():
     result = check_case(registry.get_family("megablox-gmm"), case,
                         resolve_backend("interpret"))
     assert not result.outside_elementwise and result.passed, summary_lines(result)[-1]
-
-
-def test_a_choice_by_the_datas_values_is_marked_and_one_by_shape_is_not():
-    from kernel_harness.core.compat import pallas_count
-
-    def keyed(x):
-        shift = (x[0] > 1.5).astype(jnp.int32)
-        return jax.lax.dynamic_slice_in_dim(jnp.concatenate([x, x]), shift, x.shape[0])
-
-    def shaped(x):
-        return jax.lax.dynamic_slice_in_dim(jnp.concatenate([x, x]), x.shape[0] // 2,
-                                            x.shape[0])
-
-    x = jax.ShapeDtypeStruct((8,), jnp.float32)
-    for fn, chosen in ((keyed, True), (shaped, False)):
-        ops = pallas_count.outside_ops(jax.make_jaxpr(fn)(x))
-        assert any(op.by_values for op in ops) is chosen, (fn.__name__, ops)
-
-
-@pytest.mark.triton_ops  # gpu-softmax's kernel: jax <= 0.12.0.1
-def test_a_wrapper_choosing_by_the_datas_values_is_math_outside():
-    from kernel_harness.testing import HarnessCheckFailed
-
-    with pytest.raises(HarnessCheckFailed, match="math outside the kernel \\(forward: "
-                                                 "dynamic_slice chosen by the data's values"):
-        testing.check("gpu-softmax", impl="tests.helpers.kernel_body_cheats:rolled_by_its_bits",
-                      profile="ci", properties=["matches-reference"], max_examples=2)

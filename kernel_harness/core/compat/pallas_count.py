@@ -173,11 +173,6 @@ class OutsideOp:
       chooses: for ``select_n``, whether two or more of its cases are computed arrays
         (not a literal or a broadcast scalar): a choice between values, where
         ``where(mask, x, 0)`` only masks (megablox zeroes the rows outside its groups so).
-      by_values: for a choice (a ``select_n`` predicate, a dynamic slice's or update's
-        start, a gather's or scatter's indices, a ``cond``'s branch), whether what chooses
-        derives from the values of the program's floating inputs or of a kernel's
-        results (round 13 of the adversarial set rolled the output by a shift read from
-        the bits of x's first elements).
     """
 
     name: str
@@ -186,7 +181,6 @@ class OutsideOp:
     unbounded: bool
     cast_to: Any = None
     chooses: bool = False
-    by_values: bool = False
 
 
 def _elements(aval: Any) -> int:
@@ -236,20 +230,15 @@ def outside_ops(jaxpr: Any) -> list[OutsideOp]:
     kernel_prims, jaxpr_types, wrapped_fun = _internals()
     found: list[OutsideOp] = []
 
-    def walk(j: Any, trips: int, unbounded: bool, spread: frozenset[int] = frozenset(),
-             valued: frozenset[int] = frozenset()) -> None:
+    def walk(j: Any, trips: int, unbounded: bool, spread: frozenset[int] = frozenset()
+             ) -> None:
         # vars holding a scalar, broadcast or cast (``spread``: the positions of the body's
-        # inputs its caller passed one to, as ``jnp.where`` passes its zeros to its jit);
-        # vars derived from the data's values (``valued``: likewise by position)
+        # inputs its caller passed one to, as ``jnp.where`` passes its zeros to its jit)
         opened = _open(j, jaxpr_types)
         scalars: set[Any] = {v for i, v in enumerate(opened.invars) if i in spread}
-        values: set[Any] = {v for i, v in enumerate(opened.invars) if i in valued}
         for eqn in opened.eqns:
             if eqn.primitive in kernel_prims:
-                values.update(v for v in eqn.outvars if _floating(v.aval))
                 continue
-            if any(not hasattr(v, "val") and v in values for v in eqn.invars):
-                values.update(eqn.outvars)
             name = eqn.primitive.name
             subs = _children(eqn, jaxpr_types, wrapped_fun)
             if name in _SCALAR_KEEPING and all(_scalar(v, scalars) for v in eqn.invars):
@@ -262,33 +251,17 @@ def outside_ops(jaxpr: Any) -> list[OutsideOp]:
                     unbounded=unbounded, cast_to=eqn.params.get("new_dtype")
                     if name == "convert_element_type" else None,
                     chooses=name == "select_n" and sum(
-                        not _scalar(v, scalars) for v in eqn.invars[1:]) >= 2,
-                    by_values=any(not hasattr(v, "val") and v in values
-                                  for v in _choosing(eqn))))
+                        not _scalar(v, scalars) for v in eqn.invars[1:]) >= 2))
             inner = trips * _trips(eqn)
             passed = frozenset(i for i, v in enumerate(eqn.invars)
                                if subs and _scalar(v, scalars))
-            carried = frozenset(i for i, v in enumerate(eqn.invars)
-                                if subs and not hasattr(v, "val") and v in values)
             for sub in subs:
                 same = len(_open(sub, jaxpr_types).invars) == len(eqn.invars)
                 walk(sub, inner, unbounded or name == "while",
-                     passed if same else frozenset(), carried if same else frozenset())
+                     passed if same else frozenset())
 
-    top = _open(jaxpr, jaxpr_types)
-    walk(jaxpr, 1, False, frozenset(), frozenset(
-        i for i, v in enumerate(top.invars) if _floating(v.aval)))
+    walk(jaxpr, 1, False)
     return found
-
-
-def _choosing(eqn: Any) -> list[Any]:
-    """The operands of ``eqn`` that choose rather than are chosen: a ``select_n``'s
-    predicate, a dynamic slice's or update's starts, a gather's or scatter's indices, a
-    ``cond``'s branch index."""
-    name, ins = eqn.primitive.name, list(eqn.invars)
-    return {"select_n": ins[:1], "dynamic_slice": ins[1:], "dynamic_update_slice": ins[2:],
-            "gather": ins[1:2], "scatter": ins[1:2], "scatter-add": ins[1:2],
-            "cond": ins[:1]}.get(name, [])
 
 
 def float_casts(jaxpr: Any) -> frozenset[Any]:
