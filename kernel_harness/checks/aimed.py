@@ -25,7 +25,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from kernel_harness.core.backends import Backend, running_on
+from kernel_harness.checks import wrapper_standin
+from kernel_harness.core.backends import Backend
 from kernel_harness.core.case import DTYPES
 from kernel_harness.core.compat import pallas_bodies
 from kernel_harness.records.family import Family
@@ -49,9 +50,8 @@ def _literals(fn: Callable[..., Any], family: Family, backend: Backend) -> froze
     for dtype in sorted(floats | (set(DTYPES) - set(family.without))):
         arrays = {n: jax.ShapeDtypeStruct(a.shape, dtype)
                   if jnp.issubdtype(a.dtype, jnp.floating) else a for n, a in small.items()}
-        with running_on(backend):
-            jaxpr = jax.make_jaxpr(lambda a: claim.call(fn, a))(arrays)
-        found |= pallas_bodies.float_literals(jaxpr)
+        found |= pallas_bodies.float_literals(
+            wrapper_standin.traced(claim.call, fn, arrays, backend))
     return frozenset(found)
 
 

@@ -55,10 +55,10 @@ def _changes(small: Sequence[KernelDigest], here: Sequence[KernelDigest]
     """What the family's kernels gain and lose between the two sizes: kernel by kernel
     where they launch as many at both (a kernel that stops using its program id while
     another keeps it), else all of them together."""
-    pairs = list(zip(small, here, strict=True)) if len(small) == len(here) else [
-        (KernelDigest(_ops(small), frozenset()), KernelDigest(_ops(here), frozenset()))]
-    return (frozenset().union(*(b.ops - a.ops for a, b in pairs)),
-            frozenset().union(*(a.ops - b.ops for a, b in pairs)))
+    pairs = ([(a.ops, b.ops) for a, b in zip(small, here, strict=True)]
+             if len(small) == len(here) else [(_ops(small), _ops(here))])
+    return (frozenset().union(*(b - a for a, b in pairs)),
+            frozenset().union(*(a - b for a, b in pairs)))
 
 
 #: Where one less than an extent is honest: the last index (``eq``, ``le``, ``gt``, a clamp),

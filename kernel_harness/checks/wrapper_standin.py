@@ -121,13 +121,15 @@ def traced(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[s
 
 
 def run(call: Callable[..., Any], impl: Callable[..., Any], arrays: Mapping[str, Any],
-        backend: Backend, keep: frozenset[str] | None = None
+        backend: Backend, keep: frozenset[str] | None = None, closed: Any = None
         ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """``impl`` called as ``call`` does on concrete ``arrays``, its kernels stood in for
-    (with ``keep``, only those :class:`StandIn` keeps), compiled as one program: the
-    signatures of what each stood-in kernel was handed (a kernel inside a loop or branch
-    body is not recorded), and the outputs."""
-    closed = traced(call, impl, arrays, backend)
+    """``impl`` called as ``call`` does on concrete ``arrays`` (``closed``: that call traced
+    already, :func:`traced`), its kernels stood in for (with ``keep``, only those
+    :class:`StandIn` keeps), compiled as one program: the signatures of what each stood-in
+    kernel was handed (a kernel inside a loop or branch body is not recorded), and the
+    outputs."""
+    if closed is None:
+        closed = traced(call, impl, arrays, backend)
     leaves = jax.tree_util.tree_leaves(dict(arrays))
 
     def program(*args: Any) -> tuple[list[Any], list[Any]]:
@@ -148,17 +150,10 @@ def compared(call: Callable[..., Any], impl: Callable[..., Any], family: Callabl
     epilogue that zeroes rows past some size) runs, so what it does to the data is
     compared too."""
     inputs = concrete(arrays, integers)
-    theirs = frozenset(kernel_texts(call, family, arrays, backend))
-    return difference(run(call, impl, inputs, backend, theirs),
-                      run(call, family, inputs, backend))
-
-
-def kernel_texts(call: Callable[..., Any], impl: Callable[..., Any],
-                 arrays: Mapping[str, Any], backend: Backend) -> list[str]:
-    """What each kernel of ``impl``'s call on ``arrays`` (abstract or concrete) computes,
-    printed (:func:`kernel_harness.core.compat.pallas_bodies.kernel_text`), in program
-    order."""
-    return pallas_bodies.kernel_texts(traced(call, impl, arrays, backend))
+    theirs = traced(call, family, inputs, backend)  # one trace: its kernels' texts, its run
+    return difference(
+        run(call, impl, inputs, backend, frozenset(pallas_bodies.kernel_texts(theirs))),
+        run(call, family, inputs, backend, closed=theirs))
 
 
 def matched(mine: Sequence[str], theirs: Sequence[str]) -> list[tuple[int, int]]:
