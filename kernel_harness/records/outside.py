@@ -90,6 +90,18 @@ STRICT = ELEMENTWISE | frozenset({"gather", "scatter", "rev", "select_n",
 #: How a primitive of :data:`STRICT` is named where it is measured: ``mul`` + this (judged
 #: only for a layout-only family).
 STRICT_SUFFIX = " (elementwise)"
+#: What only moves values, for a layout-only family's wrapper: a primitive outside the
+#: kernels that takes a value derived from the floating inputs or a kernel's results and is
+#: not one of these (or is one choosing by it: a ``select_n`` predicate, a dynamic start, a
+#: gather's indices, a cast to an integer) reads the data's values, at any size
+#: (``kernel_flow.value_readers``): round 13 of the adversarial set rolled the kernel's
+#: result by a shift read from the bits of x's first element, one scalar, under every size
+#: floor. Reading bits (``bitcast_convert_type``) or rounding (``reduce_precision``) is not
+#: moving.
+MOVES = LAYOUT - {"bitcast_convert_type", "reduce_precision"}
+#: How a primitive that reads the data's values is named: ``bitcast_convert_type`` + this
+#: (judged only for a layout-only family).
+VALUES_SUFFIX = " reading the data's values"
 #: What is never measured outside the kernels. Every other primitive on floating arrays
 #: of the problem's size is (a sort, an FFT, a triangular solve, a scatter-add, a cumulative
 #: or windowed reduction, a primitive newer than this list: an allowlist, not a list of
@@ -152,9 +164,9 @@ class OutsideKernel:
 
     def judged(self, name: str) -> bool:
         """Whether a measured name (a primitive, or a said-apart name) is judged at all:
-        those of :data:`STRICT` (:data:`STRICT_SUFFIX`) only where :attr:`layout_only`
-        says so."""
-        return not name.endswith(STRICT_SUFFIX) or bool(self.layout_only)
+        those of :data:`STRICT` (:data:`STRICT_SUFFIX`) and the reads of the data's values
+        (:data:`VALUES_SUFFIX`) only where :attr:`layout_only` says so."""
+        return not name.endswith((STRICT_SUFFIX, VALUES_SUFFIX)) or bool(self.layout_only)
 
     def describe(self) -> list[str]:
         """One line per allowance, for ``describe``: ``forward: reduce_max (why)``, or

@@ -46,8 +46,10 @@ from kernel_harness.core.compat import kernel_flow, pallas_count
 from kernel_harness.records.outside import (
     CALLBACKS,
     MATMUL,
+    MOVES,
     STRICT,
     STRICT_SUFFIX,
+    VALUES_SUFFIX,
     OutsideKernel,
     measured,
 )
@@ -79,12 +81,18 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
     Pallas kernels on arrays of the problem's size ``problem``, and the host callbacks that
     answer inside a kernel body (``pure_callback in a kernel body``), sorted by name;
     ``strict``: the elementwise arithmetic, comparisons and gathers of
-    :data:`~kernel_harness.records.outside.STRICT` too, each named with ``STRICT_SUFFIX``
-    (judged only for a family whose wrapper is layout only)."""
+    :data:`~kernel_harness.records.outside.STRICT` too, each named with ``STRICT_SUFFIX``,
+    and, at any size, every primitive that reads the data's values rather than moves them
+    (:data:`~kernel_harness.records.outside.MOVES`), named together with ``VALUES_SUFFIX``
+    where nothing else is named (both judged only for a family whose wrapper is layout
+    only)."""
     touched: collections.Counter = collections.Counter()
     always: set[str] = set()
+    readers: set[str] = set()
     floor = max(2, problem // FRACTION)  # a scalar (a flag, a scale) is never the answer
     for jaxpr in jaxprs:
+        if strict:
+            readers |= kernel_flow.value_readers(jaxpr, MOVES)
         for op in pallas_count.outside_ops(jaxpr):
             if not (measured(op.name) or (strict and op.name in STRICT)) \
                     or not (op.inexact or op.name in MATMUL | CALLBACKS) \
@@ -103,7 +111,11 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
         for body_op in pallas_count.kernel_body_ops(jaxpr):
             if body_op.name in CALLBACKS and body_op.results:
                 always.add(body_op.name + IN_KERNEL)  # at any size: see the module's doc
-    return tuple(sorted(always | {name for name, n in touched.items() if n >= floor}))
+    names = always | {name for name, n in touched.items() if n >= floor}
+    if names or not readers:
+        return tuple(sorted(names))
+    # Said only where nothing else is: one name, "add, eq, select_n reading the data's values"
+    return (", ".join(sorted(readers)) + VALUES_SUFFIX,)
 
 
 def core_missing(jaxpr: Any, computes: Iterable[str], names: Sequence[str]
@@ -190,6 +202,10 @@ _SAID_APART = (
      "what the kernel returns (no GPU or TPU kernel lowers a host callback; no family may "
      "allow one in a kernel body; jax.debug.print and jax.debug.callback return nothing: "
      "fine)"),
+    (VALUES_SUFFIX, ", ", "the family declares its wrapper layout only, and outside every "
+     "kernel these read values derived from the inputs or a kernel's results (compare, cast "
+     "to bits or integers, choose a slice's start or a select's case by them), at any size: "
+     "an answer that depends on the data other than through the kernel's math"),
 )
 
 

@@ -43,6 +43,13 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {
     ("bench fooled", "gpu-softmax"): "no benchmark hook (bench runs attention families)",
     ("bench fooled", "gpu-norm"): "no benchmark hook",
     ("bench fooled", "megablox-gmm"): "no benchmark hook",
+    ("memoized or constant", "gpu-mha"): "a memo inside a traced program keys its host "
+        "state by the data, and gpu-mha's wrapper is layout only: the read is named math "
+        "outside first (its memoized_mha row)",
+    ("bench fooled", "gpu-mha"): "a memo keys its host state by the data, and gpu-mha's "
+        "wrapper is layout only: bench's pre-check names it math outside before any timing",
+    ("memoized or constant", "gpu-norm"): "a memo keys its host state by the data, and "
+        "gpu-norm's wrapper is layout only: named math outside first (memoized_norm)",
 }
 
 #: Where a class applies and the harness cannot fail its cheat yet (none now).
@@ -122,10 +129,9 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:callback_softmax",
           (_OUTSIDE + "forward: exp|exp2 in no kernel, pure_callback, reduce_sum in no kernel)",)),
     # (softmax is shift-invariant: what the row-max kernel returns often does not change
-    # the answer, and poisoning named it first; on the ci profile's first example since the
-    # draws of 2026-12-06 the math outside is named first)
-    Cheat("math outside", "gpu-softmax", f"{OUTSIDE}:rowmax_softmax",
-          (_OUTSIDE + "forward: div, exp, exp|exp2 in no kernel",),
+    # the answer, and poisoning names it first, as on the ci profile's first example since
+    # the draws of 2026-12-07 (logits of 1e37); the math outside is said in the header)
+    Cheat("result unused", "gpu-softmax", f"{OUTSIDE}:rowmax_softmax", (_UNUSED,),
           notes=("math outside the kernel: div, exp, exp|exp2 in no kernel, reduce_sum, "
                  "reduce_sum in no kernel (forward)",)),
     Cheat("math outside", "gpu-norm", f"{OUTSIDE}:copy_norm", (_OUTSIDE,)),
@@ -137,6 +143,16 @@ CHEATS: tuple[Cheat, ...] = (
     # look: round 8 of the adversarial set, tests/adversarial/impls_round8.py)
     Cheat("math outside", "gpu-norm", f"{ROUND8}:norm_rows_past_1024_scaled",
           (_OUTSIDE + "forward: mul; backward: mul)",)),
+    # (a layout-only wrapper that reads the data's values at all, whatever the size: a
+    # memo's hash of its inputs, a roll chosen by a logit's bits: round 13)
+    Cheat("math outside", "gpu-softmax", f"{GENERIC}:memoized_softmax",
+          (_OUTSIDE + "forward: ", "reading the data's values"), setup=f"{GENERIC}:forget"),
+    Cheat("math outside", "gpu-mha", f"{GENERIC}:memoized_mha",
+          (_OUTSIDE + "forward: ", "reading the data's values"), setup=f"{GENERIC}:forget"),
+    Cheat("math outside", "gpu-norm", f"{GENERIC}:memoized_norm",
+          (_OUTSIDE + "forward: ", "reading the data's values"), setup=f"{GENERIC}:forget"),
+    Cheat("math outside", "gpu-softmax", f"{BODIES}:rolled_by_its_bits",
+          (_OUTSIDE + "forward: ", "bitcast_convert_type", "reading the data's values")),
     # (a kernel whose body hands its block to numpy and stores the host's answer: the
     # kernel computes nothing; only interpret mode runs it)
     Cheat("math outside", "gpu-softmax", f"{GENERIC}:host_in_kernel_softmax",
@@ -201,14 +217,12 @@ CHEATS: tuple[Cheat, ...] = (
     # 6: memoized (first result per shape) and constant outputs
     Cheat("memoized or constant", "gpu-softmax", f"{GENERIC}:constant_softmax",
           ("FAIL gpu-softmax out ", "rel err"), per_push=True),
-    # (5: the first examples are the seed and the modes-first cover's, one data draw each;
-    # 3 sufficed before gpu-softmax's goals grew on 2026-12-06)
-    Cheat("memoized or constant", "gpu-softmax", f"{GENERIC}:memoized_softmax",
-          ("FAIL gpu-softmax out ", "rel err"), examples=5, setup=f"{GENERIC}:forget"),
-    Cheat("memoized or constant", "gpu-mha", f"{GENERIC}:memoized_mha",
-          ("FAIL gpu-mha ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
-    Cheat("memoized or constant", "gpu-norm", f"{GENERIC}:memoized_norm",
-          ("FAIL gpu-norm ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
+    # (a memo inside a traced program keys its host state by the data: where the wrapper
+    # is layout only, that read is named first, below; gpu-decode's wrapper is not)
+    Cheat("memoized or constant", "gpu-decode", f"{GENERIC}:memoized_decode",
+          ("FAIL gpu-decode ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
+    Cheat("memoized or constant", "gpu-paged", f"{GENERIC}:memoized_paged",
+          ("FAIL gpu-paged ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
     # 6: float32 computed in bfloat16
     Cheat("lower precision", "gpu-softmax", f"{GENERIC}:bfloat16_softmax",
           ("FAIL gpu-softmax out float32", "max rel err"), per_push=True),
@@ -256,9 +270,9 @@ CHEATS: tuple[Cheat, ...] = (
     # 10: a benchmark that would time a cache lookup
     Cheat("bench fooled", "sdpa", f"{BENCH}:sdpa_memoized", ("FAIL", _REPEATED),
           command="bench", setup=f"{BENCH}:forget", per_push=True),
-    Cheat("bench fooled", "gpu-mha", f"{GENERIC}:memoized_mha", ("FAIL", _REPEATED),
-          command="bench", setup=f"{GENERIC}:forget"),
     Cheat("bench fooled", "gpu-decode", f"{GENERIC}:memoized_decode", ("FAIL", _REPEATED),
+          command="bench", setup=f"{GENERIC}:forget"),
+    Cheat("bench fooled", "gpu-paged", f"{GENERIC}:memoized_paged", ("FAIL", _REPEATED),
           command="bench", setup=f"{GENERIC}:forget"),
     # principle 2: honest whenever checked, wrong in a user's run (round 4 of the
     # adversarial set, written independently: tests/adversarial/impls_round4.py)
@@ -266,7 +280,7 @@ CHEATS: tuple[Cheat, ...] = (
           ("FAIL gpu-softmax suspicious source (observes the harness)", "sys.modules"),
           per_push=True),
     Cheat("otherwise unobserved", "gpu-norm", f"{ROUND4}:dated_norm",
-          ("FAIL gpu-norm suspicious source (reads the clock)", "datetime.date.today"),),
+          ("FAIL gpu-norm suspicious source (reads the clock", "datetime.date.today"),),
     Cheat("otherwise unobserved", "megablox-gmm", f"{ROUND4}:tpu_only_bf16_gmm",
           ("FAIL megablox-gmm suspicious source (branches on the backend)",)),
     Cheat("otherwise unobserved", "gpu-mha", f"{ROUND4}:call_count_bomb_mha",

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from kernel_harness import testing
 from kernel_harness.checks.size_programs import structure
 from kernel_harness.core.backends import Backend, resolve_backend
 from kernel_harness.records import registry
@@ -141,3 +142,40 @@ def test_megablox_metadata_over_many_groups_is_not_math_outside():
     result = check_case(registry.get_family("megablox-gmm"), case,
                         resolve_backend("interpret"))
     assert not result.outside_elementwise and result.passed, summary_lines(result)[-1]
+
+
+def test_a_read_of_the_datas_values_is_marked_and_a_choice_by_shape_is_not():
+    from kernel_harness.core.compat import kernel_flow
+    from kernel_harness.records.outside import MOVES
+
+    def keyed(x):
+        shift = (x[0] > 1.5).astype(jnp.int32)
+        return jax.lax.dynamic_slice_in_dim(jnp.concatenate([x, x]), shift, x.shape[0])
+
+    def shaped(x):
+        return jax.lax.dynamic_slice_in_dim(jnp.concatenate([x, x]), x.shape[0] // 2,
+                                            x.shape[0])
+
+    def bits(x):  # no comparison: the shift is the first element's low bit
+        shift = jax.lax.bitcast_convert_type(x[0], jnp.int32) & 1
+        return jax.lax.dynamic_slice_in_dim(jnp.concatenate([x, x]), shift, x.shape[0])
+
+    def moved(x):  # layout only, a cast between floats included
+        return jnp.pad(x.reshape(2, 4).T.astype(jnp.bfloat16), ((0, 1), (0, 0)))[::-1]
+
+    x = jax.ShapeDtypeStruct((8,), jnp.float32)
+    for fn, read in ((keyed, {"gt", "convert_element_type", "dynamic_slice"}),
+                     (shaped, set()), (bits, {"bitcast_convert_type", "and",
+                                              "dynamic_slice"}), (moved, set())):
+        found = kernel_flow.value_readers(jax.make_jaxpr(fn)(x), MOVES)
+        assert read <= found and bool(found) == bool(read), (fn.__name__, found)
+
+
+@pytest.mark.triton_ops  # gpu-softmax's kernel: jax <= 0.12.0.1
+def test_a_wrapper_choosing_by_the_datas_values_is_math_outside():
+    from kernel_harness.testing import HarnessCheckFailed
+
+    with pytest.raises(HarnessCheckFailed, match="math outside the kernel \\(forward: .*"
+                                                 "bitcast_convert_type.* reading the data's"):
+        testing.check("gpu-softmax", impl="tests.helpers.kernel_body_cheats:rolled_by_its_bits",
+                      profile="ci", properties=["matches-reference"], max_examples=2)

@@ -126,3 +126,16 @@ def rounded_past_1e7(x, *, axis=-1, interpret=False):
     for _ in range(x.ndim - 1):
         f = jax.vmap(f)
     return f(x)
+
+
+def rolled_by_its_bits(x, *, axis=-1, interpret=False):
+    """The family's kernel, its result rolled along the row by a shift read from the bits
+    of the first logit (0 for every drawn value but one: a wrapper that chooses by the
+    data's values, round 13 of the adversarial set)."""
+    from kernel_harness.families.gpu_softmax.kernel import softmax
+
+    out = softmax(x, axis=axis, interpret=interpret)
+    first = jax.lax.bitcast_convert_type(x.reshape(-1)[0].astype(jnp.float32), jnp.uint32)
+    shift = (first == jnp.uint32(0x3FC90FDB)).astype(jnp.int32)  # pi/2's bits
+    doubled = jnp.concatenate([out, out], axis=-1)
+    return jax.lax.dynamic_slice_in_dim(doubled, shift, out.shape[-1], axis=out.ndim - 1)

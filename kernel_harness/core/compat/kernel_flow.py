@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import jax.numpy as jnp
 from jax.extend import core as jex_core
 
 from kernel_harness.core.compat import pallas_count
@@ -83,17 +84,19 @@ def _contains(jaxpr: Any, sources: frozenset[str]) -> bool:
 
 
 def _run(jaxpr: Any, tainted_in: set[int], sources: frozenset[str], in_kernel: bool,
-         tainted_consts: set[int] = frozenset()) -> tuple[set[int], set[int], set[int]]:
+         tainted_consts: set[int] = frozenset(), readers: _Readers | None = None
+         ) -> tuple[set[int], set[int], set[int]]:
     """Follows taint through ``jaxpr`` from its invars ``tainted_in`` (and constvars
     ``tainted_consts``) to a fixed point: ``(invars, constvars, outvars)`` tainted at the
-    end (a ref among the invars is tainted when something tainted was written into it)."""
+    end (a ref among the invars is tainted when something tainted was written into it);
+    ``readers``: notes the equations outside the kernels that read a tainted value."""
     j = _open(jaxpr)
     t = {j.invars[i] for i in tainted_in} | {j.constvars[i] for i in tainted_consts}
     changed = True
     while changed:
         changed = False
         for eqn in j.eqns:
-            new = _equation(eqn, t, sources, in_kernel) - t
+            new = _equation(eqn, t, sources, in_kernel, readers) - t
             if new:
                 t |= new
                 changed = True
@@ -113,7 +116,8 @@ def _everything(eqn: Any) -> set[Any]:
     return _written(eqn, range(len(eqn.invars)), range(len(eqn.outvars)))
 
 
-def _equation(eqn: Any, t: set[Any], sources: frozenset[str], in_kernel: bool) -> set[Any]:
+def _equation(eqn: Any, t: set[Any], sources: frozenset[str], in_kernel: bool,
+              readers: _Readers | None = None) -> set[Any]:
     """What ``eqn`` taints, given the tainted vars ``t``."""
     tin = {i for i, v in enumerate(eqn.invars) if _var(v) and v in t}
     name = eqn.primitive.name
@@ -121,19 +125,24 @@ def _equation(eqn: Any, t: set[Any], sources: frozenset[str], in_kernel: bool) -
         return _kernel(eqn, tin, sources)
     subs = _subs(eqn)
     if not subs:
+        if readers is not None and tin:
+            readers.note(eqn, tin)
         hit = bool(tin) or (in_kernel and name in sources)
         return _everything(eqn) if hit else set()
     if name == "cond":
         if 0 in tin:  # the branch taken depends on a tainted value
+            if readers is not None:
+                readers.found.add(name)
             return _everything(eqn)
-        return _mapped(eqn, subs, {i - 1 for i in tin if i}, 1, sources, in_kernel)
+        return _mapped(eqn, subs, {i - 1 for i in tin if i}, 1, sources, in_kernel, readers)
     if name in ("scan", "while"):
-        return _loop(eqn, tin, sources, in_kernel)
-    return _mapped(eqn, subs, tin, 0, sources, in_kernel)
+        return _loop(eqn, tin, sources, in_kernel, readers)
+    return _mapped(eqn, subs, tin, 0, sources, in_kernel, readers)
 
 
 def _mapped(eqn: Any, subs: Sequence[Any], tin: set[int], offset: int,
-            sources: frozenset[str], in_kernel: bool) -> set[Any]:
+            sources: frozenset[str], in_kernel: bool, readers: _Readers | None = None
+            ) -> set[Any]:
     """Each sub-jaxpr entered with its operands ``eqn.invars[offset:]`` (as its invars, or,
     for an open jaxpr closing over them such as ``run_scoped``'s, its constvars); its
     results as the equation's. A layout that does not match is entered whole."""
@@ -142,17 +151,21 @@ def _mapped(eqn: Any, subs: Sequence[Any], tin: set[int], offset: int,
     for sub in subs:
         j = _open(sub)
         if len(j.invars) == n and len(j.outvars) == len(eqn.outvars):
-            ins, _, outs = _run(sub, tin, sources, in_kernel)
+            ins, _, outs = _run(sub, tin, sources, in_kernel, readers=readers)
             found |= _written(eqn, (i + offset for i in ins), outs)
         elif len(j.constvars) == n and not j.outvars and not eqn.outvars:
-            _, consts, _ = _run(sub, set(), sources, in_kernel, tainted_consts=tin)
+            _, consts, _ = _run(sub, set(), sources, in_kernel, tainted_consts=tin,
+                                readers=readers)
             found |= _written(eqn, (i + offset for i in consts))
         elif tin or _contains(sub, sources):
+            if readers is not None and tin:
+                readers.found.add(eqn.primitive.name)  # a body not followed: read whole
             found |= _everything(eqn)
     return found
 
 
-def _loop(eqn: Any, tin: set[int], sources: frozenset[str], in_kernel: bool) -> set[Any]:
+def _loop(eqn: Any, tin: set[int], sources: frozenset[str], in_kernel: bool,
+          readers: _Readers | None = None) -> set[Any]:
     """``scan`` (operands: consts, carry, xs; results: carry, ys) or ``while`` (operands:
     cond consts, body consts, carry; results: carry): the body's carry fed back to a fixed
     point."""
@@ -164,15 +177,20 @@ def _loop(eqn: Any, tin: set[int], sources: frozenset[str], in_kernel: bool) -> 
         body, skip, nconst = p["body_jaxpr"], p["cond_nconsts"], p["body_nconsts"]
         ncarry = len(eqn.outvars)
     if nconst is None or ncarry is None:  # a layout not known here: entered whole
-        return _mapped(eqn, [body], tin, 0, sources, in_kernel) if tin or _contains(
+        return _mapped(eqn, [body], tin, 0, sources, in_kernel, readers) if tin or _contains(
             body, sources) else set()
     body_in = {i - skip for i in tin if i >= skip}
     while True:
-        ins, _, outs = _run(body, body_in, sources, in_kernel)
+        ins, _, outs = _run(body, body_in, sources, in_kernel, readers=readers)
         fed = {nconst + i for i in outs if i < ncarry}
         if fed <= body_in:
             break
         body_in |= fed
+    if readers is not None and eqn.primitive.name == "while":
+        # how long it loops: its cond entered with its consts and the tainted carry
+        carry = {skip + i - nconst for i in body_in if i >= nconst}
+        _run(p["cond_jaxpr"], {i for i in tin if i < skip} | carry, sources, in_kernel,
+             readers=readers)
     return _written(eqn, (i + skip for i in ins | body_in), outs)
 
 
@@ -214,6 +232,56 @@ def _kernel(eqn: Any, tin: set[int], sources: frozenset[str]) -> set[Any]:
     first = idx + n_in
     return {eqn.outvars[k] for k in range(n_out) if first + k in ins
             and not isinstance(eqn.outvars[k], jex_core.DropVar)}
+
+
+class _Readers:
+    """The equations outside every kernel that read a tainted value (:func:`value_readers`)
+    rather than only move it."""
+
+    def __init__(self, moves: frozenset[str]) -> None:
+        self.moves = moves
+        self.found: set[str] = set()
+
+    def note(self, eqn: Any, tin: set[int]) -> None:
+        name = eqn.primitive.name
+        if name not in self.moves or tin & _choosing(name, len(eqn.invars)):
+            self.found.add(name)
+        elif name == "convert_element_type" and not _floating(eqn.params.get("new_dtype")):
+            self.found.add(name)
+
+
+def _choosing(name: str, n: int) -> set[int]:
+    """The positions among ``n`` operands of primitive ``name`` that choose rather than are
+    moved: a ``select_n``'s predicate, a dynamic slice's or update's starts, a gather's or
+    scatter's indices."""
+    first = {"select_n": 0, "dynamic_slice": 1, "dynamic_update_slice": 2, "gather": 1,
+             "scatter": 1, "scatter-add": 1}.get(name)
+    if first is None:
+        return set()
+    return set(range(first, n)) if name.startswith("dynamic") else {first}
+
+
+def _floating(dtype: Any) -> bool:
+    try:
+        return dtype is not None and bool(jnp.issubdtype(dtype, jnp.inexact))
+    except TypeError:
+        return False
+
+
+def value_readers(jaxpr: Any, moves: frozenset[str]) -> frozenset[str]:
+    """The primitives that, outside every Pallas kernel of ``jaxpr``, read a value derived
+    from the program's floating inputs or from a kernel's results: any primitive not in
+    ``moves`` (the caller's list of those that only move values), and of those a
+    ``select_n`` whose predicate, a dynamic slice or update whose start, a gather or scatter
+    whose indices are such a value, a cast of one to a non-floating dtype, a ``cond`` that
+    branches on one. A wrapper that only lays out the kernel's operands and results reads
+    none (round 13 of the adversarial set rolled the kernel's result by a shift read from
+    the bits of x's first element)."""
+    j = _open(jaxpr)
+    readers = _Readers(moves)
+    floating = {i for i, v in enumerate(j.invars) if _floating(getattr(v.aval, "dtype", None))}
+    _run(jaxpr, floating, KERNEL_RESULTS, False, readers=readers)
+    return frozenset(readers.found)
 
 
 #: Kernel bodies already followed, by (body, tainted inputs, sources): a body is entered
