@@ -135,6 +135,14 @@ class OutsideKernel:
         and columns past the drawn sizes by a constant multiplied outside the kernel, with
         the same program at every size).
 
+      reads: for a family whose wrapper is not layout only, the primitives it reads the
+        data's values with outside its kernels (:data:`MOVES`, ``kernel_flow.
+        value_readers``), and why: an implementation's wrapper that reads them with any
+        other (a comparison of bits, a select chosen by them) fails at any size, as a
+        layout-only one does with any (round 13 of the adversarial set keyed gpu-decode's
+        output on the bits of q's first features). Empty: not judged (a layout-only
+        family reads with none).
+
     The default allows nothing beyond layout: a copy kernel with the math in XLA fails.
     """
 
@@ -142,6 +150,7 @@ class OutsideKernel:
     backward: Mapping[str, str] = dataclasses.field(default_factory=dict)
     by_design: str = ""
     layout_only: str = ""
+    reads: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for where, allowed in (("forward", self.forward), ("backward", self.backward)):
@@ -154,6 +163,10 @@ class OutsideKernel:
             if blank:
                 raise ValueError(f"OutsideKernel.{where}: each allowed primitive needs its "
                                  f"reason; {sorted(blank)} have none")
+        if self.reads and (self.layout_only or not all(str(w).strip()
+                                                         for w in self.reads.values())):
+            raise ValueError("OutsideKernel.reads: each primitive needs its reason, and a "
+                             "layout-only wrapper reads the data's values with none")
         if self.by_design and (self.forward or self.backward or self.layout_only):
             raise ValueError("OutsideKernel: a family computed outside Pallas by design "
                              "lists no allowed primitives")
@@ -165,8 +178,19 @@ class OutsideKernel:
     def judged(self, name: str) -> bool:
         """Whether a measured name (a primitive, or a said-apart name) is judged at all:
         those of :data:`STRICT` (:data:`STRICT_SUFFIX`) and the reads of the data's values
-        (:data:`VALUES_SUFFIX`) only where :attr:`layout_only` says so."""
-        return not name.endswith((STRICT_SUFFIX, VALUES_SUFFIX)) or bool(self.layout_only)
+        (:data:`VALUES_SUFFIX`) only where :attr:`layout_only` says so (the reads too where
+        :attr:`reads` is declared)."""
+        if name.endswith(VALUES_SUFFIX):
+            return bool(self.layout_only or self.reads)
+        return not name.endswith(STRICT_SUFFIX) or bool(self.layout_only)
+
+    def permits(self, where: str, name: str) -> bool:
+        """Whether a measured ``name`` found in pass ``where`` is allowed: a primitive the
+        pass may run outside, or a read of the data's values by a primitive the family's
+        wrapper reads with (:attr:`reads`)."""
+        if name.endswith(VALUES_SUFFIX):
+            return name.removesuffix(VALUES_SUFFIX) in self.reads
+        return name in self.allowed(where)
 
     def describe(self) -> list[str]:
         """One line per allowance, for ``describe``: ``forward: reduce_max (why)``, or
@@ -179,6 +203,8 @@ class OutsideKernel:
                           "elementwise): any other primitive (a matmul, transcendental, "
                           "reduction, division, sort, FFT, solve...) on arrays of the "
                           "problem's size or a host callback fails"]
+        lines += [f"reads the data's values with: {name} ({why})"
+                  for name, why in sorted(self.reads.items())]
         if self.layout_only:
             lines.append(f"layout only: elementwise arithmetic, comparisons, gathers, "
                          f"choices between computed arrays and rounding measured too "

@@ -83,9 +83,9 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
     ``strict``: the elementwise arithmetic, comparisons and gathers of
     :data:`~kernel_harness.records.outside.STRICT` too, each named with ``STRICT_SUFFIX``,
     and, at any size, every primitive that reads the data's values rather than moves them
-    (:data:`~kernel_harness.records.outside.MOVES`), named together with ``VALUES_SUFFIX``
-    where nothing else is named (both judged only for a family whose wrapper is layout
-    only)."""
+    (:data:`~kernel_harness.records.outside.MOVES`), named with ``VALUES_SUFFIX`` (both
+    judged only for a family whose wrapper is layout only, the reads too for one that
+    declares what its wrapper reads with: :func:`disallowed`)."""
     touched: collections.Counter = collections.Counter()
     always: set[str] = set()
     readers: set[str] = set()
@@ -112,10 +112,7 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
             if body_op.name in CALLBACKS and body_op.results:
                 always.add(body_op.name + IN_KERNEL)  # at any size: see the module's doc
     names = always | {name for name, n in touched.items() if n >= floor}
-    if names or not readers:
-        return tuple(sorted(names))
-    # Said only where nothing else is: one name, "add, eq, select_n reading the data's values"
-    return (", ".join(sorted(readers)) + VALUES_SUFFIX,)
+    return tuple(sorted(names | {r + VALUES_SUFFIX for r in readers}))
 
 
 def core_missing(jaxpr: Any, computes: Iterable[str], names: Sequence[str]
@@ -168,10 +165,14 @@ def disallowed(found: Mapping[str, tuple[str, ...]], declared: OutsideKernel,
     left_out = set(skip)
     out = {}
     for where, names in found.items():
-        extra = tuple(n for n in names if n not in declared.allowed(where)
-                      and declared.judged(n))
+        extra = [n for n in names if not declared.permits(where, n) and declared.judged(n)]
+        reads = [n.removesuffix(VALUES_SUFFIX) for n in extra if n.endswith(VALUES_SUFFIX)]
+        if reads:
+            # Said only where nothing else is, as one name: "eq, select_n reading the ..."
+            extra = [n for n in extra if not n.endswith(VALUES_SUFFIX)] or [
+                ", ".join(reads) + VALUES_SUFFIX]
         if extra and where not in left_out:
-            out[where] = extra
+            out[where] = tuple(extra)
     return out
 
 

@@ -64,6 +64,7 @@ BENCH = "tests.helpers.bench_planted"
 BODIES = "tests.helpers.kernel_body_cheats"
 ROUND4 = "tests.adversarial.impls_round4"
 ROUND8 = "tests.adversarial.impls_round8"
+ROUND13 = "tests.adversarial.impls_round13"
 
 REFERENCE = "matches-reference"
 
@@ -153,6 +154,10 @@ CHEATS: tuple[Cheat, ...] = (
           (_OUTSIDE + "forward: ", "reading the data's values"), setup=f"{GENERIC}:forget"),
     Cheat("math outside", "gpu-softmax", f"{BODIES}:rolled_by_its_bits",
           (_OUTSIDE + "forward: ", "bitcast_convert_type", "reading the data's values")),
+    # (a wrapper that is not layout only reads with no more than the family's declares:
+    # round 13's output reversed where q's first features carry a bit pattern)
+    Cheat("math outside", "gpu-decode", f"{ROUND13}:dc_bitkey_flip",
+          (_OUTSIDE + "forward: and, bitcast_convert_type, eq, select_n reading the data's",)),
     # (a kernel whose body hands its block to numpy and stores the host's answer: the
     # kernel computes nothing; only interpret mode runs it)
     Cheat("math outside", "gpu-softmax", f"{GENERIC}:host_in_kernel_softmax",

@@ -22,7 +22,7 @@ from kernel_harness.ops.norm.cases import NormCase
 from kernel_harness.ops.softmax.cases import SoftmaxCase
 from kernel_harness.records.impl import load_impl
 from kernel_harness.records.kernels import KernelExpectation
-from kernel_harness.records.outside import OutsideKernel
+from kernel_harness.records.outside import VALUES_SUFFIX, OutsideKernel
 from kernel_harness.records.registry import get_family
 from kernel_harness.run import kernel_outside, report
 from kernel_harness.run.runner import check_case
@@ -211,6 +211,24 @@ def test_a_declaration_validates_its_primitives_and_reasons():
     allowed = OutsideKernel(forward={"reduce_max": "the scales"})
     assert allowed.describe() == ["forward: reduce_max (the scales)"]
     assert "nothing beyond layout" in OutsideKernel().describe()[0]
+
+
+def test_what_a_wrapper_reads_the_data_with_is_declared_and_judged():
+    with pytest.raises(ValueError, match="needs its reason"):
+        OutsideKernel(reads={"add": ""})
+    with pytest.raises(ValueError, match="layout-only wrapper"):
+        OutsideKernel(reads={"add": "why"}, layout_only="why")
+    combine = OutsideKernel(reads={"add": "the combine"})
+    assert "reads the data's values with: add (the combine)" in combine.describe()
+    found = {"forward": ("add" + VALUES_SUFFIX, "eq" + VALUES_SUFFIX,
+                         "select_n" + VALUES_SUFFIX)}
+    # one name for what it reads otherwise than declared; nothing judged where undeclared
+    assert kernel_outside.disallowed(found, combine) == {
+        "forward": ("eq, select_n" + VALUES_SUFFIX,)}
+    assert kernel_outside.disallowed(found, OutsideKernel()) == {}
+    # said only where nothing else is
+    assert kernel_outside.disallowed({"forward": (*found["forward"], "exp")}, combine) == {
+        "forward": ("exp",)}
 
 
 SOFTMAX_ALL = ("div", "exp", "reduce_max", "reduce_sum")

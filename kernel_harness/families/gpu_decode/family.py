@@ -82,7 +82,11 @@ FAMILY = Family(
     outside_kernel=OutsideKernel(forward=dict.fromkeys(
         ("reduce_max", "exp", "reduce_sum", "div"),
         "the k_splits partial results (each split's max, sum and output) combined in XLA "
-        "after the kernel (decode_attn_unbatched): flash-decoding's combine step")),
+        "after the kernel (decode_attn_unbatched): flash-decoding's combine step"),
+        reads=dict.fromkeys(
+            ("reduce_max", "sub", "exp", "mul", "reduce_sum", "add", "div"),
+            "the same combine: each split's max, the rescaled sums and outputs, their "
+            "division")),
     tolerances=_tolerances(),
     capabilities=frozenset(
         {"decode", "gqa", "mqa", "ragged-lengths", "sm-scale", "residuals", "full"}
