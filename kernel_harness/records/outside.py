@@ -203,8 +203,11 @@ class OutsideKernel:
                           "elementwise): any other primitive (a matmul, transcendental, "
                           "reduction, division, sort, FFT, solve...) on arrays of the "
                           "problem's size or a host callback fails"]
-        lines += [f"reads the data's values with: {name} ({why})"
-                  for name, why in sorted(self.reads.items())]
+        by_reason: dict[str, list[str]] = {}
+        for name, why in sorted(self.reads.items()):
+            by_reason.setdefault(why, []).append(name)
+        lines += [f"reads the data's values with: {', '.join(names)} ({why})"
+                  for why, names in by_reason.items()]
         if self.layout_only:
             lines.append(f"layout only: elementwise arithmetic, comparisons, gathers, "
                          f"choices between computed arrays and rounding measured too "
