@@ -102,6 +102,10 @@ MOVES = LAYOUT - {"bitcast_convert_type", "reduce_precision"}
 #: How a primitive that reads the data's values is named: ``bitcast_convert_type`` + this
 #: (judged only for a layout-only family).
 VALUES_SUFFIX = " reading the data's values"
+#: How a primitive that reads the integer inputs' values (and not the floating ones) is
+#: named: ``eq`` + this (judged as :data:`VALUES_SUFFIX` is, unless the family says why
+#: its wrapper computes from them: :attr:`OutsideKernel.metadata`).
+METADATA_SUFFIX = " reading the integer inputs' values"
 #: What is never measured outside the kernels. Every other primitive on floating arrays
 #: of the problem's size is (a sort, an FFT, a triangular solve, a scatter-add, a cumulative
 #: or windowed reduction, a primitive newer than this list: an allowlist, not a list of
@@ -142,6 +146,11 @@ class OutsideKernel:
         layout-only one does with any (round 13 of the adversarial set keyed gpu-decode's
         output on the bits of q's first features). Empty: not judged (a layout-only
         family reads with none).
+      metadata: non-empty: the family's wrapper computes from its integer inputs (group
+        sizes into tile metadata), and this says why; the reads of the integer inputs
+        (:data:`METADATA_SUFFIX`) are then not judged. Empty: a wrapper that reads an
+        integer input otherwise than the family declares (a segment id or a length
+        compared with a constant: round 13) fails as one reading the data's values.
 
     The default allows nothing beyond layout: a copy kernel with the math in XLA fails.
     """
@@ -151,6 +160,7 @@ class OutsideKernel:
     by_design: str = ""
     layout_only: str = ""
     reads: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    metadata: str = ""
 
     def __post_init__(self) -> None:
         for where, allowed in (("forward", self.forward), ("backward", self.backward)):
@@ -180,7 +190,9 @@ class OutsideKernel:
         those of :data:`STRICT` (:data:`STRICT_SUFFIX`) and the reads of the data's values
         (:data:`VALUES_SUFFIX`) only where :attr:`layout_only` says so (the reads too where
         :attr:`reads` is declared)."""
-        if name.endswith(VALUES_SUFFIX):
+        if name.endswith(METADATA_SUFFIX) and self.metadata:
+            return False
+        if name.endswith((VALUES_SUFFIX, METADATA_SUFFIX)):
             return bool(self.layout_only or self.reads)
         return not name.endswith(STRICT_SUFFIX) or bool(self.layout_only)
 
@@ -188,8 +200,9 @@ class OutsideKernel:
         """Whether a measured ``name`` found in pass ``where`` is allowed: a primitive the
         pass may run outside, or a read of the data's values by a primitive the family's
         wrapper reads with (:attr:`reads`)."""
-        if name.endswith(VALUES_SUFFIX):
-            return name.removesuffix(VALUES_SUFFIX) in self.reads
+        for suffix in (VALUES_SUFFIX, METADATA_SUFFIX):
+            if name.endswith(suffix):
+                return name.removesuffix(suffix) in self.reads
         return name in self.allowed(where)
 
     def describe(self) -> list[str]:
@@ -208,6 +221,8 @@ class OutsideKernel:
             by_reason.setdefault(why, []).append(name)
         lines += [f"reads the data's values with: {', '.join(names)} ({why})"
                   for why, names in by_reason.items()]
+        if self.metadata:
+            lines.append(f"computes from its integer inputs: not judged ({self.metadata})")
         if self.layout_only:
             lines.append(f"layout only: elementwise arithmetic, comparisons, gathers, "
                          f"choices between computed arrays and rounding measured too "

@@ -46,6 +46,7 @@ from kernel_harness.core.compat import kernel_flow, pallas_count
 from kernel_harness.records.outside import (
     CALLBACKS,
     MATMUL,
+    METADATA_SUFFIX,
     MOVES,
     STRICT,
     STRICT_SUFFIX,
@@ -89,10 +90,12 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
     touched: collections.Counter = collections.Counter()
     always: set[str] = set()
     readers: set[str] = set()
+    metadata: set[str] = set()
     floor = max(2, problem // FRACTION)  # a scalar (a flag, a scale) is never the answer
     for jaxpr in jaxprs:
         if strict:
             readers |= kernel_flow.value_readers(jaxpr, MOVES)
+            metadata |= kernel_flow.value_readers(jaxpr, MOVES, integers=True)
         for op in pallas_count.outside_ops(jaxpr):
             if not (measured(op.name) or (strict and op.name in STRICT)) \
                     or not (op.inexact or op.name in MATMUL | CALLBACKS) \
@@ -112,7 +115,8 @@ def measure(jaxprs: Iterable[Any], problem: int, *, strict: bool = False) -> tup
             if body_op.name in CALLBACKS and body_op.results:
                 always.add(body_op.name + IN_KERNEL)  # at any size: see the module's doc
     names = always | {name for name, n in touched.items() if n >= floor}
-    return tuple(sorted(names | {r + VALUES_SUFFIX for r in readers}))
+    return tuple(sorted(names | {r + VALUES_SUFFIX for r in readers}
+                        | {r + METADATA_SUFFIX for r in metadata - readers}))
 
 
 def core_missing(jaxpr: Any, computes: Iterable[str], names: Sequence[str]
@@ -166,11 +170,14 @@ def disallowed(found: Mapping[str, tuple[str, ...]], declared: OutsideKernel,
     out = {}
     for where, names in found.items():
         extra = [n for n in names if not declared.permits(where, n) and declared.judged(n)]
-        reads = [n.removesuffix(VALUES_SUFFIX) for n in extra if n.endswith(VALUES_SUFFIX)]
-        if reads:
-            # Said only where nothing else is, as one name: "eq, select_n reading the ..."
-            extra = [n for n in extra if not n.endswith(VALUES_SUFFIX)] or [
-                ", ".join(reads) + VALUES_SUFFIX]
+        # The reads are said only where nothing else is, as one name ("eq, select_n
+        # reading the data's values"), the floating inputs' before the integer ones'.
+        said = [n for n in extra if not n.endswith((VALUES_SUFFIX, METADATA_SUFFIX))]
+        for suffix in (VALUES_SUFFIX, METADATA_SUFFIX):
+            reads = [n.removesuffix(suffix) for n in extra if n.endswith(suffix)]
+            if reads and not said:
+                said = [", ".join(reads) + suffix]
+        extra = said
         if extra and where not in left_out:
             out[where] = tuple(extra)
     return out
@@ -207,6 +214,10 @@ _SAID_APART = (
      "kernel these read values derived from the inputs or a kernel's results (compare, cast "
      "to bits or integers, choose a slice's start or a select's case by them), at any size: "
      "an answer that depends on the data other than through the kernel's math"),
+    (METADATA_SUFFIX, ", ", "outside every kernel these read the integer inputs' values "
+     "(segment ids, lengths, group sizes: compare them with constants, mask their bits, "
+     "select by them), which the family's wrapper only passes to its kernels, at any size: "
+     "an answer keyed on integers the draws may never hit"),
 )
 
 

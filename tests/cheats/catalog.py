@@ -158,6 +158,12 @@ CHEATS: tuple[Cheat, ...] = (
     # round 13's output reversed where q's first features carry a bit pattern)
     Cheat("math outside", "gpu-decode", f"{ROUND13}:dc_bitkey_flip",
           (_OUTSIDE + "forward: and, bitcast_convert_type, eq, select_n reading the data's",)),
+    # (an integer input's value read by a wrapper that only passes it on: round 13's
+    # segment ids compared with a key, and its decode bounds)
+    Cheat("math outside", "gpu-mha", f"{ROUND13}:mh_segkey",
+          (_OUTSIDE + "forward: ", "reading the integer inputs' values")),
+    Cheat("math outside", "gpu-decode", f"{ROUND13}:dc_boundkey",
+          (_OUTSIDE + "forward: ", "reading the integer inputs' values")),
     # (a kernel whose body hands its block to numpy and stores the host's answer: the
     # kernel computes nothing; only interpret mode runs it)
     Cheat("math outside", "gpu-softmax", f"{GENERIC}:host_in_kernel_softmax",

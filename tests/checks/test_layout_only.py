@@ -170,6 +170,14 @@ def test_a_read_of_the_datas_values_is_marked_and_a_choice_by_shape_is_not():
         found = kernel_flow.value_readers(jax.make_jaxpr(fn)(x), MOVES)
         assert read <= found and bool(found) == bool(read), (fn.__name__, found)
 
+    def segment_keyed(x, ids):  # the integer input's value chooses; x is only moved
+        return jnp.where(ids[0] == 7, x[::-1], x)
+
+    ids = jax.ShapeDtypeStruct((8,), jnp.int32)
+    program = jax.make_jaxpr(segment_keyed)(x, ids)
+    assert kernel_flow.value_readers(program, MOVES) == frozenset()
+    assert {"eq", "select_n"} <= kernel_flow.value_readers(program, MOVES, integers=True)
+
 
 @pytest.mark.triton_ops  # gpu-softmax's kernel: jax <= 0.12.0.1
 def test_a_wrapper_choosing_by_the_datas_values_is_math_outside():

@@ -22,7 +22,7 @@ from kernel_harness.ops.norm.cases import NormCase
 from kernel_harness.ops.softmax.cases import SoftmaxCase
 from kernel_harness.records.impl import load_impl
 from kernel_harness.records.kernels import KernelExpectation
-from kernel_harness.records.outside import VALUES_SUFFIX, OutsideKernel
+from kernel_harness.records.outside import METADATA_SUFFIX, VALUES_SUFFIX, OutsideKernel
 from kernel_harness.records.registry import get_family
 from kernel_harness.run import kernel_outside, report
 from kernel_harness.run.runner import check_case
@@ -229,6 +229,12 @@ def test_what_a_wrapper_reads_the_data_with_is_declared_and_judged():
     # said only where nothing else is
     assert kernel_outside.disallowed({"forward": (*found["forward"], "exp")}, combine) == {
         "forward": ("exp",)}
+    # the integer inputs' reads: judged alike, unless the family says why it computes them
+    ints = {"forward": ("and" + METADATA_SUFFIX, "eq" + METADATA_SUFFIX)}
+    assert kernel_outside.disallowed(ints, OutsideKernel(layout_only="why")) == {
+        "forward": ("and, eq" + METADATA_SUFFIX,)}
+    assert kernel_outside.disallowed(ints, OutsideKernel(layout_only="why",
+                                                         metadata="tiles")) == {}
 
 
 SOFTMAX_ALL = ("div", "exp", "reduce_max", "reduce_sum")

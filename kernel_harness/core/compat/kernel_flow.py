@@ -268,7 +268,8 @@ def _floating(dtype: Any) -> bool:
         return False
 
 
-def value_readers(jaxpr: Any, moves: frozenset[str]) -> frozenset[str]:
+def value_readers(jaxpr: Any, moves: frozenset[str], *, integers: bool = False
+                  ) -> frozenset[str]:
     """The primitives that, outside every Pallas kernel of ``jaxpr``, read a value derived
     from the program's floating inputs or from a kernel's results: any primitive not in
     ``moves`` (the caller's list of those that only move values), and of those a
@@ -276,11 +277,13 @@ def value_readers(jaxpr: Any, moves: frozenset[str]) -> frozenset[str]:
     whose indices are such a value, a cast of one to a non-floating dtype, a ``cond`` that
     branches on one. A wrapper that only lays out the kernel's operands and results reads
     none (round 13 of the adversarial set rolled the kernel's result by a shift read from
-    the bits of x's first element)."""
+    the bits of x's first element). ``integers``: from the program's integer inputs (and
+    the kernels' results) instead."""
     j = _open(jaxpr)
     readers = _Readers(moves)
-    floating = {i for i, v in enumerate(j.invars) if _floating(getattr(v.aval, "dtype", None))}
-    _run(jaxpr, floating, KERNEL_RESULTS, False, readers=readers)
+    seeds = {i for i, v in enumerate(j.invars)
+             if _floating(getattr(v.aval, "dtype", None)) != integers}
+    _run(jaxpr, seeds, KERNEL_RESULTS, False, readers=readers)
     return frozenset(readers.found)
 
 

@@ -152,7 +152,9 @@ FAMILY = Family(
                               backward_computes=KERNEL_CORE),
     outside_kernel=OutsideKernel(layout_only=(
         "megablox's gmm and tgmm wrappers pass the operands to their kernels unchanged "
-        "(group metadata is integer)")),
+        "(group metadata is integer)"), metadata=(
+        "make_group_metadata turns the group sizes into each tile's group and offsets "
+        "(cumsum, compares, selects, a scatter-add): the kernels' index maps read them")),
     reference=reference,
     low_precision_reference=low_precision_reference,
     output_axes={
