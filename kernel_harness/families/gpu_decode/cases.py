@@ -75,6 +75,7 @@ class DecodeCase(AttentionProblem):
         kv_head_counts=(1, 2, 4, 8),
         groups=(1, 4, 16, 3, 20, 32),
         scales=(0.5, 2.0),  # any sm_scale the caller passes
+        scale_span=(1 / 16, 16.0),  # and anywhere, one in four (up to 4.0 at head_dim 16)
         unit_scale=True,  # sm_scale=1.0 with q pre-scaled
     )
 

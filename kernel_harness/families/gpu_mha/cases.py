@@ -68,6 +68,7 @@ class MhaCase(AttentionProblem):
         # Any sm_scale the caller passes (round 6 passed a kernel that ignores one other than
         # 1/sqrt(head_dim) and 1.0, the only two drawn until then).
         scales=(0.5, 2.0),
+        scale_span=(1 / 16, 16.0),  # and anywhere, one explicit scale in four
         unit_scale=True,  # sm_scale=1.0 with q pre-scaled: the kernel skips its multiply
     )
 

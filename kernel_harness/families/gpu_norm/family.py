@@ -15,6 +15,7 @@ from kernel_harness.families.gpu_norm import kernel as _kernel
 from kernel_harness.families.gpu_norm.export import export
 from kernel_harness.ops.norm.cases import (
     EPS_VALUES,
+    LEADING,
     OPTIONAL,
     SPREADS,
     NormCase,
@@ -131,6 +132,8 @@ def _events(case: NormCase) -> list[str]:
           f"eps-{case.eps:g}" if case.eps in EPS_VALUES else "eps-anywhere"]
     if case.spread not in SPREADS:
         ev.append("spread-anywhere")
+    if case.leading not in LEADING:
+        ev.append("leading-anywhere")
     n, block = case.n, case.block_size
     if not is_pow2(n):
         ev.append("non-pow2-n")

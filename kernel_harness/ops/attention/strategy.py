@@ -46,6 +46,18 @@ FAMILY_DRAWN = frozenset({"soft-cap", "sinks", "head-dim-v", "per-head-masks", "
 Config = Callable[[AttentionProblem], st.SearchStrategy[dict[str, Any]]]
 
 
+def explicit_scales(features: Any, head_dim: int) -> st.SearchStrategy[float]:
+    """An explicit scale: a multiple of 1/sqrt(head_dim) from ``features.scales`` (or 1.0
+    with ``unit_scale``), and, one draw in four where ``features.scale_span`` is set, a
+    multiple anywhere in that span, log-uniform."""
+    menu = st.sampled_from([m / math.sqrt(head_dim) for m in features.scales]
+                           + ([1.0] if features.unit_scale else []))
+    if features.scale_span is None:
+        return menu
+    lo, hi = (math.log2(m) for m in features.scale_span)
+    anywhere = st.floats(lo, hi).map(lambda e: 2.0 ** e / math.sqrt(head_dim))
+    return st.integers(0, 3).flatmap(lambda k: menu if k < 3 else anywhere)
+
 def _mostly(draw: st.DrawFn, in_4: int) -> bool:
     """True about ``in_4`` times in 4; shrinks towards False."""
     return draw(st.integers(0, 3)) >= 4 - in_4
@@ -178,9 +190,7 @@ def problems(case_type: type[AttentionProblem], *, config: Config | None = None,
             fields["mask"] = draw(st.sampled_from(features.broadcasts))
             fields["mask_keep"] = draw(st.sampled_from((0.7, 0.3, 0.9)))
         if on["scale"]:
-            fields["scale"] = draw(st.sampled_from(
-                [m / math.sqrt(head_dim) for m in features.scales]
-                + ([1.0] if features.unit_scale else [])))
+            fields["scale"] = draw(explicit_scales(features, head_dim))
         longest = max(q_len, kv_len)
         if on["window"] and longest > 2:
             left = draw(st.integers(0, longest - 2))
@@ -235,9 +245,7 @@ def _large(draw: st.DrawFn, case_type: type[AttentionProblem], config: Config | 
     heads, head_dim = draw(log_sizes(sizes["heads"])), draw(log_sizes(sizes["head_dim"]))
     fields: dict[str, Any] = {"is_causal": on["causal"]}
     if on.get("scale") and (features.scales or features.unit_scale):
-        fields["scale"] = draw(st.sampled_from(
-            [m / math.sqrt(head_dim) for m in features.scales]
-            + ([1.0] if features.unit_scale else [])))
+        fields["scale"] = draw(explicit_scales(features, head_dim))
     if on.get("segments"):
         fields["q_segments"], fields["kv_segments"] = draw(segment_layouts(
             batch, tokens, tokens, causal=on["causal"], shared=features.shared_segments))

@@ -35,6 +35,10 @@ ROW_LENGTHS: tuple[int, ...] = (100, 1, 7, 16, 127, 128, 129, 200, 256, 257, 100
 #: only passed every 1-40-row draw: issue 55's round 3, ``many_rows_grid_bug_norm``).
 LEADING: tuple[tuple[int, int], ...] = ((2, 3), (1, 1), (1, 16), (1, 17), (3, 11), (5, 8),
                                         (3, 33))
+#: Leading shapes drawn anywhere (one draw in four, :func:`_leading`): a and b each from 1
+#: to 64, log-uniform, at most this many rows a*b (round 14 of the adversarial set swapped
+#: the leading axes only when the first passed 8, where the menu stopped at 5).
+ANYWHERE_ROWS = 256
 #: 1e-12: BERT's (a kernel that clamps eps, say to 1e-6, is wrong there on rows of small
 #: variance: issue 55's round 3, `eps_floor_norm`); 100: an eps past every row's variance
 #: (the output shrinks towards 0; round 11 passed a kernel capping eps at 8, where draws
@@ -60,6 +64,20 @@ ANYWHERE_SPREAD: tuple[tuple[float, float], tuple[float, float]] = ((-3.0, 8.0),
 #: layer_norm, spread 0.01, n 4095, constant rows: dweight errs 1.9e-4 of its largest at
 #: eps 79, 1000 spreads, against 1.5e-4; 5.4e-5 at eps 10, 316 spreads; 2026-12-07).
 CONDITIONING = 316.0
+
+
+def _log_int(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """An integer from ``lo`` to ``hi``, every factor of 2 equally likely (shrinks to lo)."""
+    return st.floats(math.log2(lo), math.log2(hi)).map(
+        lambda e: max(lo, min(hi, round(2.0 ** e))))
+
+
+def _leading() -> st.SearchStrategy[tuple[int, int]]:
+    """One of :data:`LEADING` three times in four, else (a, b) anywhere up to
+    :data:`ANYWHERE_ROWS` rows."""
+    anywhere = _log_int(1, 64).flatmap(
+        lambda a: _log_int(1, max(1, min(64, ANYWHERE_ROWS // a))).map(lambda b: (a, b)))
+    return st.integers(0, 3).flatmap(lambda k: st.sampled_from(LEADING) if k < 3 else anywhere)
 
 
 def _menu_or_anywhere(menu: tuple[float, ...], anywhere: tuple[float, float]
@@ -275,7 +293,7 @@ def norm_cases(draw: st.DrawFn, *, dtypes: tuple[str, ...] = DTYPES,
     dtype = draw(st.sampled_from(dtypes))
     seed = draw(st.integers(0, 2**31 - 1))
     op = draw(st.sampled_from(ops))
-    leading = (draw(st.sampled_from(LEADING)) if sizes is None
+    leading = (draw(_leading()) if sizes is None
                else (draw(log_sizes(sizes["a"])), draw(log_sizes(sizes["b"]))))
     n = (draw(st.sampled_from(_lengths(frozenset(without)))) if sizes is None
          else draw(log_sizes(sizes["n"])))
