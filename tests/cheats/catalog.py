@@ -229,9 +229,10 @@ CHEATS: tuple[Cheat, ...] = (
     Cheat("memoized or constant", "gpu-softmax", f"{GENERIC}:constant_softmax",
           ("FAIL gpu-softmax out ", "rel err"), per_push=True),
     # (a memo inside a traced program keys its host state by the data: where the wrapper
-    # is layout only, that read is named first, below; gpu-decode's wrapper is not)
-    Cheat("memoized or constant", "gpu-decode", f"{GENERIC}:memoized_decode",
-          ("FAIL gpu-decode ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
+    # is layout only or declares what it reads the data with, that read is named first,
+    # above; gpu-paged's and flash's wrappers declare nothing yet)
+    Cheat("memoized or constant", "flash", f"{GENERIC}:memoized_flash",
+          ("FAIL flash ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
     Cheat("memoized or constant", "gpu-paged", f"{GENERIC}:memoized_paged",
           ("FAIL gpu-paged ", "rel err"), examples=3, setup=f"{GENERIC}:forget"),
     # 6: float32 computed in bfloat16
@@ -281,7 +282,7 @@ CHEATS: tuple[Cheat, ...] = (
     # 10: a benchmark that would time a cache lookup
     Cheat("bench fooled", "sdpa", f"{BENCH}:sdpa_memoized", ("FAIL", _REPEATED),
           command="bench", setup=f"{BENCH}:forget", per_push=True),
-    Cheat("bench fooled", "gpu-decode", f"{GENERIC}:memoized_decode", ("FAIL", _REPEATED),
+    Cheat("bench fooled", "flash", f"{GENERIC}:memoized_flash", ("FAIL", _REPEATED),
           command="bench", setup=f"{GENERIC}:forget"),
     Cheat("bench fooled", "gpu-paged", f"{GENERIC}:memoized_paged", ("FAIL", _REPEATED),
           command="bench", setup=f"{GENERIC}:forget"),

@@ -26,6 +26,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas.ops.tpu.megablox import ops as _gmm_ops
 
 import kernel_harness
+from kernel_harness.families.flash.kernel import flash_attention as _flash
 from kernel_harness.families.gpu_common import triton_op
 from kernel_harness.families.gpu_decode.kernel import decode as _decode
 from kernel_harness.families.gpu_norm.kernel import norm as _norm
@@ -330,8 +331,9 @@ flaky_norm = flaky(norm)
 memoized_softmax = memoized(softmax)
 memoized_mha = memoized(mha)
 memoized_norm = memoized(norm)
-memoized_decode = memoized(_decode)  # gpu-decode has a benchmark too (``bench``)
+memoized_decode = memoized(_decode)  # named math outside: gpu-decode declares its reads
 memoized_paged = memoized(_paged)
+memoized_flash = memoized(_flash)
 
 bfloat16_softmax = in_bfloat16(softmax)
 bfloat16_mha = in_bfloat16(mha)
@@ -408,21 +410,31 @@ def zero_after_a_masked_block(x, *, axis=-1, interpret=False):
                               jnp.full((1,), int(n > 128), jnp.int32))
 
 
+def _nan_where_alone(o: jax.Array, ids: jax.Array, nan: jax.Array) -> jax.Array:
+    left = jnp.concatenate([jnp.full_like(ids[:, :1], -1), ids[:, :-1]], axis=1)
+    right = jnp.concatenate([ids[:, 1:], jnp.full_like(ids[:, :1], -1)], axis=1)
+    alone = (ids != left) & (ids != right)  # [batch, len]
+    alone = alone.reshape(alone.shape + (1,) * (o.ndim - 2)) if o.shape[1] == ids.shape[1] \
+        else alone.reshape(alone.shape[:1] + (1,) + alone.shape[1:])  # lse: [batch, heads, len]
+    return jnp.where(alone, nan.astype(o.dtype), o)
+
+
+_nan_where_alone_in_kernel = epilogue(_nan_where_alone)
+
+
 def nan_at_length_1_segments(q, k, v, segment_ids, *, return_residuals=False, **kw):
     """The gpu-mha kernel, NaN at every query alone in its segment run (its neighbours'
-    ids differ): only a segment of length 1 shows it."""
+    ids differ): only a segment of length 1 shows it. The ids are read in a kernel of its
+    own (:func:`epilogue`): gpu-mha's wrapper only passes them on."""
     res = mha(q, k, v, segment_ids, return_residuals=return_residuals, **kw)
     if segment_ids is None or q.shape[1] != k.shape[1]:
         return res
-    s = segment_ids
-    left = jnp.pad(s[:, :-1], ((0, 0), (1, 0)), constant_values=-1)
-    right = jnp.pad(s[:, 1:], ((0, 0), (0, 1)), constant_values=-1)
-    alone = (s != left) & (s != right)  # [batch, len]
-    out = res[0] if return_residuals else res
-    out = jnp.where(alone[:, :, None, None], jnp.nan, out)
+    nan = jnp.full((1,), jnp.nan, jnp.float32)
     if not return_residuals:
-        return out
-    return out, jnp.where(alone[:, None, :], jnp.nan, res[1])
+        return _nan_where_alone_in_kernel(res, segment_ids, nan)
+    out, lse = res
+    return (_nan_where_alone_in_kernel(out, segment_ids, nan),
+            _nan_where_alone_in_kernel(lse, segment_ids, nan))
 
 
 def _double_one_sign(out: jax.Array, x: jax.Array, exponent: jax.Array, step: jax.Array,
