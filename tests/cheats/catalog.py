@@ -60,6 +60,7 @@ OUTSIDE = "tests.helpers.outside_impls"
 FALLBACK = "tests.helpers.fallback_impls"
 PLANTED = "tests.helpers.planted_softmax"
 GENERIC = "tests.helpers.generic_cheats"
+VALUES = "tests.helpers.value_cheats"
 BENCH = "tests.helpers.bench_planted"
 BODIES = "tests.helpers.kernel_body_cheats"
 ROUND4 = "tests.adversarial.impls_round4"
@@ -219,11 +220,11 @@ CHEATS: tuple[Cheat, ...] = (
     # the case's label the values
     # (10 examples: its dead block must be -inf, and masks are finite sentinels half the
     # time since the softmax op draws them; 5 sufficed before)
-    Cheat("values never drawn", "gpu-softmax", f"{GENERIC}:zero_after_a_masked_block",
+    Cheat("values never drawn", "gpu-softmax", f"{VALUES}:zero_after_a_masked_block",
           ("FAIL gpu-softmax out ", "masked=", "rel err"), examples=10, per_push=True),
-    Cheat("values never drawn", "gpu-mha", f"{GENERIC}:nan_at_length_1_segments",
+    Cheat("values never drawn", "gpu-mha", f"{VALUES}:nan_at_length_1_segments",
           ("FAIL gpu-mha out ", " segments ", "NaN not in the reference")),
-    Cheat("values never drawn", "gpu-norm", f"{GENERIC}:doubled_at_offset_rows",
+    Cheat("values never drawn", "gpu-norm", f"{VALUES}:doubled_at_offset_rows",
           ("FAIL gpu-norm out ", "max rel err")),
     # 6: memoized (first result per shape) and constant outputs
     Cheat("memoized or constant", "gpu-softmax", f"{GENERIC}:constant_softmax",

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from kernel_harness.families.gpu_common import triton_op
-from tests.helpers.generic_cheats import bits_added
+from tests.helpers.in_kernel import bits_added
 
 # jax's Pallas Triton ops, looked up as the gpu-* families do: on a jax without them
 # (>= 0.12.1) this module still imports (its other impls work) and these raise.

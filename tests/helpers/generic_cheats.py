@@ -32,6 +32,7 @@ from kernel_harness.families.gpu_decode.kernel import decode as _decode
 from kernel_harness.families.gpu_norm.kernel import norm as _norm
 from kernel_harness.families.gpu_paged.kernel import paged_attention as _paged
 from tests.helpers.fallback_impls import xla_softmax
+from tests.helpers.in_kernel import bits_added, doubled
 from tests.helpers.outside_impls import xla_norm
 from tests.helpers.poison_impls import xla_attention
 
@@ -57,69 +58,6 @@ def _scaled(o: jax.Array, scale: jax.Array) -> jax.Array:
     its gradient is ``o``'s own (the kernel's)."""
     scaled = (o.astype(jnp.float32) * scale).astype(o.dtype)
     return o + jax.lax.stop_gradient(scaled - o)
-
-
-_INTS = {2: jnp.int16, 4: jnp.int32, 8: jnp.int64}
-
-
-def in_kernel(fn: Callable[..., jax.Array], *operands: jax.Array) -> jax.Array:
-    """``fn(*operands)`` computed inside one Pallas kernel over whole arrays (a scalar
-    operand as one element): what the cheat does to the kernel's result is a kernel's own
-    work, so a layout-only family's wrapper reads no value and the cheat is named for its
-    own class, not "math outside the kernel". Its integers come in as operands, never as
-    literals in the body (a body's integer literal is judged as a bound)."""
-    operands = tuple(jnp.reshape(o, (1,)) if jnp.ndim(o) == 0 else o for o in operands)
-
-    def body(*refs: Any) -> None:
-        refs[-1][...] = fn(*(r[...] for r in refs[:-1]))
-
-    # interpreted wherever it runs: a planted cheat needs no accelerator, and a backend
-    # test in its source would be named first (the source check: "branches on the backend")
-    return pl.pallas_call(body, out_shape=jax.eval_shape(fn, *operands),
-                          interpret=True)(*operands)
-
-
-def _add_bits(o: jax.Array, steps: jax.Array, exponent: jax.Array) -> jax.Array:
-    bits = jax.lax.bitcast_convert_type(o, exponent.dtype)
-    moved = ((bits & exponent) != exponent) & ((bits << 1) != 0)  # finite, not zero
-    return jax.lax.bitcast_convert_type(jnp.where(moved, bits + steps, bits), o.dtype)
-
-
-def epilogue(fn: Callable[..., jax.Array]) -> Callable[..., jax.Array]:
-    """``fn(o, *extra)`` on a kernel's result ``o``, inside a kernel of its own
-    (:func:`in_kernel`); its gradient is ``o``'s own (the kernel's), none through ``extra``."""
-    @jax.custom_vjp
-    def after(o: jax.Array, *extra: jax.Array) -> jax.Array:
-        return in_kernel(fn, o, *extra)
-
-    def forward(o: jax.Array, *extra: jax.Array) -> tuple[jax.Array, tuple[None, ...]]:
-        return after(o, *extra), (None,) * len(extra)
-
-    after.defvjp(forward, lambda nones, g: (g, *nones))
-    return after
-
-
-_bits_added = epilogue(_add_bits)
-
-
-def bits_added(o: jax.Array, steps: jax.Array) -> jax.Array:
-    """``o`` with the integer ``steps`` (a scalar, or one per row) added to each finite
-    non-zero element's bit pattern (ulps; ``steps << mantissa bits`` doubles it), in integer
-    arithmetic inside a kernel of its own (:func:`in_kernel`). Its gradient is ``o``'s own
-    (the kernel's)."""
-    ints = _INTS[o.dtype.itemsize]
-    return _bits_added(o, jnp.asarray(steps).astype(ints),
-                       jnp.full((1,), _exponent_mask(o.dtype), ints))
-
-
-def _exponent_mask(dtype: Any) -> int:
-    info = jnp.finfo(dtype)
-    return ((1 << info.nexp) - 1) << info.nmant
-
-
-def doubled(o: jax.Array) -> jax.Array:
-    """``o`` times 2 where finite and normal (its exponent plus one), in integer arithmetic."""
-    return bits_added(o, jnp.int32(1 << jnp.finfo(o.dtype).nmant))
 
 
 def _scaled_by_host(kernel: Callable[..., Any], make_host: Callable[[], Callable[[], int]],
@@ -385,79 +323,6 @@ def host_in_kernel_softmax(x, *, axis=-1, interpret=False):
 
     through_host.defvjp(lambda x: (through_host(x), None), lambda _, g: (g,))
     return through_host(x)
-
-
-# --- values the old menus never drew -----------------------------------------------------
-
-def _zero_dead(out: jax.Array, head: jax.Array, minus_inf: jax.Array, long: jax.Array
-               ) -> jax.Array:
-    dead = jnp.all(head == minus_inf, axis=-1, keepdims=True) & (long > 0)
-    return jnp.where(dead, jnp.zeros_like(out), out)
-
-
-_zeroed_where_dead = epilogue(_zero_dead)
-
-
-def zero_after_a_masked_block(x, *, axis=-1, interpret=False):
-    """The gpu-softmax kernel, zeros in every row whose whole first 128-lane block is -inf
-    (a blockwise softmax whose running sum starts from a dead block); only a masked
-    prefix of 128 or more shows it. Zeros, not NaN: a case whose every row is dead would
-    then be all NaN, which poisoning names first (no kernel writes it). The choice is made
-    in a kernel of its own (:func:`epilogue`), as a blockwise kernel's would be."""
-    out = softmax(x, axis=axis, interpret=interpret)
-    n = x.shape[-1]
-    return _zeroed_where_dead(out, x[..., :min(n, 128)], jnp.full((1,), -jnp.inf, x.dtype),
-                              jnp.full((1,), int(n > 128), jnp.int32))
-
-
-def _nan_where_alone(o: jax.Array, ids: jax.Array, nan: jax.Array) -> jax.Array:
-    left = jnp.concatenate([jnp.full_like(ids[:, :1], -1), ids[:, :-1]], axis=1)
-    right = jnp.concatenate([ids[:, 1:], jnp.full_like(ids[:, :1], -1)], axis=1)
-    alone = (ids != left) & (ids != right)  # [batch, len]
-    alone = alone.reshape(alone.shape + (1,) * (o.ndim - 2)) if o.shape[1] == ids.shape[1] \
-        else alone.reshape(alone.shape[:1] + (1,) + alone.shape[1:])  # lse: [batch, heads, len]
-    return jnp.where(alone, nan.astype(o.dtype), o)
-
-
-_nan_where_alone_in_kernel = epilogue(_nan_where_alone)
-
-
-def nan_at_length_1_segments(q, k, v, segment_ids, *, return_residuals=False, **kw):
-    """The gpu-mha kernel, NaN at every query alone in its segment run (its neighbours'
-    ids differ): only a segment of length 1 shows it. The ids are read in a kernel of its
-    own (:func:`epilogue`): gpu-mha's wrapper only passes them on."""
-    res = mha(q, k, v, segment_ids, return_residuals=return_residuals, **kw)
-    if segment_ids is None or q.shape[1] != k.shape[1]:
-        return res
-    nan = jnp.full((1,), jnp.nan, jnp.float32)
-    if not return_residuals:
-        return _nan_where_alone_in_kernel(res, segment_ids, nan)
-    out, lse = res
-    return (_nan_where_alone_in_kernel(out, segment_ids, nan),
-            _nan_where_alone_in_kernel(lse, segment_ids, nan))
-
-
-def _double_one_sign(out: jax.Array, x: jax.Array, exponent: jax.Array, step: jax.Array,
-                     long: jax.Array) -> jax.Array:
-    sign = jax.lax.bitcast_convert_type(x, exponent.dtype) < 0  # its sign bit
-    one_sign = jnp.all(sign, axis=-1, keepdims=True) | jnp.all(~sign, axis=-1, keepdims=True)
-    steps = jnp.where(one_sign & (long > 0), step, jnp.zeros_like(step))
-    return _add_bits(out, steps, exponent)
-
-
-_doubled_where_one_sign = epilogue(_double_one_sign)
-
-
-def doubled_at_offset_rows(op, x, weight, bias, *, eps, interpret):
-    """The gpu-norm kernels, doubled in every row of 16 or more values of one sign (a mean
-    offset by many spreads: a norm that loses such rows to cancellation); the choice is
-    made in a kernel of its own (:func:`epilogue`)."""
-    out = norm(op, x, weight, bias, eps=eps, interpret=interpret)
-    ints = _INTS[out.dtype.itemsize]
-    return _doubled_where_one_sign(
-        out, x.astype(out.dtype), jnp.full((1,), _exponent_mask(out.dtype), ints),
-        jnp.full((1,), 1 << jnp.finfo(out.dtype).nmant, ints),
-        jnp.full((1,), int(x.shape[-1] >= 16), jnp.int32))
 
 
 # --- sizes past the drawn ones ----------------------------------------------------------

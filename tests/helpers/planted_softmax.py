@@ -35,7 +35,7 @@ def nan_after_a_masked_block(x, *, axis=-1, interpret=False):
     are left alone."""
     from jax.experimental.pallas.ops.gpu.softmax import softmax
 
-    from tests.helpers.generic_cheats import epilogue
+    from tests.helpers.in_kernel import epilogue
 
     out = softmax(x, axis=axis, interpret=interpret)
     n = x.shape[-1]
