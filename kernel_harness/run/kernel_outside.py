@@ -210,8 +210,9 @@ _SAID_APART = (
      "what the kernel returns (no GPU or TPU kernel lowers a host callback; no family may "
      "allow one in a kernel body; jax.debug.print and jax.debug.callback return nothing: "
      "fine)"),
-    (VALUES_SUFFIX, ", ", "the family declares its wrapper layout only, and outside every "
-     "kernel these read values derived from the inputs or a kernel's results (compare, cast "
+    (VALUES_SUFFIX, ", ", "the family's wrapper only moves its data (layout only) or reads "
+     "it with no more than it declares (OutsideKernel.reads), and outside every kernel "
+     "these read values derived from the inputs or a kernel's results (compare, cast "
      "to bits or integers, choose a slice's start or a select's case by them), at any size: "
      "an answer that depends on the data other than through the kernel's math"),
     (METADATA_SUFFIX, ", ", "outside every kernel these read the integer inputs' values "

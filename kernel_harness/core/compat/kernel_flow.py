@@ -37,7 +37,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import jax.numpy as jnp
 from jax.extend import core as jex_core
 
 from kernel_harness.core.compat import pallas_count
@@ -246,8 +245,9 @@ class _Readers:
         name = eqn.primitive.name
         if name not in self.moves or tin & _choosing(name, len(eqn.invars)):
             self.found.add(name)
-        elif name == "convert_element_type" and not _floating(eqn.params.get("new_dtype")):
-            self.found.add(name)
+        elif name == "convert_element_type" and not pallas_count.floating(
+                eqn.params.get("new_dtype")):
+            self.found.add(name)  # a cast to bits or integers reads the value
 
 
 def _choosing(name: str, n: int) -> set[int]:
@@ -259,13 +259,6 @@ def _choosing(name: str, n: int) -> set[int]:
     if first is None:
         return set()
     return set(range(first, n)) if name.startswith("dynamic") else {first}
-
-
-def _floating(dtype: Any) -> bool:
-    try:
-        return dtype is not None and bool(jnp.issubdtype(dtype, jnp.inexact))
-    except TypeError:
-        return False
 
 
 def value_readers(jaxpr: Any, moves: frozenset[str], *, integers: bool = False
@@ -282,7 +275,7 @@ def value_readers(jaxpr: Any, moves: frozenset[str], *, integers: bool = False
     j = _open(jaxpr)
     readers = _Readers(moves)
     seeds = {i for i, v in enumerate(j.invars)
-             if _floating(getattr(v.aval, "dtype", None)) != integers}
+             if pallas_count.floating(getattr(v.aval, "dtype", None)) != integers}
     _run(jaxpr, seeds, KERNEL_RESULTS, False, readers=readers)
     return frozenset(readers.found)
 

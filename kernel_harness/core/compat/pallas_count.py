@@ -188,12 +188,17 @@ def _elements(aval: Any) -> int:
     return math.prod(shape) if shape is not None else 0
 
 
-def _floating(aval: Any) -> bool:
-    dtype = getattr(aval, "dtype", None)
+def floating(dtype: Any) -> bool:
+    """Whether ``dtype`` (None: no dtype) is floating or complex; an extended dtype (a PRNG
+    key) is not arithmetic."""
     try:
         return dtype is not None and bool(jax.numpy.issubdtype(dtype, jax.numpy.inexact))
-    except TypeError:  # an extended dtype (a PRNG key): not arithmetic
+    except TypeError:
         return False
+
+
+def _floating(aval: Any) -> bool:
+    return floating(getattr(aval, "dtype", None))
 
 
 def _trips(eqn: Any) -> int:

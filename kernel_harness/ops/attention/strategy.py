@@ -58,6 +58,7 @@ def explicit_scales(features: Any, head_dim: int) -> st.SearchStrategy[float]:
     anywhere = st.floats(lo, hi).map(lambda e: 2.0 ** e / math.sqrt(head_dim))
     return st.integers(0, 3).flatmap(lambda k: menu if k < 3 else anywhere)
 
+
 def _mostly(draw: st.DrawFn, in_4: int) -> bool:
     """True about ``in_4`` times in 4; shrinks towards False."""
     return draw(st.integers(0, 3)) >= 4 - in_4
